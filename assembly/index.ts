@@ -1,0 +1,98 @@
+// callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
+// it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
+// resets its heap. See src/core/wasm.ts for the host side of this protocol.
+import { Vec, vecAt, vecClear, vecReserve } from "./vec";
+import { firstNegative, firstNonFinite } from "./compare";
+import { AGENT_PARENTS, CALLS, ambiguousFirst, ambiguousSecond, linkCall, treeReset } from "./tree";
+import { buildRows, ownerRows, pathBuffer, rowCount, rowTable } from "./rows";
+
+const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
+const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
+
+/** commit() results below -1 (>= -1 is the parent call index, -1 a root). */
+export const AMBIGUOUS_PARENT: i32 = -2;
+export const INVALID_TOKEN: i32 = -3;
+export const INVALID_LOGPROB: i32 = -4;
+export const NOT_LINKED: i32 = -5;
+
+/** Index of the offending token or logprob after INVALID_TOKEN / INVALID_LOGPROB. */
+let badIndex: i32 = -1;
+
+/**
+ * Starts a plan: resets the heap and sizes the forest from hints (0 = unknown). Returns the
+ * address of an i32 table of `agents` entries that the host fills with each agent's parent agent.
+ */
+export function begin(agents: i32, callsHint: i32, tokensHint: i32, generatedHint: i32): usize {
+  heap.reset();
+  vecClear(STAGE_TOKENS, 2);
+  vecClear(STAGE_LOGPROBS, 2);
+  treeReset(agents, callsHint, tokensHint, generatedHint);
+  return vecAt(AGENT_PARENTS, 0);
+}
+
+/** Makes room to stage a call; the host then writes prompt ++ generation and the logprobs. */
+export function stage(prompt: i32, generated: i32): void {
+  STAGE_TOKENS.len = 0;
+  STAGE_LOGPROBS.len = 0;
+  vecReserve(STAGE_TOKENS, prompt + generated);
+  vecReserve(STAGE_LOGPROBS, generated);
+}
+
+export function stagedTokens(): usize {
+  return STAGE_TOKENS.ptr;
+}
+
+export function stagedLogprobs(): usize {
+  return STAGE_LOGPROBS.ptr;
+}
+
+/** Index of the first staged token outside [0, 2^31-1], or -1. */
+export function checkStagedTokens(count: i32): i32 {
+  return firstNegative(STAGE_TOKENS.ptr, count);
+}
+
+/**
+ * Checks the staged call and, when `link` is set (the call is eligible), links it as the next
+ * eligible call. Returns the parent (>= -1) or one of the codes above.
+ */
+export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
+  badIndex = firstNegative(STAGE_TOKENS.ptr, prompt + generated);
+  if (badIndex >= 0) return INVALID_TOKEN;
+  badIndex = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
+  if (badIndex >= 0) return INVALID_LOGPROB;
+  if (!link) return NOT_LINKED;
+  return linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent);
+}
+
+export function lastBadIndex(): i32 {
+  return badIndex;
+}
+
+export function ambiguousCandidates(second: bool): i32 {
+  return second ? ambiguousSecond : ambiguousFirst;
+}
+
+/** Builds the rows; afterwards the tables below are valid until the next `begin`. */
+export function finish(): i32 {
+  return buildRows();
+}
+
+export function callTable(): usize {
+  return CALLS.ptr;
+}
+
+export function rowTableAddress(): usize {
+  return rowTable;
+}
+
+export function pathBufferAddress(): usize {
+  return pathBuffer;
+}
+
+export function ownerRowsAddress(): usize {
+  return ownerRows;
+}
+
+export function rowsBuilt(): i32 {
+  return rowCount;
+}

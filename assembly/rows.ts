@@ -1,0 +1,138 @@
+// Rows (SPEC "Ownership" and "Rows"): leaves, the ownership walk, leaf-to-root paths, and each
+// row's token IDs, logprobs and bitset loss mask, all written into one block of linear memory.
+import { vecAt } from "./vec";
+import { setBits } from "./compare";
+import {
+  CALLS, LOGPROBS, TOKENS,
+  C_AGENT, C_END_NODE, C_FULL, C_LP, C_PARENT, C_PROMPT,
+  N_DEPTH, N_EDGE_LEN, N_EDGE_OFF, N_PARENT,
+  callField, nodeField,
+} from "./tree";
+
+// Row record (32 bytes) in the row table read by the host.
+export const R_LEAF: i32 = 0;
+export const R_PATH_OFF: i32 = 4; // first entry of the path (root first) in the path buffer
+export const R_PATH_LEN: i32 = 8;
+export const R_TOKENS: i32 = 12; // number of tokens
+export const R_TOKEN_PTR: i32 = 16; // i32[numTokens]
+export const R_LOGPROB_PTR: i32 = 20; // f32[numTokens]
+export const R_MASK_PTR: i32 = 24; // u8[ceil(numTokens / 8)]
+
+export let rowCount: i32 = 0;
+export let rowTable: usize = 0;
+export let pathBuffer: usize = 0; // i32 call indices
+export let ownerRows: usize = 0; // i32 per call: the row that trains it
+
+// @ts-ignore: decorator
+@inline function i32At(base: usize, i: i32): usize {
+  return base + ((<usize>i) << 2);
+}
+// @ts-ignore: decorator
+@inline function align16(n: usize): usize {
+  return (n + 15) & ~(<usize>15);
+}
+
+/** Builds every row of the committed forest; returns the number of rows. */
+export function buildRows(): i32 {
+  const n = CALLS.len;
+  // Scratch: first child, first same-agent child, depth (path length), row of each leaf.
+  const firstChild = heap.alloc((<usize>n) << 2);
+  const sameAgentChild = heap.alloc((<usize>n) << 2);
+  const depth = heap.alloc((<usize>n) << 2);
+  const rowOfLeaf = heap.alloc((<usize>n) << 2);
+  ownerRows = heap.alloc((<usize>n) << 2);
+  memory.fill(firstChild, 0xff, (<usize>n) << 2);
+  memory.fill(sameAgentChild, 0xff, (<usize>n) << 2);
+
+  for (let c = 0; c < n; c++) {
+    const p = callField(c, C_PARENT);
+    if (p < 0) {
+      store<i32>(i32At(depth, c), 1);
+      continue;
+    }
+    store<i32>(i32At(depth, c), load<i32>(i32At(depth, p)) + 1);
+    if (load<i32>(i32At(firstChild, p)) < 0) store<i32>(i32At(firstChild, p), c);
+    if (load<i32>(i32At(sameAgentChild, p)) < 0 && callField(c, C_AGENT) == callField(p, C_AGENT)) {
+      store<i32>(i32At(sameAgentChild, p), c);
+    }
+  }
+
+  // Leaves, in ledger order, are the rows; size the output block.
+  let rows = 0;
+  let pathTotal: i32 = 0;
+  let outBytes: usize = 0;
+  for (let c = 0; c < n; c++) {
+    if (load<i32>(i32At(firstChild, c)) >= 0) continue;
+    store<i32>(i32At(rowOfLeaf, c), rows++);
+    pathTotal += load<i32>(i32At(depth, c));
+    const tokens = <usize>callField(c, C_FULL);
+    outBytes += align16(tokens << 2) * 2 + align16((tokens + 7) >> 3);
+  }
+
+  // Ownership: a call's owner is its next call's owner, where next is the earliest child in the
+  // same agent, else the earliest child. Children come later in ledger order, so walk backwards.
+  for (let c = n - 1; c >= 0; c--) {
+    let owner: i32;
+    if (load<i32>(i32At(firstChild, c)) < 0) {
+      owner = load<i32>(i32At(rowOfLeaf, c));
+    } else {
+      let next = load<i32>(i32At(sameAgentChild, c));
+      if (next < 0) next = load<i32>(i32At(firstChild, c));
+      owner = load<i32>(i32At(ownerRows, next));
+    }
+    store<i32>(i32At(ownerRows, c), owner);
+  }
+
+  rowCount = rows;
+  rowTable = heap.alloc((<usize>rows) << 5);
+  pathBuffer = heap.alloc((<usize>max(pathTotal, 1)) << 2);
+  let out = heap.alloc(max<usize>(outBytes, 16));
+  let pathOff: i32 = 0;
+  for (let leaf = 0; leaf < n; leaf++) {
+    if (load<i32>(i32At(firstChild, leaf)) >= 0) continue;
+    const row = load<i32>(i32At(rowOfLeaf, leaf));
+    const tokens = callField(leaf, C_FULL);
+    const pathLen = load<i32>(i32At(depth, leaf));
+    const tokenPtr = out;
+    const logprobPtr = tokenPtr + align16((<usize>tokens) << 2);
+    const maskPtr = logprobPtr + align16((<usize>tokens) << 2);
+    out = maskPtr + align16((<usize>tokens + 7) >> 3);
+
+    const record = rowTable + ((<usize>row) << 5);
+    store<i32>(record + <usize>R_LEAF, leaf);
+    store<i32>(record + <usize>R_PATH_OFF, pathOff);
+    store<i32>(record + <usize>R_PATH_LEN, pathLen);
+    store<i32>(record + <usize>R_TOKENS, tokens);
+    store<i32>(record + <usize>R_TOKEN_PTR, <i32>tokenPtr);
+    store<i32>(record + <usize>R_LOGPROB_PTR, <i32>logprobPtr);
+    store<i32>(record + <usize>R_MASK_PTR, <i32>maskPtr);
+
+    writeTokens(leaf, tokenPtr);
+    memory.fill(logprobPtr, 0, (<usize>tokens) << 2);
+    memory.fill(maskPtr, 0, ((<usize>tokens) + 7) >> 3);
+    // Walk leaf to root: fill the path from its end, copy logprobs, mask the owned spans.
+    let slot = pathOff + pathLen;
+    for (let x = leaf; x >= 0; x = callField(x, C_PARENT)) {
+      store<i32>(i32At(pathBuffer, --slot), x);
+      const start = callField(x, C_PROMPT);
+      const end = callField(x, C_FULL);
+      memory.copy(
+        logprobPtr + ((<usize>start) << 2),
+        vecAt(LOGPROBS, callField(x, C_LP)),
+        (<usize>(end - start)) << 2,
+      );
+      if (load<i32>(i32At(ownerRows, x)) == row) setBits(maskPtr, start, end);
+    }
+    pathOff += pathLen;
+  }
+  return rows;
+}
+
+/** full(leaf), gathered from the tree edges between the root and the leaf's end node. */
+function writeTokens(leaf: i32, dest: usize): void {
+  for (let node = callField(leaf, C_END_NODE); node > 0; node = nodeField(node, N_PARENT)) {
+    const len = nodeField(node, N_EDGE_LEN);
+    const at = nodeField(node, N_DEPTH) - len;
+    memory.copy(dest + ((<usize>at) << 2), vecAt(TOKENS, nodeField(node, N_EDGE_OFF)), (<usize>len) << 2);
+  }
+}

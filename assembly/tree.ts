@@ -1,0 +1,174 @@
+// Linking (SPEC "Linking"): a prefix tree over the full sequences of the eligible calls, walked
+// once per call. Each token of each call is compared once (SIMD), so linking is linear in the
+// total number of tokens; edges point into a store that keeps every distinct token once.
+import { Vec, vecAt, vecClear, vecGrow, vecReserve } from "./vec";
+import { commonPrefix } from "./compare";
+import { childGet, childSet, childrenReset } from "./children";
+
+// Call record (32 bytes), one per committed eligible call, in ledger order.
+export const C_FULL: i32 = 0; // len(full(c))
+export const C_PROMPT: i32 = 4; // len(prompt(c))
+export const C_AGENT: i32 = 8; // agent index
+export const C_LP: i32 = 12; // offset of its logprobs in LOGPROBS
+export const C_PARENT: i32 = 16; // parent call, -1 for a root
+export const C_END_NODE: i32 = 20; // tree node where full(c) ends
+export const C_END_NEXT: i32 = 24; // next call ending at the same node, -1 at the end
+
+// Node record (32 bytes). The edge into a node holds tokens [depth - edgeLen, depth) of every
+// sequence through it; they are stored at TOKENS[edgeOff .. edgeOff + edgeLen).
+export const N_EDGE_OFF: i32 = 0;
+export const N_EDGE_LEN: i32 = 4;
+export const N_DEPTH: i32 = 8;
+export const N_PARENT: i32 = 12;
+export const N_END_HEAD: i32 = 16; // first call whose full sequence ends here, -1 if none
+
+export const CALLS = changetype<Vec>(memory.data(offsetof<Vec>()));
+export const NODES = changetype<Vec>(memory.data(offsetof<Vec>()));
+export const TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
+export const LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
+export const AGENT_PARENTS = changetype<Vec>(memory.data(offsetof<Vec>()));
+
+/** Two of the tied candidates when linking reports an ambiguous parent. */
+export let ambiguousFirst: i32 = -1;
+export let ambiguousSecond: i32 = -1;
+
+// @ts-ignore: decorator
+@inline export function callField(c: i32, field: i32): i32 {
+  return load<i32>(vecAt(CALLS, c) + <usize>field);
+}
+// @ts-ignore: decorator
+@inline export function setCallField(c: i32, field: i32, value: i32): void {
+  store<i32>(vecAt(CALLS, c) + <usize>field, value);
+}
+// @ts-ignore: decorator
+@inline export function nodeField(n: i32, field: i32): i32 {
+  return load<i32>(vecAt(NODES, n) + <usize>field);
+}
+// @ts-ignore: decorator
+@inline function setNodeField(n: i32, field: i32, value: i32): void {
+  store<i32>(vecAt(NODES, n) + <usize>field, value);
+}
+
+/** Empties the forest (after a heap reset), sized by the caller's hints. */
+export function treeReset(agents: i32, callsHint: i32, tokensHint: i32, generatedHint: i32): void {
+  vecClear(CALLS, 5);
+  vecClear(NODES, 5);
+  vecClear(TOKENS, 2);
+  vecClear(LOGPROBS, 2);
+  vecClear(AGENT_PARENTS, 2);
+  vecGrow(AGENT_PARENTS, agents);
+  vecReserve(CALLS, callsHint);
+  vecReserve(NODES, callsHint * 2 + 1);
+  vecReserve(TOKENS, tokensHint);
+  vecReserve(LOGPROBS, generatedHint);
+  childrenReset(callsHint * 2 + 1);
+  newNode(0, 0, 0, -1); // the root: the empty sequence
+}
+
+function newNode(edgeOff: i32, edgeLen: i32, depth: i32, parent: i32): i32 {
+  const n = vecGrow(NODES, 1);
+  setNodeField(n, N_EDGE_OFF, edgeOff);
+  setNodeField(n, N_EDGE_LEN, edgeLen);
+  setNodeField(n, N_DEPTH, depth);
+  setNodeField(n, N_PARENT, parent);
+  setNodeField(n, N_END_HEAD, -1);
+  return n;
+}
+
+/** Copies tokens [from, to) of the staged call into the token store; returns their offset. */
+function storeTokens(staged: usize, from: i32, to: i32): i32 {
+  const at = vecGrow(TOKENS, to - from);
+  memory.copy(vecAt(TOKENS, at), staged + ((<usize>from) << 2), (<usize>(to - from)) << 2);
+  return at;
+}
+
+/**
+ * Inserts full(c) (staged at `staged`, `full` tokens, the first `prompt` of them the prompt) and
+ * returns the deepest tree node at depth <= prompt where an earlier full sequence ends (-1: none).
+ */
+function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
+  let node = 0;
+  let pos = 0;
+  let best = -1;
+  while (pos < full) {
+    const token = load<i32>(staged + ((<usize>pos) << 2));
+    const child = childGet(node, token);
+    if (child < 0) {
+      const leaf = newNode(storeTokens(staged, pos, full), full - pos, full, node);
+      childSet(node, token, leaf);
+      node = leaf;
+      break;
+    }
+    const edgeOff = nodeField(child, N_EDGE_OFF);
+    const edgeLen = nodeField(child, N_EDGE_LEN);
+    const room = min(edgeLen, full - pos);
+    const same = commonPrefix(vecAt(TOKENS, edgeOff), staged + ((<usize>pos) << 2), room);
+    if (same == edgeLen) {
+      node = child;
+      pos += edgeLen;
+      if (pos <= prompt && nodeField(node, N_END_HEAD) >= 0) best = node;
+      continue;
+    }
+    // The sequence leaves (or ends inside) the edge: split it after `same` tokens.
+    const mid = newNode(edgeOff, same, nodeField(node, N_DEPTH) + same, node);
+    childSet(node, token, mid);
+    setNodeField(child, N_EDGE_OFF, edgeOff + same);
+    setNodeField(child, N_EDGE_LEN, edgeLen - same);
+    setNodeField(child, N_PARENT, mid);
+    childSet(mid, load<i32>(vecAt(TOKENS, edgeOff + same)), child);
+    node = mid;
+    pos += same;
+  }
+  setCallField(c, C_END_NODE, node);
+  setCallField(c, C_END_NEXT, nodeField(node, N_END_HEAD));
+  setNodeField(node, N_END_HEAD, c);
+  return best;
+}
+
+/** SPEC's tie-break among calls with identical full sequences; -2 when it stays ambiguous. */
+function chooseParent(c: i32, candidates: i32): i32 {
+  if (callField(candidates, C_END_NEXT) < 0) return candidates;
+  const agent = callField(c, C_AGENT);
+  let pick = -1;
+  let count = 0;
+  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
+    if (callField(x, C_AGENT) == agent) {
+      pick = x;
+      count++;
+    }
+  }
+  if (count == 0) {
+    const parentAgent = load<i32>(vecAt(AGENT_PARENTS, agent));
+    if (parentAgent >= 0) {
+      for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
+        if (callField(x, C_AGENT) == parentAgent) {
+          pick = x;
+          count++;
+        }
+      }
+    }
+  }
+  if (count == 1) return pick;
+  ambiguousFirst = candidates;
+  ambiguousSecond = callField(candidates, C_END_NEXT);
+  return -2;
+}
+
+/**
+ * Records the staged call as eligible call number `c` and links it. Returns its parent, -1 for a
+ * root, or -2 when the parent is ambiguous (see ambiguousFirst/ambiguousSecond).
+ */
+export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, generated: i32, agent: i32): i32 {
+  const c = vecGrow(CALLS, 1);
+  const full = prompt + generated;
+  setCallField(c, C_FULL, full);
+  setCallField(c, C_PROMPT, prompt);
+  setCallField(c, C_AGENT, agent);
+  const lp = vecGrow(LOGPROBS, generated);
+  memory.copy(vecAt(LOGPROBS, lp), stagedLogprobs, (<usize>generated) << 2);
+  setCallField(c, C_LP, lp);
+  const best = insert(c, staged, prompt, full);
+  const parent = best < 0 ? -1 : chooseParent(c, nodeField(best, N_END_HEAD));
+  setCallField(c, C_PARENT, parent);
+  return parent;
+}

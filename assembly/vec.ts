@@ -1,0 +1,49 @@
+// Growable arrays of fixed-size records in the stub runtime's heap. Headers live in static memory
+// (`changetype<Vec>(memory.data(16))`), so they survive heap resets. The heap is reset at the start
+// of every plan (an instance serves one plan at a time), so nothing here is ever freed one by one.
+
+@unmanaged
+export class Vec {
+  /** Address of element 0 (moves when the vector grows: keep indices, not addresses). */
+  ptr: usize;
+  /** Elements in use. */
+  len: i32;
+  /** Elements that fit before the next reallocation. */
+  cap: i32;
+  /** Bytes per element (a power of two). */
+  shift: i32;
+}
+
+export function vecClear(v: Vec, shift: i32): void {
+  v.ptr = 0;
+  v.len = 0;
+  v.cap = 0;
+  v.shift = shift;
+}
+
+/** Makes room for `extra` more elements, growing geometrically. */
+export function vecReserve(v: Vec, extra: i32): void {
+  const need = v.len + extra;
+  if (need <= v.cap) return;
+  let cap = v.cap << 1;
+  if (cap < need) cap = need;
+  if (cap < 256) cap = 256;
+  const bytes = (<usize>cap) << v.shift;
+  v.ptr = v.ptr == 0 ? heap.alloc(bytes) : heap.realloc(v.ptr, bytes);
+  v.cap = cap;
+}
+
+/** Appends `count` uninitialised elements and returns the index of the first. */
+export function vecGrow(v: Vec, count: i32): i32 {
+  vecReserve(v, count);
+  const at = v.len;
+  v.len = at + count;
+  return at;
+}
+
+/** Address of element `i`. */
+// @ts-ignore: decorator
+@inline
+export function vecAt(v: Vec, i: i32): usize {
+  return v.ptr + ((<usize>i) << v.shift);
+}

@@ -1,0 +1,50 @@
+// init(): picks a backend and returns the planning API. Environment-neutral: the entry points
+// (src/index.ts for Node, src/browser.ts for browsers) supply how the .wasm bytes are loaded.
+import { planRollout } from "./planner.js";
+import { TsCore } from "./core/ts-core.js";
+import { WasmCorePool } from "./core/wasm-core.js";
+import type { CoreFactory } from "./core/types.js";
+import type { BackendName, InitOptions, Plan, PlanOptions } from "./types.js";
+
+export interface Callforest {
+  readonly backend: BackendName;
+  /** True when the WASM backend runs its SIMD build. */
+  readonly simd: boolean;
+  /** Plans one canonical rollout (SPEC). Bad input gives a rejected report, never an exception. */
+  plan(rollout: unknown, options?: PlanOptions): Plan;
+}
+
+/** Compiles the core: `simd` picks assembly built with or without v128. */
+export type ModuleLoader = (simd: boolean) => Promise<WebAssembly.Module>;
+
+// The smallest module using a v128 instruction (as wasm-feature-detect does).
+const SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11,
+]);
+
+export function simdSupported(): boolean {
+  try {
+    return WebAssembly.validate(SIMD_PROBE);
+  } catch {
+    return false;
+  }
+}
+
+function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Callforest {
+  return {
+    backend,
+    simd,
+    plan: (rollout, options) => planRollout(makeCore, rollout, options),
+  };
+}
+
+export async function initWith(loadModule: ModuleLoader, options: InitOptions = {}): Promise<Callforest> {
+  const backend = options.backend ?? "wasm";
+  if (backend === "ts") return makeApi("ts", false, () => new TsCore());
+  if (backend !== "wasm") throw new Error(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
+  if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
+  const simd = options.simd ?? simdSupported();
+  if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
+  const pool = new WasmCorePool(await loadModule(simd));
+  return makeApi("wasm", simd, () => pool.acquire());
+}

@@ -1,0 +1,32 @@
+// `callforest demo`: `show` and a summary of `rows` on the built-in worked example.
+import type { Command } from "commander";
+import { init } from "../../index.js";
+import { loadExample } from "../../example.js";
+import { maskToInts } from "../../output.js";
+import { renderPlan } from "../../show.js";
+import { parseBackend } from "../inputs.js";
+
+export function register(program: Command): void {
+  program
+    .command("demo")
+    .description("Plan SPEC's worked example (a leader, three subagents, twelve calls) and show the result.")
+    .option("--backend <name>", "wasm or ts", "wasm")
+    .action(async (options: { backend: string }) => {
+      const cf = await init({ backend: parseBackend(options.backend) });
+      const plan = cf.plan(await loadExample());
+      const out: string[] = [renderPlan(plan), `rows (${cf.backend}${cf.simd ? ", SIMD" : ""}): loss mask, 1 = trained`];
+      for (const row of plan.rows) {
+        const mask = maskToInts(row.lossMask, row.numTokens).join("");
+        out.push(`  row ${row.index}  ${row.leaf.padEnd(4)} ${String(row.numTokens).padStart(3)} tokens  ${mask}`);
+      }
+      const r = plan.report;
+      out.push(
+        "",
+        r.trained_tokens === r.captured_tokens
+          ? `every generated token trained exactly once: ${r.trained_tokens} of ${r.captured_tokens}`
+          : `MISMATCH: ${r.trained_tokens} trained of ${r.captured_tokens} generated`,
+      );
+      process.stdout.write(out.join("\n") + "\n");
+      plan.release();
+    });
+}

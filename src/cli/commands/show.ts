@@ -1,0 +1,29 @@
+// `callforest show`: each rollout's forest and rows table, readable in a terminal.
+import type { Command } from "commander";
+import { init } from "../../index.js";
+import { readRollouts } from "../../formats/read.js";
+import { renderPlan } from "../../show.js";
+import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
+
+export function register(program: Command): void {
+  const command = program
+    .command("show")
+    .description("Print each rollout's call forest and rows table.")
+    .argument("<input...>", ".jsonl (one rollout a line), .json (one rollout), or - for stdin");
+  addInputOptions(command).action(async (inputs: string[], options: InputOptions) => {
+    const read = checkInputs(inputs, options);
+    const cf = await init({ backend: parseBackend(options.backend) });
+    let first = true;
+    for await (const item of readRollouts(inputs, read)) {
+      if (!first) process.stdout.write("\n");
+      first = false;
+      if (!item.result.ok) {
+        process.stdout.write(`${item.where}: rejected (${item.result.reason}): ${item.result.detail}\n`);
+        continue;
+      }
+      const plan = cf.plan(item.result.rollout, { line: item.line });
+      process.stdout.write(renderPlan(plan));
+      plan.release();
+    }
+  });
+}

@@ -1,0 +1,37 @@
+// The `callforest` command line: one module per command under ./commands.
+import { Command, CommanderError } from "commander";
+import { exitCodeOf, messageOf } from "./errors.js";
+import { register as registerRows } from "./commands/rows.js";
+import { register as registerShow } from "./commands/show.js";
+import { register as registerDemo } from "./commands/demo.js";
+import { register as registerConvert } from "./commands/convert.js";
+import { register as registerAgentDemo } from "./commands/agent-demo.js";
+
+export function buildProgram(): Command {
+  const program = new Command("callforest")
+    .description("Turn an agent rollout's call forest into training rows with exact token evidence.")
+    .showHelpAfterError(false)
+    .exitOverride();
+  registerRows(program);
+  registerShow(program);
+  registerDemo(program);
+  registerConvert(program);
+  registerAgentDemo(program);
+  return program;
+}
+
+/** Runs the CLI; resolves to the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync(argv, { from: "user" });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // commander already printed help or its own one-line error
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    process.stderr.write(`callforest: ${messageOf(error)}\n`);
+    return exitCodeOf(error);
+  }
+}

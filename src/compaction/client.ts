@@ -1,0 +1,119 @@
+// Model client over fetch. Each endpoint has its own body type and its own builder that names
+// every key it sets; the plain builder has no way to add `required_prefix_token_ids`, and the
+// sender refuses any key outside its endpoint's list before anything goes on the wire.
+import { CompactionError, ModelHttpError } from "./errors.js";
+import {
+  COMPACTION_BODY_KEYS,
+  PLAIN_BODY_KEYS,
+  type CompactionResponsesBody,
+  type FunctionTool,
+  type InputItem,
+  type PlainResponsesBody,
+  type ResponsesResponse,
+  type TokenizeBody,
+} from "./responses.js";
+
+export interface RequestParts {
+  model: string;
+  input: InputItem[];
+  instructions?: string;
+  tools?: FunctionTool[];
+  maxOutputTokens?: number;
+  temperature?: number;
+}
+
+/** The body a plain agent sends to `POST /v1/responses`: only keys that have a value. */
+export function plainBody(parts: RequestParts): PlainResponsesBody {
+  const body: PlainResponsesBody = { model: parts.model, input: parts.input };
+  if (parts.instructions !== undefined) body.instructions = parts.instructions;
+  if (parts.tools !== undefined && parts.tools.length > 0) body.tools = parts.tools;
+  if (parts.maxOutputTokens !== undefined) body.max_output_tokens = parts.maxOutputTokens;
+  if (parts.temperature !== undefined) body.temperature = parts.temperature;
+  return body;
+}
+
+/** The body of `POST /v1/responses/context-compaction`; the prefix key is present only with a prefix. */
+export function compactionBody(parts: RequestParts, requiredPrefix: readonly number[] | null): CompactionResponsesBody {
+  const body: CompactionResponsesBody = plainBody(parts);
+  if (requiredPrefix !== null) body.required_prefix_token_ids = [...requiredPrefix];
+  return body;
+}
+
+export type ModelCall =
+  | { endpoint: "responses"; body: PlainResponsesBody }
+  | { endpoint: "context_compaction"; body: CompactionResponsesBody };
+
+export const ENDPOINT_PATHS = {
+  responses: "/v1/responses",
+  context_compaction: "/v1/responses/context-compaction",
+  tokenize: "/tokenize",
+} as const;
+
+const ALLOWED_KEYS: Record<ModelCall["endpoint"] | "tokenize", readonly string[]> = {
+  responses: PLAIN_BODY_KEYS,
+  context_compaction: COMPACTION_BODY_KEYS,
+  tokenize: ["model", "input", "instructions", "tools", "required_prefix_token_ids"],
+};
+
+/** Throws if the body carries a key its endpoint does not accept, or any key set to null/undefined. */
+export function assertBodyKeys(endpoint: keyof typeof ALLOWED_KEYS, body: object): void {
+  const allowed = ALLOWED_KEYS[endpoint];
+  for (const [key, value] of Object.entries(body)) {
+    if (!allowed.includes(key)) throw new CompactionError(`model client: key "${key}" is not allowed in a ${ENDPOINT_PATHS[endpoint]} body`);
+    if (value === null || value === undefined) throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
+  }
+}
+
+export interface ModelClient {
+  readonly model: string;
+  respond(call: ModelCall): Promise<ResponsesResponse>;
+  /** Prompt token count the server would build for this request (the `/tokenize` preflight). */
+  countTokens(body: TokenizeBody): Promise<number>;
+}
+
+export interface ModelClientOptions {
+  /** Server root, e.g. `http://127.0.0.1:8000` (no trailing `/v1`). */
+  baseUrl: string;
+  model: string;
+  fetch?: typeof fetch;
+  headers?: Record<string, string>;
+}
+
+export function createModelClient(options: ModelClientOptions): ModelClient {
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const root = options.baseUrl.replace(/\/+$/, "");
+  async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
+    assertBodyKeys(endpoint, body);
+    const url = root + ENDPOINT_PATHS[endpoint];
+    let response: Response;
+    try {
+      response = await doFetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...options.headers },
+        body: JSON.stringify(body),
+      });
+    } catch (error) {
+      throw new ModelHttpError(`POST ${url}: ${error instanceof Error ? error.message : String(error)}`, 0, true);
+    }
+    const text = await response.text();
+    if (!response.ok) {
+      throw new ModelHttpError(`POST ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`, response.status, response.status >= 500);
+    }
+    try {
+      return JSON.parse(text);
+    } catch {
+      throw new ModelHttpError(`POST ${url}: response is not JSON: ${text.slice(0, 100)}`, response.status, false);
+    }
+  }
+  return {
+    model: options.model,
+    async respond(call) {
+      return (await post(call.endpoint, call.body)) as ResponsesResponse;
+    },
+    async countTokens(body) {
+      const answer = (await post("tokenize", body)) as { count?: unknown };
+      if (typeof answer.count !== "number") throw new ModelHttpError(`POST ${root}/tokenize: answer has no numeric count`, 200, false);
+      return answer.count;
+    },
+  };
+}

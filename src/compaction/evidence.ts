@@ -1,0 +1,190 @@
+// Versioned evidence records: what each generation consumed and produced, exactly as the server
+// reported it, plus the compaction decisions around it. A canonical callforest rollout is built
+// from these records alone.
+import type { Rollout } from "../types.js";
+import type { BoundaryRecord } from "./controller.js";
+import { EvidenceError } from "./errors.js";
+import type { GuardConfig, GuardEvaluation } from "./guards.js";
+import type { MediaRecord } from "./media.js";
+import type { PolicyIdentity, ViewCounts } from "./policies.js";
+import type { OutputItem, ResponsesResponse } from "./responses.js";
+import type { ChunkRecord, ScheduleConfig, ViewTrigger } from "./schedules.js";
+
+export const EVIDENCE_SCHEMA_VERSION = 1;
+
+export interface GenerationEvidence {
+  prompt_token_ids: number[];
+  generation_token_ids: number[];
+  generation_log_probs: number[];
+}
+
+export interface CallEvidence extends GenerationEvidence {
+  call_id: string;
+  /** 0-based model call number within the rollout. */
+  turn: number;
+  agent: string;
+  endpoint: "responses" | "context_compaction";
+  response_id: string;
+  /** Attempts it took (1 = no retry). */
+  attempts: number;
+  /** Context segment; a new segment starts at every rewrite boundary. */
+  segment: number;
+  /** Lineage: the acknowledged call whose prompt + generation this call's prompt must start with. */
+  parent_call: string | null;
+  required_prefix_length: number;
+  view_digest: string;
+  /** Policy decision that produced the view (null when compaction is off). */
+  decision: (PolicyIdentity & { trigger: ViewTrigger; chunk: number | null }) | null;
+  view: { input_items: number; retained: ViewCounts; omitted: ViewCounts };
+  /** Media ids in order of occurrence in the request. */
+  media: string[];
+  /** Lineage delta: items appended since the parent call's request (0 for a segment start). */
+  appended_items: number;
+}
+
+export interface AttemptRecord {
+  call_id: string;
+  attempt: number;
+  status: "ok" | "failed";
+  error?: string;
+}
+
+export type StopReason = "max_turns" | "final_message" | "environment_done" | "guard_rejected";
+
+export interface EvidenceRecord {
+  schema_version: typeof EVIDENCE_SCHEMA_VERSION;
+  rollout_id: string;
+  reward: number;
+  agent: string;
+  stop_reason: StopReason;
+  compaction: {
+    enabled: boolean;
+    policy: PolicyIdentity | null;
+    schedule: ScheduleConfig | null;
+    guards: GuardConfig | null;
+  };
+  calls: CallEvidence[];
+  attempts: AttemptRecord[];
+  boundaries: BoundaryRecord[];
+  chunks: ChunkRecord[];
+  guards: GuardEvaluation[];
+  /** Every image the rollout stored, in order of first occurrence. */
+  media: MediaRecord[];
+}
+
+function isTokenArray(v: unknown): v is number[] {
+  return Array.isArray(v) && v.every((t) => Number.isInteger(t) && t >= 0 && t <= 0x7fffffff);
+}
+
+function isLogprobArray(v: unknown): v is number[] {
+  return Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x));
+}
+
+function checkGeneration(where: string, g: Partial<Record<keyof GenerationEvidence, unknown>>): GenerationEvidence {
+  for (const key of ["prompt_token_ids", "generation_token_ids"] as const) {
+    if (g[key] === undefined) throw new EvidenceError(`${where}: ${key} is missing`);
+    if (!isTokenArray(g[key])) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1]`);
+  }
+  if (g.generation_log_probs === undefined) throw new EvidenceError(`${where}: generation_log_probs is missing`);
+  if (!isLogprobArray(g.generation_log_probs)) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers`);
+  const ids = g.generation_token_ids as number[];
+  const lps = g.generation_log_probs;
+  if (lps.length !== ids.length) {
+    throw new EvidenceError(`${where}: ${lps.length} generation_log_probs for ${ids.length} generation_token_ids`);
+  }
+  if (ids.length === 0) throw new EvidenceError(`${where}: generation_token_ids is empty`);
+  return { prompt_token_ids: g.prompt_token_ids as number[], generation_token_ids: ids, generation_log_probs: lps };
+}
+
+/**
+ * The generation evidence of one response: the output items that carry token fields must all
+ * agree, and at least one must carry them. Throws EvidenceError naming the call and the field.
+ */
+export function extractGeneration(callId: string, response: ResponsesResponse): GenerationEvidence {
+  const where = `call ${callId} (response ${response?.id ?? "?"})`;
+  if (!response || !Array.isArray(response.output)) throw new EvidenceError(`${where}: response has no output array`);
+  const carriers = response.output.filter(
+    (o: OutputItem) => o.prompt_token_ids !== undefined || o.generation_token_ids !== undefined || o.generation_log_probs !== undefined,
+  );
+  if (carriers.length === 0) throw new EvidenceError(`${where}: no output item carries prompt_token_ids / generation_token_ids / generation_log_probs`);
+  const first = checkGeneration(where, carriers[0]);
+  for (const other of carriers.slice(1)) {
+    const g = checkGeneration(where, other);
+    if (JSON.stringify(g) !== JSON.stringify(first)) throw new EvidenceError(`${where}: output items carry different token evidence`);
+  }
+  return first;
+}
+
+function fail(path: string, what: string): never {
+  throw new EvidenceError(`evidence ${path}: ${what}`);
+}
+
+function obj(path: string, v: unknown): Record<string, unknown> {
+  if (!v || typeof v !== "object" || Array.isArray(v)) fail(path, "must be an object");
+  return v as Record<string, unknown>;
+}
+
+function str(path: string, v: unknown): string {
+  if (typeof v !== "string" || v === "") fail(path, "must be a non-empty string");
+  return v;
+}
+
+function arr(path: string, v: unknown): unknown[] {
+  if (!Array.isArray(v)) fail(path, "must be an array");
+  return v;
+}
+
+/** Checks an evidence record read back from anywhere; throws EvidenceError naming the first bad field. */
+export function validateEvidence(value: unknown): EvidenceRecord {
+  const e = obj("record", value);
+  if (e.schema_version !== EVIDENCE_SCHEMA_VERSION) {
+    fail("schema_version", `unsupported ${JSON.stringify(e.schema_version)} (this reader knows ${EVIDENCE_SCHEMA_VERSION})`);
+  }
+  str("rollout_id", e.rollout_id);
+  if (typeof e.reward !== "number" || !Number.isFinite(e.reward)) fail("reward", "must be a finite number");
+  const agent = str("agent", e.agent);
+  const calls = arr("calls", e.calls);
+  const ids = new Set<string>();
+  calls.forEach((raw, i) => {
+    const c = obj(`calls[${i}]`, raw);
+    const id = str(`calls[${i}].call_id`, c.call_id);
+    if (ids.has(id)) fail(`calls[${i}].call_id`, `duplicate call id ${id}`);
+    ids.add(id);
+    if (c.agent !== agent) fail(`calls[${i}].agent`, `is ${JSON.stringify(c.agent)}, not the record's agent ${JSON.stringify(agent)}`);
+    if (!Number.isInteger(c.segment)) fail(`calls[${i}].segment`, "must be an integer");
+    try {
+      checkGeneration(`calls[${i}] (${id})`, c);
+    } catch (error) {
+      throw new EvidenceError(`evidence ${(error as Error).message}`);
+    }
+    if (c.parent_call !== null && !ids.has(c.parent_call as string)) fail(`calls[${i}].parent_call`, `names ${String(c.parent_call)}, not an earlier call`);
+    arr(`calls[${i}].media`, c.media);
+  });
+  arr("boundaries", e.boundaries).forEach((raw, i) => {
+    const b = obj(`boundaries[${i}]`, raw);
+    const first = str(`boundaries[${i}].first_call`, b.first_call);
+    if (!ids.has(first)) fail(`boundaries[${i}].first_call`, `names ${first}, not a recorded call`);
+  });
+  arr("attempts", e.attempts);
+  arr("chunks", e.chunks);
+  arr("guards", e.guards);
+  arr("media", e.media);
+  return value as EvidenceRecord;
+}
+
+/** SPEC's canonical rollout, built from the evidence alone (validated first). */
+export function rolloutFromEvidence(value: unknown): Rollout {
+  const e = validateEvidence(value);
+  return {
+    rollout_id: e.rollout_id,
+    reward: e.reward,
+    agents: [{ id: e.agent, parent: null, mode: "leader" }],
+    calls: e.calls.map((c) => ({
+      id: c.call_id,
+      agent: c.agent,
+      prompt_token_ids: c.prompt_token_ids,
+      generation_token_ids: c.generation_token_ids,
+      generation_log_probs: c.generation_log_probs,
+    })),
+  };
+}

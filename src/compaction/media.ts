@@ -1,0 +1,90 @@
+// Content-addressed media store: each image's bytes are kept once, under the SHA-256 of the bytes.
+import { sha256Hex } from "./digest.js";
+import { CompactionError } from "./errors.js";
+
+export interface MediaRecord {
+  /** `sha256:<hex>` of the bytes: stable across runs and processes. */
+  id: string;
+  mime: string;
+  width: number;
+  height: number;
+  byteLength: number;
+}
+
+const PNG_SIGNATURE = [137, 80, 78, 71, 13, 10, 26, 10];
+
+/** Width and height from a PNG's IHDR chunk; throws on bytes that are not a PNG. */
+export function pngSize(bytes: Uint8Array): { width: number; height: number } {
+  const ok = bytes.length >= 24 && PNG_SIGNATURE.every((b, i) => bytes[i] === b);
+  if (!ok || String.fromCharCode(bytes[12], bytes[13], bytes[14], bytes[15]) !== "IHDR") {
+    throw new CompactionError(`media: not a PNG image (${bytes.length} bytes)`);
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return { width: view.getUint32(16), height: view.getUint32(20) };
+}
+
+export class MediaStore {
+  private readonly records = new Map<string, MediaRecord>();
+  private readonly data = new Map<string, Uint8Array>();
+
+  /** Stores the bytes (once) and returns their record. Only PNG is accepted: its size is read from the bytes. */
+  async put(bytes: Uint8Array, mime = "image/png"): Promise<MediaRecord> {
+    if (mime !== "image/png") throw new CompactionError(`media: unsupported mime type ${mime} (only image/png)`);
+    const { width, height } = pngSize(bytes);
+    const id = `sha256:${await sha256Hex(bytes)}`;
+    const known = this.records.get(id);
+    if (known) return known;
+    const record: MediaRecord = Object.freeze({ id, mime, width, height, byteLength: bytes.length });
+    this.records.set(id, record);
+    this.data.set(id, bytes.slice());
+    return record;
+  }
+
+  record(id: string): MediaRecord {
+    const record = this.records.get(id);
+    if (!record) throw new CompactionError(`media: unknown media id ${id}`);
+    return record;
+  }
+
+  /** A copy of the stored bytes. */
+  bytes(id: string): Uint8Array {
+    const bytes = this.data.get(id);
+    if (!bytes) throw new CompactionError(`media: unknown media id ${id}`);
+    return bytes.slice();
+  }
+
+  has(id: string): boolean {
+    return this.records.has(id);
+  }
+
+  get size(): number {
+    return this.records.size;
+  }
+
+  /** Base64 data URL of an image, as Responses `input_image.image_url` carries it. */
+  dataUrl(id: string): string {
+    const record = this.record(id);
+    return `data:${record.mime};base64,${base64(this.data.get(id)!)}`;
+  }
+}
+
+const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/** Standard padded base64 without Node's Buffer (the store also runs in browsers). */
+export function base64(bytes: Uint8Array): string {
+  let out = "";
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + ALPHABET[(n >> 6) & 63] + ALPHABET[n & 63];
+  }
+  const rest = bytes.length - i;
+  if (rest === 1) {
+    const n = bytes[i] << 16;
+    out += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + "==";
+  } else if (rest === 2) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8);
+    out += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + ALPHABET[(n >> 6) & 63] + "=";
+  }
+  return out;
+}

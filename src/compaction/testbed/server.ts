@@ -1,0 +1,245 @@
+// A deterministic model server on node:http that behaves like vLLM's Responses endpoint with
+// token output: `POST /v1/responses`, `POST /v1/responses/context-compaction` (honouring
+// `required_prefix_token_ids`) and `POST /tokenize`. Unknown body fields get 422, as vLLM's
+// pydantic models (extra="forbid") answer.
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { COMPACTION_BODY_KEYS, PLAIN_BODY_KEYS, type FunctionTool, type InputItem, type OutputItem, type ResponsesResponse } from "../responses.js";
+import { hashTokens, sample } from "./sampler.js";
+import { renderPrompt, renderWithPrefix, TemplateError, type RenderRequest } from "./template.js";
+
+/** Faults injected into the n-th generation request (1-based, both generation endpoints count). */
+export type Fault =
+  /** Answer HTTP 500 (a transient failure the client retries). */
+  | "http_500"
+  /** Leave `generation_log_probs` one short. */
+  | "logprob_mismatch"
+  /** Leave out `prompt_token_ids`. */
+  | "missing_prompt_ids"
+  /** Render as if `required_prefix_token_ids` had not been sent (a server that ignores it). */
+  | "ignore_prefix";
+
+export interface ModelServerOptions {
+  seed?: number;
+  /** Served model name (requests naming another model get 404). Default "testbed-model". */
+  model?: string;
+  /** 422 on unknown body fields (default true, like vLLM). */
+  strict?: boolean;
+  /** Inclusive range of reasoning words per generation. Default [6, 14]. */
+  reasoningWords?: [number, number];
+  maxModelLen?: number;
+  faults?: Record<number, Fault>;
+}
+
+export interface RecordedRequest {
+  path: string;
+  body: unknown;
+  status: number;
+}
+
+export interface ModelServer {
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  model: string;
+  /** Every request received, in order. */
+  requests: RecordedRequest[];
+  close(): Promise<void>;
+}
+
+const TOKENIZE_KEYS = ["model", "input", "instructions", "tools", "required_prefix_token_ids"];
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly payload: unknown,
+  ) {
+    super(JSON.stringify(payload));
+  }
+}
+
+function badRequest(message: string): HttpError {
+  return new HttpError(400, { error: { message, type: "BadRequestError", code: 400 } });
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function checkKeys(body: Record<string, unknown>, allowed: readonly string[], strict: boolean): void {
+  if (!strict) return;
+  const extra = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (extra.length) {
+    throw new HttpError(422, { detail: extra.map((k) => ({ type: "extra_forbidden", loc: ["body", k], msg: "Extra inputs are not permitted", input: body[k] })) });
+  }
+}
+
+function isTokenList(v: unknown): v is number[] {
+  return Array.isArray(v) && v.every((t) => Number.isInteger(t) && t >= 0 && t <= 0x7fffffff);
+}
+
+function checkItem(item: unknown, i: number): InputItem {
+  const it = item as Record<string, unknown>;
+  const fail = (what: string): never => {
+    throw badRequest(`input[${i}]: ${what}`);
+  };
+  if (!it || typeof it !== "object") fail("must be an object");
+  switch (it.type) {
+    case "message":
+      if (it.role !== "user" && it.role !== "assistant") fail(`unsupported role ${String(it.role)}`);
+      if (!Array.isArray(it.content)) fail("content must be an array");
+      for (const part of it.content as Record<string, unknown>[]) {
+        const ok =
+          (part?.type === "input_text" && typeof part.text === "string") ||
+          (part?.type === "input_image" && typeof part.image_url === "string") ||
+          (part?.type === "output_text" && typeof part.text === "string");
+        if (!ok) fail(`bad content part ${JSON.stringify(part).slice(0, 80)}`);
+      }
+      break;
+    case "reasoning":
+      if (!Array.isArray(it.content)) fail("reasoning content must be an array");
+      break;
+    case "function_call":
+      if (typeof it.call_id !== "string" || typeof it.name !== "string" || typeof it.arguments !== "string") fail("function_call needs call_id, name, arguments");
+      break;
+    case "function_call_output":
+      if (typeof it.call_id !== "string" || typeof it.output !== "string") fail("function_call_output needs call_id and output");
+      break;
+    default:
+      fail(`unsupported item type ${String(it.type)}`);
+  }
+  return it as unknown as InputItem;
+}
+
+interface Parsed extends RenderRequest {
+  model: string;
+  tools?: FunctionTool[];
+  prefix: number[] | null;
+}
+
+function parse(body: Record<string, unknown>, served: string): Parsed {
+  if (typeof body.model !== "string") throw badRequest("model must be a string");
+  if (body.model !== served) throw new HttpError(404, { error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError", code: 404 } });
+  if (!Array.isArray(body.input)) throw badRequest("input must be an array of items");
+  const input = body.input.map(checkItem);
+  if (body.instructions !== undefined && typeof body.instructions !== "string") throw badRequest("instructions must be a string");
+  if (body.tools !== undefined && !Array.isArray(body.tools)) throw badRequest("tools must be an array");
+  const prefix = body.required_prefix_token_ids;
+  if (prefix !== undefined && !isTokenList(prefix)) throw badRequest("required_prefix_token_ids must be an array of token ids");
+  return {
+    model: body.model,
+    input,
+    instructions: body.instructions as string | undefined,
+    tools: body.tools as FunctionTool[] | undefined,
+    prefix: (prefix as number[] | undefined) ?? null,
+  };
+}
+
+function prompt(parsed: Parsed, honourPrefix: boolean, maxModelLen: number): number[] {
+  let ids: number[];
+  try {
+    ids = parsed.prefix && honourPrefix ? renderWithPrefix(parsed, parsed.prefix) : renderPrompt(parsed);
+  } catch (error) {
+    if (error instanceof TemplateError) throw badRequest(error.message);
+    throw error;
+  }
+  if (ids.length > maxModelLen) throw badRequest(`This model's maximum context length is ${maxModelLen} tokens. However, your request has ${ids.length} input tokens.`);
+  return ids;
+}
+
+export async function startModelServer(options: ModelServerOptions = {}): Promise<ModelServer> {
+  const seed = options.seed ?? 0;
+  const model = options.model ?? "testbed-model";
+  const strict = options.strict ?? true;
+  const maxModelLen = options.maxModelLen ?? 131072;
+  const reasoningWords = options.reasoningWords ?? [6, 14];
+  const requests: RecordedRequest[] = [];
+  let generations = 0;
+
+  function generate(parsed: Parsed, fault: Fault | undefined): ResponsesResponse {
+    const promptIds = prompt(parsed, fault !== "ignore_prefix", maxModelLen);
+    const s = sample(seed, promptIds, parsed.tools, { reasoningWords });
+    const last = s.output[s.output.length - 1] as OutputItem;
+    last.prompt_token_ids = promptIds;
+    last.generation_token_ids = s.generationIds;
+    last.generation_log_probs = s.logprobs;
+    if (fault === "logprob_mismatch") last.generation_log_probs = s.logprobs.slice(1);
+    if (fault === "missing_prompt_ids") delete last.prompt_token_ids;
+    return {
+      id: `resp_${hashTokens(seed, promptIds).toString(16)}`,
+      object: "response",
+      model,
+      status: "completed",
+      output: s.output,
+      usage: { input_tokens: promptIds.length, output_tokens: s.generationIds.length, total_tokens: promptIds.length + s.generationIds.length },
+    };
+  }
+
+  function route(path: string, body: Record<string, unknown>): unknown {
+    if (path === "/v1/responses" || path === "/v1/responses/context-compaction") {
+      const compaction = path !== "/v1/responses";
+      checkKeys(body, compaction ? COMPACTION_BODY_KEYS : PLAIN_BODY_KEYS, strict);
+      const parsed = parse(body, model);
+      if (!compaction) parsed.prefix = null; // a lenient plain endpoint ignores what it does not know
+      const fault = options.faults?.[++generations];
+      if (fault === "http_500") throw new HttpError(500, { error: { message: "injected failure", type: "InternalServerError", code: 500 } });
+      return generate(parsed, fault);
+    }
+    if (path === "/tokenize") {
+      checkKeys(body, TOKENIZE_KEYS, strict);
+      const tokens = prompt(parse(body, model), true, Number.MAX_SAFE_INTEGER);
+      return { count: tokens.length, max_model_len: maxModelLen, tokens };
+    }
+    throw new HttpError(404, { detail: "Not Found" });
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse) {
+    const path = (req.url ?? "/").split("?")[0];
+    let status = 200;
+    let payload: unknown;
+    let body: unknown = null;
+    try {
+      if (req.method !== "POST") throw new HttpError(405, { detail: "Method Not Allowed" });
+      const text = await readBody(req);
+      try {
+        body = JSON.parse(text);
+      } catch {
+        throw new HttpError(422, { detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }] });
+      }
+      if (!body || typeof body !== "object" || Array.isArray(body)) throw new HttpError(422, { detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }] });
+      payload = route(path, body as Record<string, unknown>);
+    } catch (error) {
+      if (error instanceof HttpError) {
+        status = error.status;
+        payload = error.payload;
+      } else {
+        status = 500;
+        payload = { error: { message: error instanceof Error ? error.message : String(error), type: "InternalServerError", code: 500 } };
+      }
+    }
+    requests.push({ path, body, status });
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(payload));
+  }
+
+  const server = createServer((req, res) => void handle(req, res));
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    model,
+    requests,
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}

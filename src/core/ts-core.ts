@@ -1,0 +1,253 @@
+// The pure TypeScript core: the same algorithm as the WebAssembly core (assembly/), written for
+// reading. A prefix tree over the eligible calls' full sequences, walked once per call; edges
+// point into a store that holds each distinct token once.
+import {
+  AMBIGUOUS_PARENT,
+  INVALID_LOGPROB,
+  INVALID_TOKEN,
+  NOT_LINKED,
+  type CoreForest,
+  type CoreRow,
+  type ForestCore,
+  type StagedCall,
+} from "./types.js";
+
+/** Keys of the child map: node and the first token of the child's edge, packed in one number. */
+const TOKEN_RANGE = 2 ** 31;
+
+function grown<T extends Int32Array | Float32Array>(array: T, need: number): T {
+  if (need <= array.length) return array;
+  const bigger = new (array.constructor as { new (n: number): T })(Math.max(need, array.length * 2, 256));
+  bigger.set(array);
+  return bigger;
+}
+
+export class TsCore implements ForestCore {
+  private agentParents = new Int32Array(0);
+  private staged = new Int32Array(256);
+  private stagedLp = new Float32Array(256);
+  private badIndex = -1;
+  private ambiguous: [number, number] = [-1, -1];
+
+  // Eligible calls, in ledger order.
+  private callFull: number[] = [];
+  private callPrompt: number[] = [];
+  private callAgent: number[] = [];
+  private callLpOff: number[] = [];
+  private callParent: number[] = [];
+  private callEndNode: number[] = [];
+  private callEndNext: number[] = [];
+
+  // Tree nodes; node 0 is the root (the empty sequence).
+  private nodeEdgeOff: number[] = [];
+  private nodeEdgeLen: number[] = [];
+  private nodeDepth: number[] = [];
+  private nodeParent: number[] = [];
+  private nodeEndHead: number[] = [];
+  private children = new Map<number, number>();
+
+  private tokens = new Int32Array(1024);
+  private tokenCount = 0;
+  private logprobs = new Float32Array(1024);
+  private logprobCount = 0;
+
+  begin(agentParents: Int32Array, _callsHint: number, generatedHint: number): void {
+    this.agentParents = agentParents.slice();
+    for (const list of [
+      this.callFull, this.callPrompt, this.callAgent, this.callLpOff, this.callParent,
+      this.callEndNode, this.callEndNext, this.nodeEdgeOff, this.nodeEdgeLen, this.nodeDepth,
+      this.nodeParent, this.nodeEndHead,
+    ]) {
+      list.length = 0;
+    }
+    this.children.clear();
+    this.tokenCount = 0;
+    this.logprobCount = 0;
+    this.logprobs = grown(this.logprobs, generatedHint);
+    this.newNode(0, 0, 0, -1);
+  }
+
+  stage(prompt: number, generated: number): StagedCall {
+    this.staged = grown(this.staged, prompt + generated);
+    this.stagedLp = grown(this.stagedLp, generated);
+    return {
+      tokens: this.staged.subarray(0, prompt + generated),
+      logprobs: this.stagedLp.subarray(0, generated),
+    };
+  }
+
+  checkStagedTokens(count: number): number {
+    for (let i = 0; i < count; i++) if (this.staged[i] < 0) return i;
+    return -1;
+  }
+
+  commit(prompt: number, generated: number, agent: number, link: boolean): number {
+    this.badIndex = this.checkStagedTokens(prompt + generated);
+    if (this.badIndex >= 0) return INVALID_TOKEN;
+    this.badIndex = -1;
+    for (let i = 0; i < generated; i++) {
+      if (!Number.isFinite(this.stagedLp[i])) {
+        this.badIndex = i;
+        return INVALID_LOGPROB;
+      }
+    }
+    if (!link) return NOT_LINKED;
+    return this.link(prompt, generated, agent);
+  }
+
+  lastBadIndex(): number {
+    return this.badIndex;
+  }
+
+  ambiguousCandidates(): [number, number] {
+    return this.ambiguous;
+  }
+
+  private newNode(edgeOff: number, edgeLen: number, depth: number, parent: number): number {
+    this.nodeEdgeOff.push(edgeOff);
+    this.nodeEdgeLen.push(edgeLen);
+    this.nodeDepth.push(depth);
+    this.nodeParent.push(parent);
+    this.nodeEndHead.push(-1);
+    return this.nodeEdgeOff.length - 1;
+  }
+
+  private storeTokens(from: number, to: number): number {
+    const at = this.tokenCount;
+    this.tokens = grown(this.tokens, at + to - from);
+    this.tokens.set(this.staged.subarray(from, to), at);
+    this.tokenCount = at + to - from;
+    return at;
+  }
+
+  private link(prompt: number, generated: number, agent: number): number {
+    const c = this.callFull.length;
+    const full = prompt + generated;
+    this.logprobs = grown(this.logprobs, this.logprobCount + generated);
+    this.logprobs.set(this.stagedLp.subarray(0, generated), this.logprobCount);
+    this.callFull.push(full);
+    this.callPrompt.push(prompt);
+    this.callAgent.push(agent);
+    this.callLpOff.push(this.logprobCount);
+    this.logprobCount += generated;
+
+    // Walk full(c) down the tree, inserting what is new. `best` is the deepest node at depth
+    // <= len(prompt) where an earlier full sequence ends: those calls are the candidates.
+    const staged = this.staged;
+    let node = 0;
+    let pos = 0;
+    let best = -1;
+    while (pos < full) {
+      const token = staged[pos];
+      const child = this.children.get(node * TOKEN_RANGE + token);
+      if (child === undefined) {
+        const leaf = this.newNode(this.storeTokens(pos, full), full - pos, full, node);
+        this.children.set(node * TOKEN_RANGE + token, leaf);
+        node = leaf;
+        break;
+      }
+      const edgeOff = this.nodeEdgeOff[child];
+      const edgeLen = this.nodeEdgeLen[child];
+      const room = Math.min(edgeLen, full - pos);
+      let same = 0;
+      while (same < room && this.tokens[edgeOff + same] === staged[pos + same]) same++;
+      if (same === edgeLen) {
+        node = child;
+        pos += edgeLen;
+        if (pos <= prompt && this.nodeEndHead[node] >= 0) best = node;
+        continue;
+      }
+      // full(c) leaves (or ends inside) the edge: split it after `same` tokens.
+      const mid = this.newNode(edgeOff, same, this.nodeDepth[node] + same, node);
+      this.children.set(node * TOKEN_RANGE + token, mid);
+      this.nodeEdgeOff[child] = edgeOff + same;
+      this.nodeEdgeLen[child] = edgeLen - same;
+      this.nodeParent[child] = mid;
+      this.children.set(mid * TOKEN_RANGE + this.tokens[edgeOff + same], child);
+      node = mid;
+      pos += same;
+    }
+    this.callEndNode.push(node);
+    this.callEndNext.push(this.nodeEndHead[node]);
+    this.nodeEndHead[node] = c;
+
+    const parent = best < 0 ? -1 : this.chooseParent(c, this.nodeEndHead[best]);
+    this.callParent.push(parent);
+    return parent;
+  }
+
+  /** SPEC's tie-break among calls with identical full sequences (a list through callEndNext). */
+  private chooseParent(c: number, candidates: number): number {
+    if (this.callEndNext[candidates] < 0) return candidates;
+    const pickBy = (agent: number): number[] => {
+      const picked: number[] = [];
+      for (let x = candidates; x >= 0; x = this.callEndNext[x]) if (this.callAgent[x] === agent) picked.push(x);
+      return picked;
+    };
+    let picked = pickBy(this.callAgent[c]);
+    if (picked.length === 0) {
+      const parentAgent = this.agentParents[this.callAgent[c]];
+      if (parentAgent >= 0) picked = pickBy(parentAgent);
+    }
+    if (picked.length === 1) return picked[0];
+    this.ambiguous = [candidates, this.callEndNext[candidates]];
+    return AMBIGUOUS_PARENT;
+  }
+
+  finish(): CoreForest {
+    const n = this.callFull.length;
+    const parents = Int32Array.from(this.callParent);
+    const firstChild = new Int32Array(n).fill(-1);
+    const sameAgentChild = new Int32Array(n).fill(-1);
+    for (let c = 0; c < n; c++) {
+      const p = parents[c];
+      if (p < 0) continue;
+      if (firstChild[p] < 0) firstChild[p] = c;
+      if (sameAgentChild[p] < 0 && this.callAgent[c] === this.callAgent[p]) sameAgentChild[p] = c;
+    }
+    const leaves: number[] = [];
+    const rowOfLeaf = new Int32Array(n).fill(-1);
+    for (let c = 0; c < n; c++) {
+      if (firstChild[c] < 0) {
+        rowOfLeaf[c] = leaves.length;
+        leaves.push(c);
+      }
+    }
+    // Ownership: the owner of a call is the owner of its next call (the earliest same-agent
+    // child, else the earliest child); children come later in ledger order, so walk backwards.
+    const ownerRows = new Int32Array(n);
+    for (let c = n - 1; c >= 0; c--) {
+      if (firstChild[c] < 0) ownerRows[c] = rowOfLeaf[c];
+      else ownerRows[c] = ownerRows[sameAgentChild[c] >= 0 ? sameAgentChild[c] : firstChild[c]];
+    }
+    const rows: CoreRow[] = leaves.map((leaf, row) => this.buildRow(leaf, row, parents, ownerRows));
+    return { parents, ownerRows, rows };
+  }
+
+  private buildRow(leaf: number, row: number, parents: Int32Array, ownerRows: Int32Array): CoreRow {
+    const path: number[] = [];
+    for (let x = leaf; x >= 0; x = parents[x]) path.push(x);
+    path.reverse();
+    const numTokens = this.callFull[leaf];
+    const tokenIds = new Int32Array(numTokens);
+    for (let node = this.callEndNode[leaf]; node > 0; node = this.nodeParent[node]) {
+      const len = this.nodeEdgeLen[node];
+      const off = this.nodeEdgeOff[node];
+      tokenIds.set(this.tokens.subarray(off, off + len), this.nodeDepth[node] - len);
+    }
+    const logprobs = new Float32Array(numTokens);
+    const lossMask = new Uint8Array((numTokens + 7) >> 3);
+    for (const x of path) {
+      const start = this.callPrompt[x];
+      const end = this.callFull[x];
+      const off = this.callLpOff[x];
+      logprobs.set(this.logprobs.subarray(off, off + end - start), start);
+      if (ownerRows[x] === row) for (let i = start; i < end; i++) lossMask[i >> 3] |= 1 << (i & 7);
+    }
+    return { leaf, path: Int32Array.from(path), tokenIds, logprobs, lossMask };
+  }
+
+  release(): void {
+    // Nothing to give back: the garbage collector owns this core's arrays.
+  }
+}

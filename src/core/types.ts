@@ -1,0 +1,62 @@
+// The contract between the planner (src/planner.ts) and a forest core. Two cores implement it
+// with identical results: the WebAssembly one (wasm-core.ts) and the pure TypeScript one
+// (ts-core.ts). The planner validates metadata; a core checks token values, links, and builds rows.
+
+/** commit() results below -1; a result >= -1 is the parent's eligible index (-1: a root). */
+export const AMBIGUOUS_PARENT = -2;
+export const INVALID_TOKEN = -3;
+export const INVALID_LOGPROB = -4;
+export const NOT_LINKED = -5;
+
+/** Where the planner writes one call's arrays. Valid until the next stage()/commit(). */
+export interface StagedCall {
+  /** prompt ++ generation: prompt at [0, P), generation at [P, P + G). */
+  tokens: Int32Array;
+  /** The generation's logprobs. */
+  logprobs: Float32Array;
+}
+
+export interface CoreRow {
+  /** Eligible index of the leaf. */
+  leaf: number;
+  /** Eligible indices of the path, root first. */
+  path: Int32Array;
+  tokenIds: Int32Array;
+  logprobs: Float32Array;
+  lossMask: Uint8Array;
+}
+
+export interface CoreForest {
+  /** Parent's eligible index for each eligible call, -1 for roots. */
+  parents: Int32Array;
+  /** Row that trains each eligible call. */
+  ownerRows: Int32Array;
+  rows: CoreRow[];
+}
+
+export interface ForestCore {
+  /**
+   * Starts a plan. `agentParents[a]` is the parent agent of agent a (-1: none); hints size the
+   * core's memory up front (0 = unknown).
+   */
+  begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void;
+  stage(prompt: number, generated: number): StagedCall;
+  /** Index of the first staged token outside [0, 2^31-1] among the first `count`, or -1. */
+  checkStagedTokens(count: number): number;
+  /** Checks the staged call; links it as the next eligible call when `link`. See the codes above. */
+  commit(prompt: number, generated: number, agent: number, link: boolean): number;
+  /** After INVALID_TOKEN / INVALID_LOGPROB: index into the staged tokens / logprobs. */
+  lastBadIndex(): number;
+  /** After AMBIGUOUS_PARENT: two of the tied candidates (eligible indices). */
+  ambiguousCandidates(): [number, number];
+  /** Builds the rows. Their arrays stay valid until release(). */
+  finish(): CoreForest;
+  /**
+   * Gives the core's memory back; the rows' arrays must not be used afterwards. `reusable`
+   * false (after a failure) drops the core instead of recycling it.
+   */
+  release(reusable?: boolean): void;
+}
+
+/** Makes a fresh or recycled core for one plan. */
+export type CoreFactory = () => ForestCore;

@@ -1,0 +1,312 @@
+// `gym-observed`: a NeMo Gym rollout row with a multi-agent capture. Ownership comes only from
+// `ng_agent_observations.records[]` of kind `agent_invocation` (each lists its model calls); token
+// arrays come from the rollout's token entries (`<rollout_id>.tokens.jsonl`). Ledger order is the
+// entries' `created_at`, then file order. Entries no invocation lists are tries nobody kept
+// (`kept: false`, diagnostic `unowned_call`, agent `unowned` of mode `unowned`). Other record
+// kinds and `gaps[]` only add diagnostics.
+import type { AgentInfo, CanonicalCall, Diagnostic, Rollout } from "../types.js";
+import type { FormatContext, TokenEntries } from "./types.js";
+import {
+  FormatError,
+  field,
+  gymIndexId,
+  isNonEmptyString,
+  isObject,
+  requireArray,
+  requireObject,
+  requireReward,
+  requireTokenArray,
+  show,
+  type JsonObject,
+} from "./values.js";
+
+export function isGymObserved(value: JsonObject): boolean {
+  const observations = field(value, "ng_agent_observations");
+  return isObject(observations) && Array.isArray(field(observations, "records"));
+}
+
+interface TokenEntry {
+  id: string;
+  line: number;
+  createdAt: number;
+  order: number;
+  value: JsonObject;
+}
+
+interface Invocation {
+  id: string;
+  parent: string | null;
+  mode: string | null;
+  where: string;
+}
+
+export function fromGymObserved(
+  row: JsonObject,
+  context: FormatContext,
+): { rollout: Rollout; diagnostics: Diagnostic[] } {
+  const observations = requireObject(row, "ng_agent_observations", "");
+  const records = requireArray(observations, "records", "ng_agent_observations.");
+  const capture = field(row, "ng_model_call_capture");
+  const listed = isObject(capture) ? field(capture, "calls") : undefined;
+  const captureCalls = Array.isArray(listed) ? listed : [];
+  const rolloutId = observedRolloutId(row, capture);
+  const reward = requireReward(row, "");
+
+  if (!context.tokens) {
+    throw new FormatError("no_token_source", `rollout ${rolloutId} needs token entries: give --tokens DIR`);
+  }
+  const file = context.tokens.load(rolloutId);
+  if (file === null) {
+    throw new FormatError("missing_token_file", `no token entries for rollout ${rolloutId}: ${context.tokens.describe(rolloutId)} not found`);
+  }
+  const entries = readEntries(file);
+  const byId = new Map(entries.map((e) => [e.id, e]));
+  const resolve = refResolver(captureCalls, byId, file.file);
+
+  const invocations: Invocation[] = [];
+  const owner = new Map<string, string>(); // model_call_id -> invocation id
+  const ownerWhere = new Map<string, string>();
+  const recordNotes: Diagnostic[] = [];
+  const otherKinds = new Map<string, number>();
+  records.forEach((record, i) => {
+    const where = `ng_agent_observations.records[${i}]`;
+    if (!isObject(record)) throw new FormatError("missing_field", `${where} is ${show(record)}, expected an object`);
+    const kind = field(record, "kind");
+    if (kind === "agent_invocation") {
+      const invocation = readInvocation(record, where, invocations);
+      invocations.push(invocation);
+      const refs = field(record, "model_calls") ?? [];
+      if (!Array.isArray(refs)) throw new FormatError("missing_field", `${where}.model_calls is ${show(refs)}, expected an array`);
+      refs.forEach((ref, j) => {
+        const refWhere = `${where}.model_calls[${j}] (invocation ${invocation.id})`;
+        const callId = resolve(ref, refWhere);
+        const previous = ownerWhere.get(callId);
+        if (previous !== undefined) {
+          throw new FormatError("duplicate_model_call", `${refWhere}: model call ${callId} is already listed at ${previous}`);
+        }
+        if (!byId.has(callId)) {
+          throw new FormatError("missing_token_entry", `${refWhere}: model call ${callId} has no entry in ${file.file}`);
+        }
+        owner.set(callId, invocation.id);
+        ownerWhere.set(callId, refWhere);
+      });
+    } else if (kind === "context_compaction") {
+      recordNotes.push(compactionNote(record, resolve));
+    } else {
+      const name = typeof kind === "string" && kind.length > 0 ? kind : "unknown";
+      otherKinds.set(name, (otherKinds.get(name) ?? 0) + 1);
+    }
+  });
+  if (otherKinds.size > 0) {
+    const detail = [...otherKinds].map(([kind, n]) => `${kind}: ${n}`).join(", ");
+    recordNotes.push({ code: "observation_records", call: null, detail });
+  }
+
+  const diagnostics: Diagnostic[] = [];
+  const unownedAgent = freshAgentId("unowned", invocations);
+  let anyUnowned = false;
+  const calls: CanonicalCall[] = entries.map((entry) => {
+    const agent = owner.get(entry.id);
+    const call: CanonicalCall = {
+      id: entry.id,
+      prompt_token_ids: field(entry.value, "prompt_token_ids") as CanonicalCall["prompt_token_ids"],
+      generation_token_ids: field(entry.value, "generation_token_ids") as CanonicalCall["generation_token_ids"],
+      generation_log_probs: field(entry.value, "generation_log_probs") as CanonicalCall["generation_log_probs"],
+    };
+    if (agent === undefined) {
+      // The core checks every call's agent against `agents`, so a try nobody kept goes to an
+      // agent of its own rather than to a guessed owner.
+      call.kept = false;
+      call.agent = unownedAgent;
+      anyUnowned = true;
+      diagnostics.push({ code: "unowned_call", call: entry.id, detail: `${file.file}:${entry.line}: no agent_invocation lists it` });
+    } else {
+      call.agent = agent;
+    }
+    return call;
+  });
+
+  const known = new Set(invocations.map((inv) => inv.id));
+  const agents: AgentInfo[] = invocations.map((inv) => {
+    let parent = inv.parent;
+    if (parent !== null && !known.has(parent)) {
+      diagnostics.push({
+        code: "agent_parent_missing",
+        call: null,
+        detail: `${inv.where}: invocation ${inv.id} names parent ${parent}, which has no agent_invocation record`,
+      });
+      parent = null;
+    }
+    const agent: AgentInfo = { id: inv.id, parent };
+    if (inv.mode !== null) agent.mode = inv.mode;
+    return agent;
+  });
+  if (anyUnowned) agents.push({ id: unownedAgent, parent: null, mode: "unowned" });
+
+  diagnostics.push(...recordNotes, ...gapNotes(observations, "ng_agent_observations"));
+  if (isObject(capture)) diagnostics.push(...gapNotes(capture, "ng_model_call_capture"));
+  return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics };
+}
+
+function observedRolloutId(row: JsonObject, capture: unknown): string {
+  const fromIndexes = gymIndexId(row);
+  if (fromIndexes !== null) return fromIndexes;
+  const captured = isObject(capture) ? field(capture, "rollout_id") : undefined;
+  if (isNonEmptyString(captured)) return captured;
+  const response = field(row, "response");
+  const responseId = isObject(response) ? field(response, "id") : undefined;
+  if (isNonEmptyString(responseId)) return responseId;
+  throw new FormatError(
+    "missing_field",
+    "no rollout id: _ng_task_index/_ng_rollout_index, ng_model_call_capture.rollout_id and response.id all absent",
+  );
+}
+
+function freshAgentId(base: string, invocations: Invocation[]): string {
+  const taken = new Set(invocations.map((inv) => inv.id));
+  let id = base;
+  for (let n = 2; taken.has(id); n++) id = `${base}-${n}`;
+  return id;
+}
+
+function readInvocation(record: JsonObject, where: string, seen: Invocation[]): Invocation {
+  const id = field(record, "invocation_id");
+  if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${where}.invocation_id is ${show(id)}, expected a non-empty string`);
+  const twin = seen.find((inv) => inv.id === id);
+  if (twin) throw new FormatError("duplicate_invocation", `${where}: invocation ${id} is already recorded at ${twin.where}`);
+  const parent = field(record, "parent_invocation_id") ?? null;
+  if (parent !== null && !isNonEmptyString(parent)) {
+    throw new FormatError("missing_field", `${where}.parent_invocation_id is ${show(parent)}, expected a string or null`);
+  }
+  const mode = field(record, "mode");
+  return { id, parent, mode: typeof mode === "string" ? mode : null, where };
+}
+
+/** Parses and orders the token entries: by `created_at`, then file order (a stable sort). */
+function readEntries(file: TokenEntries): TokenEntry[] {
+  const entries: TokenEntry[] = [];
+  const lineOf = new Map<string, number>();
+  for (const line of file.lines) {
+    const where = `${file.file}:${line.line}`;
+    if ("error" in line) throw new FormatError("malformed_token_entry", `${where}: not JSON (${line.error})`);
+    const value = line.value;
+    if (!isObject(value)) throw new FormatError("missing_field", `${where}: token entry is ${show(value)}, expected an object`);
+    const id = field(value, "model_call_id");
+    if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${where}: model_call_id is ${show(id)}, expected a non-empty string`);
+    const label = `${where} (call ${id}): `;
+    requireTokenArray(value, "prompt_token_ids", label);
+    requireTokenArray(value, "generation_token_ids", label);
+    requireTokenArray(value, "generation_log_probs", label);
+    const previous = lineOf.get(id);
+    if (previous !== undefined) {
+      throw new FormatError("duplicate_call_id", `${label}model_call_id repeats line ${previous}`, "duplicate_call_id");
+    }
+    lineOf.set(id, line.line);
+    entries.push({ id, line: line.line, createdAt: timeOf(field(value, "created_at"), label), order: entries.length, value });
+  }
+  return entries.sort((a, b) => a.createdAt - b.createdAt || a.order - b.order);
+}
+
+/** `created_at` as epoch seconds (a number) or an ISO 8601 string. */
+function timeOf(value: unknown, label: string): number {
+  if (typeof value === "number" && Number.isFinite(value)) return value;
+  if (typeof value === "string") {
+    const ms = Date.parse(value);
+    if (Number.isFinite(ms)) return ms / 1000;
+  }
+  throw new FormatError("missing_field", `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time`);
+}
+
+/** A model_ref as a comparable key: Gym's `{type, name}` object, or a plain string. */
+function refKey(ref: unknown): string | null {
+  if (isNonEmptyString(ref)) return ref;
+  if (isObject(ref)) return `${String(field(ref, "type") ?? "")}/${String(field(ref, "name") ?? "")}`;
+  return null;
+}
+
+/**
+ * Resolves a model-call ref to a model_call_id: `{model_call_id}` directly (it must be known to the
+ * capture or the token entries), `{model_ref, response_id}` through `ng_model_call_capture.calls[]`.
+ */
+function refResolver(captureCalls: unknown[], entries: Map<string, TokenEntry>, tokenFile: string) {
+  const capturedIds = new Set<string>();
+  const byResponse = new Map<string, { index: number; call: JsonObject }[]>();
+  captureCalls.forEach((call, index) => {
+    if (!isObject(call)) return;
+    const id = field(call, "model_call_id");
+    if (isNonEmptyString(id)) capturedIds.add(id);
+    const responseId = field(call, "response_id");
+    if (isNonEmptyString(responseId)) {
+      const list = byResponse.get(responseId) ?? [];
+      list.push({ index, call });
+      byResponse.set(responseId, list);
+    }
+  });
+
+  return (ref: unknown, where: string): string => {
+    if (!isObject(ref)) throw new FormatError("missing_field", `${where} is ${show(ref)}, expected a model-call ref object`);
+    const id = field(ref, "model_call_id");
+    if (isNonEmptyString(id)) {
+      if (!capturedIds.has(id) && !entries.has(id)) {
+        throw new FormatError("unknown_model_call", `${where}: model_call_id ${id} is in neither ng_model_call_capture.calls nor ${tokenFile}`);
+      }
+      return id;
+    }
+    const responseId = field(ref, "response_id");
+    if (!isNonEmptyString(responseId)) {
+      throw new FormatError("missing_field", `${where}: needs model_call_id, or model_ref and response_id`);
+    }
+    const model = refKey(field(ref, "model_ref"));
+    const matches = (byResponse.get(responseId) ?? []).filter((m) => model === null || refKey(field(m.call, "model_ref")) === model);
+    const named = model === null ? "" : ` (model_ref ${model})`;
+    if (matches.length === 0) {
+      throw new FormatError("unknown_model_call", `${where}: response_id ${responseId}${named} matches no ng_model_call_capture.calls entry`);
+    }
+    if (matches.length > 1) {
+      const at = matches.map((m) => m.index).join(", ");
+      throw new FormatError("ambiguous_model_call", `${where}: response_id ${responseId}${named} matches ng_model_call_capture.calls[${at}]`);
+    }
+    const resolved = field(matches[0].call, "model_call_id");
+    if (!isNonEmptyString(resolved)) {
+      throw new FormatError("missing_field", `${where}: ng_model_call_capture.calls[${matches[0].index}].model_call_id is ${show(resolved)}`);
+    }
+    return resolved;
+  };
+}
+
+/** A compaction record names its summary call when it can; it never decides ownership. */
+function compactionNote(record: JsonObject, resolve: (ref: unknown, where: string) => string): Diagnostic {
+  const invocation = field(record, "invocation_id");
+  const trigger = field(record, "trigger");
+  const refs = field(record, "model_calls");
+  let call: string | null = null;
+  if (Array.isArray(refs) && refs.length > 0) {
+    try {
+      call = resolve(refs[0], "context_compaction.model_calls[0]");
+    } catch {
+      call = null; // an unresolved summary ref is a gap in the evidence, not a broken rollout
+    }
+  }
+  let detail = `invocation ${isNonEmptyString(invocation) ? invocation : "unknown"}`;
+  if (isNonEmptyString(trigger)) detail += `, trigger ${trigger}`;
+  return { code: "context_compaction", call, detail };
+}
+
+function gapNotes(holder: JsonObject, where: string): Diagnostic[] {
+  const gaps = field(holder, "gaps");
+  if (!Array.isArray(gaps)) return [];
+  return gaps.map((gap, i) => {
+    const code = isObject(gap) ? field(gap, "code") : undefined;
+    if (!isObject(gap) || !isNonEmptyString(code)) {
+      return { code: "observation_gap", call: null, detail: `${where}.gaps[${i}] is ${show(gap)}` };
+    }
+    const parts: string[] = [];
+    const invocation = field(gap, "invocation_id");
+    const detail = field(gap, "detail");
+    if (isNonEmptyString(invocation)) parts.push(`invocation ${invocation}`);
+    if (isNonEmptyString(detail)) parts.push(detail);
+    const note: Diagnostic = { code, call: null };
+    if (parts.length > 0) note.detail = parts.join(": ");
+    return note;
+  });
+}

@@ -1,0 +1,108 @@
+// Turning one parsed JSON value into SPEC's canonical rollout, whatever format it came in.
+//
+// The `rows` command (and any reader) calls, per input value:
+//   const result = toCanonical(value, from, { tokens });   // from: FromOption, default "auto"
+//   if (result.ok) { plan = cf.plan(result.rollout, { line }); report = withDiagnostics(plan.report, result.diagnostics) }
+//   else report = rejectedReport(result, line);
+// Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
+// tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
+// Node APIs so the browser build can use it.
+import type { Diagnostic, Report } from "../types.js";
+import { fromCallforest } from "./callforest.js";
+import { fromGymObserved, isGymObserved } from "./gym-observed.js";
+import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
+import { FROM_OPTIONS, type ConvertResult, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
+import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
+
+export * from "./types.js";
+
+/** Which format a value is in, or null. Checked most specific first (an observed row also has a response). */
+export function detectFormat(value: unknown): FormatName | null {
+  if (!isObject(value)) return null;
+  if (isGymObserved(value)) return "gym-observed";
+  if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
+  if (Array.isArray(field(value, "calls"))) return "callforest";
+  return null;
+}
+
+/** Checks a `--from` value; null when it is not one of FROM_OPTIONS. */
+export function parseFrom(text: string): FromOption | null {
+  return (FROM_OPTIONS as readonly string[]).includes(text) ? (text as FromOption) : null;
+}
+
+/** One parsed JSON value (a line or a .json file) to a canonical rollout, or one rejection. */
+export function toCanonical(value: unknown, from: FromOption = "auto", context: FormatContext = {}): ConvertResult {
+  const format = from === "auto" ? detectFormat(value) : from;
+  if (format === null) {
+    return rejection(null, value, new FormatError(
+      "unknown_format",
+      isObject(value)
+        ? "not a known format: no calls[] (callforest), no response or \"object\": \"response\" (gym-rollout), no ng_agent_observations.records[] (gym-observed)"
+        : `the value is ${show(value)}, expected a JSON object`,
+    ));
+  }
+  try {
+    if (!isObject(value)) throw new FormatError("invalid_value", `the value is ${show(value)}, expected a JSON object`);
+    const { rollout, diagnostics } =
+      format === "callforest" ? fromCallforest(value)
+      : format === "gym-rollout" ? fromGymRollout(value)
+      : fromGymObserved(value, context);
+    return { ok: true, format, rollout, diagnostics };
+  } catch (error) {
+    if (error instanceof FormatError) return rejection(format, value, error);
+    throw error;
+  }
+}
+
+function rejection(format: FormatName | null, value: unknown, error: FormatError): FormatRejection {
+  return {
+    ok: false,
+    format,
+    reason: error.reason,
+    code: error.code,
+    detail: format === null || error.code === "invalid_value" ? error.detail : `${format}: ${error.detail}`,
+    rolloutId: knownRolloutId(value),
+  };
+}
+
+/** The rollout id a rejected value would have had, when it can be told. */
+function knownRolloutId(value: unknown): string | null {
+  if (!isObject(value)) return null;
+  const own = field(value, "rollout_id");
+  if (isNonEmptyString(own)) return own;
+  const indexed = gymIndexId(value);
+  if (indexed !== null) return indexed;
+  const capture = field(value, "ng_model_call_capture");
+  const captured = isObject(capture) ? field(capture, "rollout_id") : undefined;
+  if (isNonEmptyString(captured)) return captured;
+  const response = isBareResponse(value) ? value : field(value, "response");
+  const responseId = isObject(response) ? field(response, "id") : undefined;
+  return isNonEmptyString(responseId) ? responseId : null;
+}
+
+/** The report of a value rejected before planning (SPEC's report with zero counts). */
+export function rejectedReport(rejection: FormatRejection, line?: number): Report {
+  const report: Report = {
+    rollout_id: rejection.rolloutId,
+    status: "rejected",
+    reason: rejection.reason,
+    detail: rejection.detail,
+    calls: 0,
+    eligible: 0,
+    roots: 0,
+    leaves: 0,
+    rows: 0,
+    captured_tokens: 0,
+    trained_tokens: 0,
+    row_tokens: 0,
+    unique_tokens: 0,
+    diagnostics: [],
+  };
+  if (line !== undefined) report.line = line;
+  return report;
+}
+
+/** The core's report with the import diagnostics in front of its own. */
+export function withDiagnostics(report: Report, diagnostics: readonly Diagnostic[]): Report {
+  return diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
+}

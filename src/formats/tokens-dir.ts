@@ -1,0 +1,43 @@
+// The `--tokens DIR` source for gym-observed: `DIR/<rollout_id>.tokens.jsonl`, one entry a line.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
+import { FormatError } from "./values.js";
+
+export function tokenDirectory(dir: string): TokenSource {
+  const pathOf = (rolloutId: string) => join(dir, `${rolloutId}.tokens.jsonl`);
+  return {
+    describe: pathOf,
+    load(rolloutId: string): TokenEntries | null {
+      // A rollout id is data from the input: it must not walk out of DIR.
+      if (/[/\\\0]/.test(rolloutId) || rolloutId === "." || rolloutId === "..") {
+        throw new FormatError("unsafe_rollout_id", `rollout id ${JSON.stringify(rolloutId)} cannot name a token file`);
+      }
+      const file = pathOf(rolloutId);
+      let text: string;
+      try {
+        text = readFileSync(file, "utf8");
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+        throw new FormatError("unreadable_token_file", `cannot read ${file}: ${(error as Error).message.split("\n")[0]}`);
+      }
+      return { file, lines: parseJsonLines(text) };
+    },
+  };
+}
+
+/** JSONL text to parsed lines (1-based numbers); blank lines are skipped. */
+export function parseJsonLines(text: string): TokenLine[] {
+  const out: TokenLine[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].trim();
+    if (line.length === 0) continue;
+    try {
+      out.push({ line: i + 1, value: JSON.parse(line) });
+    } catch (error) {
+      out.push({ line: i + 1, error: (error as Error).message.split("\n")[0] });
+    }
+  }
+  return out;
+}

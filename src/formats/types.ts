@@ -1,0 +1,62 @@
+// Types shared by the format adapters: what goes in (one parsed JSON value plus a context) and
+// what comes out (a canonical rollout with import diagnostics, or one rejection).
+import type { Diagnostic, RejectionCode, Rollout } from "../types.js";
+
+/** The formats an adapter exists for. */
+export type FormatName = "callforest" | "gym-rollout" | "gym-observed";
+/** What `--from` accepts: a format, or `auto` (detect per value). */
+export type FromOption = FormatName | "auto";
+
+export const FORMAT_NAMES: readonly FormatName[] = ["callforest", "gym-rollout", "gym-observed"];
+export const FROM_OPTIONS: readonly FromOption[] = [...FORMAT_NAMES, "auto"];
+
+/** One line of a token-entry file, as the reader parsed it (or failed to). */
+export type TokenLine = { line: number; value: unknown } | { line: number; error: string };
+
+/** The token entries of one rollout (gym-observed): a `<rollout_id>.tokens.jsonl` file. */
+export interface TokenEntries {
+  /** Name to use in messages (the file's path). */
+  file: string;
+  lines: TokenLine[];
+}
+
+/**
+ * Where gym-observed finds token entries. `load` returns null when the rollout has none (no file).
+ * Token arrays inside the values may be plain arrays or typed arrays: adapters read only `.length`.
+ */
+export interface TokenSource {
+  /** Names the place searched, for messages ("tokens/<id>.tokens.jsonl"). */
+  describe(rolloutId: string): string;
+  load(rolloutId: string): TokenEntries | null;
+}
+
+export interface FormatContext {
+  /** Token entries for gym-observed (`--tokens DIR`). */
+  tokens?: TokenSource;
+}
+
+/** An accepted value: SPEC's canonical rollout plus notes to add to its report. */
+export interface Converted {
+  ok: true;
+  format: FormatName;
+  rollout: Rollout;
+  /** Import notes (`unowned_call`, observation gaps, other record kinds, ...), never failures. */
+  diagnostics: Diagnostic[];
+}
+
+/** A value that could not be turned into a canonical rollout. */
+export interface FormatRejection {
+  ok: false;
+  /** The format tried; null when auto detection matched none. */
+  format: FormatName | null;
+  /** SPEC's code for the report (`invalid_rollout`, `duplicate_call_id`, `malformed_json`). */
+  reason: RejectionCode;
+  /** Finer code for tools and tests: `missing_field`, `unknown_model_call`, `unknown_format`, ... */
+  code: string;
+  /** One line naming what and where inside the value (or token file:line). */
+  detail: string;
+  /** The rollout id when it was known before the failure. */
+  rolloutId: string | null;
+}
+
+export type ConvertResult = Converted | FormatRejection;

@@ -1,0 +1,78 @@
+// Small checks on parsed JSON values, and the error adapters throw to reject a value.
+import type { RejectionCode } from "../types.js";
+
+export type JsonObject = Record<string, unknown>;
+
+/** Thrown inside an adapter; toCanonical turns it into a FormatRejection. */
+export class FormatError extends Error {
+  constructor(
+    readonly code: string,
+    readonly detail: string,
+    readonly reason: RejectionCode = "invalid_rollout",
+  ) {
+    super(detail);
+  }
+}
+
+export function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && !ArrayBuffer.isView(value);
+}
+
+/** A token or logprob array as any reader may hand it over: number[] or a typed array. */
+export function isArrayLike(value: unknown): value is ArrayLike<unknown> {
+  return Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
+}
+
+export function isNonEmptyString(value: unknown): value is string {
+  return typeof value === "string" && value.length > 0;
+}
+
+/** Own property only: keys like `__proto__` or `constructor` never reach the prototype chain. */
+export function field(object: JsonObject, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
+}
+
+/** A short rendering of a value for messages (never the whole value). */
+export function show(value: unknown): string {
+  if (value === undefined) return "missing";
+  if (Array.isArray(value)) return "an array";
+  if (ArrayBuffer.isView(value)) return "a typed array";
+  if (value === null) return "null";
+  if (typeof value === "object") return "an object";
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+}
+
+export function requireObject(object: JsonObject, key: string, where: string): JsonObject {
+  const value = field(object, key);
+  if (!isObject(value)) throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an object`);
+  return value;
+}
+
+export function requireArray(object: JsonObject, key: string, where: string): unknown[] {
+  const value = field(object, key);
+  if (!Array.isArray(value)) throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an array`);
+  return value;
+}
+
+export function requireTokenArray(object: JsonObject, key: string, where: string): ArrayLike<unknown> {
+  const value = field(object, key);
+  if (!isArrayLike(value)) throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an array`);
+  return value;
+}
+
+export function requireReward(object: JsonObject, where: string): number {
+  const value = field(object, "reward");
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new FormatError("missing_field", `${where}reward is ${show(value)}, expected a finite number`);
+  }
+  return value;
+}
+
+/** Gym's rollout id: `<_ng_task_index>-<_ng_rollout_index>` when both are there, else null. */
+export function gymIndexId(row: JsonObject): string | null {
+  const task = field(row, "_ng_task_index");
+  const rollout = field(row, "_ng_rollout_index");
+  const ok = (v: unknown) => (typeof v === "number" && Number.isInteger(v)) || isNonEmptyString(v);
+  return ok(task) && ok(rollout) ? `${task}-${rollout}` : null;
+}

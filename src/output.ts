@@ -1,0 +1,113 @@
+// Serialization of rows and reports as SPEC's JSONL.
+import type { Report, Row } from "./types.js";
+
+export type MaskFormat = "bits" | "ints";
+
+/** Shortest decimal text that reads back (through Math.fround) as the same float32. */
+export function formatFloat32(x: number): string {
+  if (x === 0) return "0";
+  for (let precision = 1; precision < 10; precision++) {
+    const candidate = Number(x.toPrecision(precision));
+    if (Math.fround(candidate) === x) return String(candidate);
+  }
+  return String(x);
+}
+
+const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/** Standard base64 (with padding); uses Node's Buffer when present, a portable loop otherwise. */
+export function toBase64(bytes: Uint8Array): string {
+  const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
+  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
+  let out = "";
+  let i = 0;
+  for (; i + 2 < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
+    out += BASE64[n >> 18] + BASE64[(n >> 12) & 63] + BASE64[(n >> 6) & 63] + BASE64[n & 63];
+  }
+  const rest = bytes.length - i;
+  if (rest === 1) {
+    const n = bytes[i] << 16;
+    out += BASE64[n >> 18] + BASE64[(n >> 12) & 63] + "==";
+  } else if (rest === 2) {
+    const n = (bytes[i] << 16) | (bytes[i + 1] << 8);
+    out += BASE64[n >> 18] + BASE64[(n >> 12) & 63] + BASE64[(n >> 6) & 63] + "=";
+  }
+  return out;
+}
+
+/** Decodes a base64 bitset back to bytes (for tests and tools reading our output). */
+export function fromBase64(text: string): Uint8Array {
+  const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
+  if (NodeBuffer) return new Uint8Array(NodeBuffer.from(text, "base64"));
+  const clean = text.replace(/=+$/, "");
+  const out = new Uint8Array((clean.length * 3) >> 2);
+  let bits = 0;
+  let value = 0;
+  let o = 0;
+  for (const ch of clean) {
+    value = (value << 6) | BASE64.indexOf(ch);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[o++] = (value >> bits) & 255;
+    }
+  }
+  return out;
+}
+
+/** Bit i of a SPEC bitset. */
+export function maskBit(mask: Uint8Array, i: number): number {
+  return (mask[i >> 3] >> (i & 7)) & 1;
+}
+
+/** The loss mask as 0/1 per token. */
+export function maskToInts(mask: Uint8Array, numTokens: number): Uint8Array {
+  const out = new Uint8Array(numTokens);
+  for (let i = 0; i < numTokens; i++) out[i] = (mask[i >> 3] >> (i & 7)) & 1;
+  return out;
+}
+
+function floatList(values: Float32Array): string {
+  let out = "[";
+  for (let i = 0; i < values.length; i++) out += (i === 0 ? "" : ",") + formatFloat32(values[i]);
+  return out + "]";
+}
+
+/** One row as a JSONL line (no trailing newline), SPEC's field order. */
+export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
+  const mask =
+    maskFormat === "bits"
+      ? JSON.stringify(toBase64(row.lossMask))
+      : "[" + maskToInts(row.lossMask, row.numTokens).join(",") + "]";
+  return (
+    `{"rollout_id":${JSON.stringify(row.rolloutId)},"row":${row.index},"leaf":${JSON.stringify(row.leaf)},` +
+    `"agent":${JSON.stringify(row.agent)},"calls":${JSON.stringify(row.calls)},` +
+    `"trained":${JSON.stringify(row.trained)},"context":${JSON.stringify(row.context)},` +
+    `"num_tokens":${row.numTokens},"token_ids":[${row.tokenIds.join(",")}],` +
+    `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${JSON.stringify(row.reward)}}`
+  );
+}
+
+/** One report as a JSONL line (no trailing newline), SPEC's field order. */
+export function reportToJson(report: Report): string {
+  const ordered: Record<string, unknown> = { rollout_id: report.rollout_id, status: report.status };
+  if (report.reason !== undefined) ordered.reason = report.reason;
+  if (report.detail !== undefined) ordered.detail = report.detail;
+  if (report.line !== undefined) ordered.line = report.line;
+  for (const key of [
+    "calls",
+    "eligible",
+    "roots",
+    "leaves",
+    "rows",
+    "captured_tokens",
+    "trained_tokens",
+    "row_tokens",
+    "unique_tokens",
+    "diagnostics",
+  ] as const) {
+    ordered[key] = report[key];
+  }
+  return JSON.stringify(ordered);
+}

@@ -1,0 +1,74 @@
+// A plan as text for a terminal: the forest (trees with agents, parent links, roots and leaves
+// marked) and the rows table, as in SPEC's worked example.
+import type { AgentInfo, ForestCall, Plan } from "./types.js";
+
+function agentLabel(agent: string, agents: AgentInfo[]): string {
+  const info = agents.find((a) => a.id === agent);
+  const name = agent === "" ? "(no agent)" : agent;
+  return info?.mode ? `${name} · ${info.mode}` : name;
+}
+
+function callLine(call: ForestCall, agents: AgentInfo[]): string {
+  const marks: string[] = [];
+  if (call.root) marks.push("root");
+  if (call.leaf) marks.push(`leaf → row ${call.ownerRow}`);
+  else marks.push(`trained in row ${call.ownerRow}`);
+  const tokens = `${call.promptLength}+${call.generationLength} tokens`;
+  return `${call.id} [${agentLabel(call.agent, agents)}] ${tokens}  ${marks.join(", ")}`;
+}
+
+function table(header: string[], body: string[][]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  return [line(header), ...body.map(line)];
+}
+
+export function renderPlan(plan: Plan): string {
+  const { report } = plan;
+  const out: string[] = [];
+  if (report.status === "rejected") {
+    out.push(`rollout ${report.rollout_id ?? "(no id)"}: rejected (${report.reason}): ${report.detail}`);
+    return out.join("\n") + "\n";
+  }
+  out.push(
+    `rollout ${report.rollout_id}: ${report.calls} calls, ${report.eligible} eligible, ` +
+      `${report.roots} trees, ${report.leaves} leaves, ${report.rows} rows`,
+  );
+  if (plan.agents.length > 0) {
+    const list = plan.agents.map((a) => `${a.id}${a.mode ? ` (${a.mode})` : ""}${a.parent ? ` ← ${a.parent}` : ""}`);
+    out.push(`agents: ${list.join(", ")}`);
+  }
+  out.push("", "forest");
+  const byId = new Map(plan.forest.map((c) => [c.id, c]));
+  const walk = (call: ForestCall, prefix: string, last: boolean, top: boolean) => {
+    const branch = top ? "" : last ? "└─ " : "├─ ";
+    out.push(`  ${prefix}${branch}${callLine(call, plan.agents)}`);
+    const childPrefix = top ? prefix : prefix + (last ? "   " : "│  ");
+    call.children.forEach((id, i) => walk(byId.get(id)!, childPrefix, i === call.children.length - 1, false));
+  };
+  for (const call of plan.forest) if (call.root) walk(call, "", true, true);
+  const unlinked = plan.forest.filter((c) => !c.eligible);
+  if (unlinked.length > 0) {
+    const why = (c: ForestCall) => (c.kept ? "empty generation" : "not kept");
+    out.push(`  not linked: ${unlinked.map((c) => `${c.id} (${why(c)})`).join(", ")}`);
+  }
+  out.push("", "rows");
+  const body = plan.rows.map((row) => [
+    String(row.index),
+    row.leaf,
+    row.agent,
+    row.calls.join(" "),
+    row.trained.join(" ") || "–",
+    row.context.join(" ") || "–",
+    String(row.numTokens),
+  ]);
+  for (const line of table(["row", "leaf", "agent", "path (root first)", "trains", "context only", "tokens"], body)) {
+    out.push(`  ${line}`);
+  }
+  out.push(
+    "",
+    `tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
+      `${report.row_tokens} in rows, ${report.unique_tokens} unique`,
+  );
+  return out.join("\n") + "\n";
+}

@@ -1,0 +1,143 @@
+// Public types of callforest. SPEC.md (shared with the project) is the source of truth for
+// every field and rule named here.
+
+/** Token IDs as a caller may hold them: a plain array, or an Int32Array. */
+export type TokenIds = readonly number[] | Int32Array;
+/** Logprobs as a caller may hold them: a plain array, or a Float32Array/Float64Array. */
+export type Logprobs = readonly number[] | Float32Array | Float64Array;
+
+/** One model call of SPEC's canonical rollout. */
+export interface CanonicalCall {
+  id: string;
+  /** Agent id; defaults to "". When the rollout lists `agents`, it must name one of them. */
+  agent?: string;
+  prompt_token_ids: TokenIds;
+  generation_token_ids: TokenIds;
+  generation_log_probs: Logprobs;
+  /** `false` marks a try that no agent kept (a retry): ignored entirely. Default true. */
+  kept?: boolean;
+}
+
+export interface AgentInfo {
+  id: string;
+  parent: string | null;
+  /** Free text: leader, fresh, fork, background, ... */
+  mode?: string;
+}
+
+/** SPEC's canonical rollout. Unknown fields are ignored. */
+export interface Rollout {
+  rollout_id: string;
+  reward: number;
+  agents?: AgentInfo[];
+  calls: CanonicalCall[];
+}
+
+export type RejectionCode =
+  | "malformed_json"
+  | "invalid_rollout"
+  | "duplicate_call_id"
+  | "unknown_agent"
+  | "invalid_token"
+  | "logprob_length_mismatch"
+  | "invalid_logprob"
+  | "ambiguous_parent"
+  | "no_trainable_calls"
+  | "rollout_too_large";
+
+/** A note about a call that does not reject the rollout (e.g. `empty_generation`). */
+export interface Diagnostic {
+  code: string;
+  call: string | null;
+  detail?: string;
+}
+
+/** SPEC's report: one per input rollout. */
+export interface Report {
+  rollout_id: string | null;
+  status: "ok" | "rejected";
+  reason?: RejectionCode;
+  detail?: string;
+  /** 1-based input line, when the rollout came from a file. */
+  line?: number;
+  calls: number;
+  eligible: number;
+  roots: number;
+  leaves: number;
+  rows: number;
+  captured_tokens: number;
+  trained_tokens: number;
+  row_tokens: number;
+  unique_tokens: number;
+  diagnostics: Diagnostic[];
+}
+
+/** One training row: a leaf's full sequence with logprobs and a loss mask. */
+export interface Row {
+  /** 0-based row number within the rollout (rows are in the ledger order of their leaves). */
+  index: number;
+  rolloutId: string;
+  leaf: string;
+  /** The leaf's agent. */
+  agent: string;
+  /** Call ids of the path, root first. */
+  calls: string[];
+  /** Calls of the path that this row trains (loss mask 1 on their generated spans). */
+  trained: string[];
+  /** Calls of the path that are context only. */
+  context: string[];
+  reward: number;
+  numTokens: number;
+  /** full(leaf). On the WASM backend a view over linear memory, valid until `plan.release()`. */
+  tokenIds: Int32Array;
+  /** Per-token logprob: the generating call's logprob on generated spans, 0 elsewhere. */
+  logprobs: Float32Array;
+  /** Bitset, SPEC's bit order: bit i is bit (i % 8) of byte (i >> 3). */
+  lossMask: Uint8Array;
+}
+
+/** What the planner learned about one call of the rollout (all calls, in ledger order). */
+export interface ForestCall {
+  id: string;
+  agent: string;
+  /** Position in the rollout's call list (ledger order). */
+  index: number;
+  kept: boolean;
+  eligible: boolean;
+  promptLength: number;
+  generationLength: number;
+  /** Id of the parent call, null for roots and for calls that are not eligible. */
+  parent: string | null;
+  /** Ids of the eligible calls that name this call as parent, in ledger order. */
+  children: string[];
+  root: boolean;
+  leaf: boolean;
+  /** Row number of the row that trains this call; -1 when not eligible. */
+  ownerRow: number;
+}
+
+export interface Plan {
+  report: Report;
+  /** Empty when the rollout was rejected. */
+  rows: Row[];
+  /** Every call in ledger order; empty when the rollout was rejected before linking. */
+  forest: ForestCall[];
+  /** The rollout's agents as given (empty when it lists none). */
+  agents: AgentInfo[];
+  /** Frees the plan's memory. Row arrays must not be used afterwards. Idempotent. */
+  release(): void;
+}
+
+export type BackendName = "wasm" | "ts";
+
+export interface InitOptions {
+  /** "wasm" (default) or "ts" (pure TypeScript, same results). */
+  backend?: BackendName;
+  /** WASM only: force the SIMD (true) or scalar (false) build; default: SIMD when supported. */
+  simd?: boolean;
+}
+
+export interface PlanOptions {
+  /** Input line number to put in the report. */
+  line?: number;
+}

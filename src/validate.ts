@@ -1,0 +1,96 @@
+// Structural checks of SPEC's canonical rollout (SPEC "Input"). Token and logprob values are
+// checked while they are copied into a core (src/planner.ts), not here.
+import { Rejection, callLabel, describeValue } from "./rejection.js";
+import type { AgentInfo, Logprobs, TokenIds } from "./types.js";
+
+export interface RolloutHeader {
+  rolloutId: string;
+  reward: number;
+  /** Null when the rollout lists no agents. */
+  agents: AgentInfo[] | null;
+  calls: unknown[];
+}
+
+export interface CallShape {
+  id: string;
+  agent: string;
+  prompt: TokenIds;
+  generation: TokenIds;
+  logprobs: Logprobs;
+  kept: boolean;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isTokenArray(value: unknown): value is TokenIds {
+  return Array.isArray(value) || value instanceof Int32Array;
+}
+
+function isLogprobArray(value: unknown): value is Logprobs {
+  return Array.isArray(value) || value instanceof Float32Array || value instanceof Float64Array;
+}
+
+/** The rollout id if the value has a usable one (for reports of rejected rollouts). */
+export function rolloutIdOf(value: unknown): string | null {
+  const id = isRecord(value) ? value.rollout_id : undefined;
+  return typeof id === "string" && id !== "" ? id : null;
+}
+
+export function checkHeader(value: unknown): RolloutHeader | Rejection {
+  const invalid = (detail: string) => new Rejection("invalid_rollout", detail);
+  if (!isRecord(value)) return invalid(`a rollout must be a JSON object, got ${describeValue(value)}`);
+  const { rollout_id: rolloutId, reward, agents, calls } = value;
+  if (typeof rolloutId !== "string" || rolloutId === "") {
+    return invalid(`rollout_id must be a non-empty string, got ${describeValue(rolloutId)}`);
+  }
+  if (typeof reward !== "number" || !Number.isFinite(reward)) {
+    return invalid(`reward must be a finite number, got ${describeValue(reward)}`);
+  }
+  if (!Array.isArray(calls)) return invalid(`calls must be an array, got ${describeValue(calls)}`);
+  if (agents === undefined) return { rolloutId, reward, agents: null, calls };
+  if (!Array.isArray(agents)) return invalid(`agents must be an array, got ${describeValue(agents)}`);
+  const checked: AgentInfo[] = [];
+  const ids = new Set<string>();
+  for (let i = 0; i < agents.length; i++) {
+    const agent = agents[i];
+    if (!isRecord(agent) || typeof agent.id !== "string") return invalid(`agents[${i}] needs a string id`);
+    if (ids.has(agent.id)) return invalid(`agents[${i}]: agent id ${JSON.stringify(agent.id)} is listed twice`);
+    if (agent.parent !== null && agent.parent !== undefined && typeof agent.parent !== "string") {
+      return invalid(`agents[${i}] (${JSON.stringify(agent.id)}): parent must be an agent id or null`);
+    }
+    if (agent.mode !== undefined && typeof agent.mode !== "string") {
+      return invalid(`agents[${i}] (${JSON.stringify(agent.id)}): mode must be a string`);
+    }
+    ids.add(agent.id);
+    const info: AgentInfo = { id: agent.id, parent: (agent.parent as string | null | undefined) ?? null };
+    if (agent.mode !== undefined) info.mode = agent.mode as string;
+    checked.push(info);
+  }
+  for (const agent of checked) {
+    if (agent.parent !== null && !ids.has(agent.parent)) {
+      return invalid(`agent ${JSON.stringify(agent.id)}: parent ${JSON.stringify(agent.parent)} is not a listed agent`);
+    }
+  }
+  return { rolloutId, reward, agents: checked, calls };
+}
+
+export function checkCallShape(call: unknown, index: number): CallShape | Rejection {
+  const where = callLabel(call, index);
+  const invalid = (detail: string) => new Rejection("invalid_rollout", `${where}: ${detail}`);
+  if (!isRecord(call)) return invalid(`a call must be a JSON object, got ${describeValue(call)}`);
+  const { id, agent, prompt_token_ids: prompt, generation_token_ids: generation } = call;
+  const { generation_log_probs: logprobs, kept } = call;
+  if (typeof id !== "string" || id === "") return invalid(`id must be a non-empty string, got ${describeValue(id)}`);
+  if (agent !== undefined && typeof agent !== "string") return invalid(`agent must be a string, got ${describeValue(agent)}`);
+  if (!isTokenArray(prompt)) return invalid(`prompt_token_ids must be an array, got ${describeValue(prompt)}`);
+  if (!isTokenArray(generation)) {
+    return invalid(`generation_token_ids must be an array, got ${describeValue(generation)}`);
+  }
+  if (!isLogprobArray(logprobs)) {
+    return invalid(`generation_log_probs must be an array, got ${describeValue(logprobs)}`);
+  }
+  if (kept !== undefined && typeof kept !== "boolean") return invalid(`kept must be a boolean, got ${describeValue(kept)}`);
+  return { id, agent: agent ?? "", prompt, generation, logprobs, kept: kept !== false };
+}

@@ -1,0 +1,149 @@
+import { describe, expect, it } from "vitest";
+import {
+  EVIDENCE_SCHEMA_VERSION,
+  EvidenceError,
+  PrefixMismatchError,
+  extractGeneration,
+  recencyPolicy,
+  rolloutFromEvidence,
+  runAgent,
+  turnChunked,
+  validateEvidence,
+  type EvidenceRecord,
+  type ResponsesResponse,
+} from "../../src/compaction/index.js";
+import { createGridWorld } from "../../src/compaction/testbed/index.js";
+import { withServer } from "./support.js";
+
+function response(fields: Record<string, unknown>): ResponsesResponse {
+  return {
+    id: "resp_1",
+    object: "response",
+    model: "m",
+    status: "completed",
+    output: [{ type: "function_call", id: "fc", call_id: "c", name: "move", arguments: "{}", ...fields }],
+  };
+}
+
+function record(): EvidenceRecord {
+  const call = (id: string, parent: string | null) => ({
+    call_id: id,
+    turn: 0,
+    agent: "agent",
+    endpoint: "context_compaction" as const,
+    response_id: "r",
+    attempts: 1,
+    segment: 0,
+    parent_call: parent,
+    required_prefix_length: 0,
+    view_digest: "sha256:0",
+    decision: null,
+    view: { input_items: 1, retained: { images: 0, imageGroups: 0, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } },
+    media: [],
+    appended_items: 0,
+    prompt_token_ids: [1, 2],
+    generation_token_ids: [3],
+    generation_log_probs: [-0.5],
+  });
+  return {
+    schema_version: EVIDENCE_SCHEMA_VERSION,
+    rollout_id: "r1",
+    reward: 1,
+    agent: "agent",
+    stop_reason: "max_turns",
+    compaction: { enabled: true, policy: null, schedule: null, guards: null },
+    calls: [call("a", null), call("b", "a")],
+    attempts: [],
+    boundaries: [],
+    chunks: [],
+    guards: [],
+    media: [],
+  };
+}
+
+describe("generation evidence", () => {
+  it("takes the token fields from the output item that carries them", () => {
+    const g = extractGeneration("c0", response({ prompt_token_ids: [1, 2], generation_token_ids: [3, 4], generation_log_probs: [-1, -2] }));
+    expect(g).toEqual({ prompt_token_ids: [1, 2], generation_token_ids: [3, 4], generation_log_probs: [-1, -2] });
+  });
+
+  it("rejects malformed evidence with the call, the field and the counts", () => {
+    expect(() => extractGeneration("c0", response({ generation_token_ids: [3], generation_log_probs: [-1] }))).toThrow(
+      "call c0 (response resp_1): prompt_token_ids is missing",
+    );
+    expect(() => extractGeneration("c0", response({ prompt_token_ids: [1], generation_token_ids: [3, 4, 5], generation_log_probs: [-1, -2] }))).toThrow(
+      "call c0 (response resp_1): 2 generation_log_probs for 3 generation_token_ids",
+    );
+    expect(() => extractGeneration("c0", response({ prompt_token_ids: [1], generation_token_ids: [3.5], generation_log_probs: [-1] }))).toThrow(/generation_token_ids must be an array of integers/);
+    expect(() => extractGeneration("c0", response({ prompt_token_ids: [1], generation_token_ids: [3], generation_log_probs: [null] }))).toThrow(/finite numbers/);
+    expect(() => extractGeneration("c0", response({}))).toThrow(/no output item carries prompt_token_ids/);
+    expect(() => extractGeneration("c0", response({ prompt_token_ids: [1], generation_token_ids: [], generation_log_probs: [] }))).toThrow(/generation_token_ids is empty/);
+  });
+});
+
+describe("evidence records", () => {
+  it("validate, survive JSON, and turn into a canonical rollout", () => {
+    const e = record();
+    const back = validateEvidence(JSON.parse(JSON.stringify(e)));
+    expect(rolloutFromEvidence(back)).toEqual({
+      rollout_id: "r1",
+      reward: 1,
+      agents: [{ id: "agent", parent: null, mode: "leader" }],
+      calls: [
+        { id: "a", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] },
+        { id: "b", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] },
+      ],
+    });
+  });
+
+  it("are rejected with the path of the first bad field", () => {
+    const bad = (mutate: (e: EvidenceRecord & Record<string, unknown>) => void) => {
+      const e = record() as EvidenceRecord & Record<string, unknown>;
+      mutate(e);
+      return () => validateEvidence(e);
+    };
+    expect(bad((e) => (e.schema_version = 2 as 1))).toThrow("evidence schema_version: unsupported 2 (this reader knows 1)");
+    expect(bad((e) => delete (e as Partial<EvidenceRecord>).schema_version)).toThrow(EvidenceError);
+    expect(bad((e) => (e.calls[1].call_id = "a"))).toThrow("evidence calls[1].call_id: duplicate call id a");
+    expect(bad((e) => (e.calls[1].generation_log_probs = []))).toThrow("evidence calls[1] (b): 0 generation_log_probs for 1 generation_token_ids");
+    expect(bad((e) => (e.calls[0].parent_call = "b"))).toThrow("evidence calls[0].parent_call: names b, not an earlier call");
+    expect(bad((e) => (e.calls[0].agent = "other"))).toThrow(/calls\[0\].agent: is "other", not the record's agent "agent"/);
+    expect(bad((e) => (e.reward = Number.NaN))).toThrow("evidence reward: must be a finite number");
+    expect(bad((e) => e.boundaries.push({ first_call: "zz" } as never))).toThrow("evidence boundaries[0].first_call: names zz, not a recorded call");
+    expect(() => rolloutFromEvidence("nope")).toThrow("evidence record: must be an object");
+  });
+});
+
+describe("malformed evidence from the server is not carried forward", () => {
+  const compaction = { policy: recencyPolicy({ images: { keepLastGroups: 2 } }), schedule: turnChunked(3) };
+
+  it("a logprob count mismatch stops the run with a clear error", async () => {
+    await withServer({ seed: 2, faults: { 3: "logprob_mismatch" } }, async (_server, model) => {
+      await expect(runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 5 })).rejects.toThrow(
+        /^call agent-c2 \(response resp_[0-9a-f]+\): (\d+) generation_log_probs for (\d+) generation_token_ids$/,
+      );
+    });
+  });
+
+  it("missing prompt ids stop the run with a clear error", async () => {
+    await withServer({ seed: 2, faults: { 1: "missing_prompt_ids" } }, async (_server, model) => {
+      const run = runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 5 });
+      await expect(run).rejects.toThrow(EvidenceError);
+      await expect(runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 5 })).resolves.toBeTruthy();
+    });
+  });
+
+  it("a server that ignores the required prefix is caught, naming both counts", async () => {
+    await withServer({ seed: 2, faults: { 2: "ignore_prefix" } }, async (_server, model) => {
+      const error = await runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 5 }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(PrefixMismatchError);
+      const { requiredLength, observedLength, message } = error as PrefixMismatchError;
+      expect(requiredLength).toBeGreaterThan(0);
+      expect(message).toBe(
+        `call agent-c1: observed prompt_token_ids (${observedLength} tokens) does not start with required_prefix_token_ids (${requiredLength} tokens); ${
+          /first difference at token \d+|observed prompt is shorter/.exec(message)![0]
+        }`,
+      );
+    });
+  });
+});

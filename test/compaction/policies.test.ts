@@ -1,0 +1,77 @@
+import { describe, expect, it } from "vitest";
+import { CompactionError, identityPolicy, omittedImagesMarker, policyIdentity, recencyPolicy } from "../../src/compaction/index.js";
+import { sampleHistory } from "./fixtures.js";
+
+// Entry layout of sampleHistory: 0 = task (+ image); turn t: 1+4t reasoning, 2+4t call, 3+4t output, 4+4t image.
+const group = (t: number) => 4 + 4 * t;
+const reasoning = (t: number) => 1 + 4 * t;
+
+describe("policies", () => {
+  it("identity shows every entry and omits nothing", async () => {
+    const { history } = await sampleHistory(3);
+    const plan = identityPolicy().plan(history.entries());
+    expect(plan.items).toEqual(history.entries().map((e) => ({ entry: e.seq })));
+    expect(plan.retained).toEqual({ images: 4, imageGroups: 4, reasoning: 3 });
+    expect(plan.omitted).toEqual({ images: 0, imageGroups: 0, reasoning: 0 });
+  });
+
+  it("image recency keeps the newest groups and the task's images; one marker per omitted run", async () => {
+    const { history } = await sampleHistory(6);
+    const plan = recencyPolicy({ images: { keepLastGroups: 2, protectInitialContext: true } }).plan(history.entries());
+    const byEntry = new Map(plan.items.map((i) => [i.entry, i]));
+    expect(byEntry.get(0)).toEqual({ entry: 0 });
+    expect(byEntry.get(group(0))).toEqual({ entry: group(0), dropImages: true, marker: omittedImagesMarker(4) });
+    for (const t of [1, 2, 3]) expect(byEntry.get(group(t))).toEqual({ entry: group(t), dropImages: true });
+    for (const t of [4, 5]) expect(byEntry.get(group(t))).toEqual({ entry: group(t) });
+    for (let t = 0; t < 6; t++) expect(byEntry.get(reasoning(t))).toEqual({ entry: reasoning(t) });
+    expect(plan.retained).toEqual({ images: 3, imageGroups: 3, reasoning: 6 });
+    expect(plan.omitted).toEqual({ images: 4, imageGroups: 4, reasoning: 0 });
+    expect(omittedImagesMarker(1)).toBe("[1 earlier image omitted]");
+  });
+
+  it("without protection the task's images are part of the omitted run", async () => {
+    const { history } = await sampleHistory(3);
+    const plan = recencyPolicy({ images: { keepLastGroups: 1, protectInitialContext: false } }).plan(history.entries());
+    expect(plan.items[0]).toEqual({ entry: 0, dropImages: true, marker: omittedImagesMarker(3) });
+    expect(plan.retained.images).toBe(1);
+  });
+
+  it("reasoning recency keeps the newest blocks and optionally the first", async () => {
+    const { history } = await sampleHistory(6);
+    const shown = (keepFirstBlock: boolean) =>
+      recencyPolicy({ reasoning: { keepLastBlocks: 2, keepFirstBlock } })
+        .plan(history.entries())
+        .items.filter((i) => history.at(i.entry).kind === "reasoning")
+        .map((i) => i.entry);
+    expect(shown(false)).toEqual([reasoning(4), reasoning(5)]);
+    expect(shown(true)).toEqual([reasoning(0), reasoning(4), reasoning(5)]);
+    const plan = recencyPolicy({ reasoning: { keepLastBlocks: 0 } }).plan(history.entries());
+    expect(plan.omitted).toEqual({ images: 0, imageGroups: 0, reasoning: 6 });
+    expect(plan.items.every((i) => !i.dropImages)).toBe(true);
+  });
+
+  it("never changes the history it reads", async () => {
+    const { history } = await sampleHistory(5);
+    const before = JSON.stringify(history.entries());
+    recencyPolicy({ images: { keepLastGroups: 1 }, reasoning: { keepLastBlocks: 1 } }).plan(history.entries());
+    expect(JSON.stringify(history.entries())).toBe(before);
+  });
+
+  it("identifies decisions by name, version and config digest", async () => {
+    const a = await policyIdentity(recencyPolicy({ images: { keepLastGroups: 2, protectInitialContext: true } }));
+    const b = await policyIdentity(recencyPolicy({ images: { protectInitialContext: true, keepLastGroups: 2 } }));
+    const c = await policyIdentity(recencyPolicy({ images: { keepLastGroups: 3 } }));
+    expect(a).toEqual(b);
+    expect(a.name).toBe("recency");
+    expect(a.version).toBe("1");
+    expect(a.config_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(c.config_digest).not.toBe(a.config_digest);
+    expect((await policyIdentity(identityPolicy())).name).toBe("identity");
+  });
+
+  it("rejects bad knobs with the knob's name", () => {
+    expect(() => recencyPolicy({ images: { keepLastGroups: -1 } })).toThrow(CompactionError);
+    expect(() => recencyPolicy({ images: { keepLastGroups: 1.5 } })).toThrow(/images.keepLastGroups must be a non-negative integer \(got 1.5\)/);
+    expect(() => recencyPolicy({ reasoning: { keepFirstBlock: "yes" as unknown as boolean } })).toThrow(/reasoning.keepFirstBlock must be a boolean/);
+  });
+});

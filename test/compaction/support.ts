@@ -1,0 +1,66 @@
+// Shared helpers of the compaction tests: a running test-bed server, both core backends, and the
+// checks every end-to-end run must pass.
+import { expect } from "vitest";
+import { encode as encodePng } from "fast-png";
+import { createModelClient, type EvidenceRecord, type ModelClient } from "../../src/compaction/index.js";
+import { startModelServer, type ModelServer, type ModelServerOptions } from "../../src/compaction/testbed/index.js";
+import { init, type Callforest, type Rollout } from "../../src/index.js";
+
+export async function withServer<T>(options: ModelServerOptions, fn: (server: ModelServer, model: ModelClient) => Promise<T>): Promise<T> {
+  const server = await startModelServer(options);
+  try {
+    return await fn(server, createModelClient({ baseUrl: server.url, model: server.model }));
+  } finally {
+    await server.close();
+  }
+}
+
+let cores: Promise<Callforest[]> | null = null;
+/** The TypeScript and the (default) WebAssembly backend. */
+export function backends(): Promise<Callforest[]> {
+  cores ??= Promise.all([init({ backend: "ts" }), init()]);
+  return cores;
+}
+
+/** A small solid-colour PNG. */
+export function png(width: number, height: number, shade: number): Uint8Array {
+  const data = new Uint8Array(width * height * 3).fill(shade);
+  return encodePng({ width, height, data, channels: 3, depth: 8 });
+}
+
+export interface PlannedRun {
+  roots: string[];
+  parents: Map<string, string | null>;
+}
+
+/** Calls where a new context starts: the first call and every recorded rewrite boundary. */
+export function expectedRoots(evidence: EvidenceRecord): string[] {
+  if (evidence.calls.length === 0) return [];
+  return [evidence.calls[0].call_id, ...evidence.boundaries.map((b) => b.first_call)];
+}
+
+/**
+ * Plans the rollout on both backends and checks SPEC's invariant (every sampled token trained
+ * exactly once) and that the forest the core links from token prefixes is the lineage the
+ * controller recorded: roots exactly at the boundaries, parents exactly the recorded parents.
+ */
+export async function expectTrainsOnceAlongLineage(evidence: EvidenceRecord, rollout: Rollout): Promise<PlannedRun> {
+  const sampled = evidence.calls.reduce((n, c) => n + c.generation_token_ids.length, 0);
+  let result: PlannedRun | null = null;
+  for (const cf of await backends()) {
+    const plan = cf.plan(rollout);
+    try {
+      expect(plan.report.status, `${cf.backend}: ${plan.report.reason} ${plan.report.detail}`).toBe("ok");
+      expect(plan.report.captured_tokens).toBe(sampled);
+      expect(plan.report.trained_tokens).toBe(plan.report.captured_tokens);
+      const roots = plan.forest.filter((c) => c.root).map((c) => c.id);
+      expect(roots, `${cf.backend} roots`).toEqual(expectedRoots(evidence));
+      const parents = new Map(plan.forest.map((c) => [c.id, c.parent]));
+      for (const call of evidence.calls) expect(parents.get(call.call_id), `${cf.backend} parent of ${call.call_id}`).toBe(call.parent_call);
+      result = { roots, parents };
+    } finally {
+      plan.release();
+    }
+  }
+  return result!;
+}

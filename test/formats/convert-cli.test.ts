@@ -1,0 +1,191 @@
+// `callforest convert` through commander, in-process (stdout/stderr captured). The program is
+// built like src/cli/main.ts (exitOverride, one-line errors via errors.ts) around convert's own
+// register(), so these tests do not depend on the other commands.
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command, CommanderError } from "commander";
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { register } from "../../src/cli/commands/convert.js";
+import { exitCodeOf, messageOf } from "../../src/cli/errors.js";
+import { COMPETITIVE_CODING, OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS, VLLM_ROUND_TRIP, readJsonl } from "./helpers.js";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+let out: string[];
+let err: string[];
+beforeEach(() => {
+  out = [];
+  err = [];
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => (err.push(String(chunk)), true));
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function run(...argv: string[]): Promise<Run> {
+  const program = new Command("callforest").exitOverride();
+  program.configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+  register(program);
+  let code = 0;
+  try {
+    await program.parseAsync(["convert", ...argv], { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) code = error.exitCode === 0 ? 0 : 2;
+    else {
+      process.stderr.write(`callforest: ${messageOf(error)}\n`);
+      code = exitCodeOf(error);
+    }
+  }
+  return { code, stdout: out.join(""), stderr: err.join("") };
+}
+
+const lines = (text: string) => text.split("\n").filter((l) => l !== "");
+const made: string[] = [];
+const tmp = () => {
+  const dir = mkdtempSync(join(tmpdir(), "callforest-convert-"));
+  made.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("callforest convert", () => {
+  it("writes one canonical rollout per Gym row, in input order", async () => {
+    const r = await run(COMPETITIVE_CODING);
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    const rollouts = lines(r.stdout).map((l) => JSON.parse(l));
+    expect(rollouts.map((x) => [x.rollout_id, x.reward, x.calls.length])).toEqual([
+      ["0-1", 0, 1],
+      ["0-3", 0, 1],
+      ["0-4", 0, 1],
+      ["0-0", 0, 1],
+      ["0-2", 0, 1],
+    ]);
+    const rows = readJsonl(COMPETITIVE_CODING);
+    expect(rollouts[4].calls[0].generation_token_ids).toEqual(rows[4].response.output[1].generation_token_ids);
+    expect(rollouts[4].calls[0].generation_log_probs).toEqual(rows[4].response.output[1].generation_log_probs);
+  });
+
+  it("reads a gym-observed row with --tokens and writes its import diagnostics beside it", async () => {
+    const r = await run("--from", "gym-observed", "--tokens", OBSERVED_DIR, OBSERVED_ROWS);
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    const [rollout] = lines(r.stdout).map((l) => JSON.parse(l));
+    expect(rollout.rollout_id).toBe("7-2");
+    expect(rollout.calls.map((c: any) => c.id)[2]).toBe("mc-leader-retry");
+    expect(rollout.calls[2].kept).toBe(false);
+    expect(rollout.diagnostics.map((d: any) => d.code)).toEqual([
+      "unowned_call",
+      "context_compaction",
+      "observation_records",
+      "subagent_parent_unavailable",
+      "model_call_ownership_unavailable",
+    ]);
+  });
+
+  it("round-trips: its output read back with --from callforest is the same, -o writes a file", async () => {
+    const dir = tmp();
+    const first = join(dir, "first.jsonl");
+    const second = join(dir, "second.jsonl");
+    expect((await run("--tokens", OBSERVED_DIR, "-o", first, OBSERVED_ROWS)).code).toBe(0);
+    expect((await run("--from", "callforest", "--output", second, first)).code).toBe(0);
+    expect(out.join("")).toBe("");
+    expect(readFileSync(second, "utf8")).toBe(readFileSync(first, "utf8"));
+    expect(lines(readFileSync(first, "utf8"))).toHaveLength(1);
+  });
+
+  it("reports each bad line on stderr with file:line and reason, and converts the rest", async () => {
+    const dir = tmp();
+    const file = join(dir, "mixed.jsonl");
+    const [row] = readJsonl(COMPETITIVE_CODING);
+    const broken = { ...row, reward: "high" };
+    writeFileSync(file, [JSON.stringify(row), '{"rollout_id": "cut', "", JSON.stringify({}), JSON.stringify(broken), JSON.stringify({ ...row, _ng_rollout_index: 9 })].join("\n") + "\n");
+    const r = await run(file);
+    expect(r.code).toBe(0);
+    expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["0-1", "0-9"]);
+    expect(lines(r.stderr)).toEqual([
+      expect.stringMatching(new RegExp(`^${file}:2: malformed_json: not JSON \\(.+\\)$`)),
+      `${file}:4: invalid_rollout (unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+      `${file}:5: invalid_rollout (missing_field): gym-rollout: reward is "high", expected a finite number`,
+    ]);
+  });
+
+  it("--strict exits 1 when something was rejected, after writing the rest", async () => {
+    const r = await run("--strict", VLLM_ROUND_TRIP, COMPETITIVE_CODING);
+    expect(r.code).toBe(1);
+    expect(lines(r.stdout)).toHaveLength(5);
+    expect(lines(r.stderr)).toEqual([
+      `${VLLM_ROUND_TRIP}: invalid_rollout (unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+      "callforest: 1 of 6 input values rejected",
+    ]);
+  });
+
+  it("reads a .json file holding an array as one value per element", async () => {
+    const dir = tmp();
+    const file = join(dir, "two.json");
+    const response = JSON.parse(readFileSync(VLLM_ROUND_TRIP, "utf8")).input;
+    writeFileSync(file, JSON.stringify([response, { object: "response" }]));
+    const r = await run(file);
+    expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["resp_38e93155c5544510af97737022148055"]);
+    expect(lines(r.stderr)).toEqual([`${file}[1]: invalid_rollout (missing_field): gym-rollout: id is missing, expected the response id`]);
+  });
+
+  it("names the token file line and the call when a token entry is bad", async () => {
+    const dir = tmp();
+    const tokens = join(dir, "tokens");
+    mkdirSync(tokens);
+    const entries = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
+    const third = JSON.parse(entries[2]);
+    delete third.generation_log_probs;
+    entries[2] = JSON.stringify(third);
+    writeFileSync(join(tokens, "7-2.tokens.jsonl"), entries.join("\n"));
+    const r = await run("--tokens", tokens, OBSERVED_ROWS);
+    expect(r.stdout).toBe("");
+    expect(lines(r.stderr)).toEqual([
+      `${OBSERVED_ROWS}:1: invalid_rollout (missing_field): gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call mc-leader-2): generation_log_probs is missing, expected an array`,
+    ]);
+  });
+
+  it("names the input line, the ref and the model_call_id when a ref resolves to nothing", async () => {
+    const dir = tmp();
+    const file = join(dir, "rows.jsonl");
+    const [row] = readJsonl(OBSERVED_ROWS);
+    const other = JSON.parse(JSON.stringify(row));
+    other.ng_agent_observations.records[2].model_calls[0] = { model_call_id: "mc-typo" };
+    writeFileSync(file, JSON.stringify(row) + "\n" + JSON.stringify(other) + "\n");
+    const r = await run("--tokens", OBSERVED_DIR, file);
+    expect(lines(r.stdout)).toHaveLength(1);
+    expect(lines(r.stderr)).toEqual([
+      `${file}:2: invalid_rollout (unknown_model_call): gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation inv-fork): model_call_id mc-typo is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
+    ]);
+  });
+
+  it("names the rollout and the missing token file", async () => {
+    const r = await run("--tokens", tmp(), OBSERVED_ROWS);
+    expect(lines(r.stderr)).toEqual([expect.stringMatching(/:1: invalid_rollout \(missing_token_file\): gym-observed: no token entries for rollout 7-2: .+\/7-2\.tokens\.jsonl not found$/)]);
+  });
+});
+
+describe("callforest convert: usage errors exit 2 with one line and no output", () => {
+  const cases: [string, string[], string][] = [
+    ["bad --from", ["--from", "gym", COMPETITIVE_CODING], "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, auto"],
+    ["bad --to", ["--to", "rows", COMPETITIVE_CODING], "callforest: unknown --to format 'rows': expected callforest"],
+    ["gym-observed without --tokens", ["--from", "gym-observed", OBSERVED_ROWS], "callforest: --from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)"],
+    ["--tokens not a directory", ["--tokens", OBSERVED_TOKENS, OBSERVED_ROWS], `callforest: --tokens ${OBSERVED_TOKENS}: not a directory`],
+    ["--tokens missing", ["--tokens", "/nonexistent/tokens", OBSERVED_ROWS], "callforest: --tokens /nonexistent/tokens: no such directory"],
+    ["missing input (checked before any output)", [COMPETITIVE_CODING, "/nonexistent/in.jsonl"], "callforest: cannot read /nonexistent/in.jsonl: no such file"],
+    ["input is a directory", [OBSERVED_DIR], `callforest: cannot read ${OBSERVED_DIR}: is a directory`],
+  ];
+  for (const [name, argv, message] of cases) {
+    it(name, async () => {
+      const r = await run(...argv);
+      expect(r).toEqual({ code: 2, stdout: "", stderr: message + "\n" });
+    });
+  }
+});

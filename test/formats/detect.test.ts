@@ -1,0 +1,161 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { init } from "../../src/index.js";
+import { detectFormat, parseFrom, rejectedReport, toCanonical, withDiagnostics, FROM_OPTIONS } from "../../src/formats/index.js";
+import { rolloutToJson } from "../../src/formats/read.js";
+import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP, clone, readJson, readJsonl } from "./helpers.js";
+
+const loginBug = JSON.parse(readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8"));
+const gymRow = readJsonl(COMPETITIVE_CODING)[0];
+const bareResponse = readJson(VLLM_ROUND_TRIP).input;
+const observedRow = readJsonl(OBSERVED_ROWS)[0];
+
+describe("auto detection", () => {
+  it("tells the four shapes apart", () => {
+    expect(detectFormat(loginBug)).toBe("callforest");
+    expect(detectFormat(gymRow)).toBe("gym-rollout");
+    expect(detectFormat(bareResponse)).toBe("gym-rollout");
+    // An observed row also has a response: the capture wins.
+    expect(observedRow.response.object).toBe("response");
+    expect(detectFormat(observedRow)).toBe("gym-observed");
+  });
+
+  it("rejects what matches nothing with a message listing what was looked for", () => {
+    const result = toCanonical(readJson(VLLM_ROUND_TRIP)); // the test file wraps the response in `input`
+    expect(result).toEqual({
+      ok: false,
+      format: null,
+      reason: "invalid_rollout",
+      code: "unknown_format",
+      detail:
+        'not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)',
+      rolloutId: null,
+    });
+  });
+
+  for (const [value, shown] of [[[1, 2], "an array"], [null, "null"], [42, "42"], ["{}", '"{}"']] as const) {
+    it(`rejects a value that is ${shown}, not an object`, () => {
+      expect(toCanonical(value)).toMatchObject({ ok: false, code: "unknown_format", detail: `the value is ${shown}, expected a JSON object` });
+      expect(toCanonical(value, "gym-rollout")).toMatchObject({ ok: false, format: "gym-rollout", code: "invalid_value", detail: `the value is ${shown}, expected a JSON object` });
+    });
+  }
+
+  it("does what --from says even when another format would match", () => {
+    expect(toCanonical(gymRow, "callforest")).toMatchObject({
+      ok: false,
+      format: "callforest",
+      detail: "callforest: rollout_id is missing, expected a non-empty string",
+      rolloutId: "0-1",
+    });
+    expect(toCanonical(loginBug, "gym-rollout")).toMatchObject({
+      ok: false,
+      format: "gym-rollout",
+      detail: "gym-rollout: response is missing, expected an object",
+      rolloutId: "login-bug",
+    });
+  });
+
+  it("parses --from values", () => {
+    expect(FROM_OPTIONS).toEqual(["callforest", "gym-rollout", "gym-observed", "auto"]);
+    for (const name of FROM_OPTIONS) expect(parseFrom(name)).toBe(name);
+    expect(parseFrom("gym")).toBeNull();
+    expect(parseFrom("")).toBeNull();
+  });
+
+  it("ignores own keys like __proto__ and constructor and never reads inherited ones", () => {
+    const value = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "rollout_id": "x", "reward": 0}');
+    expect(detectFormat(value)).toBeNull();
+    expect(({} as Record<string, unknown>).calls).toBeUndefined();
+  });
+});
+
+describe("callforest pass-through", () => {
+  it("returns the very same object, and it plans to SPEC's worked example", async () => {
+    const result = toCanonical(loginBug);
+    expect(result.ok && result.rollout).toBe(loginBug);
+    expect(result.ok && result.diagnostics).toEqual([]);
+    const cf = await init();
+    const plan = cf.plan(loginBug);
+    expect([plan.report.status, plan.report.rows, plan.report.roots]).toEqual(["ok", 5, 4]);
+    plan.release();
+  });
+
+  it("checks only the top-level shape, naming the field", () => {
+    const noReward = clone(loginBug);
+    noReward.reward = null;
+    expect(toCanonical(noReward, "callforest")).toMatchObject({ ok: false, code: "missing_field", detail: "callforest: reward is null, expected a finite number" });
+    const noCalls = clone(loginBug);
+    delete noCalls.calls;
+    expect(toCanonical(noCalls, "callforest")).toMatchObject({ ok: false, detail: "callforest: calls is missing, expected an array" });
+  });
+
+  it("reads back the diagnostics convert wrote", () => {
+    const diagnostics = [
+      { code: "unowned_call", call: "c9", detail: "t.tokens.jsonl:3: no agent_invocation lists it" },
+      { code: "subagent_parent_unavailable", call: null },
+    ];
+    const text = rolloutToJson(loginBug, diagnostics);
+    const back = toCanonical(JSON.parse(text), "callforest");
+    expect(back.ok && back.diagnostics).toEqual(diagnostics);
+    expect(back.ok && back.rollout.calls).toEqual(loginBug.calls);
+  });
+});
+
+describe("rolloutToJson", () => {
+  it("writes typed arrays as JSON arrays, float32 logprobs in shortest exact form", () => {
+    const text = rolloutToJson({
+      rollout_id: "t",
+      reward: 1,
+      calls: [
+        {
+          id: "a",
+          prompt_token_ids: Int32Array.of(1, 2147483647),
+          generation_token_ids: Int32Array.of(3),
+          generation_log_probs: Float32Array.of(-0.1),
+        },
+      ],
+    });
+    expect(text).toBe(
+      '{"rollout_id":"t","reward":1,"calls":[{"id":"a","prompt_token_ids":[1,2147483647],"generation_token_ids":[3],"generation_log_probs":[-0.1]}]}',
+    );
+    expect(Math.fround(JSON.parse(text).calls[0].generation_log_probs[0])).toBe(Math.fround(-0.1));
+  });
+});
+
+describe("reports for the rows command", () => {
+  it("rejectedReport carries reason, detail, line and the known rollout id", () => {
+    const bad = clone(gymRow);
+    delete bad.response.output;
+    const result = toCanonical(bad);
+    if (result.ok) throw new Error("expected a rejection");
+    expect(rejectedReport(result, 4)).toEqual({
+      rollout_id: "0-1",
+      status: "rejected",
+      reason: "invalid_rollout",
+      detail: "gym-rollout: response.output is missing, expected an array",
+      line: 4,
+      calls: 0,
+      eligible: 0,
+      roots: 0,
+      leaves: 0,
+      rows: 0,
+      captured_tokens: 0,
+      trained_tokens: 0,
+      row_tokens: 0,
+      unique_tokens: 0,
+      diagnostics: [],
+    });
+  });
+
+  it("withDiagnostics puts import notes before the core's own", async () => {
+    const cf = await init();
+    const rollout = clone(loginBug);
+    rollout.calls[0].generation_token_ids = [];
+    rollout.calls[0].generation_log_probs = [];
+    const plan = cf.plan(rollout);
+    const report = withDiagnostics(plan.report, [{ code: "unowned_call", call: "x" }]);
+    expect(report.diagnostics.map((d) => d.code)).toEqual(["unowned_call", "empty_generation"]);
+    expect(plan.report.diagnostics.map((d) => d.code)).toEqual(["empty_generation"]);
+    plan.release();
+  });
+});

@@ -1,0 +1,355 @@
+import { beforeAll, describe, expect, it } from "vitest";
+import { init, type Callforest } from "../../src/index.js";
+import { toCanonical, type Converted, type TokenSource } from "../../src/formats/index.js";
+import { tokenDirectory } from "../../src/formats/tokens-dir.js";
+import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS, clone, readJsonl } from "./helpers.js";
+
+let cf: Callforest;
+beforeAll(async () => {
+  cf = await init();
+});
+
+const row = readJsonl(OBSERVED_ROWS)[0];
+const entries = readJsonl(OBSERVED_TOKENS);
+const tokens = tokenDirectory(OBSERVED_DIR);
+const FILE = "mem/7-2.tokens.jsonl";
+
+/** Token entries from memory (file lines 1..n), as a fast reader might hand them over. */
+function memoryTokens(values: unknown[], file = FILE): TokenSource {
+  return {
+    describe: (id) => `mem/${id}.tokens.jsonl`,
+    load: (id) => (id === "7-2" ? { file, lines: values.map((value, i) => ({ line: i + 1, value })) } : null),
+  };
+}
+
+function accepted(result: ReturnType<typeof toCanonical>): Converted {
+  if (!result.ok) throw new Error(`rejected: ${result.code}: ${result.detail}`);
+  return result;
+}
+
+const LEDGER = [
+  "mc-leader-1",
+  "mc-bg-1",
+  "mc-leader-retry",
+  "mc-leader-2",
+  "mc-bg-2",
+  "mc-fork-1",
+  "mc-leader-3-summary",
+  "mc-fork-2",
+  "mc-leader-4",
+  "mc-leader-5",
+];
+
+describe("gym-observed fixture (test/fixtures/gym-observed/README.md)", () => {
+  const result = accepted(toCanonical(row, "auto", { tokens }));
+  const { rollout } = result;
+
+  it("is detected as gym-observed and keyed by the Gym indices", () => {
+    expect(result.format).toBe("gym-observed");
+    expect(rollout.rollout_id).toBe("7-2");
+    expect(rollout.reward).toBe(1);
+  });
+
+  it("orders calls by created_at, then file order", () => {
+    expect(rollout.calls.map((c) => c.id)).toEqual(LEDGER);
+  });
+
+  it("gives each call its invocation's agent; the unlisted try is kept: false in an agent of its own", () => {
+    const agentOf = Object.fromEntries(rollout.calls.map((c) => [c.id, [c.agent, c.kept ?? true]]));
+    expect(agentOf).toEqual({
+      "mc-leader-1": ["inv-leader", true],
+      "mc-bg-1": ["inv-bg", true],
+      "mc-leader-retry": ["unowned", false],
+      "mc-leader-2": ["inv-leader", true],
+      "mc-bg-2": ["inv-bg", true],
+      "mc-fork-1": ["inv-fork", true],
+      "mc-leader-3-summary": ["inv-leader", true],
+      "mc-fork-2": ["inv-fork", true],
+      "mc-leader-4": ["inv-leader", true],
+      "mc-leader-5": ["inv-leader", true],
+    });
+    expect(rollout.agents).toEqual([
+      { id: "inv-leader", parent: null },
+      { id: "inv-bg", parent: null },
+      { id: "inv-fork", parent: "inv-leader" },
+      { id: "unowned", parent: null, mode: "unowned" },
+    ]);
+  });
+
+  it("passes the token entries' arrays through as the same objects", () => {
+    const fork = rollout.calls.find((c) => c.id === "mc-fork-1")!;
+    const again = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(entries) })).rollout;
+    const fromMemory = again.calls.find((c) => c.id === "mc-fork-1")!;
+    expect(fromMemory.prompt_token_ids).toBe(entries[5].prompt_token_ids);
+    expect(fromMemory.generation_log_probs).toBe(entries[5].generation_log_probs);
+    expect(Array.from(fork.prompt_token_ids)).toEqual(entries[5].prompt_token_ids);
+  });
+
+  it("turns the unlisted entry, the compaction, other records and both gaps lists into diagnostics", () => {
+    expect(result.diagnostics).toEqual([
+      { code: "unowned_call", call: "mc-leader-retry", detail: `${OBSERVED_TOKENS}:2: no agent_invocation lists it` },
+      { code: "context_compaction", call: "mc-leader-3-summary", detail: "invocation inv-leader, trigger auto" },
+      { code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1" },
+      { code: "subagent_parent_unavailable", call: null, detail: "invocation inv-bg" },
+      { code: "model_call_ownership_unavailable", call: null, detail: "capture:mc-leader-retry:call_index=2" },
+    ]);
+  });
+
+  it("plans to the documented forest: 3 roots, 4 leaves, 4 rows, every generated token trained once", () => {
+    const plan = cf.plan(rollout);
+    try {
+      const r = plan.report;
+      expect([r.status, r.calls, r.eligible, r.roots, r.leaves, r.rows]).toEqual(["ok", 10, 9, 3, 4, 4]);
+      expect([r.captured_tokens, r.trained_tokens, r.row_tokens, r.unique_tokens]).toEqual([60, 60, 308, 243]);
+      expect(plan.rows.map((row) => [row.leaf, row.calls, row.trained, row.context, row.numTokens])).toEqual([
+        ["mc-bg-2", ["mc-bg-1", "mc-bg-2"], ["mc-bg-1", "mc-bg-2"], [], 51],
+        [
+          "mc-leader-3-summary",
+          ["mc-leader-1", "mc-leader-2", "mc-leader-3-summary"],
+          ["mc-leader-1", "mc-leader-2", "mc-leader-3-summary"],
+          [],
+          91,
+        ],
+        [
+          "mc-fork-2",
+          ["mc-leader-1", "mc-leader-2", "mc-fork-1", "mc-fork-2"],
+          ["mc-fork-1", "mc-fork-2"],
+          ["mc-leader-1", "mc-leader-2"],
+          104,
+        ],
+        ["mc-leader-5", ["mc-leader-4", "mc-leader-5"], ["mc-leader-4", "mc-leader-5"], [], 62],
+      ]);
+      const roots = plan.forest.filter((c) => c.root).map((c) => c.id);
+      expect(roots).toEqual(["mc-leader-1", "mc-bg-1", "mc-leader-4"]);
+      expect(plan.forest.find((c) => c.id === "mc-fork-1")!.parent).toBe("mc-leader-2");
+      expect(plan.forest.find((c) => c.id === "mc-leader-3-summary")!.parent).toBe("mc-leader-2");
+      expect(plan.forest.find((c) => c.id === "mc-leader-retry")!.eligible).toBe(false);
+    } finally {
+      plan.release();
+    }
+  });
+
+  it("breaks a created_at tie by file order", () => {
+    // Swap the fork's and the summary's lines: same created_at, so the summary now comes first.
+    const swapped = [...entries];
+    [swapped[5], swapped[6]] = [swapped[6], swapped[5]];
+    expect(swapped[5].model_call_id).toBe("mc-leader-3-summary");
+    const ids = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(swapped) })).rollout.calls.map((c) => c.id);
+    expect(ids.slice(5, 7)).toEqual(["mc-leader-3-summary", "mc-fork-1"]);
+  });
+
+  it("reads ISO 8601 created_at as well as epoch seconds", () => {
+    const iso = entries.map((e) => ({ ...e, created_at: new Date(e.created_at * 1000).toISOString() }));
+    const ids = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(iso) })).rollout.calls.map((c) => c.id);
+    expect(ids).toEqual(LEDGER);
+  });
+
+  it("maps a parent with no invocation record to null, with a diagnostic", () => {
+    const value = clone(row);
+    value.ng_agent_observations.records[1].parent_invocation_id = "inv-gone";
+    const converted = accepted(toCanonical(value, "gym-observed", { tokens }));
+    expect(converted.rollout.agents![1]).toEqual({ id: "inv-bg", parent: null });
+    expect(converted.diagnostics).toContainEqual({
+      code: "agent_parent_missing",
+      call: null,
+      detail: "ng_agent_observations.records[1]: invocation inv-bg names parent inv-gone, which has no agent_invocation record",
+    });
+  });
+
+  it("adds no unowned agent when every entry is listed", () => {
+    const listed = entries.filter((e) => e.model_call_id !== "mc-leader-retry");
+    const converted = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(listed) }));
+    expect(converted.rollout.agents!.map((a) => a.id)).toEqual(["inv-leader", "inv-bg", "inv-fork"]);
+    expect(converted.diagnostics.map((d) => d.code)).not.toContain("unowned_call");
+  });
+});
+
+describe("gym-observed rejections: one line naming the call and the file:line", () => {
+  type Case = [name: string, breakRow: (v: any) => void, breakEntries: (e: any[]) => void, code: string, detail: string, reason?: string];
+  const refWhere = "ng_agent_observations.records[0].model_calls";
+  const cases: Case[] = [
+    [
+      "unknown model_call_id",
+      (v) => (v.ng_agent_observations.records[0].model_calls[1] = { model_call_id: "mc-nowhere" }),
+      () => {},
+      "unknown_model_call",
+      `${refWhere}[1] (invocation inv-leader): model_call_id mc-nowhere is in neither ng_model_call_capture.calls nor ${FILE}`,
+    ],
+    [
+      "unknown response_id",
+      (v) => (v.ng_agent_observations.records[0].model_calls[2].response_id = "resp_nowhere"),
+      () => {},
+      "unknown_model_call",
+      `${refWhere}[2] (invocation inv-leader): response_id resp_nowhere (model_ref responses_api_models/policy_model) matches no ng_model_call_capture.calls entry`,
+    ],
+    [
+      "response_id under another model_ref",
+      (v) => (v.ng_agent_observations.records[0].model_calls[2].model_ref = { type: "responses_api_models", name: "judge" }),
+      () => {},
+      "unknown_model_call",
+      `${refWhere}[2] (invocation inv-leader): response_id resp_leader_3_summary (model_ref responses_api_models/judge) matches no ng_model_call_capture.calls entry`,
+    ],
+    [
+      "ambiguous response_id",
+      (v) => (v.ng_model_call_capture.calls[7].response_id = "resp_leader_3_summary"),
+      () => {},
+      "ambiguous_model_call",
+      `${refWhere}[2] (invocation inv-leader): response_id resp_leader_3_summary (model_ref responses_api_models/policy_model) matches ng_model_call_capture.calls[6, 7]`,
+    ],
+    [
+      "ref with neither key",
+      (v) => (v.ng_agent_observations.records[0].model_calls[0] = { model_ref: { type: "responses_api_models", name: "policy_model" } }),
+      () => {},
+      "missing_field",
+      `${refWhere}[0] (invocation inv-leader): needs model_call_id, or model_ref and response_id`,
+    ],
+    [
+      "listed call without a token entry",
+      () => {},
+      (e) => e.splice(4, 1), // mc-bg-2 (captured, listed, but no tokens)
+      "missing_token_entry",
+      `ng_agent_observations.records[1].model_calls[1] (invocation inv-bg): model call mc-bg-2 has no entry in ${FILE}`,
+    ],
+    [
+      "call listed by two invocations",
+      (v) => v.ng_agent_observations.records[2].model_calls.push({ model_call_id: "mc-leader-2" }),
+      () => {},
+      "duplicate_model_call",
+      `ng_agent_observations.records[2].model_calls[2] (invocation inv-fork): model call mc-leader-2 is already listed at ${refWhere}[1] (invocation inv-leader)`,
+    ],
+    [
+      "two invocation records with one id",
+      (v) => (v.ng_agent_observations.records[2].invocation_id = "inv-bg"),
+      () => {},
+      "duplicate_invocation",
+      "ng_agent_observations.records[2]: invocation inv-bg is already recorded at ng_agent_observations.records[1]",
+    ],
+    [
+      "invocation without an id",
+      (v) => delete v.ng_agent_observations.records[1].invocation_id,
+      () => {},
+      "missing_field",
+      "ng_agent_observations.records[1].invocation_id is missing, expected a non-empty string",
+    ],
+    [
+      "model_calls not a list",
+      (v) => (v.ng_agent_observations.records[2].model_calls = { model_call_id: "mc-fork-1" }),
+      () => {},
+      "missing_field",
+      "ng_agent_observations.records[2].model_calls is an object, expected an array",
+    ],
+    [
+      "records missing",
+      (v) => (v.ng_agent_observations = { source: "x" }),
+      () => {},
+      "missing_field",
+      "ng_agent_observations.records is missing, expected an array",
+    ],
+    ["reward missing", (v) => delete v.reward, () => {}, "missing_field", "reward is missing, expected a finite number"],
+    [
+      "token entry without model_call_id",
+      () => {},
+      (e) => delete e[3].model_call_id,
+      "missing_field",
+      `${FILE}:4: model_call_id is missing, expected a non-empty string`,
+    ],
+    [
+      "token entry without generation_token_ids",
+      () => {},
+      (e) => delete e[3].generation_token_ids,
+      "missing_field",
+      `${FILE}:4 (call mc-bg-1): generation_token_ids is missing, expected an array`,
+    ],
+    [
+      "token entry without created_at",
+      () => {},
+      (e) => (e[6].created_at = null),
+      "missing_field",
+      `${FILE}:7 (call mc-leader-3-summary): created_at is null, expected a number or an ISO 8601 time`,
+    ],
+    [
+      "token entry repeated",
+      () => {},
+      (e) => e.push({ ...e[0] }),
+      "duplicate_call_id",
+      `${FILE}:11 (call mc-leader-1): model_call_id repeats line 1`,
+      "duplicate_call_id",
+    ],
+    [
+      "token entry not an object",
+      () => {},
+      (e) => (e[9] = [1, 2, 3]),
+      "missing_field",
+      `${FILE}:10: token entry is an array, expected an object`,
+    ],
+  ];
+  for (const [name, breakRow, breakEntries, code, detail, reason] of cases) {
+    it(name, () => {
+      const value = clone(row);
+      const list = clone(entries);
+      breakRow(value);
+      breakEntries(list);
+      const result = toCanonical(value, "gym-observed", { tokens: memoryTokens(list) });
+      expect(result.ok).toBe(false);
+      if (result.ok) return;
+      expect([result.code, result.reason, result.detail]).toEqual([code, reason ?? "invalid_rollout", `gym-observed: ${detail}`]);
+      expect(result.detail).not.toContain("\n");
+      expect(result.rolloutId).toBe("7-2");
+    });
+  }
+
+  it("a token line that is not JSON names file:line", () => {
+    const source: TokenSource = {
+      describe: () => FILE,
+      load: () => ({ file: FILE, lines: [{ line: 1, value: entries[0] }, { line: 2, error: "Unexpected end of JSON input" }] }),
+    };
+    const result = toCanonical(row, "gym-observed", { tokens: source });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: "invalid_rollout",
+      code: "malformed_token_entry",
+      detail: `gym-observed: ${FILE}:2: not JSON (Unexpected end of JSON input)`,
+    });
+  });
+
+  it("without a token source", () => {
+    expect(toCanonical(row, "gym-observed")).toMatchObject({
+      ok: false,
+      code: "no_token_source",
+      detail: "gym-observed: rollout 7-2 needs token entries: give --tokens DIR",
+    });
+  });
+
+  it("without a token file for the rollout", () => {
+    const value = clone(row);
+    value._ng_rollout_index = 3;
+    expect(toCanonical(value, "gym-observed", { tokens })).toMatchObject({
+      ok: false,
+      code: "missing_token_file",
+      rolloutId: "7-3",
+      detail: `gym-observed: no token entries for rollout 7-3: ${OBSERVED_DIR}/7-3.tokens.jsonl not found`,
+    });
+  });
+
+  it("a rollout id that would leave the token directory", () => {
+    const value = clone(row);
+    delete value._ng_task_index;
+    value.ng_model_call_capture.rollout_id = "../../etc/passwd";
+    expect(toCanonical(value, "gym-observed", { tokens })).toMatchObject({
+      ok: false,
+      code: "unsafe_rollout_id",
+      detail: 'gym-observed: rollout id "../../etc/passwd" cannot name a token file',
+    });
+  });
+
+  it("gaps and unknown record kinds never reject, even malformed ones", () => {
+    const value = clone(row);
+    value.ng_agent_observations.gaps.push("not a gap");
+    value.ng_agent_observations.records.push({ kind: "future_kind" }, { note: "no kind" });
+    value.ng_agent_observations.records[5].model_calls = [{ model_call_id: "mc-unknown" }];
+    const converted = accepted(toCanonical(value, "gym-observed", { tokens }));
+    expect(converted.diagnostics).toContainEqual({ code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1, future_kind: 1, unknown: 1" });
+    expect(converted.diagnostics).toContainEqual({ code: "observation_gap", call: null, detail: "ng_agent_observations.gaps[1] is \"not a gap\"" });
+    expect(converted.diagnostics).toContainEqual({ code: "context_compaction", call: null, detail: "invocation inv-leader, trigger auto" });
+  });
+});

@@ -1,0 +1,505 @@
+// fast-check arbitraries for SPEC's canonical rollouts. A rollout is a list of harness actions
+// (leader steps, fresh/fork/background subagents, compaction, twins, retries, ...) that a small
+// interpreter turns into calls in ledger order, so shrinking removes whole actions.
+import fc from "fast-check";
+import type { AgentInfo, CanonicalCall, RejectionCode, Rollout } from "../../src/types.js";
+import { reference } from "./reference.js";
+
+type Tokens = number[];
+interface Generated {
+  tokens: Tokens;
+  logprobs: number[];
+}
+
+const MAX_TOKEN = 2 ** 31 - 1;
+
+/** Mostly vocabulary-sized IDs, sometimes anywhere in [0, 2^31-1], sometimes the bounds. */
+export const tokenArb: fc.Arbitrary<number> = fc.oneof(
+  { weight: 8, arbitrary: fc.integer({ min: 0, max: 200_000 }) },
+  { weight: 1, arbitrary: fc.integer({ min: 0, max: MAX_TOKEN }) },
+  { weight: 1, arbitrary: fc.constantFrom(0, MAX_TOKEN) },
+);
+
+/** Finite logprobs that fit float32, including values float32 must round (-0.1, subnormals). */
+export const logprobArb: fc.Arbitrary<number> = fc.oneof(
+  { weight: 8, arbitrary: fc.double({ min: -30, max: 0, noNaN: true }) },
+  { weight: 1, arbitrary: fc.constantFrom(0, -0.1, -1e-40, -1e-46, -3e38, -3.4028234663852886e38) },
+);
+
+const tokensArb = (min: number, max: number) => fc.array(tokenArb, { minLength: min, maxLength: max });
+
+/** A non-empty generation with its logprobs. */
+const generatedArb: fc.Arbitrary<Generated> = fc
+  .array(fc.tuple(tokenArb, logprobArb), { minLength: 1, maxLength: 5 })
+  .map((pairs) => ({ tokens: pairs.map((p) => p[0]), logprobs: pairs.map((p) => p[1]) }));
+
+export type TwinOutcome = "sameAgent" | "parentAgent" | "ambiguous" | "sameAgentTwice";
+
+export type Action =
+  /** An agent continues its own context (tool result appended, then a generation). */
+  | { kind: "step"; who: number; add: Tokens; gen: Generated }
+  /** A kept call that generated nothing: not eligible; the agent goes on from its prompt. */
+  | { kind: "empty"; who: number; add: Tokens }
+  /** A fresh (or background) subagent: its own system prompt and a task. */
+  | { kind: "fresh"; background: boolean; from: number; task: Tokens; gen: Generated }
+  /** A fork: resends the parent agent's full sequence, plus a task; or a re-rendered copy of it. */
+  | { kind: "fork"; from: number; task: Tokens; gen: Generated; rerender: { at: number; token: number } | null }
+  /** Compaction: a summary call continues the history, then a new root with a shorter context. */
+  | { kind: "compact"; who: number; ask: Tokens; summary: Generated; after: Tokens; gen: Generated }
+  /** An unkept try (kept:false), then the kept call with the same prompt. */
+  | { kind: "retry"; who: number; add: Tokens; tryGen: Tokens; sameGeneration: boolean; gen: Generated }
+  /** Two subagents with identical full sequences, then a call that continues that sequence. */
+  | { kind: "twins"; from: number; asFork: boolean; task: Tokens; gen: Generated; outcome: TwinOutcome; add: Tokens; next: Generated }
+  /** An agent continues some earlier eligible call's full sequence (any agent, any call). */
+  | { kind: "cross"; who: number; target: number; add: Tokens; gen: Generated };
+
+export interface Scenario {
+  /** listed: `agents` given; unlisted: calls name agents, no `agents`; anonymous: no agent names. */
+  agentsMode: "listed" | "unlisted" | "anonymous";
+  arrays: "plain" | "typed" | "mixed";
+  fancyIds: boolean;
+  reward: number;
+  leaderSystem: Tokens;
+  subagentSystem: Tokens;
+  task: Tokens;
+  first: Generated;
+  actions: Action[];
+}
+
+interface AgentState {
+  id: string;
+  parent: string | null;
+  mode: string;
+  system: Tokens;
+  /** The agent's current context: its last full sequence (or last prompt, after an empty call). */
+  context: Tokens;
+}
+
+interface PlainCall {
+  id: string;
+  agent: string;
+  prompt: Tokens;
+  generation: Tokens;
+  logprobs: number[];
+  kept: boolean;
+}
+
+const ID_SUFFIXES = ["", "-ä", '"q"', "/x\\y", " 🙂", "\n"];
+
+/** Turns a scenario into SPEC's canonical rollout (calls in ledger order). */
+export function buildRollout(s: Scenario): Rollout {
+  const named = s.agentsMode !== "anonymous";
+  const agents: AgentState[] = [];
+  const calls: PlainCall[] = [];
+  const addAgent = (mode: string, parent: string | null, system: Tokens): AgentState => {
+    const a = { id: named ? (agents.length === 0 ? "L" : `a${agents.length}`) : "", parent, mode, system, context: [] };
+    agents.push(a);
+    return a;
+  };
+  const call = (a: AgentState, prompt: Tokens, gen: Generated | null, kept = true): PlainCall => {
+    const n = calls.length + 1;
+    const c: PlainCall = {
+      id: `c${n}${s.fancyIds ? ID_SUFFIXES[n % ID_SUFFIXES.length] : ""}`,
+      agent: a.id,
+      prompt,
+      generation: gen ? gen.tokens : [],
+      logprobs: gen ? gen.logprobs : [],
+      kept,
+    };
+    calls.push(c);
+    if (kept) a.context = [...prompt, ...c.generation];
+    return c;
+  };
+  const pick = (i: number) => agents[i % agents.length];
+
+  const leader = addAgent("leader", null, s.leaderSystem);
+  call(leader, [...s.leaderSystem, ...s.task], s.first);
+  for (const act of s.actions) {
+    switch (act.kind) {
+      case "step": {
+        const a = pick(act.who);
+        call(a, [...a.context, ...act.add], act.gen);
+        break;
+      }
+      case "empty": {
+        const a = pick(act.who);
+        call(a, [...a.context, ...act.add], null);
+        break;
+      }
+      case "fresh": {
+        const a = addAgent(act.background ? "background" : "fresh", pick(act.from).id, s.subagentSystem);
+        call(a, [...s.subagentSystem, ...act.task], act.gen);
+        break;
+      }
+      case "fork": {
+        const from = pick(act.from);
+        const history = [...from.context];
+        if (act.rerender && history.length > 0) {
+          // one token of the resent history differs: near the start the fork becomes a new root,
+          // further on it continues the last call whose full sequence is still a prefix
+          const at = act.rerender.at % (act.rerender.at % 2 === 0 ? Math.min(2, history.length) : history.length);
+          history[at] = act.rerender.token !== history[at] ? act.rerender.token : history[at] === 0 ? 1 : history[at] - 1;
+        }
+        const a = addAgent("fork", from.id, from.system);
+        call(a, [...history, ...act.task], act.gen);
+        break;
+      }
+      case "compact": {
+        const a = pick(act.who);
+        call(a, [...a.context, ...act.ask], act.summary);
+        call(a, [...a.system, ...act.summary.tokens, ...act.after], act.gen);
+        break;
+      }
+      case "retry": {
+        const a = pick(act.who);
+        const prompt = [...a.context, ...act.add];
+        const tryGen = act.sameGeneration ? act.gen : { tokens: act.tryGen, logprobs: act.tryGen.map(() => -1) };
+        call(a, prompt, tryGen, false);
+        call(a, prompt, act.gen);
+        break;
+      }
+      case "twins": {
+        const from = pick(act.from);
+        const prompt = act.asFork ? [...from.context, ...act.task] : [...s.subagentSystem, ...act.task];
+        const mode = act.asFork ? "fork" : "fresh";
+        const t1 = addAgent(mode, from.id, act.asFork ? from.system : s.subagentSystem);
+        const t2 = act.outcome === "sameAgentTwice" ? t1 : addAgent(mode, from.id, t1.system);
+        call(t1, prompt, act.gen);
+        call(t2, prompt, act.gen);
+        const twinFull = [...prompt, ...act.gen.tokens];
+        // sameAgent / sameAgentTwice: t1 continues; parentAgent: a child agent of t2 continues;
+        // ambiguous: a sibling of the twins (same parent agent) continues
+        const next =
+          act.outcome === "parentAgent"
+            ? addAgent("fork", t2.id, t2.system)
+            : act.outcome === "ambiguous"
+              ? addAgent("fork", from.id, from.system)
+              : t1;
+        call(next, [...twinFull, ...act.add], act.next);
+        break;
+      }
+      case "cross": {
+        const eligible = calls.filter((c) => c.kept && c.generation.length > 0);
+        const target = eligible[act.target % eligible.length];
+        const a = pick(act.who);
+        call(a, [...target.prompt, ...target.generation, ...act.add], act.gen);
+        break;
+      }
+    }
+  }
+
+  const canonical: CanonicalCall[] = calls.map((c, i) => {
+    const typed = s.arrays === "typed" || (s.arrays === "mixed" && i % 2 === 1);
+    const out: CanonicalCall = {
+      id: c.id,
+      prompt_token_ids: typed ? Int32Array.from(c.prompt) : c.prompt,
+      generation_token_ids: typed ? Int32Array.from(c.generation) : c.generation,
+      generation_log_probs: typed
+        ? i % 4 === 1
+          ? Float64Array.from(c.logprobs)
+          : Float32Array.from(c.logprobs)
+        : c.logprobs,
+    };
+    if (named) out.agent = c.agent;
+    if (!c.kept) out.kept = false;
+    else if (i % 5 === 3) out.kept = true;
+    if (i % 7 === 2) (out as unknown as Record<string, unknown>).finish_reason = "stop"; // unknown fields are ignored
+    return out;
+  });
+  const rollout: Rollout = { rollout_id: `r-${calls.length}-${s.agentsMode}`, reward: s.reward, calls: canonical };
+  if (s.agentsMode === "listed") {
+    rollout.agents = agents.map((a): AgentInfo => ({ id: a.id, parent: a.parent, mode: a.mode }));
+  }
+  return rollout;
+}
+
+function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
+  const who = fc.nat(20);
+  const add = tokensArb(0, 6);
+  const outcomes: TwinOutcome[] = allowAmbiguous
+    ? ["sameAgent", "parentAgent", "ambiguous", "sameAgentTwice"]
+    : ["sameAgent", "parentAgent"];
+  return fc.oneof(
+    { weight: 10, arbitrary: fc.record({ kind: fc.constant("step" as const), who, add, gen: generatedArb }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant("empty" as const), who, add }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({ kind: fc.constant("fresh" as const), background: fc.boolean(), from: who, task: tokensArb(1, 4), gen: generatedArb }),
+    },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant("fork" as const),
+        from: who,
+        task: tokensArb(0, 4),
+        gen: generatedArb,
+        rerender: fc.option(fc.record({ at: fc.nat(), token: tokenArb }), { freq: 4 }),
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant("compact" as const),
+        who,
+        ask: tokensArb(1, 3),
+        summary: generatedArb,
+        after: tokensArb(0, 3),
+        gen: generatedArb,
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant("retry" as const),
+        who,
+        add,
+        tryGen: tokensArb(0, 4),
+        sameGeneration: fc.boolean(),
+        gen: generatedArb,
+      }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant("twins" as const),
+        from: who,
+        asFork: fc.boolean(),
+        task: tokensArb(1, 3),
+        gen: generatedArb,
+        outcome: fc.constantFrom(...outcomes),
+        add: tokensArb(0, 3),
+        next: generatedArb,
+      }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant("cross" as const), who, target: fc.nat(), add: tokensArb(0, 3), gen: generatedArb }),
+    },
+  );
+}
+
+export interface RolloutArbOptions {
+  /** Include twin outcomes that SPEC rejects with ambiguous_parent (default true). */
+  allowAmbiguous?: boolean;
+  maxActions?: number;
+}
+
+export function scenarioArb(options: RolloutArbOptions = {}): fc.Arbitrary<Scenario> {
+  const allowAmbiguous = options.allowAmbiguous ?? true;
+  return fc.record({
+    agentsMode: fc.constantFrom("listed" as const, "listed" as const, "unlisted" as const, "anonymous" as const),
+    arrays: fc.constantFrom("plain" as const, "typed" as const, "mixed" as const),
+    fancyIds: fc.boolean(),
+    reward: fc.oneof(fc.constantFrom(0, 1, -1, 0.5), fc.double({ noNaN: true, noDefaultInfinity: true })),
+    leaderSystem: tokensArb(0, 6),
+    subagentSystem: tokensArb(0, 4),
+    task: tokensArb(0, 4),
+    first: generatedArb,
+    actions: fc.array(actionArb(allowAmbiguous), { maxLength: options.maxActions ?? 25 }),
+  });
+}
+
+/** Realistic call forests: accepted ones, and (with twins) some that SPEC rejects as ambiguous. */
+export function rolloutArb(options: RolloutArbOptions = {}): fc.Arbitrary<Rollout> {
+  return scenarioArb(options).map(buildRollout);
+}
+
+/** Call forests the reference accepts (twins resolved by same agent or by parent agent only). */
+export function acceptedRolloutArb(options: Omit<RolloutArbOptions, "allowAmbiguous"> = {}): fc.Arbitrary<Rollout> {
+  return rolloutArb({ ...options, allowAmbiguous: false }).filter((r) => reference(r).status === "ok");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invalid inputs: an accepted rollout with one fault injected at one call (or at rollout level).
+
+export interface InvalidCase {
+  rollout: unknown;
+  code: Exclude<RejectionCode, "malformed_json" | "rollout_too_large">;
+  /** The call the rejection is about (null: rollout-level, or the call has no usable id). */
+  call: string | null;
+  what: string;
+}
+
+type Mutable = Record<string, unknown> & { calls: Record<string, unknown>[] };
+
+/** A copy whose calls (and their arrays) can be changed without touching the original. */
+function cloneRollout(r: Rollout): Mutable {
+  const copy = { ...r } as unknown as Mutable;
+  copy.calls = r.calls.map((c) => ({
+    ...c,
+    prompt_token_ids: c.prompt_token_ids.slice(),
+    generation_token_ids: c.generation_token_ids.slice(),
+    generation_log_probs: c.generation_log_probs.slice(),
+  })) as unknown as Record<string, unknown>[];
+  if (r.agents) copy.agents = r.agents.map((a) => ({ ...a }));
+  return copy;
+}
+
+const plain = (xs: ArrayLike<number>): unknown[] => Array.from(xs);
+
+type Fault = (r: Mutable, k: number, pick: number) => { code: InvalidCase["code"]; call: string | null; what: string } | null;
+
+const BAD_TOKENS: unknown[] = [-1, MAX_TOKEN + 1, 1.5, Number.NaN, "7", null, 1e20, -0.5, Number.POSITIVE_INFINITY, true];
+const BAD_LOGPROBS: unknown[] = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e39, -1e39, "x", null, -3.5e38];
+
+const ROLLOUT_FAULTS: ((r: Mutable) => unknown)[] = [
+  (r) => (delete r.rollout_id, r),
+  (r) => ((r.rollout_id = ""), r),
+  (r) => ((r.rollout_id = 7), r),
+  (r) => (delete r.reward, r),
+  (r) => ((r.reward = "1"), r),
+  (r) => ((r.reward = Number.NaN), r),
+  (r) => ((r.reward = Number.POSITIVE_INFINITY), r),
+  (r) => (delete (r as Record<string, unknown>).calls, r),
+  (r) => (((r as Record<string, unknown>).calls = { c1: {} }), r),
+  (r) => ((r.agents = "L"), r),
+  () => [],
+  () => 42,
+  () => null,
+];
+
+const CALL_STRUCTURE_FAULTS: ((c: Record<string, unknown>) => { replace?: unknown; idBroken: boolean })[] = [
+  () => ({ replace: null, idBroken: true }),
+  () => ({ replace: "call", idBroken: true }),
+  (c) => (delete c.id, { idBroken: true }),
+  (c) => ((c.id = ""), { idBroken: true }),
+  (c) => ((c.id = 5), { idBroken: true }),
+  (c) => ((c.agent = 5), { idBroken: false }),
+  (c) => (delete c.prompt_token_ids, { idBroken: false }),
+  (c) => ((c.prompt_token_ids = "1,2"), { idBroken: false }),
+  (c) => ((c.generation_token_ids = null), { idBroken: false }),
+  (c) => (delete c.generation_log_probs, { idBroken: false }),
+  (c) => ((c.generation_log_probs = { 0: -1 }), { idBroken: false }),
+  (c) => ((c.kept = "false"), { idBroken: false }),
+  (c) => ((c.kept = 0), { idBroken: false }),
+];
+
+const FAULTS: Record<InvalidCase["code"], Fault> = {
+  invalid_rollout: (r, k, pick) => {
+    const c = r.calls[k];
+    const id = c.id as string;
+    const fault = CALL_STRUCTURE_FAULTS[pick % CALL_STRUCTURE_FAULTS.length];
+    const result = fault(c);
+    if ("replace" in result) r.calls[k] = result.replace as Record<string, unknown>;
+    return { code: "invalid_rollout", call: result.idBroken ? null : id, what: `call ${k} structure fault ${pick % CALL_STRUCTURE_FAULTS.length}` };
+  },
+  duplicate_call_id: (r, k, pick) => {
+    if (k === 0) return null;
+    const id = r.calls[pick % k].id as string;
+    r.calls[k].id = id;
+    return { code: "duplicate_call_id", call: id, what: `call ${k} reuses the id of call ${pick % k}` };
+  },
+  unknown_agent: (r, k) => {
+    if (!r.agents) {
+      const ids = [...new Set(r.calls.map((c) => (c.agent as string | undefined) ?? ""))];
+      r.agents = ids.map((id) => ({ id, parent: null, mode: "leader" }));
+    }
+    r.calls[k].agent = "ghost-agent";
+    return { code: "unknown_agent", call: r.calls[k].id as string, what: `call ${k} names agent ghost-agent` };
+  },
+  invalid_token: (r, k, pick) => {
+    const c = r.calls[k];
+    const field = pick % 2 === 0 ? "prompt_token_ids" : "generation_token_ids";
+    const arr = c[field] as number[] | Int32Array;
+    if (arr instanceof Int32Array && arr.length > 0 && pick % 3 === 0) {
+      arr[pick % arr.length] = -5; // a negative ID inside an Int32Array
+      return { code: "invalid_token", call: c.id as string, what: `call ${k} ${field} holds -5 (Int32Array)` };
+    }
+    const list = plain(arr);
+    const bad = BAD_TOKENS[pick % BAD_TOKENS.length];
+    if (list.length === 0) {
+      list.push(bad);
+      if (field === "generation_token_ids") c.generation_log_probs = [...plain(c.generation_log_probs as number[]), -1];
+    } else list[pick % list.length] = bad;
+    c[field] = list;
+    return { code: "invalid_token", call: c.id as string, what: `call ${k} ${field} holds ${String(bad)}` };
+  },
+  logprob_length_mismatch: (r, k, pick) => {
+    const c = r.calls[k];
+    const list = plain(c.generation_log_probs as number[]);
+    if (list.length > 0 && pick % 2 === 0) list.pop();
+    else list.push(-0.5);
+    c.generation_log_probs = list;
+    return { code: "logprob_length_mismatch", call: c.id as string, what: `call ${k} has ${list.length} logprobs` };
+  },
+  invalid_logprob: (r, k, pick) => {
+    const c = r.calls[k];
+    const bad = BAD_LOGPROBS[pick % BAD_LOGPROBS.length];
+    const lps = c.generation_log_probs as number[] | Float32Array | Float64Array;
+    if (lps instanceof Float64Array && lps.length > 0 && typeof bad === "number") {
+      lps[pick % lps.length] = bad; // stays a Float64Array: 1e39 is finite here, not in float32
+      return { code: "invalid_logprob", call: c.id as string, what: `call ${k} logprob ${bad} (Float64Array)` };
+    }
+    const list = plain(lps);
+    if (list.length === 0) {
+      c.generation_token_ids = [...plain(c.generation_token_ids as number[]), 5];
+      list.push(bad);
+    } else list[pick % list.length] = bad;
+    c.generation_log_probs = list;
+    return { code: "invalid_logprob", call: c.id as string, what: `call ${k} logprob ${String(bad)}` };
+  },
+  ambiguous_parent: (r, k, pick) => {
+    // two agents' calls with one identical full sequence, then a third agent continues it
+    const twin = [1234567891, 1234567892 + pick, 7];
+    const lead = (r.calls[0].agent as string | undefined) ?? "";
+    const ids = [`twin-a-${k}`, `twin-b-${k}`, `after-twins-${k}`];
+    const agentsOf = ["tw-a", "tw-b", "tw-c"];
+    const inserted = ids.map((id, i) => ({
+      id,
+      agent: agentsOf[i],
+      prompt_token_ids: i < 2 ? twin : [...twin, 8, 9, 10],
+      generation_token_ids: i < 2 ? [8, 9] : [11],
+      generation_log_probs: i < 2 ? [-0.5, -0.25] : [-1],
+    }));
+    if (r.agents) (r.agents as AgentInfo[]).push(...agentsOf.map((id) => ({ id, parent: lead, mode: "fresh" })));
+    r.calls.splice(k, 0, ...inserted);
+    return { code: "ambiguous_parent", call: ids[2], what: `twins inserted at ${k}, continued by a sibling agent` };
+  },
+  no_trainable_calls: (r, _k, pick) => {
+    if (pick % 5 === 0) {
+      r.calls = [];
+      return { code: "no_trainable_calls", call: null, what: "no calls" };
+    }
+    r.calls.forEach((c, i) => {
+      if ((i + pick) % 2 === 0) c.kept = false;
+      else {
+        c.generation_token_ids = [];
+        c.generation_log_probs = [];
+      }
+    });
+    return { code: "no_trainable_calls", call: null, what: "every call unkept or empty" };
+  },
+};
+
+export const REJECTION_CODES = Object.keys(FAULTS) as InvalidCase["code"][];
+
+/** An accepted rollout with one fault of the given code (any code when omitted). */
+export function invalidRolloutArb(code?: InvalidCase["code"]): fc.Arbitrary<InvalidCase> {
+  return fc
+    .record({
+      base: acceptedRolloutArb({ maxActions: 12 }),
+      code: code ? fc.constant(code) : fc.constantFrom(...REJECTION_CODES),
+      at: fc.nat(),
+      pick: fc.nat(),
+      rolloutLevel: fc.boolean(),
+    })
+    .map(({ base, code: c, at, pick, rolloutLevel }): InvalidCase | null => {
+      const r = cloneRollout(base);
+      if (c === "invalid_rollout" && rolloutLevel) {
+        const fault = ROLLOUT_FAULTS[pick % ROLLOUT_FAULTS.length];
+        return { rollout: fault(r), code: c, call: null, what: `rollout-level fault ${pick % ROLLOUT_FAULTS.length}` };
+      }
+      const done = FAULTS[c](r, at % r.calls.length, pick);
+      return done ? { rollout: r, ...done } : null;
+    })
+    .filter((x): x is InvalidCase => x !== null);
+}
+
+/** The rollout as JSON text can carry it: typed arrays become plain arrays. */
+export function toJsonValue(rollout: unknown): unknown {
+  return JSON.parse(
+    JSON.stringify(rollout, (_key, value: unknown) =>
+      ArrayBuffer.isView(value) ? Array.from(value as unknown as ArrayLike<number>) : value,
+    ),
+  );
+}

@@ -1,0 +1,416 @@
+// A small, obviously-correct reference implementation of SPEC.md (spec v1), for tests only.
+// Quadratic on purpose: every pair of calls is compared token by token, plain arrays
+// everywhere, no hashing, no tries. Each rule quotes the SPEC sentence it implements.
+//
+// Choices where SPEC's text leaves room (tests avoid relying on them):
+// - an optional field given as `null` (agents, agent, kept) counts as "of the wrong type";
+// - an agent's `parent` that names no listed agent, or a duplicate agent id, is invalid_rollout;
+// - `trained` and `context` list call ids in path order (root first), like `calls`.
+import type { RejectionCode } from "../../src/types.js";
+
+export interface RefRow {
+  index: number;
+  leaf: string;
+  agent: string;
+  calls: string[];
+  trained: string[];
+  context: string[];
+  num_tokens: number;
+  token_ids: number[];
+  /** Float32-rounded (Math.fround) per token. */
+  logprobs: number[];
+  /** 0/1 per token. */
+  loss_mask: number[];
+  reward: number;
+}
+
+export interface RefCall {
+  id: string;
+  agent: string;
+  index: number;
+  kept: boolean;
+  eligible: boolean;
+  promptLength: number;
+  generationLength: number;
+  parent: string | null;
+  children: string[];
+  root: boolean;
+  leaf: boolean;
+  ownerRow: number;
+}
+
+export interface RefCounts {
+  calls: number;
+  eligible: number;
+  roots: number;
+  leaves: number;
+  rows: number;
+  captured_tokens: number;
+  trained_tokens: number;
+  row_tokens: number;
+  unique_tokens: number;
+}
+
+export interface RefAccepted {
+  status: "ok";
+  rollout_id: string;
+  reward: number;
+  /** The report's counts, as SPEC's "Output" defines them. */
+  counts: RefCounts;
+  /** SPEC: "at least `empty_generation` for each kept call that generated nothing". */
+  diagnostics: { code: string; call: string | null }[];
+  rows: RefRow[];
+  forest: RefCall[];
+}
+
+export interface RefRejected {
+  status: "rejected";
+  /** The rollout's id when it is a valid one, else null. */
+  rollout_id: string | null;
+  reason: RejectionCode;
+  /** Id of the call the rejection is about, when there is one with a usable id. */
+  call: string | null;
+  /** Ledger index of that call, when the rejection is about one call. */
+  callIndex: number | null;
+  message: string;
+}
+
+export type RefResult = RefAccepted | RefRejected;
+
+interface Call {
+  id: string;
+  agent: string;
+  index: number;
+  prompt: number[];
+  generation: number[];
+  logprobs: number[];
+  kept: boolean;
+  /** SPEC: "full(c) = prompt(c) ++ generation(c)" */
+  full: number[];
+}
+
+const MAX_TOKEN = 2 ** 31 - 1;
+
+class Rejection extends Error {
+  constructor(
+    readonly reason: RejectionCode,
+    readonly call: string | null,
+    readonly callIndex: number | null,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === "object" && x !== null && !Array.isArray(x);
+}
+
+// types.ts: TokenIds = readonly number[] | Int32Array.
+function isTokenList(x: unknown): x is ArrayLike<unknown> {
+  return Array.isArray(x) || x instanceof Int32Array;
+}
+
+// types.ts: Logprobs = readonly number[] | Float32Array | Float64Array.
+function isLogprobList(x: unknown): x is ArrayLike<unknown> {
+  return Array.isArray(x) || x instanceof Float32Array || x instanceof Float64Array;
+}
+
+function toPlain(list: ArrayLike<unknown>): unknown[] {
+  const out: unknown[] = [];
+  for (let i = 0; i < list.length; i++) out.push(list[i]);
+  return out;
+}
+
+/** `a` is a prefix of `b` (equal length allowed), compared token by token. */
+export function isPrefix(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length > b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+function sameSequence(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && isPrefix(a, b);
+}
+
+function full(c: Call): number[] {
+  return c.full;
+}
+
+interface Agents {
+  listed: boolean;
+  parentOf: Map<string, string | null>;
+}
+
+function readRolloutFields(rollout: unknown): { id: string; reward: number; agents: Agents; calls: unknown[] } {
+  const bad = (what: string): never => {
+    throw new Rejection("invalid_rollout", null, null, what);
+  };
+  // SPEC table: "rollout_id | non-empty string | required"
+  if (!isObject(rollout)) bad("rollout is not an object");
+  const r = rollout as Record<string, unknown>;
+  if (typeof r.rollout_id !== "string" || r.rollout_id.length === 0) bad("rollout_id missing or not a non-empty string");
+  // SPEC table: "reward | finite number | required"
+  if (typeof r.reward !== "number" || !Number.isFinite(r.reward)) bad("reward missing or not a finite number");
+  // SPEC table: "agents | array of {id, parent, mode} | optional; id unique string, parent an agent id or null"
+  const agents: Agents = { listed: false, parentOf: new Map() };
+  if (r.agents !== undefined) {
+    if (!Array.isArray(r.agents)) bad("agents is not an array");
+    agents.listed = true;
+    for (const a of r.agents as unknown[]) {
+      if (!isObject(a) || typeof a.id !== "string") bad("agent without a string id");
+      const agent = a as Record<string, unknown>;
+      if (agents.parentOf.has(agent.id as string)) bad(`duplicate agent id ${agent.id}`);
+      if (agent.parent !== null && typeof agent.parent !== "string") bad(`agent ${agent.id}: parent not a string or null`);
+      agents.parentOf.set(agent.id as string, agent.parent as string | null);
+    }
+    for (const [id, parent] of agents.parentOf) {
+      if (parent !== null && !agents.parentOf.has(parent)) bad(`agent ${id}: parent ${parent} is not an agent`);
+    }
+  }
+  // SPEC table: "calls | array, in ledger order | required"
+  if (!Array.isArray(r.calls)) bad("calls missing or not an array");
+  return { id: r.rollout_id as string, reward: r.reward as number, agents, calls: r.calls as unknown[] };
+}
+
+/** A call's own checks, in the order: structure, duplicate id, agent, tokens, lengths, logprobs. */
+function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents): Call {
+  if (!isObject(raw)) throw new Rejection("invalid_rollout", null, index, `call ${index} is not an object`);
+  // SPEC table: "calls[].id | non-empty string"
+  const id = typeof raw.id === "string" && raw.id.length > 0 ? raw.id : null;
+  const bad = (what: string): never => {
+    throw new Rejection("invalid_rollout", id, index, `call ${id ?? index}: ${what}`);
+  };
+  if (id === null) bad("id missing or not a non-empty string");
+  // SPEC table: "calls[].agent | string | optional, default """
+  if (raw.agent !== undefined && typeof raw.agent !== "string") bad("agent is not a string");
+  // SPEC table: "prompt_token_ids | array of integers ... | required (may be empty)"; same for generation
+  if (!isTokenList(raw.prompt_token_ids)) bad("prompt_token_ids missing or not an array");
+  if (!isTokenList(raw.generation_token_ids)) bad("generation_token_ids missing or not an array");
+  // SPEC table: "generation_log_probs | array of finite numbers | required"
+  if (!isLogprobList(raw.generation_log_probs)) bad("generation_log_probs missing or not an array");
+  // SPEC table: "calls[].kept | boolean | optional, default true"
+  if (raw.kept !== undefined && typeof raw.kept !== "boolean") bad("kept is not a boolean");
+  const callId = id as string;
+  const agent = (raw.agent as string | undefined) ?? "";
+
+  // SPEC: "duplicate_call_id | two calls share an id"
+  if (seen.has(callId)) throw new Rejection("duplicate_call_id", callId, index, `call ${callId}: duplicate id`);
+  seen.add(callId);
+  // SPEC: "unknown_agent | a call names an agent missing from `agents`" ("when `agents` is given
+  // it must name one of them")
+  if (agents.listed && !agents.parentOf.has(agent)) {
+    throw new Rejection("unknown_agent", callId, index, `call ${callId}: unknown agent ${agent}`);
+  }
+  // SPEC: "invalid_token | a token ID is not an integer in [0, 2^31-1]"
+  const prompt = toPlain(raw.prompt_token_ids as ArrayLike<unknown>);
+  const generation = toPlain(raw.generation_token_ids as ArrayLike<unknown>);
+  for (const t of [...prompt, ...generation]) {
+    if (typeof t !== "number" || !Number.isInteger(t) || t < 0 || t > MAX_TOKEN) {
+      throw new Rejection("invalid_token", callId, index, `call ${callId}: invalid token ${String(t)}`);
+    }
+  }
+  // SPEC: "logprob_length_mismatch | logprobs and generated tokens differ in count"
+  const logprobs = toPlain(raw.generation_log_probs as ArrayLike<unknown>);
+  if (logprobs.length !== generation.length) {
+    throw new Rejection("logprob_length_mismatch", callId, index, `call ${callId}: logprob count mismatch`);
+  }
+  // SPEC: "invalid_logprob | a logprob is not a finite number" — rows hold float32, so a double
+  // that overflows float32 (1e39) is not a finite logprob either.
+  for (const lp of logprobs) {
+    if (typeof lp !== "number" || !Number.isFinite(lp) || !Number.isFinite(Math.fround(lp))) {
+      throw new Rejection("invalid_logprob", callId, index, `call ${callId}: invalid logprob ${String(lp)}`);
+    }
+  }
+  return {
+    id: callId,
+    agent,
+    index,
+    prompt: prompt as number[],
+    generation: generation as number[],
+    logprobs: (logprobs as number[]).map((x) => Math.fround(x)),
+    // SPEC: "`false` = a try that no agent kept (a retry): ignored entirely"
+    kept: raw.kept !== false,
+    full: [...(prompt as number[]), ...(generation as number[])],
+  };
+}
+
+/** SPEC "Linking": the parent of eligible call `c` among the earlier eligible calls, or null. */
+function linkParent(c: Call, earlierEligible: Call[], agents: Agents): Call | null {
+  // "the candidates are the eligible calls p that come earlier in ledger order and whose full(p)
+  // is a prefix of prompt(c) (equal length allowed)"
+  const candidates = earlierEligible.filter((p) => isPrefix(full(p), c.prompt));
+  // "No candidate: c is a root."
+  if (candidates.length === 0) return null;
+  // "Otherwise take the candidates with the longest full sequence. One left: that is the parent."
+  const longest = Math.max(...candidates.map((p) => full(p).length));
+  const tied = candidates.filter((p) => full(p).length === longest);
+  if (tied.length === 1) return tied[0];
+  // "Several left ...: keep those whose agent is c's agent; if exactly one, that is the parent."
+  const sameAgent = tied.filter((p) => p.agent === c.agent);
+  if (sameAgent.length === 1) return sameAgent[0];
+  // "If none, keep those whose agent is the parent agent of c's agent (from agents); if exactly
+  // one, that is the parent."
+  if (sameAgent.length === 0) {
+    const parentAgent = agents.parentOf.get(c.agent) ?? null;
+    const inParentAgent = parentAgent === null ? [] : tied.filter((p) => p.agent === parentAgent);
+    if (inParentAgent.length === 1) return inParentAgent[0];
+  }
+  // "Otherwise the rollout is rejected with ambiguous_parent."
+  throw new Rejection("ambiguous_parent", c.id, c.index, `call ${c.id}: ${tied.length} candidate parents tie`);
+}
+
+function plan(rollout: unknown): RefAccepted {
+  const { id: rolloutId, reward, agents, calls: rawCalls } = readRolloutFields(rollout);
+
+  // Validation and linking per call in ledger order: a call can only continue an earlier one,
+  // so linking call i needs only calls 0..i-1, which are already validated.
+  const calls: Call[] = [];
+  const eligible: Call[] = [];
+  const parent = new Map<Call, Call | null>();
+  const seen = new Set<string>();
+  rawCalls.forEach((raw, index) => {
+    const c = readCall(raw, index, seen, agents);
+    calls.push(c);
+    // SPEC: "eligible | kept (kept is not false) and with at least one generated token"
+    if (c.kept && c.generation.length > 0) {
+      parent.set(c, linkParent(c, eligible, agents));
+      eligible.push(c);
+    }
+  });
+  // SPEC: "no_trainable_calls | no eligible call"
+  if (eligible.length === 0) throw new Rejection("no_trainable_calls", null, null, "no eligible call");
+
+  const children = new Map<Call, Call[]>(eligible.map((c) => [c, []]));
+  for (const c of eligible) {
+    const p = parent.get(c);
+    if (p) children.get(p)!.push(c); // pushed in ledger order
+  }
+  // SPEC: "leaf | an eligible call that no eligible call names as parent"
+  const leaves = eligible.filter((c) => children.get(c)!.length === 0);
+  const roots = eligible.filter((c) => parent.get(c) === null);
+
+  // SPEC "Ownership": "at each step go to the child in the same agent as the current call (the
+  // earliest in ledger order if several), else to the earliest child in ledger order; the leaf
+  // reached is the owner."
+  const owner = new Map<Call, Call>();
+  for (const c of eligible) {
+    let current = c;
+    while (children.get(current)!.length > 0) {
+      const kids = children.get(current)!;
+      current = kids.find((k) => k.agent === current.agent) ?? kids[0];
+    }
+    owner.set(c, current);
+  }
+
+  // SPEC "Rows": "One row per leaf, in the ledger order of the leaves."
+  const rows: RefRow[] = leaves.map((leaf, index) => {
+    const path: Call[] = [];
+    for (let x: Call | null = leaf; x !== null; x = parent.get(x) ?? null) path.unshift(x);
+    // "token_ids = full(l); num_tokens = len(full(l))."
+    const tokenIds = full(leaf);
+    const logprobs = tokenIds.map(() => 0);
+    const mask = tokenIds.map(() => 0);
+    for (const x of path) {
+      // "Each call x on the path occupies the span [len(prompt(x)), len(full(x))) of the row with
+      // its generated tokens. logprobs holds generation_log_probs(x) on that span ... 0 elsewhere."
+      for (let k = 0; k < x.generation.length; k++) {
+        logprobs[x.prompt.length + k] = x.logprobs[k];
+        // "loss_mask is 1 exactly on the spans of the calls that this row owns (trained)"
+        if (owner.get(x) === leaf) mask[x.prompt.length + k] = 1;
+      }
+    }
+    return {
+      index,
+      leaf: leaf.id,
+      // Output: "agent (the leaf's)"
+      agent: leaf.agent,
+      // Output: "calls (root first)"
+      calls: path.map((x) => x.id),
+      trained: path.filter((x) => owner.get(x) === leaf).map((x) => x.id),
+      // "the other calls of the path are context"
+      context: path.filter((x) => owner.get(x) !== leaf).map((x) => x.id),
+      num_tokens: tokenIds.length,
+      token_ids: tokenIds,
+      logprobs,
+      loss_mask: mask,
+      // "reward is the rollout's reward."
+      reward,
+    };
+  });
+  const rowOf = new Map(leaves.map((l, i) => [l, i]));
+
+  const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+  return {
+    status: "ok",
+    rollout_id: rolloutId,
+    reward,
+    counts: {
+      // Report: "calls (every call listed, kept or not)"
+      calls: calls.length,
+      eligible: eligible.length,
+      roots: roots.length,
+      leaves: leaves.length,
+      rows: rows.length,
+      // "captured_tokens (generated tokens of the eligible calls)"
+      captured_tokens: sum(eligible.map((c) => c.generation.length)),
+      trained_tokens: sum(rows.map((r) => sum(r.loss_mask))),
+      // "row_tokens (sum of row lengths)"
+      row_tokens: sum(rows.map((r) => r.num_tokens)),
+      // "unique_tokens: for each eligible call, len(full(c)) − len(full(parent(c))), or len(full(c))
+      // for a root"
+      unique_tokens: sum(
+        eligible.map((c) => {
+          const p = parent.get(c);
+          return full(c).length - (p ? full(p).length : 0);
+        }),
+      ),
+    },
+    // "at least empty_generation for each kept call that generated nothing"
+    diagnostics: calls
+      .filter((c) => c.kept && c.generation.length === 0)
+      .map((c) => ({ code: "empty_generation", call: c.id })),
+    rows,
+    forest: calls.map((c) => {
+      const isEligible = parent.has(c);
+      const p = parent.get(c) ?? null;
+      return {
+        id: c.id,
+        agent: c.agent,
+        index: c.index,
+        kept: c.kept,
+        eligible: isEligible,
+        promptLength: c.prompt.length,
+        generationLength: c.generation.length,
+        parent: p ? p.id : null,
+        children: isEligible ? children.get(c)!.map((k) => k.id) : [],
+        root: isEligible && p === null,
+        leaf: isEligible && children.get(c)!.length === 0,
+        ownerRow: isEligible ? rowOf.get(owner.get(c)!)! : -1,
+      };
+    }),
+  };
+}
+
+function validRolloutId(rollout: unknown): string | null {
+  return isObject(rollout) && typeof rollout.rollout_id === "string" && rollout.rollout_id.length > 0
+    ? rollout.rollout_id
+    : null;
+}
+
+/** Runs SPEC on one canonical rollout object: its report fields and rows, or its rejection. */
+export function reference(rollout: unknown): RefResult {
+  try {
+    return plan(rollout);
+  } catch (error) {
+    if (!(error instanceof Rejection)) throw error;
+    return {
+      status: "rejected",
+      rollout_id: validRolloutId(rollout),
+      reason: error.reason,
+      call: error.call,
+      callIndex: error.callIndex,
+      message: error.message,
+    };
+  }
+}
