@@ -138,7 +138,8 @@ function chooseParent(c: i32, candidates: i32): i32 {
     }
   }
   if (count == 0) {
-    const parentAgent = load<i32>(vecAt(AGENT_PARENTS, agent));
+    // Agents past the table (unlisted ones) have no parent agent.
+    const parentAgent = agent < AGENT_PARENTS.len ? load<i32>(vecAt(AGENT_PARENTS, agent)) : -1;
     if (parentAgent >= 0) {
       for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
         if (callField(x, C_AGENT) == parentAgent) {

@@ -52,6 +52,8 @@ interface SimOptions {
   /** ...or once the eligible calls hold this many tokens (prompt + generation). */
   targetTokens?: number;
   arrays: "typed" | "plain";
+  /** Actions to take once each right after the leader's first call, so they surely appear. */
+  startWith?: (keyof Features)[];
 }
 
 /** A growable token buffer: an agent's current context. */
@@ -161,13 +163,17 @@ function simulate(o: SimOptions): Rollout {
   const done = () =>
     (o.calls !== undefined && calls.length >= o.calls) || (o.targetTokens !== undefined && eligibleTokens >= o.targetTokens);
 
+  const scheduled = [...(o.startWith ?? [])];
   while (!done()) {
-    let roll = rand() * totalWeight;
     let action: keyof Features = "leaderStep";
-    for (const [name, w] of actions) {
-      if ((roll -= w) < 0) {
-        action = name;
-        break;
+    if (scheduled.length > 0) action = scheduled.shift()!;
+    else {
+      let roll = rand() * totalWeight;
+      for (const [name, w] of actions) {
+        if ((roll -= w) < 0) {
+          action = name;
+          break;
+        }
       }
     }
     const subs = activeSubagents();
@@ -271,6 +277,7 @@ export function generateDeepRollout(options: { targetTokens?: number; seed?: num
     rolloutId: "deep",
     targetTokens: options.targetTokens ?? 10_000_000,
     arrays: "typed",
+    startWith: ["background", "fresh", "fork"],
     sizes: { system: [2000, 2500], task: [100, 400], tool: [200, 3000], generation: [50, 600], summary: [400, 800], maxContext: 64_000 },
     features: {
       leaderStep: 50,
@@ -287,7 +294,7 @@ export function generateDeepRollout(options: { targetTokens?: number; seed?: num
   });
 }
 
-/** `count` small realistic rollouts (5–40 calls, contexts of a few thousand tokens at most). */
+/** `count` small realistic rollouts (4–30 calls, contexts of at most ~1,500 tokens). */
 export function generateSmallRollouts(count = 1000, seed = 1, options: { arrays?: "typed" | "plain" } = {}): Rollout[] {
   const rand = rngFrom(seed);
   const out: Rollout[] = [];
@@ -296,9 +303,9 @@ export function generateSmallRollouts(count = 1000, seed = 1, options: { arrays?
       simulate({
         seed: Math.floor(rand() * 2 ** 32),
         rolloutId: `small-${seed}-${i}`,
-        calls: 5 + Math.floor(rand() * 36),
+        calls: 4 + Math.floor(rand() * 27),
         arrays: options.arrays ?? "typed",
-        sizes: { system: [50, 300], task: [10, 80], tool: [10, 300], generation: [5, 150], summary: [20, 80], maxContext: 3000 },
+        sizes: { system: [50, 300], task: [10, 80], tool: [10, 150], generation: [5, 100], summary: [20, 80], maxContext: 1500 },
         features: EVERY_FEATURE,
       }),
     );
@@ -314,6 +321,7 @@ export function generateRollout(options: { calls?: number; seed?: number; arrays
     rolloutId: `rollout-${seed}`,
     calls: options.calls ?? 300,
     arrays: options.arrays ?? "typed",
+    startWith: ["background", "fresh", "fork", "subagentStep", "twins", "rerenderedFork", "retry", "emptyGeneration", "compactEarly"],
     sizes: { system: [100, 600], task: [20, 150], tool: [20, 800], generation: [10, 300], summary: [50, 200], maxContext: 12_000 },
     features: EVERY_FEATURE,
   });

@@ -1,6 +1,7 @@
 // init(): picks a backend and returns the planning API. Environment-neutral: the entry points
 // (src/index.ts for Node, src/browser.ts for browsers) supply how the .wasm bytes are loaded.
 import { planRollout } from "./planner.js";
+import { createBuilder, type BuilderHeader, type RolloutBuilder } from "./builder.js";
 import { TsCore } from "./core/ts-core.js";
 import { WasmCorePool } from "./core/wasm-core.js";
 import type { CoreFactory } from "./core/types.js";
@@ -12,6 +13,11 @@ export interface Callforest {
   readonly simd: boolean;
   /** Plans one canonical rollout (SPEC). Bad input gives a rejected report, never an exception. */
   plan(rollout: unknown, options?: PlanOptions): Plan;
+  /**
+   * Assembles a rollout in place: stage() hands out views to write a call's arrays into (linear
+   * memory on the WASM backend), commit() links it, finish() gives the Plan.
+   */
+  builder(header: BuilderHeader, options?: { callsHint?: number }): RolloutBuilder;
 }
 
 /** Compiles the core: `simd` picks assembly built with or without v128. */
@@ -35,6 +41,7 @@ function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Ca
     backend,
     simd,
     plan: (rollout, options) => planRollout(makeCore, rollout, options),
+    builder: (header, options) => createBuilder(makeCore, header, options?.callsHint),
   };
 }
 

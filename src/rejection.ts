@@ -9,9 +9,13 @@ export class Rejection {
 }
 
 /** How a call is named in messages: its id when it has a usable one, and its position. */
-export function callLabel(call: unknown, index: number): string {
-  const id = typeof call === "object" && call !== null ? (call as { id?: unknown }).id : undefined;
+export function callName(id: unknown, index: number): string {
   return typeof id === "string" && id !== "" ? `call ${JSON.stringify(id)} (calls[${index}])` : `calls[${index}]`;
+}
+
+/** callName for a raw call value (which may not even be an object). */
+export function callLabel(call: unknown, index: number): string {
+  return callName(typeof call === "object" && call !== null ? (call as { id?: unknown }).id : undefined, index);
 }
 
 /** A value, shortened for a one-line message. */

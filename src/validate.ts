@@ -77,8 +77,7 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
 }
 
 export function checkCallShape(call: unknown, index: number): CallShape | Rejection {
-  const where = callLabel(call, index);
-  const invalid = (detail: string) => new Rejection("invalid_rollout", `${where}: ${detail}`);
+  const invalid = (detail: string) => new Rejection("invalid_rollout", `${callLabel(call, index)}: ${detail}`);
   if (!isRecord(call)) return invalid(`a call must be a JSON object, got ${describeValue(call)}`);
   const { id, agent, prompt_token_ids: prompt, generation_token_ids: generation } = call;
   const { generation_log_probs: logprobs, kept } = call;

@@ -6,6 +6,8 @@ import { register as registerShow } from "./commands/show.js";
 import { register as registerDemo } from "./commands/demo.js";
 import { register as registerConvert } from "./commands/convert.js";
 import { register as registerAgentDemo } from "./commands/agent-demo.js";
+import { register as registerDraw } from "./commands/draw.js";
+import { register as registerView } from "./commands/view.js";
 
 export function buildProgram(): Command {
   const program = new Command("callforest")
@@ -17,6 +19,8 @@ export function buildProgram(): Command {
   registerDemo(program);
   registerConvert(program);
   registerAgentDemo(program);
+  registerDraw(program);
+  registerView(program);
   return program;
 }
 

@@ -1,8 +1,8 @@
 // The agent loop: call the model, run its function calls, append observations, repeat. With
-// compaction on, each request goes through policy → schedule → materialization → controller →
-// guards, and the exact token evidence of each generation is recorded.
+// compaction on, each request goes policy → schedule → materialization → controller → guards,
+// and the exact token evidence of each generation is recorded.
 import type { Rollout } from "../types.js";
-import { compactionBody, plainBody, type ModelCall, type ModelClient, type RequestParts } from "./client.js";
+import { compactionBody, plainBody, tokenizeBody, type ModelCall, type ModelClient, type RequestParts } from "./client.js";
 import { ContextController, type PreparedCall } from "./controller.js";
 import { canonicalJson, sha256Hex } from "./digest.js";
 import type { Environment, Observation } from "./environment.js";
@@ -16,11 +16,11 @@ import {
   type EvidenceRecord,
   type StopReason,
 } from "./evidence.js";
-import { hasGuards, measureGuards, validateGuards, type GuardConfig, type GuardEvaluation, type GuardOutcome } from "./guards.js";
+import { hasGuards, measureGuards, validateGuards, type GuardConfig, type GuardEvaluation, type GuardOutcome, type GuardRound } from "./guards.js";
 import { SemanticHistory, type HistoryEntry, type UserPart } from "./history.js";
 import { entryKeys, materialize, type MaterializedView } from "./materialize.js";
 import { MediaStore, type MediaRecord } from "./media.js";
-import { identityPolicy, policyIdentity, type Policy, type PolicyIdentity } from "./policies.js";
+import { identityPolicy, type Policy } from "./policies.js";
 import type { ResponsesResponse } from "./responses.js";
 import { createScheduler, type ScheduleConfig, type ScheduledView, type Scheduler } from "./schedules.js";
 
@@ -56,227 +56,248 @@ export interface RunAgentResult {
   media: MediaStore;
 }
 
+/** The state of one run. */
 interface Run {
   opts: RunAgentOptions;
   agent: string;
+  compaction: CompactionOptions | null;
+  guards: GuardConfig | undefined;
   history: SemanticHistory;
   media: MediaStore;
+  /** Stored media in order of first occurrence. */
   mediaOrder: MediaRecord[];
+  scheduler: Scheduler;
+  controller: ContextController;
+  calls: CallEvidence[];
+  attempts: AttemptRecord[];
+  guardLog: GuardEvaluation[];
+  lastResponse: ResponsesResponse | null;
 }
 
-async function appendObservation(run: Run, obs: Observation, turn: number, origin: "initial" | "environment", callId?: string, name?: string) {
+/** What one call will send: the scheduled view, its materialization, the controller's verdict. */
+interface CallView {
+  scheduled: ScheduledView;
+  view: MaterializedView;
+  prepared: PreparedCall | null;
+}
+
+async function appendObservation(run: Run, obs: Observation, turn: number, call?: { callId: string; name: string }): Promise<void> {
   if (typeof obs?.text !== "string") throw new CompactionError(`environment: observation after turn ${turn} has no text`);
-  const imageParts: UserPart[] = [];
+  const images: UserPart[] = [];
   for (const image of obs.images ?? []) {
-    const known = run.media.size;
+    const before = run.media.size;
     const record = await run.media.put(image.bytes, image.mime);
-    if (run.media.size > known) run.mediaOrder.push(record);
-    imageParts.push({ type: "image", mediaId: record.id });
+    if (run.media.size > before) run.mediaOrder.push(record);
+    images.push({ type: "image", mediaId: record.id });
   }
-  if (origin === "initial") {
-    run.history.append({ kind: "user", origin, turn, parts: [{ type: "text", text: obs.text }, ...imageParts] });
+  if (!call) {
+    run.history.append({ kind: "user", origin: "initial", turn, parts: [{ type: "text", text: obs.text }, ...images] });
     return;
   }
-  run.history.append({ kind: "function_output", origin, turn, callId: callId!, output: obs.text });
-  if (imageParts.length) {
-    run.history.append({ kind: "user", origin, turn, parts: [{ type: "text", text: `Observation after ${name}:` }, ...imageParts] });
+  run.history.append({ kind: "function_output", origin: "environment", turn, callId: call.callId, output: obs.text });
+  if (images.length) {
+    // Responses function outputs are text: the images follow as a user message (one image group)
+    run.history.append({ kind: "user", origin: "environment", turn, parts: [{ type: "text", text: `Observation after ${call.name}:` }, ...images] });
   }
 }
 
 /** Appends the model's output items to the history; returns the new entries. */
 function appendOutput(run: Run, response: ResponsesResponse, turn: number): HistoryEntry[] {
-  const added: HistoryEntry[] = [];
-  for (const item of response.output) {
-    if (item.type === "reasoning") {
-      added.push(run.history.append({ kind: "reasoning", origin: "model", turn, id: item.id, text: item.content.map((c) => c.text).join("") }));
-    } else if (item.type === "function_call") {
-      added.push(
-        run.history.append({ kind: "function_call", origin: "model", turn, id: item.id, callId: item.call_id, name: item.name, arguments: item.arguments }),
-      );
-    } else if (item.type === "message") {
-      added.push(run.history.append({ kind: "message", origin: "model", turn, id: item.id, text: item.content.map((c) => c.text).join("") }));
-    } else {
-      throw new CompactionError(`call ${turn}: unsupported output item type ${(item as { type: string }).type}`);
+  return response.output.map((item) => {
+    switch (item.type) {
+      case "reasoning":
+        return run.history.append({ kind: "reasoning", origin: "model", turn, id: item.id, text: item.content.map((c) => c.text).join("") });
+      case "function_call":
+        return run.history.append({ kind: "function_call", origin: "model", turn, id: item.id, callId: item.call_id, name: item.name, arguments: item.arguments });
+      case "message":
+        return run.history.append({ kind: "message", origin: "model", turn, id: item.id, text: item.content.map((c) => c.text).join("") });
+      default:
+        throw new CompactionError(`call ${turn}: unsupported output item type ${(item as { type: string }).type}`);
+    }
+  });
+}
+
+function requestParts(run: Run, view: MaterializedView): RequestParts {
+  const { opts } = run;
+  return {
+    model: opts.model.model,
+    input: view.input,
+    instructions: opts.environment.instructions,
+    tools: opts.environment.tools,
+    maxOutputTokens: opts.maxOutputTokens,
+    temperature: opts.temperature,
+  };
+}
+
+function buildCall(run: Run, cv: CallView): ModelCall {
+  const parts = requestParts(run, cv.view);
+  return cv.prepared ? { endpoint: "context_compaction", body: compactionBody(parts, cv.prepared.requiredPrefix) } : { endpoint: "responses", body: plainBody(parts) };
+}
+
+async function viewForCall(run: Run, callId: string, entries: readonly HistoryEntry[]): Promise<CallView> {
+  const scheduled = run.scheduler.view(entries);
+  const view = await materialize(scheduled.plan, entries, run.media);
+  const prepared = run.compaction ? prepare(run, callId, scheduled, view) : null;
+  return { scheduled, view, prepared };
+}
+
+function prepare(run: Run, callId: string, scheduled: ScheduledView, view: MaterializedView): PreparedCall {
+  const { plan, trigger } = scheduled;
+  return run.controller.prepare(callId, view, { policy: plan.policy, trigger, retained: plan.retained, omitted: plan.omitted });
+}
+
+/**
+ * Checks the call against the guards. A trip under turnChunked closes the chunk early and
+ * recompacts once; the call is admitted after compaction or rejected. Returns the view to send,
+ * or null when rejected.
+ */
+async function admit(run: Run, callId: string, entries: readonly HistoryEntry[], cv: CallView): Promise<CallView | null> {
+  const guards = run.guards;
+  if (!hasGuards(guards)) return cv;
+  const measure = async (c: CallView): Promise<GuardRound> => ({
+    view_digest: c.view.digest,
+    checks: await measureGuards(guards, c.view, run.media, () =>
+      run.opts.model.countTokens(tokenizeBody(requestParts(run, c.view), c.prepared?.requiredPrefix ?? null)),
+    ),
+  });
+  const passes = (round: GuardRound) => round.checks.every((c) => c.ok);
+  const rounds = [await measure(cv)];
+  let outcome: GuardOutcome = "admit";
+  if (!passes(rounds[0])) {
+    outcome = "reject";
+    if (run.scheduler.closeChunkEarly()) {
+      cv = await viewForCall(run, callId, entries);
+      rounds.push(await measure(cv));
+      if (passes(rounds[1])) outcome = "admit_after_compaction";
     }
   }
-  return added;
+  run.guardLog.push({ call_id: callId, outcome, rounds });
+  return outcome === "reject" ? null : cv;
 }
 
-function parseArgs(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
-
-/** Sends a call, retrying transient failures; every attempt is recorded. */
-async function send(
-  run: Run,
-  callId: string,
-  build: () => ModelCall,
-  attempts: AttemptRecord[],
-  beforeAttempt: () => void,
-): Promise<{ response: ResponsesResponse; attempts: number }> {
+/** Sends the call, retrying transient failures; every attempt is recorded. */
+async function send(run: Run, callId: string, cv: CallView): Promise<{ response: ResponsesResponse; attempts: number; call: ModelCall }> {
   const retries = run.opts.retries ?? 2;
   for (let attempt = 1; ; attempt++) {
-    beforeAttempt();
+    // A retry rebuilds the request; the controller hands back the same pending decision.
+    if (cv.prepared) cv.prepared = prepare(run, callId, cv.scheduled, cv.view);
+    const call = buildCall(run, cv);
     try {
-      const response = await run.opts.model.respond(build());
-      attempts.push({ call_id: callId, attempt, status: "ok" });
-      return { response, attempts: attempt };
+      const response = await run.opts.model.respond(call);
+      run.attempts.push({ call_id: callId, attempt, status: "ok" });
+      return { response, attempts: attempt, call };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      attempts.push({ call_id: callId, attempt, status: "failed", error: message });
+      run.attempts.push({ call_id: callId, attempt, status: "failed", error: error instanceof Error ? error.message : String(error) });
       if (!(error instanceof ModelHttpError && error.retryable) || attempt > retries) throw error;
     }
   }
+}
+
+/** Runs the model's function calls; returns how many ran and whether the episode ended. */
+async function act(run: Run, output: readonly HistoryEntry[], turn: number): Promise<{ actions: number; done: boolean }> {
+  let actions = 0;
+  let done = false;
+  for (const entry of output) {
+    if (entry.kind !== "function_call") continue;
+    let args: unknown = entry.arguments;
+    try {
+      args = JSON.parse(entry.arguments);
+    } catch {
+      // the environment gets the raw text and can answer with an error observation
+    }
+    const obs = await run.opts.environment.call(entry.name, args);
+    await appendObservation(run, obs, turn, { callId: entry.callId, name: entry.name });
+    actions++;
+    done ||= obs.done === true;
+  }
+  return { actions, done };
+}
+
+/** One model call: view, guards, send, evidence, actions. Returns why the run stops, or null to go on. */
+async function step(run: Run, turn: number): Promise<StopReason | null> {
+  const callId = `${run.agent}-c${turn}`;
+  const entries = run.history.entries();
+  const cv = await admit(run, callId, entries, await viewForCall(run, callId, entries));
+  if (!cv) return "guard_rejected";
+  const sent = await send(run, callId, cv);
+  const generation = extractGeneration(callId, sent.response);
+  const output = appendOutput(run, sent.response, turn);
+  run.lastResponse = sent.response;
+  const { prepared, view, scheduled } = cv;
+  if (prepared) run.controller.acknowledge(prepared, view, entryKeys(output, run.media), generation.prompt_token_ids, generation.generation_token_ids);
+  const parent = prepared?.parentCall ? run.calls.find((c) => c.call_id === prepared.parentCall) : undefined;
+  run.calls.push({
+    call_id: callId,
+    turn,
+    agent: run.agent,
+    endpoint: sent.call.endpoint,
+    response_id: sent.response.id,
+    attempts: sent.attempts,
+    segment: prepared ? prepared.segment : 0,
+    parent_call: parent?.call_id ?? null,
+    required_prefix_length: prepared?.requiredPrefix?.length ?? 0,
+    view_digest: view.digest,
+    request_digest: `sha256:${await sha256Hex(canonicalJson(sent.call.body))}`,
+    decision: prepared ? { ...scheduled.plan.policy, trigger: scheduled.trigger, chunk: scheduled.chunk } : null,
+    view: { input_items: view.input.length, retained: scheduled.plan.retained, omitted: scheduled.plan.omitted },
+    media: [...view.mediaIds],
+    appended_items: parent ? view.input.length - parent.view.input_items : 0,
+    ...generation,
+  });
+  const { actions, done } = await act(run, output, turn);
+  run.scheduler.recordCall(callId, actions);
+  if (actions === 0) return "final_message";
+  return done ? "environment_done" : null;
 }
 
 export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
   if (!Number.isInteger(opts.maxTurns) || opts.maxTurns < 1) throw new CompactionError(`runAgent: maxTurns must be a positive integer (got ${opts.maxTurns})`);
   const compaction = opts.compaction || null;
   const policy = compaction ? compaction.policy : identityPolicy();
-  const identity: PolicyIdentity = await policyIdentity(policy);
-  const guards = compaction?.guards ? validateGuards(compaction.guards) : undefined;
-  const run: Run = { opts, agent: opts.agent ?? "agent", history: new SemanticHistory(), media: new MediaStore(), mediaOrder: [] };
-  const scheduler: Scheduler = createScheduler(compaction ? compaction.schedule : { type: "rolling" }, policy);
-  const controller = new ContextController();
-  const env = opts.environment;
-  const calls: CallEvidence[] = [];
-  const attempts: AttemptRecord[] = [];
-  const guardLog: GuardEvaluation[] = [];
-  let lastResponse: ResponsesResponse | null = null;
+  const run: Run = {
+    opts,
+    agent: opts.agent ?? "agent",
+    compaction,
+    guards: compaction?.guards ? validateGuards(compaction.guards) : undefined,
+    history: new SemanticHistory(),
+    media: new MediaStore(),
+    mediaOrder: [],
+    scheduler: createScheduler(compaction ? compaction.schedule : { type: "rolling" }, policy),
+    controller: new ContextController(),
+    calls: [],
+    attempts: [],
+    guardLog: [],
+    lastResponse: null,
+  };
+  await appendObservation(run, await opts.environment.start(), -1);
   let stopReason: StopReason = "max_turns";
-
-  await appendObservation(run, await env.start(), -1, "initial");
-  const parts = (view: MaterializedView): RequestParts => ({
-    model: opts.model.model,
-    input: view.input,
-    instructions: env.instructions,
-    tools: env.tools,
-    maxOutputTokens: opts.maxOutputTokens,
-    temperature: opts.temperature,
-  });
-
-  turns: for (let turn = 0; turn < opts.maxTurns; turn++) {
-    const callId = `${run.agent}-c${turn}`;
-    let entries = run.history.entries();
-    let scheduled: ScheduledView = scheduler.view(entries);
-    let view = await materialize(scheduled.plan, entries, run.media);
-    const decide = (s: ScheduledView) => ({ policy: identity, trigger: s.trigger, retained: s.plan.retained, omitted: s.plan.omitted });
-    let prepared: PreparedCall | null = compaction ? controller.prepare(callId, view, decide(scheduled)) : null;
-
-    if (compaction && hasGuards(guards)) {
-      const measure = async () => {
-        const body = compactionBody(parts(view), prepared!.requiredPrefix);
-        const checks = await measureGuards(guards, view, run.media, () =>
-          opts.model.countTokens({
-            model: body.model,
-            input: body.input,
-            ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
-            ...(body.tools !== undefined ? { tools: body.tools } : {}),
-            ...(body.required_prefix_token_ids !== undefined ? { required_prefix_token_ids: body.required_prefix_token_ids } : {}),
-          }),
-        );
-        return { view_digest: view.digest, checks };
-      };
-      const passes = (round: { checks: { ok: boolean }[] }) => round.checks.every((c) => c.ok);
-      const rounds = [await measure()];
-      let outcome: GuardOutcome = "admit";
-      if (!passes(rounds[0])) {
-        outcome = "reject";
-        // Under turnChunked a tripped guard first closes the chunk early and recompacts.
-        if (scheduler.closeChunkEarly()) {
-          scheduled = scheduler.view(entries);
-          view = await materialize(scheduled.plan, entries, run.media);
-          prepared = controller.prepare(callId, view, decide(scheduled));
-          rounds.push(await measure());
-          if (passes(rounds[1])) outcome = "admit_after_compaction";
-        }
-      }
-      guardLog.push({ call_id: callId, outcome, rounds });
-      if (outcome === "reject") {
-        stopReason = "guard_rejected";
-        break turns;
-      }
-    }
-
-    const endpoint = compaction ? "context_compaction" : "responses";
-    const build = (): ModelCall =>
-      compaction
-        ? { endpoint: "context_compaction", body: compactionBody(parts(view), prepared!.requiredPrefix) }
-        : { endpoint: "responses", body: plainBody(parts(view)) };
-    const sent = await send(run, callId, build, attempts, () => {
-      // A retry rebuilds the request; the controller hands back the same pending decision.
-      if (compaction) prepared = controller.prepare(callId, view, decide(scheduled));
-    });
-    const response = sent.response;
-    const generation = extractGeneration(callId, response);
-    const output = appendOutput(run, response, turn);
-    if (prepared) {
-      controller.acknowledge(prepared, view, entryKeys(output, run.media), generation.prompt_token_ids, generation.generation_token_ids);
-    }
-    lastResponse = response;
-    const parent = prepared?.parentCall ?? null;
-    const parentCall = parent ? calls.find((c) => c.call_id === parent) : undefined;
-    calls.push({
-      call_id: callId,
-      turn,
-      agent: run.agent,
-      endpoint,
-      response_id: response.id,
-      attempts: sent.attempts,
-      segment: prepared ? prepared.segment : 0,
-      parent_call: parent,
-      required_prefix_length: prepared?.requiredPrefix?.length ?? 0,
-      view_digest: view.digest,
-      decision: compaction ? { ...identity, trigger: scheduled.trigger, chunk: scheduled.chunk } : null,
-      view: { input_items: view.input.length, retained: scheduled.plan.retained, omitted: scheduled.plan.omitted },
-      media: [...view.mediaIds],
-      appended_items: parentCall ? view.input.length - parentCall.view.input_items : 0,
-      ...generation,
-    });
-
-    const functionCalls = output.filter((e) => e.kind === "function_call");
-    if (functionCalls.length === 0) {
-      stopReason = "final_message";
-      scheduler.recordCall(callId, 0);
-      break;
-    }
-    let done = false;
-    for (const fc of functionCalls) {
-      if (fc.kind !== "function_call") continue;
-      const obs = await env.call(fc.name, parseArgs(fc.arguments));
-      await appendObservation(run, obs, turn, "environment", fc.callId, fc.name);
-      done ||= obs.done === true;
-    }
-    scheduler.recordCall(callId, functionCalls.length);
-    if (done) {
-      stopReason = "environment_done";
+  for (let turn = 0; turn < opts.maxTurns; turn++) {
+    const stop = await step(run, turn);
+    if (stop) {
+      stopReason = stop;
       break;
     }
   }
-  scheduler.finish();
+  run.scheduler.finish();
 
   const evidence: EvidenceRecord = {
     schema_version: EVIDENCE_SCHEMA_VERSION,
-    rollout_id: opts.rolloutId ?? `rollout-${(await sha256Hex(canonicalJson(calls.map((c) => c.response_id)))).slice(0, 16)}`,
-    reward: env.reward(),
+    rollout_id: opts.rolloutId ?? `rollout-${(await sha256Hex(canonicalJson(run.calls.map((c) => c.response_id)))).slice(0, 16)}`,
+    reward: opts.environment.reward(),
     agent: run.agent,
     stop_reason: stopReason,
     compaction: {
       enabled: !!compaction,
-      policy: compaction ? identity : null,
+      policy: compaction ? policy.identity : null,
       schedule: compaction ? compaction.schedule : null,
-      guards: compaction && guards ? guards : null,
+      guards: run.guards ?? null,
     },
-    calls,
-    attempts,
-    boundaries: [...controller.boundaries],
-    chunks: compaction ? scheduler.chunks() : [],
-    guards: guardLog,
+    calls: run.calls,
+    attempts: run.attempts,
+    boundaries: [...run.controller.boundaries],
+    chunks: compaction ? run.scheduler.chunks() : [],
+    guards: run.guardLog,
     media: run.mediaOrder,
   };
-  return { response: lastResponse, evidence, rollout: rolloutFromEvidence(evidence), stopReason, history: run.history, media: run.media };
+  return { response: run.lastResponse, evidence, rollout: rolloutFromEvidence(evidence), stopReason, history: run.history, media: run.media };
 }

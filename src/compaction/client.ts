@@ -39,6 +39,15 @@ export function compactionBody(parts: RequestParts, requiredPrefix: readonly num
   return body;
 }
 
+/** The body of the `/tokenize` preflight for a request (same input, same prefix). */
+export function tokenizeBody(parts: RequestParts, requiredPrefix: readonly number[] | null): TokenizeBody {
+  const body: TokenizeBody = { model: parts.model, input: parts.input };
+  if (parts.instructions !== undefined) body.instructions = parts.instructions;
+  if (parts.tools !== undefined && parts.tools.length > 0) body.tools = parts.tools;
+  if (requiredPrefix !== null) body.required_prefix_token_ids = [...requiredPrefix];
+  return body;
+}
+
 export type ModelCall =
   | { endpoint: "responses"; body: PlainResponsesBody }
   | { endpoint: "context_compaction"; body: CompactionResponsesBody };

@@ -33,6 +33,8 @@ export interface CallEvidence extends GenerationEvidence {
   parent_call: string | null;
   required_prefix_length: number;
   view_digest: string;
+  /** `sha256:` of the canonical JSON of the request body that got the response. */
+  request_digest: string;
   /** Policy decision that produced the view (null when compaction is off). */
   decision: (PolicyIdentity & { trigger: ViewTrigger; chunk: number | null }) | null;
   view: { input_items: number; retained: ViewCounts; omitted: ViewCounts };

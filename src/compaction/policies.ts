@@ -1,6 +1,6 @@
 // Compaction policies: pure functions from history to a view plan (what to show, what to omit).
 // They never touch the history; each decision is identified by name, version and config digest.
-import { canonicalJson, sha256Hex } from "./digest.js";
+import { canonicalJson, sha256HexSync } from "./digest.js";
 import { CompactionError } from "./errors.js";
 import { imagesOf, isImageGroup, type HistoryEntry } from "./history.js";
 
@@ -24,6 +24,8 @@ export interface ViewCounts {
 }
 
 export interface ViewPlan {
+  /** The policy whose decision this is. */
+  policy: PolicyIdentity;
   items: ViewItem[];
   retained: ViewCounts;
   omitted: ViewCounts;
@@ -34,11 +36,13 @@ export interface Policy {
   readonly version: string;
   /** Plain data; its canonical JSON digest identifies the policy's decisions. */
   readonly config: Readonly<Record<string, unknown>>;
+  readonly identity: PolicyIdentity;
   plan(entries: readonly HistoryEntry[]): ViewPlan;
 }
 
-export async function policyIdentity(policy: Policy): Promise<PolicyIdentity> {
-  return { name: policy.name, version: policy.version, config_digest: `sha256:${await sha256Hex(canonicalJson(policy.config))}` };
+/** Name, version and `sha256:` digest of the canonical JSON of the config. */
+export function policyIdentity(name: string, version: string, config: Readonly<Record<string, unknown>>): PolicyIdentity {
+  return Object.freeze({ name, version, config_digest: `sha256:${sha256HexSync(canonicalJson(config))}` });
 }
 
 function count(entries: readonly HistoryEntry[], items: readonly ViewItem[]): ViewCounts {
@@ -63,18 +67,20 @@ function subtract(a: ViewCounts, b: ViewCounts): ViewCounts {
 }
 
 /** Builds a plan's counts from its items (retained) and the entries it covers (omitted = rest). */
-export function planOf(entries: readonly HistoryEntry[], items: ViewItem[]): ViewPlan {
+export function planOf(policy: PolicyIdentity, entries: readonly HistoryEntry[], items: ViewItem[]): ViewPlan {
   const retained = count(entries, items);
-  return { items, retained, omitted: subtract(totals(entries), retained) };
+  return { policy, items, retained, omitted: subtract(totals(entries), retained) };
 }
 
 /** Shows everything. */
 export function identityPolicy(): Policy {
+  const identity = policyIdentity("identity", "1", {});
   return {
     name: "identity",
     version: "1",
     config: {},
-    plan: (entries) => planOf(entries, entries.map((_, i) => ({ entry: i }))),
+    identity,
+    plan: (entries) => planOf(identity, entries, entries.map((_, i) => ({ entry: i }))),
   };
 }
 
@@ -138,10 +144,12 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
     keepLastBlocks: count_("reasoning.keepLastBlocks", config.reasoning?.keepLastBlocks, 3),
   };
   const normalized = { images: { ...images }, reasoning: { ...reasoning } };
+  const identity = policyIdentity("recency", "1", normalized);
   return {
     name: "recency",
     version: "1",
     config: normalized,
+    identity,
     plan(entries) {
       const dropGroup = new Set<number>();
       if (images.enabled) {
@@ -178,7 +186,7 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
         if (isImageGroup(entry)) run = null; // a kept image group ends the run
         items.push({ entry: entry.seq });
       }
-      return planOf(entries, items);
+      return planOf(identity, entries, items);
     },
   };
 }

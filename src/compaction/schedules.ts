@@ -96,7 +96,7 @@ function chunkedScheduler(config: Extract<ScheduleConfig, { type: "turn_chunked"
       }
       const items = [...base.items];
       for (let i = baseEnd; i < entries.length; i++) items.push({ entry: i });
-      return { plan: planOf(entries, items), trigger, chunk: records.length - 1 };
+      return { plan: planOf(base.policy, entries, items), trigger, chunk: records.length - 1 };
     },
     recordCall(callId, actions) {
       const current = open();

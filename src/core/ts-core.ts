@@ -70,10 +70,7 @@ export class TsCore implements ForestCore {
   stage(prompt: number, generated: number): StagedCall {
     this.staged = grown(this.staged, prompt + generated);
     this.stagedLp = grown(this.stagedLp, generated);
-    return {
-      tokens: this.staged.subarray(0, prompt + generated),
-      logprobs: this.stagedLp.subarray(0, generated),
-    };
+    return { tokens: this.staged, logprobs: this.stagedLp };
   }
 
   checkStagedTokens(count: number): number {
@@ -186,7 +183,8 @@ export class TsCore implements ForestCore {
     };
     let picked = pickBy(this.callAgent[c]);
     if (picked.length === 0) {
-      const parentAgent = this.agentParents[this.callAgent[c]];
+      // Agents past the table (unlisted ones) have no parent agent.
+      const parentAgent = this.agentParents[this.callAgent[c]] ?? -1;
       if (parentAgent >= 0) picked = pickBy(parentAgent);
     }
     if (picked.length === 1) return picked[0];

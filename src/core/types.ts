@@ -8,7 +8,11 @@ export const INVALID_TOKEN = -3;
 export const INVALID_LOGPROB = -4;
 export const NOT_LINKED = -5;
 
-/** Where the planner writes one call's arrays. Valid until the next stage()/commit(). */
+/**
+ * Where the planner writes one call's arrays. Valid until the next stage()/commit(). The arrays
+ * may be longer than asked for (cores reuse them from call to call); only the first P + G tokens
+ * and G logprobs count.
+ */
 export interface StagedCall {
   /** prompt ++ generation: prompt at [0, P), generation at [P, P + G). */
   tokens: Int32Array;
@@ -36,8 +40,8 @@ export interface CoreForest {
 
 export interface ForestCore {
   /**
-   * Starts a plan. `agentParents[a]` is the parent agent of agent a (-1: none); hints size the
-   * core's memory up front (0 = unknown).
+   * Starts a plan. `agentParents[a]` is the parent agent of agent a (-1: none; agents past the
+   * end of the table have none); hints size the core's memory up front (0 = unknown).
    */
   begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void;
   stage(prompt: number, generated: number): StagedCall;

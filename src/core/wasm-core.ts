@@ -67,6 +67,7 @@ export class WasmCorePool {
 class WasmCore implements ForestCore {
   private calls = 0;
   private released = false;
+  private staged: StagedCall | null = null;
 
   constructor(
     private readonly core: CoreExports,
@@ -77,15 +78,30 @@ class WasmCore implements ForestCore {
     const table = this.core.begin(agentParents.length, callsHint, 0, generatedHint);
     new Int32Array(this.core.memory.buffer, table >>> 0, agentParents.length).set(agentParents);
     this.calls = 0;
+    this.staged = null;
   }
 
   stage(prompt: number, generated: number): StagedCall {
     this.core.stage(prompt, generated);
+    // Reuse the views while the staging area stays put and is big enough (it grows rarely).
     const buffer = this.core.memory.buffer;
-    return {
-      tokens: new Int32Array(buffer, this.core.stagedTokens() >>> 0, prompt + generated),
-      logprobs: new Float32Array(buffer, this.core.stagedLogprobs() >>> 0, generated),
-    };
+    const tokensAt = this.core.stagedTokens() >>> 0;
+    const logprobsAt = this.core.stagedLogprobs() >>> 0;
+    const s = this.staged;
+    if (
+      s === null ||
+      s.tokens.buffer !== buffer ||
+      s.tokens.byteOffset !== tokensAt ||
+      s.logprobs.byteOffset !== logprobsAt ||
+      s.tokens.length < prompt + generated ||
+      s.logprobs.length < generated
+    ) {
+      this.staged = {
+        tokens: new Int32Array(buffer, tokensAt, prompt + generated),
+        logprobs: new Float32Array(buffer, logprobsAt, generated),
+      };
+    }
+    return this.staged!;
   }
 
   checkStagedTokens(count: number): number {

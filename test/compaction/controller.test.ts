@@ -6,7 +6,6 @@ import {
   entryKeys,
   identityPolicy,
   materialize,
-  policyIdentity,
   recencyPolicy,
   type HistoryEntry,
   type MaterializedView,
@@ -16,7 +15,7 @@ import {
 import { sampleHistory } from "./fixtures.js";
 
 async function decision(policy: Policy): Promise<ViewDecision> {
-  return { policy: await policyIdentity(policy), trigger: "rolling", retained: { images: 0, imageGroups: 0, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } };
+  return { policy: policy.identity, trigger: "rolling", retained: { images: 0, imageGroups: 0, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } };
 }
 
 /** The first `upTo` entries of a 4-turn history under a policy; `output` = the entries of the next turn's model output. */

@@ -37,6 +37,7 @@ function record(): EvidenceRecord {
     parent_call: parent,
     required_prefix_length: 0,
     view_digest: "sha256:0",
+    request_digest: "sha256:1",
     decision: null,
     view: { input_items: 1, retained: { images: 0, imageGroups: 0, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } },
     media: [],

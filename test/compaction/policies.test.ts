@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CompactionError, identityPolicy, omittedImagesMarker, policyIdentity, recencyPolicy } from "../../src/compaction/index.js";
+import { CompactionError, canonicalJson, identityPolicy, omittedImagesMarker, policyIdentity, recencyPolicy, sha256Hex } from "../../src/compaction/index.js";
 import { sampleHistory } from "./fixtures.js";
 
 // Entry layout of sampleHistory: 0 = task (+ image); turn t: 1+4t reasoning, 2+4t call, 3+4t output, 4+4t image.
@@ -58,15 +58,18 @@ describe("policies", () => {
   });
 
   it("identifies decisions by name, version and config digest", async () => {
-    const a = await policyIdentity(recencyPolicy({ images: { keepLastGroups: 2, protectInitialContext: true } }));
-    const b = await policyIdentity(recencyPolicy({ images: { protectInitialContext: true, keepLastGroups: 2 } }));
-    const c = await policyIdentity(recencyPolicy({ images: { keepLastGroups: 3 } }));
-    expect(a).toEqual(b);
-    expect(a.name).toBe("recency");
-    expect(a.version).toBe("1");
-    expect(a.config_digest).toMatch(/^sha256:[0-9a-f]{64}$/);
-    expect(c.config_digest).not.toBe(a.config_digest);
-    expect((await policyIdentity(identityPolicy())).name).toBe("identity");
+    const a = recencyPolicy({ images: { keepLastGroups: 2, protectInitialContext: true } });
+    const b = recencyPolicy({ images: { protectInitialContext: true, keepLastGroups: 2 } });
+    const c = recencyPolicy({ images: { keepLastGroups: 3 } });
+    expect(a.identity).toEqual(b.identity);
+    expect(a.identity).toEqual(policyIdentity("recency", "1", a.config));
+    expect(a.identity.name).toBe("recency");
+    expect(a.identity.version).toBe("1");
+    expect(a.identity.config_digest).toBe(`sha256:${await sha256Hex(canonicalJson(a.config))}`);
+    expect(c.identity.config_digest).not.toBe(a.identity.config_digest);
+    const { history } = await sampleHistory(2);
+    expect(a.plan(history.entries()).policy).toBe(a.identity);
+    expect(identityPolicy().plan(history.entries()).policy.name).toBe("identity");
   });
 
   it("rejects bad knobs with the knob's name", () => {

@@ -51,12 +51,21 @@ export type Action =
   /** Two subagents with identical full sequences, then a call that continues that sequence. */
   | { kind: "twins"; from: number; asFork: boolean; task: Tokens; gen: Generated; outcome: TwinOutcome; add: Tokens; next: Generated }
   /** An agent continues some earlier eligible call's full sequence (any agent, any call). */
-  | { kind: "cross"; who: number; target: number; add: Tokens; gen: Generated };
+  | { kind: "cross"; who: number; target: number; add: Tokens; gen: Generated }
+  /**
+   * Handoff: a fork continues an agent's last call, then both the agent (resuming from the
+   * fork's sequence) and the fork continue the fork's call, in either order. The ownership walk
+   * then passes from one agent into another before it has to choose.
+   */
+  | { kind: "handoff"; who: number; fork: Generated; add: [Tokens, Tokens, Tokens]; gens: [Generated, Generated]; forkFirst: boolean };
 
 export interface Scenario {
   /** listed: `agents` given; unlisted: calls name agents, no `agents`; anonymous: no agent names. */
   agentsMode: "listed" | "unlisted" | "anonymous";
-  arrays: "plain" | "typed" | "mixed";
+  /** typed: own Int32Array/Float32Array/Float64Array per call; views: subarrays of shared buffers. */
+  arrays: "plain" | "typed" | "mixed" | "views";
+  /** tiny: every token taken mod 3, so sequences coincide by accident (prefixes, ties) often. */
+  vocab: "wide" | "tiny";
   fancyIds: boolean;
   reward: number;
   leaderSystem: Tokens;
@@ -178,6 +187,15 @@ export function buildRollout(s: Scenario): Rollout {
         call(next, [...twinFull, ...act.add], act.next);
         break;
       }
+      case "handoff": {
+        const a = pick(act.who);
+        const f = addAgent("fork", a.id, a.system);
+        call(f, [...a.context, ...act.add[0]], act.fork);
+        const shared = f.context;
+        const order = act.forkFirst ? [f, a] : [a, f];
+        order.forEach((agent, i) => call(agent, [...shared, ...act.add[i + 1]], act.gens[i]));
+        break;
+      }
       case "cross": {
         const eligible = calls.filter((c) => c.kept && c.generation.length > 0);
         const target = eligible[act.target % eligible.length];
@@ -188,17 +206,26 @@ export function buildRollout(s: Scenario): Rollout {
     }
   }
 
+  if (s.vocab === "tiny") {
+    for (const c of calls) {
+      c.prompt = c.prompt.map((t) => t % 3);
+      c.generation = c.generation.map((t) => t % 3);
+    }
+  }
+  const views = s.arrays === "views" ? sharedViews(calls) : null;
   const canonical: CanonicalCall[] = calls.map((c, i) => {
     const typed = s.arrays === "typed" || (s.arrays === "mixed" && i % 2 === 1);
     const out: CanonicalCall = {
       id: c.id,
-      prompt_token_ids: typed ? Int32Array.from(c.prompt) : c.prompt,
-      generation_token_ids: typed ? Int32Array.from(c.generation) : c.generation,
-      generation_log_probs: typed
-        ? i % 4 === 1
-          ? Float64Array.from(c.logprobs)
-          : Float32Array.from(c.logprobs)
-        : c.logprobs,
+      prompt_token_ids: views ? views[i].prompt : typed ? Int32Array.from(c.prompt) : c.prompt,
+      generation_token_ids: views ? views[i].generation : typed ? Int32Array.from(c.generation) : c.generation,
+      generation_log_probs: views
+        ? views[i].logprobs
+        : typed
+          ? i % 4 === 1
+            ? Float64Array.from(c.logprobs)
+            : Float32Array.from(c.logprobs)
+          : c.logprobs,
     };
     if (named) out.agent = c.agent;
     if (!c.kept) out.kept = false;
@@ -211,6 +238,31 @@ export function buildRollout(s: Scenario): Rollout {
     rollout.agents = agents.map((a): AgentInfo => ({ id: a.id, parent: a.parent, mode: a.mode }));
   }
   return rollout;
+}
+
+/**
+ * Every call's arrays as subarrays (non-zero byteOffset) of one shared Int32Array and one
+ * Float32Array, as a reader parsing a whole file into one buffer would hand them over.
+ */
+function sharedViews(calls: PlainCall[]): { prompt: Int32Array; generation: Int32Array; logprobs: Float32Array }[] {
+  const tokens = new Int32Array(3 + calls.reduce((n, c) => n + c.prompt.length + c.generation.length + 1, 0));
+  const logprobs = new Float32Array(3 + calls.reduce((n, c) => n + c.logprobs.length + 1, 0));
+  tokens.fill(-1); // gaps between views hold invalid tokens: reading past a view shows
+  logprobs.fill(Number.NaN);
+  let t = 3;
+  let l = 3;
+  return calls.map((c) => {
+    tokens.set(c.prompt, t);
+    const prompt = tokens.subarray(t, t + c.prompt.length);
+    t += c.prompt.length;
+    tokens.set(c.generation, t);
+    const generation = tokens.subarray(t, t + c.generation.length);
+    t += c.generation.length + 1;
+    logprobs.set(c.logprobs, l);
+    const lp = logprobs.subarray(l, l + c.logprobs.length);
+    l += c.logprobs.length + 1;
+    return { prompt, generation, logprobs: lp };
+  });
 }
 
 function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
@@ -272,8 +324,19 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
       }),
     },
     {
-      weight: 1,
+      weight: 2,
       arbitrary: fc.record({ kind: fc.constant("cross" as const), who, target: fc.nat(), add: tokensArb(0, 3), gen: generatedArb }),
+    },
+    {
+      weight: 2,
+      arbitrary: fc.record({
+        kind: fc.constant("handoff" as const),
+        who,
+        fork: generatedArb,
+        add: fc.tuple(tokensArb(0, 3), tokensArb(1, 3), tokensArb(1, 3)),
+        gens: fc.tuple(generatedArb, generatedArb),
+        forkFirst: fc.boolean(),
+      }),
     },
   );
 }
@@ -288,14 +351,16 @@ export function scenarioArb(options: RolloutArbOptions = {}): fc.Arbitrary<Scena
   const allowAmbiguous = options.allowAmbiguous ?? true;
   return fc.record({
     agentsMode: fc.constantFrom("listed" as const, "listed" as const, "unlisted" as const, "anonymous" as const),
-    arrays: fc.constantFrom("plain" as const, "typed" as const, "mixed" as const),
+    arrays: fc.constantFrom("plain" as const, "typed" as const, "mixed" as const, "views" as const),
+    vocab: fc.constantFrom("wide" as const, "wide" as const, "wide" as const, "tiny" as const),
     fancyIds: fc.boolean(),
     reward: fc.oneof(fc.constantFrom(0, 1, -1, 0.5), fc.double({ noNaN: true, noDefaultInfinity: true })),
-    leaderSystem: tokensArb(0, 6),
+    // sometimes long, so prefix comparisons cross SIMD lane and block boundaries
+    leaderSystem: fc.oneof({ weight: 3, arbitrary: tokensArb(0, 6) }, { weight: 1, arbitrary: tokensArb(30, 140) }),
     subagentSystem: tokensArb(0, 4),
     task: tokensArb(0, 4),
     first: generatedArb,
-    actions: fc.array(actionArb(allowAmbiguous), { maxLength: options.maxActions ?? 25 }),
+    actions: fc.array(actionArb(allowAmbiguous), { maxLength: options.maxActions ?? 25, size: "medium" }),
   });
 }
 
@@ -440,7 +505,7 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
   },
   ambiguous_parent: (r, k, pick) => {
     // two agents' calls with one identical full sequence, then a third agent continues it
-    const twin = [1234567891, 1234567892 + pick, 7];
+    const twin = [1234567891, 1234567892 + (pick % 1000), 7];
     const lead = (r.calls[0].agent as string | undefined) ?? "";
     const ids = [`twin-a-${k}`, `twin-b-${k}`, `after-twins-${k}`];
     const agentsOf = ["tw-a", "tw-b", "tw-c"];

@@ -269,15 +269,15 @@ function plan(rollout: unknown): RefAccepted {
   const eligible: Call[] = [];
   const parent = new Map<Call, Call | null>();
   const seen = new Set<string>();
-  rawCalls.forEach((raw, index) => {
-    const c = readCall(raw, index, seen, agents);
+  for (let index = 0; index < rawCalls.length; index++) {
+    const c = readCall(rawCalls[index], index, seen, agents); // a hole in the array is no call: invalid
     calls.push(c);
     // SPEC: "eligible | kept (kept is not false) and with at least one generated token"
     if (c.kept && c.generation.length > 0) {
       parent.set(c, linkParent(c, eligible, agents));
       eligible.push(c);
     }
-  });
+  }
   // SPEC: "no_trainable_calls | no eligible call"
   if (eligible.length === 0) throw new Rejection("no_trainable_calls", null, null, "no eligible call");
 

@@ -1,19 +1,26 @@
 // `callforest rows`: rollouts in, training rows (SPEC's JSONL) and one report line per rollout out.
-import type { Command } from "commander";
-import { init } from "../../index.js";
-import { readRollouts } from "../../formats/read.js";
-import { rejectedReport, withDiagnostics } from "../../formats/index.js";
-import { reportToJson, rowToJson, type MaskFormat } from "../../output.js";
-import type { Report } from "../../types.js";
+// The work is in src/ingest (streaming reader, WASM scanner, worker threads); this module is the
+// command line around it.
+import { availableParallelism } from "node:os";
+import { Option, type Command } from "commander";
+import { runRows } from "../../ingest/run.js";
+import { inputSize } from "../../ingest/run.js";
+import { openByteSink } from "../../ingest/sink.js";
+import type { ReaderName } from "../../ingest/process.js";
+import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
-import { openSink } from "../sink.js";
+import { startProgress } from "../progress.js";
 
 interface RowsOptions extends InputOptions {
   output?: string;
   report?: string;
   strict?: boolean;
   maskFormat: string;
+  jobs?: string;
+  quiet?: boolean;
+  reader?: string;
+  batchBytes?: string;
 }
 
 export function register(program: Command): void {
@@ -24,7 +31,13 @@ export function register(program: Command): void {
     .option("-o, --output <file>", "rows JSONL here instead of stdout")
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
-    .option("--strict", "exit 1 when any rollout was rejected");
+    .option("--strict", "exit 1 when any rollout was rejected")
+    .option("--jobs <n>", "worker threads planning rollouts (default: the number of cores; 1 = no workers)")
+    .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report)")
+    // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
+    .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
+    // Small batches let tests spread a small input over many batches and workers.
+    .addOption(new Option("--batch-bytes <n>", "bytes of input per batch").hideHelp());
   addInputOptions(command).action(async (inputs: string[], options: RowsOptions) => {
     await rows(inputs, options);
   });
@@ -35,44 +48,49 @@ function parseMaskFormat(text: string): MaskFormat {
   throw new UsageError(`unknown --mask-format '${text}': expected bits or ints`);
 }
 
+function positive(option: string, text: string): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
+    throw new UsageError(`${option} must be a positive integer, got '${text}'`);
+  }
+  return value;
+}
+
+function parseReader(text: string | undefined, backend: string): ReaderName {
+  if (text === undefined) return backend === "ts" ? "json" : "scan";
+  if (text === "scan" || text === "json") return text;
+  throw new UsageError(`unknown --reader '${text}': expected scan or json`);
+}
+
 async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
+  const jobs = options.jobs === undefined ? availableParallelism() : positive("--jobs", options.jobs);
+  const chunk = options.batchBytes === undefined ? undefined : positive("--batch-bytes", options.batchBytes);
+  const reader = parseReader(options.reader, backend);
   const read = checkInputs(inputs, options);
-  const cf = await init({ backend });
-  const rowsOut = openSink(options.output);
-  const reportOut = options.report === undefined ? null : openSink(options.report);
-  let total = 0;
-  let rejected = 0;
-  let rowCount = 0;
+  const rowsOut = openByteSink(options.output);
+  const reportOut = options.report === undefined ? null : openByteSink(options.report);
+  const progress = startProgress(inputSize(inputs), options.quiet === true);
+  let totals;
   try {
-    for await (const item of readRollouts(inputs, read)) {
-      total++;
-      let report: Report;
-      if (item.result.ok) {
-        const plan = cf.plan(item.result.rollout, { line: item.line });
-        try {
-          for (const row of plan.rows) await rowsOut.write(rowToJson(row, maskFormat) + "\n");
-        } finally {
-          plan.release();
-        }
-        rowCount += plan.rows.length;
-        report = withDiagnostics(plan.report, item.result.diagnostics);
-      } else {
-        report = rejectedReport(item.result, item.line);
-      }
-      if (report.status === "rejected") {
-        rejected++;
-        // Without a report file, rejections still get their one line on stderr.
-        if (reportOut === null) process.stderr.write(`${item.where}: rejected (${report.reason}): ${report.detail}\n`);
-      }
-      if (reportOut !== null) await reportOut.write(reportToJson(report) + "\n");
-    }
+    totals = await runRows(
+      inputs,
+      { reader, backend, from: read.from, tokensDir: options.tokens, maskFormat, notes: reportOut === null, jobs, chunk },
+      {
+        rows: rowsOut,
+        report: reportOut,
+        notes: (text) => process.stderr.write(text),
+        progress: (counts) => progress.update(counts),
+      },
+    );
   } finally {
+    progress.stop();
     await rowsOut.close();
     await reportOut?.close();
   }
-  if (reportOut === null) {
+  const { rollouts: total, rejected, rows: rowCount } = totals;
+  if (reportOut === null && options.quiet !== true) {
     process.stderr.write(`callforest: ${total} rollouts (${total - rejected} ok, ${rejected} rejected), ${rowCount} rows\n`);
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${total} rollouts rejected`);

@@ -46,7 +46,8 @@ export function createGridWorld(options: GridWorldOptions = {}): GridWorld {
   for (let i = 0; i < Math.floor((size * size) / 6); i++) {
     const x = Math.floor(rand() * size);
     const y = Math.floor(rand() * size);
-    if ((x === 0 && y === 0) || (x === size - 1 && y === size - 1)) continue;
+    // keep the start, its neighbours and the goal corner free so the agent can always move
+    if (x + y <= 1 || (x === size - 1 && y === size - 1)) continue;
     walls.add(`${x},${y}`);
   }
   const goal = options.goal ? { x: size - 1, y: size - 1 } : null;

@@ -50,6 +50,7 @@ export function imageTokenCount(url: string): number {
     if (!match) throw new TemplateError(`input_image.image_url must be a base64 PNG data URL`);
     const { width, height } = pngSize(decodeBase64(match[1]));
     n = projectVisionTokens(width, height, PATCH_SIZE);
+    if (imageTokenCache.size > 10_000) imageTokenCache.clear();
     imageTokenCache.set(url, n);
   }
   return n;

@@ -1,0 +1,387 @@
+// The line scanner: finds the arrays under `prompt_token_ids` / `generation_token_ids` (as i32)
+// and `generation_log_probs` (as f32) anywhere in one JSON line, parses them straight into linear
+// memory, and builds the remaining metadata text with a placeholder string for each of them.
+// An array that is not a plain list of the right numbers is left in the metadata untouched, so
+// JSON.parse and the planner's normal checks see it exactly as the slow path would.
+import { BASE, ensureMemory } from "./memory";
+import { decimalToF64 } from "./parse-float";
+
+// @ts-ignore: decorator
+@external("env", "parseFloatSlow")
+declare function parseFloatSlow(address: usize, length: i32): f64;
+
+export const STATUS_OK: i32 = 0;
+export const STATUS_TOO_LARGE: i32 = 1;
+
+const KIND_I32: i32 = 0;
+const KIND_F32: i32 = 1;
+const NOT_A_KEY: i32 = -1;
+const HEADER = 16; // per scanned array, before its data: span start, span end, count, kind
+
+const QUOTE: u32 = 0x22;
+const BACKSLASH: u32 = 0x5c;
+
+/** Placeholder prefix set by the host (`"\u0000` + a random nonce); the array index follows. */
+const PREFIX_CAP = 64;
+const prefix = memory.data(PREFIX_CAP);
+let prefixLength: i32 = 0;
+
+let inputStart: usize = 0;
+let inputEnd: usize = 0;
+let arenaStart: usize = 0;
+let write: usize = 0;
+let arrays: i32 = 0;
+let outOfMemory = false;
+let metaStart: usize = 0;
+let metaEnd: usize = 0;
+let tableStart: usize = 0;
+let parsedCount: i32 = 0;
+
+export function setPrefixByte(index: i32, byte: u8): void {
+  store<u8>(prefix + index, byte);
+  if (index >= prefixLength) prefixLength = index + 1;
+}
+
+/** Where the host copies a line of `length` bytes; 0 when memory cannot hold it. */
+export function inputAddress(length: usize): usize {
+  return ensureMemory(BASE + length + 64) ? BASE : 0;
+}
+
+export function metaAddress(): usize {
+  return metaStart;
+}
+export function metaLength(): i32 {
+  return <i32>(metaEnd - metaStart);
+}
+/** Table of `arrayCount()` entries of three u32: data address, element count, kind (0 i32, 1 f32). */
+export function tableAddress(): usize {
+  return tableStart;
+}
+export function arrayCount(): i32 {
+  return arrays;
+}
+
+// @ts-ignore: decorator
+@inline function isSpace(c: u32): bool {
+  return c == 0x20 || c == 0x0a || c == 0x0d || c == 0x09;
+}
+
+function skipSpace(p: usize): usize {
+  while (p < inputEnd && isSpace(load<u8>(p))) p++;
+  return p;
+}
+
+/** From just after an opening quote: the address of the closing quote, or inputEnd. */
+function stringEnd(p: usize): usize {
+  const end = inputEnd;
+  if (ASC_FEATURE_SIMD) {
+    const quote = i8x16.splat(<i8>QUOTE);
+    const backslash = i8x16.splat(<i8>BACKSLASH);
+    while (p + 16 <= end) {
+      const v = v128.load(p);
+      const hits = i8x16.bitmask(v128.or(i8x16.eq(v, quote), i8x16.eq(v, backslash)));
+      if (hits == 0) {
+        p += 16;
+        continue;
+      }
+      p += ctz(hits);
+      if (load<u8>(p) == QUOTE) return p;
+      p += 2; // an escape: the next byte is never the end
+    }
+  }
+  while (p < end) {
+    const c = load<u8>(p);
+    if (c == QUOTE) return p;
+    p += c == BACKSLASH ? 2 : 1;
+  }
+  return end;
+}
+
+/** Outside strings only quotes matter (a key is a string followed by a colon). */
+function nextQuote(p: usize): usize {
+  const end = inputEnd;
+  if (ASC_FEATURE_SIMD) {
+    const quote = i8x16.splat(<i8>QUOTE);
+    while (p + 16 <= end) {
+      const hits = i8x16.bitmask(i8x16.eq(v128.load(p), quote));
+      if (hits != 0) return p + ctz(hits);
+      p += 16;
+    }
+  }
+  while (p < end && load<u8>(p) != QUOTE) p++;
+  return p;
+}
+
+// "prompt_token_ids", "generation_token_ids", "generation_log_probs" as little-endian words.
+function keyKind(s: usize, length: usize): i32 {
+  if (length == 16) {
+    // prompt_t | oken_ids
+    if (load<u64>(s) == 0x745f74706d6f7270 && load<u64>(s, 8) == 0x7364695f6e656b6f) return KIND_I32;
+    return NOT_A_KEY;
+  }
+  if (length != 20) return NOT_A_KEY;
+  // generati | on_token / on_log_p | _ids / robs
+  if (load<u64>(s) != 0x69746172656e6567) return NOT_A_KEY;
+  const middle = load<u64>(s, 8);
+  const tail = load<u32>(s, 16);
+  if (middle == 0x6e656b6f745f6e6f && tail == 0x7364695f) return KIND_I32;
+  if (middle == 0x705f676f6c5f6e6f && tail == 0x73626f72) return KIND_F32;
+  return NOT_A_KEY;
+}
+
+/** Room for one more 4-byte element at `write`. */
+// @ts-ignore: decorator
+@inline function roomFor(bytes: usize): bool {
+  if (write + bytes <= (<usize>memory.size() << 16)) return true;
+  if (ensureMemory(write + bytes)) return true;
+  outOfMemory = true;
+  return false;
+}
+
+/** Parses `[int, ...]` of integers in [0, 2^31-1] written plainly; returns the address after `]`, or 0. */
+function parseTokens(p: usize): usize {
+  const end = inputEnd;
+  p = skipSpace(p + 1);
+  if (p < end && load<u8>(p) == 0x5d) return p + 1;
+  while (true) {
+    if (p >= end) return 0;
+    let digit = <u32>load<u8>(p) - 0x30;
+    if (digit > 9) return 0;
+    let value: u64 = digit;
+    p++;
+    if (digit == 0) {
+      if (p < end && <u32>load<u8>(p) - 0x30 <= 9) return 0; // leading zero: not JSON
+    } else {
+      let digits = 1;
+      while (p < end) {
+        digit = <u32>load<u8>(p) - 0x30;
+        if (digit > 9) break;
+        value = value * 10 + digit;
+        p++;
+        if (++digits > 10) return 0;
+      }
+      if (value > 0x7fffffff) return 0;
+    }
+    if (!roomFor(4)) return 0;
+    store<i32>(write, <i32>value);
+    write += 4;
+    // Separator: `,` or `]`, maybe after whitespace; `.`/`e` or anything else is not plain.
+    if (p >= end) return 0;
+    let c = <u32>load<u8>(p);
+    if (isSpace(c)) {
+      p = skipSpace(p);
+      if (p >= end) return 0;
+      c = load<u8>(p);
+    }
+    p++;
+    if (c == 0x2c) {
+      p = skipSpace(p);
+      continue;
+    }
+    if (c == 0x5d) return p;
+    return 0;
+  }
+  return 0;
+}
+
+/** One JSON number at p as f32 rounded like Math.fround(JSON.parse); sets `numberEnd`; NaN when not a number. */
+let numberEnd: usize = 0;
+function parseNumberF32(p: usize): f32 {
+  const end = inputEnd;
+  const start = p;
+  let negative = false;
+  if (p < end && load<u8>(p) == 0x2d) {
+    negative = true;
+    p++;
+  }
+  let mantissa: u64 = 0;
+  let significant = 0; // digits taken into `mantissa` (leading zeros not counted)
+  let exp10: i32 = 0;
+  if (p >= end) return NaN;
+  let digit = <u32>load<u8>(p) - 0x30;
+  if (digit > 9) return NaN;
+  if (digit == 0) {
+    p++;
+  } else {
+    while (p < end) {
+      digit = <u32>load<u8>(p) - 0x30;
+      if (digit > 9) break;
+      if (significant < 19) {
+        mantissa = mantissa * 10 + digit;
+        significant++;
+      } else {
+        significant++; // too many digits: the host decides
+      }
+      p++;
+    }
+  }
+  if (p < end && load<u8>(p) == 0x2e) {
+    p++;
+    const first = p;
+    while (p < end) {
+      digit = <u32>load<u8>(p) - 0x30;
+      if (digit > 9) break;
+      if (mantissa == 0 && digit == 0) {
+        exp10--;
+      } else if (significant < 19) {
+        mantissa = mantissa * 10 + digit;
+        significant++;
+        exp10--;
+      } else {
+        significant++;
+      }
+      p++;
+    }
+    if (p == first) return NaN;
+  }
+  let c = p < end ? <u32>load<u8>(p) : 0;
+  if (c == 0x65 || c == 0x45) {
+    p++;
+    let expNegative = false;
+    c = p < end ? <u32>load<u8>(p) : 0;
+    if (c == 0x2d || c == 0x2b) {
+      expNegative = c == 0x2d;
+      p++;
+    }
+    const first = p;
+    let e: i32 = 0;
+    while (p < end) {
+      digit = <u32>load<u8>(p) - 0x30;
+      if (digit > 9) break;
+      if (e < 100000) e = e * 10 + <i32>digit;
+      p++;
+    }
+    if (p == first) return NaN;
+    exp10 += expNegative ? -e : e;
+  }
+  numberEnd = p;
+  let value: f64 = NaN;
+  if (significant <= 19) value = decimalToF64(mantissa, exp10, negative);
+  if (isNaN(value)) value = parseFloatSlow(start, <i32>(p - start));
+  return <f32>value;
+}
+
+/** Parses `[number, ...]` into f32; returns the address after `]`, or 0 (not plain, or not finite in f32). */
+function parseLogprobs(p: usize): usize {
+  const end = inputEnd;
+  p = skipSpace(p + 1);
+  if (p < end && load<u8>(p) == 0x5d) return p + 1;
+  while (true) {
+    const value = parseNumberF32(p);
+    if (!isFinite(value)) return 0; // NaN: not a number; ±Infinity: left for the planner's message
+    p = numberEnd;
+    if (!roomFor(4)) return 0;
+    store<f32>(write, value);
+    write += 4;
+    if (p >= end) return 0;
+    let c = <u32>load<u8>(p);
+    if (isSpace(c)) {
+      p = skipSpace(p);
+      if (p >= end) return 0;
+      c = load<u8>(p);
+    }
+    p++;
+    if (c == 0x2c) {
+      p = skipSpace(p);
+      continue;
+    }
+    if (c == 0x5d) return p;
+    return 0;
+  }
+  return 0;
+}
+
+/** Tries the array at p (a `[`); on success records it and returns the address after `]`, else 0. */
+function tryArray(p: usize, kind: i32): usize {
+  const header = (write + 3) & ~3;
+  write = header;
+  if (!roomFor(HEADER)) return 0;
+  write = header + HEADER;
+  const after = kind == KIND_I32 ? parseTokens(p) : parseLogprobs(p);
+  if (after == 0) {
+    write = header;
+    return 0;
+  }
+  store<u32>(header, <u32>(p - inputStart));
+  store<u32>(header, <u32>(after - inputStart), 4);
+  store<u32>(header, <u32>((write - header - HEADER) >> 2), 8);
+  store<u32>(header, <u32>kind, 12);
+  arrays++;
+  return after;
+}
+
+function writeDecimal(at: usize, value: u32): usize {
+  let digits: usize = 1;
+  for (let v = value; v >= 10; v /= 10) digits++;
+  let q = at + digits;
+  do {
+    store<u8>(--q, <u8>(0x30 + (value % 10)));
+    value /= 10;
+  } while (value != 0);
+  return at + digits;
+}
+
+/** Metadata text (segments between scanned arrays, placeholders in between), then the table. */
+function buildMeta(): bool {
+  // Size: the input minus spans plus placeholders: bounded by input + arrays * (prefix + 12).
+  const bound = (inputEnd - inputStart) + <usize>arrays * (<usize>prefixLength + 12) + 16;
+  metaStart = (write + 15) & ~15;
+  if (!ensureMemory(metaStart + bound + <usize>arrays * 12 + 16)) return false;
+  let out = metaStart;
+  let copied = inputStart;
+  let header = arenaStart;
+  tableStart = (metaStart + bound + 3) & ~3;
+  for (let i = 0; i < arrays; i++) {
+    header = (header + 3) & ~3;
+    const spanStart = inputStart + load<u32>(header);
+    const spanEnd = inputStart + load<u32>(header, 4);
+    const count = load<u32>(header, 8);
+    memory.copy(out, copied, spanStart - copied);
+    out += spanStart - copied;
+    memory.copy(out, prefix, prefixLength);
+    out += prefixLength;
+    out = writeDecimal(out, <u32>i);
+    store<u8>(out++, <u8>QUOTE);
+    copied = spanEnd;
+    const entry = tableStart + <usize>i * 12;
+    store<u32>(entry, <u32>(header + HEADER));
+    store<u32>(entry, count, 4);
+    store<u32>(entry, load<u32>(header, 12), 8);
+    header += <usize>HEADER + (<usize>count << 2);
+  }
+  memory.copy(out, copied, inputEnd - copied);
+  out += inputEnd - copied;
+  metaEnd = out;
+  return true;
+}
+
+/** Scans the line the host copied to inputAddress(). */
+export function scan(length: usize): i32 {
+  inputStart = BASE;
+  inputEnd = BASE + length;
+  arenaStart = (inputEnd + 64 + 15) & ~15;
+  write = arenaStart;
+  arrays = 0;
+  outOfMemory = false;
+  let p = inputStart;
+  const end = inputEnd;
+  while (true) {
+    p = nextQuote(p);
+    if (p >= end) break;
+    const keyStart = p + 1;
+    const keyEnd = stringEnd(keyStart);
+    if (keyEnd >= end) break;
+    p = keyEnd + 1;
+    const kind = keyKind(keyStart, keyEnd - keyStart);
+    if (kind == NOT_A_KEY) continue;
+    let q = skipSpace(p);
+    if (q >= end || load<u8>(q) != 0x3a) continue;
+    q = skipSpace(q + 1);
+    if (q >= end || load<u8>(q) != 0x5b) continue;
+    const after = tryArray(q, kind);
+    if (outOfMemory) return STATUS_TOO_LARGE;
+    // Not plain: go on from the `[` (its strings are still tracked by nextQuote/stringEnd).
+    p = after != 0 ? after : q;
+  }
+  return buildMeta() ? STATUS_OK : STATUS_TOO_LARGE;
+}

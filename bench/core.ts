@@ -1,0 +1,125 @@
+// Benchmark of the core (issue 2): plan() plus reading every row's three arrays, per backend,
+// against a memcpy reference over the same tokens, all in one run.
+import { Bench } from "tinybench";
+import { init, type Callforest } from "callforest";
+import type { Rollout } from "../src/types.js";
+import { eligibleTokens, generateDeepRollout, generateSmallRollouts } from "./generate.js";
+import { loadExampleRollout } from "./example.js";
+
+interface Workload {
+  name: string;
+  rollouts: Rollout[];
+  tokens: number;
+  /** tinybench iterations for this workload (few for the big ones). */
+  iterations: number;
+}
+
+/** The consumer side: copies each row's arrays out, as a trainer packing a batch would. */
+function makeReader(maxTokens: number) {
+  const tokens = new Int32Array(maxTokens);
+  const logprobs = new Float32Array(maxTokens);
+  const mask = new Uint8Array((maxTokens + 7) >> 3);
+  return (cf: Callforest, rollouts: Rollout[]) => {
+    for (const rollout of rollouts) {
+      const plan = cf.plan(rollout);
+      if (plan.report.status !== "ok") throw new Error(`${rollout.rollout_id}: ${plan.report.detail}`);
+      for (const row of plan.rows) {
+        tokens.set(row.tokenIds);
+        logprobs.set(row.logprobs);
+        mask.set(row.lossMask);
+      }
+      plan.release();
+    }
+  };
+}
+
+/** memcpy reference: Int32Array.prototype.set over the same tokens (prompt + generation). */
+function makeMemcpy(rollouts: Rollout[], total: number) {
+  const dest = new Int32Array(total);
+  const arrays: Int32Array[] = [];
+  for (const r of rollouts) {
+    for (const c of r.calls) {
+      if (c.kept === false || c.generation_token_ids.length === 0) continue;
+      arrays.push(c.prompt_token_ids as Int32Array, c.generation_token_ids as Int32Array);
+    }
+  }
+  return () => {
+    let at = 0;
+    for (const a of arrays) {
+      dest.set(a, at);
+      at += a.length;
+    }
+  };
+}
+
+function maxRowTokens(rollouts: Rollout[]): number {
+  let max = 0;
+  for (const r of rollouts) for (const c of r.calls) max = Math.max(max, c.prompt_token_ids.length + c.generation_token_ids.length);
+  return max;
+}
+
+export interface CoreBenchRow {
+  workload: string;
+  tokens: number;
+  medianMs: Record<string, number>;
+}
+
+export async function runCoreBench(log: (line: string) => void = console.log): Promise<CoreBenchRow[]> {
+  const example = loadExampleRollout();
+  const typed = (r: Rollout): Rollout => ({
+    ...r,
+    calls: r.calls.map((c) => ({
+      ...c,
+      prompt_token_ids: Int32Array.from(c.prompt_token_ids),
+      generation_token_ids: Int32Array.from(c.generation_token_ids),
+      generation_log_probs: Float32Array.from(c.generation_log_probs),
+    })),
+  });
+  log("generating workloads ...");
+  const deep = generateDeepRollout({ targetTokens: 10_000_000 });
+  const small = generateSmallRollouts(1000, 1);
+  const workloads: Workload[] = [
+    { name: "(a) worked example", rollouts: [typed(example)], tokens: eligibleTokens(example), iterations: 2000 },
+    { name: "(b) deep rollout", rollouts: [deep], tokens: eligibleTokens(deep), iterations: 8 },
+    { name: "(c) 1,000 small rollouts", rollouts: small, tokens: small.reduce((n, r) => n + eligibleTokens(r), 0), iterations: 12 },
+  ];
+  const backends: [string, Callforest][] = [
+    ["wasm", await init({ backend: "wasm", simd: true })],
+    ["wasm-scalar", await init({ backend: "wasm", simd: false })],
+    ["ts", await init({ backend: "ts" })],
+  ];
+
+  const results: CoreBenchRow[] = [];
+  for (const w of workloads) {
+    const read = makeReader(maxRowTokens(w.rollouts));
+    const bench = new Bench({ iterations: w.iterations, time: 0, warmupIterations: Math.min(w.iterations, 3), warmupTime: 0 });
+    for (const [name, cf] of backends) bench.add(name, () => read(cf, w.rollouts));
+    bench.add("memcpy", makeMemcpy(w.rollouts, w.tokens));
+    await bench.run();
+    const medianMs: Record<string, number> = {};
+    for (const task of bench.tasks) {
+      if (task.result.state !== "completed") throw new Error(`${w.name} / ${task.name}: ${task.result.state}`);
+      medianMs[task.name] = task.result.latency.p50;
+    }
+    results.push({ workload: w.name, tokens: w.tokens, medianMs });
+    log(`${w.name}: ${w.tokens.toLocaleString("en-US")} tokens done`);
+  }
+  return results;
+}
+
+const rate = (tokens: number, ms: number) => `${((tokens / ms) * 1000 / 1e6).toFixed(1)} M/s`;
+
+export function coreTable(rows: CoreBenchRow[]): string {
+  const out = [
+    "| workload | tokens | wasm (SIMD) | wasm scalar | ts | memcpy | wasm ÷ ts | wasm time ÷ memcpy time |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const r of rows) {
+    const m = r.medianMs;
+    out.push(
+      `| ${r.workload} | ${r.tokens.toLocaleString("en-US")} | ${rate(r.tokens, m.wasm)} | ${rate(r.tokens, m["wasm-scalar"])} | ` +
+        `${rate(r.tokens, m.ts)} | ${rate(r.tokens, m.memcpy)} | ${(m.ts / m.wasm).toFixed(1)}× | ${(m.wasm / m.memcpy).toFixed(2)}× |`,
+    );
+  }
+  return out.join("\n");
+}

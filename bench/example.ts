@@ -1,0 +1,7 @@
+import { readFileSync } from "node:fs";
+import type { Rollout } from "../src/types.js";
+
+/** SPEC's worked example, from the package's examples/ folder. */
+export function loadExampleRollout(): Rollout {
+  return JSON.parse(readFileSync(new URL("../../../examples/login-bug.json", import.meta.url), "utf8")) as Rollout;
+}

@@ -1,0 +1,7 @@
+// `npm run bench`: every benchmark, medians and ratios from one run, as markdown tables.
+import { coreTable, runCoreBench } from "./core.js";
+
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const core = await runCoreBench(log);
+console.log("\n### Core: plan() + reading every row's arrays (medians, tokens per second)\n");
+console.log(coreTable(core));

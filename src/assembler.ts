@@ -1,0 +1,316 @@
+// Assembles one rollout in a core, call by call: identity checks (ids, agents), staging, value
+// checks, linking; then turns the core's forest into rows and a report. Used by plan() (which
+// copies a canonical object's arrays in) and by the builder (whose caller writes them in place).
+import { Rejection, callName, describeValue } from "./rejection.js";
+import { CoreMemoryError } from "./core/wasm-core.js";
+import {
+  AMBIGUOUS_PARENT,
+  INVALID_LOGPROB,
+  INVALID_TOKEN,
+  type CoreForest,
+  type ForestCore,
+  type StagedCall,
+} from "./core/types.js";
+import type { AgentInfo, Diagnostic, ForestCall, Plan, PlanOptions, Report, Row } from "./types.js";
+
+export interface RolloutHeader {
+  rolloutId: string;
+  reward: number;
+  /** Null when the rollout lists no agents (then any agent name is accepted). */
+  agents: AgentInfo[] | null;
+}
+
+/** What the assembler keeps of a call once its arrays are in the core. */
+interface CallRecord {
+  id: string;
+  agent: string;
+  kept: boolean;
+  promptLength: number;
+  generationLength: number;
+}
+
+/** The caller's own arrays, when it has them, to quote the original value of a bad entry. */
+export interface ValueSource {
+  prompt: ArrayLike<unknown>;
+  generation: ArrayLike<unknown>;
+  logprobs: ArrayLike<unknown>;
+}
+
+const TOKEN_RULE = "not an integer in [0, 2^31-1]";
+
+export function tokenField(index: number, promptLength: number): string {
+  return index < promptLength ? `prompt_token_ids[${index}]` : `generation_token_ids[${index - promptLength}]`;
+}
+
+export function invalidToken(where: string, index: number, promptLength: number, value: unknown): Rejection {
+  return new Rejection("invalid_token", `${where}: ${tokenField(index, promptLength)} is ${describeValue(value)}, ${TOKEN_RULE}`);
+}
+
+export function invalidLogprob(where: string, index: number, value: unknown): Rejection {
+  const why = typeof value === "number" && Number.isFinite(value) ? "overflows float32" : "is not a finite number";
+  return new Rejection("invalid_logprob", `${where}: generation_log_probs[${index}] = ${describeValue(value)} ${why}`);
+}
+
+export function emptyReport(rolloutId: string | null, calls: number, options: PlanOptions): Report {
+  const report: Report = {
+    rollout_id: rolloutId,
+    status: "ok",
+    calls,
+    eligible: 0,
+    roots: 0,
+    leaves: 0,
+    rows: 0,
+    captured_tokens: 0,
+    trained_tokens: 0,
+    row_tokens: 0,
+    unique_tokens: 0,
+    diagnostics: [],
+  };
+  if (options.line !== undefined) report.line = options.line;
+  return report;
+}
+
+export function rejectedPlan(
+  rolloutId: string | null,
+  calls: number,
+  rejection: Rejection,
+  agents: AgentInfo[],
+  options: PlanOptions,
+): Plan {
+  const report = emptyReport(rolloutId, calls, options);
+  report.status = "rejected";
+  report.reason = rejection.code;
+  report.detail = rejection.detail;
+  return { report, rows: [], forest: [], agents, release() {} };
+}
+
+/** Running out of linear memory (or of JS heap for the TS core) means the rollout is too large. */
+export function isOutOfMemory(error: unknown): boolean {
+  return (
+    error instanceof CoreMemoryError ||
+    error instanceof RangeError ||
+    (typeof WebAssembly !== "undefined" && error instanceof WebAssembly.RuntimeError)
+  );
+}
+
+export class RolloutAssembler {
+  private readonly calls: CallRecord[] = [];
+  /** Ledger index of each eligible call, in eligible order. */
+  private readonly eligible: number[] = [];
+  private readonly diagnostics: Diagnostic[] = [];
+  private readonly seen = new Map<string, number>();
+  private readonly agentIndex: Map<string, number>;
+  private rejection: Rejection | null = null;
+  private staged: StagedCall | null = null;
+  private stagedPrompt = 0;
+  private stagedGeneration = 0;
+  private done = false;
+
+  constructor(
+    private readonly core: ForestCore,
+    private readonly header: RolloutHeader,
+    hints: { calls: number; generated: number },
+  ) {
+    const agents = header.agents ?? [];
+    this.agentIndex = new Map(agents.map((a, i) => [a.id, i]));
+    // Parent agent of each listed agent. Without a list, agent names get indices on first sight
+    // and have no parent agent (cores read indices past the table as "no parent").
+    const parents = Int32Array.from(agents, (a) => (a.parent === null ? -1 : this.agentIndex.get(a.parent)!));
+    core.begin(parents, hints.calls, hints.generated);
+  }
+
+  reject(rejection: Rejection): void {
+    this.rejection ??= rejection;
+  }
+
+  /** Where to write the next call's prompt ++ generation and logprobs (see StagedCall). */
+  stage(promptLength: number, generationLength: number): StagedCall {
+    this.staged = this.core.stage(promptLength, generationLength);
+    this.stagedPrompt = promptLength;
+    this.stagedGeneration = generationLength;
+    return this.staged;
+  }
+
+  /** Index of the first negative staged token (for ordering checks before commit), or -1. */
+  checkStagedTokens(): number {
+    return this.core.checkStagedTokens(this.stagedPrompt + this.stagedGeneration);
+  }
+
+  /** How messages name the call being added. */
+  private where(id: string): string {
+    return callName(id, this.calls.length);
+  }
+
+  /** Checks the id and agent of the next call; returns its agent index, or null after rejecting. */
+  identify(id: string, agent: string): number | null {
+    const earlier = this.seen.get(id);
+    if (earlier !== undefined) {
+      this.reject(new Rejection("duplicate_call_id", `${this.where(id)}: id already used by calls[${earlier}]`));
+      return null;
+    }
+    const known = this.agentIndex.get(agent);
+    if (known !== undefined) return known;
+    if (this.header.agents) {
+      this.reject(new Rejection("unknown_agent", `${this.where(id)}: agent ${JSON.stringify(agent)} is not in agents`));
+      return null;
+    }
+    this.agentIndex.set(agent, this.agentIndex.size);
+    return this.agentIndex.size - 1;
+  }
+
+  /**
+   * Checks the staged values and links the call (when kept with generated tokens). Returns false
+   * once the rollout is rejected.
+   */
+  commit(id: string, agentIndex: number, agent: string, kept: boolean, source?: ValueSource): boolean {
+    if (this.rejection) return false;
+    const promptLength = this.stagedPrompt;
+    const generationLength = this.stagedGeneration;
+    const staged = this.staged!;
+    const isEligible = kept && generationLength > 0;
+    const result = this.core.commit(promptLength, generationLength, agentIndex, isEligible);
+    if (result === INVALID_TOKEN) {
+      const index = this.core.lastBadIndex();
+      const value = !source ? staged.tokens[index]
+        : index < promptLength ? source.prompt[index] : source.generation[index - promptLength];
+      this.reject(invalidToken(this.where(id), index, promptLength, value));
+      return false;
+    }
+    if (result === INVALID_LOGPROB) {
+      const index = this.core.lastBadIndex();
+      this.reject(invalidLogprob(this.where(id), index, source ? source.logprobs[index] : staged.logprobs[index]));
+      return false;
+    }
+    if (result === AMBIGUOUS_PARENT) {
+      const tied = this.core.ambiguousCandidates().map((e) => JSON.stringify(this.calls[this.eligible[e]].id));
+      this.reject(
+        new Rejection(
+          "ambiguous_parent",
+          `${this.where(id)}: earlier calls ${tied.join(" and ")} have identical full sequences and neither is in its agent or its parent agent`,
+        ),
+      );
+      return false;
+    }
+    this.seen.set(id, this.calls.length);
+    if (isEligible) this.eligible.push(this.calls.length);
+    if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
+    this.calls.push({ id, agent, kept, promptLength, generationLength });
+    return true;
+  }
+
+  /** The plan: rows and report, or the first rejection. Ends the assembler. */
+  finish(totalCalls: number, options: PlanOptions): Plan {
+    if (this.done) throw new Error("this rollout was already finished");
+    this.done = true;
+    const agents = this.header.agents ?? [];
+    if (!this.rejection && this.eligible.length === 0) {
+      this.rejection = new Rejection("no_trainable_calls", `none of the ${totalCalls} calls is kept with generated tokens`);
+    }
+    if (this.rejection) {
+      this.core.release();
+      return rejectedPlan(this.header.rolloutId, totalCalls, this.rejection, agents, options);
+    }
+    return this.buildPlan(this.core.finish(), totalCalls, options);
+  }
+
+  /** Gives the core back after a failure (it is not reused). */
+  abandon(): void {
+    this.done = true;
+    this.core.release(false);
+  }
+
+  private buildPlan(forest: CoreForest, totalCalls: number, options: PlanOptions): Plan {
+    const { calls, eligible, header, core } = this;
+    const idOf = (e: number) => calls[eligible[e]].id;
+    const fullLength = (c: CallRecord) => c.promptLength + c.generationLength;
+    const report = emptyReport(header.rolloutId, totalCalls, options);
+    report.eligible = eligible.length;
+    report.diagnostics = this.diagnostics;
+
+    for (let e = 0; e < eligible.length; e++) {
+      const call = calls[eligible[e]];
+      const p = forest.parents[e];
+      report.captured_tokens += call.generationLength;
+      if (p < 0) {
+        report.roots++;
+        report.unique_tokens += fullLength(call);
+      } else {
+        report.unique_tokens += fullLength(call) - fullLength(calls[eligible[p]]);
+      }
+    }
+
+    const rows: Row[] = forest.rows.map((coreRow, index) => {
+      const path: string[] = [];
+      const trained: string[] = [];
+      const context: string[] = [];
+      for (const e of coreRow.path) {
+        path.push(idOf(e));
+        if (forest.ownerRows[e] === index) {
+          trained.push(idOf(e));
+          report.trained_tokens += calls[eligible[e]].generationLength;
+        } else {
+          context.push(idOf(e));
+        }
+      }
+      report.row_tokens += coreRow.tokenIds.length;
+      const leaf = calls[eligible[coreRow.leaf]];
+      return {
+        index,
+        rolloutId: header.rolloutId,
+        leaf: leaf.id,
+        agent: leaf.agent,
+        calls: path,
+        trained,
+        context,
+        reward: header.reward,
+        numTokens: coreRow.tokenIds.length,
+        tokenIds: coreRow.tokenIds,
+        logprobs: coreRow.logprobs,
+        lossMask: coreRow.lossMask,
+      };
+    });
+    report.leaves = rows.length;
+    report.rows = rows.length;
+
+    // The per-call view is for pictures and tables, not the hot path: built on first use.
+    const describeForest = (): ForestCall[] => {
+      const children: string[][] = eligible.map(() => []);
+      for (let e = 0; e < eligible.length; e++) if (forest.parents[e] >= 0) children[forest.parents[e]].push(idOf(e));
+      const eligibleOf = new Map<number, number>(eligible.map((callIndex, e) => [callIndex, e]));
+      return calls.map((call, index) => {
+        const e = eligibleOf.get(index);
+        const parent = e === undefined ? -1 : forest.parents[e];
+        return {
+          id: call.id,
+          agent: call.agent,
+          index,
+          kept: call.kept,
+          eligible: e !== undefined,
+          promptLength: call.promptLength,
+          generationLength: call.generationLength,
+          parent: parent >= 0 ? idOf(parent) : null,
+          children: e === undefined ? [] : children[e],
+          root: e !== undefined && parent < 0,
+          leaf: e !== undefined && children[e].length === 0,
+          ownerRow: e === undefined ? -1 : forest.ownerRows[e],
+        };
+      });
+    };
+
+    let released = false;
+    let forestCalls: ForestCall[] | null = null;
+    return {
+      report,
+      rows,
+      get forest() {
+        return (forestCalls ??= describeForest());
+      },
+      agents: header.agents ?? [],
+      release() {
+        if (released) return;
+        released = true;
+        core.release();
+      },
+    };
+  }
+}

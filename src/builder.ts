@@ -1,0 +1,110 @@
+// The builder: a rollout assembled in place. The caller asks for views over the core's memory
+// (linear memory on the WASM backend), writes one call's arrays straight into them, and commits
+// the call: a pipeline that holds typed arrays pays one copy, a byte parser none.
+import { Rejection, callName } from "./rejection.js";
+import { checkHeader } from "./validate.js";
+import { RolloutAssembler, isOutOfMemory, rejectedPlan } from "./assembler.js";
+import type { CoreFactory } from "./core/types.js";
+import type { AgentInfo, Plan, PlanOptions } from "./types.js";
+
+export interface BuilderHeader {
+  rollout_id: string;
+  reward: number;
+  agents?: AgentInfo[];
+}
+
+/** One call's arrays, to fill before commit(). Valid until the next stage(), commit() or finish(). */
+export interface CallSlot {
+  promptTokenIds: Int32Array;
+  generationTokenIds: Int32Array;
+  logprobs: Float32Array;
+}
+
+export interface CallMeta {
+  id: string;
+  agent?: string;
+  kept?: boolean;
+}
+
+export interface RolloutBuilder {
+  /** Views for the next call: prompt and generation token IDs, and the generation's logprobs. */
+  stage(promptLength: number, generationLength: number): CallSlot;
+  /** Checks and links the staged call. False once the rollout is rejected (later calls are ignored). */
+  commit(meta: CallMeta): boolean;
+  /** The plan (rows and report, or the rejection). Ends the builder. */
+  finish(options?: PlanOptions): Plan;
+}
+
+export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
+  const checked = checkHeader({ ...header, calls: [] });
+  let calls = 0;
+  let assembler: RolloutAssembler | null = null;
+  let failure: Rejection | null = checked instanceof Rejection ? checked : null;
+  let staged: [number, number] | null = null;
+  if (!(checked instanceof Rejection)) {
+    assembler = new RolloutAssembler(makeCore(), checked, { calls: callsHint, generated: 0 });
+  }
+
+  const guard = <T>(work: () => T, fallback: T): T => {
+    if (failure || !assembler) return fallback;
+    try {
+      return work();
+    } catch (error) {
+      if (!isOutOfMemory(error)) throw error;
+      assembler.abandon();
+      const message = error instanceof Error ? error.message : String(error);
+      failure = new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
+      return fallback;
+    }
+  };
+  const scratch = (p: number, g: number): CallSlot => ({
+    promptTokenIds: new Int32Array(p),
+    generationTokenIds: new Int32Array(g),
+    logprobs: new Float32Array(g),
+  });
+
+  return {
+    stage(promptLength, generationLength) {
+      for (const [name, n] of [["promptLength", promptLength], ["generationLength", generationLength]] as const) {
+        if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
+      }
+      staged = [promptLength, generationLength];
+      // After a rejection the caller may still fill slots; give it scratch arrays to write into.
+      return guard(() => {
+        const views = assembler!.stage(promptLength, generationLength);
+        return {
+          promptTokenIds: views.tokens.subarray(0, promptLength),
+          generationTokenIds: views.tokens.subarray(promptLength, promptLength + generationLength),
+          logprobs: views.logprobs.subarray(0, generationLength),
+        };
+      }, scratch(promptLength, generationLength));
+    },
+    commit(meta) {
+      const index = calls++;
+      if (!staged) throw new Error("commit() needs a stage() first");
+      staged = null;
+      return guard(() => {
+        if (typeof meta.id !== "string" || meta.id === "") {
+          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: id must be a non-empty string`));
+          return false;
+        }
+        if (meta.agent !== undefined && typeof meta.agent !== "string") {
+          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: agent must be a string`));
+          return false;
+        }
+        const agentName = meta.agent ?? "";
+        const agent = assembler!.identify(meta.id, agentName);
+        if (agent === null) return false;
+        return assembler!.commit(meta.id, agent, agentName, meta.kept !== false);
+      }, false);
+    },
+    finish(options = {}) {
+      if (failure || !assembler) {
+        const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
+        const id = typeof header.rollout_id === "string" ? header.rollout_id : null;
+        return rejectedPlan(id, calls, failure!, agents, options);
+      }
+      return guard(() => assembler!.finish(calls, options), null) ?? rejectedPlan(header.rollout_id, calls, failure!, [], options);
+    },
+  };
+}

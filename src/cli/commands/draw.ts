@@ -1,0 +1,98 @@
+// `callforest draw`: one SVG picture per rollout (lanes of calls, links, cuts, rows).
+//
+// File names: with one rollout drawn (after --rollout), the SVG goes to -o exactly (default
+// forest.svg; `-o -` = stdout). With several, each goes beside it as <stem>.<rollout id>.svg
+// (forest.svg → forest.login-bug.svg), the id reduced to [A-Za-z0-9._-] (others become _); an id
+// already used in this run, or a rollout without id, gets its 1-based position added
+// (forest.r.2.svg, forest.rollout.3.svg). Written paths are printed one a line.
+import { writeFileSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import type { Command } from "commander";
+import { init, type Callforest } from "../../index.js";
+import { readRollouts, type ReadItem } from "../../formats/read.js";
+import { rejectedReport, withDiagnostics } from "../../formats/index.js";
+import { renderSvg } from "../../draw/index.js";
+import { UsageError } from "../errors.js";
+import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
+
+interface DrawOptions extends InputOptions {
+  output: string;
+  rollout?: string;
+}
+
+export function register(program: Command): void {
+  const command = program
+    .command("draw")
+    .description(
+      "Draw each rollout's call forest as SVG. One rollout: written to -o. Several: " +
+        "<stem>.<rollout id>.svg beside -o (a repeated or missing id gets its position added).",
+    )
+    .argument("<input>", ".jsonl (one rollout a line), .json (one rollout), or - for stdin")
+    .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
+    .option("--rollout <id>", "draw only the rollout with this rollout_id");
+  addInputOptions(command).action(async (input: string, options: DrawOptions) => {
+    await draw(input, options);
+  });
+}
+
+function rolloutIdOf(item: ReadItem): string | null {
+  return item.result.ok ? item.result.rollout.rollout_id : item.result.rolloutId;
+}
+
+function svgOf(cf: Callforest, item: ReadItem): string {
+  if (!item.result.ok) return renderSvg({ report: rejectedReport(item.result, item.line), forest: [], agents: [], rows: [] });
+  const plan = cf.plan(item.result.rollout, { line: item.line });
+  try {
+    return renderSvg({ ...plan, report: withDiagnostics(plan.report, item.result.diagnostics) });
+  } finally {
+    plan.release();
+  }
+}
+
+/** The file for the `position`-th (1-based) of several rollouts; see the header comment. */
+export function severalName(output: string, id: string | null, position: number, used: Set<string>): string {
+  const file = basename(output);
+  const stem = file.toLowerCase().endsWith(".svg") ? file.slice(0, -4) : file;
+  const safe = id === null ? "rollout" : id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120);
+  let name = `${stem}.${safe}${id === null ? `.${position}` : ""}.svg`;
+  if (used.has(name)) name = `${stem}.${safe}.${position}.svg`;
+  used.add(name);
+  return join(dirname(output), name);
+}
+
+async function draw(input: string, options: DrawOptions): Promise<void> {
+  const read = checkInputs([input], options);
+  const cf = await init({ backend: parseBackend(options.backend) });
+  const wanted = (item: ReadItem) => options.rollout === undefined || rolloutIdOf(item) === options.rollout;
+  const used = new Set<string>();
+  let first: ReadItem | null = null;
+  let count = 0;
+  const write = (path: string, svg: string) => {
+    try {
+      writeFileSync(path, svg);
+    } catch (error) {
+      throw new UsageError(`cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    }
+    process.stdout.write(path + "\n");
+  };
+  // One item of look-ahead decides between the single name and the several-names scheme.
+  for await (const item of readRollouts([input], read)) {
+    if (!wanted(item)) continue;
+    count++;
+    if (count === 1) {
+      first = item;
+      continue;
+    }
+    if (options.output === "-") throw new UsageError(`-o - writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
+    if (count === 2) write(severalName(options.output, rolloutIdOf(first!), 1, used), svgOf(cf, first!));
+    write(severalName(options.output, rolloutIdOf(item), count, used), svgOf(cf, item));
+  }
+  if (count === 0) {
+    throw new UsageError(options.rollout === undefined ? `${input} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${input}`);
+  }
+  if (count === 1) {
+    const svg = svgOf(cf, first!);
+    if (options.output === "-") process.stdout.write(svg);
+    else write(options.output, svg);
+  }
+}

@@ -1,0 +1,64 @@
+// A progress bar on stderr for long `rows` runs: rollouts, MB read, rows, MB/s and an ETA from
+// the input size. Only on a terminal; never in pipes, logs or tests.
+import { createRequire } from "node:module";
+
+interface Bar {
+  start(total: number, value: number, payload: Record<string, unknown>): void;
+  update(value: number, payload: Record<string, unknown>): void;
+  stop(): void;
+}
+
+interface CliProgress {
+  SingleBar: new (options: Record<string, unknown>, preset?: unknown) => Bar;
+  Presets: { shades_classic: unknown };
+}
+
+export interface ProgressCounts {
+  rollouts: number;
+  rows: number;
+  /** Input bytes done. */
+  bytes: number;
+}
+
+export interface Progress {
+  update(counts: ProgressCounts): void;
+  stop(): void;
+}
+
+const MB = 1 << 20;
+const SILENT: Progress = { update() {}, stop() {} };
+
+/**
+ * The bar when `stream` is a terminal and not `quiet`, else a no-op. `totalBytes` null (stdin)
+ * shows the counts without a percentage or ETA.
+ */
+export function startProgress(totalBytes: number | null, quiet: boolean, stream: NodeJS.WriteStream = process.stderr): Progress {
+  if (quiet || !stream.isTTY) return SILENT;
+  const { SingleBar, Presets } = createRequire(import.meta.url)("cli-progress") as CliProgress;
+  const known = totalBytes !== null && totalBytes > 0;
+  const format = known
+    ? "{bar} {percentage}% | {rollouts} rollouts | {read}/{size} MB | {rows} rows | {speed} MB/s | ETA {eta_formatted}"
+    : "{rollouts} rollouts | {read} MB | {rows} rows | {speed} MB/s";
+  const bar = new SingleBar({ format, stream, hideCursor: true, clearOnComplete: true, fps: 5, etaBuffer: 50 }, Presets.shades_classic);
+  const started = Date.now();
+  const payload = (counts: ProgressCounts) => {
+    const seconds = Math.max((Date.now() - started) / 1000, 1e-3);
+    return {
+      rollouts: counts.rollouts,
+      rows: counts.rows,
+      read: (counts.bytes / MB).toFixed(1),
+      size: known ? (totalBytes / MB).toFixed(1) : "?",
+      speed: (counts.bytes / MB / seconds).toFixed(1),
+    };
+  };
+  const zero = { rollouts: 0, rows: 0, bytes: 0 };
+  bar.start(known ? totalBytes : 1, 0, payload(zero));
+  return {
+    update(counts) {
+      bar.update(known ? counts.bytes : 0, payload(counts));
+    },
+    stop() {
+      bar.stop();
+    },
+  };
+}

@@ -1,0 +1,107 @@
+// Where everything goes in the picture: one lane per agent, one column per call in ledger order,
+// one line per row. Pure geometry (integers only), so the SVG is the same bytes for the same plan.
+import type { AgentInfo, ForestCall, Report, Row } from "../types.js";
+
+/** What the renderer needs of a plan (token arrays are not drawn). */
+export interface DrawablePlan {
+  report: Report;
+  forest: readonly ForestCall[];
+  agents: readonly AgentInfo[];
+  rows: readonly Pick<Row, "index" | "leaf" | "agent" | "calls" | "trained" | "context" | "numTokens">[];
+}
+
+/** Font size everywhere, in px. Constant: big rollouts get wider, never smaller. */
+export const FONT = 11;
+/** Advance of one monospace character at FONT, rounded up. */
+export const CHAR = 7;
+export const MARGIN = 16;
+/** Column step and call box size. */
+export const COL = 88;
+export const BOX_W = 72;
+export const BOX_H = 32;
+export const LANE_H = 64;
+/** Offset of a call box below its lane's top (room for arcs and repeated labels). */
+export const BOX_TOP = 20;
+export const ROW_H = 22;
+export const ROW_BOX_H = 14;
+export const HEADER_H = 76;
+/** Lane labels repeat every this many columns, so a scrolled view still names its lanes. */
+export const LABEL_EVERY = 20;
+/** Characters of the label drawn after a row's leaf. */
+export const ROW_LABEL_CHARS = 20;
+const MIN_WIDTH = 960;
+
+export interface Lane {
+  agent: string;
+  label: string;
+  /** Index into the colour palette. */
+  colour: number;
+  y: number;
+}
+
+export interface Cut {
+  agent: string;
+  /** The call before the cut (the old context's last call) and the new root after it. */
+  before: string;
+  after: string;
+  x: number;
+  y: number;
+}
+
+export interface Layout {
+  width: number;
+  height: number;
+  gutter: number;
+  lanes: Lane[];
+  laneOf: Map<string, Lane>;
+  /** Left edge of each call's column, by call id. */
+  x: Map<string, number>;
+  cuts: Cut[];
+  rowsTop: number;
+}
+
+export function agentLabel(agent: string, agents: readonly AgentInfo[]): string {
+  const info = agents.find((a) => a.id === agent);
+  const name = agent === "" ? "(no agent)" : agent;
+  return info?.mode ? `${name} · ${info.mode}` : name;
+}
+
+export function columnX(gutter: number, index: number): number {
+  return MARGIN + gutter + index * COL;
+}
+
+export function layout(plan: DrawablePlan): Layout {
+  // Lanes: the listed agents in their order, then any other agent in order of first call.
+  const order: string[] = plan.agents.map((a) => a.id);
+  for (const call of plan.forest) if (!order.includes(call.agent)) order.push(call.agent);
+  const labels = order.map((agent) => agentLabel(agent, plan.agents));
+  const rowLabelChars = plan.rows.length === 0 ? 0 : `row ${plan.rows.length - 1}`.length;
+  const widest = Math.max(8, rowLabelChars, ...labels.map((l) => Array.from(l).length));
+  const gutter = Math.min(widest, 32) * CHAR + 24;
+
+  const lanes: Lane[] = order.map((agent, i) => ({ agent, label: labels[i], colour: i, y: HEADER_H + i * LANE_H }));
+  const laneOf = new Map(lanes.map((l) => [l.agent, l]));
+  const x = new Map<string, number>();
+  for (const call of plan.forest) x.set(call.id, columnX(gutter, call.index));
+
+  // A cut: an agent's eligible call that is a root although the agent had eligible calls before
+  // (a compaction summary ended the old tree, or the history was not resent exactly).
+  const cuts: Cut[] = [];
+  const lastEligible = new Map<string, ForestCall>();
+  for (const call of plan.forest) {
+    if (!call.eligible) continue;
+    const before = lastEligible.get(call.agent);
+    if (before !== undefined && call.root) {
+      const lane = laneOf.get(call.agent)!;
+      cuts.push({ agent: call.agent, before: before.id, after: call.id, x: x.get(call.id)! - (COL - BOX_W) / 2, y: lane.y });
+    }
+    lastEligible.set(call.agent, call);
+  }
+
+  const columns = plan.forest.length;
+  // Room after the last column for a row's leaf label (see rows() in svg.ts).
+  const width = Math.max(MIN_WIDTH, MARGIN + gutter + columns * COL + ROW_LABEL_CHARS * CHAR + MARGIN);
+  const rowsTop = HEADER_H + lanes.length * LANE_H + 40;
+  const height = rowsTop + plan.rows.length * ROW_H + MARGIN;
+  return { width, height, gutter, lanes, laneOf, x, cuts, rowsTop };
+}

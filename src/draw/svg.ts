@@ -1,0 +1,274 @@
+// A plan as one standalone SVG: lanes of calls in ledger order with links to parents, roots,
+// leaves and context cuts marked, and beneath, each row's path (trained calls filled, context
+// calls hollow). Same plan, same bytes: no clock, no randomness, integer coordinates only.
+import type { ForestCall } from "../types.js";
+import { faultOf } from "./fault.js";
+import {
+  BOX_H,
+  BOX_TOP,
+  BOX_W,
+  CHAR,
+  COL,
+  FONT,
+  HEADER_H,
+  LABEL_EVERY,
+  LANE_H,
+  MARGIN,
+  ROW_BOX_H,
+  ROW_H,
+  ROW_LABEL_CHARS,
+  agentLabel,
+  layout,
+  type DrawablePlan,
+  type Layout,
+} from "./layout.js";
+import { clip, wrap, xmlText } from "./xml.js";
+
+export type { DrawablePlan } from "./layout.js";
+
+export interface SvgOptions {
+  /** Start with an `<?xml ...?>` declaration (a file on its own); false to inline in HTML. Default true. */
+  declaration?: boolean;
+}
+
+/** Tableau 10: distinct on white, readable as fills at low opacity and as strokes. */
+const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace";
+const BOX_CHARS = Math.floor((BOX_W - 8) / CHAR);
+
+const STYLE = [
+  `.cf-forest text{fill:#222}`,
+  `.cf-forest .cf-title{font-weight:bold}`,
+  `.cf-forest .cf-dim{fill:#666}`,
+  `.cf-forest .cf-bad{fill:#c0392b}`,
+  `.cf-forest .cf-lane-label{font-weight:bold}`,
+  `.cf-forest .cf-lane-repeat{fill:#999}`,
+  `.cf-forest .cf-box{stroke-width:1.5}`,
+  `.cf-forest .cf-unlinked{fill:#fff;stroke:#999;stroke-dasharray:4 3}`,
+  `.cf-forest .cf-root{fill:#222}`,
+  `.cf-forest .cf-leaf{fill:#222}`,
+  `.cf-forest .cf-link{fill:none;stroke:#555;stroke-width:1.2}`,
+  `.cf-forest .cf-cut{stroke:#c0392b;stroke-width:2;stroke-dasharray:5 3}`,
+  `.cf-forest .cf-path{stroke:#bbb;stroke-width:1}`,
+  `.cf-forest .cf-context{fill:#fff;stroke-width:1.5}`,
+  `.cf-forest .cf-trained{stroke-width:1.5}`,
+].join("");
+
+function colourOf(index: number): string {
+  return PALETTE[index % PALETTE.length];
+}
+
+function text(x: number, y: number, content: string, cls?: string): string {
+  return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
+}
+
+function header(plan: DrawablePlan): string[] {
+  const { report } = plan;
+  const out: string[] = [];
+  const id = report.rollout_id ?? "(no id)";
+  out.push(text(MARGIN, MARGIN + 12, `rollout ${id}`, "cf-title"));
+  if (report.status === "rejected") return out;
+  out.push(
+    text(
+      MARGIN,
+      MARGIN + 30,
+      `${report.calls} calls · ${report.eligible} eligible · ${report.roots} trees · ${report.leaves} leaves · ` +
+        `${report.rows} rows · tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
+        `${report.row_tokens} in rows, ${report.unique_tokens} unique`,
+      "cf-dim",
+    ),
+  );
+  return out;
+}
+
+/** The key to the marks, drawn with the same shapes as the picture. */
+function legend(): string[] {
+  const y = MARGIN + 44;
+  const out: string[] = [];
+  let x = MARGIN;
+  const item = (shape: string, label: string, shapeWidth: number) => {
+    out.push(shape, text(x + shapeWidth + 6, y + 11, label, "cf-dim"));
+    x += shapeWidth + 6 + Array.from(label).length * CHAR + 18;
+  };
+  item(`<circle cx="${x + 5}" cy="${y + 7}" r="4" class="cf-root"/>`, "root", 10);
+  item(`<rect x="${x}" y="${y}" width="5" height="14" class="cf-leaf"/>`, "leaf (ends a row)", 5);
+  item(`<path d="M${x + 24},${y + 7} H${x}" class="cf-link" marker-end="url(#cf-arrow)"/>`, "continues (points to parent)", 24);
+  item(`<path d="M${x + 4},${y - 1} V${y + 15}" class="cf-cut"/>`, "context cut (compaction)", 8);
+  item(`<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-trained" fill="#888" stroke="#888"/>`, "trained", 18);
+  item(`<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-context" stroke="#888"/>`, "context only", 18);
+  item(`<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-unlinked"/>`, "not kept / empty", 18);
+  return out;
+}
+
+function lanes(plan: DrawablePlan, l: Layout): string[] {
+  const out: string[] = [];
+  const columns = plan.forest.length;
+  l.lanes.forEach((lane, i) => {
+    if (i % 2 === 0) out.push(`<rect x="0" y="${lane.y}" width="${l.width}" height="${LANE_H}" fill="#f6f6f6"/>`);
+    out.push(`<rect x="${MARGIN - 8}" y="${lane.y + 6}" width="4" height="${LANE_H - 12}" fill="${colourOf(lane.colour)}"/>`);
+    const chars = Math.floor((l.gutter - 16) / CHAR);
+    out.push(text(MARGIN, lane.y + BOX_TOP + 20, clip(lane.label, chars), "cf-lane-label"));
+    // Repeat the label along the lane, above the boxes, so a scrolled view names its lanes.
+    for (let c = LABEL_EVERY; c < columns; c += LABEL_EVERY) {
+      out.push(text(l.gutter + MARGIN + c * COL, lane.y + 13, clip(lane.label, 24), "cf-lane-repeat"));
+    }
+  });
+  return out;
+}
+
+function links(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>): string[] {
+  const out: string[] = [];
+  // Position of each call within its lane, to tell whether a same-lane link would cross a box.
+  const laneSlot = new Map<string, number>();
+  const laneCount = new Map<string, number>();
+  for (const call of plan.forest) {
+    const n = laneCount.get(call.agent) ?? 0;
+    laneSlot.set(call.id, n);
+    laneCount.set(call.agent, n + 1);
+  }
+  for (const call of plan.forest) {
+    if (call.parent === null) continue;
+    const parent = byId.get(call.parent)!;
+    const cx = l.x.get(call.id)!;
+    const px = l.x.get(parent.id)!;
+    const cy = l.laneOf.get(call.agent)!.y + BOX_TOP;
+    const py = l.laneOf.get(parent.agent)!.y + BOX_TOP;
+    let d: string;
+    if (parent.agent === call.agent && laneSlot.get(call.id)! - laneSlot.get(parent.id)! > 1) {
+      // boxes in between: arc over them, from top to top
+      const top = l.laneOf.get(call.agent)!.y + 3;
+      d = `M${cx + BOX_W / 2},${cy} C${cx + BOX_W / 2},${top} ${px + BOX_W / 2},${top} ${px + BOX_W / 2},${py}`;
+    } else if (parent.agent === call.agent) {
+      d = `M${cx},${cy + BOX_H / 2} H${px + BOX_W}`;
+    } else {
+      const bend = (COL - BOX_W) / 2 + 8;
+      d = `M${cx},${cy + BOX_H / 2} C${cx - bend},${cy + BOX_H / 2} ${px + BOX_W + bend},${py + BOX_H / 2} ${px + BOX_W},${py + BOX_H / 2}`;
+    }
+    out.push(`<path d="${d}" class="cf-link" marker-end="url(#cf-arrow)"/>`);
+  }
+  return out;
+}
+
+function cuts(l: Layout): string[] {
+  return l.cuts.map(
+    (cut) =>
+      `<g class="cf-cut-mark" data-after="${xmlText(cut.after)}"><title>${xmlText(
+        `context cut in ${cut.agent === "" ? "(no agent)" : cut.agent}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`,
+      )}</title><path d="M${cut.x},${cut.y + 4} V${cut.y + LANE_H - 4}" class="cf-cut"/>${text(cut.x + 3, cut.y + LANE_H - 4, "cut", "cf-bad")}</g>`,
+  );
+}
+
+function callTitle(call: ForestCall, plan: DrawablePlan): string {
+  const parts = [`${call.id} · ${agentLabel(call.agent, plan.agents)}`, `calls[${call.index}]`];
+  parts.push(`${call.promptLength} prompt + ${call.generationLength} generated tokens`);
+  if (!call.kept) parts.push("not kept");
+  else if (!call.eligible) parts.push("empty generation");
+  else {
+    parts.push(call.root ? "root" : `continues ${call.parent}`);
+    if (call.leaf) parts.push(`leaf of row ${call.ownerRow}`);
+    parts.push(`trained in row ${call.ownerRow}`);
+  }
+  return parts.join(" · ");
+}
+
+function calls(plan: DrawablePlan, l: Layout): string[] {
+  const out: string[] = [];
+  for (const call of plan.forest) {
+    const lane = l.laneOf.get(call.agent)!;
+    const x = l.x.get(call.id)!;
+    const y = lane.y + BOX_TOP;
+    const colour = colourOf(lane.colour);
+    const classes = ["cf-call", call.root ? "cf-is-root" : "", call.leaf ? "cf-is-leaf" : "", call.eligible ? "" : "cf-is-unlinked"];
+    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}"><title>${xmlText(callTitle(call, plan))}</title>`);
+    if (call.eligible) {
+      out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="3" class="cf-box" fill="${colour}" fill-opacity="0.2" stroke="${colour}"/>`);
+    } else {
+      out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="3" class="cf-unlinked"/>`);
+    }
+    out.push(text(x + 6, y + 13, clip(call.id, BOX_CHARS)));
+    const second = !call.kept ? "not kept" : !call.eligible ? "empty" : `row ${call.ownerRow}`;
+    out.push(text(x + 6, y + 27, clip(second, BOX_CHARS), "cf-dim"));
+    if (call.root) out.push(`<circle cx="${x}" cy="${y + BOX_H / 2}" r="4" class="cf-root"/>`);
+    if (call.leaf) out.push(`<rect x="${x + BOX_W - 5}" y="${y}" width="5" height="${BOX_H}" class="cf-leaf"/>`);
+    out.push(`</g>`);
+  }
+  return out;
+}
+
+function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>): string[] {
+  const out: string[] = [];
+  if (plan.rows.length === 0) return out;
+  out.push(text(MARGIN, l.rowsTop - 12, "rows: each row's path, root first (filled = trained by this row, hollow = context only)", "cf-title"));
+  for (const row of plan.rows) {
+    const y = l.rowsTop + row.index * ROW_H;
+    const trained = new Set(row.trained);
+    if (row.index % 2 === 0) out.push(`<rect x="0" y="${y}" width="${l.width}" height="${ROW_H}" fill="#f6f6f6"/>`);
+    const title = `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens · trains ${row.trained.join(" ") || "–"} · context ${row.context.join(" ") || "–"}`;
+    out.push(`<g class="cf-row" data-row="${row.index}"><title>${xmlText(title)}</title>`);
+    out.push(text(MARGIN, y + 15, `row ${row.index}`, "cf-lane-label"));
+    const xs = row.calls.map((id) => l.x.get(id)!);
+    const mid = y + 4 + ROW_BOX_H / 2;
+    if (xs.length > 1) out.push(`<path d="M${xs[0] + BOX_W / 2},${mid} H${xs[xs.length - 1] + BOX_W / 2}" class="cf-path"/>`);
+    row.calls.forEach((id, i) => {
+      const call = byId.get(id)!;
+      const colour = colourOf(l.laneOf.get(call.agent)!.colour);
+      const box = `x="${xs[i]}" y="${y + 4}" width="${BOX_W}" height="${ROW_BOX_H}" rx="2"`;
+      out.push(
+        trained.has(id)
+          ? `<rect ${box} class="cf-trained" data-call="${xmlText(id)}" fill="${colour}" stroke="${colour}"/>`
+          : `<rect ${box} class="cf-context" data-call="${xmlText(id)}" stroke="${colour}"/>`,
+      );
+    });
+    const end = xs[xs.length - 1] + BOX_W + 6;
+    out.push(text(end, y + 15, clip(`${row.leaf} · ${agentLabel(row.agent, plan.agents)}`, ROW_LABEL_CHARS), "cf-dim"));
+    out.push(`</g>`);
+  }
+  return out;
+}
+
+function rejection(plan: DrawablePlan): { body: string[]; height: number } {
+  const { report } = plan;
+  const body: string[] = [];
+  let y = MARGIN + 36;
+  body.push(text(MARGIN, y, `rejected (${report.reason}):`, "cf-bad"));
+  for (const line of wrap(report.detail ?? "", 120)) {
+    y += 18;
+    body.push(text(MARGIN + 16, y, line));
+  }
+  const fault = faultOf(report);
+  if (fault !== null) {
+    y += 24;
+    body.push(text(MARGIN, y, `call at fault: calls[${fault.index}]${fault.id !== null ? ` ${JSON.stringify(fault.id)}` : ""}`, "cf-title"));
+  }
+  return { body, height: y + MARGIN + 8 };
+}
+
+/** The plan as an SVG document (UTF-8 text). */
+export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string {
+  const l = layout(plan);
+  let width = l.width;
+  let height = l.height;
+  const body: string[] = [...header(plan)];
+  if (plan.report.status === "rejected") {
+    const r = rejection(plan);
+    body.push(...r.body);
+    height = r.height;
+    width = Math.max(960, 2 * MARGIN + 125 * CHAR);
+  } else {
+    const byId = new Map(plan.forest.map((c) => [c.id, c]));
+    body.push(...legend(), ...lanes(plan, l), ...cuts(l), ...links(plan, l, byId), ...calls(plan, l), ...rows(plan, l, byId));
+  }
+  const id = plan.report.rollout_id ?? "(no id)";
+  const out = [
+    ...(options.declaration === false ? [] : [`<?xml version="1.0" encoding="UTF-8"?>`]),
+    `<svg xmlns="http://www.w3.org/2000/svg" class="cf-forest" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+      `font-family="${FONT_FAMILY}" font-size="${FONT}" role="img">`,
+    `<title>${xmlText(`callforest: rollout ${id}`)}</title>`,
+    `<style>${STYLE}</style>`,
+    `<defs><marker id="cf-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker></defs>`,
+    `<rect width="${width}" height="${height}" fill="#fff"/>`,
+    ...body,
+    `</svg>`,
+  ];
+  return out.join("\n") + "\n";
+}

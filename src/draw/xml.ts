@@ -1,0 +1,39 @@
+// Text that is safe inside an SVG document: escaped markup characters, and no characters that
+// XML 1.0 forbids (ids in a rollout are free text; a stray control character must not make the
+// picture unreadable).
+
+const FORBIDDEN = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** Escapes text for element content and double-quoted attribute values. */
+export function xmlText(text: string): string {
+  return text
+    .replace(FORBIDDEN, "\uFFFD")
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;");
+}
+
+/** Shortens text to at most `max` characters (an ellipsis marks the cut), counting code points. */
+export function clip(text: string, max: number): string {
+  const chars = Array.from(text);
+  if (chars.length <= max) return text;
+  if (max <= 1) return "…";
+  return chars.slice(0, max - 1).join("") + "…";
+}
+
+/** Splits text into lines of at most `width` characters, breaking at spaces when it can. */
+export function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let rest = text;
+  while (Array.from(rest).length > width) {
+    const chars = Array.from(rest);
+    const head = chars.slice(0, width).join("");
+    const space = head.lastIndexOf(" ");
+    const cut = space > width / 2 ? space : head.length;
+    lines.push(rest.slice(0, cut).trimEnd());
+    rest = rest.slice(cut).trimStart();
+  }
+  if (rest.length > 0 || lines.length === 0) lines.push(rest);
+  return lines;
+}

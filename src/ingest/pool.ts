@@ -1,0 +1,177 @@
+// Worker threads for `rows --jobs N`: batches go out to whichever worker has least to do, their
+// output comes back in pieces and leaves in input order. Memory stays bounded: at most
+// `maxBytes` of input (plus one batch) is out at a time, counted until its output is written.
+import { Worker } from "node:worker_threads";
+import type { Batch } from "./batches.js";
+import type { IngestOptions, Piece } from "./process.js";
+
+export interface ToWorker {
+  seq: number;
+  buffer: ArrayBuffer;
+  length: number;
+  firstLine: number;
+  lineCount: number;
+  name: string;
+}
+
+export type FromWorker = { type: "piece"; seq: number; piece: Piece } | { type: "fatal"; message: string };
+
+/** Batches a worker may hold at once: one running, one waiting (so it never idles between batches). */
+const PER_WORKER = 2;
+
+/** The compiled worker: next to this module in dist/, or dist/ingest when running from src/ (tests). */
+export function workerUrl(): URL {
+  const here = import.meta.url;
+  if (here.endsWith(".ts")) return new URL("../../dist/ingest/worker.js", here);
+  return new URL("./worker.js", here);
+}
+
+interface Slot {
+  bytes: number;
+  pieces: Piece[];
+  worker: WorkerState;
+}
+
+interface WorkerState {
+  worker: Worker;
+  outstanding: number;
+}
+
+export class WorkerPool {
+  private readonly workers: WorkerState[] = [];
+  private readonly slots = new Map<number, Slot>();
+  private nextSubmit = 0;
+  private nextWrite = 0;
+  private inFlight = 0;
+  private failure: Error | null = null;
+  private wake: (() => void) | null = null;
+  private writing: Promise<void> = Promise.resolve();
+  private pumping = false;
+  private closing = false;
+
+  constructor(
+    jobs: number,
+    options: IngestOptions,
+    private readonly write: (piece: Piece) => Promise<void>,
+    private readonly maxBytes = 128 << 20,
+  ) {
+    for (let i = 0; i < jobs; i++) {
+      const worker = new Worker(workerUrl(), { workerData: options });
+      const state: WorkerState = { worker, outstanding: 0 };
+      worker.on("message", (message: FromWorker) => this.receive(state, message));
+      worker.on("error", (error) => this.fail(error));
+      worker.on("exit", (code) => {
+        if (code !== 0 && !this.closing) this.fail(new Error(`a worker thread stopped (exit code ${code})`));
+      });
+      this.workers.push(state);
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.failure === null) this.failure = error;
+    this.signal();
+  }
+
+  private signal(): void {
+    const wake = this.wake;
+    this.wake = null;
+    wake?.();
+  }
+
+  private waitForChange(): Promise<void> {
+    return new Promise((resolve) => {
+      const previous = this.wake;
+      this.wake = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
+
+  private check(): void {
+    if (this.failure !== null) throw this.failure;
+  }
+
+  private receive(state: WorkerState, message: FromWorker): void {
+    if (message.type === "fatal") {
+      this.fail(new Error(message.message));
+      return;
+    }
+    const slot = this.slots.get(message.seq);
+    if (slot === undefined) return;
+    if (message.piece.last) state.outstanding--;
+    slot.pieces.push(message.piece);
+    this.pump();
+    this.signal();
+  }
+
+  /** Writes the pieces that are next in input order, one write at a time. */
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    this.writing = (async () => {
+      try {
+        for (;;) {
+          const slot = this.slots.get(this.nextWrite);
+          if (slot === undefined || slot.pieces.length === 0) break;
+          const piece = slot.pieces.shift()!;
+          await this.write(piece);
+          if (piece.last) {
+            this.slots.delete(this.nextWrite);
+            this.nextWrite++;
+            this.inFlight -= slot.bytes;
+            this.signal();
+          }
+        }
+      } catch (error) {
+        this.fail(error instanceof Error ? error : new Error(String(error)));
+      } finally {
+        this.pumping = false;
+      }
+      // A piece may have arrived while the last write was awaited.
+      const slot = this.slots.get(this.nextWrite);
+      if (slot !== undefined && slot.pieces.length > 0 && this.failure === null) this.pump();
+    })();
+  }
+
+  /** Hands a batch to a worker (its bytes are transferred: `batch` is unusable afterwards). */
+  async submit(batch: Batch, name: string): Promise<void> {
+    for (;;) {
+      this.check();
+      const idle = this.workers.reduce((a, b) => (b.outstanding < a.outstanding ? b : a));
+      const room = this.inFlight === 0 || this.inFlight + batch.bytes.length <= this.maxBytes;
+      if (idle.outstanding < PER_WORKER && room) {
+        const seq = this.nextSubmit++;
+        this.slots.set(seq, { bytes: batch.bytes.length, pieces: [], worker: idle });
+        this.inFlight += batch.bytes.length;
+        idle.outstanding++;
+        const message: ToWorker = {
+          seq,
+          buffer: batch.bytes.buffer as ArrayBuffer,
+          length: batch.bytes.length,
+          firstLine: batch.firstLine,
+          lineCount: batch.lineCount,
+          name,
+        };
+        idle.worker.postMessage(message, [message.buffer]);
+        return;
+      }
+      await this.waitForChange();
+    }
+  }
+
+  /** Waits until everything submitted is written. */
+  async drain(): Promise<void> {
+    while (this.nextWrite < this.nextSubmit) {
+      this.check();
+      await this.waitForChange();
+    }
+    await this.writing;
+    this.check();
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.workers.map((state) => state.worker.terminate()));
+  }
+}

@@ -1,0 +1,96 @@
+// `rows` end to end: input files -> batches of lines -> planned in-process (jobs 1) or on worker
+// threads -> rows, reports and notes written in input order.
+import { statSync } from "node:fs";
+import { readRollouts } from "../formats/read.js";
+import { tokenDirectory } from "../formats/tokens-dir.js";
+import { DEFAULT_CHUNK, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
+import { WorkerPool } from "./pool.js";
+import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
+import type { ByteSink } from "./sink.js";
+
+export interface RunOptions extends IngestOptions {
+  /** Worker threads; 1 plans in-process. */
+  jobs: number;
+  /** Batch size in bytes (tests use small ones). */
+  chunk?: number;
+  /** Input bytes out at a time with workers (before their output is written). */
+  maxInFlight?: number;
+}
+
+export interface RunSinks {
+  rows: ByteSink;
+  /** Null: no report file. */
+  report: ByteSink | null;
+  /** Rejection notes (stderr). */
+  notes(text: string): void;
+  /** Called after each piece is written. */
+  progress?(totals: RunTotals): void;
+}
+
+export interface RunTotals {
+  rollouts: number;
+  rejected: number;
+  rows: number;
+  /** Input bytes done. */
+  bytes: number;
+}
+
+/** `.json` inputs hold one rollout (possibly pretty-printed), not JSONL. */
+export function isJsonFile(input: string): boolean {
+  return input !== "-" && input.toLowerCase().endsWith(".json");
+}
+
+/** Sum of the input files' sizes (null when reading stdin), for progress. */
+export function inputSize(inputs: readonly string[]): number | null {
+  let total = 0;
+  for (const input of inputs) {
+    if (input === "-") return null;
+    total += statSync(input).size;
+  }
+  return total;
+}
+
+export async function runRows(inputs: readonly string[], options: RunOptions, sinks: RunSinks): Promise<RunTotals> {
+  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
+  const write = async (piece: Piece) => {
+    for (const chunk of piece.rows) await sinks.rows.write(chunk);
+    if (piece.reports !== "" && sinks.report !== null) await sinks.report.write(piece.reports);
+    if (piece.notes !== "") sinks.notes(piece.notes);
+    totals.rollouts += piece.rollouts;
+    totals.rejected += piece.rejected;
+    totals.rows += piece.rowCount;
+    totals.bytes += piece.bytes;
+    sinks.progress?.(totals);
+  };
+
+  const files = inputs.length === 0 ? ["-"] : inputs;
+  let local: LineProcessor | null = null;
+  const inProcess = async () => (local ??= await LineProcessor.create(options));
+  const pool = options.jobs > 1 ? new WorkerPool(options.jobs, options, write, options.maxInFlight) : null;
+  try {
+    for (const file of files) {
+      if (isJsonFile(file)) {
+        await pool?.drain(); // keep input order: earlier batches first
+        await planJsonFile(file, options, await inProcess(), write);
+        continue;
+      }
+      const name = file === "-" ? "<stdin>" : file;
+      const source: ByteSource = file === "-" ? streamSource(process.stdin) : await fileSource(file);
+      for await (const batch of readBatches(source, options.chunk ?? DEFAULT_CHUNK)) {
+        if (pool !== null) await pool.submit(batch, name);
+        else await (await inProcess()).processBatch(batch, name, write);
+      }
+    }
+    await pool?.drain();
+  } finally {
+    await pool?.close();
+  }
+  return totals;
+}
+
+/** A `.json` file: one value (or an array of values), through JSON.parse, in-process. */
+async function planJsonFile(file: string, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
+  const read = { from: options.from, ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }) };
+  for await (const item of readRollouts([file], read)) processor.finish(item.result, item.where, item.line);
+  await write(processor.takeAll(statSync(file).size));
+}

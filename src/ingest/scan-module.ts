@@ -1,0 +1,65 @@
+// Loads build/scan-{simd,scalar}.wasm (assembly/scan) and instantiates it with its two host
+// fallbacks: decimal parsing for the rare numbers Eisel–Lemire cannot decide, and float32
+// formatting outside the magnitudes the fast formatter handles.
+import { readFile } from "node:fs/promises";
+import { formatFloat32 } from "../output.js";
+
+export interface ScanExports {
+  memory: WebAssembly.Memory;
+  setPrefixByte(index: number, byte: number): void;
+  inputAddress(length: number): number;
+  scan(length: number): number;
+  metaAddress(): number;
+  metaLength(): number;
+  tableAddress(): number;
+  arrayCount(): number;
+  formatInts(source: number, count: number, at: number, comma: number): number;
+  formatFloats(source: number, count: number, at: number, comma: number): number;
+  base64(source: number, length: number, at: number): number;
+  maskInts(source: number, first: number, count: number, at: number, comma: number): number;
+  workspace(bytes: number): number;
+}
+
+export interface ScanModuleOptions {
+  /** SIMD build (default) or the scalar one. */
+  simd?: boolean;
+  /** Where the .wasm file is, when not in the package's build/ folder (bundles, benchmarks). */
+  url?: URL;
+}
+
+export function scanWasmUrl(simd: boolean): URL {
+  return new URL(`../../build/scan-${simd ? "simd" : "scalar"}.wasm`, import.meta.url);
+}
+
+const compiled = new Map<string, Promise<WebAssembly.Module>>();
+
+function compileOnce(url: URL): Promise<WebAssembly.Module> {
+  let module = compiled.get(url.href);
+  if (!module) {
+    module = readFile(url).then((bytes) => WebAssembly.compile(bytes));
+    compiled.set(url.href, module);
+  }
+  return module;
+}
+
+/** A fresh instance (own linear memory). */
+export async function instantiateScan(options: ScanModuleOptions = {}): Promise<ScanExports> {
+  const module = await compileOnce(options.url ?? scanWasmUrl(options.simd ?? true));
+  let memory: WebAssembly.Memory | null = null;
+  const env = {
+    parseFloatSlow(address: number, length: number): number {
+      const bytes = new Uint8Array(memory!.buffer, address, length);
+      return Number(String.fromCharCode.apply(null, bytes as unknown as number[]));
+    },
+    formatFloatSlow(value: number, address: number): number {
+      const text = formatFloat32(value);
+      const bytes = new Uint8Array(memory!.buffer, address, text.length);
+      for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+      return text.length;
+    },
+  };
+  const instance = await WebAssembly.instantiate(module, { env });
+  const exports = instance.exports as unknown as ScanExports;
+  memory = exports.memory;
+  return exports;
+}

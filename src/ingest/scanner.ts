@@ -1,0 +1,114 @@
+// LineScanner: one JSONL line's bytes → its value, with every token array (`prompt_token_ids`,
+// `generation_token_ids`) as an Int32Array and every `generation_log_probs` as a Float32Array,
+// both views over the scanner's own linear memory, parsed there by assembly/scan. Only the
+// remaining metadata goes through JSON.parse, with a placeholder string where each array was.
+import { describeNotJson } from "./scan-errors.js";
+import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
+
+export type ScannedLine =
+  | { ok: true; value: unknown }
+  | { ok: false; code: "malformed_json"; detail: string }
+  | { ok: false; code: "rollout_too_large"; detail: string };
+
+export type LineScannerOptions = ScanModuleOptions;
+
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+const ARRAY_KEYS = new Set(["prompt_token_ids", "generation_token_ids", "generation_log_probs"]);
+const NONCE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/** `\u0000` + 16 random characters: no line can guess it, so no user string is taken for a placeholder. */
+function makeNonce(): string {
+  const random = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(random);
+  let nonce = "";
+  for (const r of random) nonce += NONCE_CHARS[r % NONCE_CHARS.length];
+  return nonce;
+}
+
+export class LineScanner {
+  /** The parsed placeholder text (after JSON.parse): "\0" + nonce; the array index follows. */
+  private readonly placeholder: string;
+
+  private constructor(
+    private readonly wasm: ScanExports,
+    nonce: string,
+  ) {
+    this.placeholder = "\u0000" + nonce;
+    const raw = '"\\u0000' + nonce; // as written into the metadata text
+    for (let i = 0; i < raw.length; i++) wasm.setPrefixByte(i, raw.charCodeAt(i));
+  }
+
+  /** A scanner with its own WebAssembly instance (SIMD build unless `{ simd: false }`). */
+  static async create(options: LineScannerOptions = {}): Promise<LineScanner> {
+    return new LineScanner(await instantiateScan(options), makeNonce());
+  }
+
+  /**
+   * Scans one line's bytes. Views in the result stay valid until the next scan() (memory only
+   * grows inside scan(), before any view is made).
+   */
+  scan(line: Uint8Array): ScannedLine {
+    const wasm = this.wasm;
+    const address = wasm.inputAddress(line.length);
+    if (address === 0) return tooLarge(line.length);
+    new Uint8Array(wasm.memory.buffer, address, line.length).set(line);
+    if (wasm.scan(line.length) !== 0) return tooLarge(line.length);
+    const buffer = wasm.memory.buffer;
+    let value: unknown;
+    try {
+      value = JSON.parse(decoder.decode(new Uint8Array(buffer, wasm.metaAddress(), wasm.metaLength())));
+    } catch {
+      return notJson(line);
+    }
+    const count = wasm.arrayCount();
+    if (count > 0) this.attach(value, buffer, wasm.tableAddress(), count);
+    return { ok: true, value };
+  }
+
+  /** Replaces each placeholder string by its array's view. Iterative: any nesting depth. */
+  private attach(root: unknown, buffer: ArrayBuffer, table: number, count: number): void {
+    const entries = new Uint32Array(buffer, table, count * 3);
+    const prefix = this.placeholder;
+    let left = count;
+    const stack: unknown[] = [root];
+    while (stack.length > 0 && left > 0) {
+      const node = stack.pop();
+      if (Array.isArray(node)) {
+        for (const item of node) if (typeof item === "object" && item !== null) stack.push(item);
+        continue;
+      }
+      const object = node as Record<string, unknown>;
+      for (const key of Object.keys(object)) {
+        const child = object[key];
+        if (typeof child === "object") {
+          if (child !== null) stack.push(child);
+        } else if (typeof child === "string" && ARRAY_KEYS.has(key) && child.startsWith(prefix)) {
+          const index = Number(child.slice(prefix.length));
+          if (!(index >= 0 && index < count && child === prefix + index)) continue;
+          const address = entries[index * 3];
+          const length = entries[index * 3 + 1];
+          // `key` is one of three plain names: assignment cannot reach a prototype.
+          object[key] = entries[index * 3 + 2] === 0 ? new Int32Array(buffer, address, length) : new Float32Array(buffer, address, length);
+          left--;
+        }
+      }
+    }
+  }
+}
+
+function tooLarge(bytes: number): ScannedLine {
+  return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes does not fit in the scanner's memory` };
+}
+
+function notJson(line: Uint8Array): ScannedLine {
+  const detail = describeNotJson(line);
+  if (detail !== null) return { ok: false, code: "malformed_json", detail };
+  // The checker accepts what JSON.parse rejected (e.g. nesting too deep for JSON.parse).
+  try {
+    JSON.parse(decoder.decode(line));
+  } catch (error) {
+    const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    return { ok: false, code: "malformed_json", detail: `not JSON (${why})` };
+  }
+  throw new Error("LineScanner: metadata failed to parse although the line is JSON (a scanner bug)");
+}

@@ -1,0 +1,35 @@
+// Worker thread for `rows --jobs N`: its own WASM instances (core + scanner), one batch at a time.
+// Batches arrive transferred (no copy); row bytes go back transferred, in order, in pieces.
+import { parentPort, workerData } from "node:worker_threads";
+import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
+import type { ToWorker, FromWorker } from "./pool.js";
+
+const port = parentPort!;
+const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
+
+let processor: LineProcessor | null = null;
+let queue: Promise<void> = LineProcessor.create(workerData as IngestOptions).then(
+  (created) => {
+    processor = created;
+  },
+  (error: unknown) => post({ type: "fatal", message: describe(error) }),
+);
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message.split("\n")[0] : String(error);
+}
+
+port.on("message", (message: ToWorker) => {
+  // One batch after another: pieces of a batch must leave in order.
+  queue = queue.then(async () => {
+    if (processor === null) return;
+    const batch = { bytes: new Uint8Array(message.buffer, 0, message.length), firstLine: message.firstLine, lineCount: message.lineCount };
+    try {
+      await processor.processBatch(batch, message.name, (piece: Piece) => {
+        post({ type: "piece", seq: message.seq, piece }, piece.rows.map((chunk) => chunk.buffer as ArrayBuffer));
+      });
+    } catch (error) {
+      post({ type: "fatal", message: `${message.name}:${message.firstLine}+: ${describe(error)}` });
+    }
+  });
+});

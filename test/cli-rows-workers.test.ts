@@ -1,0 +1,82 @@
+// `rows --jobs N` on worker threads: the bytes of rows and reports do not depend on N, on the
+// batch size, or on the reader; and a real process reads stdin. Workers load dist/, so the suite
+// compiles src/ first (tsc, a few seconds).
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROOT, buildDist, cli, goodLines, lines, read, removeTempDirs, rowsOf, tempDir } from "./ingest/cli.js";
+
+beforeAll(buildDist);
+afterAll(removeTempDirs);
+
+/** ~1 MB of rollouts with bad and blank lines among them. */
+function input(): string {
+  const good = goodLines(300, 11);
+  const out: string[] = [];
+  good.forEach((line, i) => {
+    out.push(line);
+    if (i % 50 === 7) out.push('{"rollout_id":"cut","calls":[{"id":"c","prompt_token_ids":[1,');
+    if (i % 50 === 20) out.push("");
+    if (i % 50 === 33) out.push(line.replace('"prompt_token_ids":[', '"prompt_token_ids":[-1,'));
+  });
+  return out.join("\n") + "\n";
+}
+
+describe("rows --jobs N", () => {
+  it("writes the same rows and reports for N = 1, 2, 3, any batch size, and the JSON.parse path", async () => {
+    const dir = tempDir();
+    const content = input();
+    const one = await rowsOf(dir, "one", content, "--jobs", "1");
+    expect(one.run.code).toBe(0);
+    expect(lines(one.report)).toHaveLength(content.split("\n").filter((l) => l !== "").length);
+    expect(lines(one.report).some((l) => l.includes('"reason":"invalid_token"'))).toBe(true);
+    const runs = [
+      ["--jobs", "2"],
+      ["--jobs", "3"],
+      ["--jobs", "2", "--batch-bytes", "4096"],
+      ["--jobs", "3", "--batch-bytes", "65536"],
+      ["--jobs", "3", "--batch-bytes", "300"],
+      ["--jobs", "2", "--reader", "json", "--batch-bytes", "16384"],
+      ["--jobs", "1", "--reader", "json"],
+    ];
+    for (const [i, argv] of runs.entries()) {
+      const other = await rowsOf(dir, `run${i}`, content, ...argv);
+      expect(other.run.code, argv.join(" ")).toBe(0);
+      expect(other.rows === one.rows, argv.join(" ")).toBe(true);
+      expect(other.report === one.report, argv.join(" ")).toBe(true);
+    }
+  });
+
+  it("keeps .json files in their place among JSONL inputs on workers", async () => {
+    const dir = tempDir();
+    const jsonl = join(dir, "a.jsonl");
+    const { input: first } = await rowsOf(dir, "a", goodLines(40, 3).join("\n") + "\n", "--jobs", "1");
+    const login = join(ROOT, "examples", "login-bug.json");
+    const serial = await cli("rows", first, login, first, "--jobs", "1", "--quiet");
+    const parallel = await cli("rows", first, login, first, "--jobs", "3", "--batch-bytes", "2048", "--quiet");
+    expect(parallel.code).toBe(0);
+    expect(parallel.stdout).toBe(serial.stdout);
+    expect(lines(parallel.stdout).filter((l) => l.includes('"rollout_id":"login-bug"')).length).toBe(5 * 3);
+    expect(jsonl).toBe(first);
+  });
+
+  it("runs as a real process on stdin with workers, exit codes and stderr as documented", () => {
+    const content = input();
+    const bin = join(ROOT, "bin", "callforest.js");
+    const dir = tempDir();
+    const run = (...argv: string[]) => spawnSync(process.execPath, [bin, "rows", ...argv], { input: content, encoding: "utf8", cwd: dir, maxBuffer: 1 << 30 });
+    const serial = run("--jobs", "1");
+    const parallel = run("--jobs", "2", "--batch-bytes", "8192");
+    expect(serial.status).toBe(0);
+    expect(parallel.status).toBe(0);
+    expect(parallel.stdout).toBe(serial.stdout);
+    expect(parallel.stderr).toBe(serial.stderr);
+    const stderr = lines(serial.stderr);
+    expect(stderr[0]).toMatch(/^<stdin>:9: rejected \(malformed_json\): not JSON \(/);
+    expect(stderr[stderr.length - 1]).toMatch(/^callforest: \d+ rollouts \(\d+ ok, 12 rejected\), \d+ rows$/);
+    const strict = run("--jobs", "2", "--strict", "--report", join(dir, "report.jsonl"));
+    expect(strict.status).toBe(1);
+    expect(strict.stderr).toBe("callforest: 12 of 313 rollouts rejected\n");
+    expect(lines(read(join(dir, "report.jsonl")))).toHaveLength(313);
+  });
+});

@@ -1,0 +1,37 @@
+import { describe, expect, it } from "vitest";
+import { agentDemo, type AgentDemoOptions } from "../../src/cli/commands/agent-demo.js";
+import { UsageError } from "../../src/cli/errors.js";
+
+const defaults: AgentDemoOptions = { turns: "10", policy: "combined", schedule: "chunked", actionsPerChunk: "3", seed: "0", backend: "wasm" };
+
+describe("callforest agent-demo", () => {
+  it("prints the boundaries and the rows, with roots exactly at the boundaries", async () => {
+    const out = await agentDemo(defaults);
+    const lines = out.split("\n");
+    expect(lines[0]).toBe("agent-demo: 10 calls, policy combined (recency/1), schedule turn_chunked(3), stop max_turns");
+    const boundaryCount = Number(/^boundaries \((\d+)\)$/m.exec(out)![1]);
+    expect(boundaryCount).toBeGreaterThan(0);
+    const start = lines.findIndex((l) => l.startsWith("boundaries ("));
+    const firstCalls = lines.slice(start + 2, start + 2 + boundaryCount).map((l) => l.trim().split(/\s+/)[1]);
+    expect(lines.find((l) => l.startsWith("roots: "))).toBe(`roots: agent-c0 ${firstCalls.join(" ")}`);
+    expect(out).toMatch(/^rows \(backend wasm\)$/m);
+    const report = /^report: ok, calls 10, roots (\d+), rows (\d+), captured (\d+), trained (\d+)$/m.exec(out)!;
+    expect(Number(report[1])).toBe(boundaryCount + 1);
+    expect(report[3]).toBe(report[4]);
+    expect(await agentDemo(defaults)).toBe(out); // deterministic
+  });
+
+  it("runs every policy and schedule on the TypeScript backend", async () => {
+    for (const policy of ["identity", "images", "reasoning"]) {
+      const out = await agentDemo({ ...defaults, turns: "4", policy, schedule: "rolling", backend: "ts" });
+      expect(out).toMatch(/^report: ok, calls 4,/m);
+    }
+  });
+
+  it("rejects bad options with a usage error", async () => {
+    await expect(agentDemo({ ...defaults, policy: "lru" })).rejects.toThrow(new UsageError("unknown --policy 'lru': expected identity, images, reasoning, combined"));
+    await expect(agentDemo({ ...defaults, turns: "0" })).rejects.toThrow("--turns must be an integer >= 1 (got '0')");
+    await expect(agentDemo({ ...defaults, schedule: "weekly" })).rejects.toThrow(UsageError);
+    await expect(agentDemo({ ...defaults, backend: "gpu" })).rejects.toThrow(UsageError);
+  });
+});

@@ -1,0 +1,189 @@
+// End to end: the grid-world agent against the test-bed server, under every policy, both
+// schedules, with and without guards; the evidence becomes a canonical rollout, both core
+// backends plan it, and every sampled token is trained exactly once along the recorded lineage.
+import { createHash } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import {
+  canonicalJson,
+  identityPolicy,
+  recencyPolicy,
+  rolling,
+  rolloutFromEvidence,
+  runAgent,
+  turnChunked,
+  validateEvidence,
+  type GuardConfig,
+  type Policy,
+  type RunAgentResult,
+  type ScheduleConfig,
+} from "../../src/compaction/index.js";
+import { createGridWorld } from "../../src/compaction/testbed/index.js";
+import { expectTrainsOnceAlongLineage, withServer } from "./support.js";
+
+const KEEP_GROUPS = 2;
+const KEEP_BLOCKS = 2;
+const images = { keepLastGroups: KEEP_GROUPS, protectInitialContext: true };
+const reasoning = { keepLastBlocks: KEEP_BLOCKS, keepFirstBlock: true };
+const POLICIES: Record<string, () => Policy> = {
+  identity: () => identityPolicy(),
+  "image-only recency": () => recencyPolicy({ images }),
+  "reasoning-only recency": () => recencyPolicy({ reasoning }),
+  "combined recency": () => recencyPolicy({ images, reasoning }),
+};
+const SCHEDULES: Record<string, () => ScheduleConfig> = { rolling: () => rolling(), "turnChunked(3)": () => turnChunked(3) };
+// Base of a chunk: the task image + KEEP_GROUPS; a chunk's tail adds up to two more before it is full.
+const GUARDS: GuardConfig = { maxActiveImages: 4, maxVisionTokens: 4 * 25, maxTotalTokens: 50_000, reserveGenerationTokens: 64 };
+const TURNS = 14;
+
+function checkEvidenceShape(result: RunAgentResult) {
+  const e = result.evidence;
+  expect(rolloutFromEvidence(validateEvidence(JSON.parse(JSON.stringify(e))))).toEqual(result.rollout);
+  expect(e.calls.map((c) => c.turn)).toEqual(e.calls.map((_, i) => i));
+  expect(result.response?.id).toBe(e.calls[e.calls.length - 1].response_id);
+  const boundaryAt = new Map(e.boundaries.map((b) => [b.first_call, b]));
+  e.calls.forEach((call, i) => {
+    expect(call.endpoint).toBe("context_compaction");
+    const boundary = boundaryAt.get(call.call_id);
+    if (i === 0) {
+      expect(call).toMatchObject({ segment: 0, parent_call: null, required_prefix_length: 0 });
+    } else if (boundary) {
+      expect(call).toMatchObject({ segment: boundary.segment, parent_call: null, required_prefix_length: 0, view_digest: boundary.new_view_digest });
+      expect(boundary.previous_call).toBe(e.calls[i - 1].call_id);
+      expect(boundary.old_view_digest).toBe(e.calls[i - 1].view_digest);
+    } else {
+      const previous = e.calls[i - 1];
+      expect(call.segment).toBe(previous.segment);
+      expect(call.parent_call).toBe(previous.call_id);
+      expect(call.required_prefix_length).toBe(previous.prompt_token_ids.length + previous.generation_token_ids.length);
+      expect(call.appended_items).toBeGreaterThan(0);
+    }
+  });
+  expect(new Set(e.boundaries.map((b) => b.segment)).size).toBe(e.boundaries.length);
+  for (const call of e.calls) {
+    // a chunk's tail only appends: it never rewrites, so it never opens a segment
+    if (call.decision!.trigger === "chunk_tail") expect(boundaryAt.has(call.call_id)).toBe(false);
+    const boundary = boundaryAt.get(call.call_id);
+    if (boundary) expect(boundary.trigger).toBe(call.decision!.trigger);
+  }
+}
+
+function checkGuards(result: RunAgentResult) {
+  const e = result.evidence;
+  const evaluated = e.guards.map((g) => g.call_id);
+  expect(new Set(evaluated).size).toBe(evaluated.length); // one evaluation per call
+  expect(evaluated.slice(0, e.calls.length)).toEqual(e.calls.map((c) => c.call_id));
+  for (const g of e.guards) {
+    const final = g.rounds[g.rounds.length - 1];
+    if (g.outcome === "admit") expect(g.rounds).toHaveLength(1);
+    if (g.outcome === "admit_after_compaction") {
+      expect(g.rounds).toHaveLength(2);
+      expect(g.rounds[0].checks.some((c) => !c.ok)).toBe(true);
+      expect(e.calls.find((c) => c.call_id === g.call_id)!.decision!.trigger).toBe("guard_recompaction");
+    }
+    if (g.outcome === "reject") {
+      expect(final.checks.some((c) => !c.ok)).toBe(true);
+      expect(g).toBe(e.guards[e.guards.length - 1]);
+      expect(e.stop_reason).toBe("guard_rejected");
+      expect(e.calls.some((c) => c.call_id === g.call_id)).toBe(false);
+      continue;
+    }
+    expect(final.checks.every((c) => c.ok && c.measured <= c.limit)).toBe(true);
+    const call = e.calls.find((c) => c.call_id === g.call_id)!;
+    expect(final.view_digest).toBe(call.view_digest);
+    // the /tokenize preflight counted exactly the prompt the generation then reported
+    const total = final.checks.find((c) => c.guard === "total_tokens")!;
+    expect(total.measured - GUARDS.reserveGenerationTokens!).toBe(call.prompt_token_ids.length);
+    expect(final.checks.find((c) => c.guard === "active_images")!.measured).toBe(call.media.length);
+  }
+}
+
+describe.each(Object.keys(POLICIES))("%s", (policyName) => {
+  describe.each(Object.keys(SCHEDULES))("under %s", (scheduleName) => {
+    it.each([false, true])("with guards: %s", async (guarded) => {
+      await withServer({ seed: 11 }, async (_server, model) => {
+        const policy = POLICIES[policyName]();
+        const schedule = SCHEDULES[scheduleName]();
+        const result = await runAgent({
+          model,
+          environment: createGridWorld({ seed: 4 }),
+          compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) },
+          maxTurns: TURNS,
+          maxOutputTokens: 64,
+        });
+        const e = result.evidence;
+        checkEvidenceShape(result);
+        await expectTrainsOnceAlongLineage(e, result.rollout);
+
+        const imagesOn = policyName !== "identity" && policyName !== "reasoning-only recency";
+        const reasoningOn = policyName !== "identity" && policyName !== "image-only recency";
+        const tail = schedule.type === "turn_chunked" ? 2 : 0;
+        for (const call of e.calls) {
+          if (!imagesOn) expect(call.view.omitted.images).toBe(0);
+          else expect(call.media.length).toBeLessThanOrEqual(1 + KEEP_GROUPS + tail);
+          if (!reasoningOn) expect(call.view.omitted.reasoning).toBe(0);
+          else expect(call.view.retained.reasoning).toBeLessThanOrEqual(1 + KEEP_BLOCKS + tail);
+        }
+        if (policyName === "identity") expect(e.boundaries).toEqual([]);
+        else if (!guarded || imagesOn) expect(e.boundaries.length).toBeGreaterThan(0);
+        expect(e.compaction).toMatchObject({ enabled: true, policy: { name: policy.name }, schedule, guards: guarded ? GUARDS : null });
+
+        if (!guarded) {
+          expect(e.guards).toEqual([]);
+          expect(e.calls).toHaveLength(TURNS);
+          return;
+        }
+        checkGuards(result);
+        if (imagesOn) {
+          expect(e.stop_reason).toBe("max_turns");
+          const recompacted = e.guards.filter((g) => g.outcome === "admit_after_compaction");
+          if (schedule.type === "turn_chunked") {
+            expect(recompacted.length).toBeGreaterThan(0);
+            expect(e.chunks.filter((c) => c.closed_by === "guard")).toHaveLength(recompacted.length);
+          } else {
+            expect(recompacted).toEqual([]);
+          }
+        } else {
+          // nothing drops images here: the image guard trips and, after any recompaction, rejects
+          expect(e.stop_reason).toBe("guard_rejected");
+          expect(e.guards[e.guards.length - 1].outcome).toBe("reject");
+        }
+      });
+    });
+  });
+});
+
+describe("retries", () => {
+  it("a boundary pending on a failed call is the same boundary when the call is retried, recorded once", async () => {
+    const run = (faults: Record<number, "http_500">) =>
+      withServer({ seed: 11, faults }, async (server, model) => {
+        const result = await runAgent({ model, environment: createGridWorld({ seed: 4 }), compaction: { policy: recencyPolicy({ images }), schedule: rolling() }, maxTurns: 8 });
+        return { ...result, requests: server.requests };
+      });
+    const clean = await run({});
+    const first = clean.evidence.boundaries[0];
+    const turn = clean.evidence.calls.findIndex((c) => c.call_id === first.first_call);
+    const retried = await run({ [turn + 1]: "http_500", [turn + 2]: "http_500" });
+    expect(retried.evidence.boundaries).toEqual(clean.evidence.boundaries);
+    expect(retried.rollout).toEqual(clean.rollout);
+    expect(retried.evidence.calls[turn].attempts).toBe(3);
+    expect(retried.evidence.attempts.filter((a) => a.call_id === first.first_call).map((a) => a.status)).toEqual(["failed", "failed", "ok"]);
+    expect(retried.evidence.attempts.filter((a) => a.status === "failed")[0].error).toMatch(/HTTP 500/);
+    // the retries resent the same bytes, and the evidence names the bytes that got the answer
+    const sent = retried.requests.filter((r) => r.path === "/v1/responses/context-compaction");
+    expect(sent.map((r) => r.status)).toEqual(sent.map((_, i) => (i === turn || i === turn + 1 ? 500 : 200)));
+    expect(sent[turn].body).toEqual(sent[turn + 2].body);
+    const digests = sent.filter((r) => r.status === 200).map((r) => `sha256:${createHash("sha256").update(canonicalJson(r.body)).digest("hex")}`);
+    expect(retried.evidence.calls.map((c) => c.request_digest)).toEqual(digests);
+    expect(sent.filter((r) => r.status === 200).map((r) => "required_prefix_token_ids" in (r.body as object))).toEqual(
+      retried.evidence.calls.map((c) => c.parent_call !== null),
+    );
+    await expectTrainsOnceAlongLineage(retried.evidence, retried.rollout);
+  });
+
+  it("gives up after the configured retries with the server's error", async () => {
+    await withServer({ seed: 11, faults: { 2: "http_500", 3: "http_500" } }, async (_server, model) => {
+      const compaction = { policy: identityPolicy(), schedule: rolling() };
+      await expect(runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 4, retries: 1 })).rejects.toThrow(/HTTP 500: .*injected failure/);
+    });
+  });
+});

@@ -1,0 +1,313 @@
+// The SVG picture (src/draw) and `callforest draw`, in Node: the worked example's snapshot, byte
+// determinism, what the picture marks (lanes, links, roots, leaves, cuts, rows), legibility at 500
+// calls, rejected rollouts, and the CLI's file naming. XML validity and rendered text sizes are
+// checked in a real browser in draw-render.test.ts.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Command, CommanderError } from "commander";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { init, type Callforest } from "../src/index.js";
+import { faultOf, renderSvg } from "../src/draw/index.js";
+import { BOX_W, COL, FONT } from "../src/draw/layout.js";
+import { register } from "../src/cli/commands/draw.js";
+import { exitCodeOf, messageOf } from "../src/cli/errors.js";
+import { generateRollout } from "../bench/generate.js";
+import type { Report, Rollout } from "../src/types.js";
+
+const EXAMPLE_FILE = new URL("../examples/login-bug.json", import.meta.url);
+const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
+
+let cf: Callforest;
+beforeAll(async () => {
+  cf = await init();
+});
+
+function draw(rollout: unknown, api = cf): string {
+  const plan = api.plan(rollout);
+  try {
+    return renderSvg(plan);
+  } finally {
+    plan.release();
+  }
+}
+
+/** The `<g ... data-call="ID">` group of one call. */
+function callGroup(svg: string, id: string): string {
+  const match = new RegExp(`<g class="([^"]*)" data-call="${id}">`).exec(svg);
+  if (match === null) throw new Error(`no group for ${id}`);
+  return match[1];
+}
+
+function rowGroup(svg: string, row: number): string {
+  const start = svg.indexOf(`<g class="cf-row" data-row="${row}">`);
+  return svg.slice(start, svg.indexOf("</g>", start));
+}
+
+function rowBoxes(svg: string, row: number, kind: "trained" | "context"): string[] {
+  return [...rowGroup(svg, row).matchAll(new RegExp(`class="cf-${kind}" data-call="([^"]+)"`, "g"))].map((m) => m[1]);
+}
+
+describe("the worked example's picture", () => {
+  it("matches the committed snapshot", async () => {
+    await expect(draw(example)).toMatchFileSnapshot("./__snapshots__/login-bug.svg");
+  });
+
+  it("is the same bytes every time and on both backends", async () => {
+    const ts = await init({ backend: "ts" });
+    const first = draw(example);
+    expect(draw(structuredClone(example))).toBe(first);
+    expect(draw(example, ts)).toBe(first);
+  });
+
+  it("refers to nothing outside itself: no scripts, links, fonts or images", () => {
+    const svg = draw(example) + draw(generateRollout({ calls: 200, seed: 5 }));
+    expect(svg).not.toMatch(/<script|<image|<foreignObject|<a[ >]|href=|@import|@font-face|url\((?!#cf-arrow\))/);
+    expect(svg.match(/https?:\/\/[^"\s]*/g)).toEqual(["http://www.w3.org/2000/svg", "http://www.w3.org/2000/svg"]);
+  });
+
+  it("has one lane per agent labelled with id and mode, in the listed order", () => {
+    const svg = draw(example);
+    const labels = [...svg.matchAll(/<text x="16" y="\d+" class="cf-lane-label">([^<]+)<\/text>/g)].map((m) => m[1]);
+    expect(labels.slice(0, 4)).toEqual(["L · leader", "B · background", "A · fresh", "F · fork"]);
+  });
+
+  it("draws the calls in ledger order, roots and leaves marked", () => {
+    const svg = draw(example);
+    const order = [...svg.matchAll(/<g class="cf-call[^"]*" data-call="([^"]+)">/g)].map((m) => m[1]);
+    expect(order).toEqual(example.calls.map((c) => c.id));
+    const xs = [...svg.matchAll(/data-call="C\d+"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) => Number(m[1]));
+    expect(xs).toEqual(xs.map((_, i) => xs[0] + i * COL));
+    const roots = example.calls.map((c) => c.id).filter((id) => callGroup(svg, id).includes("cf-is-root"));
+    const leaves = example.calls.map((c) => c.id).filter((id) => callGroup(svg, id).includes("cf-is-leaf"));
+    expect(roots).toEqual(["C1", "C2", "C5", "C11"]);
+    expect(leaves).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+  });
+
+  it("links each call to its parent, the fork's first call into the leader's lane", () => {
+    const svg = draw(example);
+    const box = (id: string) => {
+      const m = new RegExp(`data-call="${id}"><title>[^<]*</title>\n<rect x="(\\d+)" y="(\\d+)"`).exec(svg)!;
+      return { x: Number(m[1]), y: Number(m[2]) };
+    };
+    // A link runs from the child's box to the parent's box; read its two ends from the path data.
+    const links = [...svg.matchAll(/<path d="([^"]+)" class="cf-link" marker-end/g)].slice(1).map((m) => {
+      const numbers = m[1].match(/-?\d+/g)!.map(Number);
+      const [x0, y0] = numbers;
+      const end = m[1].includes(" H") ? [numbers[numbers.length - 1], y0] : numbers.slice(-2);
+      return { from: [x0, y0], to: end };
+    });
+    const within = ([x, y]: number[], id: string) => {
+      const b = box(id);
+      return x >= b.x && x <= b.x + BOX_W && y >= b.y && y <= b.y + 32;
+    };
+    const linked = example.calls
+      .map((c) => c.id)
+      .map((id) => {
+        const link = links.find((l) => within(l.from, id));
+        if (link === undefined) return [id, null];
+        const parent = example.calls.map((c) => c.id).find((p) => p !== id && within(link.to, p));
+        return [id, parent ?? "?"];
+      });
+    expect(Object.fromEntries(linked)).toEqual({
+      C1: null, C2: null, C3: "C1", C4: "C2", C5: null, C6: "C5", C7: "C3", C8: "C7", C9: "C8", C10: "C7", C11: null, C12: "C11",
+    });
+    expect(links.length).toBe(8);
+    // the fork's first call leaves lane F and ends in lane L, at C7
+    expect(box("C8").y).toBeGreaterThan(box("C7").y + 3 * 60);
+  });
+
+  it("marks the compaction cut between the summary C10 and the new root C11, and nowhere else", () => {
+    const svg = draw(example);
+    expect([...svg.matchAll(/class="cf-cut-mark" data-after="([^"]+)"/g)].map((m) => m[1])).toEqual(["C11"]);
+    expect(svg).toContain("C10 was the last call of the old context, C11 starts a new tree");
+  });
+
+  it("draws each row's path with trained calls filled and context calls hollow (SPEC's table)", () => {
+    const svg = draw(example);
+    const expected: [string[], string[]][] = [
+      [["C2", "C4"], []],
+      [["C5", "C6"], []],
+      [["C8", "C9"], ["C1", "C3", "C7"]],
+      [["C1", "C3", "C7", "C10"], []],
+      [["C11", "C12"], []],
+    ];
+    expected.forEach(([trained, context], row) => {
+      expect(rowBoxes(svg, row, "trained")).toEqual(trained);
+      expect(rowBoxes(svg, row, "context")).toEqual(context);
+    });
+  });
+});
+
+describe("large and unusual rollouts", () => {
+  it("stays legible at 500 calls: same font size, the picture grows wider instead", () => {
+    const big = generateRollout({ calls: 500, seed: 7 });
+    const svg = draw(big);
+    const small = draw(example);
+    const fontSizes = (s: string) => [...s.matchAll(/font-size="([^"]+)"/g)].map((m) => m[1]);
+    expect(fontSizes(svg)).toEqual([String(FONT)]);
+    expect(fontSizes(small)).toEqual([String(FONT)]);
+    expect(svg).not.toMatch(/transform|scale\(|font-size:/);
+    const [, width, height, vw, vh] = /<svg [^>]*width="(\d+)" height="(\d+)" viewBox="0 0 (\d+) (\d+)"/.exec(svg)!;
+    expect([vw, vh]).toEqual([width, height]); // drawn 1:1, never scaled down to fit
+    expect(Number(width)).toBeGreaterThanOrEqual(big.calls.length * COL);
+    // every call is drawn with its id readable in its box (generator ids fit without clipping)
+    const ids = [...svg.matchAll(/data-call="([^"]+)"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g)];
+    expect(ids.length).toBe(big.calls.length);
+    for (const [, id, label] of ids) expect(label).toBe(id);
+  });
+
+  it("marks calls that are not linked (unkept retries, empty generations) without a row", () => {
+    const rollout = structuredClone(example) as Rollout & { calls: { kept?: boolean }[] };
+    rollout.calls.splice(1, 0, { ...structuredClone(rollout.calls[0]), id: "retry", kept: false });
+    rollout.calls.push({ id: "empty", agent: "L", prompt_token_ids: [1], generation_token_ids: [], generation_log_probs: [] });
+    const svg = draw(rollout);
+    expect(callGroup(svg, "retry")).toBe("cf-call cf-is-unlinked");
+    expect(callGroup(svg, "empty")).toBe("cf-call cf-is-unlinked");
+    expect(svg).toMatch(/data-call="retry">[\s\S]*?not kept<\/text>/);
+    expect(svg).toMatch(/data-call="empty">[\s\S]*?empty<\/text>/);
+  });
+
+  it("escapes ids and labels, and replaces characters XML forbids", () => {
+    const rollout = structuredClone(example);
+    rollout.calls[0].id = `<b>&"x"\u0001`;
+    rollout.agents![0].mode = "lead<er>";
+    const svg = draw(rollout);
+    expect(svg).toContain("&lt;b&gt;&amp;&quot;x&quot;\uFFFD");
+    expect(svg).toContain("L · lead&lt;er&gt;");
+    expect(svg).not.toContain("\u0001");
+    expect(svg).not.toContain("<b>");
+  });
+
+  it("draws a rejected rollout as its reason and the call at fault", () => {
+    const rollout = structuredClone(example);
+    rollout.calls[4].generation_log_probs = [-0.5];
+    const plan = cf.plan(rollout);
+    const svg = renderSvg(plan);
+    plan.release();
+    expect(svg).toContain("rejected (logprob_length_mismatch):");
+    expect(svg).toContain(`call at fault: calls[4] &quot;C5&quot;`);
+    expect(svg).not.toContain("cf-call");
+  });
+});
+
+describe("faultOf", () => {
+  const rejected = (detail: string): Report => ({
+    rollout_id: "r", status: "rejected", reason: "invalid_token", detail, calls: 0, eligible: 0, roots: 0, leaves: 0,
+    rows: 0, captured_tokens: 0, trained_tokens: 0, row_tokens: 0, unique_tokens: 0, diagnostics: [],
+  });
+  it("reads the call the planner names first", () => {
+    expect(faultOf(rejected(`call "C\\"7" (calls[6]): prompt_token_ids[2] is -1`))).toEqual({ index: 6, id: 'C"7' });
+    expect(faultOf(rejected(`calls[3]: id must be a non-empty string, got 5`))).toEqual({ index: 3, id: null });
+    expect(faultOf(rejected(`reward must be a finite number, got "x"`))).toBeNull();
+  });
+  it("finds the call of a real ambiguous_parent rejection", () => {
+    const twin = { agent: "A", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] };
+    const plan = cf.plan({
+      rollout_id: "twins",
+      reward: 0,
+      agents: [{ id: "L", parent: null }, { id: "A", parent: "L" }, { id: "B", parent: "L" }, { id: "C", parent: "L" }],
+      calls: [{ id: "a", ...twin }, { id: "b", ...twin, agent: "B" }, { id: "c", agent: "C", prompt_token_ids: [1, 2, 3], generation_token_ids: [4], generation_log_probs: [-1] }],
+    });
+    expect(plan.report.reason).toBe("ambiguous_parent");
+    expect(faultOf(plan.report)).toEqual({ index: 2, id: "c" });
+    plan.release();
+  });
+});
+
+// ---- the CLI ---------------------------------------------------------------------------------
+
+let out: string[];
+let err: string[];
+beforeEach(() => {
+  out = [];
+  err = [];
+  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
+  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => (err.push(String(chunk)), true));
+});
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+async function run(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const program = new Command("callforest").exitOverride();
+  program.configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
+  register(program);
+  let code = 0;
+  try {
+    await program.parseAsync(["draw", ...argv], { from: "user" });
+  } catch (error) {
+    if (error instanceof CommanderError) code = error.exitCode === 0 ? 0 : 2;
+    else {
+      process.stderr.write(`callforest: ${messageOf(error)}\n`);
+      code = exitCodeOf(error);
+    }
+  }
+  return { code, stdout: out.join(""), stderr: err.join("") };
+}
+
+const made: string[] = [];
+const tmp = () => {
+  const dir = mkdtempSync(join(tmpdir(), "callforest-draw-"));
+  made.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("callforest draw", () => {
+  it("writes one rollout's SVG to -o, the same bytes as renderSvg", async () => {
+    const dir = tmp();
+    const file = join(dir, "forest.svg");
+    const r = await run(EXAMPLE_FILE.pathname, "-o", file);
+    expect([r.code, r.stderr, r.stdout]).toEqual([0, "", `${file}\n`]);
+    expect(readFileSync(file, "utf8")).toBe(draw(example));
+  });
+
+  it("writes -o - to stdout", async () => {
+    const r = await run(EXAMPLE_FILE.pathname, "-o", "-");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(draw(example));
+  });
+
+  it("names several rollouts <stem>.<id>.svg, adding the position for repeated or missing ids", async () => {
+    const dir = tmp();
+    const input = join(dir, "many.jsonl");
+    const second = { ...example, rollout_id: "a/b c" };
+    writeFileSync(input, [example, second, example, "{not json"].map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n") + "\n");
+    const r = await run(input, "-o", join(dir, "pic.svg"));
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    const names = ["pic.login-bug.svg", "pic.a_b_c.svg", "pic.login-bug.3.svg", "pic.rollout.4.svg"];
+    expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
+    expect(readdirSync(dir).sort()).toEqual([...names, "many.jsonl"].sort());
+    expect(readFileSync(join(dir, "pic.a_b_c.svg"), "utf8")).toBe(draw(second));
+    expect(readFileSync(join(dir, "pic.rollout.4.svg"), "utf8")).toContain("rejected (malformed_json):");
+  });
+
+  it("--rollout picks one rollout and writes it to -o as is", async () => {
+    const dir = tmp();
+    const input = join(dir, "two.jsonl");
+    writeFileSync(input, JSON.stringify(example) + "\n" + JSON.stringify({ ...example, rollout_id: "other" }) + "\n");
+    const r = await run(input, "-o", join(dir, "one.svg"), "--rollout", "other");
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(readdirSync(dir).sort()).toEqual(["one.svg", "two.jsonl"]);
+    expect(readFileSync(join(dir, "one.svg"), "utf8")).toContain("rollout other");
+  });
+
+  it("fails in one line, writing nothing, for an unknown --rollout, -o - with several, or a missing file", async () => {
+    const dir = tmp();
+    const input = join(dir, "two.jsonl");
+    writeFileSync(input, JSON.stringify(example) + "\n" + JSON.stringify({ ...example, rollout_id: "other" }) + "\n");
+    let r = await run(input, "-o", join(dir, "x.svg"), "--rollout", "nope");
+    expect([r.code, r.stderr]).toEqual([2, `callforest: no rollout with rollout_id "nope" in ${input}\n`]);
+    err.length = 0;
+    r = await run(input, "-o", "-");
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^callforest: -o - writes one SVG, but .* holds several rollouts: pick one with --rollout ID\n$/);
+    err.length = 0;
+    r = await run(join(dir, "missing.json"));
+    expect([r.code, r.stderr]).toEqual([2, `callforest: cannot read ${join(dir, "missing.json")}: no such file\n`]);
+    expect(existsSync(join(dir, "x.svg"))).toBe(false);
+  });
+});

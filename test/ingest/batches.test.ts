@@ -1,0 +1,115 @@
+// The streaming line reader: whatever the read sizes, batches hold whole lines, in order, with
+// true line numbers, and a long line costs a buffer of about twice its size (never the input).
+import { Readable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { forEachLine, readBatches, streamSource, type Batch, type ByteSource } from "../../src/ingest/batches.js";
+
+/** A source that hands out the input in reads of the given sizes (cycled), like a slow pipe. */
+function chunkedSource(input: Uint8Array, sizes: number[]): ByteSource & { closed: boolean } {
+  let at = 0;
+  let turn = 0;
+  const source = {
+    closed: false,
+    async read(into: Uint8Array, offset: number, length: number) {
+      const n = Math.min(length, sizes[turn++ % sizes.length], input.length - at);
+      into.set(input.subarray(at, at + n), offset);
+      at += n;
+      return n;
+    },
+    async close() {
+      source.closed = true;
+    },
+  };
+  return source;
+}
+
+async function collect(source: ByteSource, chunk: number): Promise<Batch[]> {
+  const out: Batch[] = [];
+  for await (const batch of readBatches(source, chunk)) out.push(batch);
+  return out;
+}
+
+/** Lines as [number, text] from batches, checking batch invariants on the way. */
+function linesOf(batches: Batch[]): [number, string][] {
+  const out: [number, string][] = [];
+  let expected = 1;
+  for (const [i, batch] of batches.entries()) {
+    expect(batch.firstLine).toBe(expected);
+    expect(batch.bytes.byteOffset).toBe(0); // owns its buffer from the start: transferable
+    const isLast = i === batches.length - 1;
+    if (!isLast) expect(batch.bytes[batch.bytes.length - 1]).toBe(10);
+    let count = 0;
+    forEachLine(batch, (start, end, line) => {
+      out.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]);
+      count++;
+    });
+    expect(count).toBe(batch.lineCount);
+    expected += batch.lineCount;
+  }
+  return out;
+}
+
+function expectedLines(text: string): [number, string][] {
+  const parts = text.split("\n");
+  if (parts[parts.length - 1] === "") parts.pop(); // a final newline ends the last line
+  return parts.map((line, i) => [i + 1, line]);
+}
+
+const encode = (text: string) => new Uint8Array(Buffer.from(text, "latin1"));
+
+describe("readBatches", () => {
+  const text = ["{\"a\":1}", "", "  ", "x".repeat(300), "\r", "{\"b\":2}\r", "last"].join("\n");
+
+  it("cuts any read pattern into the same lines with true numbers, blank ones included", async () => {
+    const want = expectedLines(text);
+    for (const sizes of [[1], [2, 3, 5, 7], [13], [64], [1 << 20]]) {
+      for (const chunk of [1, 8, 64, 4096]) {
+        const source = chunkedSource(encode(text), sizes);
+        const batches = await collect(source, chunk);
+        expect(linesOf(batches)).toEqual(want);
+        expect(source.closed).toBe(true);
+      }
+    }
+  });
+
+  it("keeps a final newline from making an extra line, and an unterminated last line whole", async () => {
+    expect(linesOf(await collect(chunkedSource(encode("a\nb\n"), [3]), 4))).toEqual([
+      [1, "a"],
+      [2, "b"],
+    ]);
+    const cut = await collect(chunkedSource(encode("a\n{\"cut"), [3]), 4);
+    expect(linesOf(cut)).toEqual([
+      [1, "a"],
+      [2, "{\"cut"],
+    ]);
+    expect(cut[cut.length - 1].bytes[cut[cut.length - 1].bytes.length - 1]).not.toBe(10);
+    expect(await collect(chunkedSource(new Uint8Array(0), [3]), 4)).toEqual([]);
+  });
+
+  it("assembles a multi-MB line from many small reads in a buffer about twice its size", async () => {
+    const long = "[" + "1234567,".repeat(5 << 17) + "0]"; // ~5 MB
+    const input = encode(`small\n${long}\nafter\n`);
+    const chunk = 4096;
+    const batches = await collect(chunkedSource(input, [997, 4093, 65536]), chunk);
+    expect(linesOf(batches)).toEqual([
+      [1, "small"],
+      [2, long],
+      [3, "after"],
+    ]);
+    // Bounded by design: no buffer ever exceeds twice the longest line plus a chunk.
+    for (const batch of batches) expect(batch.bytes.buffer.byteLength).toBeLessThanOrEqual(2 * (long.length + 1) + 2 * chunk);
+  });
+
+  it("reads a stream (stdin) of many small chunks", async () => {
+    const parts: Buffer[] = [];
+    let text = "";
+    for (let i = 0; i < 500; i++) {
+      const line = `{"i":${i},"pad":"${"p".repeat(i % 37)}"}\n`;
+      text += line;
+      for (let at = 0; at < line.length; at += 5) parts.push(Buffer.from(line.slice(at, at + 5)));
+    }
+    const batches = await collect(streamSource(Readable.from(parts)), 256);
+    expect(batches.length).toBeGreaterThan(10);
+    expect(linesOf(batches)).toEqual(expectedLines(text));
+  });
+});

@@ -1,0 +1,93 @@
+// Runs the CLI in-process (main() from src/cli/main.ts) with stdout/stderr captured, and builds
+// the JSONL inputs the `rows` tests share.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { vi } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { rolloutToJson } from "../../src/formats/read.js";
+import { generateSmallRollouts } from "../../bench/generate.js";
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const LOGIN_BUG = join(ROOT, "examples", "login-bug.json");
+export const GYM_SAMPLES = "/work/shared/gym-samples";
+export const VLLM_ROUND_TRIP = join(GYM_SAMPLES, "vllm-round-trip.json");
+export const COMPETITIVE_CODING = join(GYM_SAMPLES, "competitive-coding-rollouts.jsonl");
+export const OBSERVED_DIR = join(ROOT, "test", "fixtures", "gym-observed");
+export const OBSERVED_ROWS = join(OBSERVED_DIR, "rollouts.jsonl");
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+const text = (chunk: unknown) => (chunk instanceof Uint8Array ? Buffer.from(chunk).toString("utf8") : String(chunk));
+
+/** `callforest ...argv` in this process. */
+export async function cli(...argv: string[]): Promise<Run> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => (out.push(text(chunk)), true));
+  const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => (err.push(text(chunk)), true));
+  try {
+    const code = await main(argv);
+    return { code, stdout: out.join(""), stderr: err.join("") };
+  } finally {
+    stdout.mockRestore();
+    stderr.mockRestore();
+  }
+}
+
+const made: string[] = [];
+
+export function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "callforest-rows-"));
+  made.push(dir);
+  return dir;
+}
+
+export function removeTempDirs(): void {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+export const read = (path: string) => readFileSync(path, "utf8");
+export const lines = (text: string) => text.split("\n").filter((line) => line !== "");
+
+/** Canonical rollouts as JSONL lines: the worked example and `count` small generated ones. */
+export function goodLines(count: number, seed = 7): string[] {
+  const example = JSON.stringify(JSON.parse(read(LOGIN_BUG)));
+  return [example, ...generateSmallRollouts(count, seed, { arrays: "plain" }).map((r) => rolloutToJson(r))];
+}
+
+/** Runs `rows` on `lines` written to a file; returns the rows and report files' text. */
+export async function rowsOf(dir: string, name: string, content: string | Uint8Array, ...argv: string[]) {
+  const input = join(dir, `${name}.jsonl`);
+  writeFileSync(input, content);
+  const rowsFile = join(dir, `${name}.rows.jsonl`);
+  const reportFile = join(dir, `${name}.report.jsonl`);
+  const run = await cli("rows", input, "-o", rowsFile, "--report", reportFile, ...argv);
+  return { run, rows: read(rowsFile), report: read(reportFile), input };
+}
+
+/**
+ * Compiles src/ to dist/ (tsc only; the .wasm files are already in build/) so worker threads,
+ * which load dist/ingest/worker.js, run the code under test. Type errors elsewhere do not stop
+ * tsc from emitting; a missing worker file does stop the tests.
+ */
+export function buildDist(): void {
+  try {
+    execFileSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json")], {
+      cwd: ROOT,
+      stdio: "pipe",
+    });
+  } catch {
+    // emitted anyway; checked below
+  }
+  const worker = join(ROOT, "dist", "ingest", "worker.js");
+  if (!existsSync(worker) || statSync(worker).mtimeMs < statSync(join(ROOT, "src", "ingest", "worker.ts")).mtimeMs) {
+    throw new Error("npm run build did not produce dist/ingest/worker.js");
+  }
+}

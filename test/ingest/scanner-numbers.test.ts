@@ -1,0 +1,193 @@
+// Number exactness of assembly/scan: decimal text → float32 exactly as Math.fround(Number(text)),
+// and float32 → text exactly as formatFloat32 — each on millions of random values.
+import { beforeAll, describe, expect, it } from "vitest";
+import { LineScanner } from "../../src/ingest/scanner.js";
+import { RowSerializer } from "../../src/ingest/serialize.js";
+import { formatFloat32, rowToJson } from "../../src/output.js";
+import type { Row } from "../../src/types.js";
+
+/** mulberry32: seeded, so a failure reproduces. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const f64 = new Float64Array(1);
+const f64bits = new Uint32Array(f64.buffer);
+const f32 = new Float32Array(1);
+const f32bits = new Uint32Array(f32.buffer);
+
+function randomDigits(random: () => number, n: number): string {
+  let s = String(1 + Math.floor(random() * 9));
+  for (let i = 1; i < n; i++) s += String(Math.floor(random() * 10));
+  return s;
+}
+
+/** Exact decimal expansion of a double (toPrecision goes to 100 digits; enough for the values used). */
+function exactDecimal(x: number): string {
+  return x.toPrecision(100).replace(/\.?0+(e|$)/, "$1");
+}
+
+/** A mix of decimal strings that stress correct rounding. */
+function decimalStrings(count: number, seed: number): string[] {
+  const random = rng(seed);
+  const out: string[] = ["0", "-0", "0.0", "-0.0", "0e5", "-0E-5", "1e-400", "-1e-400", "4.9e-324", "2.2250738585072014e-308"];
+  while (out.length < count) {
+    const kind = Math.floor(random() * 8);
+    const sign = random() < 0.7 ? "-" : "";
+    if (kind === 0) {
+      // Any double's shortest text (as Python/JSON writers emit), any exponent.
+      f64bits[0] = (random() * 2 ** 32) >>> 0;
+      f64bits[1] = (random() * 2 ** 32) >>> 0;
+      if (Number.isFinite(f64[0])) out.push(String(f64[0]));
+    } else if (kind === 1) {
+      // A logprob-like double: what vLLM writes (float32 values widened, 17 digits).
+      f32[0] = -Math.exp(-random() * 25) * random();
+      out.push(String(f32[0]));
+    } else if (kind === 2) {
+      // 1 to 25 significant digits, a point anywhere, maybe an exponent.
+      const digits = randomDigits(random, 1 + Math.floor(random() * 25));
+      const point = Math.floor(random() * (digits.length + 1));
+      let text = point === 0 ? `0.${"0".repeat(Math.floor(random() * 8))}${digits}` : `${digits.slice(0, point)}${point < digits.length ? "." + digits.slice(point) : ""}`;
+      if (random() < 0.5) text += `${random() < 0.5 ? "e" : "E"}${["", "+", "-"][Math.floor(random() * 3)]}${Math.floor(random() * 40)}`;
+      out.push(sign + text);
+    } else if (kind === 3) {
+      // Near a float32 rounding tie: the midpoint between two float32s, exactly and perturbed.
+      f32bits[0] = (random() * 0x7f000000) >>> 0;
+      const low = f32[0];
+      f32bits[0] += 1;
+      const mid = (low + f32[0]) / 2; // exact in double
+      const exact = exactDecimal(mid);
+      out.push(sign + exact);
+      const [mantissa, exponent = "0"] = exact.split("e");
+      const digits = mantissa.replace(".", "").replace(/^0+/, "");
+      const cut = 9 + Math.floor(random() * 12); // 9..20 digits: just below/above the tie
+      if (digits.length > cut) {
+        const pointAt = mantissa.indexOf(".") < 0 ? mantissa.length : mantissa.indexOf(".");
+        const lead = mantissa.replace(".", "").length - digits.length; // leading zeros
+        const kept = BigInt(digits.slice(0, cut)) + BigInt(Math.floor(random() * 3) - 1);
+        // value = kept · 10^(pointAt - lead - cut + exponent)
+        out.push(`${sign}${kept}e${pointAt - lead - cut + Number(exponent)}`);
+      }
+    } else if (kind === 4) {
+      // Subnormal float32 and double ranges.
+      const digits = randomDigits(random, 1 + Math.floor(random() * 19));
+      const e = random() < 0.5 ? -38 - Math.floor(random() * 10) : -300 - Math.floor(random() * 30);
+      out.push(`${sign}${digits.slice(0, 1)}.${digits.slice(1) || "0"}e${e}`);
+    } else if (kind === 5) {
+      // 17 to 19 significant digits around ordinary magnitudes.
+      const digits = randomDigits(random, 17 + Math.floor(random() * 3));
+      out.push(`${sign}0.${"0".repeat(Math.floor(random() * 6))}${digits}`);
+    } else if (kind === 6) {
+      // Integers and exact powers, with exponents.
+      out.push(`${sign}${Math.floor(random() * 1e6)}e${Math.floor(random() * 60) - 30}`);
+    } else {
+      // Exact float32 values written with all their digits.
+      f32bits[0] = (random() * 0x7f800000) >>> 0;
+      out.push(sign + exactDecimal(f32[0]));
+    }
+  }
+  return out;
+}
+
+function expectSameBits(actual: Float32Array, expected: Float32Array, texts: string[]): void {
+  const a = new Uint32Array(actual.buffer, actual.byteOffset, actual.length);
+  const b = new Uint32Array(expected.buffer, expected.byteOffset, expected.length);
+  expect(actual.length).toBe(expected.length);
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) expect(`${texts[i]} -> ${actual[i]}`).toBe(`${texts[i]} -> ${expected[i]}`);
+  }
+}
+
+describe.each([true, false])("decimal → float32 (simd %s)", (simd) => {
+  let scanner: LineScanner;
+  beforeAll(async () => {
+    scanner = await LineScanner.create({ simd });
+  });
+
+  it(`rounds ${simd ? "2,000,000" : "300,000"} random decimals exactly like Math.fround(Number(text))`, () => {
+    const total = simd ? 2_000_000 : 300_000;
+    const perLine = 100_000;
+    const encoder = new TextEncoder();
+    for (let start = 0; start < total; start += perLine) {
+      const texts = decimalStrings(perLine, 1000 + start).filter((t) => Number.isFinite(Math.fround(Number(t))));
+      const expected = Float32Array.from(texts, (t) => Number(t));
+      const line = `{"generation_log_probs":[${texts.join(",")}]}`;
+      const result = scanner.scan(encoder.encode(line));
+      if (!result.ok) throw new Error(result.detail);
+      const actual = (result.value as { generation_log_probs: unknown }).generation_log_probs;
+      expect(actual).toBeInstanceOf(Float32Array);
+      expectSameBits(actual as Float32Array, expected, texts);
+    }
+  });
+});
+
+function randomFloat32s(count: number, seed: number): Float32Array {
+  const random = rng(seed);
+  const out = new Float32Array(count);
+  const bits = new Uint32Array(out.buffer);
+  for (let i = 0; i < count; i++) {
+    const kind = i % 4;
+    if (kind === 0) {
+      // Any finite float32.
+      do bits[i] = (random() * 2 ** 32) >>> 0;
+      while (!Number.isFinite(out[i]));
+    } else if (kind === 1) {
+      out[i] = -Math.exp(-random() * 30); // logprob-like
+    } else if (kind === 2) {
+      out[i] = -random() * 20;
+    } else {
+      // Values with short decimal forms, near powers of two and ten.
+      const pick = Math.floor(random() * 4);
+      if (pick === 0) out[i] = -Math.round(random() * 1e4) / 10 ** Math.floor(random() * 8);
+      else if (pick === 1) out[i] = 2 ** (Math.floor(random() * 250) - 140) * (random() < 0.5 ? -1 : 1);
+      else if (pick === 2) out[i] = 10 ** (Math.floor(random() * 70) - 45);
+      else bits[i] = ((random() * 0x400000) >>> 0) | (random() < 0.5 ? 0x80000000 : 0); // subnormals
+    }
+  }
+  return out;
+}
+
+function rowWith(logprobs: Float32Array): Row {
+  return {
+    index: 0,
+    rolloutId: "r",
+    leaf: "c",
+    agent: "",
+    calls: ["c"],
+    trained: ["c"],
+    context: [],
+    reward: 1,
+    numTokens: logprobs.length,
+    tokenIds: new Int32Array(logprobs.length),
+    logprobs,
+    lossMask: new Uint8Array((logprobs.length + 7) >> 3),
+  };
+}
+
+describe.each([true, false])("float32 → text (simd %s)", (simd) => {
+  it(`writes ${simd ? "1,500,000" : "200,000"} random float32 values exactly as formatFloat32`, async () => {
+    const serializer = await RowSerializer.create({ simd });
+    const decoder = new TextDecoder();
+    const total = simd ? 1_500_000 : 200_000;
+    const perRow = 100_000;
+    for (let start = 0; start < total; start += perRow) {
+      const values = randomFloat32s(perRow, 77 + start);
+      let text = "";
+      serializer.writeRow(rowWith(values), "bits", (chunk) => {
+        text += decoder.decode(chunk);
+      });
+      const written = text.slice(text.indexOf('"logprobs":[') + 12, text.indexOf('],"loss_mask"')).split(",");
+      for (let i = 0; i < values.length; i++) {
+        if (written[i] !== formatFloat32(values[i])) expect(`${values[i]}: ${written[i]}`).toBe(`${values[i]}: ${formatFloat32(values[i])}`);
+      }
+      expect(text).toBe(rowToJson(rowWith(values), "bits") + "\n");
+    }
+  });
+});

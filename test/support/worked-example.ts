@@ -1,0 +1,90 @@
+// SPEC's worked example and the five rows SPEC's table gives for it, written out by hand.
+import { readFileSync } from "node:fs";
+import type { Rollout } from "../../src/types.js";
+
+export const EXAMPLE_PATH = new URL("../../examples/login-bug.json", import.meta.url).pathname;
+
+export function loadExample(): Rollout {
+  return JSON.parse(readFileSync(EXAMPLE_PATH, "utf8")) as Rollout;
+}
+
+export interface ExpectedRow {
+  leaf: string;
+  agent: string;
+  calls: string[];
+  trained: string[];
+  context: string[];
+  tokenIds: number[];
+  /** One character per token: 1 = trained. */
+  mask: string;
+  /** Logprob per token (before float32 rounding). */
+  logprobs: number[];
+}
+
+const L = [100, 101, 102, 110, 111, 200, 201, 120, 210, 211, 130, 131, 220, 221];
+
+export const EXPECTED_ROWS: ExpectedRow[] = [
+  {
+    leaf: "C4", agent: "B", calls: ["C2", "C4"], trained: ["C2", "C4"], context: [],
+    tokenIds: [300, 301, 302, 310, 311, 320, 321, 330],
+    mask: "00011001",
+    logprobs: [0, 0, 0, -0.21, -0.22, 0, 0, -0.41],
+  },
+  {
+    leaf: "C6", agent: "A", calls: ["C5", "C6"], trained: ["C5", "C6"], context: [],
+    tokenIds: [400, 401, 402, 410, 411, 420, 430, 431],
+    mask: "00011011",
+    logprobs: [0, 0, 0, -0.51, -0.52, 0, -0.61, -0.62],
+  },
+  {
+    leaf: "C9", agent: "F", calls: ["C1", "C3", "C7", "C8", "C9"], trained: ["C8", "C9"], context: ["C1", "C3", "C7"],
+    tokenIds: [...L, 500, 510, 511, 520, 530],
+    mask: "0000000000000001101",
+    logprobs: [0, 0, 0, 0, 0, -0.11, -0.12, 0, -0.31, -0.32, 0, 0, -0.71, -0.72, 0, -0.81, -0.82, 0, -0.91],
+  },
+  {
+    leaf: "C10", agent: "L", calls: ["C1", "C3", "C7", "C10"], trained: ["C1", "C3", "C7", "C10"], context: [],
+    tokenIds: [...L, 140, 150, 230, 231, 232],
+    mask: "0000011011001100111",
+    logprobs: [0, 0, 0, 0, 0, -0.11, -0.12, 0, -0.31, -0.32, 0, 0, -0.71, -0.72, 0, 0, -1.01, -1.02, -1.03],
+  },
+  {
+    leaf: "C12", agent: "L", calls: ["C11", "C12"], trained: ["C11", "C12"], context: [],
+    tokenIds: [100, 101, 102, 160, 161, 162, 240, 170, 250],
+    mask: "000000101",
+    logprobs: [0, 0, 0, 0, 0, 0, -1.11, 0, -1.21],
+  },
+];
+
+export const EXPECTED_COUNTS = {
+  calls: 12,
+  eligible: 12,
+  roots: 4,
+  leaves: 5,
+  rows: 5,
+  captured_tokens: 21,
+  trained_tokens: 21,
+  row_tokens: 63,
+  unique_tokens: 49,
+};
+
+/** Packs a "0101..." string into SPEC's bitset (bit i = bit i%8 of byte i/8), independently of src/. */
+export function packMask(bits: string): Uint8Array {
+  const out = new Uint8Array(Math.ceil(bits.length / 8));
+  for (let i = 0; i < bits.length; i++) if (bits[i] === "1") out[Math.floor(i / 8)] += 2 ** (i % 8);
+  return out;
+}
+
+/** The example with its arrays as Int32Array/Float32Array. */
+export function typedExample(): Rollout {
+  const rollout = loadExample();
+  return {
+    ...rollout,
+    calls: rollout.calls.map((c) => ({
+      ...c,
+      prompt_token_ids: Int32Array.from(c.prompt_token_ids),
+      generation_token_ids: Int32Array.from(c.generation_token_ids),
+      generation_log_probs: Float32Array.from(c.generation_log_probs),
+    })),
+  };
+}

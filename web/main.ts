@@ -1,0 +1,216 @@
+// The callforest page: open or drop a rollout file, plan it here with the WASM core, and show the
+// picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
+// are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
+import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
+import { rejectedReport, withDiagnostics } from "../src/formats/index.js";
+import { faultOf, renderSvg } from "../src/draw/index.js";
+import { loadText, type LoadedItem } from "./load.js";
+import { renderReport, renderRowsTable } from "./panels.js";
+import { renderStrip } from "./strip.js";
+
+interface Entry {
+  item: LoadedItem;
+  report: Report;
+}
+
+interface State {
+  cf: Callforest | null;
+  file: string;
+  entries: Entry[];
+  selected: number;
+  plan: Plan | null;
+  row: number;
+  svg: string;
+}
+
+const state: State = { cf: null, file: "", entries: [], selected: -1, plan: null, row: -1, svg: "" };
+
+function element<T extends HTMLElement = HTMLElement>(id: string): T {
+  return document.getElementById(id) as T;
+}
+
+function setStatus(text: string, error = false): void {
+  const status = element("status");
+  status.textContent = text;
+  status.classList.toggle("error", error);
+}
+
+function reportOf(cf: Callforest, item: LoadedItem): Report {
+  if (!item.result.ok) return rejectedReport(item.result, item.line);
+  const plan = cf.plan(item.result.rollout, { line: item.line });
+  try {
+    return withDiagnostics(plan.report, item.result.diagnostics);
+  } finally {
+    plan.release();
+  }
+}
+
+/** Plans every rollout of a file for its report, then shows the first one. */
+function openText(name: string, text: string): void {
+  const cf = state.cf!;
+  state.plan?.release();
+  state.plan = null;
+  state.file = name;
+  state.entries = loadText(name, text).map((item) => ({ item, report: reportOf(cf, item) }));
+  const select = element<HTMLSelectElement>("rollout-select");
+  select.replaceChildren(
+    ...state.entries.map((entry, i) => {
+      const option = document.createElement("option");
+      option.value = String(i);
+      const r = entry.report;
+      option.textContent = `${entry.item.where} · ${r.rollout_id ?? "(no id)"} · ${r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`}`;
+      return option;
+    }),
+  );
+  element("rollouts").hidden = state.entries.length < 2;
+  const rejected = state.entries.filter((e) => e.report.status === "rejected").length;
+  setStatus(`${name}: ${state.entries.length} rollout${state.entries.length === 1 ? "" : "s"}${rejected > 0 ? `, ${rejected} rejected` : ""}`);
+  if (state.entries.length === 0) {
+    clearViews();
+    setStatus(`${name}: no rollouts in this file`, true);
+  } else showRollout(0);
+  document.body.dataset.loads = String(Number(document.body.dataset.loads ?? "0") + 1);
+}
+
+function clearViews(): void {
+  for (const id of ["report", "svg-host", "rows-table", "strip"]) element(id).replaceChildren();
+  element("strip-title").textContent = "";
+  element("views").hidden = true;
+}
+
+function showRollout(index: number): void {
+  state.plan?.release();
+  state.plan = null;
+  state.selected = index;
+  state.row = -1;
+  element<HTMLSelectElement>("rollout-select").value = String(index);
+  const { item, report } = state.entries[index];
+  let drawable;
+  if (item.result.ok && report.status === "ok") {
+    state.plan = state.cf!.plan(item.result.rollout, { line: item.line });
+    drawable = { ...state.plan, report };
+  } else {
+    drawable = { report, forest: [], agents: [], rows: [] };
+  }
+  const fault = faultOf(report);
+  const faultCall = fault !== null && item.result.ok ? item.result.rollout.calls[fault.index] : undefined;
+  renderReport(element("report"), report, fault, faultCall);
+  state.svg = renderSvg(drawable);
+  element("svg-host").innerHTML = renderSvg(drawable, { declaration: false });
+  renderRowsTable(element("rows-table"), state.plan, (row) => showRow(row));
+  element("views").hidden = false;
+  element("rows-section").hidden = state.plan === null;
+  element("tokens-section").hidden = state.plan === null;
+  if (state.plan !== null && state.plan.rows.length > 0) showRow(0);
+}
+
+function showRow(index: number): void {
+  const plan = state.plan!;
+  state.row = index;
+  const row = plan.rows[index];
+  for (const tr of element("rows-table").querySelectorAll("tr[data-row]")) {
+    tr.classList.toggle("selected", (tr as HTMLElement).dataset.row === String(index));
+  }
+  let trainedTokens = 0;
+  for (let i = 0; i < row.numTokens; i++) trainedTokens += (row.lossMask[i >> 3] >> (i & 7)) & 1;
+  element("strip-title").textContent =
+    `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens, ${trainedTokens} trained · reward ${row.reward}`;
+  renderStrip(element("strip"), row, plan.forest);
+}
+
+async function openFile(file: File): Promise<void> {
+  setStatus(`reading ${file.name}…`);
+  openText(file.name, await file.text());
+}
+
+/** Opens a same-origin file named by ?input= (what `callforest view INPUT` prints). */
+async function openUrl(path: string): Promise<void> {
+  const url = new URL(path, location.href);
+  if (url.origin !== location.origin) throw new Error(`?input= must name a file on this page's own origin, not ${url.origin}`);
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`cannot load ${path}: HTTP ${response.status}`);
+  openText(decodeURIComponent(url.pathname.split("/").pop() || path), await response.text());
+}
+
+async function openExample(): Promise<void> {
+  const response = await fetch(new URL("../examples/login-bug.json", import.meta.url));
+  openText("login-bug.json", await response.text());
+}
+
+function downloadSvg(): void {
+  if (state.svg === "") return;
+  const link = document.createElement("a");
+  link.href = URL.createObjectURL(new Blob([state.svg], { type: "image/svg+xml" }));
+  const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
+  link.download = `${id.replace(/[^A-Za-z0-9._-]/g, "_")}.svg`;
+  link.click();
+  setTimeout(() => URL.revokeObjectURL(link.href), 0);
+}
+
+function wire(): void {
+  const fail = (error: unknown) => setStatus(error instanceof Error ? error.message : String(error), true);
+  element<HTMLInputElement>("file").addEventListener("change", (event) => {
+    const file = (event.target as HTMLInputElement).files?.[0];
+    if (file) openFile(file).catch(fail);
+  });
+  element("example").addEventListener("click", () => openExample().catch(fail));
+  element("download-svg").addEventListener("click", downloadSvg);
+  element<HTMLSelectElement>("rollout-select").addEventListener("change", (event) => {
+    showRollout(Number((event.target as HTMLSelectElement).value));
+  });
+  document.addEventListener("dragover", (event) => {
+    event.preventDefault();
+    document.body.classList.add("dragging");
+  });
+  document.addEventListener("dragleave", () => document.body.classList.remove("dragging"));
+  document.addEventListener("drop", (event) => {
+    event.preventDefault();
+    document.body.classList.remove("dragging");
+    const file = event.dataTransfer?.files[0];
+    if (file) openFile(file).catch(fail);
+  });
+}
+
+/** For tests and the console: the selected rollout's rows and report as the CLI writes them. */
+export interface PageHandle {
+  backend: string;
+  openText(name: string, text: string): void;
+  rowsJsonl(): string;
+  reportJson(): string;
+}
+
+declare global {
+  interface Window {
+    callforest?: PageHandle;
+  }
+}
+
+async function start(): Promise<void> {
+  wire();
+  try {
+    state.cf = await init();
+  } catch (error) {
+    // No WebAssembly (or it is blocked): the TypeScript backend gives the same rows.
+    state.cf = await init({ backend: "ts" });
+    console.warn("callforest: WebAssembly core unavailable, using the TypeScript backend:", error);
+  }
+  const backend = state.cf.backend === "wasm" ? `WebAssembly${state.cf.simd ? " (SIMD)" : ""}` : "TypeScript";
+  element("backend").textContent = `core: ${backend}`;
+  window.callforest = {
+    backend: state.cf.backend,
+    openText,
+    rowsJsonl: () => (state.plan?.rows ?? []).map((row) => rowToJson(row, "bits")).join("\n"),
+    reportJson: () => (state.selected < 0 ? "" : reportToJson(state.entries[state.selected].report)),
+  };
+  const input = new URLSearchParams(location.search).get("input");
+  if (input !== null) {
+    try {
+      await openUrl(input);
+    } catch (error) {
+      setStatus(error instanceof Error ? error.message : String(error), true);
+    }
+  }
+  document.body.dataset.ready = "true";
+}
+
+void start();
