@@ -98,9 +98,10 @@ describe("rows: bad lines in a batch", () => {
       .map((l) => JSON.parse(l))
       .filter((r) => r.status === "rejected")
       .map((r) => r.detail);
-    expect(details[0]).toMatch(/^not JSON \(/);
-    expect(details[2]).toMatch(/^not JSON \(invalid UTF-8 at byte 20 of the line\)$/);
-    expect(details[3]).toMatch(/^not JSON \(invalid UTF-8 at byte 24 of the line\)$/);
+    expect(details[0]).toBe("not JSON at byte 1: unexpected 'o' where 'null' should be");
+    expect(details[1]).toBe(`not JSON at byte ${String(BAD[1][0]).length}: cut off: the line ends where ',' or ']' should be`);
+    expect(details[2]).toBe("not JSON at byte 20: invalid UTF-8");
+    expect(details[3]).toBe("not JSON at byte 24: invalid UTF-8");
     expect(details[4]).toBe('call "c1" (calls[0]): prompt_token_ids[2] is 1.5, not an integer in [0, 2^31-1]');
     expect(details[5]).toBe('call "c1" (calls[0]): prompt_token_ids[2] is -1, not an integer in [0, 2^31-1]');
     expect(details[6]).toBe('call "c1" (calls[0]): prompt_token_ids[2] is 2147483648, not an integer in [0, 2^31-1]');
@@ -210,7 +211,7 @@ describe("rows: inputs and options", () => {
     expect(rows[0].rollout_id).toBe("login-bug");
     expect(rows.every((r) => Array.isArray(r.loss_mask) && r.loss_mask.length === r.num_tokens)).toBe(true);
     expect(lines(run.stderr)).toEqual([
-      `${jsonl}:4: rejected (malformed_json): not JSON (Unexpected token 'o', "nope" is not valid JSON)`,
+      `${jsonl}:4: rejected (malformed_json): not JSON at byte 1: unexpected 'o' where 'null' should be`,
       `callforest: 5 rollouts (4 ok, 1 rejected), ${rows.length} rows`,
     ]);
   });

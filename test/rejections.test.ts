@@ -71,6 +71,13 @@ interface Case {
 
 const ok1 = call("ok1", [1, 2], [3]);
 
+/** An object that refers to itself: not JSON, but the API must still reject it, not throw. */
+function circular(): Record<string, unknown> {
+  const o: Record<string, unknown> = { length: 1 };
+  o.self = o;
+  return o;
+}
+
 /** Hand-written cases: one or more per code, and the validation order SPEC's checks imply. */
 const CASES: Case[] = [
   // invalid_rollout: rollout level
@@ -93,6 +100,7 @@ const CASES: Case[] = [
   { name: "kept a string", input: rollout([ok1, call("c2", [1], [2], { kept: "false" })]), code: "invalid_rollout", call: "c2" },
   { name: "a hole in the calls array", input: rollout([ok1, , call("c3", [1, 2, 3], [4])]), code: "invalid_rollout", call: null },
   { name: "tokens in a BigInt64Array", input: rollout([ok1, call("c2", [], [2], { prompt_token_ids: BigInt64Array.of(1n) })]), code: "invalid_rollout", call: "c2", apiOnly: true },
+  { name: "prompt a self-referencing object", input: rollout([ok1, call("c2", [], [2], { prompt_token_ids: circular() })]), code: "invalid_rollout", call: "c2", apiOnly: true },
   // duplicate_call_id (an unkept call's id counts too)
   { name: "two calls share an id", input: rollout([ok1, call("c2", [1], [2]), call("c2", [1, 2], [3])]), code: "duplicate_call_id", call: "c2" },
   { name: "unkept call shares an id", input: rollout([call("c2", [1], [2], { kept: false }), call("c2", [1], [2])]), code: "duplicate_call_id", call: "c2" },
@@ -144,6 +152,8 @@ const CASES: Case[] = [
   { name: "only unkept calls", input: rollout([call("c1", [1], [2], { kept: false })]), code: "no_trainable_calls", call: null },
   { name: "only empty generations", input: rollout([call("c1", [1], []), call("c2", [1, 2], [])]), code: "no_trainable_calls", call: null },
   // the first problem in ledger order is the reason; within a call, SPEC's order of checks
+  { name: "rollout fields before calls: reward missing, ids duplicated", input: rollout([ok1, ok1], { reward: undefined }), code: "invalid_rollout", call: null },
+  { name: "rollout fields before calls: agents listed twice, agent unknown", input: rollout([call("c1", [1], [2], { agent: "Z" })], { agents: [AGENTS[0], AGENTS[0]] }), code: "invalid_rollout", call: null },
   { name: "structure before duplicate id", input: rollout([ok1, call("ok1", [1], [2], { kept: 1 })]), code: "invalid_rollout", call: "ok1" },
   { name: "duplicate id before unknown agent", input: rollout([ok1, call("ok1", [1], [2], { agent: "Z" })]), code: "duplicate_call_id", call: "ok1" },
   { name: "unknown agent before bad token", input: rollout([ok1, call("c2", [-1], [2], { agent: "Z" })]), code: "unknown_agent", call: "c2" },

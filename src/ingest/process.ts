@@ -8,33 +8,9 @@ import { tokenDirectory } from "../formats/tokens-dir.js";
 import { reportToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
 import { forEachLine, type Batch } from "./batches.js";
-import { rowToJson } from "../output.js";
-import type { Row } from "../types.js";
-
-// DEV STAND-IN (remove when src/ingest/scanner.ts and serialize.ts land).
-class LineScanner {
-  static async create(): Promise<LineScanner> {
-    return new LineScanner();
-  }
-  scan(line: Uint8Array): { ok: true; value: unknown } | { ok: false; code: "malformed_json"; detail: string } {
-    try {
-      const value = JSON.parse(decode(line), (key, v) =>
-        Array.isArray(v) && (key === "prompt_token_ids" || key === "generation_token_ids") && v.every((x) => Number.isInteger(x) && x >= 0 && x < 2 ** 31)
-          ? Int32Array.from(v)
-          : Array.isArray(v) && key === "generation_log_probs" && v.every((x) => typeof x === "number")
-            ? Float32Array.from(v)
-            : v,
-      );
-      return { ok: true, value };
-    } catch (error) {
-      return { ok: false, code: "malformed_json", detail: String(error) };
-    }
-  }
-}
-function serializeRow(row: Row, maskFormat: MaskFormat, emit: (chunk: Uint8Array) => void): void {
-  emit(Buffer.from(rowToJson(row, maskFormat) + "\n"));
-}
-// END DEV STAND-IN
+import { LineScanner, type ScannedLine } from "./scanner.js";
+import { RowSerializer } from "./serialize.js";
+import { describeNotJson } from "./scan-errors.js";
 
 /** How lines are parsed: the WASM scanner (token arrays straight to typed arrays) or JSON.parse. */
 export type ReaderName = "scan" | "json";
@@ -71,8 +47,6 @@ export type Flush = (piece: Piece) => void | Promise<void>;
 
 /** Lines longer than this never become JS strings (V8's limit is ~512 MB; copies double it). */
 export const MAX_STRING_BYTES = 256 << 20;
-/** Malformed lines up to this size get JSON.parse's own message, as on the JSON.parse path. */
-const PARSE_MESSAGE_LIMIT = 16 << 20;
 /** Row bytes are handed on once this much is pending. */
 const FLUSH_BYTES = 1 << 20;
 
@@ -88,29 +62,6 @@ function isBlank(bytes: Uint8Array, start: number, end: number): boolean {
   return true;
 }
 
-/** Offset of the first byte that breaks UTF-8 (only called once isUtf8 said no). */
-export function firstInvalidUtf8(bytes: Uint8Array): number {
-  let i = 0;
-  while (i < bytes.length) {
-    const b = bytes[i];
-    const need = b < 0x80 ? 0 : b >= 0xc2 && b <= 0xdf ? 1 : b >= 0xe0 && b <= 0xef ? 2 : b >= 0xf0 && b <= 0xf4 ? 3 : -1;
-    if (need < 0) return i;
-    if (need > 0) {
-      if (i + need >= bytes.length) return i;
-      const b1 = bytes[i + 1];
-      const lo = b === 0xe0 ? 0xa0 : b === 0xf0 ? 0x90 : 0x80;
-      const hi = b === 0xed ? 0x9f : b === 0xf4 ? 0x8f : 0xbf;
-      if (b1 === undefined || b1 < lo || b1 > hi) return i;
-      for (let k = 2; k <= need; k++) {
-        const bk = bytes[i + k];
-        if (bk === undefined || bk < 0x80 || bk > 0xbf) return i;
-      }
-    }
-    i += need + 1;
-  }
-  return -1;
-}
-
 function decode(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
 }
@@ -123,14 +74,12 @@ function tooLarge(detail: string, rolloutId: string | null = null): ConvertResul
   return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId };
 }
 
-/** JSON.parse's message for a line that is not JSON (the same text the JSON.parse path reports). */
-function parseMessage(text: string): string | null {
-  try {
-    JSON.parse(text);
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message.split("\n")[0] : String(error);
-  }
+/**
+ * Why a line is not JSON, the same on both readers: the byte-level checker names the offset; in
+ * the rare case it accepts what JSON.parse refused (nesting too deep), JSON.parse's message.
+ */
+function notJsonDetail(bytes: Uint8Array, fallback: () => string): string {
+  return describeNotJson(bytes) ?? `not JSON (${fallback()})`;
 }
 
 function isOutOfMemory(error: unknown): boolean {
@@ -183,14 +132,18 @@ export class LineProcessor {
   private rollouts = 0;
   private rejected = 0;
   private rowCount = 0;
+  private bytesDone = 0;
 
   private constructor(
     private readonly cf: Callforest,
+    private readonly serializer: RowSerializer,
     private readonly options: IngestOptions,
   ) {}
 
+  /** Its own instances: the core (per `backend`), the row writer and, for `scan`, the scanner. */
   static async create(options: IngestOptions): Promise<LineProcessor> {
-    const processor = new LineProcessor(await init({ backend: options.backend }), options);
+    const [cf, serializer] = await Promise.all([init({ backend: options.backend }), RowSerializer.create()]);
+    const processor = new LineProcessor(cf, serializer, options);
     if (options.reader === "scan") processor.scanner = await LineScanner.create();
     return processor;
   }
@@ -202,20 +155,18 @@ export class LineProcessor {
   /** Plans every line of a batch; `flush` gets the output in order, the last piece with `last`. */
   async processBatch(batch: Batch, name: string, flush: Flush): Promise<void> {
     const context = this.context;
-    const lines: [number, number, number][] = [];
-    forEachLine(batch, (start, end, line) => lines.push([start, end, line]));
-    let done = 0;
-    for (const [start, end, line] of lines) {
+    const lines: number[] = [];
+    forEachLine(batch, (start, end, line) => lines.push(start, end, line));
+    for (let i = 0; i < lines.length; i += 3) {
+      const [start, end, line] = [lines[i], lines[i + 1], lines[i + 2]];
+      // A scanner that trapped is replaced before the next line.
       if (this.scanner === null && this.options.reader === "scan") this.scanner = await LineScanner.create();
       this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line, context);
-      done = end + 1;
-      if (this.rowBytes.size >= FLUSH_BYTES) await flush(this.take(Math.min(done, batch.bytes.length), false));
-      else if (end - start >= FLUSH_BYTES) await flush(this.take(Math.min(done, batch.bytes.length), false));
+      // Hand on output as it grows (a huge rollout's rows, or many small ones).
+      if (this.rowBytes.size >= FLUSH_BYTES) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
   }
-
-  private bytesDone = 0;
 
   private take(upTo: number, last: boolean): Piece {
     const piece: Piece = {
@@ -238,43 +189,35 @@ export class LineProcessor {
   /** One input line (without its `\n`); blank lines are skipped (no report, line numbers kept). */
   private processLine(bytes: Uint8Array, where: string, line: number, context: FormatContext): void {
     if (isBlank(bytes, 0, bytes.length)) return;
-    let result: ConvertResult;
-    let value: unknown;
-    if (!isUtf8(bytes)) {
-      result = malformed(`not JSON (invalid UTF-8 at byte ${firstInvalidUtf8(bytes)} of the line)`);
-    } else if (this.scanner !== null) {
-      let scanned: ReturnType<LineScanner["scan"]>;
+    this.finish(this.parse(bytes, context), where, line);
+  }
+
+  /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
+  private parse(bytes: Uint8Array, context: FormatContext): ConvertResult {
+    // JSON text is UTF-8 (RFC 8259); decoding would silently replace bad bytes.
+    if (!isUtf8(bytes)) return malformed(notJsonDetail(bytes, () => "invalid UTF-8"));
+    if (this.scanner !== null) {
+      let scanned: ScannedLine;
       try {
         scanned = this.scanner.scan(bytes);
       } catch (error) {
         if (!isOutOfMemory(error)) throw error;
         this.scanner = null; // a trapped instance is not reused
-        scanned = { ok: false, code: "rollout_too_large", detail: `the line does not fit in the scanner's memory (${(error as Error).message})` } as never;
+        return tooLarge(`the line does not fit in the scanner's memory (${(error as Error).message})`);
       }
-      if (scanned.ok) {
-        value = scanned.value;
-        result = this.convert(value, context);
-      } else if ((scanned as { code: string }).code === "rollout_too_large") {
-        result = tooLarge((scanned as { detail: string }).detail);
-      } else {
-        const message = bytes.length <= PARSE_MESSAGE_LIMIT ? parseMessage(decode(bytes)) : null;
-        result = malformed(`not JSON (${message ?? scanned.detail})`);
-      }
-    } else if (bytes.length > MAX_STRING_BYTES) {
-      result = tooLarge(`the line has ${bytes.length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); use the wasm backend`);
-    } else {
-      const text = decode(bytes);
-      try {
-        value = JSON.parse(text);
-        result = this.convert(value, context);
-      } catch (error) {
-        result = malformed(`not JSON (${error instanceof Error ? error.message.split("\n")[0] : String(error)})`);
-      }
+      if (scanned.ok) return toCanonical(scanned.value, this.options.from, context);
+      if (scanned.code === "rollout_too_large") return tooLarge(scanned.detail);
+      return malformed(scanned.detail);
     }
-    this.finish(result, where, line);
-  }
-
-  private convert(value: unknown, context: FormatContext): ConvertResult {
+    if (bytes.length > MAX_STRING_BYTES) {
+      return tooLarge(`the line has ${bytes.length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); use the wasm backend`);
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(decode(bytes));
+    } catch (error) {
+      return malformed(notJsonDetail(bytes, () => (error instanceof Error ? error.message.split("\n")[0] : String(error))));
+    }
     return toCanonical(value, this.options.from, context);
   }
 
@@ -285,7 +228,7 @@ export class LineProcessor {
     if (result.ok) {
       const plan = this.cf.plan(result.rollout, line === undefined ? {} : { line });
       try {
-        for (const row of plan.rows) serializeRow(row, this.options.maskFormat, this.rowBytes.add);
+        for (const row of plan.rows) this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
         this.rowCount += plan.rows.length;
       } finally {
         plan.release();

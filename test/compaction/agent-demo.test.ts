@@ -1,4 +1,5 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { main } from "../../src/cli/main.js";
 import { agentDemo, type AgentDemoOptions } from "../../src/cli/commands/agent-demo.js";
 import { UsageError } from "../../src/cli/errors.js";
 
@@ -26,6 +27,32 @@ describe("callforest agent-demo", () => {
       const out = await agentDemo({ ...defaults, turns: "4", policy, schedule: "rolling", backend: "ts" });
       expect(out).toMatch(/^report: ok, calls 4,/m);
     }
+  });
+
+  it("is registered as `callforest agent-demo`", async () => {
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await main(["agent-demo", "--turns", "3", "--policy", "identity", "--backend", "ts"])).toBe(0);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(written.join("")).toMatch(/^agent-demo: 3 calls, policy identity \(identity\/1\)/);
+    expect(written.join("")).toMatch(/^report: ok, calls 3, roots 1, rows 1,/m);
+    const errors: string[] = [];
+    const err = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      errors.push(String(chunk));
+      return true;
+    });
+    try {
+      expect(await main(["agent-demo", "--policy", "lru"])).toBe(2);
+    } finally {
+      err.mockRestore();
+    }
+    expect(errors).toEqual(["callforest: unknown --policy 'lru': expected identity, images, reasoning, combined\n"]);
   });
 
   it("rejects bad options with a usage error", async () => {

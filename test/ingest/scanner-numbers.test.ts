@@ -1,10 +1,7 @@
-// Number exactness of assembly/scan: decimal text → float32 exactly as Math.fround(Number(text)),
-// and float32 → text exactly as formatFloat32 — each on millions of random values.
+// Number exactness of assembly/scan's parser: decimal text → float32 exactly as
+// Math.fround(Number(text)), on millions of random decimals.
 import { beforeAll, describe, expect, it } from "vitest";
 import { LineScanner } from "../../src/ingest/scanner.js";
-import { RowSerializer } from "../../src/ingest/serialize.js";
-import { formatFloat32, rowToJson } from "../../src/output.js";
-import type { Row } from "../../src/types.js";
 
 /** mulberry32: seeded, so a failure reproduces. */
 function rng(seed: number): () => number {
@@ -124,70 +121,6 @@ describe.each([true, false])("decimal → float32 (simd %s)", (simd) => {
       const actual = (result.value as { generation_log_probs: unknown }).generation_log_probs;
       expect(actual).toBeInstanceOf(Float32Array);
       expectSameBits(actual as Float32Array, expected, texts);
-    }
-  });
-});
-
-function randomFloat32s(count: number, seed: number): Float32Array {
-  const random = rng(seed);
-  const out = new Float32Array(count);
-  const bits = new Uint32Array(out.buffer);
-  for (let i = 0; i < count; i++) {
-    const kind = i % 4;
-    if (kind === 0) {
-      // Any finite float32.
-      do bits[i] = (random() * 2 ** 32) >>> 0;
-      while (!Number.isFinite(out[i]));
-    } else if (kind === 1) {
-      out[i] = -Math.exp(-random() * 30); // logprob-like
-    } else if (kind === 2) {
-      out[i] = -random() * 20;
-    } else {
-      // Values with short decimal forms, near powers of two and ten.
-      const pick = Math.floor(random() * 4);
-      if (pick === 0) out[i] = -Math.round(random() * 1e4) / 10 ** Math.floor(random() * 8);
-      else if (pick === 1) out[i] = 2 ** (Math.floor(random() * 250) - 140) * (random() < 0.5 ? -1 : 1);
-      else if (pick === 2) out[i] = 10 ** (Math.floor(random() * 70) - 45);
-      else bits[i] = ((random() * 0x400000) >>> 0) | (random() < 0.5 ? 0x80000000 : 0); // subnormals
-    }
-  }
-  return out;
-}
-
-function rowWith(logprobs: Float32Array): Row {
-  return {
-    index: 0,
-    rolloutId: "r",
-    leaf: "c",
-    agent: "",
-    calls: ["c"],
-    trained: ["c"],
-    context: [],
-    reward: 1,
-    numTokens: logprobs.length,
-    tokenIds: new Int32Array(logprobs.length),
-    logprobs,
-    lossMask: new Uint8Array((logprobs.length + 7) >> 3),
-  };
-}
-
-describe.each([true, false])("float32 → text (simd %s)", (simd) => {
-  it(`writes ${simd ? "1,500,000" : "200,000"} random float32 values exactly as formatFloat32`, async () => {
-    const serializer = await RowSerializer.create({ simd });
-    const decoder = new TextDecoder();
-    const total = simd ? 1_500_000 : 200_000;
-    const perRow = 100_000;
-    for (let start = 0; start < total; start += perRow) {
-      const values = randomFloat32s(perRow, 77 + start);
-      let text = "";
-      serializer.writeRow(rowWith(values), "bits", (chunk) => {
-        text += decoder.decode(chunk);
-      });
-      const written = text.slice(text.indexOf('"logprobs":[') + 12, text.indexOf('],"loss_mask"')).split(",");
-      for (let i = 0; i < values.length; i++) {
-        if (written[i] !== formatFloat32(values[i])) expect(`${values[i]}: ${written[i]}`).toBe(`${values[i]}: ${formatFloat32(values[i])}`);
-      }
-      expect(text).toBe(rowToJson(rowWith(values), "bits") + "\n");
     }
   });
 });

@@ -1,0 +1,108 @@
+// Ingest benchmark: `callforest rows` end to end (rows + report written) on a generated ~1 GB
+// JSONL file, as a real process: the fast path (WASM scanner) with --jobs 1 and --jobs 2 against
+// the JSON.parse path (--reader json, same WASM core and row writer) in the same run. Runs are
+// interleaved and repeated; the table shows medians. Needs `npm run build` (bin runs dist/).
+//   npm run bench:ingest   (or: runIngestBench() from bench/run.ts)
+// Environment: INGEST_BENCH_MB (input size, default 1024), INGEST_BENCH_REPEATS (default 3).
+import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { makeJsonl } from "./make-jsonl.js";
+
+export interface IngestResult {
+  name: string;
+  argv: string[];
+  seconds: number[];
+  median: number;
+  mbPerSecond: number;
+  tokensPerSecond: number;
+  reportHash: string;
+}
+
+function findRoot(): string {
+  // bench/ingest.ts (vitest, tsx) or build/bench-out/bench/ingest.js (compiled)
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    try {
+      if (JSON.parse(readFileSync(join(dir, "package.json"), "utf8")).name === "callforest") return dir;
+    } catch {
+      // keep looking upwards
+    }
+    dir = dirname(dir);
+  }
+  throw new Error("cannot find the callforest package root");
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+export async function runIngestBench(options: { megabytes?: number; repeats?: number; log?: (s: string) => void } = {}): Promise<{ table: string; results: IngestResult[] }> {
+  const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
+  const megabytes = options.megabytes ?? Number(process.env.INGEST_BENCH_MB ?? 1024);
+  const repeats = options.repeats ?? Number(process.env.INGEST_BENCH_REPEATS ?? 3);
+  const root = findRoot();
+  const bin = join(root, "bin", "callforest.js");
+  const input = await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log });
+  log(`input: ${input.path}: ${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(1)} M tokens`);
+
+  const configs: { name: string; argv: string[] }[] = [
+    { name: "JSON.parse path, --jobs 1", argv: ["--jobs", "1", "--reader", "json"] },
+    { name: "fast path, --jobs 1", argv: ["--jobs", "1"] },
+    { name: "fast path, --jobs 2", argv: ["--jobs", "2"] },
+  ];
+  const seconds = configs.map(() => [] as number[]);
+  const hashes = configs.map(() => "");
+  const report = join(tmpdir(), `callforest-ingest-report-${process.pid}.jsonl`);
+  for (let r = 0; r < repeats; r++) {
+    for (const [i, config] of configs.entries()) {
+      const argv = [bin, "rows", input.path, "-o", "/dev/null", "--report", report, "--quiet", ...config.argv];
+      const started = process.hrtime.bigint();
+      const run = spawnSync(process.execPath, argv, { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+      const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+      if (run.status !== 0) throw new Error(`${config.name}: exit ${run.status}: ${run.stderr}`);
+      seconds[i].push(elapsed);
+      hashes[i] = createHash("sha256").update(readFileSync(report)).digest("hex").slice(0, 16);
+      log(`  ${config.name}: ${elapsed.toFixed(2)} s`);
+    }
+  }
+  rmSync(report, { force: true });
+
+  const results: IngestResult[] = configs.map((config, i) => {
+    const m = median(seconds[i]);
+    return {
+      ...config,
+      seconds: seconds[i],
+      median: m,
+      mbPerSecond: input.bytes / 2 ** 20 / m,
+      tokensPerSecond: input.tokens / m,
+      reportHash: hashes[i],
+    };
+  });
+  const base = results[0].median;
+  const oneJob = results[1].median;
+  const rowsOf = results.map(
+    (r) =>
+      `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ${(r.tokensPerSecond / 1e6).toFixed(1)} | ${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× |`,
+  );
+  const table = [
+    `rows + report, ${(input.bytes / 2 ** 20).toFixed(0)} MB JSONL (${input.rollouts} rollouts, ${input.huge} huge; ${(input.tokens / 1e6).toFixed(0)} M tokens), median of ${repeats}, rows to /dev/null`,
+    "",
+    "| path | median s | MB/s | M tokens/s | vs JSON.parse | vs fast --jobs 1 |",
+    "|---|---:|---:|---:|---:|---:|",
+    ...rowsOf,
+    "",
+    hashes.every((h) => h === hashes[0]) ? `reports identical on every path (sha256 ${hashes[0]})` : `REPORTS DIFFER: ${hashes.join(" ")}`,
+  ].join("\n");
+  return { table, results };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { table } = await runIngestBench();
+  process.stdout.write(table + "\n");
+}

@@ -1,0 +1,228 @@
+// The page (web/), built as `npm run build` builds it, in real Chromium: served by
+// `callforest view`'s server with the worked example preloaded, and opened straight from disk.
+// One browser for the file; the page is built once into a temporary directory.
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { decode } from "fast-png";
+import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { init, reportToJson, rowToJson } from "../src/index.js";
+import { startViewServer, type ViewServer } from "../src/cli/commands/view.js";
+import { generateRollout } from "../bench/generate.js";
+import type { Rollout } from "../src/types.js";
+
+const LAUNCH = {
+  executablePath: "/usr/bin/chromium",
+  headless: true,
+  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+};
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
+const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
+
+let dir: string;
+let view: ViewServer;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+const requests: string[] = [];
+let loads = 0;
+
+/** Waits until the page has opened one more file. */
+async function nextLoad(): Promise<void> {
+  loads++;
+  await page.waitForSelector(`body[data-loads="${loads}"]`);
+}
+
+function asJson(rollout: Rollout): string {
+  return JSON.stringify(rollout, (_k, v: unknown) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v));
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "callforest-page-"));
+  execFileSync(process.execPath, [join(ROOT, "node_modules/vite/bin/vite.js"), "build", "--config", "web/vite.config.ts", "--outDir", join(dir, "web"), "--emptyOutDir"], {
+    cwd: ROOT,
+    stdio: "pipe",
+  });
+  view = await startViewServer({ page: join(dir, "web/index.html"), input: EXAMPLE_FILE, port: 0 });
+  browser = await chromium.launch(LAUNCH);
+  context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  page = await context.newPage();
+  page.on("request", (request) => requests.push(request.url()));
+});
+afterAll(async () => {
+  await browser?.close();
+  await view?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The rows table as the DOM shows it: leaf and the path's calls split by their class. */
+function rowsInDom(): Promise<{ leaf: string; trained: string[]; context: string[] }[]> {
+  return page.$$eval("#rows-table tr[data-row]", (trs) =>
+    trs.map((tr) => ({
+      leaf: tr.children[1].textContent ?? "",
+      trained: [...tr.querySelectorAll(".path .call.trained")].map((e) => e.textContent ?? ""),
+      context: [...tr.querySelectorAll(".path .call.context")].map((e) => e.textContent ?? ""),
+    })),
+  );
+}
+
+describe("the page", () => {
+  it("opens the file `callforest view` preloads and shows the worked example's five rows", async () => {
+    expect(view.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?input=input%2Flogin-bug\.json$/);
+    await page.goto(view.url);
+    await nextLoad();
+    expect(await page.textContent("#backend")).toMatch(/^core: WebAssembly/);
+    expect(await page.evaluate(() => window.callforest!.backend)).toBe("wasm");
+    expect(await rowsInDom()).toEqual([
+      { leaf: "C4", trained: ["C2", "C4"], context: [] },
+      { leaf: "C6", trained: ["C5", "C6"], context: [] },
+      { leaf: "C9", trained: ["C8", "C9"], context: ["C1", "C3", "C7"] },
+      { leaf: "C10", trained: ["C1", "C3", "C7", "C10"], context: [] },
+      { leaf: "C12", trained: ["C11", "C12"], context: [] },
+    ]);
+    // the picture: 12 calls, the cut before C11, and the same row paths
+    expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(example.calls.map((c) => c.id));
+    expect(await page.$$eval("#svg-host .cf-cut-mark", (gs) => gs.map((g) => g.getAttribute("data-after")))).toEqual(["C11"]);
+    expect(await page.$$eval('#svg-host g.cf-row[data-row="2"] rect.cf-context', (rs) => rs.map((r) => r.getAttribute("data-call")))).toEqual(["C1", "C3", "C7"]);
+    // the report
+    const counts = await page.$$eval("#report dl.counts > div", (ds) => Object.fromEntries(ds.map((d) => [d.getAttribute("data-key"), d.querySelector("dd")!.textContent])));
+    expect(counts).toMatchObject({ calls: "12", roots: "4", leaves: "5", rows: "5", captured_tokens: "21", trained_tokens: "21" });
+  });
+
+  it("shows a selected row's tokens: trained spans highlighted, context dim, with their logprobs", async () => {
+    await page.click('#rows-table tr[data-row="2"]');
+    expect(await page.textContent("#strip-title")).toMatch(/^row 2 · leaf C9 · 19 tokens, \d+ trained/);
+    const strip = await page.$$eval("#strip .tok", (cells) =>
+      cells.map((c) => ({ kind: c.className.replace("tok ", ""), id: Number(c.querySelector("b")!.textContent), lp: c.querySelector("i")?.textContent ?? null })),
+    );
+    const cf = await init();
+    const plan = cf.plan(example);
+    const row = plan.rows[2];
+    expect(strip.map((c) => c.id)).toEqual(Array.from(row.tokenIds));
+    const byId = new Map(plan.forest.map((c) => [c.id, c]));
+    const kindAt = (i: number) => {
+      for (const id of row.calls) {
+        const c = byId.get(id)!;
+        if (i >= c.promptLength && i < c.promptLength + c.generationLength) return row.trained.includes(id) ? "trained" : "context";
+      }
+      return "prompt";
+    };
+    expect(strip.map((c) => c.kind)).toEqual(strip.map((_, i) => kindAt(i)));
+    expect(strip.filter((c) => c.kind === "trained").length).toBe(byId.get("C8")!.generationLength + byId.get("C9")!.generationLength);
+    expect(strip.map((c) => c.lp)).toEqual(Array.from(row.logprobs, (lp, i) => (kindAt(i) === "prompt" ? null : lp.toFixed(2))));
+    // trained tokens are drawn differently from context ones
+    const colours = await page.$$eval("#strip .tok.trained, #strip .tok.context", (cells) => [...new Set(cells.map((c) => getComputedStyle(c).backgroundColor + c.className))]);
+    expect(new Set(colours.map((c) => c.replace(/tok.*/, ""))).size).toBe(2);
+    plan.release();
+  });
+
+  it("plans a generated 300-call rollout exactly as Node does (token ids, masks, logprobs)", async () => {
+    const rollout = generateRollout({ calls: 300, seed: 42 });
+    const file = join(dir, "generated.json");
+    writeFileSync(file, asJson(rollout));
+    await page.setInputFiles("#file", file);
+    await nextLoad();
+    const cf = await init();
+    const plan = cf.plan(JSON.parse(readFileSync(file, "utf8")));
+    const expected = plan.rows.map((row) => rowToJson(row, "bits")).join("\n");
+    expect(plan.rows.length).toBeGreaterThan(20);
+    const inBrowser = await page.evaluate(() => window.callforest!.rowsJsonl());
+    expect(inBrowser.length).toBe(expected.length);
+    expect(inBrowser === expected).toBe(true);
+    expect(await page.evaluate(() => window.callforest!.reportJson())).toBe(reportToJson(plan.report));
+    expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(rollout.calls.length);
+    plan.release();
+  });
+
+  it("shows a rejected rollout's reason and the call at fault", async () => {
+    const bad = structuredClone(example);
+    bad.rollout_id = "bad";
+    bad.calls[4].generation_log_probs = [-0.5];
+    const file = join(dir, "mixed.jsonl");
+    writeFileSync(file, `${JSON.stringify(example)}\n\n${JSON.stringify(bad)}\n{oops\n`);
+    await page.setInputFiles("#file", file);
+    await nextLoad();
+    expect(await page.textContent("#status")).toBe("mixed.jsonl: 3 rollouts, 2 rejected");
+    expect(await page.$$eval("#rollout-select option", (os) => os.map((o) => o.textContent))).toEqual([
+      "mixed.jsonl:1 · login-bug · 5 rows",
+      "mixed.jsonl:3 · bad · rejected (logprob_length_mismatch)",
+      "mixed.jsonl:4 · (no id) · rejected (malformed_json)",
+    ]);
+    await page.selectOption("#rollout-select", "1");
+    expect(await page.textContent("#report .rejected .reason")).toBe("logprob_length_mismatch");
+    expect(await page.textContent("#report .rejected .detail")).toBe('call "C5" (calls[4]): 1 generation_log_probs for 2 generated tokens');
+    expect(await page.textContent("#report .rejected .fault")).toBe('calls[4] "C5" · agent A');
+    expect(await page.isHidden("#rows-section")).toBe(true);
+    expect(await page.textContent("#svg-host")).toContain("rejected (logprob_length_mismatch)");
+    await page.selectOption("#rollout-select", "0");
+    expect((await rowsInDom()).length).toBe(5);
+  });
+
+  it("renders a picture that is not blank", async () => {
+    await page.setInputFiles("#file", EXAMPLE_FILE);
+    await nextLoad();
+    const png = decode(await page.screenshot());
+    const channels = png.channels;
+    const data = png.data as Uint8Array;
+    let sum = 0;
+    let sumSq = 0;
+    const colours = new Set<number>();
+    const n = png.width * png.height;
+    for (let p = 0; p < n; p++) {
+      const i = p * channels;
+      const lum = 0.299 * data[i] + 0.587 * data[i + 1] + 0.114 * data[i + 2];
+      sum += lum;
+      sumSq += lum * lum;
+      colours.add((data[i] << 16) | (data[i + 1] << 8) | data[i + 2]);
+    }
+    const variance = sumSq / n - (sum / n) ** 2;
+    expect(variance).toBeGreaterThan(100);
+    expect(colours.size).toBeGreaterThan(50);
+  });
+
+  it("sent no request outside its own origin", () => {
+    const origin = new URL(view.url).origin;
+    expect(requests).toContain(`${origin}/input/login-bug.json`);
+    expect(requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:"))).toEqual([]);
+  });
+
+  it("works from the built file alone, opened from disk", async () => {
+    const local = await context.newPage();
+    const seen: string[] = [];
+    local.on("request", (request) => seen.push(request.url()));
+    const errors: string[] = [];
+    local.on("pageerror", (error) => errors.push(error.message));
+    await local.goto(`file://${join(dir, "web/index.html")}`);
+    await local.waitForSelector("body[data-ready=true]");
+    await local.click("#example");
+    await local.waitForSelector('body[data-loads="1"]');
+    expect(await local.$$eval("#rows-table tr[data-row]", (trs) => trs.map((tr) => tr.children[1].textContent))).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+    expect(await local.textContent("#backend")).toMatch(/^core: WebAssembly/);
+    expect(seen.filter((url) => !url.startsWith("data:"))).toEqual([`file://${join(dir, "web/index.html")}`]);
+    expect(errors).toEqual([]);
+    await local.close();
+  });
+});
+
+describe("callforest view's server", () => {
+  it("serves only the page (with a same-origin CSP) and the input", async () => {
+    const origin = new URL(view.url).origin;
+    const home = await fetch(`${origin}/`);
+    expect(home.status).toBe(200);
+    expect(home.headers.get("content-security-policy")).toContain("default-src 'none'");
+    expect(home.headers.get("content-security-policy")).toContain("connect-src 'self' data:");
+    expect(await (await fetch(`${origin}/input/login-bug.json`)).text()).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
+    expect((await fetch(`${origin}/input/other.json`)).status).toBe(404);
+    expect((await fetch(`${origin}/../package.json`)).status).toBe(404);
+    expect((await fetch(`${origin}/`, { method: "POST" })).status).toBe(405);
+  });
+
+  it("fails in one line when the page is not built or the input is missing", async () => {
+    await expect(startViewServer({ page: join(dir, "nope.html") })).rejects.toThrow(/^cannot read .*nope\.html: no such file \(build the page first: npm run build\)$/);
+    await expect(startViewServer({ page: join(dir, "web/index.html"), input: join(dir, "missing.jsonl") })).rejects.toThrow(/^cannot read .*missing\.jsonl: no such file$/);
+  });
+});
