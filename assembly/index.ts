@@ -3,7 +3,9 @@
 // resets its heap. See src/core/wasm.ts for the host side of this protocol.
 import { Vec, vecAt, vecClear, vecReserve } from "./vec";
 import { firstNegative, firstNonFinite } from "./compare";
-import { AGENT_PARENTS, CALLS, ambiguousFirst, ambiguousSecond, linkCall, treeReset } from "./tree";
+import {
+  AGENT_PARENTS, CALLS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
+} from "./tree";
 import { buildRows, ownerRows, pathBuffer, rowCount, rowTable } from "./rows";
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
@@ -56,12 +58,24 @@ export function checkStagedTokens(count: i32): i32 {
  * eligible call. Returns the parent (>= -1) or one of the codes above.
  */
 export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
-  badIndex = firstNegative(STAGE_TOKENS.ptr, prompt + generated);
-  if (badIndex >= 0) return INVALID_TOKEN;
-  badIndex = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
-  if (badIndex >= 0) return INVALID_LOGPROB;
-  if (!link) return NOT_LINKED;
-  return linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent);
+  if (!link) {
+    badIndex = firstNegative(STAGE_TOKENS.ptr, prompt + generated);
+    if (badIndex >= 0) return INVALID_TOKEN;
+    badIndex = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
+    return badIndex >= 0 ? INVALID_LOGPROB : NOT_LINKED;
+  }
+  // Linking checks the tokens as it goes (see tree.ts insert), so the tokens are read once.
+  const logprobAt = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
+  const parent = linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent);
+  if (parent == INVALID_TOKEN_FOUND) {
+    badIndex = invalidTokenAt;
+    return INVALID_TOKEN;
+  }
+  if (logprobAt >= 0) {
+    badIndex = logprobAt;
+    return INVALID_LOGPROB;
+  }
+  return parent;
 }
 
 export function lastBadIndex(): i32 {

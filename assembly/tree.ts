@@ -2,7 +2,7 @@
 // once per call. Each token of each call is compared once (SIMD), so linking is linear in the
 // total number of tokens; edges point into a store that keeps every distinct token once.
 import { Vec, vecAt, vecClear, vecGrow, vecReserve } from "./vec";
-import { commonPrefix } from "./compare";
+import { commonPrefix, firstNegative } from "./compare";
 import { childGet, childSet, childrenReset } from "./children";
 
 // Call record (32 bytes), one per committed eligible call, in ledger order.
@@ -31,6 +31,11 @@ export const AGENT_PARENTS = changetype<Vec>(memory.data(offsetof<Vec>()));
 /** Two of the tied candidates when linking reports an ambiguous parent. */
 export let ambiguousFirst: i32 = -1;
 export let ambiguousSecond: i32 = -1;
+/** After linkCall returned INVALID_TOKEN_FOUND: index of the first negative token of the call. */
+export let invalidTokenAt: i32 = -1;
+
+/** linkCall result when the call holds a token outside [0, 2^31-1]. */
+export const INVALID_TOKEN_FOUND: i32 = -3;
 
 // @ts-ignore: decorator
 @inline export function callField(c: i32, field: i32): i32 {
@@ -85,8 +90,12 @@ function storeTokens(staged: usize, from: i32, to: i32): i32 {
 /**
  * Inserts full(c) (staged at `staged`, `full` tokens, the first `prompt` of them the prompt) and
  * returns the deepest tree node at depth <= prompt where an earlier full sequence ends (-1: none).
+ *
+ * It also checks the call's tokens, for free: tokens that match the tree equal tokens checked
+ * before, so only the tokens it stores can be out of range. Sets invalidTokenAt (-1: all valid).
  */
 function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
+  invalidTokenAt = -1;
   let node = 0;
   let pos = 0;
   let best = -1;
@@ -94,6 +103,8 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
     const token = load<i32>(staged + ((<usize>pos) << 2));
     const child = childGet(node, token);
     if (child < 0) {
+      const bad = firstNegative(staged + ((<usize>pos) << 2), full - pos);
+      if (bad >= 0) invalidTokenAt = pos + bad;
       const leaf = newNode(storeTokens(staged, pos, full), full - pos, full, node);
       childSet(node, token, leaf);
       node = leaf;
@@ -157,7 +168,9 @@ function chooseParent(c: i32, candidates: i32): i32 {
 
 /**
  * Records the staged call as eligible call number `c` and links it. Returns its parent, -1 for a
- * root, or -2 when the parent is ambiguous (see ambiguousFirst/ambiguousSecond).
+ * root, INVALID_TOKEN_FOUND (see invalidTokenAt; the forest is then unusable, the rollout is
+ * rejected), or -2 when the parent is ambiguous (see ambiguousFirst/ambiguousSecond). Logprobs
+ * must have been checked by the caller.
  */
 export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, generated: i32, agent: i32): i32 {
   const c = vecGrow(CALLS, 1);
@@ -169,6 +182,7 @@ export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, gene
   memory.copy(vecAt(LOGPROBS, lp), stagedLogprobs, (<usize>generated) << 2);
   setCallField(c, C_LP, lp);
   const best = insert(c, staged, prompt, full);
+  if (invalidTokenAt >= 0) return INVALID_TOKEN_FOUND;
   const parent = best < 0 ? -1 : chooseParent(c, nodeField(best, N_END_HEAD));
   setCallField(c, C_PARENT, parent);
   return parent;

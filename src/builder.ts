@@ -2,7 +2,7 @@
 // (linear memory on the WASM backend), writes one call's arrays straight into them, and commits
 // the call: a pipeline that holds typed arrays pays one copy, a byte parser none.
 import { Rejection, callName } from "./rejection.js";
-import { checkHeader } from "./validate.js";
+import { checkHeader, rolloutIdOf } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, rejectedPlan } from "./assembler.js";
 import type { CoreFactory } from "./core/types.js";
 import type { AgentInfo, Plan, PlanOptions } from "./types.js";
@@ -101,8 +101,7 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
     finish(options = {}) {
       if (failure || !assembler) {
         const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
-        const id = typeof header.rollout_id === "string" ? header.rollout_id : null;
-        return rejectedPlan(id, calls, failure!, agents, options);
+        return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);
       }
       return guard(() => assembler!.finish(calls, options), null) ?? rejectedPlan(header.rollout_id, calls, failure!, [], options);
     },

@@ -18,9 +18,21 @@ export function callLabel(call: unknown, index: number): string {
   return callName(typeof call === "object" && call !== null ? (call as { id?: unknown }).id : undefined, index);
 }
 
-/** A value, shortened for a one-line message. */
+/** A value, shortened for a one-line message. Never throws (BigInt, cycles, NaN included). */
 export function describeValue(value: unknown): string {
-  if (value === undefined) return "undefined";
-  const text = typeof value === "string" ? JSON.stringify(value) : JSON.stringify(value) ?? String(value);
+  let text: string;
+  if (typeof value === "number" || typeof value === "bigint" || value === undefined) {
+    text = typeof value === "bigint" ? `${value}n` : String(value);
+  } else if (typeof value === "function" || typeof value === "symbol") {
+    text = typeof value;
+  } else if (ArrayBuffer.isView(value)) {
+    text = `${value.constructor.name}(${(value as unknown as ArrayLike<unknown>).length ?? value.byteLength})`;
+  } else {
+    try {
+      text = JSON.stringify(value) ?? String(value);
+    } catch {
+      text = Array.isArray(value) ? "an array" : "an object";
+    }
+  }
   return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }

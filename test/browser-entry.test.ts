@@ -125,8 +125,8 @@ describe("the browser entry, bundled", () => {
     for (const input of [JSON.stringify(example), rollout]) {
       const expected = nodeRows(cf, JSON.parse(input));
       const planRows = (args: [string, string]) => (window as unknown as { planRows(r: string, b: string): string }).planRows(...args);
-      expect((await page.evaluate(planRows, [input, "wasm"])) === expected).toBe(true);
-      expect((await page.evaluate(planRows, [input, "ts"])) === expected).toBe(true);
+      expect((await page.evaluate(planRows, [input, "wasm"] as [string, string])) === expected).toBe(true);
+      expect((await page.evaluate(planRows, [input, "ts"] as [string, string])) === expected).toBe(true);
     }
     expect(errors).toEqual([]);
     await page.close();

@@ -23,6 +23,11 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
 const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
 
+/** What web/main.ts exposes on window for tests and the console. */
+interface PageWindow {
+  callforest: { backend: string; rowsJsonl(): string; reportJson(): string };
+}
+
 let dir: string;
 let view: ViewServer;
 let browser: Browser;
@@ -64,8 +69,8 @@ function rowsInDom(): Promise<{ leaf: string; trained: string[]; context: string
   return page.$$eval("#rows-table tr[data-row]", (trs) =>
     trs.map((tr) => ({
       leaf: tr.children[1].textContent ?? "",
-      trained: [...tr.querySelectorAll(".path .call.trained")].map((e) => e.textContent ?? ""),
-      context: [...tr.querySelectorAll(".path .call.context")].map((e) => e.textContent ?? ""),
+      trained: Array.from(tr.querySelectorAll(".path .call.trained"), (e) => e.textContent ?? ""),
+      context: Array.from(tr.querySelectorAll(".path .call.context"), (e) => e.textContent ?? ""),
     })),
   );
 }
@@ -76,7 +81,7 @@ describe("the page", () => {
     await page.goto(view.url);
     await nextLoad();
     expect(await page.textContent("#backend")).toMatch(/^core: WebAssembly/);
-    expect(await page.evaluate(() => window.callforest!.backend)).toBe("wasm");
+    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.backend)).toBe("wasm");
     expect(await rowsInDom()).toEqual([
       { leaf: "C4", trained: ["C2", "C4"], context: [] },
       { leaf: "C6", trained: ["C5", "C6"], context: [] },
@@ -130,10 +135,10 @@ describe("the page", () => {
     const plan = cf.plan(JSON.parse(readFileSync(file, "utf8")));
     const expected = plan.rows.map((row) => rowToJson(row, "bits")).join("\n");
     expect(plan.rows.length).toBeGreaterThan(20);
-    const inBrowser = await page.evaluate(() => window.callforest!.rowsJsonl());
+    const inBrowser = await page.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl());
     expect(inBrowser.length).toBe(expected.length);
     expect(inBrowser === expected).toBe(true);
-    expect(await page.evaluate(() => window.callforest!.reportJson())).toBe(reportToJson(plan.report));
+    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.reportJson())).toBe(reportToJson(plan.report));
     expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(rollout.calls.length);
     plan.release();
   });

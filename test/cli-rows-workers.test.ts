@@ -11,7 +11,7 @@ afterAll(removeTempDirs);
 
 /** ~1 MB of rollouts with bad and blank lines among them. */
 function input(): string {
-  const good = goodLines(300, 11);
+  const good = goodLines(200, 11);
   const out: string[] = [];
   good.forEach((line, i) => {
     out.push(line);
@@ -32,10 +32,8 @@ describe("rows --jobs N", () => {
     expect(lines(one.report).some((l) => l.includes('"reason":"invalid_token"'))).toBe(true);
     const runs = [
       ["--jobs", "2"],
-      ["--jobs", "3"],
-      ["--jobs", "2", "--batch-bytes", "4096"],
-      ["--jobs", "3", "--batch-bytes", "65536"],
       ["--jobs", "3", "--batch-bytes", "300"],
+      ["--jobs", "2", "--batch-bytes", "65536"],
       ["--jobs", "2", "--reader", "json", "--batch-bytes", "16384"],
       ["--jobs", "1", "--reader", "json"],
     ];
@@ -72,11 +70,11 @@ describe("rows --jobs N", () => {
     expect(parallel.stdout).toBe(serial.stdout);
     expect(parallel.stderr).toBe(serial.stderr);
     const stderr = lines(serial.stderr);
-    expect(stderr[0]).toMatch(/^<stdin>:9: rejected \(malformed_json\): not JSON \(/);
-    expect(stderr[stderr.length - 1]).toMatch(/^callforest: \d+ rollouts \(\d+ ok, 12 rejected\), \d+ rows$/);
+    expect(stderr[0]).toMatch(/^<stdin>:9: rejected \(malformed_json\): not JSON at byte \d+: cut off/);
+    expect(stderr[stderr.length - 1]).toMatch(/^callforest: \d+ rollouts \(\d+ ok, 8 rejected\), \d+ rows$/);
     const strict = run("--jobs", "2", "--strict", "--report", join(dir, "report.jsonl"));
     expect(strict.status).toBe(1);
-    expect(strict.stderr).toBe("callforest: 12 of 313 rollouts rejected\n");
-    expect(lines(read(join(dir, "report.jsonl")))).toHaveLength(313);
+    expect(strict.stderr).toBe("callforest: 8 of 209 rollouts rejected\n");
+    expect(lines(read(join(dir, "report.jsonl")))).toHaveLength(209);
   });
 });

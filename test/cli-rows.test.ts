@@ -4,6 +4,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { init, rowToJson } from "../src/index.js";
 import {
   COMPETITIVE_CODING,
   LOGIN_BUG,
@@ -209,6 +210,11 @@ describe("rows: inputs and options", () => {
     expect(run.code).toBe(0);
     const rows = lines(run.stdout).map((l) => JSON.parse(l));
     expect(rows[0].rollout_id).toBe("login-bug");
+    // Row bytes as the library's own rowToJson writes them.
+    const cf = await init();
+    const plan = cf.plan(JSON.parse(read(LOGIN_BUG)), {});
+    expect(lines(run.stdout).slice(0, plan.rows.length)).toEqual(plan.rows.map((row) => rowToJson(row, "ints")));
+    plan.release();
     expect(rows.every((r) => Array.isArray(r.loss_mask) && r.loss_mask.length === r.num_tokens)).toBe(true);
     expect(lines(run.stderr)).toEqual([
       `${jsonl}:4: rejected (malformed_json): not JSON at byte 1: unexpected 'o' where 'null' should be`,

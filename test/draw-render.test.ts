@@ -73,9 +73,9 @@ describe("legibility at 500 calls", () => {
     await page.setContent(`<!doctype html><body style="margin:0">${svg.replace(/^<\?xml[^>]*>\n/, "")}</body>`);
     const measured = await page.evaluate(() => {
       const root = document.querySelector("svg")!;
-      const calls = [...root.querySelectorAll("g.cf-call")].map((g) => {
+      const calls = Array.from(root.querySelectorAll("g.cf-call"), (g) => {
         const rect = g.querySelector("rect")!.getBoundingClientRect();
-        const texts = [...g.querySelectorAll("text")].map((t) => t.getBoundingClientRect());
+        const texts = Array.from(g.querySelectorAll("text"), (t) => t.getBoundingClientRect());
         const fontSize = getComputedStyle(g.querySelector("text")!).fontSize;
         const fits = texts.every((t) => t.left >= rect.left && t.right <= rect.right && t.top >= rect.top - 1 && t.bottom <= rect.bottom + 1);
         return { fits, fontSize, height: Math.min(...texts.map((t) => t.height)) };

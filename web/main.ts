@@ -155,6 +155,17 @@ function wire(): void {
   });
   element("example").addEventListener("click", () => openExample().catch(fail));
   element("download-svg").addEventListener("click", downloadSvg);
+  // Clicking a row's path in the picture, or a call box, shows that row's tokens (a call's: the row that trains it).
+  element("svg-host").addEventListener("click", (event) => {
+    const plan = state.plan;
+    const target = event.target as Element;
+    if (plan === null) return;
+    const row = target.closest("g.cf-row")?.getAttribute("data-row");
+    const call = target.closest("g.cf-call")?.getAttribute("data-call");
+    const owner = call == null ? -1 : plan.forest.find((c) => c.id === call)?.ownerRow ?? -1;
+    if (row != null) showRow(Number(row));
+    else if (owner >= 0) showRow(owner);
+  });
   element<HTMLSelectElement>("rollout-select").addEventListener("change", (event) => {
     showRollout(Number((event.target as HTMLSelectElement).value));
   });

@@ -129,36 +129,55 @@ function keyKind(s: usize, length: usize): i32 {
   return NOT_A_KEY;
 }
 
-/** Room for one more 4-byte element at `write`. */
+/** End of addressable memory, refreshed whenever the scanner grows it. */
+let limit: usize = 0;
+
+/** Room for `bytes` more bytes at `write`. */
 // @ts-ignore: decorator
 @inline function roomFor(bytes: usize): bool {
-  if (write + bytes <= (<usize>memory.size() << 16)) return true;
-  if (ensureMemory(write + bytes)) return true;
+  if (write + bytes <= limit) return true;
+  if (ensureMemory(write + bytes)) {
+    limit = <usize>memory.size() << 16;
+    return true;
+  }
   outOfMemory = true;
   return false;
 }
 
-/** Parses `[int, ...]` of integers in [0, 2^31-1] written plainly; returns the address after `]`, or 0. */
+/**
+ * Parses `[int, ...]` of integers in [0, 2^31-1] written plainly; returns the address after `]`,
+ * or 0. Eight bytes at a time (SWAR): the input ends with a zero sentinel and has 64 bytes of
+ * slack, so reading past a number is safe and stops at the sentinel.
+ */
 function parseTokens(p: usize): usize {
   const end = inputEnd;
   p = skipSpace(p + 1);
-  if (p < end && load<u8>(p) == 0x5d) return p + 1;
+  if (load<u8>(p) == 0x5d) return p + 1;
   while (true) {
-    if (p >= end) return 0;
-    let digit = <u32>load<u8>(p) - 0x30;
-    if (digit > 9) return 0;
-    let value: u64 = digit;
-    p++;
-    if (digit == 0) {
-      if (p < end && <u32>load<u8>(p) - 0x30 <= 9) return 0; // leading zero: not JSON
+    // Bytes 0..9 where the input has digits; the first byte > 9 ends the number.
+    const x = load<u64>(p) ^ 0x3030303030303030;
+    const nonDigit = ((x + 0x7676767676767676) | x) & 0x8080808080808080;
+    const n = <i32>(ctz(nonDigit) >> 3); // digits in this word (8 = all)
+    if (n == 0) return 0;
+    let value: u64;
+    if (n < 8) {
+      if ((x & 0xff) == 0 && n > 1) return 0; // leading zero: not JSON
+      let v = x << (<u64>(8 - n) << 3);
+      v = v * 10 + (v >> 8);
+      value = ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
+      p += n;
     } else {
-      let digits = 1;
-      while (p < end) {
-        digit = <u32>load<u8>(p) - 0x30;
-        if (digit > 9) break;
-        value = value * 10 + digit;
+      if ((x & 0xff) == 0) return 0;
+      let v = x * 10 + (x >> 8);
+      value = ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
+      p += 8;
+      // Up to two more digits; a third means the value is out of range.
+      for (let k = 0; k < 3; k++) {
+        const d = <u32>load<u8>(p) - 0x30;
+        if (d > 9) break;
+        if (k == 2) return 0;
+        value = value * 10 + d;
         p++;
-        if (++digits > 10) return 0;
       }
       if (value > 0x7fffffff) return 0;
     }
@@ -166,20 +185,20 @@ function parseTokens(p: usize): usize {
     store<i32>(write, <i32>value);
     write += 4;
     // Separator: `,` or `]`, maybe after whitespace; `.`/`e` or anything else is not plain.
-    if (p >= end) return 0;
     let c = <u32>load<u8>(p);
-    if (isSpace(c)) {
-      p = skipSpace(p);
-      if (p >= end) return 0;
-      c = load<u8>(p);
-    }
-    p++;
     if (c == 0x2c) {
-      p = skipSpace(p);
+      c = load<u8>(++p);
+      if (c - 0x30 > 9) p = skipSpace(p);
       continue;
     }
+    if (c == 0x5d) return p + 1;
+    if (!isSpace(c)) return 0;
+    p = skipSpace(p);
+    if (p >= end) return 0;
+    c = load<u8>(p++);
     if (c == 0x5d) return p;
-    return 0;
+    if (c != 0x2c) return 0;
+    p = skipSpace(p);
   }
   return 0;
 }
@@ -359,6 +378,8 @@ function buildMeta(): bool {
 export function scan(length: usize): i32 {
   inputStart = BASE;
   inputEnd = BASE + length;
+  store<u64>(inputEnd, 0); // sentinel: ends any digit run, never a separator
+  limit = <usize>memory.size() << 16;
   arenaStart = (inputEnd + 64 + 15) & ~15;
   write = arenaStart;
   arrays = 0;

@@ -16,9 +16,14 @@ import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from
 
 export * from "./types.js";
 
-/** Which format a value is in, or null. Checked most specific first (an observed row also has a response). */
+/**
+ * Which format a value is in, or null. A value shaped like SPEC's canonical rollout (a rollout_id
+ * and a calls[] array) is canonical whatever else it carries, since SPEC ignores unknown fields;
+ * then the most specific Gym shape first (an observed row also has a response).
+ */
 export function detectFormat(value: unknown): FormatName | null {
   if (!isObject(value)) return null;
+  if (isNonEmptyString(field(value, "rollout_id")) && Array.isArray(field(value, "calls"))) return "callforest";
   if (isGymObserved(value)) return "gym-observed";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
   if (Array.isArray(field(value, "calls"))) return "callforest";

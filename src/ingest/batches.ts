@@ -29,20 +29,28 @@ export const DEFAULT_CHUNK = 2 << 20;
 
 const NEWLINE = 10;
 
+/** Node's Buffer view of the same bytes: its indexOf is memchr, much faster than TypedArray's. */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /** Counts `\n` in bytes[from, to). */
 function countNewlines(bytes: Uint8Array, from: number, to: number): number {
+  const buffer = asBuffer(bytes);
   let count = 0;
-  let at = bytes.indexOf(NEWLINE, from);
+  let at = buffer.indexOf(NEWLINE, from);
   while (at !== -1 && at < to) {
     count++;
-    at = bytes.indexOf(NEWLINE, at + 1);
+    at = buffer.indexOf(NEWLINE, at + 1);
   }
   return count;
 }
 
 function allocate(size: number): Uint8Array {
-  // Never Node's shared pool: a batch must own its ArrayBuffer to be transferable.
-  return new Uint8Array(size);
+  // Never Node's shared pool: a batch must own its ArrayBuffer to be transferable. Not zeroed:
+  // every byte handed on was read into it first.
+  const buffer = Buffer.allocUnsafeSlow(size);
+  return new Uint8Array(buffer.buffer, 0, size);
 }
 
 /** Batches of whole lines, in input order; each about `chunk` bytes (more when one line is longer). */
@@ -96,7 +104,7 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK): A
  * found here, in whoever plans the batch, so the reader never scans them twice.
  */
 export function forEachLine(batch: Batch, each: (start: number, end: number, line: number) => void): void {
-  const bytes = batch.bytes;
+  const bytes = asBuffer(batch.bytes);
   let start = 0;
   let line = batch.firstLine;
   while (start < bytes.length) {

@@ -103,14 +103,15 @@ class RowBytes {
     }
     if (this.block === null || this.used + chunk.length > this.block.length) {
       this.seal();
-      this.block = new Uint8Array(FLUSH_BYTES);
+      this.block = new Uint8Array(Buffer.allocUnsafeSlow(FLUSH_BYTES).buffer, 0, FLUSH_BYTES);
     }
     this.block.set(chunk, this.used);
     this.used += chunk.length;
   };
 
   private seal(): void {
-    if (this.block !== null && this.used > 0) this.chunks.push(this.block.slice(0, this.used));
+    // The block leaves whole (a transfer moves its entire buffer); no copy.
+    if (this.block !== null && this.used > 0) this.chunks.push(this.block.subarray(0, this.used));
     this.block = null;
     this.used = 0;
   }

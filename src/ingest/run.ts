@@ -76,7 +76,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
       }
       const name = file === "-" ? "<stdin>" : file;
       const source: ByteSource = file === "-" ? streamSource(process.stdin) : await fileSource(file);
-      for await (const batch of readBatches(source, options.chunk ?? DEFAULT_CHUNK)) {
+      for await (const batch of readAhead(readBatches(source, options.chunk ?? DEFAULT_CHUNK))) {
         if (pool !== null) await pool.submit(batch, name);
         else await (await inProcess()).processBatch(batch, name, write);
       }
@@ -86,6 +86,23 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
     await pool?.close();
   }
   return totals;
+}
+
+/** Starts reading the next batch while the current one is planned (one batch ahead). */
+async function* readAhead<T>(source: AsyncGenerator<T>): AsyncGenerator<T> {
+  let next = source.next();
+  try {
+    for (;;) {
+      const current = await next;
+      if (current.done) return;
+      next = source.next();
+      yield current.value;
+    }
+  } finally {
+    // Stopped early (an error downstream): let the pending read finish, then close the file.
+    await next.catch(() => undefined);
+    await source.return(undefined);
+  }
 }
 
 /** A `.json` file: one value (or an array of values), through JSON.parse, in-process. */

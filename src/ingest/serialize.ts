@@ -87,8 +87,15 @@ export class RowSerializer {
   private text(text: string): void {
     const most = text.length * 3;
     if (most > this.capacity) {
-      this.flush();
-      this.emit(encoder.encode(text));
+      // A huge string (an id): encode it in slices, never splitting a surrogate pair.
+      const step = Math.floor(this.capacity / 3);
+      for (let i = 0; i < text.length; ) {
+        let end = Math.min(i + step, text.length);
+        const last = text.charCodeAt(end - 1);
+        if (end < text.length && last >= 0xd800 && last <= 0xdbff) end--;
+        this.text(text.slice(i, end));
+        i = end;
+      }
       return;
     }
     this.room(most);

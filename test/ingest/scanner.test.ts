@@ -123,7 +123,7 @@ const { node: nodeArb } = fc.letrec<{ node: Node }>((tie) => ({
 }));
 
 // Whole lines in the three formats of src/formats, with random extra fields.
-const raw = (value: unknown): Node => ({ t: "raw", text: JSON.stringify(value), value });
+const raw = (value: unknown): Node => ({ t: "raw", text: JSON.stringify(value), value: JSON.parse(JSON.stringify(value)) });
 const obj = (fields: [string, Node][], extra: { key: Key; value: Node }[] = []): Node => ({
   t: "obj",
   entries: [...fields.map(([name, value]) => ({ key: { name, text: JSON.stringify(name) }, value })), ...extra],

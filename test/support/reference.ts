@@ -5,6 +5,9 @@
 // Choices where SPEC's text leaves room (tests avoid relying on them):
 // - an optional field given as `null` (agents, agent, kept) counts as "of the wrong type";
 // - an agent's `parent` that names no listed agent, or a duplicate agent id, is invalid_rollout;
+// - an agent without a `parent` field is a top-level agent (parent null), as the README says;
+// - token arrays are plain arrays or Int32Array, logprob arrays plain, Float32Array or Float64Array
+//   (types.ts); any other container is "of the wrong type";
 // - `trained` and `context` list call ids in path order (root first), like `calls`.
 import type { RejectionCode } from "../../src/types.js";
 
@@ -161,8 +164,9 @@ function readRolloutFields(rollout: unknown): { id: string; reward: number; agen
       if (!isObject(a) || typeof a.id !== "string") bad("agent without a string id");
       const agent = a as Record<string, unknown>;
       if (agents.parentOf.has(agent.id as string)) bad(`duplicate agent id ${agent.id}`);
-      if (agent.parent !== null && typeof agent.parent !== "string") bad(`agent ${agent.id}: parent not a string or null`);
-      agents.parentOf.set(agent.id as string, agent.parent as string | null);
+      const parent = agent.parent === undefined ? null : agent.parent;
+      if (parent !== null && typeof parent !== "string") bad(`agent ${agent.id}: parent not a string or null`);
+      agents.parentOf.set(agent.id as string, parent as string | null);
     }
     for (const [id, parent] of agents.parentOf) {
       if (parent !== null && !agents.parentOf.has(parent)) bad(`agent ${id}: parent ${parent} is not an agent`);

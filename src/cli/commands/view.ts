@@ -79,7 +79,12 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
   return {
     url,
     server,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // a browser's idle keep-alive connections would otherwise hold the server open
+        server.closeAllConnections();
+      }),
   };
 }
 

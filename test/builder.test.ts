@@ -1,0 +1,94 @@
+// The builder (writing arrays in place) and header edge cases, on both backends: it must give
+// exactly what plan() gives for the same calls, rejections included.
+import { beforeAll, describe, expect, it } from "vitest";
+import { init, type Callforest, type Rollout } from "../src/index.js";
+import { loadExample } from "./support/worked-example.js";
+
+function buildFrom(cf: Callforest, rollout: Rollout) {
+  const b = cf.builder({ rollout_id: rollout.rollout_id, reward: rollout.reward, agents: rollout.agents });
+  for (const call of rollout.calls) {
+    const slot = b.stage(call.prompt_token_ids.length, call.generation_token_ids.length);
+    slot.promptTokenIds.set(call.prompt_token_ids);
+    slot.generationTokenIds.set(call.generation_token_ids);
+    slot.logprobs.set(call.generation_log_probs);
+    b.commit({ id: call.id, agent: call.agent, kept: call.kept });
+  }
+  return b.finish();
+}
+
+describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("builder on $backend", (options) => {
+  let cf: Callforest;
+  beforeAll(async () => {
+    cf = await init(options);
+  });
+
+  it("matches plan() when calls are unkept, empty, or the rollout is rejected", () => {
+    const base = loadExample();
+    const variants: Rollout[] = [
+      { ...base, calls: base.calls.map((c, i) => (i === 3 ? { ...c, kept: false } : c)) },
+      { ...base, calls: base.calls.map((c, i) => (i === 5 ? { ...c, generation_token_ids: [], generation_log_probs: [] } : c)) },
+      { ...base, calls: base.calls.map((c, i) => (i === 7 ? { ...c, id: "C2" } : c)) },
+      { ...base, calls: base.calls.map((c, i) => (i === 2 ? { ...c, agent: "Z" } : c)) },
+      { ...base, calls: base.calls.map((c, i) => (i === 4 ? { ...c, prompt_token_ids: [400, -7, 402] } : c)) },
+      { ...base, calls: base.calls.map((c) => ({ ...c, kept: false })) },
+    ];
+    for (const rollout of variants) {
+      const planned = cf.plan(rollout);
+      const built = buildFrom(cf, rollout);
+      expect(built.report).toEqual(planned.report);
+      expect(built.rows.map((r) => [r.leaf, r.trained, Array.from(r.lossMask)])).toEqual(
+        planned.rows.map((r) => [r.leaf, r.trained, Array.from(r.lossMask)]),
+      );
+      planned.release();
+      built.release();
+    }
+  });
+
+  it("names the call in the reason of a rejection", () => {
+    const base = loadExample();
+    const rollout = { ...base, calls: base.calls.map((c, i) => (i === 4 ? { ...c, prompt_token_ids: [400, -7, 402] } : c)) };
+    const plan = buildFrom(cf, rollout);
+    expect(plan.report).toMatchObject({
+      status: "rejected",
+      reason: "invalid_token",
+      detail: 'call "C5" (calls[4]): prompt_token_ids[1] is -7, not an integer in [0, 2^31-1]',
+    });
+    expect(plan.rows).toEqual([]);
+  });
+
+  it("rejects a bad header without throwing", () => {
+    const b = cf.builder({ rollout_id: "", reward: 1 });
+    const slot = b.stage(1, 1);
+    slot.generationTokenIds[0] = 5;
+    expect(b.commit({ id: "a" })).toBe(false);
+    expect(b.finish().report).toMatchObject({ status: "rejected", reason: "invalid_rollout", rollout_id: null });
+  });
+
+  it("refuses negative lengths and a commit without a stage", () => {
+    const b = cf.builder({ rollout_id: "r", reward: 0 });
+    expect(() => b.stage(-1, 2)).toThrow(RangeError);
+    expect(() => b.commit({ id: "a" })).toThrow(/stage\(\) first/);
+  });
+});
+
+describe("headers", () => {
+  it("reads an agent without a parent as a top-level agent", async () => {
+    const cf = await init();
+    const base = loadExample();
+    const agents = base.agents!.map((a) => (a.id === "L" ? { id: "L", mode: "leader" } : a));
+    const plan = cf.plan({ ...base, agents });
+    expect(plan.report.status).toBe("ok");
+    expect(plan.agents.find((a) => a.id === "L")).toEqual({ id: "L", parent: null, mode: "leader" });
+  });
+
+  it("rejects an agent whose parent is not listed", async () => {
+    const cf = await init();
+    const base = loadExample();
+    const agents = [...base.agents!, { id: "X", parent: "nobody", mode: "fork" }];
+    expect(cf.plan({ ...base, agents }).report).toMatchObject({
+      status: "rejected",
+      reason: "invalid_rollout",
+      detail: 'agent "X": parent "nobody" is not a listed agent',
+    });
+  });
+});
