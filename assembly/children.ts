@@ -2,6 +2,8 @@
 // the child's edge). A hash keeps linking linear even when one node has thousands of children
 // (many fresh subagents behind the same system-prompt opening).
 
+import { allocBytes } from "./vec";
+
 // Entry: node i32, token i32, child i32, unused i32. node == -1 marks an empty slot.
 // @ts-ignore: decorator
 @inline const ENTRY_SHIFT: i32 = 4;
@@ -22,7 +24,7 @@ function slotOf(node: i32, token: i32): u32 {
 
 function allocTable(capacity: u32): void {
   const bytes = (<usize>capacity) << ENTRY_SHIFT;
-  table = heap.alloc(bytes);
+  table = allocBytes(bytes);
   memory.fill(table, 0xff, bytes);
   mask = capacity - 1;
   used = 0;

@@ -1,7 +1,7 @@
 // callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
 // it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
 // resets its heap. See src/core/wasm.ts for the host side of this protocol.
-import { Vec, vecAt, vecClear, vecReserve } from "./vec";
+import { Vec, setMemoryLimitPages, vecAt, vecClear, vecReserve } from "./vec";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
   AGENT_PARENTS, CALLS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
@@ -16,6 +16,11 @@ export const AMBIGUOUS_PARENT: i32 = -2;
 export const INVALID_TOKEN: i32 = -3;
 export const INVALID_LOGPROB: i32 = -4;
 export const NOT_LINKED: i32 = -5;
+
+/** Caps this instance's linear memory (64 KiB pages); past it a plan aborts (rollout_too_large). */
+export function setMemoryLimit(pages: i32): void {
+  setMemoryLimitPages(pages);
+}
 
 /** Index of the offending token or logprob after INVALID_TOKEN / INVALID_LOGPROB. */
 let badIndex: i32 = -1;

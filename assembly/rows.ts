@@ -1,6 +1,6 @@
 // Rows (SPEC "Ownership" and "Rows"): leaves, the ownership walk, leaf-to-root paths, and each
 // row's token IDs, logprobs and bitset loss mask, all written into one block of linear memory.
-import { vecAt } from "./vec";
+import { allocBytes, vecAt } from "./vec";
 import { setBits } from "./compare";
 import {
   CALLS, LOGPROBS, TOKENS,
@@ -36,11 +36,11 @@ export let ownerRows: usize = 0; // i32 per call: the row that trains it
 export function buildRows(): i32 {
   const n = CALLS.len;
   // Scratch: first child, first same-agent child, depth (path length), row of each leaf.
-  const firstChild = heap.alloc((<usize>n) << 2);
-  const sameAgentChild = heap.alloc((<usize>n) << 2);
-  const depth = heap.alloc((<usize>n) << 2);
-  const rowOfLeaf = heap.alloc((<usize>n) << 2);
-  ownerRows = heap.alloc((<usize>n) << 2);
+  const firstChild = allocBytes((<usize>n) << 2);
+  const sameAgentChild = allocBytes((<usize>n) << 2);
+  const depth = allocBytes((<usize>n) << 2);
+  const rowOfLeaf = allocBytes((<usize>n) << 2);
+  ownerRows = allocBytes((<usize>n) << 2);
   memory.fill(firstChild, 0xff, (<usize>n) << 2);
   memory.fill(sameAgentChild, 0xff, (<usize>n) << 2);
 
@@ -84,9 +84,9 @@ export function buildRows(): i32 {
   }
 
   rowCount = rows;
-  rowTable = heap.alloc((<usize>rows) << 5);
-  pathBuffer = heap.alloc((<usize>max(pathTotal, 1)) << 2);
-  let out = heap.alloc(max<usize>(outBytes, 16));
+  rowTable = allocBytes((<usize>rows) << 5);
+  pathBuffer = allocBytes((<usize>max(pathTotal, 1)) << 2);
+  let out = allocBytes(max<usize>(outBytes, 16));
   let pathOff: i32 = 0;
   for (let leaf = 0; leaf < n; leaf++) {
     if (load<i32>(i32At(firstChild, leaf)) >= 0) continue;

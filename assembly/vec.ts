@@ -14,6 +14,25 @@ export class Vec {
   shift: i32;
 }
 
+/** Linear memory this instance may use, in 64 KiB pages (the host may lower it). */
+let memoryLimitPages: i32 = 65536;
+
+export function setMemoryLimitPages(pages: i32): void {
+  memoryLimitPages = pages;
+}
+
+/** Past the limit, abort: the host turns that into `rollout_too_large` and drops the instance. */
+function checkMemoryLimit(): void {
+  if (memory.size() > memoryLimitPages) abort("memory limit");
+}
+
+/** heap.alloc, within the memory limit. */
+export function allocBytes(bytes: usize): usize {
+  const ptr = heap.alloc(bytes);
+  checkMemoryLimit();
+  return ptr;
+}
+
 export function vecClear(v: Vec, shift: i32): void {
   v.ptr = 0;
   v.len = 0;
@@ -30,6 +49,7 @@ export function vecReserve(v: Vec, extra: i32): void {
   if (cap < 256) cap = 256;
   const bytes = (<usize>cap) << v.shift;
   v.ptr = v.ptr == 0 ? heap.alloc(bytes) : heap.realloc(v.ptr, bytes);
+  checkMemoryLimit();
   v.cap = cap;
 }
 

@@ -52,6 +52,8 @@ export async function initWith(loadModule: ModuleLoader, options: InitOptions = 
   if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
   const simd = options.simd ?? simdSupported();
   if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
-  const pool = new WasmCorePool(await loadModule(simd));
+  const maxMemory = options.maxMemory ?? 2 ** 32;
+  if (!(maxMemory > 0)) throw new Error(`maxMemory must be a positive number of bytes, got ${options.maxMemory}`);
+  const pool = new WasmCorePool(await loadModule(simd), maxMemory);
   return makeApi("wasm", simd, () => pool.acquire());
 }

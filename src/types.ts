@@ -135,6 +135,12 @@ export interface InitOptions {
   backend?: BackendName;
   /** WASM only: force the SIMD (true) or scalar (false) build; default: SIMD when supported. */
   simd?: boolean;
+  /**
+   * WASM only: the most linear memory one plan's core instance may grow to, in bytes (default and
+   * ceiling 4 GiB). A rollout that needs more is rejected with `rollout_too_large`. Memory grows
+   * by doubling, so the cap is reached a little before the rollout's exact need.
+   */
+  maxMemory?: number;
 }
 
 export interface PlanOptions {

@@ -79,3 +79,15 @@ describe("views handed out by a plan", () => {
     b.release();
   });
 });
+
+describe("a rollout too large for one instance", () => {
+  it("is rejected with rollout_too_large, and the next rollout plans normally", async () => {
+    const cf = await init({ maxMemory: 8 * 2 ** 20 });
+    const big = cf.plan(growingRollout("big", 30, 40_000, 5)); // ~1.2M distinct tokens: > 8 MiB
+    expect(big.report).toMatchObject({ rollout_id: "big", status: "rejected", reason: "rollout_too_large", rows: 0 });
+    expect(big.report.detail).toMatch(/does not fit in one core's memory/);
+    const small = cf.plan(growingRollout("small", 5, 100, 6));
+    expect(small.report).toMatchObject({ status: "ok", rows: 2 });
+    small.release();
+  });
+});

@@ -23,6 +23,7 @@ interface CoreExports {
   rowTableAddress(): number;
   pathBufferAddress(): number;
   ownerRowsAddress(): number;
+  setMemoryLimit(pages: number): void;
 }
 
 // Record layouts shared with assembly/tree.ts and assembly/rows.ts (in i32 units).
@@ -53,11 +54,20 @@ const MAX_IDLE_INSTANCES = 2;
 export class WasmCorePool {
   private readonly idle: CoreExports[] = [];
 
-  constructor(private readonly module: WebAssembly.Module) {}
+  /** `maxMemory`: bytes of linear memory one instance may use (see InitOptions.maxMemory). */
+  constructor(
+    private readonly module: WebAssembly.Module,
+    private readonly maxMemory = 2 ** 32,
+  ) {}
+
+  private instantiate(): CoreExports {
+    const exports = new WebAssembly.Instance(this.module, imports).exports as unknown as CoreExports;
+    exports.setMemoryLimit(Math.max(1, Math.floor(this.maxMemory / 65536)));
+    return exports;
+  }
 
   acquire(): ForestCore {
-    const exports =
-      this.idle.pop() ?? (new WebAssembly.Instance(this.module, imports).exports as unknown as CoreExports);
+    const exports = this.idle.pop() ?? this.instantiate();
     return new WasmCore(exports, (done) => {
       if (this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
     });

@@ -48,17 +48,32 @@ export class LineScanner {
    * grows inside scan(), before any view is made).
    */
   scan(line: Uint8Array): ScannedLine {
+    const input = this.inputBuffer(line.length);
+    if (input === null) return tooLarge(line.length);
+    input.set(line);
+    return this.scanInput(line.length);
+  }
+
+  /**
+   * Zero-copy input: a view of `length` bytes inside linear memory where a reader can put the
+   * line itself, then call scanInput(length). Null when memory cannot hold it. The view (and the
+   * views of the previous result) may be detached by the next inputBuffer() call.
+   */
+  inputBuffer(length: number): Uint8Array | null {
+    const address = this.wasm.inputAddress(length);
+    return address === 0 ? null : new Uint8Array(this.wasm.memory.buffer, address, length);
+  }
+
+  /** Scans the `length` bytes written into inputBuffer(length). */
+  scanInput(length: number): ScannedLine {
     const wasm = this.wasm;
-    const address = wasm.inputAddress(line.length);
-    if (address === 0) return tooLarge(line.length);
-    new Uint8Array(wasm.memory.buffer, address, line.length).set(line);
-    if (wasm.scan(line.length) !== 0) return tooLarge(line.length);
+    if (wasm.scan(length) !== 0) return tooLarge(length);
     const buffer = wasm.memory.buffer;
     let value: unknown;
     try {
       value = JSON.parse(decoder.decode(new Uint8Array(buffer, wasm.metaAddress(), wasm.metaLength())));
     } catch {
-      return notJson(line);
+      return notJson(new Uint8Array(buffer, wasm.inputAddress(length), length).slice());
     }
     const count = wasm.arrayCount();
     if (count > 0) this.attach(value, buffer, wasm.tableAddress(), count);

@@ -404,3 +404,19 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     expect(Array.from(small.prompt_token_ids)).toEqual([42]);
   });
 });
+
+describe("LineScanner zero-copy input", () => {
+  it("scans a line written straight into its memory, like scan() does", async () => {
+    const scanner = await LineScanner.create();
+    const text = '{"calls":[{"prompt_token_ids":[1,2,3],"generation_log_probs":[-0.1]}],"x":"é"}';
+    const bytes = encoder.encode(text);
+    const input = scanner.inputBuffer(bytes.length)!;
+    input.set(bytes);
+    const value = valueOf(scanner.scanInput(bytes.length));
+    expect(same(value, valueOf(scanner.scan(bytes)))).toBeNull();
+    const bad = encoder.encode('{"a":[1,2}');
+    scanner.inputBuffer(bad.length)!.set(bad);
+    const result = scanner.scanInput(bad.length);
+    expect(result.ok ? "" : result.detail).toMatch(/^not JSON at byte 9: unexpected '}'/);
+  });
+});
