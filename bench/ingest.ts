@@ -7,7 +7,7 @@
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { makeJsonl } from "./make-jsonl.js";
@@ -17,6 +17,9 @@ export interface IngestResult {
   argv: string[];
   seconds: number[];
   median: number;
+  /** CPU seconds (user + system, all threads) of each run, when the OS tells (Linux). */
+  cpu: number[];
+  medianCpu: number | null;
   mbPerSecond: number;
   tokensPerSecond: number;
   reportHash: string;
@@ -34,6 +37,18 @@ function findRoot(): string {
     dir = dirname(dir);
   }
   throw new Error("cannot find the callforest package root");
+}
+
+/** CPU time of this process's waited-for children, in seconds (Linux /proc), or null. */
+function childrenCpu(): number | null {
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // fields[0] is field 3 (state); cutime and cstime are fields 16 and 17, in clock ticks.
+    return (Number(fields[13]) + Number(fields[14])) / 100;
+  } catch {
+    return null;
+  }
 }
 
 const median = (values: number[]) => {
@@ -57,18 +72,22 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
     { name: "fast path, --jobs 2", argv: ["--jobs", "2"] },
   ];
   const seconds = configs.map(() => [] as number[]);
+  const cpu = configs.map(() => [] as number[]);
   const hashes = configs.map(() => "");
   const report = join(tmpdir(), `callforest-ingest-report-${process.pid}.jsonl`);
   for (let r = 0; r < repeats; r++) {
     for (const [i, config] of configs.entries()) {
       const argv = [bin, "rows", input.path, "-o", "/dev/null", "--report", report, "--quiet", ...config.argv];
+      const cpuBefore = childrenCpu();
       const started = process.hrtime.bigint();
       const run = spawnSync(process.execPath, argv, { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
       const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
+      const cpuAfter = childrenCpu();
+      if (cpuBefore !== null && cpuAfter !== null) cpu[i].push(cpuAfter - cpuBefore);
       if (run.status !== 0) throw new Error(`${config.name}: exit ${run.status}: ${run.stderr}`);
       seconds[i].push(elapsed);
       hashes[i] = createHash("sha256").update(readFileSync(report)).digest("hex").slice(0, 16);
-      log(`  ${config.name}: ${elapsed.toFixed(2)} s`);
+      log(`  ${config.name}: ${elapsed.toFixed(2)} s (cpu ${cpu[i].length > 0 ? cpu[i][cpu[i].length - 1].toFixed(2) : "?"} s, load ${loadavg()[0].toFixed(1)})`);
     }
   }
   rmSync(report, { force: true });
@@ -79,6 +98,8 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
       ...config,
       seconds: seconds[i],
       median: m,
+      cpu: cpu[i],
+      medianCpu: cpu[i].length > 0 ? median(cpu[i]) : null,
       mbPerSecond: input.bytes / 2 ** 20 / m,
       tokensPerSecond: input.tokens / m,
       reportHash: hashes[i],
@@ -88,15 +109,17 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
   const oneJob = results[1].median;
   const rowsOf = results.map(
     (r) =>
-      `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ${(r.tokensPerSecond / 1e6).toFixed(1)} | ${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× |`,
+      `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ${(r.tokensPerSecond / 1e6).toFixed(1)} | ${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× | ${r.medianCpu === null ? "–" : r.medianCpu.toFixed(2)} |`,
   );
+  const loads = loadavg();
   const table = [
     `rows + report, ${(input.bytes / 2 ** 20).toFixed(0)} MB JSONL (${input.rollouts} rollouts, ${input.huge} huge; ${(input.tokens / 1e6).toFixed(0)} M tokens), median of ${repeats}, rows to /dev/null`,
     "",
-    "| path | median s | MB/s | M tokens/s | vs JSON.parse | vs fast --jobs 1 |",
-    "|---|---:|---:|---:|---:|---:|",
+    "| path | median s | MB/s | M tokens/s | vs JSON.parse | vs fast --jobs 1 | CPU s |",
+    "|---|---:|---:|---:|---:|---:|---:|",
     ...rowsOf,
     "",
+    `${availableParallelism()} cores; load average at the end ${loads.map((l) => l.toFixed(1)).join(" ")} (other work on the machine slows the wall clock)`,
     hashes.every((h) => h === hashes[0]) ? `reports identical on every path (sha256 ${hashes[0]})` : `REPORTS DIFFER: ${hashes.join(" ")}`,
   ].join("\n");
   return { table, results };

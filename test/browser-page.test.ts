@@ -167,6 +167,20 @@ describe("the page", () => {
     expect((await rowsInDom()).length).toBe(5);
   });
 
+  it("opens a file dropped on the page", async () => {
+    const text = JSON.stringify({ ...example, rollout_id: "dropped" });
+    const transfer = await page.evaluateHandle((body) => {
+      const data = new DataTransfer();
+      data.items.add(new File([body], "dropped.jsonl"));
+      return data;
+    }, text);
+    await page.dispatchEvent("main", "drop", { dataTransfer: transfer });
+    await nextLoad();
+    expect(await page.textContent("#status")).toBe("dropped.jsonl: 1 rollout");
+    expect(await page.textContent("#report h2")).toBe("rollout dropped (line 1)");
+    expect((await rowsInDom()).map((r) => r.leaf)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+  });
+
   it("renders a picture that is not blank", async () => {
     await page.setInputFiles("#file", EXAMPLE_FILE);
     await nextLoad();
@@ -187,6 +201,18 @@ describe("the page", () => {
     const variance = sumSq / n - (sum / n) ** 2;
     expect(variance).toBeGreaterThan(100);
     expect(colours.size).toBeGreaterThan(50);
+  });
+
+  it("refuses to follow ?input= to another origin", async () => {
+    const other = await context.newPage();
+    const seen: string[] = [];
+    other.on("request", (request) => seen.push(request.url()));
+    const home = view.url.split("?")[0];
+    await other.goto(`${home}?input=${encodeURIComponent("http://example.com/rollout.jsonl")}`);
+    await other.waitForSelector("body[data-ready=true]");
+    expect(await other.textContent("#status")).toBe("?input= must name a file on this page's own origin, not http://example.com");
+    expect(seen).toEqual([`${home}?input=${encodeURIComponent("http://example.com/rollout.jsonl")}`]);
+    await other.close();
   });
 
   it("sent no request outside its own origin", () => {

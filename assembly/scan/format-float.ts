@@ -83,6 +83,35 @@ function writeJsNumber(at: usize, digits: u64, exp10: i32): usize {
   return writeDigits(at, absE, digitCount(absE));
 }
 
+/** t9 rounded to the leading digits above `div` (half away from zero), or 0 when too far from x. */
+// @ts-ignore: decorator
+@inline function candidate(t9: u32, div: u32, bound: u32): u32 {
+  const q = t9 / div;
+  const r = t9 - q * div;
+  const up = r >= div >> 1;
+  const distance = up ? div - r : r;
+  return distance <= bound ? q + (up ? 1 : 0) : 0;
+}
+
+/** Math.fround(Number(text)) === x for the text d·10^exp10: d and the power are exact, so one IEEE operation rounds it right. */
+// @ts-ignore: decorator
+@inline function roundTrips(d: u32, exp10: i32, x: f32): bool {
+  const v = exp10 >= 0 ? <f64>d * exactPow10(exp10) : <f64>d / exactPow10(-exp10);
+  return <f32>v == x;
+}
+
+/** Writes sign and d·10^exp10 (trailing zeros dropped) as String(number). */
+function emit(at: usize, bits: u32, d: u32, exp10: i32): usize {
+  let digits = <u64>d;
+  let e = exp10;
+  while (digits % 10 == 0) {
+    digits /= 10;
+    e++;
+  }
+  if (bits >> 31 != 0) store<u8>(at++, 0x2d);
+  return writeJsNumber(at, digits, e);
+}
+
 /** Writes formatFloat32(x) at `at`; returns the end. At most 24 bytes. */
 export function formatF32(x: f32, at: usize): usize {
   const bits = reinterpret<u32>(x);
@@ -104,26 +133,33 @@ export function formatF32(x: f32, at: usize): usize {
     s--;
     t = scaledFloor(m, k, s);
   }
-  // t: the first 10 significant digits of x, truncated. Rounding to p digits, half away from
-  // zero, only needs them: the rest never changes a ≥ half comparison.
-  const negative = bits >> 31 != 0;
-  for (let p = 1; p <= 9; p++) {
-    const div = unchecked(POW10_U64[10 - p]);
-    let d = t / div;
-    if ((t % div) * 2 >= div) d++;
-    const exp10 = e10 - p + 1;
-    // Number(text): d·10^exp10 with d and the power exact, so one IEEE operation rounds it right.
-    const v = exp10 >= 0 ? <f64>d * exactPow10(exp10) : <f64>d / exactPow10(-exp10);
-    if (<f32>v == reinterpret<f32>(magnitude)) {
-      let digits = d;
-      let e = exp10;
-      while (digits % 10 == 0) {
-        digits /= 10;
-        e++;
-      }
-      if (negative) store<u8>(at++, 0x2d);
-      return writeJsNumber(at, digits, e);
-    }
-  }
+  // t: the first 10 significant digits of x, truncated. Rounding to p <= 9 digits, half away
+  // from zero, only needs them (the rest never changes a >= half comparison). For p <= 8 the
+  // first nine (t9) decide alone; the tenth only matters for p = 9.
+  const t9 = <u32>(t / 10);
+  const last = <u32>(t % 10);
+  // A candidate farther from x than one float32 ulp (t9/m units, +2 for truncation) cannot read
+  // back as x: most precisions are rejected with integer work only.
+  const bound = t9 / <u32>m + 2;
+  const target = reinterpret<f32>(magnitude);
+  let d: u32;
+  d = candidate(t9, 100000000, bound);
+  if (d != 0 && roundTrips(d, e10, target)) return emit(at, bits, d, e10);
+  d = candidate(t9, 10000000, bound);
+  if (d != 0 && roundTrips(d, e10 - 1, target)) return emit(at, bits, d, e10 - 1);
+  d = candidate(t9, 1000000, bound);
+  if (d != 0 && roundTrips(d, e10 - 2, target)) return emit(at, bits, d, e10 - 2);
+  d = candidate(t9, 100000, bound);
+  if (d != 0 && roundTrips(d, e10 - 3, target)) return emit(at, bits, d, e10 - 3);
+  d = candidate(t9, 10000, bound);
+  if (d != 0 && roundTrips(d, e10 - 4, target)) return emit(at, bits, d, e10 - 4);
+  d = candidate(t9, 1000, bound);
+  if (d != 0 && roundTrips(d, e10 - 5, target)) return emit(at, bits, d, e10 - 5);
+  d = candidate(t9, 100, bound);
+  if (d != 0 && roundTrips(d, e10 - 6, target)) return emit(at, bits, d, e10 - 6);
+  d = candidate(t9, 10, bound);
+  if (d != 0 && roundTrips(d, e10 - 7, target)) return emit(at, bits, d, e10 - 7);
+  d = t9 + (last >= 5 ? 1 : 0);
+  if (roundTrips(d, e10 - 8, target)) return emit(at, bits, d, e10 - 8);
   return at + formatFloatSlow(x, at); // not reached: 9 digits always round-trip a float32
 }

@@ -151,6 +151,9 @@ let limit: usize = 0;
  */
 function parseTokens(p: usize): usize {
   const end = inputEnd;
+  // Locals, not globals, in the hot loop: `w` is written back on every exit.
+  let w = write;
+  let room = limit;
   p = skipSpace(p + 1);
   if (load<u8>(p) == 0x5d) return p + 1;
   while (true) {
@@ -158,32 +161,37 @@ function parseTokens(p: usize): usize {
     const x = load<u64>(p) ^ 0x3030303030303030;
     const nonDigit = ((x + 0x7676767676767676) | x) & 0x8080808080808080;
     const n = <i32>(ctz(nonDigit) >> 3); // digits in this word (8 = all)
-    if (n == 0) return 0;
+    if (n == 0) break;
     let value: u64;
     if (n < 8) {
-      if ((x & 0xff) == 0 && n > 1) return 0; // leading zero: not JSON
+      if ((x & 0xff) == 0 && n > 1) break; // leading zero: not JSON
       let v = x << (<u64>(8 - n) << 3);
       v = v * 10 + (v >> 8);
       value = ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
       p += n;
     } else {
-      if ((x & 0xff) == 0) return 0;
-      let v = x * 10 + (x >> 8);
+      if ((x & 0xff) == 0) break;
+      const v = x * 10 + (x >> 8);
       value = ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
       p += 8;
       // Up to two more digits; a third means the value is out of range.
-      for (let k = 0; k < 3; k++) {
+      let more = 0;
+      while (more < 3) {
         const d = <u32>load<u8>(p) - 0x30;
         if (d > 9) break;
-        if (k == 2) return 0;
         value = value * 10 + d;
         p++;
+        more++;
       }
-      if (value > 0x7fffffff) return 0;
+      if (more == 3 || value > 0x7fffffff) break;
     }
-    if (!roomFor(4)) return 0;
-    store<i32>(write, <i32>value);
-    write += 4;
+    if (w + 4 > room) {
+      write = w;
+      if (!roomFor(4)) return 0;
+      room = limit;
+    }
+    store<i32>(w, <i32>value);
+    w += 4;
     // Separator: `,` or `]`, maybe after whitespace; `.`/`e` or anything else is not plain.
     let c = <u32>load<u8>(p);
     if (c == 0x2c) {
@@ -191,15 +199,22 @@ function parseTokens(p: usize): usize {
       if (c - 0x30 > 9) p = skipSpace(p);
       continue;
     }
-    if (c == 0x5d) return p + 1;
-    if (!isSpace(c)) return 0;
+    if (c == 0x5d) {
+      write = w;
+      return p + 1;
+    }
+    if (!isSpace(c)) break;
     p = skipSpace(p);
-    if (p >= end) return 0;
+    if (p >= end) break;
     c = load<u8>(p++);
-    if (c == 0x5d) return p;
-    if (c != 0x2c) return 0;
+    if (c == 0x5d) {
+      write = w;
+      return p;
+    }
+    if (c != 0x2c) break;
     p = skipSpace(p);
   }
+  write = w;
   return 0;
 }
 

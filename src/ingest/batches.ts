@@ -70,7 +70,7 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK): A
       const got = await source.read(buffer, filled, buffer.length - filled);
       if (got === 0) break;
       // Only the new bytes are searched: a long line is scanned once, not once per read.
-      const newest = buffer.subarray(filled, filled + got).lastIndexOf(NEWLINE);
+      const newest = asBuffer(buffer.subarray(filled, filled + got)).lastIndexOf(NEWLINE);
       if (newest >= 0) lastNewline = filled + newest;
       filled += got;
       // Small reads (a pipe hands out 64 KB) gather into batches of at least half a chunk.

@@ -195,8 +195,9 @@ export class LineProcessor {
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
   private parse(bytes: Uint8Array, context: FormatContext): ConvertResult {
-    // JSON text is UTF-8 (RFC 8259); decoding would silently replace bad bytes.
-    if (!isUtf8(bytes)) return malformed(notJsonDetail(bytes, () => "invalid UTF-8"));
+    // JSON text is UTF-8 (RFC 8259). The scanner checks it itself (strictly, like a fatal
+    // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced.
+    if (this.scanner === null && !isUtf8(bytes)) return malformed(notJsonDetail(bytes, () => "invalid UTF-8"));
     if (this.scanner !== null) {
       let scanned: ScannedLine;
       try {

@@ -55,7 +55,9 @@ export function severalName(output: string, id: string | null, position: number,
   const stem = file.toLowerCase().endsWith(".svg") ? file.slice(0, -4) : file;
   const safe = id === null ? "rollout" : id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120);
   let name = `${stem}.${safe}${id === null ? `.${position}` : ""}.svg`;
-  if (used.has(name)) name = `${stem}.${safe}.${position}.svg`;
+  // `position` is unique within a run, so this settles every clash but a contrived one (an id
+  // that itself ends in ".<n>"), which gets one more suffix per retry
+  for (let extra = ""; used.has(name); extra += "_") name = `${stem}.${safe}.${position}${extra}.svg`;
   used.add(name);
   return join(dirname(output), name);
 }
