@@ -11,7 +11,8 @@ import {
   type ForestCore,
   type StagedCall,
 } from "./core/types.js";
-import type { AgentInfo, Diagnostic, ForestCall, Plan, PlanOptions, Report, Row } from "./types.js";
+import { emptyReport, rejectionReport } from "./report.js";
+import type { AgentInfo, Diagnostic, ForestCall, Plan, PlanOptions, Row } from "./types.js";
 
 export interface RolloutHeader {
   rolloutId: string;
@@ -51,25 +52,6 @@ export function invalidLogprob(where: string, index: number, value: unknown): Re
   return new Rejection("invalid_logprob", `${where}: generation_log_probs[${index}] = ${describeValue(value)} ${why}`);
 }
 
-export function emptyReport(rolloutId: string | null, calls: number, options: PlanOptions): Report {
-  const report: Report = {
-    rollout_id: rolloutId,
-    status: "ok",
-    calls,
-    eligible: 0,
-    roots: 0,
-    leaves: 0,
-    rows: 0,
-    captured_tokens: 0,
-    trained_tokens: 0,
-    row_tokens: 0,
-    unique_tokens: 0,
-    diagnostics: [],
-  };
-  if (options.line !== undefined) report.line = options.line;
-  return report;
-}
-
 export function rejectedPlan(
   rolloutId: string | null,
   calls: number,
@@ -77,10 +59,7 @@ export function rejectedPlan(
   agents: AgentInfo[],
   options: PlanOptions,
 ): Plan {
-  const report = emptyReport(rolloutId, calls, options);
-  report.status = "rejected";
-  report.reason = rejection.code;
-  report.detail = rejection.detail;
+  const report = rejectionReport(rolloutId, calls, rejection.code, rejection.detail, options.line);
   return { report, rows: [], forest: [], agents, release() {} };
 }
 
@@ -223,7 +202,7 @@ export class RolloutAssembler {
     const { calls, eligible, header, core } = this;
     const idOf = (e: number) => calls[eligible[e]].id;
     const fullLength = (c: CallRecord) => c.promptLength + c.generationLength;
-    const report = emptyReport(header.rolloutId, totalCalls, options);
+    const report = emptyReport(header.rolloutId, totalCalls, options.line);
     report.eligible = eligible.length;
     report.diagnostics = this.diagnostics;
 

@@ -5,13 +5,12 @@
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command, CommanderError } from "commander";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { init, type Callforest } from "../src/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
 import { BOX_W, COL, FONT } from "../src/draw/layout.js";
-import { register } from "../src/cli/commands/draw.js";
-import { exitCodeOf, messageOf } from "../src/cli/errors.js";
+import { main } from "../src/cli/main.js";
+import { captureOutput, type Captured } from "./support/capture.js";
 import { generateRollout } from "../bench/generate.js";
 import type { Report, Rollout } from "../src/types.js";
 
@@ -217,33 +216,8 @@ describe("faultOf", () => {
 
 // ---- the CLI ---------------------------------------------------------------------------------
 
-let out: string[];
-let err: string[];
-beforeEach(() => {
-  out = [];
-  err = [];
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => (err.push(String(chunk)), true));
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-});
-
-async function run(...argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const program = new Command("callforest").exitOverride();
-  program.configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
-  register(program);
-  let code = 0;
-  try {
-    await program.parseAsync(["draw", ...argv], { from: "user" });
-  } catch (error) {
-    if (error instanceof CommanderError) code = error.exitCode === 0 ? 0 : 2;
-    else {
-      process.stderr.write(`callforest: ${messageOf(error)}\n`);
-      code = exitCodeOf(error);
-    }
-  }
-  return { code, stdout: out.join(""), stderr: err.join("") };
+function run(...argv: string[]): Promise<Captured> {
+  return captureOutput(() => main(["draw", ...argv]));
 }
 
 const made: string[] = [];
@@ -301,11 +275,9 @@ describe("callforest draw", () => {
     writeFileSync(input, JSON.stringify(example) + "\n" + JSON.stringify({ ...example, rollout_id: "other" }) + "\n");
     let r = await run(input, "-o", join(dir, "x.svg"), "--rollout", "nope");
     expect([r.code, r.stderr]).toEqual([2, `callforest: no rollout with rollout_id "nope" in ${input}\n`]);
-    err.length = 0;
     r = await run(input, "-o", "-");
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^callforest: -o - writes one SVG, but .* holds several rollouts: pick one with --rollout ID\n$/);
-    err.length = 0;
     r = await run(join(dir, "missing.json"));
     expect([r.code, r.stderr]).toEqual([2, `callforest: cannot read ${join(dir, "missing.json")}: no such file\n`]);
     expect(existsSync(join(dir, "x.svg"))).toBe(false);

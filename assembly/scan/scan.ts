@@ -144,6 +144,76 @@ let limit: usize = 0;
   return false;
 }
 
+/** Bit i set where byte i of the 16 at v is an ASCII digit / a comma. */
+// @ts-ignore: decorator
+@inline function digitBits(v: v128): u64 {
+  return <u64>i8x16.bitmask(i8x16.lt_u(i8x16.sub(v, i8x16.splat(0x30)), i8x16.splat(10)));
+}
+// @ts-ignore: decorator
+@inline function commaBits(v: v128): u64 {
+  return <u64>i8x16.bitmask(i8x16.eq(v, i8x16.splat(0x2c)));
+}
+
+// @ts-ignore: decorator
+@inline function eightDigits(x: u64, n: i32): u64 {
+  // x: digit values in its low n bytes (first digit lowest). Right-align them as an 8-digit
+  // number with leading zeros, then combine pairs, quads, octets (Lemire's SWAR).
+  let v = x << (<u64>(8 - n) << 3);
+  v = v * 10 + (v >> 8);
+  return ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
+}
+
+/**
+ * SIMD: 64 bytes at a time, classify digits and commas, then parse every comma-terminated
+ * number of the block from the masks (no number waits for the previous one's end). Returns the
+ * start of the first number it left (p itself when the block is not plain `d,d,...`), or 0 for
+ * a leading zero. Only called with p at a digit.
+ */
+function blockTokens(p: usize): usize {
+  const end = inputEnd;
+  let w = write;
+  while (p + 64 <= end) {
+    const b0 = v128.load(p);
+    const b1 = v128.load(p, 16);
+    const b2 = v128.load(p, 32);
+    const b3 = v128.load(p, 48);
+    const digits = digitBits(b0) | (digitBits(b1) << 16) | (digitBits(b2) << 32) | (digitBits(b3) << 48);
+    const separators = commaBits(b0) | (commaBits(b1) << 16) | (commaBits(b2) << 32) | (commaBits(b3) << 48);
+    if ((digits & 1) == 0) break;
+    const other = ~(digits | separators);
+    let commas = other == 0 ? separators : separators & ((<u64>1 << ctz(other)) - 1);
+    if (commas == 0 || (commas & (commas >> 1)) != 0) break; // no whole number, or `,,`
+    if (w + 256 > limit) {
+      write = w;
+      if (!roomFor(256)) return 0;
+      w = write;
+    }
+    let start: i32 = 0;
+    let stop = false;
+    while (commas != 0) {
+      const comma = <i32>ctz(commas);
+      const n = comma - start;
+      if (n > 8) {
+        stop = true; // a 9- or 10-digit number: the one-number path takes it
+        break;
+      }
+      const x = load<u64>(p + <usize>start) ^ 0x3030303030303030;
+      if ((x & 0xff) == 0 && n > 1) {
+        write = w;
+        return 0; // leading zero: not JSON
+      }
+      store<i32>(w, <i32>eightDigits(x, n));
+      w += 4;
+      start = comma + 1;
+      commas &= commas - 1;
+    }
+    p += <usize>start;
+    if (stop || <u32>load<u8>(p) - 0x30 > 9) break;
+  }
+  write = w;
+  return p;
+}
+
 /**
  * Parses `[int, ...]` of integers in [0, 2^31-1] written plainly; returns the address after `]`,
  * or 0. Eight bytes at a time (SWAR): the input ends with a zero sentinel and has 64 bytes of
@@ -157,7 +227,15 @@ function parseTokens(p: usize): usize {
   p = skipSpace(p + 1);
   if (load<u8>(p) == 0x5d) return p + 1;
   while (true) {
-    // Bytes 0..9 where the input has digits; the first byte > 9 ends the number.
+    if (ASC_FEATURE_SIMD) {
+      write = w;
+      p = blockTokens(p);
+      if (p == 0) return 0;
+      p = skipSpace(p); // the block may stop after a comma, before whitespace
+      w = write;
+      room = limit;
+    }
+    // One number. Bytes 0..9 where the input has digits; the first byte > 9 ends the number.
     const x = load<u64>(p) ^ 0x3030303030303030;
     const nonDigit = ((x + 0x7676767676767676) | x) & 0x8080808080808080;
     const n = <i32>(ctz(nonDigit) >> 3); // digits in this word (8 = all)
@@ -165,14 +243,11 @@ function parseTokens(p: usize): usize {
     let value: u64;
     if (n < 8) {
       if ((x & 0xff) == 0 && n > 1) break; // leading zero: not JSON
-      let v = x << (<u64>(8 - n) << 3);
-      v = v * 10 + (v >> 8);
-      value = ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
+      value = eightDigits(x, n);
       p += n;
     } else {
       if ((x & 0xff) == 0) break;
-      const v = x * 10 + (x >> 8);
-      value = ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
+      value = eightDigits(x, 8);
       p += 8;
       // Up to two more digits; a third means the value is out of range.
       let more = 0;
@@ -220,6 +295,7 @@ function parseTokens(p: usize): usize {
 
 /** One JSON number at p as f32 rounded like Math.fround(JSON.parse); sets `numberEnd`; NaN when not a number. */
 let numberEnd: usize = 0;
+const POW10_INT: StaticArray<u64> = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000];
 function parseNumberF32(p: usize): f32 {
   const end = inputEnd;
   const start = p;
@@ -252,6 +328,23 @@ function parseNumberF32(p: usize): f32 {
   if (p < end && load<u8>(p) == 0x2e) {
     p++;
     const first = p;
+    if (mantissa == 0) {
+      while (p < end && load<u8>(p) == 0x30) {
+        exp10--;
+        p++;
+      }
+    }
+    // Eight digits at a time while they fit the 19-digit mantissa (SWAR, as for tokens).
+    while (p < end) {
+      const x = load<u64>(p) ^ 0x3030303030303030;
+      const n = <i32>(ctz(((x + 0x7676767676767676) | x) & 0x8080808080808080) >> 3);
+      if (n == 0 || significant + n > 19) break;
+      mantissa = mantissa * unchecked(POW10_INT[n]) + eightDigits(x, n);
+      significant += n;
+      exp10 -= n;
+      p += <usize>n;
+      if (n < 8) break;
+    }
     while (p < end) {
       digit = <u32>load<u8>(p) - 0x30;
       if (digit > 9) break;

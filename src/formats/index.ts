@@ -8,6 +8,7 @@
 // tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
 // Node APIs so the browser build can use it.
 import type { Diagnostic, Report } from "../types.js";
+import { rejectionReport } from "../report.js";
 import { fromCallforest } from "./callforest.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
@@ -87,24 +88,7 @@ function knownRolloutId(value: unknown): string | null {
 
 /** The report of a value rejected before planning (SPEC's report with zero counts). */
 export function rejectedReport(rejection: FormatRejection, line?: number): Report {
-  const report: Report = {
-    rollout_id: rejection.rolloutId,
-    status: "rejected",
-    reason: rejection.reason,
-    detail: rejection.detail,
-    calls: 0,
-    eligible: 0,
-    roots: 0,
-    leaves: 0,
-    rows: 0,
-    captured_tokens: 0,
-    trained_tokens: 0,
-    row_tokens: 0,
-    unique_tokens: 0,
-    diagnostics: [],
-  };
-  if (line !== undefined) report.line = line;
-  return report;
+  return rejectionReport(rejection.rolloutId, 0, rejection.reason, rejection.detail, line);
 }
 
 /** The core's report with the import diagnostics in front of its own. */

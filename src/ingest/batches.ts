@@ -36,7 +36,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
 
 /** Counts `\n` in bytes[from, to). */
 function countNewlines(bytes: Uint8Array, from: number, to: number): number {
-  const buffer = asBuffer(bytes);
+  const buffer = asBuffer(bytes.subarray(0, to));
   let count = 0;
   let at = buffer.indexOf(NEWLINE, from);
   while (at !== -1 && at < to) {
@@ -53,9 +53,36 @@ function allocate(size: number): Uint8Array {
   return new Uint8Array(buffer.buffer, 0, size);
 }
 
+/**
+ * Batch buffers of the usual size, given back once planned (by the worker, transferred back),
+ * so a long run reuses a few buffers instead of faulting in fresh memory for every batch.
+ */
+export class BufferPool {
+  private readonly free: ArrayBuffer[] = [];
+
+  constructor(
+    readonly size: number,
+    private readonly keep = 16,
+  ) {}
+
+  take(size: number): Uint8Array {
+    if (size <= this.size) {
+      const recycled = this.free.pop();
+      if (recycled !== undefined) return new Uint8Array(recycled, 0, this.size);
+      return allocate(this.size);
+    }
+    return allocate(size);
+  }
+
+  /** Takes back a batch's buffer (only the usual size: long-line buffers go to the GC). */
+  give(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === this.size && this.free.length < this.keep) this.free.push(buffer);
+  }
+}
+
 /** Batches of whole lines, in input order; each about `chunk` bytes (more when one line is longer). */
-export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK): AsyncGenerator<Batch> {
-  let buffer = allocate(chunk);
+export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, pool = new BufferPool(chunk)): AsyncGenerator<Batch> {
+  let buffer = pool.take(chunk);
   let filled = 0; // bytes of the unfinished line(s) at the start of `buffer`
   let nextLine = 1;
   let lastNewline = -1; // newest known `\n` in buffer[0, filled), -1: none
@@ -78,7 +105,7 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK): A
       const end = lastNewline + 1;
       const lineCount = countNewlines(buffer, 0, end);
       const tail = filled - end;
-      const next = allocate(Math.max(chunk, tail * 2));
+      const next = pool.take(Math.max(chunk, tail * 2));
       next.set(buffer.subarray(end, filled));
       yield { bytes: buffer.subarray(0, end), firstLine: nextLine, lineCount };
       nextLine += lineCount;

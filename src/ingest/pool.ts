@@ -14,7 +14,9 @@ export interface ToWorker {
   name: string;
 }
 
-export type FromWorker = { type: "piece"; seq: number; piece: Piece } | { type: "fatal"; message: string };
+export type FromWorker =
+  | { type: "piece"; seq: number; piece: Piece; /** the batch's buffer, back with its last piece */ buffer?: ArrayBuffer }
+  | { type: "fatal"; message: string };
 
 /** Batches a worker may hold at once: one running, one waiting (so it never idles between batches). */
 const PER_WORKER = 2;
@@ -54,6 +56,7 @@ export class WorkerPool {
     options: IngestOptions,
     private readonly write: (piece: Piece) => Promise<void>,
     private readonly maxBytes = 128 << 20,
+    private readonly recycle: (buffer: ArrayBuffer) => void = () => {},
   ) {
     for (let i = 0; i < jobs; i++) {
       const worker = new Worker(workerUrl(), { workerData: options });
@@ -100,6 +103,7 @@ export class WorkerPool {
     const slot = this.slots.get(message.seq);
     if (slot === undefined) return;
     if (message.piece.last) state.outstanding--;
+    if (message.buffer !== undefined) this.recycle(message.buffer);
     slot.pieces.push(message.piece);
     this.pump();
     this.signal();

@@ -3,7 +3,7 @@
 import { statSync } from "node:fs";
 import { readRollouts } from "../formats/read.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
-import { DEFAULT_CHUNK, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
+import { BufferPool, DEFAULT_CHUNK, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
@@ -66,7 +66,9 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   const files = inputs.length === 0 ? ["-"] : inputs;
   let local: LineProcessor | null = null;
   const inProcess = async () => (local ??= await LineProcessor.create(options));
-  const pool = options.jobs > 1 ? new WorkerPool(options.jobs, options, write, options.maxInFlight) : null;
+  const chunk = options.chunk ?? DEFAULT_CHUNK;
+  const buffers = new BufferPool(chunk);
+  const pool = options.jobs > 1 ? new WorkerPool(options.jobs, options, write, options.maxInFlight, (b) => buffers.give(b)) : null;
   try {
     for (const file of files) {
       if (isJsonFile(file)) {
@@ -76,9 +78,13 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
       }
       const name = file === "-" ? "<stdin>" : file;
       const source: ByteSource = file === "-" ? streamSource(process.stdin) : await fileSource(file);
-      for await (const batch of readAhead(readBatches(source, options.chunk ?? DEFAULT_CHUNK))) {
-        if (pool !== null) await pool.submit(batch, name);
-        else await (await inProcess()).processBatch(batch, name, write);
+      for await (const batch of readAhead(readBatches(source, chunk, buffers))) {
+        if (pool !== null) {
+          await pool.submit(batch, name);
+        } else {
+          await (await inProcess()).processBatch(batch, name, write);
+          buffers.give(batch.bytes.buffer as ArrayBuffer); // planned and written: nothing refers to it
+        }
       }
     }
     await pool?.drain();

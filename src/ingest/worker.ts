@@ -26,7 +26,10 @@ port.on("message", (message: ToWorker) => {
     const batch = { bytes: new Uint8Array(message.buffer, 0, message.length), firstLine: message.firstLine, lineCount: message.lineCount };
     try {
       await processor.processBatch(batch, message.name, (piece: Piece) => {
-        post({ type: "piece", seq: message.seq, piece }, piece.rows.map((chunk) => chunk.buffer as ArrayBuffer));
+        const transfer = piece.rows.map((chunk) => chunk.buffer as ArrayBuffer);
+        // The last piece takes the input buffer home for reuse.
+        if (piece.last) transfer.push(message.buffer);
+        post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffer: message.buffer } : {}) }, transfer);
       });
     } catch (error) {
       post({ type: "fatal", message: `${message.name}:${message.firstLine}+: ${describe(error)}` });

@@ -1,13 +1,10 @@
-// `callforest convert` through commander, in-process (stdout/stderr captured). The program is
-// built like src/cli/main.ts (exitOverride, one-line errors via errors.ts) around convert's own
-// register(), so these tests do not depend on the other commands.
+// `callforest convert` through the CLI's main(), in-process (stdout/stderr captured).
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Command, CommanderError } from "commander";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { register } from "../../src/cli/commands/convert.js";
-import { exitCodeOf, messageOf } from "../../src/cli/errors.js";
+import { main } from "../../src/cli/main.js";
+import { captureOutput } from "../support/capture.js";
 import { COMPETITIVE_CODING, OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS, VLLM_ROUND_TRIP, readJsonl } from "./helpers.js";
 
 interface Run {
@@ -16,33 +13,8 @@ interface Run {
   stderr: string;
 }
 
-let out: string[];
-let err: string[];
-beforeEach(() => {
-  out = [];
-  err = [];
-  vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
-  vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => (err.push(String(chunk)), true));
-});
-afterEach(() => {
-  vi.restoreAllMocks();
-});
-
-async function run(...argv: string[]): Promise<Run> {
-  const program = new Command("callforest").exitOverride();
-  program.configureOutput({ writeErr: (s) => process.stderr.write(s), writeOut: (s) => process.stdout.write(s) });
-  register(program);
-  let code = 0;
-  try {
-    await program.parseAsync(["convert", ...argv], { from: "user" });
-  } catch (error) {
-    if (error instanceof CommanderError) code = error.exitCode === 0 ? 0 : 2;
-    else {
-      process.stderr.write(`callforest: ${messageOf(error)}\n`);
-      code = exitCodeOf(error);
-    }
-  }
-  return { code, stdout: out.join(""), stderr: err.join("") };
+function run(...argv: string[]): Promise<Run> {
+  return captureOutput(() => main(["convert", ...argv]));
 }
 
 const lines = (text: string) => text.split("\n").filter((l) => l !== "");
@@ -94,8 +66,9 @@ describe("callforest convert", () => {
     const first = join(dir, "first.jsonl");
     const second = join(dir, "second.jsonl");
     expect((await run("--tokens", OBSERVED_DIR, "-o", first, OBSERVED_ROWS)).code).toBe(0);
-    expect((await run("--from", "callforest", "--output", second, first)).code).toBe(0);
-    expect(out.join("")).toBe("");
+    const again = await run("--from", "callforest", "--output", second, first);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toBe("");
     expect(readFileSync(second, "utf8")).toBe(readFileSync(first, "utf8"));
     expect(lines(readFileSync(first, "utf8"))).toHaveLength(1);
   });

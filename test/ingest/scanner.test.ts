@@ -282,6 +282,29 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     );
   });
 
+  it("parses long token and logprob arrays (the 64-byte SIMD blocks) like JSON.parse, whatever the spacing", () => {
+    const digitsToken = fc.oneof(
+      fc.integer({ min: 0, max: 9 }),
+      fc.integer({ min: 10, max: 99_999_999 }),
+      fc.integer({ min: 100_000_000, max: 2 ** 31 - 1 }),
+      fc.integer({ min: 2 ** 31, max: 9_999_999_999 }), // out of range: not plain
+    ).map(String);
+    const item = fc.oneof({ weight: 30, arbitrary: digitsToken }, { weight: 1, arbitrary: badToken });
+    const gap = fc.oneof({ weight: 12, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom(" ", "\n", "\r\n", "\t ") });
+    fc.assert(
+      fc.property(fc.array(fc.tuple(item, gap, gap), { maxLength: 300 }), fc.array(plainLogprob, { maxLength: 100 }), fc.string({ maxLength: 80 }), (items, logprobs, tail) => {
+        const body = items.map(([t, a, b], i) => (i === 0 ? `${a}${t}` : `${a},${b}${t}`)).join("");
+        const text = `{"prompt_token_ids":[${body}],"generation_log_probs":[${logprobs.join(",")}],"tail":${JSON.stringify(tail)}}`;
+        const parsed = JSON.parse(text);
+        const plain = items.every(([t]) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31);
+        const want = { ...parsed, prompt_token_ids: plain ? Int32Array.from(parsed.prompt_token_ids) : parsed.prompt_token_ids, generation_log_probs: Float32Array.from(parsed.generation_log_probs) };
+        const diff = same(valueOf(scan(text)), want);
+        if (diff) throw new Error(`${diff}\nline: ${text}`);
+      }),
+      { numRuns: simd ? 600 : 200 },
+    );
+  });
+
   it("hands out views over its own linear memory, typed per key", () => {
     const value = valueOf(scan('{"calls":[{"prompt_token_ids":[5,6],"generation_token_ids":[7],"generation_log_probs":[-0.5]}]}')) as {
       calls: { prompt_token_ids: Int32Array; generation_token_ids: Int32Array; generation_log_probs: Float32Array }[];

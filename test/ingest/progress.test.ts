@@ -1,0 +1,53 @@
+// The progress bar draws only on a terminal and never with --quiet.
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { startProgress } from "../../src/cli/progress.js";
+
+/** A stream that says it is (or is not) a terminal and keeps what is drawn. */
+function fakeStream(isTTY: boolean): { stream: NodeJS.WriteStream; text: () => string } {
+  const chunks: string[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      chunks.push(String(chunk));
+      done();
+    },
+  }) as unknown as NodeJS.WriteStream & { isTTY: boolean; columns: number };
+  stream.isTTY = isTTY;
+  stream.columns = 160;
+  return { stream, text: () => chunks.join("") };
+}
+
+describe("startProgress", () => {
+  it("draws rollouts, MB, rows, speed and ETA on a terminal", async () => {
+    const { stream, text } = fakeStream(true);
+    const progress = startProgress(10 << 20, false, stream);
+    progress.update({ rollouts: 12, rows: 34, bytes: 5 << 20 });
+    await new Promise((resolve) => setTimeout(resolve, 250)); // past the redraw throttle
+    progress.update({ rollouts: 13, rows: 35, bytes: 6 << 20 });
+    progress.stop();
+    const drawn = text();
+    expect(drawn).toMatch(/13 rollouts \| 6\.0\/10\.0 MB \| 35 rows \| [\d.]+ MB\/s \| ETA/);
+  });
+
+  it("shows counts without ETA when the size is unknown (stdin)", () => {
+    const { stream, text } = fakeStream(true);
+    const progress = startProgress(null, false, stream);
+    progress.update({ rollouts: 1, rows: 2, bytes: 1 << 20 });
+    progress.stop();
+    expect(text()).toMatch(/rollouts \| [\d.]+ MB \| \d+ rows/);
+    expect(text()).not.toMatch(/ETA/);
+  });
+
+  it("stays silent when stderr is not a terminal, or with --quiet", () => {
+    for (const [tty, quiet] of [
+      [false, false],
+      [true, true],
+    ]) {
+      const { stream, text } = fakeStream(tty);
+      const progress = startProgress(100, quiet, stream);
+      progress.update({ rollouts: 1, rows: 1, bytes: 50 });
+      progress.stop();
+      expect(text()).toBe("");
+    }
+  });
+});
