@@ -53,6 +53,15 @@ export function stagedLogprobs(): usize {
   return STAGE_LOGPROBS.ptr;
 }
 
+/** Tokens the staging area holds before it must move (the host keeps views this long). */
+export function stagedTokenCapacity(): i32 {
+  return STAGE_TOKENS.cap;
+}
+
+export function stagedLogprobCapacity(): i32 {
+  return STAGE_LOGPROBS.cap;
+}
+
 /** Index of the first staged token outside [0, 2^31-1], or -1. */
 export function checkStagedTokens(count: i32): i32 {
   return firstNegative(STAGE_TOKENS.ptr, count);

@@ -91,7 +91,8 @@ export class RolloutAssembler {
     hints: { calls: number; generated: number },
   ) {
     const agents = header.agents ?? [];
-    this.agentIndex = new Map(agents.map((a, i) => [a.id, i]));
+    this.agentIndex = new Map();
+    for (let i = 0; i < agents.length; i++) this.agentIndex.set(agents[i].id, i);
     // Parent agent of each listed agent. Without a list, agent names get indices on first sight
     // and have no parent agent (cores read indices past the table as "no parent").
     const parents = Int32Array.from(agents, (a) => (a.parent === null ? -1 : this.agentIndex.get(a.parent)!));
@@ -222,7 +223,8 @@ export class RolloutAssembler {
       const path: string[] = [];
       const trained: string[] = [];
       const context: string[] = [];
-      for (const e of coreRow.path) {
+      for (let k = 0; k < coreRow.path.length; k++) {
+        const e = coreRow.path[k];
         path.push(idOf(e));
         if (forest.ownerRows[e] === index) {
           trained.push(idOf(e));

@@ -15,7 +15,8 @@ const EXACT_POW10: StaticArray<f64> = [
 }
 
 /** man·10^exp10 (man holds at most 19 digits, exactly), or NaN when the fast methods cannot decide. */
-export function decimalToF64(man: u64, exp10: i32, negative: bool): f64 {
+// @ts-ignore: decorator
+@inline export function decimalToF64(man: u64, exp10: i32, negative: bool): f64 {
   if (man == 0) return negative ? -0.0 : 0.0;
   if (man <= 9007199254740992 && exp10 >= -22 && exp10 <= 22) {
     // Both operands exact: one IEEE operation rounds correctly.
@@ -23,6 +24,10 @@ export function decimalToF64(man: u64, exp10: i32, negative: bool): f64 {
     v = exp10 < 0 ? v / exactPow10(-exp10) : v * exactPow10(exp10);
     return negative ? -v : v;
   }
+  return eiselLemire(man, exp10, negative);
+}
+
+function eiselLemire(man: u64, exp10: i32, negative: bool): f64 {
   if (exp10 < POW10_MIN || exp10 > POW10_MAX) return NaN;
   const zeros = clz<u64>(man);
   man <<= zeros;

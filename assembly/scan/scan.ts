@@ -296,7 +296,8 @@ function parseTokens(p: usize): usize {
 /** One JSON number at p as f32 rounded like Math.fround(JSON.parse); sets `numberEnd`; NaN when not a number. */
 let numberEnd: usize = 0;
 const POW10_INT: StaticArray<u64> = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000];
-function parseNumberF32(p: usize): f32 {
+// @ts-ignore: decorator
+@inline function parseNumberF32(p: usize): f32 {
   const end = inputEnd;
   const start = p;
   let negative = false;
@@ -397,11 +398,15 @@ function parseLogprobs(p: usize): usize {
     const value = parseNumberF32(p);
     if (!isFinite(value)) return 0; // NaN: not a number; ±Infinity: left for the planner's message
     p = numberEnd;
-    if (!roomFor(4)) return 0;
+    if (write + 4 > limit && !roomFor(4)) return 0;
     store<f32>(write, value);
     write += 4;
-    if (p >= end) return 0;
-    let c = <u32>load<u8>(p);
+    let c = <u32>load<u8>(p); // the sentinel at inputEnd is neither `,` nor `]`
+    if (c == 0x2c) {
+      c = load<u8>(++p);
+      if (c != 0x2d && c - 0x30 > 9) p = skipSpace(p);
+      continue;
+    }
     if (isSpace(c)) {
       p = skipSpace(p);
       if (p >= end) return 0;

@@ -14,6 +14,8 @@ interface CoreExports {
   stage(prompt: number, generated: number): void;
   stagedTokens(): number;
   stagedLogprobs(): number;
+  stagedTokenCapacity(): number;
+  stagedLogprobCapacity(): number;
   checkStagedTokens(count: number): number;
   commit(prompt: number, generated: number, agent: number, link: number): number;
   lastBadIndex(): number;
@@ -93,7 +95,7 @@ class WasmCore implements ForestCore {
 
   stage(prompt: number, generated: number): StagedCall {
     this.core.stage(prompt, generated);
-    // Reuse the views while the staging area stays put and is big enough (it grows rarely).
+    // Views span the staging area's capacity and are reused until it moves (it grows rarely).
     const buffer = this.core.memory.buffer;
     const tokensAt = this.core.stagedTokens() >>> 0;
     const logprobsAt = this.core.stagedLogprobs() >>> 0;
@@ -107,8 +109,8 @@ class WasmCore implements ForestCore {
       s.logprobs.length < generated
     ) {
       this.staged = {
-        tokens: new Int32Array(buffer, tokensAt, prompt + generated),
-        logprobs: new Float32Array(buffer, logprobsAt, generated),
+        tokens: new Int32Array(buffer, tokensAt, this.core.stagedTokenCapacity()),
+        logprobs: new Float32Array(buffer, logprobsAt, this.core.stagedLogprobCapacity()),
       };
     }
     return this.staged!;
