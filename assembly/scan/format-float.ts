@@ -88,7 +88,7 @@ function writeJsNumber(at: usize, digits: u64, exp10: i32): usize {
 @inline function candidate(t9: u32, div: u32, bound: u32): u32 {
   const q = t9 / div;
   const r = t9 - q * div;
-  const up = r >= div >> 1;
+  const up = r > div >> 1;
   const distance = up ? div - r : r;
   return distance <= bound ? q + (up ? 1 : 0) : 0;
 }

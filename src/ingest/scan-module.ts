@@ -31,6 +31,7 @@ export function scanWasmUrl(simd: boolean): URL {
   return new URL(`../../build/scan-${simd ? "simd" : "scalar"}.wasm`, import.meta.url);
 }
 
+const latin1 = new TextDecoder("latin1"); // the scanner only hands over ASCII number text
 const compiled = new Map<string, Promise<WebAssembly.Module>>();
 
 function compileOnce(url: URL): Promise<WebAssembly.Module> {
@@ -48,8 +49,7 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
   let memory: WebAssembly.Memory | null = null;
   const env = {
     parseFloatSlow(address: number, length: number): number {
-      const bytes = new Uint8Array(memory!.buffer, address, length);
-      return Number(String.fromCharCode.apply(null, bytes as unknown as number[]));
+      return Number(latin1.decode(new Uint8Array(memory!.buffer, address, length)));
     },
     formatFloatSlow(value: number, address: number): number {
       const text = formatFloat32(value);

@@ -33,7 +33,13 @@ function randomFloat32s(count: number, seed: number): Float32Array {
       out[i] = -random() * 20;
     } else {
       // Values with short decimal forms, near powers of two and ten.
-      const pick = Math.floor(random() * 4);
+      const pick = Math.floor(random() * 5);
+      if (pick === 4) {
+        // A few ulps around a power of ten or two (where shortest forms and rounding intervals change).
+        out[i] = random() < 0.5 ? 10 ** (Math.floor(random() * 40) - 20) : 2 ** (Math.floor(random() * 120) - 60);
+        bits[i] += Math.floor(random() * 7) - 3;
+        continue;
+      }
       if (pick === 0) out[i] = -Math.round(random() * 1e4) / 10 ** Math.floor(random() * 8);
       else if (pick === 1) out[i] = 2 ** (Math.floor(random() * 250) - 140) * (random() < 0.5 ? -1 : 1);
       else if (pick === 2) out[i] = 10 ** (Math.floor(random() * 70) - 45);

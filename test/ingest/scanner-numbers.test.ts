@@ -34,7 +34,7 @@ function exactDecimal(x: number): string {
 /** A mix of decimal strings that stress correct rounding. */
 function decimalStrings(count: number, seed: number): string[] {
   const random = rng(seed);
-  const out: string[] = ["0", "-0", "0.0", "-0.0", "0e5", "-0E-5", "1e-400", "-1e-400", "4.9e-324", "2.2250738585072014e-308"];
+  const out: string[] = ["-0." + "0".repeat(30) + "1234567890".repeat(3000), "1" + "0".repeat(400) + "e-400", "0", "-0", "0.0", "-0.0", "0e5", "-0E-5", "1e-400", "-1e-400", "4.9e-324", "2.2250738585072014e-308"];
   while (out.length < count) {
     const kind = Math.floor(random() * 8);
     const sign = random() < 0.7 ? "-" : "";
