@@ -5,6 +5,7 @@
 // (never logprobs in practice) and non-finite values go to the host's formatFloat32.
 import { exactPow10 } from "./parse-float";
 import { mulHigh, mulLow } from "./wide";
+import { decimalLength, writeDigitsN } from "./digits";
 
 // @ts-ignore: decorator
 @external("env", "formatFloatSlow")
@@ -30,57 +31,44 @@ function scaledFloor(m: u64, k: i32, s: i32): u64 {
   return (lo >> <u64>r) | (hi << <u64>(64 - r));
 }
 
-/** Writes the decimal digits of v (v > 0) at `at`; returns the end. */
-function writeDigits(at: usize, v: u64, digits: i32): usize {
-  let q = at + <usize>digits;
-  while (q > at) {
-    store<u8>(--q, <u8>(0x30 + <u32>(v % 10)));
-    v /= 10;
-  }
-  return at + <usize>digits;
-}
-
-function digitCount(v: u64): i32 {
-  let n = 1;
-  while (n < 10 && v >= unchecked(POW10_U64[n])) n++;
-  return n;
+function digitCount(v: u32): i32 {
+  return <i32>decimalLength(v);
 }
 
 /** Writes `digits·10^exp10` as String(number) would (digits has no trailing zeros). */
-function writeJsNumber(at: usize, digits: u64, exp10: i32): usize {
+function writeJsNumber(at: usize, digits: u32, exp10: i32): usize {
   const k = digitCount(digits);
   const n = k + exp10; // position of the decimal point
   if (k <= n && n <= 21) {
-    at = writeDigits(at, digits, k);
+    at = writeDigitsN(at, digits, k);
     for (let i = k; i < n; i++) store<u8>(at++, 0x30);
     return at;
   }
   if (0 < n && n <= 21) {
-    const whole = digits / unchecked(POW10_U64[k - n]);
-    const frac = digits % unchecked(POW10_U64[k - n]);
-    at = writeDigits(at, whole, n);
+    const scale = <u32>unchecked(POW10_U64[k - n]);
+    at = writeDigitsN(at, digits / scale, n);
     store<u8>(at++, 0x2e);
-    // frac has exactly k - n digits, with leading zeros.
-    return writeDigits(at, frac, k - n);
+    // The fraction has exactly k - n digits, with leading zeros.
+    return writeDigitsN(at, digits % scale, k - n);
   }
   if (-6 < n && n <= 0) {
     store<u8>(at++, 0x30);
     store<u8>(at++, 0x2e);
     for (let i = n; i < 0; i++) store<u8>(at++, 0x30);
-    return writeDigits(at, digits, k);
+    return writeDigitsN(at, digits, k);
   }
   // Exponential: d[.ddd]e±x
-  const lead = digits / unchecked(POW10_U64[k - 1]);
-  store<u8>(at++, <u8>(0x30 + <u32>lead));
+  const scale = <u32>unchecked(POW10_U64[k - 1]);
+  store<u8>(at++, <u8>(0x30 + digits / scale));
   if (k > 1) {
     store<u8>(at++, 0x2e);
-    at = writeDigits(at, digits % unchecked(POW10_U64[k - 1]), k - 1);
+    at = writeDigitsN(at, digits % scale, k - 1);
   }
   store<u8>(at++, 0x65);
   const e = n - 1;
   store<u8>(at++, e < 0 ? 0x2d : 0x2b);
-  const absE = <u64>(e < 0 ? -e : e);
-  return writeDigits(at, absE, digitCount(absE));
+  const absE = <u32>(e < 0 ? -e : e);
+  return writeDigitsN(at, absE, digitCount(absE));
 }
 
 /** t9 rounded to the leading digits above `div` (half away from zero), or 0 when too far from x. */
@@ -88,7 +76,7 @@ function writeJsNumber(at: usize, digits: u64, exp10: i32): usize {
 @inline function candidate(t9: u32, div: u32, bound: u32): u32 {
   const q = t9 / div;
   const r = t9 - q * div;
-  const up = r > div >> 1;
+  const up = r >= div >> 1;
   const distance = up ? div - r : r;
   return distance <= bound ? q + (up ? 1 : 0) : 0;
 }
@@ -102,7 +90,7 @@ function writeJsNumber(at: usize, digits: u64, exp10: i32): usize {
 
 /** Writes sign and d·10^exp10 (trailing zeros dropped) as String(number). */
 function emit(at: usize, bits: u32, d: u32, exp10: i32): usize {
-  let digits = <u64>d;
+  let digits = d;
   let e = exp10;
   while (digits % 10 == 0) {
     digits /= 10;
@@ -140,7 +128,7 @@ export function formatF32(x: f32, at: usize): usize {
   const last = <u32>(t % 10);
   // A candidate farther from x than one float32 ulp (t9/m units, +2 for truncation) cannot read
   // back as x: most precisions are rejected with integer work only.
-  const bound = t9 / <u32>m + 2;
+  const bound = (t9 >> 23) + 2; // m >= 2^23, so this is at least t9/m + 2
   const target = reinterpret<f32>(magnitude);
   let d: u32;
   d = candidate(t9, 100000000, bound);

@@ -1,6 +1,7 @@
 // The number-heavy parts of a row line: token ids, logprobs, and the loss mask (base64 or 0/1
 // list). The host stages input values at a source address and collects the text at `at`.
 import { formatF32 } from "./format-float";
+import { writeU32 } from "./digits";
 
 const BASE64 = memory.data<u8>([
   65, 66, 67, 68, 69, 70, 71, 72, 73, 74, 75, 76, 77, 78, 79, 80, 81, 82, 83, 84, 85, 86, 87, 88, 89, 90,
@@ -8,45 +9,8 @@ const BASE64 = memory.data<u8>([
   118, 119, 120, 121, 122, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 43, 47,
 ]);
 
-// "00".."99" as 200 bytes.
-const PAIRS = memory.data(200);
-let pairsReady = false;
-function initPairs(): void {
-  for (let i = 0; i < 100; i++) {
-    store<u8>(PAIRS + (i << 1), <u8>(0x30 + i / 10));
-    store<u8>(PAIRS + (i << 1) + 1, <u8>(0x30 + (i % 10)));
-  }
-  pairsReady = true;
-}
-
-// @ts-ignore: decorator
-@inline function decimalLength(v: u32): usize {
-  if (v < 100000) {
-    if (v < 100) return v < 10 ? 1 : 2;
-    return v < 1000 ? 3 : v < 10000 ? 4 : 5;
-  }
-  if (v < 10000000) return v < 1000000 ? 6 : 7;
-  return v < 100000000 ? 8 : v < 1000000000 ? 9 : 10;
-}
-
-// @ts-ignore: decorator
-@inline function writeU32(at: usize, v: u32): usize {
-  const length = decimalLength(v);
-  let q = at + length;
-  while (v >= 100) {
-    const r = v % 100;
-    v /= 100;
-    q -= 2;
-    store<u16>(q, load<u16>(PAIRS + (r << 1)));
-  }
-  if (v >= 10) store<u16>(q - 2, load<u16>(PAIRS + (v << 1)));
-  else store<u8>(q - 1, <u8>(0x30 + v));
-  return at + length;
-}
-
 /** `count` i32 values at `source` as `a,b,c` (a leading comma when `comma`); returns the end. */
 export function formatInts(source: usize, count: i32, at: usize, comma: bool): usize {
-  if (!pairsReady) initPairs();
   for (let i = 0; i < count; i++) {
     if (comma || i > 0) store<u8>(at++, 0x2c);
     const v = load<i32>(source + (<usize>i << 2));

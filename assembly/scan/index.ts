@@ -3,3 +3,4 @@
 export { setPrefixByte, inputAddress, scan, metaAddress, metaLength, tableAddress, arrayCount } from "./scan";
 export { formatInts, formatFloats, base64, maskInts } from "./format-row";
 export { workspace } from "./workspace";
+export { setMemoryLimit } from "./memory";

@@ -4,11 +4,8 @@
 // An array that is not a plain list of the right numbers is left in the metadata untouched, so
 // JSON.parse and the planner's normal checks see it exactly as the slow path would.
 import { BASE, ensureMemory } from "./memory";
-import { decimalToF64 } from "./parse-float";
-
-// @ts-ignore: decorator
-@external("env", "parseFloatSlow")
-declare function parseFloatSlow(address: usize, length: i32): f64;
+import { numberEnd, parseNumberF32 } from "./number";
+import { commaBits, digitBits, eightDigits, nonDigitBits } from "./swar";
 
 export const STATUS_OK: i32 = 0;
 export const STATUS_TOO_LARGE: i32 = 1;
@@ -144,25 +141,6 @@ let limit: usize = 0;
   return false;
 }
 
-/** Bit i set where byte i of the 16 at v is an ASCII digit / a comma. */
-// @ts-ignore: decorator
-@inline function digitBits(v: v128): u64 {
-  return <u64>i8x16.bitmask(i8x16.lt_u(i8x16.sub(v, i8x16.splat(0x30)), i8x16.splat(10)));
-}
-// @ts-ignore: decorator
-@inline function commaBits(v: v128): u64 {
-  return <u64>i8x16.bitmask(i8x16.eq(v, i8x16.splat(0x2c)));
-}
-
-// @ts-ignore: decorator
-@inline function eightDigits(x: u64, n: i32): u64 {
-  // x: digit values in its low n bytes (first digit lowest). Right-align them as an 8-digit
-  // number with leading zeros, then combine pairs, quads, octets (Lemire's SWAR).
-  let v = x << (<u64>(8 - n) << 3);
-  v = v * 10 + (v >> 8);
-  return ((v & 0x000000ff000000ff) * 0x000f424000000064 + ((v >> 16) & 0x000000ff000000ff) * 0x0000271000000001) >> 32;
-}
-
 /**
  * SIMD: 64 bytes at a time, classify digits and commas, then parse every comma-terminated
  * number of the block from the masks (no number waits for the previous one's end). Returns the
@@ -237,8 +215,7 @@ function parseTokens(p: usize): usize {
     }
     // One number. Bytes 0..9 where the input has digits; the first byte > 9 ends the number.
     const x = load<u64>(p) ^ 0x3030303030303030;
-    const nonDigit = ((x + 0x7676767676767676) | x) & 0x8080808080808080;
-    const n = <i32>(ctz(nonDigit) >> 3); // digits in this word (8 = all)
+    const n = <i32>(ctz(nonDigitBits(x)) >> 3); // digits in this word (8 = all)
     if (n == 0) break;
     let value: u64;
     if (n < 8) {
@@ -291,102 +268,6 @@ function parseTokens(p: usize): usize {
   }
   write = w;
   return 0;
-}
-
-/** One JSON number at p as f32 rounded like Math.fround(JSON.parse); sets `numberEnd`; NaN when not a number. */
-let numberEnd: usize = 0;
-const POW10_INT: StaticArray<u64> = [1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000];
-// @ts-ignore: decorator
-@inline function parseNumberF32(p: usize): f32 {
-  const end = inputEnd;
-  const start = p;
-  let negative = false;
-  if (p < end && load<u8>(p) == 0x2d) {
-    negative = true;
-    p++;
-  }
-  let mantissa: u64 = 0;
-  let significant = 0; // digits taken into `mantissa` (leading zeros not counted)
-  let exp10: i32 = 0;
-  if (p >= end) return NaN;
-  let digit = <u32>load<u8>(p) - 0x30;
-  if (digit > 9) return NaN;
-  if (digit == 0) {
-    p++;
-  } else {
-    while (p < end) {
-      digit = <u32>load<u8>(p) - 0x30;
-      if (digit > 9) break;
-      if (significant < 19) {
-        mantissa = mantissa * 10 + digit;
-        significant++;
-      } else {
-        significant++; // too many digits: the host decides
-      }
-      p++;
-    }
-  }
-  if (p < end && load<u8>(p) == 0x2e) {
-    p++;
-    const first = p;
-    if (mantissa == 0) {
-      while (p < end && load<u8>(p) == 0x30) {
-        exp10--;
-        p++;
-      }
-    }
-    // Eight digits at a time while they fit the 19-digit mantissa (SWAR, as for tokens).
-    while (p < end) {
-      const x = load<u64>(p) ^ 0x3030303030303030;
-      const n = <i32>(ctz(((x + 0x7676767676767676) | x) & 0x8080808080808080) >> 3);
-      if (n == 0 || significant + n > 19) break;
-      mantissa = mantissa * unchecked(POW10_INT[n]) + eightDigits(x, n);
-      significant += n;
-      exp10 -= n;
-      p += <usize>n;
-      if (n < 8) break;
-    }
-    while (p < end) {
-      digit = <u32>load<u8>(p) - 0x30;
-      if (digit > 9) break;
-      if (mantissa == 0 && digit == 0) {
-        exp10--;
-      } else if (significant < 19) {
-        mantissa = mantissa * 10 + digit;
-        significant++;
-        exp10--;
-      } else {
-        significant++;
-      }
-      p++;
-    }
-    if (p == first) return NaN;
-  }
-  let c = p < end ? <u32>load<u8>(p) : 0;
-  if (c == 0x65 || c == 0x45) {
-    p++;
-    let expNegative = false;
-    c = p < end ? <u32>load<u8>(p) : 0;
-    if (c == 0x2d || c == 0x2b) {
-      expNegative = c == 0x2d;
-      p++;
-    }
-    const first = p;
-    let e: i32 = 0;
-    while (p < end) {
-      digit = <u32>load<u8>(p) - 0x30;
-      if (digit > 9) break;
-      if (e < 100000) e = e * 10 + <i32>digit;
-      p++;
-    }
-    if (p == first) return NaN;
-    exp10 += expNegative ? -e : e;
-  }
-  numberEnd = p;
-  let value: f64 = NaN;
-  if (significant <= 19) value = decimalToF64(mantissa, exp10, negative);
-  if (isNaN(value)) value = parseFloatSlow(start, <i32>(p - start));
-  return <f32>value;
 }
 
 /** Parses `[number, ...]` into f32; returns the address after `]`, or 0 (not plain, or not finite in f32). */

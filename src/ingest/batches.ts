@@ -1,11 +1,13 @@
 // The streaming line reader: bytes from a file or stdin, cut into batches of whole lines.
 //
-// Bounded memory by design: bytes are read straight into one buffer; when the buffer holds at
-// least one newline, everything up to the last newline leaves as a batch (the buffer itself, no
-// copy) and only the unfinished tail is copied into a fresh buffer. A line longer than the
-// buffer makes it double, so a line of n bytes costs at most ~2n of copying in total (never
-// quadratic) and at most ~3n of memory while the buffer grows (old + new). Each batch owns its
-// ArrayBuffer, so it can be transferred to a worker thread without a copy.
+// Bounded memory by design: bytes are read straight into chunk-sized buffers (recycled through a
+// BufferPool); once a buffer holds a newline, everything up to its last newline leaves as a
+// batch (the buffer itself, no copy) and only the unfinished tail (< one chunk) is copied into
+// the next buffer. A line longer than a buffer fills a list of full buffers and is copied once
+// into an exact-size batch when its newline comes: a line of n bytes costs n of copying (never
+// quadratic) and at most ~2n of memory. Memory is therefore a few chunks plus twice the longest
+// line, whatever the file size. Each batch owns its ArrayBuffer (byteOffset 0), so it can be
+// transferred to a worker thread without a copy.
 import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
 
@@ -83,16 +85,34 @@ export class BufferPool {
 /** Batches of whole lines, in input order; each about `chunk` bytes (more when one line is longer). */
 export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, pool = new BufferPool(chunk)): AsyncGenerator<Batch> {
   let buffer = pool.take(chunk);
-  let filled = 0; // bytes of the unfinished line(s) at the start of `buffer`
+  let filled = 0; // bytes at the start of `buffer` not sent yet
+  let lastNewline = -1; // newest `\n` in buffer[0, filled), -1: none
   let nextLine = 1;
-  let lastNewline = -1; // newest known `\n` in buffer[0, filled), -1: none
+  // Full buffers holding the start of one line longer than a buffer (no newline in any of them).
+  let pieces: Uint8Array[] = [];
+  let piecesBytes = 0;
+  /** One exact-size batch of the pieces and `tail`: a long line is copied once, never regrown. */
+  const assemble = (tail: Uint8Array): Uint8Array => {
+    const line = allocate(piecesBytes + tail.length);
+    let at = 0;
+    for (const piece of pieces) {
+      line.set(piece, at);
+      at += piece.length;
+      pool.give(piece.buffer as ArrayBuffer);
+    }
+    line.set(tail, at);
+    pieces = [];
+    piecesBytes = 0;
+    return line;
+  };
   try {
     for (;;) {
       if (filled === buffer.length) {
-        // One line fills the whole buffer: double it (amortized linear copying).
-        const bigger = allocate(buffer.length * 2);
-        bigger.set(buffer.subarray(0, filled));
-        buffer = bigger;
+        // Full and no newline (a newline would have sent a batch): part of one long line.
+        pieces.push(buffer);
+        piecesBytes += filled;
+        buffer = pool.take(chunk);
+        filled = 0;
       }
       const got = await source.read(buffer, filled, buffer.length - filled);
       if (got === 0) break;
@@ -100,26 +120,35 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, po
       const newest = asBuffer(buffer.subarray(filled, filled + got)).lastIndexOf(NEWLINE);
       if (newest >= 0) lastNewline = filled + newest;
       filled += got;
+      if (pieces.length > 0) {
+        if (lastNewline < 0) continue;
+        // The long line ends here: it leaves alone; the rest moves to the buffer's start.
+        const end = asBuffer(buffer.subarray(0, filled)).indexOf(NEWLINE) + 1;
+        yield { bytes: assemble(buffer.subarray(0, end)), firstLine: nextLine, lineCount: 1 };
+        nextLine++;
+        buffer.copyWithin(0, end, filled);
+        filled -= end;
+        lastNewline = lastNewline >= end ? lastNewline - end : -1;
+      }
       // Small reads (a pipe hands out 64 KB) gather into batches of at least half a chunk.
       if (lastNewline < 0 || filled < chunk >> 1) continue;
       const end = lastNewline + 1;
       const lineCount = countNewlines(buffer, 0, end);
-      const tail = filled - end;
-      const next = pool.take(Math.max(chunk, tail * 2));
-      next.set(buffer.subarray(end, filled));
+      const next = pool.take(chunk);
+      next.set(buffer.subarray(end, filled)); // the unfinished tail, shorter than a chunk
       yield { bytes: buffer.subarray(0, end), firstLine: nextLine, lineCount };
       nextLine += lineCount;
+      filled -= end;
       buffer = next;
-      filled = tail;
       lastNewline = -1;
     }
-    // What is left: whole lines not yet sent, and maybe a last line without a newline (a file
+    // What is left: whole lines not sent yet, and maybe a last line without a newline (a file
     // cut short, or just no final newline).
-    if (filled > 0) {
-      const last = allocate(filled);
-      last.set(buffer.subarray(0, filled));
-      const unterminated = last[filled - 1] === NEWLINE ? 0 : 1;
-      yield { bytes: last, firstLine: nextLine, lineCount: countNewlines(last, 0, filled) + unterminated };
+    if (pieces.length > 0) {
+      yield { bytes: assemble(buffer.subarray(0, filled)), firstLine: nextLine, lineCount: 1 };
+    } else if (filled > 0) {
+      const unterminated = buffer[filled - 1] === NEWLINE ? 0 : 1;
+      yield { bytes: buffer.subarray(0, filled), firstLine: nextLine, lineCount: countNewlines(buffer, 0, filled) + unterminated };
     }
   } finally {
     await source.close();

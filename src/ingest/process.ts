@@ -3,7 +3,7 @@
 // the output cannot depend on N.
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
-import { rejectedReport, toCanonical, withDiagnostics, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
+import { rejectedReport, toCanonical, withDiagnostics, type ConvertResult, type FormatContext, type FormatRejection, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { reportToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
@@ -49,6 +49,8 @@ export type Flush = (piece: Piece) => void | Promise<void>;
 export const MAX_STRING_BYTES = 256 << 20;
 /** Row bytes are handed on once this much is pending. */
 const FLUSH_BYTES = 1 << 20;
+/** Chunks this large go on as they are; smaller ones are gathered (fewer messages and writes). */
+const PASS_THROUGH_BYTES = 32 << 10;
 
 const SPACE = 32;
 const TAB = 9;
@@ -95,7 +97,7 @@ class RowBytes {
 
   add = (chunk: Uint8Array): void => {
     this.size += chunk.length;
-    if (chunk.length >= FLUSH_BYTES >> 2) {
+    if (chunk.length >= PASS_THROUGH_BYTES) {
       this.seal();
       // Own the bytes: the serializer may reuse its chunk, and a transfer needs a whole buffer.
       this.chunks.push(chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength ? chunk : chunk.slice());
@@ -114,6 +116,19 @@ class RowBytes {
     if (this.block !== null && this.used > 0) this.chunks.push(this.block.subarray(0, this.used));
     this.block = null;
     this.used = 0;
+  }
+
+  /** Where the output stands, to undo one rollout's rows if it fails half-way. */
+  mark(): { chunks: number; block: Uint8Array | null; used: number; size: number } {
+    return { chunks: this.chunks.length, block: this.block, used: this.used, size: this.size };
+  }
+
+  /** Back to `mark`: bytes before it are untouched (blocks are only appended to). */
+  rollback(mark: ReturnType<RowBytes["mark"]>): void {
+    this.chunks.length = mark.chunks;
+    this.block = mark.block;
+    this.used = mark.used;
+    this.size = mark.size;
   }
 
   take(): Uint8Array[] {
@@ -190,7 +205,14 @@ export class LineProcessor {
   /** One input line (without its `\n`); blank lines are skipped (no report, line numbers kept). */
   private processLine(bytes: Uint8Array, where: string, line: number, context: FormatContext): void {
     if (isBlank(bytes, 0, bytes.length)) return;
-    this.finish(this.parse(bytes, context), where, line);
+    let result: ConvertResult;
+    try {
+      result = this.parse(bytes, context);
+    } catch (error) {
+      if (!isOutOfMemory(error)) throw error;
+      result = tooLarge(`the line does not fit in memory (${error instanceof Error ? error.message.split("\n")[0] : String(error)})`);
+    }
+    this.finish(result, where, line);
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
@@ -212,7 +234,7 @@ export class LineProcessor {
       return malformed(scanned.detail);
     }
     if (bytes.length > MAX_STRING_BYTES) {
-      return tooLarge(`the line has ${bytes.length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); use the wasm backend`);
+      return tooLarge(`the line has ${bytes.length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
     }
     let value: unknown;
     try {
@@ -228,14 +250,23 @@ export class LineProcessor {
     this.rollouts++;
     let report: Report;
     if (result.ok) {
-      const plan = this.cf.plan(result.rollout, line === undefined ? {} : { line });
+      const mark = this.rowBytes.mark();
       try {
-        for (const row of plan.rows) this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
+        const plan = this.cf.plan(result.rollout, line === undefined ? {} : { line });
+        try {
+          for (const row of plan.rows) this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
+        } finally {
+          plan.release();
+        }
         this.rowCount += plan.rows.length;
-      } finally {
-        plan.release();
+        report = withDiagnostics(plan.report, result.diagnostics);
+      } catch (error) {
+        // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
+        if (!isOutOfMemory(error)) throw error;
+        this.rowBytes.rollback(mark);
+        const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
+        report = rejectedReport(tooLarge(`the rollout does not fit in memory (${why})`, result.rollout.rollout_id) as FormatRejection, line);
       }
-      report = withDiagnostics(plan.report, result.diagnostics);
     } else {
       report = rejectedReport(result, line);
     }

@@ -68,7 +68,10 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   const inProcess = async () => (local ??= await LineProcessor.create(options));
   const chunk = options.chunk ?? DEFAULT_CHUNK;
   const buffers = new BufferPool(chunk);
-  const pool = options.jobs > 1 ? new WorkerPool(options.jobs, options, write, options.maxInFlight, (b) => buffers.give(b)) : null;
+  // Input that fits in one batch gains nothing from workers but their start-up time.
+  const size = inputSize(files);
+  const jobs = size !== null && size <= chunk ? 1 : options.jobs;
+  const pool = jobs > 1 ? new WorkerPool(jobs, options, write, options.maxInFlight, (b) => buffers.give(b)) : null;
   try {
     for (const file of files) {
       if (isJsonFile(file)) {

@@ -18,6 +18,7 @@ export interface ScanExports {
   base64(source: number, length: number, at: number): number;
   maskInts(source: number, first: number, count: number, at: number, comma: number): number;
   workspace(bytes: number): number;
+  setMemoryLimit(pages: number): void;
 }
 
 export interface ScanModuleOptions {
@@ -25,6 +26,8 @@ export interface ScanModuleOptions {
   simd?: boolean;
   /** Where the .wasm file is, when not in the package's build/ folder (bundles, benchmarks). */
   url?: URL;
+  /** Bytes of linear memory the instance may use (default 4 GiB, the wasm32 maximum). */
+  maxMemory?: number;
 }
 
 export function scanWasmUrl(simd: boolean): URL {
@@ -61,5 +64,8 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
   const instance = await WebAssembly.instantiate(module, { env });
   const exports = instance.exports as unknown as ScanExports;
   memory = exports.memory;
+  const maxMemory = options.maxMemory ?? 2 ** 32;
+  if (!(maxMemory > 0)) throw new Error(`maxMemory must be a positive number of bytes, got ${options.maxMemory}`);
+  exports.setMemoryLimit(Math.max(1, Math.floor(maxMemory / 65536)));
   return exports;
 }

@@ -359,6 +359,13 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     expect(Array.from(value.b.prompt_token_ids)).toEqual([9]);
   });
 
+  it("finds arrays at any depth (100,000 nested arrays) without recursion", () => {
+    const depth = 100_000;
+    let value = valueOf(scan("[".repeat(depth) + '{"generation_token_ids":[1,2]}' + "]".repeat(depth)));
+    for (let d = 0; d < depth; d++) value = (value as unknown[])[0];
+    expect(Array.from((value as { generation_token_ids: Int32Array }).generation_token_ids)).toEqual([1, 2]);
+  });
+
   it("uses the last of repeated keys, as JSON.parse does", () => {
     const value = valueOf(scan('{"prompt_token_ids":[1,2],"prompt_token_ids":[3],"generation_log_probs":[0.5],"generation_log_probs":null}')) as Record<string, any>;
     expect(Array.from(value.prompt_token_ids)).toEqual([3]);
@@ -441,5 +448,23 @@ describe("LineScanner zero-copy input", () => {
     scanner.inputBuffer(bad.length)!.set(bad);
     const result = scanner.scanInput(bad.length);
     expect(result.ok ? "" : result.detail).toMatch(/^not JSON at byte 9: unexpected '}'/);
+  });
+});
+
+describe("LineScanner memory cap", () => {
+  it("rejects a line too large for its maxMemory with rollout_too_large, then goes on", async () => {
+    const scanner = await LineScanner.create({ maxMemory: 4 * 1024 * 1024 });
+    const tokens = Array.from({ length: 400_000 }, (_, i) => i % 50_000).join(",");
+    // Fits as input (~2.6 MB) but not with its parsed arrays; and one that does not fit at all.
+    for (const text of [`{"prompt_token_ids":[${tokens}]}`, `{"prompt_token_ids":[${tokens},${tokens}]}`]) {
+      const result = scanner.scan(encoder.encode(text));
+      expect(result.ok).toBe(false);
+      if (!result.ok) {
+        expect(result.code).toBe("rollout_too_large");
+        expect(result.detail).toMatch(/^a line of \d+ bytes does not fit/);
+      }
+    }
+    const small = valueOf(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2]}'))) as { prompt_token_ids: Int32Array };
+    expect(Array.from(small.prompt_token_ids)).toEqual([1, 2]);
   });
 });

@@ -27,7 +27,7 @@ export function register(program: Command): void {
   const command = program
     .command("rows")
     .description("Plan each rollout and write its training rows (one per leaf) as JSONL.")
-    .argument("[input...]", ".jsonl (one rollout a line), .json (one rollout), or - for stdin (default)")
+    .argument("[input...]", ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout), or - for stdin (default)")
     .option("-o, --output <file>", "rows JSONL here instead of stdout")
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")

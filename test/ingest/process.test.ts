@@ -1,0 +1,73 @@
+// A rollout that runs out of memory half-way (in the scanner, or while its rows are written) is
+// rejected with rollout_too_large; the rollouts around it come out exactly as without it.
+import { describe, expect, it } from "vitest";
+import { LineProcessor, type IngestOptions, type Piece } from "../../src/ingest/process.js";
+import type { Batch } from "../../src/ingest/batches.js";
+import { goodLines } from "./cli.js";
+
+const OPTIONS: IngestOptions = { reader: "scan", backend: "wasm", from: "auto", maskFormat: "bits", notes: true };
+
+function batchOf(lines: string[]): Batch {
+  const bytes = new Uint8Array(Buffer.from(lines.join("\n") + "\n"));
+  return { bytes, firstLine: 1, lineCount: lines.length };
+}
+
+async function run(processor: LineProcessor, batch: Batch): Promise<{ rows: string; reports: string[]; notes: string }> {
+  const pieces: Piece[] = [];
+  await processor.processBatch(batch, "in.jsonl", (piece) => {
+    pieces.push(piece);
+  });
+  expect(pieces[pieces.length - 1].last).toBe(true);
+  return {
+    rows: Buffer.concat(pieces.flatMap((p) => p.rows)).toString("utf8"),
+    reports: pieces.map((p) => p.reports).join("").split("\n").filter((l) => l !== ""),
+    notes: pieces.map((p) => p.notes).join(""),
+  };
+}
+
+describe("LineProcessor out of memory", () => {
+  const [first, big, third] = goodLines(2, 5);
+  const bigId = JSON.parse(big).rollout_id as string;
+
+  it("rejects a rollout whose rows fail half-way and keeps the others' bytes", async () => {
+    const reference = await run(await LineProcessor.create(OPTIONS), batchOf([first, third]));
+    const processor = await LineProcessor.create(OPTIONS);
+    const serializer = (processor as unknown as { serializer: { writeRow: (...args: unknown[]) => void } }).serializer;
+    const writeRow = serializer.writeRow.bind(serializer);
+    let wroteBigRow = false;
+    serializer.writeRow = (row: unknown, format: unknown, emit: unknown) => {
+      if ((row as { rolloutId: string }).rolloutId === bigId) {
+        if (wroteBigRow) throw new RangeError("Array buffer allocation failed");
+        wroteBigRow = true; // its first row is written, then undone
+      }
+      writeRow(row, format, emit);
+    };
+    const result = await run(processor, batchOf([first, big, third]));
+    expect(wroteBigRow).toBe(true);
+    expect(result.rows).toBe(reference.rows);
+    expect(result.reports).toHaveLength(3);
+    expect(JSON.parse(result.reports[1])).toMatchObject({
+      rollout_id: bigId,
+      status: "rejected",
+      reason: "rollout_too_large",
+      line: 2,
+      rows: 0,
+    });
+    expect(result.reports[0]).toBe(reference.reports[0]);
+    expect(JSON.parse(result.reports[2])).toEqual({ ...JSON.parse(reference.reports[1]), line: 3 });
+    expect(result.notes).toMatch(/^in\.jsonl:2: rejected \(rollout_too_large\): the rollout does not fit in memory \(Array buffer allocation failed\)\n$/);
+  });
+
+  it("replaces a scanner that trapped and goes on with the next line", async () => {
+    const processor = await LineProcessor.create(OPTIONS);
+    const internals = processor as unknown as { scanner: { scan: (line: Uint8Array) => unknown } };
+    const trapped = internals.scanner;
+    trapped.scan = () => {
+      throw new WebAssembly.RuntimeError("memory access out of bounds");
+    };
+    const result = await run(processor, batchOf([big, first]));
+    expect(JSON.parse(result.reports[0])).toMatchObject({ status: "rejected", reason: "rollout_too_large", line: 1 });
+    expect(JSON.parse(result.reports[1])).toMatchObject({ status: "ok", line: 2 });
+    expect(internals.scanner).not.toBe(trapped);
+  });
+});
