@@ -1,7 +1,12 @@
 // `npm run bench`: every benchmark, medians and ratios from one run, as markdown tables.
 import { coreTable, runCoreBench } from "./core.js";
+import { runScanBench, scanTable } from "./scan.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
 console.log("\n### Core: plan() + reading every row's arrays (medians, tokens per second)\n");
 console.log(coreTable(core));
+
+const scan = await runScanBench(log);
+console.log("\n### Reading and writing bytes: scanner and row serializer vs JSON (medians)\n");
+console.log(scanTable(scan));

@@ -1,7 +1,7 @@
 // `callforest rows` in-process (--jobs 1): bad lines get SPEC's code and their line number while
 // every other rollout's rows and report stay byte-identical; blank lines keep numbering; Gym
 // inputs; options and errors. Worker threads are in cli-rows-workers.test.ts.
-import { writeFileSync } from "node:fs";
+import { truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { init, rowToJson } from "../src/index.js";
@@ -232,6 +232,22 @@ describe("rows: inputs and options", () => {
       `${jsonl}:3: rejected (invalid_rollout): the value is an array, expected a JSON object`,
       "callforest: 1 of 3 rollouts rejected",
     ]);
+  });
+
+  it("rejects a .json input too large to read as one string, and goes on", async () => {
+    const dir = tempDir();
+    const big = join(dir, "big.json");
+    writeFileSync(big, "");
+    truncateSync(big, 300 << 20); // sparse: only its size is looked at
+    const run = await cli("rows", big, LOGIN_BUG, "-o", join(dir, "rows"), "--report", join(dir, "report"), "--jobs", "1");
+    expect(run.code).toBe(0);
+    const reports = lines(read(join(dir, "report"))).map((l) => JSON.parse(l));
+    expect(reports.map((r) => [r.status, r.reason])).toEqual([
+      ["rejected", "rollout_too_large"],
+      ["ok", undefined],
+    ]);
+    expect(reports[0].detail).toBe(`${300 << 20} bytes is more than a .json input may hold (256 MB); write it as one JSONL line`);
+    expect(lines(read(join(dir, "rows")))).toHaveLength(5);
   });
 
   it("refuses bad arguments with one line and exit 2", async () => {

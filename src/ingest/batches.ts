@@ -56,29 +56,42 @@ function allocate(size: number): Uint8Array {
 }
 
 /**
- * Batch buffers of the usual size, given back once planned (by the worker, transferred back),
- * so a long run reuses a few buffers instead of faulting in fresh memory for every batch.
+ * Batch buffers, given back once planned (by a worker: transferred back), so a long run reuses
+ * a few chunk-sized buffers instead of faulting in fresh memory for every batch. One buffer for
+ * long lines is kept too (the largest seen), so a file of many huge rollouts reuses it.
  */
 export class BufferPool {
   private readonly free: ArrayBuffer[] = [];
+  private large: ArrayBuffer | null = null;
 
   constructor(
     readonly size: number,
     private readonly keep = 16,
   ) {}
 
+  /** `size` bytes starting at offset 0 of a buffer of at least that many. */
   take(size: number): Uint8Array {
     if (size <= this.size) {
       const recycled = this.free.pop();
-      if (recycled !== undefined) return new Uint8Array(recycled, 0, this.size);
-      return allocate(this.size);
+      return recycled === undefined ? allocate(this.size) : new Uint8Array(recycled, 0, this.size);
     }
-    return allocate(size);
+    if (this.large !== null && this.large.byteLength >= size) {
+      const large = this.large;
+      this.large = null;
+      return new Uint8Array(large, 0, size);
+    }
+    // Some headroom, so the next long line of about this size fits too.
+    const capacity = Math.min(size + (size >> 3) + this.size, 2 ** 31);
+    return allocate(Math.max(capacity, size)).subarray(0, size);
   }
 
-  /** Takes back a batch's buffer (only the usual size: long-line buffers go to the GC). */
+  /** Takes back a batch's buffer once nothing refers to it. */
   give(buffer: ArrayBuffer): void {
-    if (buffer.byteLength === this.size && this.free.length < this.keep) this.free.push(buffer);
+    if (buffer.byteLength === this.size) {
+      if (this.free.length < this.keep) this.free.push(buffer);
+    } else if (buffer.byteLength > this.size && (this.large === null || buffer.byteLength > this.large.byteLength)) {
+      this.large = buffer;
+    }
   }
 }
 
@@ -93,7 +106,7 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, po
   let piecesBytes = 0;
   /** One exact-size batch of the pieces and `tail`: a long line is copied once, never regrown. */
   const assemble = (tail: Uint8Array): Uint8Array => {
-    const line = allocate(piecesBytes + tail.length);
+    const line = pool.take(piecesBytes + tail.length);
     let at = 0;
     for (const piece of pieces) {
       line.set(piece, at);

@@ -5,7 +5,9 @@ import { Worker } from "node:worker_threads";
 import type { Batch } from "./batches.js";
 import type { IngestOptions, Piece } from "./process.js";
 
-export interface ToWorker {
+export type ToWorker = BatchMessage | { blocks: ArrayBuffer[] };
+
+export interface BatchMessage {
   seq: number;
   buffer: ArrayBuffer;
   length: number;
@@ -54,7 +56,7 @@ export class WorkerPool {
   constructor(
     jobs: number,
     options: IngestOptions,
-    private readonly write: (piece: Piece) => Promise<void>,
+    private readonly write: (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => Promise<void>,
     private readonly maxBytes = 128 << 20,
     private readonly recycle: (buffer: ArrayBuffer) => void = () => {},
   ) {
@@ -119,7 +121,11 @@ export class WorkerPool {
           const slot = this.slots.get(this.nextWrite);
           if (slot === undefined || slot.pieces.length === 0) break;
           const piece = slot.pieces.shift()!;
-          await this.write(piece);
+          const worker = slot.worker.worker;
+          // Written row blocks go home to their worker for reuse.
+          await this.write(piece, (buffer) => {
+            if (!this.closing) worker.postMessage({ blocks: [buffer] } satisfies ToWorker, [buffer]);
+          });
           if (piece.last) {
             this.slots.delete(this.nextWrite);
             this.nextWrite++;
@@ -149,7 +155,7 @@ export class WorkerPool {
         this.slots.set(seq, { bytes: batch.bytes.length, pieces: [], worker: idle });
         this.inFlight += batch.bytes.length;
         idle.outstanding++;
-        const message: ToWorker = {
+        const message: BatchMessage = {
           seq,
           buffer: batch.bytes.buffer as ArrayBuffer,
           length: batch.bytes.length,

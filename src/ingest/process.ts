@@ -49,8 +49,8 @@ export type Flush = (piece: Piece) => void | Promise<void>;
 export const MAX_STRING_BYTES = 256 << 20;
 /** Row bytes are handed on once this much is pending. */
 const FLUSH_BYTES = 1 << 20;
-/** Chunks this large go on as they are; smaller ones are gathered (fewer messages and writes). */
-const PASS_THROUGH_BYTES = 32 << 10;
+/** Written row blocks kept for reuse. */
+const MAX_SPARE_BLOCKS = 64;
 
 const SPACE = 32;
 const TAB = 9;
@@ -72,7 +72,8 @@ function malformed(detail: string): ConvertResult {
   return { ok: false, format: null, reason: "malformed_json", code: "malformed_json", detail, rolloutId: null };
 }
 
-function tooLarge(detail: string, rolloutId: string | null = null): ConvertResult {
+/** A rollout rejected because it does not fit (SPEC's table + rollout_too_large). */
+export function tooLarge(detail: string, rolloutId: string | null = null): ConvertResult {
   return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId };
 }
 
@@ -88,16 +89,21 @@ function isOutOfMemory(error: unknown): boolean {
   return error instanceof RangeError || (typeof WebAssembly !== "undefined" && error instanceof WebAssembly.RuntimeError);
 }
 
-/** Collects row bytes into owned blocks of about FLUSH_BYTES (few messages, few writes). */
+/**
+ * Collects row bytes into blocks of FLUSH_BYTES (few messages, few writes). Blocks come back
+ * through giveBlock() once written, so a long run reuses a few instead of allocating (and
+ * garbage-collecting) fresh memory for every megabyte of output.
+ */
 class RowBytes {
   chunks: Uint8Array[] = [];
   size = 0;
   private block: Uint8Array | null = null;
   private used = 0;
+  private readonly spare: ArrayBuffer[] = [];
 
   add = (chunk: Uint8Array): void => {
     this.size += chunk.length;
-    if (chunk.length >= PASS_THROUGH_BYTES) {
+    if (chunk.length > FLUSH_BYTES) {
       this.seal();
       // Own the bytes: the serializer may reuse its chunk, and a transfer needs a whole buffer.
       this.chunks.push(chunk.byteOffset === 0 && chunk.byteLength === chunk.buffer.byteLength ? chunk : chunk.slice());
@@ -105,11 +111,17 @@ class RowBytes {
     }
     if (this.block === null || this.used + chunk.length > this.block.length) {
       this.seal();
-      this.block = new Uint8Array(Buffer.allocUnsafeSlow(FLUSH_BYTES).buffer, 0, FLUSH_BYTES);
+      const spare = this.spare.pop();
+      this.block = new Uint8Array(spare ?? Buffer.allocUnsafeSlow(FLUSH_BYTES).buffer, 0, FLUSH_BYTES);
     }
     this.block.set(chunk, this.used);
     this.used += chunk.length;
   };
+
+  /** A written block, back for reuse. */
+  giveBlock(buffer: ArrayBuffer): void {
+    if (buffer.byteLength === FLUSH_BYTES && this.spare.length < MAX_SPARE_BLOCKS) this.spare.push(buffer);
+  }
 
   private seal(): void {
     // The block leaves whole (a transfer moves its entire buffer); no copy.
@@ -275,6 +287,11 @@ export class LineProcessor {
       if (this.options.notes) this.notes += `${where}: rejected (${report.reason}): ${report.detail}\n`;
     }
     this.reports += reportToJson(report) + "\n";
+  }
+
+  /** A row block of a piece, written: back for reuse. */
+  giveBlock(buffer: ArrayBuffer): void {
+    this.rowBytes.giveBlock(buffer);
   }
 
   /** Output of values given through finish() (the .json files), as one last piece. */

@@ -5,7 +5,7 @@ import { readRollouts } from "../formats/read.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { BufferPool, DEFAULT_CHUNK, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
-import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
+import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
 
 export interface RunOptions extends IngestOptions {
@@ -52,8 +52,9 @@ export function inputSize(inputs: readonly string[]): number | null {
 
 export async function runRows(inputs: readonly string[], options: RunOptions, sinks: RunSinks): Promise<RunTotals> {
   const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
-  const write = async (piece: Piece) => {
-    for (const chunk of piece.rows) await sinks.rows.write(chunk);
+  /** Writes a piece; `recycle` gets each row block back once the stream is done with it. */
+  const write = async (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => {
+    for (const chunk of piece.rows) await sinks.rows.write(chunk, () => recycle(chunk.buffer as ArrayBuffer));
     if (piece.reports !== "" && sinks.report !== null) await sinks.report.write(piece.reports);
     if (piece.notes !== "") sinks.notes(piece.notes);
     totals.rollouts += piece.rollouts;
@@ -66,6 +67,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   const files = inputs.length === 0 ? ["-"] : inputs;
   let local: LineProcessor | null = null;
   const inProcess = async () => (local ??= await LineProcessor.create(options));
+  const recycleLocal = (buffer: ArrayBuffer) => local?.giveBlock(buffer);
   const chunk = options.chunk ?? DEFAULT_CHUNK;
   const buffers = new BufferPool(chunk);
   // Input that fits in one batch gains nothing from workers but their start-up time.
@@ -76,7 +78,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
     for (const file of files) {
       if (isJsonFile(file)) {
         await pool?.drain(); // keep input order: earlier batches first
-        await planJsonFile(file, options, await inProcess(), write);
+        await planJsonFile(file, options, await inProcess(), (piece) => write(piece, recycleLocal));
         continue;
       }
       const name = file === "-" ? "<stdin>" : file;
@@ -85,7 +87,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         if (pool !== null) {
           await pool.submit(batch, name);
         } else {
-          await (await inProcess()).processBatch(batch, name, write);
+          await (await inProcess()).processBatch(batch, name, (piece) => write(piece, recycleLocal));
           buffers.give(batch.bytes.buffer as ArrayBuffer); // planned and written: nothing refers to it
         }
       }
@@ -116,7 +118,13 @@ async function* readAhead<T>(source: AsyncGenerator<T>): AsyncGenerator<T> {
 
 /** A `.json` file: one value (or an array of values), through JSON.parse, in-process. */
 async function planJsonFile(file: string, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
-  const read = { from: options.from, ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }) };
-  for await (const item of readRollouts([file], read)) processor.finish(item.result, item.where, item.line);
-  await write(processor.takeAll(statSync(file).size));
+  const size = statSync(file).size;
+  if (size > MAX_STRING_BYTES) {
+    // Read whole, it would be one string longer than V8 allows: reject it, go on with the rest.
+    processor.finish(tooLarge(`${size} bytes is more than a .json input may hold (${MAX_STRING_BYTES >> 20} MB); write it as one JSONL line`), file, undefined);
+  } else {
+    const read = { from: options.from, ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }) };
+    for await (const item of readRollouts([file], read)) processor.finish(item.result, item.where, item.line);
+  }
+  await write(processor.takeAll(size));
 }

@@ -4,7 +4,8 @@ import { createWriteStream } from "node:fs";
 import type { Writable } from "node:stream";
 
 export interface ByteSink {
-  write(data: Uint8Array | string): Promise<void> | void;
+  /** `written` is called once the stream is done with `data` (its buffer may then be reused). */
+  write(data: Uint8Array | string, written?: () => void): Promise<void> | void;
   close(): Promise<void>;
 }
 
@@ -19,9 +20,9 @@ export function openByteSink(path: string | undefined): ByteSink {
   };
   out.on("error", onError);
   return {
-    write(data) {
+    write(data, written) {
       if (failure) throw failure;
-      if (out.write(data)) return;
+      if (out.write(data, written === undefined ? undefined : () => written())) return;
       return new Promise((resolve, reject) => {
         const done = () => {
           out.off("drain", done);

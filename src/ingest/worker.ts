@@ -1,5 +1,6 @@
-// Worker thread for `rows --jobs N`: its own WASM instances (core + scanner), one batch at a time.
-// Batches arrive transferred (no copy); row bytes go back transferred, in order, in pieces.
+// Worker thread for `rows --jobs N`: its own WASM instances (core, scanner, row writer), one
+// batch at a time. Batches arrive transferred (no copy); row bytes go back transferred, in order,
+// in pieces, with the batch's buffer; written row blocks come back here for reuse.
 import { parentPort, workerData } from "node:worker_threads";
 import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
 import type { ToWorker, FromWorker } from "./pool.js";
@@ -19,7 +20,12 @@ function describe(error: unknown): string {
   return error instanceof Error ? error.message.split("\n")[0] : String(error);
 }
 
-port.on("message", (message: ToWorker) => {
+port.on("message", (received: ToWorker) => {
+  if ("blocks" in received) {
+    for (const block of received.blocks) processor?.giveBlock(block);
+    return;
+  }
+  const message = received;
   // One batch after another: pieces of a batch must leave in order.
   queue = queue.then(async () => {
     if (processor === null) return;

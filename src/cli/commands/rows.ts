@@ -3,8 +3,7 @@
 // command line around it.
 import { availableParallelism } from "node:os";
 import { Option, type Command } from "commander";
-import { runRows } from "../../ingest/run.js";
-import { inputSize } from "../../ingest/run.js";
+import { inputSize, runRows } from "../../ingest/run.js";
 import { openByteSink } from "../../ingest/sink.js";
 import type { ReaderName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
