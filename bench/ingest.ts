@@ -1,6 +1,7 @@
 // Ingest benchmark: `callforest rows` end to end (rows + report written) on a generated ~1 GB
-// JSONL file, as a real process: the fast path (WASM scanner) with --jobs 1 and --jobs 2 against
-// the JSON.parse path (--reader json, same WASM core and row writer) in the same run. Runs are
+// JSONL file, as a real process: the fast path (WASM scanner and row writer) with --jobs 1 and
+// --jobs 2 against the JSON.parse path (JSON.parse + rowToJson), and JSON.parse with the WASM row
+// writer, in the same run. Runs are
 // interleaved and repeated; the table shows medians. Needs `npm run build` (bin runs dist/).
 //   npm run bench:ingest   (or: runIngestBench() from bench/run.ts)
 // Environment: INGEST_BENCH_MB (input size, default 1024), INGEST_BENCH_REPEATS (default 3).
@@ -66,8 +67,12 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
   const input = await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log });
   log(`input: ${input.path}: ${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(1)} M tokens`);
 
+  // Baseline first: the plain path (JSON.parse in, rowToJson out), what the rows command does
+  // without the WASM scanner and row writer. Then JSON.parse in with the WASM row writer, which
+  // isolates the reading side.
   const configs: { name: string; argv: string[] }[] = [
-    { name: "JSON.parse path, --jobs 1", argv: ["--jobs", "1", "--reader", "json"] },
+    { name: "JSON.parse path (JSON.parse + rowToJson), --jobs 1", argv: ["--jobs", "1", "--reader", "json", "--writer", "js"] },
+    { name: "JSON.parse reader + WASM row writer, --jobs 1", argv: ["--jobs", "1", "--reader", "json"] },
     { name: "fast path, --jobs 1", argv: ["--jobs", "1"] },
     { name: "fast path, --jobs 2", argv: ["--jobs", "2"] },
   ];
@@ -106,7 +111,7 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
     };
   });
   const base = results[0].median;
-  const oneJob = results[1].median;
+  const oneJob = results[2].median;
   const rowsOf = results.map(
     (r) =>
       `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ${(r.tokensPerSecond / 1e6).toFixed(1)} | ${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× | ${r.medianCpu === null ? "–" : r.medianCpu.toFixed(2)} |`,

@@ -111,14 +111,17 @@ describe("rows: bad lines in a batch", () => {
     expect(details[9]).toBe('call "c1" (calls[0]): generation_token_ids[1] is 5.5, not an integer in [0, 2^31-1]');
   });
 
-  it("gives the same bytes on the JSON.parse reader and on the TypeScript backend", async () => {
+  it("gives the same bytes on the JSON.parse reader, the plain rowToJson writer and the TypeScript backend", async () => {
     const dir = tempDir();
     const content = mixed(good, false);
     const fast = await rowsOf(dir, "fast", content, "--jobs", "1");
     const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
+    const plain = await rowsOf(dir, "plain", content, "--jobs", "1", "--reader", "json", "--writer", "js");
     const ts = await rowsOf(dir, "ts", content, "--jobs", "1", "--backend", "ts");
     expect(parsed.rows).toBe(fast.rows);
     expect(parsed.report).toBe(fast.report);
+    expect(plain.rows).toBe(fast.rows);
+    expect(plain.report).toBe(fast.report);
     expect(ts.rows).toBe(fast.rows);
     expect(ts.report).toBe(fast.report);
   });

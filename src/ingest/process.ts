@@ -5,7 +5,7 @@ import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
 import { rejectedReport, toCanonical, withDiagnostics, type ConvertResult, type FormatContext, type FormatRejection, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
-import { reportToJson, type MaskFormat } from "../output.js";
+import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
 import { forEachLine, type Batch } from "./batches.js";
 import { LineScanner, type ScannedLine } from "./scanner.js";
@@ -15,9 +15,14 @@ import { describeNotJson } from "./scan-errors.js";
 /** How lines are parsed: the WASM scanner (token arrays straight to typed arrays) or JSON.parse. */
 export type ReaderName = "scan" | "json";
 
+/** How rows become bytes: the WASM row writer, or rowToJson (the plain path, for comparisons). */
+export type WriterName = "wasm" | "js";
+
 /** Everything a processor needs; plain data, so it can be posted to a worker. */
 export interface IngestOptions {
   reader: ReaderName;
+  /** Default "wasm". */
+  writer?: WriterName;
   backend: BackendName;
   from: FromOption;
   /** gym-observed: the `--tokens DIR`. */
@@ -44,6 +49,8 @@ export interface Piece {
 }
 
 export type Flush = (piece: Piece) => void | Promise<void>;
+
+const ENCODER = new TextEncoder();
 
 /** Lines longer than this never become JS strings (V8's limit is ~512 MB; copies double it). */
 export const MAX_STRING_BYTES = 256 << 20;
@@ -266,7 +273,10 @@ export class LineProcessor {
       try {
         const plan = this.cf.plan(result.rollout, line === undefined ? {} : { line });
         try {
-          for (const row of plan.rows) this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
+          for (const row of plan.rows) {
+            if (this.options.writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, this.options.maskFormat) + "\n"));
+            else this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
+          }
         } finally {
           plan.release();
         }

@@ -5,7 +5,7 @@ import { availableParallelism } from "node:os";
 import { Option, type Command } from "commander";
 import { inputSize, runRows } from "../../ingest/run.js";
 import { openByteSink } from "../../ingest/sink.js";
-import type { ReaderName } from "../../ingest/process.js";
+import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
@@ -19,6 +19,7 @@ interface RowsOptions extends InputOptions {
   jobs?: string;
   quiet?: boolean;
   reader?: string;
+  writer?: string;
   batchBytes?: string;
 }
 
@@ -35,6 +36,8 @@ export function register(program: Command): void {
     .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report)")
     // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
     .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
+    // rowToJson instead of the WASM row writer: the plain path, for benchmarks.
+    .addOption(new Option("--writer <name>", "wasm (WASM row writer) or js (rowToJson)").hideHelp())
     // Small batches let tests spread a small input over many batches and workers.
     .addOption(new Option("--batch-bytes <n>", "bytes of input per batch").hideHelp());
   addInputOptions(command).action(async (inputs: string[], options: RowsOptions) => {
@@ -55,6 +58,11 @@ function positive(option: string, text: string): number {
   return value;
 }
 
+function parseWriter(text: string | undefined): WriterName {
+  if (text === undefined || text === "wasm" || text === "js") return text ?? "wasm";
+  throw new UsageError(`unknown --writer '${text}': expected wasm or js`);
+}
+
 function parseReader(text: string | undefined, backend: string): ReaderName {
   if (text === undefined) return backend === "ts" ? "json" : "scan";
   if (text === "scan" || text === "json") return text;
@@ -67,6 +75,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const jobs = options.jobs === undefined ? availableParallelism() : positive("--jobs", options.jobs);
   const chunk = options.batchBytes === undefined ? undefined : positive("--batch-bytes", options.batchBytes);
   const reader = parseReader(options.reader, backend);
+  const writer = parseWriter(options.writer);
   const read = checkInputs(inputs, options);
   const rowsOut = openByteSink(options.output);
   const reportOut = options.report === undefined ? null : openByteSink(options.report);
@@ -75,7 +84,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   try {
     totals = await runRows(
       inputs,
-      { reader, backend, from: read.from, tokensDir: options.tokens, maskFormat, notes: reportOut === null, jobs, chunk },
+      { reader, writer, backend, from: read.from, tokensDir: options.tokens, maskFormat, notes: reportOut === null, jobs, chunk },
       {
         rows: rowsOut,
         report: reportOut,
