@@ -3,7 +3,6 @@
 // and the training rows the core plans from the evidence.
 import type { Command } from "commander";
 import { createModelClient, identityPolicy, recencyPolicy, rolling, runAgent, turnChunked, type Policy, type ScheduleConfig } from "../../compaction/index.js";
-import { createGridWorld, startModelServer } from "../../compaction/testbed/index.js";
 import { init } from "../../index.js";
 import { UsageError } from "../errors.js";
 
@@ -77,6 +76,8 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   if (options.backend !== "wasm" && options.backend !== "ts") throw new UsageError(`unknown --backend '${options.backend}': expected wasm or ts`);
   const schedule: ScheduleConfig = options.schedule === "rolling" ? rolling() : turnChunked(actionsPerChunk);
 
+  // The test bed carries a BPE tokenizer's tables: loaded only when this command runs.
+  const { createGridWorld, startModelServer } = await import("../../compaction/testbed/index.js");
   const server = await startModelServer({ seed });
   let out = "";
   try {
