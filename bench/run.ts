@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark, medians and ratios from one run, as markdown tables.
 import { coreTable, runCoreBench } from "./core.js";
 import { runScanBench, scanTable } from "./scan.js";
+import { runIngestBench } from "./ingest.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
@@ -10,3 +11,7 @@ console.log(coreTable(core));
 const scan = await runScanBench(log);
 console.log("\n### Reading and writing bytes: scanner and row serializer vs JSON (medians)\n");
 console.log(scanTable(scan));
+
+const ingest = await runIngestBench({ log });
+console.log("\n### End to end: `callforest rows` on a generated ~1 GB JSONL file\n");
+console.log(ingest.table);

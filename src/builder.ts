@@ -95,7 +95,7 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
         const agentName = meta.agent ?? "";
         const agent = assembler!.identify(meta.id, agentName);
         if (agent === null) return false;
-        return assembler!.commit(meta.id, agent, agentName, meta.kept !== false);
+        return assembler!.commit({ id: meta.id, agent: agentName, kept: meta.kept !== false }, agent);
       }, false);
     },
     finish(options = {}) {

@@ -81,7 +81,7 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     }
     bad = copyLogprobs(shape.logprobs, staged.logprobs);
     if (bad >= 0) return assembler.reject(invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
-    if (!assembler.commit(shape.id, agent, shape.agent, shape.kept, shape)) return;
+    if (!assembler.commit(shape, agent, shape)) return;
   }
 }
 

@@ -6,8 +6,10 @@ import type { AgentInfo, Logprobs, TokenIds } from "./types.js";
 export interface RolloutHeader {
   rolloutId: string;
   reward: number;
-  /** Null when the rollout lists no agents. */
+  /** Null when the rollout lists no agents (then any agent name is accepted). */
   agents: AgentInfo[] | null;
+  /** Position of each listed agent by id; null with `agents`. */
+  agentIndex: Map<string, number> | null;
   calls: unknown[];
 }
 
@@ -49,10 +51,10 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
     return invalid(`reward must be a finite number, got ${describeValue(reward)}`);
   }
   if (!Array.isArray(calls)) return invalid(`calls must be an array, got ${describeValue(calls)}`);
-  if (agents === undefined) return { rolloutId, reward, agents: null, calls };
+  if (agents === undefined) return { rolloutId, reward, agents: null, agentIndex: null, calls };
   if (!Array.isArray(agents)) return invalid(`agents must be an array, got ${describeValue(agents)}`);
   const checked: AgentInfo[] = [];
-  const ids = new Set<string>();
+  const ids = new Map<string, number>();
   for (let i = 0; i < agents.length; i++) {
     const agent = agents[i];
     if (!isRecord(agent) || typeof agent.id !== "string") return invalid(`agents[${i}] needs a string id`);
@@ -63,7 +65,7 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
     if (agent.mode !== undefined && typeof agent.mode !== "string") {
       return invalid(`agents[${i}] (${JSON.stringify(agent.id)}): mode must be a string`);
     }
-    ids.add(agent.id);
+    ids.set(agent.id, i);
     const info: AgentInfo = { id: agent.id, parent: (agent.parent as string | null | undefined) ?? null };
     if (agent.mode !== undefined) info.mode = agent.mode as string;
     checked.push(info);
@@ -73,7 +75,7 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
       return invalid(`agent ${JSON.stringify(agent.id)}: parent ${JSON.stringify(agent.parent)} is not a listed agent`);
     }
   }
-  return { rolloutId, reward, agents: checked, calls };
+  return { rolloutId, reward, agents: checked, agentIndex: ids, calls };
 }
 
 export function checkCallShape(call: unknown, index: number): CallShape | Rejection {
