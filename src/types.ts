@@ -116,6 +116,10 @@ export interface ForestCall {
   ownerRow: number;
 }
 
+/**
+ * A planned rollout. `forest` is computed on first access (a getter on the class), so copy the
+ * fields you need rather than spreading the object.
+ */
 export interface Plan {
   report: Report;
   /** Empty when the rollout was rejected. */

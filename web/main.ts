@@ -88,7 +88,7 @@ function showRollout(index: number): void {
   let drawable;
   if (item.result.ok && report.status === "ok") {
     state.plan = state.cf!.plan(item.result.rollout, { line: item.line });
-    drawable = { ...state.plan, report };
+    drawable = { report, forest: state.plan.forest, agents: state.plan.agents, rows: state.plan.rows };
   } else {
     drawable = { report, forest: [], agents: [], rows: [] };
   }

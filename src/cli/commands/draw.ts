@@ -43,7 +43,8 @@ function svgOf(cf: Callforest, item: ReadItem): string {
   if (!item.result.ok) return renderSvg({ report: rejectedReport(item.result, item.line), forest: [], agents: [], rows: [] });
   const plan = cf.plan(item.result.rollout, { line: item.line });
   try {
-    return renderSvg({ ...plan, report: withDiagnostics(plan.report, item.result.diagnostics) });
+    const report = withDiagnostics(plan.report, item.result.diagnostics);
+    return renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows });
   } finally {
     plan.release();
   }
