@@ -4,7 +4,8 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
-export const GYM_SAMPLES = "/work/shared/gym-samples";
+// Real NeMo Gym output (Apache-2.0), vendored so the tests need nothing outside the repository.
+export const GYM_SAMPLES = new URL("../fixtures/gym-samples", import.meta.url).pathname;
 export const VLLM_ROUND_TRIP = join(GYM_SAMPLES, "vllm-round-trip.json");
 export const COMPETITIVE_CODING = join(GYM_SAMPLES, "competitive-coding-rollouts.jsonl");
 export const OBSERVED_DIR = join(here, "..", "fixtures", "gym-observed");

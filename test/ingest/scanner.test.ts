@@ -1,6 +1,7 @@
 // LineScanner: for every valid line, the result equals JSON.parse(text) with each plain token array
 // as an Int32Array and each plain logprob array as a Float32Array; arrays that are not plain stay
 // JSON arrays (the planner reports them); bad lines get one message with a byte offset.
+import { GYM_SAMPLES } from "./cli.js";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -373,8 +374,8 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
 
   it("reads every real Gym sample line like the JSON.parse oracle", () => {
-    const lines = readFileSync("/work/shared/gym-samples/competitive-coding-rollouts.jsonl", "utf8").split("\n").filter((l) => l.trim());
-    const whole = readFileSync("/work/shared/gym-samples/vllm-round-trip.json", "utf8"); // newlines are JSON whitespace
+    const lines = readFileSync(GYM_SAMPLES + "/competitive-coding-rollouts.jsonl", "utf8").split("\n").filter((l) => l.trim());
+    const whole = readFileSync(GYM_SAMPLES + "/vllm-round-trip.json", "utf8"); // newlines are JSON whitespace
     let typed = 0;
     for (const text of [...lines, whole, whole.replace(/\n/g, "\r\n")]) {
       const value = valueOf(scan(text));
@@ -387,7 +388,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
 
   it("gives the planner the same rows as the JSON.parse path for a real Gym rollout", async () => {
     const cf = await init();
-    const text = readFileSync("/work/shared/gym-samples/competitive-coding-rollouts.jsonl", "utf8").split("\n")[0];
+    const text = readFileSync(GYM_SAMPLES + "/competitive-coding-rollouts.jsonl", "utf8").split("\n")[0];
     const fast = toCanonical(valueOf(scan(text)), "auto");
     const slow = toCanonical(JSON.parse(text), "auto");
     if (!fast.ok || !slow.ok) throw new Error("rejected");
