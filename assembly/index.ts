@@ -1,7 +1,7 @@
 // callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
 // it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
 // resets its heap. See src/core/wasm.ts for the host side of this protocol.
-import { Vec, setMemoryLimitPages, vecAt, vecClear, vecReserve } from "./vec";
+import { Vec, setMemoryLimitPages, vecAt, vecReserve, vecRestart } from "./vec";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
   AGENT_PARENTS, CALLS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
@@ -31,8 +31,8 @@ let badIndex: i32 = -1;
  */
 export function begin(agents: i32, callsHint: i32, tokensHint: i32, generatedHint: i32): usize {
   heap.reset();
-  vecClear(STAGE_TOKENS, 2);
-  vecClear(STAGE_LOGPROBS, 2);
+  vecRestart(STAGE_TOKENS, 2, 0);
+  vecRestart(STAGE_LOGPROBS, 2, 0);
   treeReset(agents, callsHint, tokensHint, generatedHint);
   return vecAt(AGENT_PARENTS, 0);
 }

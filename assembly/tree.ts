@@ -1,7 +1,7 @@
 // Linking (SPEC "Linking"): a prefix tree over the full sequences of the eligible calls, walked
 // once per call. Each token of each call is compared once (SIMD), so linking is linear in the
 // total number of tokens; edges point into a store that keeps every distinct token once.
-import { Vec, vecAt, vecClear, vecGrow, vecReserve } from "./vec";
+import { Vec, vecAt, vecGrow, vecRestart } from "./vec";
 import { commonPrefix, firstNegative } from "./compare";
 import { childGet, childSet, childrenReset } from "./children";
 
@@ -56,16 +56,12 @@ export const INVALID_TOKEN_FOUND: i32 = -3;
 
 /** Empties the forest (after a heap reset), sized by the caller's hints. */
 export function treeReset(agents: i32, callsHint: i32, tokensHint: i32, generatedHint: i32): void {
-  vecClear(CALLS, 5);
-  vecClear(NODES, 5);
-  vecClear(TOKENS, 2);
-  vecClear(LOGPROBS, 2);
-  vecClear(AGENT_PARENTS, 2);
+  vecRestart(CALLS, 5, callsHint);
+  vecRestart(NODES, 5, callsHint * 2 + 1);
+  vecRestart(TOKENS, 2, tokensHint);
+  vecRestart(LOGPROBS, 2, generatedHint);
+  vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);
-  vecReserve(CALLS, callsHint);
-  vecReserve(NODES, callsHint * 2 + 1);
-  vecReserve(TOKENS, tokensHint);
-  vecReserve(LOGPROBS, generatedHint);
   childrenReset(callsHint * 2 + 1);
   newNode(0, 0, 0, -1); // the root: the empty sequence
 }

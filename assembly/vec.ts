@@ -33,11 +33,18 @@ export function allocBytes(bytes: usize): usize {
   return ptr;
 }
 
-export function vecClear(v: Vec, shift: i32): void {
+/**
+ * Starts the vector afresh after a heap reset, with room for at least `minCap` elements — and for
+ * as many as it last held: an instance serves plan after plan, its memory is already there, and
+ * re-growing from nothing would copy every vector several times per plan.
+ */
+export function vecRestart(v: Vec, shift: i32, minCap: i32): void {
+  const previous = v.shift == shift ? v.cap : 0;
   v.ptr = 0;
   v.len = 0;
   v.cap = 0;
   v.shift = shift;
+  vecReserve(v, max(minCap, previous));
 }
 
 /** Makes room for `extra` more elements, growing geometrically. */

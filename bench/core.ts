@@ -92,7 +92,9 @@ export async function runCoreBench(log: (line: string) => void = console.log): P
   const results: CoreBenchRow[] = [];
   for (const w of workloads) {
     const read = makeReader(maxRowTokens(w.rollouts));
-    const bench = new Bench({ iterations: w.iterations, time: 0, warmupIterations: Math.min(w.iterations, 3), warmupTime: 0 });
+    // Warm up long enough for the JIT to settle on the tiny workload too (a tenth of the runs).
+    const warmupIterations = Math.max(3, Math.round(w.iterations / 10));
+    const bench = new Bench({ iterations: w.iterations, time: 0, warmupIterations, warmupTime: 0 });
     for (const [name, cf] of backends) bench.add(name, () => read(cf, w.rollouts));
     bench.add("memcpy", makeMemcpy(w.rollouts, w.tokens));
     await bench.run();
