@@ -3,18 +3,8 @@
 // retries, empty generations, re-rendered forks) drives all three generators; they differ only
 // in sizes and in which features they turn on.
 import type { AgentInfo, CanonicalCall, Rollout } from "../src/types.js";
+import { mulberry32 as rngFrom } from "../src/random.js";
 
-/** mulberry32: a tiny seeded PRNG, good enough for test data. */
-function rngFrom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 type Range = readonly [number, number];
 

@@ -1,6 +1,7 @@
 // Content-addressed media store: each image's bytes are kept once, under the SHA-256 of the bytes.
 import { sha256Hex } from "./digest.js";
 import { CompactionError } from "./errors.js";
+import { toBase64 } from "../output.js";
 
 export interface MediaRecord {
   /** `sha256:<hex>` of the bytes: stable across runs and processes. */
@@ -64,27 +65,7 @@ export class MediaStore {
   /** Base64 data URL of an image, as Responses `input_image.image_url` carries it. */
   dataUrl(id: string): string {
     const record = this.record(id);
-    return `data:${record.mime};base64,${base64(this.data.get(id)!)}`;
+    return `data:${record.mime};base64,${toBase64(this.data.get(id)!)}`;
   }
 }
 
-const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/** Standard padded base64 without Node's Buffer (the store also runs in browsers). */
-export function base64(bytes: Uint8Array): string {
-  let out = "";
-  let i = 0;
-  for (; i + 2 < bytes.length; i += 3) {
-    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
-    out += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + ALPHABET[(n >> 6) & 63] + ALPHABET[n & 63];
-  }
-  const rest = bytes.length - i;
-  if (rest === 1) {
-    const n = bytes[i] << 16;
-    out += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + "==";
-  } else if (rest === 2) {
-    const n = (bytes[i] << 16) | (bytes[i + 1] << 8);
-    out += ALPHABET[n >> 18] + ALPHABET[(n >> 12) & 63] + ALPHABET[(n >> 6) & 63] + "=";
-  }
-  return out;
-}

@@ -4,18 +4,9 @@ import { describe, expect, it } from "vitest";
 import { RowSerializer } from "../../src/ingest/serialize.js";
 import { formatFloat32, rowToJson } from "../../src/output.js";
 import type { Row } from "../../src/types.js";
+// Seeded, so a failure reproduces.
+import { mulberry32 as rng } from "../../src/random.js";
 
-/** mulberry32: seeded, so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function randomFloat32s(count: number, seed: number): Float32Array {
   const random = rng(seed);

@@ -2,18 +2,9 @@
 // Math.fround(Number(text)), on millions of random decimals.
 import { beforeAll, describe, expect, it } from "vitest";
 import { LineScanner } from "../../src/ingest/scanner.js";
+// Seeded, so a failure reproduces.
+import { mulberry32 as rng } from "../../src/random.js";
 
-/** mulberry32: seeded, so a failure reproduces. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const f64 = new Float64Array(1);
 const f64bits = new Uint32Array(f64.buffer);

@@ -3,7 +3,7 @@
 import { encode as encodePng } from "fast-png";
 import type { Environment, Observation } from "../environment.js";
 import type { FunctionTool } from "../responses.js";
-import { prng } from "./sampler.js";
+import { mulberry32 } from "../../random.js";
 
 export interface GridWorldOptions {
   /** Cells per side (default 5). */
@@ -41,7 +41,7 @@ export interface GridWorld extends Environment {
 export function createGridWorld(options: GridWorldOptions = {}): GridWorld {
   const size = options.size ?? 5;
   const cell = options.cell ?? 16;
-  const rand = prng(options.seed ?? 0);
+  const rand = mulberry32(options.seed ?? 0);
   const walls = new Set<string>();
   for (let i = 0; i < Math.floor((size * size) / 6); i++) {
     const x = Math.floor(rand() * size);

@@ -2,4 +2,4 @@
 export { startModelServer, type Fault, type ModelServer, type ModelServerOptions, type RecordedRequest } from "./server.js";
 export { createGridWorld, type GridWorld, type GridWorldOptions } from "./gridworld.js";
 export { renderPrompt, renderWithPrefix, itemTokens, encodeText, SPECIAL, PATCH_SIZE, TemplateError } from "./template.js";
-export { sample, prng, hashTokens } from "./sampler.js";
+export { sample, hashTokens } from "./sampler.js";

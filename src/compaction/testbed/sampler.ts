@@ -2,6 +2,7 @@
 // reasoning words and a function call; the same prompt always yields the same generation.
 import type { FunctionTool, OutputItem } from "../responses.js";
 import { generationPrompt, itemTokens } from "./template.js";
+import { mulberry32 } from "../../random.js";
 
 /** FNV-1a over 32-bit words. */
 export function hashTokens(seed: number, tokens: readonly number[]): number {
@@ -15,17 +16,6 @@ export function hashTokens(seed: number, tokens: readonly number[]): number {
   return h >>> 0;
 }
 
-/** mulberry32: small, fast, good enough for test traffic. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = ["the", "grid", "agent", "wall", "goal", "north", "south", "east", "west", "cell", "path", "blocked", "open", "maybe", "next", "try", "image", "shows", "red", "square", "near", "far", "corner", "edge", "step", "plan", "again", "left", "right", "ahead"];
 
@@ -62,7 +52,7 @@ function argumentsFor(tool: FunctionTool, rand: () => number): string {
  * of the output items, minus the generation prompt the request already ended with.
  */
 export function sample(seed: number, prompt: readonly number[], tools: readonly FunctionTool[] | undefined, options: SampleOptions): Sample {
-  const rand = prng(hashTokens(seed, prompt));
+  const rand = mulberry32(hashTokens(seed, prompt));
   const id = hex(rand);
   const output: OutputItem[] = [];
   const [lo, hi] = options.reasoningWords;
