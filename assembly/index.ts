@@ -1,12 +1,12 @@
 // callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
 // it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
-// resets its heap. See src/core/wasm.ts for the host side of this protocol.
+// resets its heap. See src/core/wasm-core.ts for the host side of this protocol.
 import { Vec, setMemoryLimitPages, vecAt, vecReserve, vecRestart } from "./vec";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
   AGENT_PARENTS, CALLS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
 } from "./tree";
-import { buildRows, ownerRows, pathBuffer, rowCount, rowTable } from "./rows";
+import { buildRows, ownerRows, pathBuffer, rowTable } from "./rows";
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
@@ -29,11 +29,11 @@ let badIndex: i32 = -1;
  * Starts a plan: resets the heap and sizes the forest from hints (0 = unknown). Returns the
  * address of an i32 table of `agents` entries that the host fills with each agent's parent agent.
  */
-export function begin(agents: i32, callsHint: i32, tokensHint: i32, generatedHint: i32): usize {
+export function begin(agents: i32, callsHint: i32, generatedHint: i32): usize {
   heap.reset();
   vecRestart(STAGE_TOKENS, 2, 0);
   vecRestart(STAGE_LOGPROBS, 2, 0);
-  treeReset(agents, callsHint, tokensHint, generatedHint);
+  treeReset(agents, callsHint, generatedHint);
   return vecAt(AGENT_PARENTS, 0);
 }
 
@@ -119,8 +119,4 @@ export function pathBufferAddress(): usize {
 
 export function ownerRowsAddress(): usize {
   return ownerRows;
-}
-
-export function rowsBuilt(): i32 {
-  return rowCount;
 }

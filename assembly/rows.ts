@@ -18,7 +18,6 @@ export const R_TOKEN_PTR: i32 = 16; // i32[numTokens]
 export const R_LOGPROB_PTR: i32 = 20; // f32[numTokens]
 export const R_MASK_PTR: i32 = 24; // u8[ceil(numTokens / 8)]
 
-export let rowCount: i32 = 0;
 export let rowTable: usize = 0;
 export let pathBuffer: usize = 0; // i32 call indices
 export let ownerRows: usize = 0; // i32 per call: the row that trains it
@@ -83,7 +82,6 @@ export function buildRows(): i32 {
     store<i32>(i32At(ownerRows, c), owner);
   }
 
-  rowCount = rows;
   rowTable = allocBytes((<usize>rows) << 5);
   pathBuffer = allocBytes((<usize>max(pathTotal, 1)) << 2);
   let out = allocBytes(max<usize>(outBytes, 16));

@@ -55,10 +55,10 @@ export const INVALID_TOKEN_FOUND: i32 = -3;
 }
 
 /** Empties the forest (after a heap reset), sized by the caller's hints. */
-export function treeReset(agents: i32, callsHint: i32, tokensHint: i32, generatedHint: i32): void {
+export function treeReset(agents: i32, callsHint: i32, generatedHint: i32): void {
   vecRestart(CALLS, 5, callsHint);
   vecRestart(NODES, 5, callsHint * 2 + 1);
-  vecRestart(TOKENS, 2, tokensHint);
+  vecRestart(TOKENS, 2, 0); // distinct tokens: unknown up front; kept from the last plan
   vecRestart(LOGPROBS, 2, generatedHint);
   vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);

@@ -49,15 +49,18 @@ export function vecRestart(v: Vec, shift: i32, minCap: i32): void {
 
 /** Makes room for `extra` more elements, growing geometrically. */
 export function vecReserve(v: Vec, extra: i32): void {
-  const need = v.len + extra;
-  if (need <= v.cap) return;
-  let cap = v.cap << 1;
-  if (cap < need) cap = need;
+  // In 64 bits: a vector that would pass the memory limit aborts instead of wrapping around.
+  const need64 = <i64>v.len + <i64>extra;
+  if (need64 <= <i64>v.cap) return;
+  if ((need64 << v.shift) > (<i64>memoryLimitPages << 16)) abort("memory limit");
+  let cap = <i64>v.cap << 1;
+  if (cap < need64) cap = need64;
   if (cap < 256) cap = 256;
-  const bytes = (<usize>cap) << v.shift;
+  if ((cap << v.shift) > (<i64>memoryLimitPages << 16)) cap = need64; // no doubling past the limit
+  const bytes = <usize>(cap << v.shift);
   v.ptr = v.ptr == 0 ? heap.alloc(bytes) : heap.realloc(v.ptr, bytes);
   checkMemoryLimit();
-  v.cap = cap;
+  v.cap = <i32>cap;
 }
 
 /** Appends `count` uninitialised elements and returns the index of the first. */

@@ -75,7 +75,6 @@ export class RolloutAssembler {
   private readonly seen = new Map<string, number>();
   private readonly agentIndex: Map<string, number>;
   private rejection: Rejection | null = null;
-  private staged: StagedCall | null = null;
   private stagedPrompt = 0;
   private stagedGeneration = 0;
   private done = false;
@@ -103,10 +102,9 @@ export class RolloutAssembler {
 
   /** Where to write the next call's prompt ++ generation and logprobs (see StagedCall). */
   stage(promptLength: number, generationLength: number): StagedCall {
-    this.staged = this.core.stage(promptLength, generationLength);
     this.stagedPrompt = promptLength;
     this.stagedGeneration = generationLength;
-    return this.staged;
+    return this.core.stage(promptLength, generationLength);
   }
 
   /** Index of the first negative staged token (for ordering checks before commit), or -1. */
@@ -145,19 +143,18 @@ export class RolloutAssembler {
     const { id, kept } = call;
     const promptLength = this.stagedPrompt;
     const generationLength = this.stagedGeneration;
-    const staged = this.staged!;
     const isEligible = kept && generationLength > 0;
     const result = this.core.commit(promptLength, generationLength, agentIndex, isEligible);
     if (result === INVALID_TOKEN) {
       const index = this.core.lastBadIndex();
-      const value = !source ? staged.tokens[index]
+      const value = !source ? this.core.staged().tokens[index]
         : index < promptLength ? source.prompt[index] : source.generation[index - promptLength];
       this.reject(invalidToken(this.where(id), index, promptLength, value));
       return false;
     }
     if (result === INVALID_LOGPROB) {
       const index = this.core.lastBadIndex();
-      this.reject(invalidLogprob(this.where(id), index, source ? source.logprobs[index] : staged.logprobs[index]));
+      this.reject(invalidLogprob(this.where(id), index, source ? source.logprobs[index] : this.core.staged().logprobs[index]));
       return false;
     }
     if (result === AMBIGUOUS_PARENT) {

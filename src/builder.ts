@@ -103,7 +103,8 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
         const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
         return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);
       }
-      return guard(() => assembler!.finish(calls, options), null) ?? rejectedPlan(header.rollout_id, calls, failure!, [], options);
+      const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
+      return guard(() => assembler!.finish(calls, options), null) ?? rejectedPlan(header.rollout_id, calls, failure!, agents, options);
     },
   };
 }

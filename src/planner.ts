@@ -80,7 +80,12 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
       );
     }
     bad = copyLogprobs(shape.logprobs, staged.logprobs);
-    if (bad >= 0) return assembler.reject(invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
+    if (bad >= 0) {
+      // SPEC's order: a bad token (in a typed array, found by the core) outranks a bad logprob.
+      const badTokenAt = assembler.checkStagedTokens();
+      if (badTokenAt >= 0) return assembler.reject(badToken(calls[i], i, shape, badTokenAt));
+      return assembler.reject(invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
+    }
     if (!assembler.commit(shape, agent, shape)) return;
   }
 }

@@ -92,3 +92,42 @@ describe("headers", () => {
     });
   });
 });
+
+describe("values quoted in rejections and the forest survive memory changes", () => {
+  it("quotes a bad token of a call whose linking grew memory", async () => {
+    const cf = await init(); // a fresh instance: small memory, so this call makes it grow
+    const b = cf.builder({ rollout_id: "big", reward: 0 });
+    const slot = b.stage(300_000, 2);
+    slot.promptTokenIds.set(Int32Array.from({ length: 300_000 }, (_, i) => i % 50_000));
+    slot.generationTokenIds.set([5, -7]);
+    slot.logprobs.set([-1, -1]);
+    expect(b.commit({ id: "a" })).toBe(false);
+    expect(b.finish().report.detail).toBe('call "a" (calls[0]): generation_token_ids[1] is -7, not an integer in [0, 2^31-1]');
+  });
+
+  it("keeps a released plan's forest right while its memory serves the next plan", async () => {
+    const cf = await init();
+    const example = loadExample();
+    const expected = cf.plan(example);
+    const wanted = expected.forest.map((c) => [c.id, c.ownerRow, c.parent]);
+    const released = cf.plan(example);
+    released.release();
+    // The next plan reuses the released plan's instance and overwrites its memory.
+    const other = cf.plan({ ...example, calls: [...example.calls].reverse().map((c, i) => ({ ...c, id: `x${i}` })) });
+    expect(released.forest.map((c) => [c.id, c.ownerRow, c.parent])).toEqual(wanted);
+    other.release();
+    expect.assertions(1);
+  });
+
+  it("reports a bad token in a typed array before a bad logprob of the same call", async () => {
+    for (const backend of ["wasm", "ts"] as const) {
+      const cf = await init({ backend });
+      const plan = cf.plan({
+        rollout_id: "r",
+        reward: 0,
+        calls: [{ id: "a", prompt_token_ids: Int32Array.of(1, -2), generation_token_ids: [3], generation_log_probs: ["z"] }],
+      });
+      expect(plan.report).toMatchObject({ reason: "invalid_token", detail: 'call "a" (calls[0]): prompt_token_ids[1] is -2, not an integer in [0, 2^31-1]' });
+    }
+  });
+});

@@ -24,9 +24,11 @@ function grown<T extends Int32Array | Float32Array>(array: T, need: number): T {
 
 export class TsCore implements ForestCore {
   private agentParents = new Int32Array(0);
-  private staged = new Int32Array(256);
-  private stagedLp = new Float32Array(256);
+  private stageTokens = new Int32Array(256);
+  private stageLogprobs = new Float32Array(256);
   private badIndex = -1;
+  /** Set by link(): the first token of the call outside [0, 2^31-1], or -1. */
+  private invalidTokenAt = -1;
   private ambiguous: [number, number] = [-1, -1];
 
   // Eligible calls, in ledger order.
@@ -68,28 +70,44 @@ export class TsCore implements ForestCore {
   }
 
   stage(prompt: number, generated: number): StagedCall {
-    this.staged = grown(this.staged, prompt + generated);
-    this.stagedLp = grown(this.stagedLp, generated);
-    return { tokens: this.staged, logprobs: this.stagedLp };
+    this.stageTokens = grown(this.stageTokens, prompt + generated);
+    this.stageLogprobs = grown(this.stageLogprobs, generated);
+    return { tokens: this.stageTokens, logprobs: this.stageLogprobs };
+  }
+
+  staged(): StagedCall {
+    return { tokens: this.stageTokens, logprobs: this.stageLogprobs };
   }
 
   checkStagedTokens(count: number): number {
-    for (let i = 0; i < count; i++) if (this.staged[i] < 0) return i;
+    for (let i = 0; i < count; i++) if (this.stageTokens[i] < 0) return i;
+    return -1;
+  }
+
+  private firstNonFinite(generated: number): number {
+    for (let i = 0; i < generated; i++) if (!Number.isFinite(this.stageLogprobs[i])) return i;
     return -1;
   }
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
-    this.badIndex = this.checkStagedTokens(prompt + generated);
-    if (this.badIndex >= 0) return INVALID_TOKEN;
-    this.badIndex = -1;
-    for (let i = 0; i < generated; i++) {
-      if (!Number.isFinite(this.stagedLp[i])) {
-        this.badIndex = i;
-        return INVALID_LOGPROB;
-      }
+    if (!link) {
+      this.badIndex = this.checkStagedTokens(prompt + generated);
+      if (this.badIndex >= 0) return INVALID_TOKEN;
+      this.badIndex = this.firstNonFinite(generated);
+      return this.badIndex >= 0 ? INVALID_LOGPROB : NOT_LINKED;
     }
-    if (!link) return NOT_LINKED;
-    return this.link(prompt, generated, agent);
+    // Linking checks the tokens as it goes (see link), so they are read once.
+    const logprobAt = this.firstNonFinite(generated);
+    const parent = this.link(prompt, generated, agent);
+    if (this.invalidTokenAt >= 0) {
+      this.badIndex = this.invalidTokenAt;
+      return INVALID_TOKEN;
+    }
+    if (logprobAt >= 0) {
+      this.badIndex = logprobAt;
+      return INVALID_LOGPROB;
+    }
+    return parent;
   }
 
   lastBadIndex(): number {
@@ -112,16 +130,17 @@ export class TsCore implements ForestCore {
   private storeTokens(from: number, to: number): number {
     const at = this.tokenCount;
     this.tokens = grown(this.tokens, at + to - from);
-    this.tokens.set(this.staged.subarray(from, to), at);
+    this.tokens.set(this.stageTokens.subarray(from, to), at);
     this.tokenCount = at + to - from;
     return at;
   }
 
   private link(prompt: number, generated: number, agent: number): number {
+    this.invalidTokenAt = -1;
     const c = this.callFull.length;
     const full = prompt + generated;
     this.logprobs = grown(this.logprobs, this.logprobCount + generated);
-    this.logprobs.set(this.stagedLp.subarray(0, generated), this.logprobCount);
+    this.logprobs.set(this.stageLogprobs.subarray(0, generated), this.logprobCount);
     this.callFull.push(full);
     this.callPrompt.push(prompt);
     this.callAgent.push(agent);
@@ -130,7 +149,7 @@ export class TsCore implements ForestCore {
 
     // Walk full(c) down the tree, inserting what is new. `best` is the deepest node at depth
     // <= len(prompt) where an earlier full sequence ends: those calls are the candidates.
-    const staged = this.staged;
+    const staged = this.stageTokens;
     let node = 0;
     let pos = 0;
     let best = -1;
@@ -138,6 +157,8 @@ export class TsCore implements ForestCore {
       const token = staged[pos];
       const child = this.children.get(node * TOKEN_RANGE + token);
       if (child === undefined) {
+        // Tokens that matched the tree equal tokens checked before: only stored ones can be bad.
+        for (let i = pos; i < full && this.invalidTokenAt < 0; i++) if (staged[i] < 0) this.invalidTokenAt = i;
         const leaf = this.newNode(this.storeTokens(pos, full), full - pos, full, node);
         this.children.set(node * TOKEN_RANGE + token, leaf);
         node = leaf;

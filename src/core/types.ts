@@ -45,6 +45,8 @@ export interface ForestCore {
    */
   begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void;
   stage(prompt: number, generated: number): StagedCall;
+  /** The staged call's arrays as they are now (linking may have grown memory since stage()). */
+  staged(): StagedCall;
   /** Index of the first staged token outside [0, 2^31-1] among the first `count`, or -1. */
   checkStagedTokens(count: number): number;
   /** Checks the staged call; links it as the next eligible call when `link`. See the codes above. */

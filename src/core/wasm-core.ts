@@ -10,7 +10,7 @@ import {
 
 interface CoreExports {
   memory: WebAssembly.Memory;
-  begin(agents: number, callsHint: number, tokensHint: number, generatedHint: number): number;
+  begin(agents: number, callsHint: number, generatedHint: number): number;
   stage(prompt: number, generated: number): void;
   stagedTokens(): number;
   stagedLogprobs(): number;
@@ -79,7 +79,7 @@ export class WasmCorePool {
 class WasmCore implements ForestCore {
   private calls = 0;
   private released = false;
-  private staged: StagedCall | null = null;
+  private views: StagedCall | null = null;
 
   constructor(
     private readonly core: CoreExports,
@@ -87,10 +87,10 @@ class WasmCore implements ForestCore {
   ) {}
 
   begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void {
-    const table = this.core.begin(agentParents.length, callsHint, 0, generatedHint);
+    const table = this.core.begin(agentParents.length, callsHint, generatedHint);
     new Int32Array(this.core.memory.buffer, table >>> 0, agentParents.length).set(agentParents);
     this.calls = 0;
-    this.staged = null;
+    this.views = null;
   }
 
   stage(prompt: number, generated: number): StagedCall {
@@ -99,7 +99,7 @@ class WasmCore implements ForestCore {
     const buffer = this.core.memory.buffer;
     const tokensAt = this.core.stagedTokens() >>> 0;
     const logprobsAt = this.core.stagedLogprobs() >>> 0;
-    const s = this.staged;
+    const s = this.views;
     if (
       s === null ||
       s.tokens.buffer !== buffer ||
@@ -108,12 +108,25 @@ class WasmCore implements ForestCore {
       s.tokens.length < prompt + generated ||
       s.logprobs.length < generated
     ) {
-      this.staged = {
+      this.views = {
         tokens: new Int32Array(buffer, tokensAt, this.core.stagedTokenCapacity()),
         logprobs: new Float32Array(buffer, logprobsAt, this.core.stagedLogprobCapacity()),
       };
     }
-    return this.staged!;
+    return this.views!;
+  }
+
+  staged(): StagedCall {
+    const s = this.views!;
+    if (s.tokens.buffer === this.core.memory.buffer) return s;
+    // Memory grew while the call was linked: fresh views over the same (unmoved) staging area
+    // (a detached view reads as empty, so its length cannot be reused).
+    const buffer = this.core.memory.buffer;
+    this.views = {
+      tokens: new Int32Array(buffer, this.core.stagedTokens() >>> 0, this.core.stagedTokenCapacity()),
+      logprobs: new Float32Array(buffer, this.core.stagedLogprobs() >>> 0, this.core.stagedLogprobCapacity()),
+    };
+    return this.views;
   }
 
   checkStagedTokens(count: number): number {
@@ -142,7 +155,8 @@ class WasmCore implements ForestCore {
     const callTable = new Int32Array(buffer, this.core.callTable() >>> 0, n * CALL_RECORD);
     const parents = new Int32Array(n);
     for (let c = 0; c < n; c++) parents[c] = callTable[c * CALL_RECORD + CALL_PARENT];
-    const ownerRows = new Int32Array(buffer, this.core.ownerRowsAddress() >>> 0, n);
+    // A copy: plan.forest reads it lazily, possibly after release() hands the memory on.
+    const ownerRows = new Int32Array(buffer, this.core.ownerRowsAddress() >>> 0, n).slice();
     const table = new Int32Array(buffer, this.core.rowTableAddress() >>> 0, rowCount * ROW_RECORD);
     const pathBase = this.core.pathBufferAddress() >>> 0;
     const rows: CoreRow[] = [];

@@ -10,7 +10,6 @@ import {
   CHAR,
   COL,
   FONT,
-  HEADER_H,
   LABEL_EVERY,
   LANE_H,
   MARGIN,

@@ -1,13 +1,10 @@
-// `callforest`: SPEC's canonical rollout, passed through as the same object. Only the top-level
-// shape is checked here (the core validates calls, tokens and agents with SPEC's codes).
+// `callforest`: SPEC's canonical rollout, passed through as the same object. Nothing is checked
+// here: the planner checks every field with SPEC's codes, so the CLI and the API report a bad
+// rollout the same way.
 import type { Diagnostic, Rollout } from "../types.js";
-import { FormatError, field, isNonEmptyString, isObject, requireArray, requireReward, show, type JsonObject } from "./values.js";
+import { field, isNonEmptyString, isObject, type JsonObject } from "./values.js";
 
 export function fromCallforest(value: JsonObject): { rollout: Rollout; diagnostics: Diagnostic[] } {
-  const id = field(value, "rollout_id");
-  if (!isNonEmptyString(id)) throw new FormatError("missing_field", `rollout_id is ${show(id)}, expected a non-empty string`);
-  requireReward(value, "");
-  requireArray(value, "calls", "");
   return { rollout: value as unknown as Rollout, diagnostics: carriedDiagnostics(value) };
 }
 

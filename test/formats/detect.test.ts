@@ -40,12 +40,15 @@ describe("auto detection", () => {
     });
   }
 
-  it("does what --from says even when another format would match", () => {
-    expect(toCanonical(gymRow, "callforest")).toMatchObject({
-      ok: false,
-      format: "callforest",
-      detail: "callforest: rollout_id is missing, expected a non-empty string",
-      rolloutId: "0-1",
+  it("does what --from says even when another format would match", async () => {
+    // Read as canonical, a Gym row has no rollout_id: the planner rejects it with SPEC's code.
+    const asCanonical = toCanonical(gymRow, "callforest");
+    expect(asCanonical).toMatchObject({ ok: true, format: "callforest" });
+    const cf = await init();
+    expect(cf.plan(asCanonical.ok ? asCanonical.rollout : null).report).toMatchObject({
+      status: "rejected",
+      reason: "invalid_rollout",
+      detail: "rollout_id must be a non-empty string, got undefined",
     });
     expect(toCanonical(loginBug, "gym-rollout")).toMatchObject({
       ok: false,
@@ -80,13 +83,20 @@ describe("callforest pass-through", () => {
     plan.release();
   });
 
-  it("checks only the top-level shape, naming the field", () => {
+  it("leaves every check to the planner, so the CLI and the API report a bad rollout alike", async () => {
+    const cf = await init();
     const noReward = clone(loginBug);
     noReward.reward = null;
-    expect(toCanonical(noReward, "callforest")).toMatchObject({ ok: false, code: "missing_field", detail: "callforest: reward is null, expected a finite number" });
     const noCalls = clone(loginBug);
     delete noCalls.calls;
-    expect(toCanonical(noCalls, "callforest")).toMatchObject({ ok: false, detail: "callforest: calls is missing, expected an array" });
+    for (const bad of [noReward, noCalls]) {
+      const result = toCanonical(bad, "callforest");
+      expect(result.ok && result.rollout).toBe(bad);
+      const report = cf.plan(bad).report;
+      expect(report.status).toBe("rejected");
+      expect(report.reason).toBe("invalid_rollout");
+    }
+    expect(cf.plan(noReward).report).toMatchObject({ calls: 12, detail: "reward must be a finite number, got null" });
   });
 
   it("reads back the diagnostics convert wrote", () => {
