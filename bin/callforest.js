@@ -6,7 +6,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (error) => {
-    process.stderr.write(`callforest: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 2;
+    // main() reports every failure itself; reaching here is a bug.
+    process.stderr.write(`callforest: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 70;
   },
 );

@@ -4,7 +4,8 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ROOT, buildDist, cli, goodLines, lines, read, removeTempDirs, rowsOf, tempDir } from "./ingest/cli.js";
+import { ROOT } from "./support/fixtures.js";
+import { buildDist, cli, goodLines, lines, read, removeTempDirs, rowsOf, tempDir } from "./ingest/cli.js";
 
 beforeAll(buildDist);
 afterAll(removeTempDirs);
@@ -31,7 +32,7 @@ describe("rows --jobs N", () => {
     expect(lines(one.report)).toHaveLength(content.split("\n").filter((l) => l !== "").length);
     expect(lines(one.report).some((l) => l.includes('"reason":"invalid_token"'))).toBe(true);
     const runs = [
-      ["--jobs", "2"],
+      ["--jobs", "2", "--batch-bytes", "131072"], // ~1 MB in 8 batches: two workers really run
       ["--jobs", "3", "--batch-bytes", "300"],
       ["--jobs", "2", "--batch-bytes", "65536"],
       ["--jobs", "2", "--reader", "json", "--batch-bytes", "16384"],
@@ -47,15 +48,17 @@ describe("rows --jobs N", () => {
 
   it("keeps .json files in their place among JSONL inputs on workers", async () => {
     const dir = tempDir();
-    const jsonl = join(dir, "a.jsonl");
-    const { input: first } = await rowsOf(dir, "a", goodLines(40, 3).join("\n") + "\n", "--jobs", "1");
+    const { input: first, rows: alone } = await rowsOf(dir, "a", goodLines(40, 3).join("\n") + "\n", "--jobs", "1");
     const login = join(ROOT, "examples", "login-bug.json");
     const serial = await cli("rows", first, login, first, "--jobs", "1", "--quiet");
     const parallel = await cli("rows", first, login, first, "--jobs", "3", "--batch-bytes", "2048", "--quiet");
     expect(parallel.code).toBe(0);
     expect(parallel.stdout).toBe(serial.stdout);
     expect(lines(parallel.stdout).filter((l) => l.includes('"rollout_id":"login-bug"')).length).toBe(5 * 3);
-    expect(jsonl).toBe(first);
+    // In input order: first's rows, the example's five, first's again.
+    const example = await cli("rows", login, "--quiet");
+    expect(lines(example.stdout)).toHaveLength(5);
+    expect(parallel.stdout).toBe(alone + example.stdout + alone);
   });
 
   it("runs as a real process on stdin with workers, exit codes and stderr as documented", () => {

@@ -5,20 +5,8 @@ import { truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { init, rowToJson } from "../src/index.js";
-import {
-  COMPETITIVE_CODING,
-  LOGIN_BUG,
-  OBSERVED_DIR,
-  OBSERVED_ROWS,
-  VLLM_ROUND_TRIP,
-  cli,
-  goodLines,
-  lines,
-  read,
-  removeTempDirs,
-  rowsOf,
-  tempDir,
-} from "./ingest/cli.js";
+import { COMPETITIVE_CODING, LOGIN_BUG, OBSERVED_DIR, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "./support/fixtures.js";
+import { cli, goodLines, lines, read, removeTempDirs, rowsOf, tempDir } from "./ingest/cli.js";
 
 afterAll(removeTempDirs);
 

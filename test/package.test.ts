@@ -34,7 +34,7 @@ describe("the built package", () => {
   });
 
   it("answers --help for every command and exits 2 on bad arguments", () => {
-    for (const command of ["rows", "show", "demo", "convert"]) {
+    for (const command of ["rows", "show", "demo", "convert", "draw", "view", "agent-demo"]) {
       const help = run(["bin/callforest.js", command, "--help"]);
       expect(help.status, command).toBe(0);
       expect(help.stdout).toContain(`Usage: callforest ${command}`);

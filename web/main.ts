@@ -4,7 +4,7 @@
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
 import { rejectedReport, withDiagnostics } from "../src/formats/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
-import { loadText, type LoadedItem } from "./load.js";
+import { parseText, type ReadItem as LoadedItem } from "../src/formats/text.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
 
@@ -45,13 +45,16 @@ function reportOf(cf: Callforest, item: LoadedItem): Report {
   }
 }
 
-/** Plans every rollout of a file for its report, then shows the first one. */
-function openText(name: string, text: string): void {
+/**
+ * Plans every rollout of a file for its report, then shows the first one. The file is read by the
+ * CLI's rules (src/formats/text.ts); as bytes, invalid UTF-8 is malformed_json there as here.
+ */
+function openText(name: string, text: string | Uint8Array): void {
   const cf = state.cf!;
   state.plan?.release();
   state.plan = null;
   state.file = name;
-  state.entries = loadText(name, text).map((item) => ({ item, report: reportOf(cf, item) }));
+  state.entries = parseText(name, text).map((item) => ({ item, report: reportOf(cf, item) }));
   const select = element<HTMLSelectElement>("rollout-select");
   select.replaceChildren(
     ...state.entries.map((entry, i) => {
@@ -120,7 +123,7 @@ function showRow(index: number): void {
 
 async function openFile(file: File): Promise<void> {
   setStatus(`reading ${file.name}…`);
-  openText(file.name, await file.text());
+  openText(file.name, new Uint8Array(await file.arrayBuffer()));
 }
 
 /** Opens a same-origin file named by ?input= (what `callforest view INPUT` prints). */
@@ -129,12 +132,12 @@ async function openUrl(path: string): Promise<void> {
   if (url.origin !== location.origin) throw new Error(`?input= must name a file on this page's own origin, not ${url.origin}`);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`cannot load ${path}: HTTP ${response.status}`);
-  openText(decodeURIComponent(url.pathname.split("/").pop() || path), await response.text());
+  openText(decodeURIComponent(url.pathname.split("/").pop() || path), new Uint8Array(await response.arrayBuffer()));
 }
 
 async function openExample(): Promise<void> {
   const response = await fetch(new URL("../examples/login-bug.json", import.meta.url));
-  openText("login-bug.json", await response.text());
+  openText("login-bug.json", new Uint8Array(await response.arrayBuffer()));
 }
 
 function downloadSvg(): void {
@@ -185,7 +188,7 @@ function wire(): void {
 /** For tests and the console: the selected rollout's rows and report as the CLI writes them. */
 export interface PageHandle {
   backend: string;
-  openText(name: string, text: string): void;
+  openText(name: string, text: string | Uint8Array): void;
   rowsJsonl(): string;
   reportJson(): string;
 }

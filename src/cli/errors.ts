@@ -1,4 +1,9 @@
-// Errors the CLI turns into a one-line message and an exit code (never a stack trace).
+// Errors the CLI turns into a one-line message and an exit code (never a stack trace):
+//   1   --strict and some input was rejected (StrictFailure)
+//   2   bad arguments (UsageError) or a file that cannot be read or written (FileError, or any
+//       Node system error such as ENOENT, EACCES, EISDIR, ENOSPC)
+//   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
+import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
 
 /** Bad arguments or unreadable files: exit 2. */
 export class UsageError extends Error {
@@ -10,19 +15,37 @@ export class StrictFailure extends Error {
   readonly exitCode = 1;
 }
 
-export function exitCodeOf(error: unknown): number {
-  if (error instanceof UsageError || error instanceof StrictFailure) return error.exitCode;
-  return 2;
+/** sysexits.h EX_SOFTWARE: an internal software error. */
+export const EX_SOFTWARE = 70;
+
+/** System calls that write (or create) what they name; any other is reported as a read. */
+const WRITES = new Set(["write", "writev", "mkdir", "rename", "unlink", "rmdir", "ftruncate", "fsync", "copyfile", "symlink", "link", "utime", "chmod"]);
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0];
 }
 
-export function messageOf(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const path = (error as NodeJS.ErrnoException).path;
-    if (code === "ENOENT" && path) return `cannot read ${path}: no such file`;
-    if (code === "EACCES" && path) return `cannot read ${path}: permission denied`;
-    if (code === "EISDIR" && path) return `cannot read ${path}: is a directory`;
-    return error.message.split("\n")[0];
+function systemMessage(error: SystemError): string {
+  const syscall = error.syscall ?? "";
+  if (syscall === "listen" || syscall === "bind" || syscall === "connect") {
+    const { address, port } = error as SystemError & { address?: string; port?: number };
+    const where = address === undefined ? "" : ` ${address}${port === undefined ? "" : `:${port}`}`;
+    return `cannot ${syscall}${syscall === "connect" ? " to" : " on"}${where}: ${reasonOf(error)}`;
   }
-  return String(error);
+  const op = WRITES.has(syscall) ? "write" : "read";
+  return `cannot ${op} ${error.path ?? (op === "write" ? "<output>" : "<input>")}: ${reasonOf(error, op)}`;
+}
+
+export interface Failure {
+  exitCode: number;
+  /** One line, without the `callforest: ` prefix. */
+  message: string;
+}
+
+/** What the CLI prints and returns for an error a command threw. */
+export function failureOf(error: unknown): Failure {
+  if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: firstLine(error) };
+  if (error instanceof FileError) return { exitCode: 2, message: firstLine(error) };
+  if (isSystemError(error)) return { exitCode: 2, message: systemMessage(error) };
+  return { exitCode: EX_SOFTWARE, message: `internal error: ${firstLine(error)}` };
 }

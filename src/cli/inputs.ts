@@ -4,20 +4,28 @@ import type { Command } from "commander";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import type { ReadOptions } from "../formats/read.js";
+import { reasonOf } from "../ingest/file-error.js";
 import type { BackendName } from "../types.js";
 import { UsageError } from "./errors.js";
 
-export interface InputOptions {
+/** `--from` and `--tokens`: what every command that reads rollouts takes. */
+export interface ReadArguments {
   from: string;
   tokens?: string;
+}
+
+/** ReadArguments and `--backend`: the commands that also plan. */
+export interface InputOptions extends ReadArguments {
   backend: string;
 }
 
-export function addInputOptions(command: Command): Command {
-  return command
+/** Adds `--from` and `--tokens` (and, unless `backend` is false, `--backend`). */
+export function addInputOptions(command: Command, { backend = true } = {}): Command {
+  command
     .option("--from <format>", `input format: ${FROM_OPTIONS.join(", ")}`, "auto")
-    .option("--tokens <dir>", "gym-observed: directory of <rollout_id>.tokens.jsonl token entries")
-    .option("--backend <name>", "wasm or ts (pure TypeScript, same results)", "wasm");
+    .option("--tokens <dir>", "gym-observed: directory of <rollout_id>.tokens.jsonl token entries");
+  if (backend) command.option("--backend <name>", "wasm or ts (pure TypeScript, same results)", "wasm");
+  return command;
 }
 
 export function parseBackend(name: string): BackendName {
@@ -25,8 +33,8 @@ export function parseBackend(name: string): BackendName {
   throw new UsageError(`unknown --backend '${name}': expected wasm or ts`);
 }
 
-/** Fails before any output is written when an input cannot be read. */
-export function checkInputs(inputs: readonly string[], options: InputOptions): ReadOptions & { from: FromOption } {
+/** Fails before any output is written when an input, `--from` or the token directory cannot be used. */
+export function checkInputs(inputs: readonly string[], options: ReadArguments): ReadOptions & { from: FromOption } {
   const from = parseFrom(options.from);
   if (from === null) throw new UsageError(`unknown --from format '${options.from}': expected ${FROM_OPTIONS.join(", ")}`);
   for (const input of inputs) {
@@ -34,20 +42,21 @@ export function checkInputs(inputs: readonly string[], options: InputOptions): R
     let isDirectory: boolean;
     try {
       isDirectory = statSync(input).isDirectory();
-    } catch {
-      throw new UsageError(`cannot read ${input}: no such file`);
+    } catch (error) {
+      throw new UsageError(`cannot read ${input}: ${reasonOf(error)}`);
     }
     if (isDirectory) throw new UsageError(`cannot read ${input}: is a directory`);
   }
   if (options.tokens === undefined) {
-    if (from === "gym-observed") throw new UsageError("--from gym-observed needs --tokens DIR");
+    if (from === "gym-observed") throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");
     return { from };
   }
   let tokensIsDirectory = false;
   try {
     tokensIsDirectory = statSync(options.tokens).isDirectory();
-  } catch {
-    throw new UsageError(`--tokens ${options.tokens}: no such directory`);
+  } catch (error) {
+    const reason = reasonOf(error);
+    throw new UsageError(`--tokens ${options.tokens}: ${reason === "no such file" ? "no such directory" : reason}`);
   }
   if (!tokensIsDirectory) throw new UsageError(`--tokens ${options.tokens}: not a directory`);
   return { from, tokens: tokenDirectory(options.tokens) };

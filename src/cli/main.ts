@@ -1,6 +1,6 @@
 // The `callforest` command line: one module per command under ./commands.
 import { Command, CommanderError } from "commander";
-import { exitCodeOf, messageOf } from "./errors.js";
+import { failureOf } from "./errors.js";
 import { register as registerRows } from "./commands/rows.js";
 import { register as registerShow } from "./commands/show.js";
 import { register as registerDemo } from "./commands/demo.js";
@@ -35,7 +35,8 @@ export async function main(argv: string[]): Promise<number> {
       // commander already printed help or its own one-line error
       return error.exitCode === 0 ? 0 : 2;
     }
-    process.stderr.write(`callforest: ${messageOf(error)}\n`);
-    return exitCodeOf(error);
+    const failure = failureOf(error);
+    process.stderr.write(`callforest: ${failure.message}\n`);
+    return failure.exitCode;
   }
 }

@@ -1,77 +1,73 @@
-// Reading input files as canonical rollouts: JSONL one value a line (blank lines skipped), a
-// `.json` file as one value (or, when it holds an array, one value per element), `-` = stdin.
-// This is the plain JSON.parse path; the fast reader of issue 3 may replace it and still hand its
-// parsed values to toCanonical.
-import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
+// Reading input files as canonical rollouts, by the rules of ./text.ts: JSONL one value a line
+// (split on `\n` only, blank lines skipped but counted), a `.json` file as one value (or, when it
+// holds an array, one value per element), `-` = stdin. JSONL is read as bytes in batches by
+// src/ingest/batches.ts, the same line splitter `rows` uses, so every command numbers lines alike.
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
 import { formatFloat32 } from "../output.js";
-import { toCanonical } from "./index.js";
-import type { ConvertResult, FormatContext, FromOption } from "./types.js";
+import { BufferPool, DEFAULT_CHUNK, fileSource, forEachLine, readBatches, streamSource, type Batch, type ByteSource } from "../ingest/batches.js";
+import { FileError, isSystemError } from "../ingest/file-error.js";
+import { isJsonName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
 
-export interface ReadItem {
-  /** Where the value came from, for messages: `file:line`, `file`, `file[i]`, `<stdin>:line`. */
-  where: string;
-  /** 1-based input line (JSONL only). */
-  line?: number;
-  result: ConvertResult;
-}
+export type { ReadItem, ReadOptions } from "./text.js";
 
-export interface ReadOptions extends FormatContext {
-  from?: FromOption;
-}
-
-/** Every input value of every file in order, converted. Unreadable files throw (a usage error). */
+/** Every input value of every file in order, converted. A file that cannot be read throws a FileError. */
 export async function* readRollouts(inputs: readonly string[], options: ReadOptions = {}): AsyncGenerator<ReadItem> {
-  const from = options.from ?? "auto";
   const files = inputs.length === 0 ? ["-"] : inputs;
   for (const file of files) {
-    if (file !== "-" && file.toLowerCase().endsWith(".json")) {
-      yield* readJsonFile(file, from, options);
-      continue;
-    }
-    const name = file === "-" ? "<stdin>" : file;
-    const stream = file === "-" ? process.stdin : createReadStream(file, { encoding: "utf8" });
-    const lines = createInterface({ input: stream, crlfDelay: Infinity });
-    let number = 0;
-    for await (const text of lines) {
-      number++;
-      if (text.trim().length === 0) continue;
-      yield { where: `${name}:${number}`, line: number, result: parseAndConvert(text, from, options) };
+    if (isJsonName(file)) {
+      yield* parseJsonInput(file, await readBytes(file), options);
+    } else {
+      yield* readJsonLines(file, options);
     }
   }
 }
 
-async function* readJsonFile(file: string, from: FromOption, context: FormatContext): AsyncGenerator<ReadItem> {
-  const text = await readFile(file, "utf8");
-  let value: unknown;
+/** A file that cannot be read is a FileError naming it; anything else goes on as it is. */
+function asFileError(file: string, error: unknown): unknown {
+  const tooLarge = (error as { code?: unknown } | null)?.code === "ERR_FS_FILE_TOO_LARGE"; // a .json over 2 GiB
+  return isSystemError(error) || tooLarge ? new FileError("read", file === "-" ? "<stdin>" : file, error) : error;
+}
+
+async function readBytes(file: string): Promise<Uint8Array> {
   try {
-    value = JSON.parse(text);
+    return await readFile(file);
   } catch (error) {
-    yield { where: file, result: notJson(error) };
-    return;
-  }
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) yield { where: `${file}[${i}]`, result: toCanonical(value[i], from, context) };
-  } else {
-    yield { where: file, result: toCanonical(value, from, context) };
+    throw asFileError(file, error);
   }
 }
 
-function parseAndConvert(text: string, from: FromOption, context: FormatContext): ConvertResult {
-  let value: unknown;
+async function* readJsonLines(file: string, options: ReadOptions): AsyncGenerator<ReadItem> {
+  const name = file === "-" ? "<stdin>" : file;
+  const pool = new BufferPool(DEFAULT_CHUNK, 2);
+  let source: ByteSource;
   try {
-    value = JSON.parse(text);
+    source = file === "-" ? streamSource(process.stdin) : await fileSource(file);
   } catch (error) {
-    return notJson(error);
+    throw asFileError(file, error);
   }
-  return toCanonical(value, from, context);
-}
-
-function notJson(error: unknown): ConvertResult {
-  const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
-  return { ok: false, format: null, reason: "malformed_json", code: "malformed_json", detail: `not JSON (${why})`, rolloutId: null };
+  const batches = readBatches(source, DEFAULT_CHUNK, pool);
+  try {
+    for (;;) {
+      let next: IteratorResult<Batch>;
+      try {
+        next = await batches.next();
+      } catch (error) {
+        throw asFileError(file, error);
+      }
+      if (next.done) return;
+      const batch = next.value;
+      const items: ReadItem[] = [];
+      forEachLine(batch, (start, end, line) => {
+        const item = parseLine(name, batch.bytes.subarray(start, end), line, options);
+        if (item !== null) items.push(item);
+      });
+      pool.give(batch.bytes.buffer as ArrayBuffer); // parsed: nothing refers to its bytes
+      yield* items;
+    }
+  } finally {
+    await batches.return(undefined); // stopped early: close the file
+  }
 }
 
 /**

@@ -4,13 +4,14 @@
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
 import { rejectedReport, toCanonical, withDiagnostics, type ConvertResult, type FormatContext, type FormatRejection, type FromOption } from "../formats/index.js";
+import { isBlankLine, malformedJson, notJsonDetail } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
+import { isOutOfMemory } from "../assembler.js";
 import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
 import { forEachLine, type Batch } from "./batches.js";
 import { LineScanner, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
-import { describeNotJson } from "./scan-errors.js";
 
 /** How lines are parsed: the WASM scanner (token arrays straight to typed arrays) or JSON.parse. */
 export type ReaderName = "scan" | "json";
@@ -59,41 +60,13 @@ const FLUSH_BYTES = 1 << 20;
 /** Written row blocks kept for reuse. */
 const MAX_SPARE_BLOCKS = 64;
 
-const SPACE = 32;
-const TAB = 9;
-const CR = 13;
-
-function isBlank(bytes: Uint8Array, start: number, end: number): boolean {
-  for (let i = start; i < end; i++) {
-    const b = bytes[i];
-    if (b !== SPACE && b !== TAB && b !== CR) return false;
-  }
-  return true;
-}
-
 function decode(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
-}
-
-function malformed(detail: string): ConvertResult {
-  return { ok: false, format: null, reason: "malformed_json", code: "malformed_json", detail, rolloutId: null };
 }
 
 /** A rollout rejected because it does not fit (SPEC's table + rollout_too_large). */
 export function tooLarge(detail: string, rolloutId: string | null = null): ConvertResult {
   return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId };
-}
-
-/**
- * Why a line is not JSON, the same on both readers: the byte-level checker names the offset; in
- * the rare case it accepts what JSON.parse refused (nesting too deep), JSON.parse's message.
- */
-function notJsonDetail(bytes: Uint8Array, fallback: () => string): string {
-  return describeNotJson(bytes) ?? `not JSON (${fallback()})`;
-}
-
-function isOutOfMemory(error: unknown): boolean {
-  return error instanceof RangeError || (typeof WebAssembly !== "undefined" && error instanceof WebAssembly.RuntimeError);
 }
 
 /**
@@ -108,6 +81,7 @@ class RowBytes {
   private used = 0;
   private readonly spare: ArrayBuffer[] = [];
 
+  /** Copies `chunk` in: it is valid only during the call (RowSerializer's emit contract). */
   add = (chunk: Uint8Array): void => {
     this.size += chunk.length;
     if (chunk.length > FLUSH_BYTES) {
@@ -223,7 +197,7 @@ export class LineProcessor {
 
   /** One input line (without its `\n`); blank lines are skipped (no report, line numbers kept). */
   private processLine(bytes: Uint8Array, where: string, line: number, context: FormatContext): void {
-    if (isBlank(bytes, 0, bytes.length)) return;
+    if (isBlankLine(bytes)) return;
     let result: ConvertResult;
     try {
       result = this.parse(bytes, context);
@@ -238,7 +212,7 @@ export class LineProcessor {
   private parse(bytes: Uint8Array, context: FormatContext): ConvertResult {
     // JSON text is UTF-8 (RFC 8259). The scanner checks it itself (strictly, like a fatal
     // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced.
-    if (this.scanner === null && !isUtf8(bytes)) return malformed(notJsonDetail(bytes, () => "invalid UTF-8"));
+    if (this.scanner === null && !isUtf8(bytes)) return malformedJson(notJsonDetail(bytes, () => "invalid UTF-8"));
     if (this.scanner !== null) {
       let scanned: ScannedLine;
       try {
@@ -250,7 +224,7 @@ export class LineProcessor {
       }
       if (scanned.ok) return toCanonical(scanned.value, this.options.from, context);
       if (scanned.code === "rollout_too_large") return tooLarge(scanned.detail);
-      return malformed(scanned.detail);
+      return malformedJson(scanned.detail);
     }
     if (bytes.length > MAX_STRING_BYTES) {
       return tooLarge(`the line has ${bytes.length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
@@ -259,7 +233,7 @@ export class LineProcessor {
     try {
       value = JSON.parse(decode(bytes));
     } catch (error) {
-      return malformed(notJsonDetail(bytes, () => (error instanceof Error ? error.message.split("\n")[0] : String(error))));
+      return malformedJson(notJsonDetail(bytes, () => (error instanceof Error ? error.message.split("\n")[0] : String(error))));
     }
     return toCanonical(value, this.options.from, context);
   }

@@ -2,6 +2,7 @@
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
 import { readRollouts } from "../formats/read.js";
+import { isJsonName } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { BufferPool, DEFAULT_CHUNK, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
@@ -33,11 +34,6 @@ export interface RunTotals {
   rows: number;
   /** Input bytes done. */
   bytes: number;
-}
-
-/** `.json` inputs hold one rollout (possibly pretty-printed), not JSONL. */
-export function isJsonFile(input: string): boolean {
-  return input !== "-" && input.toLowerCase().endsWith(".json");
 }
 
 /** Sum of the input files' sizes (null when reading stdin), for progress. */
@@ -76,7 +72,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   const pool = jobs > 1 ? new WorkerPool(jobs, options, write, options.maxInFlight, (b) => buffers.give(b)) : null;
   try {
     for (const file of files) {
-      if (isJsonFile(file)) {
+      if (isJsonName(file)) {
         await pool?.drain(); // keep input order: earlier batches first
         await planJsonFile(file, options, await inProcess(), (piece) => write(piece, recycleLocal));
         continue;

@@ -11,7 +11,11 @@ export interface RowSerializerOptions extends ScanModuleOptions {
   chunkBytes?: number;
 }
 
-/** Receives each chunk of output. The chunk is the receiver's to keep (a fresh copy). */
+/**
+ * Receives each chunk of output. The chunk is a view over the serializer's workspace, valid only
+ * until `emit` returns: the next chunk overwrites it. A receiver that keeps bytes copies them
+ * (LineProcessor's RowBytes copies each into its output block: one copy, none here).
+ */
 export type EmitChunk = (chunk: Uint8Array) => void;
 
 const STAGE_VALUES = 4096; // values formatted per call into WebAssembly
@@ -76,7 +80,7 @@ export class RowSerializer {
 
   private flush(): void {
     if (this.used === 0) return;
-    this.emit(this.bytes.slice(0, this.used));
+    this.emit(this.bytes.subarray(0, this.used));
     this.used = 0;
   }
 

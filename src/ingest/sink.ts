@@ -1,24 +1,50 @@
-// Byte output to a file or stdout with backpressure: a write waits for 'drain' when the stream's
+// Output to a file or stdout with backpressure: a write waits for 'drain' when the stream's
 // buffer is full, so a large run never holds its whole output in memory.
-import { createWriteStream } from "node:fs";
+//
+// Failures are FileErrors (`cannot write PATH: reason`): the file is opened before the sink is
+// returned (a missing directory fails at once, before any work), a later stream error is kept
+// and rethrown by the next write() and by close() (a write waiting on 'drain' wakes up with it),
+// and close() after a failure closes what is left without masking it.
+import { closeSync, createWriteStream, openSync } from "node:fs";
 import type { Writable } from "node:stream";
+import { FileError } from "./file-error.js";
 
 export interface ByteSink {
   /** `written` is called once the stream is done with `data` (its buffer may then be reused). */
   write(data: Uint8Array | string, written?: () => void): Promise<void> | void;
+  /** Flushes and closes; rejects with the sink's first failure, if any. */
   close(): Promise<void>;
 }
 
+/** Opens `path` for writing (`-` or undefined: stdout). Throws a FileError when it cannot. */
 export function openByteSink(path: string | undefined): ByteSink {
   const toStdout = path === undefined || path === "-";
-  // A deep buffer lets queued chunks leave in one writev and keeps the writer from waiting on
-  // every 'drain' (the default 16 KB is less than one row chunk).
-  const out: Writable = toStdout ? process.stdout : createWriteStream(path, { highWaterMark: 8 << 20 });
-  let failure: Error | null = null;
+  const name = toStdout ? "<stdout>" : path;
+  let out: Writable;
+  if (toStdout) {
+    out = process.stdout;
+  } else {
+    let fd: number;
+    try {
+      fd = openSync(path, "w");
+    } catch (error) {
+      throw new FileError("write", path, error);
+    }
+    try {
+      // A deep buffer lets queued chunks leave in one writev and keeps the writer from waiting
+      // on every 'drain' (the default 16 KB is less than one row chunk).
+      out = createWriteStream(path, { fd, highWaterMark: 8 << 20 });
+    } catch (error) {
+      closeSync(fd);
+      throw new FileError("write", path, error);
+    }
+  }
+  let failure: FileError | null = null;
   const onError = (error: Error) => {
-    failure = error;
+    failure ??= error instanceof FileError ? error : new FileError("write", name, error);
   };
   out.on("error", onError);
+  let closed = false;
   return {
     write(data, written) {
       if (failure) throw failure;
@@ -27,19 +53,60 @@ export function openByteSink(path: string | undefined): ByteSink {
         const done = () => {
           out.off("drain", done);
           out.off("error", done);
+          out.off("close", done);
           if (failure) reject(failure);
           else resolve();
         };
         out.once("drain", done);
+        // 'error' listeners run in order: onError (added first) has recorded the failure.
         out.once("error", done);
+        out.once("close", done);
       });
     },
     close() {
+      if (closed) return failure ? Promise.reject(failure) : Promise.resolve();
+      closed = true;
       if (toStdout) {
         out.off("error", onError);
         return failure ? Promise.reject(failure) : Promise.resolve();
       }
-      return new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
+      if (failure || out.destroyed) {
+        // end() on a destroyed stream only adds its own error; the stored one is the story.
+        out.destroy();
+        return Promise.reject(failure ?? new FileError("write", name, new Error("the stream was closed")));
+      }
+      return new Promise<void>((resolve, reject) => {
+        out.end((error?: Error | null) => {
+          if (error) onError(error);
+          if (failure) reject(failure);
+          else resolve();
+        });
+      });
     },
   };
+}
+
+/**
+ * Runs `work` with sinks opened by `open` (one per path, in order; null: none) and closes them
+ * all, however `work` ends. The first failure wins: opening, then `work`'s own error, else the
+ * first close() failure — a close never masks what went wrong before it.
+ */
+export async function withSinks<T>(paths: readonly (string | undefined | null)[], work: (sinks: (ByteSink | null)[]) => Promise<T>): Promise<T> {
+  const sinks: (ByteSink | null)[] = [];
+  let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+  try {
+    for (const path of paths) sinks.push(path === null ? null : openByteSink(path));
+    outcome = { ok: true, value: await work(sinks) };
+  } catch (error) {
+    outcome = { ok: false, error };
+  }
+  for (const sink of sinks) {
+    try {
+      await sink?.close();
+    } catch (error) {
+      if (outcome.ok) outcome = { ok: false, error };
+    }
+  }
+  if (!outcome.ok) throw outcome.error;
+  return outcome.value;
 }

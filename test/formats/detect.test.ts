@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
 import { detectFormat, parseFrom, rejectedReport, toCanonical, withDiagnostics, FROM_OPTIONS } from "../../src/formats/index.js";
 import { rolloutToJson } from "../../src/formats/read.js";
-import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP, clone, readJson, readJsonl } from "./helpers.js";
+import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
+import { clone, readJson, readJsonl } from "./helpers.js";
 
 const loginBug = JSON.parse(readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8"));
 const gymRow = readJsonl(COMPETITIVE_CODING)[0];

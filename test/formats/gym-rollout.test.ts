@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
 import { toCanonical, type Converted } from "../../src/formats/index.js";
-import { COMPETITIVE_CODING, VLLM_ROUND_TRIP, clone, readJson, readJsonl } from "./helpers.js";
+import { COMPETITIVE_CODING, VLLM_ROUND_TRIP } from "../support/fixtures.js";
+import { clone, readJson, readJsonl } from "./helpers.js";
 
 let cf: Callforest;
 beforeAll(async () => {

@@ -3,21 +3,12 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { vi } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
-
-export const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const LOGIN_BUG = join(ROOT, "examples", "login-bug.json");
-// Real NeMo Gym output (Apache-2.0), vendored so the tests need nothing outside the repository.
-export const GYM_SAMPLES = new URL("../fixtures/gym-samples", import.meta.url).pathname;
-export const VLLM_ROUND_TRIP = join(GYM_SAMPLES, "vllm-round-trip.json");
-export const COMPETITIVE_CODING = join(GYM_SAMPLES, "competitive-coding-rollouts.jsonl");
-export const OBSERVED_DIR = join(ROOT, "test", "fixtures", "gym-observed");
-export const OBSERVED_ROWS = join(OBSERVED_DIR, "rollouts.jsonl");
+import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
 
 export interface Run {
   code: number;

@@ -1,7 +1,7 @@
 // LineScanner: for every valid line, the result equals JSON.parse(text) with each plain token array
 // as an Int32Array and each plain logprob array as a Float32Array; arrays that are not plain stay
 // JSON arrays (the planner reports them); bad lines get one message with a byte offset.
-import { GYM_SAMPLES } from "./cli.js";
+import { GYM_SAMPLES } from "../support/fixtures.js";
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";

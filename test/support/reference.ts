@@ -132,9 +132,6 @@ export function isPrefix(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-function sameSequence(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && isPrefix(a, b);
-}
 
 function full(c: Call): number[] {
   return c.full;

@@ -12,6 +12,7 @@ import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
 import { rejectedReport, withDiagnostics } from "../../formats/index.js";
 import { renderSvg } from "../../draw/index.js";
+import { FileError } from "../../ingest/file-error.js";
 import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
 
@@ -74,7 +75,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
     try {
       writeFileSync(path, svg);
     } catch (error) {
-      throw new UsageError(`cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+      throw new FileError("write", path, error);
     }
     process.stdout.write(path + "\n");
   };

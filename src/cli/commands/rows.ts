@@ -4,7 +4,7 @@
 import { availableParallelism } from "node:os";
 import { Option, type Command } from "commander";
 import { inputSize, runRows } from "../../ingest/run.js";
-import { openByteSink } from "../../ingest/sink.js";
+import { withSinks } from "../../ingest/sink.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
@@ -32,7 +32,7 @@ export function register(program: Command): void {
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
     .option("--strict", "exit 1 when any rollout was rejected")
-    .option("--jobs <n>", "worker threads planning rollouts (default: the number of cores; 1 = no workers)")
+    .option("--jobs <n>", "worker threads planning rollouts (default: the number of cores; 1 = no workers; small inputs, at most one 2 MB batch, run in-process)")
     .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report)")
     // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
     .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
@@ -77,28 +77,25 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const read = checkInputs(inputs, options);
-  const rowsOut = openByteSink(options.output);
-  const reportOut = options.report === undefined ? null : openByteSink(options.report);
-  const progress = startProgress(inputSize(inputs), options.quiet === true);
-  let totals;
-  try {
-    totals = await runRows(
-      inputs,
-      { reader, writer, backend, from: read.from, tokensDir: options.tokens, maskFormat, notes: reportOut === null, jobs, chunk },
-      {
-        rows: rowsOut,
-        report: reportOut,
-        notes: (text) => process.stderr.write(text),
-        progress: (counts) => progress.update(counts),
-      },
-    );
-  } finally {
-    progress.stop();
-    await rowsOut.close();
-    await reportOut?.close();
-  }
+  const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
+    const progress = startProgress(inputSize(inputs), options.quiet === true);
+    try {
+      return await runRows(
+        inputs,
+        { reader, writer, backend, from: read.from, tokensDir: options.tokens, maskFormat, notes: reportOut === null, jobs, chunk },
+        {
+          rows: rowsOut!,
+          report: reportOut,
+          notes: (text) => process.stderr.write(text),
+          progress: (counts) => progress.update(counts),
+        },
+      );
+    } finally {
+      progress.stop();
+    }
+  });
   const { rollouts: total, rejected, rows: rowCount } = totals;
-  if (reportOut === null && options.quiet !== true) {
+  if (options.report === undefined && options.quiet !== true) {
     process.stderr.write(`callforest: ${total} rollouts (${total - rejected} ok, ${rejected} rejected), ${rowCount} rows\n`);
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${total} rollouts rejected`);

@@ -1,0 +1,122 @@
+// Input text as rollouts, by the rules every reader shares (the CLI's src/formats/read.ts and
+// src/ingest, and the page in web/): a name ending in .json is one JSON value (an array: one
+// rollout per element); anything else is JSONL, one value a line. Lines end at `\n` only; a line
+// of nothing but spaces, tabs and CRs is blank (skipped, but counted, so line numbers stay
+// true). JSON text is UTF-8 (RFC 8259): invalid UTF-8 is `malformed_json`, never silently
+// replaced. Free of Node APIs, so the browser build uses it too.
+import { describeNotJson } from "../ingest/scan-errors.js";
+import { toCanonical } from "./index.js";
+import type { ConvertResult, FormatContext, FormatRejection, FromOption } from "./types.js";
+
+export interface ReadItem {
+  /** Where the value came from, for messages: `file:line`, `file`, `file[i]`, `<stdin>:line`. */
+  where: string;
+  /** 1-based input line (JSONL only). */
+  line?: number;
+  result: ConvertResult;
+}
+
+export interface ReadOptions extends FormatContext {
+  from?: FromOption;
+}
+
+/** A `.json` input holds one value (possibly pretty-printed), not JSONL; `-` (stdin) never does. */
+export function isJsonName(name: string): boolean {
+  return name !== "-" && name.toLowerCase().endsWith(".json");
+}
+
+const SPACE = 32;
+const TAB = 9;
+const CR = 13;
+const NEWLINE = 10;
+
+/** Whether text[start, end) holds only spaces, tabs and CRs (a blank line). */
+export function isBlankLine(text: Uint8Array | string, start = 0, end = text.length): boolean {
+  for (let i = start; i < end; i++) {
+    const c = typeof text === "string" ? text.charCodeAt(i) : text[i];
+    if (c !== SPACE && c !== TAB && c !== CR) return false;
+  }
+  return true;
+}
+
+/** SPEC's malformed_json rejection with `detail`. */
+export function malformedJson(detail: string): FormatRejection {
+  return { ok: false, format: null, reason: "malformed_json", code: "malformed_json", detail, rolloutId: null };
+}
+
+/**
+ * Why bytes are not JSON, the same on every reader: the byte-level checker names the offset; in
+ * the rare case it accepts what JSON.parse refused (nesting too deep), JSON.parse's message.
+ */
+export function notJsonDetail(bytes: Uint8Array, fallback: () => string): string {
+  return describeNotJson(bytes) ?? `not JSON (${fallback()})`;
+}
+
+const encoder = new TextEncoder();
+// fatal: invalid UTF-8 throws; ignoreBOM: a BOM stays in the text (and JSON.parse refuses it, as
+// the scanner does), rather than being dropped.
+const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+function firstLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0];
+}
+
+/** The text of `input`, or null when its bytes are not UTF-8. */
+function decode(input: Uint8Array | string): string | null {
+  if (typeof input === "string") return input;
+  try {
+    return decoder.decode(input);
+  } catch {
+    return null;
+  }
+}
+
+/** JSON.parse of strictly decoded text; a malformed_json rejection when it is not JSON. */
+function parseJson(input: Uint8Array | string): { ok: true; value: unknown } | FormatRejection {
+  const text = decode(input);
+  const bytes = () => (typeof input === "string" ? encoder.encode(input) : input);
+  if (text === null) return malformedJson(notJsonDetail(bytes(), () => "invalid UTF-8"));
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (error) {
+    // The byte-level checker runs only when JSON.parse failed (it is slower).
+    return malformedJson(notJsonDetail(bytes(), () => firstLine(error)));
+  }
+}
+
+/** One JSON text (a line, or a whole .json input) to a canonical rollout, or a rejection. */
+export function parseValue(input: Uint8Array | string, from: FromOption = "auto", context: FormatContext = {}): ConvertResult {
+  const parsed = parseJson(input);
+  return parsed.ok ? toCanonical(parsed.value, from, context) : parsed;
+}
+
+/** A whole `.json` input: one item, or one per element of a top-level array. */
+export function parseJsonInput(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
+  const from = options.from ?? "auto";
+  const parsed = parseJson(input);
+  if (!parsed.ok) return [{ where: name, result: parsed }];
+  const value = parsed.value;
+  if (Array.isArray(value)) return value.map((v, i) => ({ where: `${name}[${i}]`, result: toCanonical(v, from, options) }));
+  return [{ where: name, result: toCanonical(value, from, options) }];
+}
+
+/** The items of one JSONL line (none if blank), numbered `line`. */
+export function parseLine(name: string, input: Uint8Array | string, line: number, options: ReadOptions = {}): ReadItem | null {
+  if (isBlankLine(input)) return null;
+  return { where: `${name}:${line}`, line, result: parseValue(input, options.from ?? "auto", options) };
+}
+
+/** A whole input held in memory (the page's dropped file), by the rules above. */
+export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
+  if (isJsonName(name)) return parseJsonInput(name, input, options);
+  const items: ReadItem[] = [];
+  let start = 0;
+  for (let line = 1; start < input.length; line++) {
+    let end = typeof input === "string" ? input.indexOf("\n", start) : input.indexOf(NEWLINE, start);
+    if (end === -1) end = input.length;
+    const item = parseLine(name, typeof input === "string" ? input.slice(start, end) : input.subarray(start, end), line, options);
+    if (item !== null) items.push(item);
+    start = end + 1;
+  }
+  return items;
+}

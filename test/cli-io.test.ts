@@ -1,0 +1,206 @@
+// The CLI's input and output edges: unwritable outputs and write failures are one line and exit 2
+// on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
+// (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it, vi } from "vitest";
+import { buildProgram, main } from "../src/cli/main.js";
+import { EX_SOFTWARE, StrictFailure, UsageError, failureOf } from "../src/cli/errors.js";
+import { readRollouts, type ReadItem } from "../src/formats/read.js";
+import { parseText } from "../src/formats/text.js";
+import { FileError } from "../src/ingest/file-error.js";
+import { openByteSink, withSinks } from "../src/ingest/sink.js";
+import { LOGIN_BUG } from "./support/fixtures.js";
+import { cli, goodLines, lines } from "./ingest/cli.js";
+
+const made: string[] = [];
+function tmp(): string {
+  const dir = mkdtempSync(join(tmpdir(), "callforest-io-"));
+  made.push(dir);
+  return dir;
+}
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
+const hasDevFull = existsSync("/dev/full");
+
+describe("outputs that cannot be written: one line, exit 2, no stack trace", () => {
+  it("convert -o into a missing directory", async () => {
+    const r = await cli("convert", LOGIN_BUG, "-o", "/nonexistent/y");
+    expect(r).toEqual({ code: 2, stdout: "", stderr: "callforest: cannot write /nonexistent/y: no such directory\n" });
+  });
+
+  it("rows -o / --report into a missing directory", async () => {
+    let r = await cli("rows", LOGIN_BUG, "-o", "/nonexistent/x");
+    expect(r).toEqual({ code: 2, stdout: "", stderr: "callforest: cannot write /nonexistent/x: no such directory\n" });
+    const dir = tmp();
+    r = await cli("rows", LOGIN_BUG, "-o", join(dir, "rows.jsonl"), "--report", "/nonexistent/report.jsonl");
+    expect(r).toEqual({ code: 2, stdout: "", stderr: "callforest: cannot write /nonexistent/report.jsonl: no such directory\n" });
+  });
+
+  it("rows -o a directory", async () => {
+    const dir = tmp();
+    const r = await cli("rows", LOGIN_BUG, "-o", dir);
+    expect(r).toEqual({ code: 2, stdout: "", stderr: `callforest: cannot write ${dir}: is a directory\n` });
+  });
+
+  it.skipIf(!hasDevFull)("a write that fails later (a full disk) is reported by rows and convert, not masked by close", async () => {
+    const input = join(tmp(), "many.jsonl");
+    writeFileSync(input, goodLines(50).join("\n") + "\n");
+    for (const argv of [["rows", input, "-o", "/dev/full", "--quiet"], ["rows", input, "--report", "/dev/full", "--quiet"], ["convert", input, "-o", "/dev/full"]]) {
+      const r = await cli(...argv);
+      expect([r.code, r.stderr], argv.join(" ")).toEqual([2, "callforest: cannot write /dev/full: no space left on device\n"]);
+    }
+  });
+
+  it.skipIf(!hasDevFull)("ByteSink: a write waiting on 'drain' wakes with the failure, and close() reports it", async () => {
+    const sink = openByteSink("/dev/full");
+    const big = new Uint8Array(16 << 20); // more than the stream's buffer: the write waits
+    await expect(Promise.resolve().then(() => sink.write(big))).rejects.toThrow("cannot write /dev/full: no space left on device");
+    await expect(sink.close()).rejects.toBeInstanceOf(FileError);
+    await expect(sink.close()).rejects.toThrow("cannot write /dev/full: no space left on device");
+  });
+
+  it("withSinks: the work's own error wins over a close() failure, and every sink is closed", async () => {
+    const dir = tmp();
+    const closed: string[] = [];
+    const boom = new Error("the work failed");
+    await expect(
+      withSinks([join(dir, "a"), join(dir, "b")], async (sinks) => {
+        for (const [i, sink] of sinks.entries()) {
+          const close = sink!.close.bind(sink);
+          sink!.close = async () => {
+            closed.push(String(i));
+            await close();
+            throw new Error("close failed");
+          };
+        }
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(closed).toEqual(["0", "1"]);
+  });
+});
+
+describe("exit codes", () => {
+  it("maps usage, --strict, file-system and internal errors", () => {
+    const system = (code: string, syscall: string, path?: string) => Object.assign(new Error(`${code}: oops, ${syscall}`), { code, syscall, path });
+    expect(failureOf(new UsageError("bad --x"))).toEqual({ exitCode: 2, message: "bad --x" });
+    expect(failureOf(new StrictFailure("2 of 3 rollouts rejected"))).toEqual({ exitCode: 1, message: "2 of 3 rollouts rejected" });
+    expect(failureOf(system("ENOENT", "open", "/in.jsonl"))).toEqual({ exitCode: 2, message: "cannot read /in.jsonl: no such file" });
+    expect(failureOf(system("EACCES", "open", "/in.jsonl"))).toEqual({ exitCode: 2, message: "cannot read /in.jsonl: permission denied" });
+    expect(failureOf(system("EISDIR", "read", "/d"))).toEqual({ exitCode: 2, message: "cannot read /d: is a directory" });
+    expect(failureOf(system("ENOSPC", "write", "/out"))).toEqual({ exitCode: 2, message: "cannot write /out: no space left on device" });
+    expect(failureOf(new FileError("write", "/out", system("EPIPE", "write")))).toEqual({ exitCode: 2, message: "cannot write /out: broken pipe" });
+    expect(failureOf(new Error("assertion failed\n    at somewhere"))).toEqual({ exitCode: EX_SOFTWARE, message: "internal error: assertion failed" });
+    expect(failureOf(new TypeError("x is undefined"))).toEqual({ exitCode: 70, message: "internal error: x is undefined" });
+    expect(failureOf(Object.assign(new Error("not a system error"), { code: "unsafe_rollout_id" })).exitCode).toBe(70);
+  });
+
+  it("an internal error is one line and exit 70", async () => {
+    const err: string[] = [];
+    const stdout = vi.spyOn(process.stdout, "write").mockImplementation(() => {
+      throw new TypeError("stdout exploded");
+    });
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => (err.push(String(chunk)), true));
+    let code: number;
+    try {
+      code = await main(["show", LOGIN_BUG]);
+    } finally {
+      stdout.mockRestore();
+      stderr.mockRestore();
+    }
+    expect([code, err.join("")]).toEqual([70, "callforest: internal error: stdout exploded\n"]);
+  });
+
+  it("rows --help says small inputs run in-process", () => {
+    const rows = buildProgram().commands.find((c) => c.name() === "rows")!;
+    expect(rows.helpInformation().replace(/\s+/g, " ")).toContain("small inputs, at most one 2 MB batch, run in-process");
+  });
+});
+
+/** What each reader makes of `content` as a file named `name`: [where, reason or "ok"] per item. */
+async function readers(name: string, content: Uint8Array | string) {
+  const dir = tmp();
+  const file = join(dir, name);
+  writeFileSync(file, content);
+  const summary = (items: ReadItem[]) => items.map((i) => [i.where.slice(dir.length + 1), i.result.ok ? "ok" : i.result.reason]);
+  const read: ReadItem[] = [];
+  for await (const item of readRollouts([file])) read.push(item);
+  const page = parseText(file, typeof content === "string" ? content : new Uint8Array(content));
+  const report = join(dir, "report.jsonl");
+  const rows = await cli("rows", file, "-o", join(dir, "rows.jsonl"), "--report", report);
+  expect(rows.code).toBe(0);
+  const reports = lines(readFileSync(report, "utf8")).map((l) => JSON.parse(l));
+  return {
+    read: summary(read),
+    page: summary(page),
+    rows: reports.map((r) => [r.line === undefined ? name : `${name}:${r.line}`, r.status === "ok" ? "ok" : r.reason]),
+    details: read.map((i) => (i.result.ok ? "" : i.result.detail)),
+    rowDetails: reports.map((r) => r.detail ?? ""),
+  };
+}
+
+describe("every reader reads the same lines", () => {
+  const [a, b, c] = goodLines(2, 3);
+
+  it("a lone CR is not a line break (rows, show/draw/convert and the page agree)", async () => {
+    const got = await readers("cr.jsonl", `${a}\r${b}\n${c}\r\n`);
+    const want = [
+      ["cr.jsonl:1", "malformed_json"],
+      ["cr.jsonl:2", "ok"],
+    ];
+    expect(got.read).toEqual(want);
+    expect(got.page).toEqual(want);
+    expect(got.rows).toEqual(want);
+    expect(got.details).toEqual(got.rowDetails);
+  });
+
+  it("blank means spaces, tabs and CRs only; other white space is a malformed line", async () => {
+    const got = await readers("blank.jsonl", `${a}\n \t\r\n\n\f\n\u00a0\n${b}\n`);
+    const want = [
+      ["blank.jsonl:1", "ok"],
+      ["blank.jsonl:4", "malformed_json"],
+      ["blank.jsonl:5", "malformed_json"],
+      ["blank.jsonl:6", "ok"],
+    ];
+    expect(got.read).toEqual(want);
+    expect(got.page).toEqual(want);
+    expect(got.rows).toEqual(want);
+  });
+
+  it("invalid UTF-8 in a JSONL line is malformed_json with its line number", async () => {
+    const bad = Buffer.concat([Buffer.from(`${a}\n`), Buffer.from(b.replace('"rollout_id":"', '"rollout_id":"\u00e9')), Buffer.from(`\n${c}\n`)]);
+    const at = bad.indexOf(0xc3, a.length + 1);
+    bad[at] = 0xff; // the é's first byte: the line is no longer UTF-8
+    const got = await readers("utf8.jsonl", bad);
+    const want = [
+      ["utf8.jsonl:1", "ok"],
+      ["utf8.jsonl:2", "malformed_json"],
+      ["utf8.jsonl:3", "ok"],
+    ];
+    expect(got.read).toEqual(want);
+    expect(got.page).toEqual(want);
+    expect(got.rows).toEqual(want);
+    expect(got.details[1]).toMatch(/^not JSON at byte \d+: invalid UTF-8$/);
+    expect(got.details).toEqual(got.rowDetails);
+  });
+
+  it("a .json file with invalid UTF-8 is malformed_json, not silently repaired", async () => {
+    const example = readFileSync(LOGIN_BUG);
+    const at = example.indexOf(Buffer.from('"rollout_id": "')) + 15;
+    expect(at).toBeGreaterThan(15);
+    const bad = Buffer.concat([example.subarray(0, at), Buffer.from([0xc3, 0x28]), example.subarray(at)]);
+    const got = await readers("bad.json", bad);
+    expect(got.read).toEqual([["bad.json", "malformed_json"]]);
+    expect(got.page).toEqual([["bad.json", "malformed_json"]]);
+    expect(got.rows).toEqual([["bad.json", "malformed_json"]]);
+    expect(got.details[0]).toBe(`not JSON at byte ${at}: invalid UTF-8`);
+    const convert = await cli("convert", join(made[made.length - 1], "bad.json"));
+    expect(convert.code).toBe(0);
+    expect(convert.stdout).toBe("");
+    expect(convert.stderr).toMatch(/bad\.json: malformed_json: not JSON at byte \d+: invalid UTF-8\n$/);
+  });
+});
