@@ -79,7 +79,7 @@ export async function runCoreBench(log: (line: string) => void = console.log): P
   const deep = generateDeepRollout({ targetTokens: 10_000_000 });
   const small = generateSmallRollouts(1000, 1);
   const workloads: Workload[] = [
-    { name: "(a) worked example", rollouts: [typed(example)], tokens: eligibleTokens(example), iterations: 2000 },
+    { name: "(a) worked example", rollouts: [typed(example)], tokens: eligibleTokens(example), iterations: 20_000 },
     { name: "(b) deep rollout", rollouts: [deep], tokens: eligibleTokens(deep), iterations: 8 },
     { name: "(c) 1,000 small rollouts", rollouts: small, tokens: small.reduce((n, r) => n + eligibleTokens(r), 0), iterations: 12 },
   ];
