@@ -2,19 +2,8 @@
 // exactly what plan() gives for the same calls, rejections included.
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest, type Rollout } from "../src/index.js";
-import { loadExample } from "./support/worked-example.js";
+import { buildFrom, loadExample } from "./support/worked-example.js";
 
-function buildFrom(cf: Callforest, rollout: Rollout) {
-  const b = cf.builder({ rollout_id: rollout.rollout_id, reward: rollout.reward, agents: rollout.agents });
-  for (const call of rollout.calls) {
-    const slot = b.stage(call.prompt_token_ids.length, call.generation_token_ids.length);
-    slot.promptTokenIds.set(call.prompt_token_ids);
-    slot.generationTokenIds.set(call.generation_token_ids);
-    slot.logprobs.set(call.generation_log_probs);
-    b.commit({ id: call.id, agent: call.agent, kept: call.kept });
-  }
-  return b.finish();
-}
 
 describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("builder on $backend", (options) => {
   let cf: Callforest;

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { init, type Callforest, type Plan, type Rollout } from "../src/index.js";
 import { main } from "../src/cli/main.js";
-import { EXAMPLE_PATH, EXPECTED_COUNTS, EXPECTED_ROWS, loadExample, packMask, typedExample } from "./support/worked-example.js";
+import { EXAMPLE_PATH, EXPECTED_COUNTS, EXPECTED_ROWS, buildFrom, loadExample, packMask, typedExample } from "./support/worked-example.js";
 import { captureOutput } from "./support/capture.js";
 
 const BACKENDS = [
@@ -77,16 +77,7 @@ describe.each(BACKENDS)("worked example on $name", ({ options }) => {
   });
 
   it("builds the same rows through the builder, writing arrays in place", () => {
-    const example = loadExample();
-    const builder = cf.builder({ rollout_id: example.rollout_id, reward: example.reward, agents: example.agents });
-    for (const call of example.calls) {
-      const slot = builder.stage(call.prompt_token_ids.length, call.generation_token_ids.length);
-      slot.promptTokenIds.set(call.prompt_token_ids);
-      slot.generationTokenIds.set(call.generation_token_ids);
-      slot.logprobs.set(call.generation_log_probs);
-      expect(builder.commit({ id: call.id, agent: call.agent })).toBe(true);
-    }
-    const plan = builder.finish();
+    const plan = buildFrom(cf, loadExample());
     expectSpecRows(plan);
     plan.release();
   });

@@ -1,6 +1,7 @@
 // SPEC's worked example and the five rows SPEC's table gives for it, written out by hand.
 import { readFileSync } from "node:fs";
-import type { Rollout } from "../../src/types.js";
+import type { Callforest } from "../../src/index.js";
+import type { Plan, Rollout } from "../../src/types.js";
 
 export const EXAMPLE_PATH = new URL("../../examples/login-bug.json", import.meta.url).pathname;
 
@@ -87,4 +88,17 @@ export function typedExample(): Rollout {
       generation_log_probs: Float32Array.from(c.generation_log_probs),
     })),
   };
+}
+
+/** Plans a canonical rollout through the builder (each call written into its slot, then committed). */
+export function buildFrom(cf: Callforest, rollout: Rollout): Plan {
+  const b = cf.builder({ rollout_id: rollout.rollout_id, reward: rollout.reward, agents: rollout.agents });
+  for (const call of rollout.calls) {
+    const slot = b.stage(call.prompt_token_ids.length, call.generation_token_ids.length);
+    slot.promptTokenIds.set(call.prompt_token_ids);
+    slot.generationTokenIds.set(call.generation_token_ids);
+    slot.logprobs.set(call.generation_log_probs);
+    b.commit({ id: call.id, agent: call.agent, kept: call.kept });
+  }
+  return b.finish();
 }
