@@ -1,8 +1,10 @@
 // The `--tokens DIR` source for gym-observed: `DIR/<rollout_id>.tokens.jsonl`, one entry a line.
+import { isUtf8 } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
+import { isBlankLine } from "./text.js";
 
 export function tokenDirectory(dir: string): TokenSource {
   const pathOf = (rolloutId: string) => join(dir, `${rolloutId}.tokens.jsonl`);
@@ -14,25 +16,27 @@ export function tokenDirectory(dir: string): TokenSource {
         throw new FormatError("unsafe_rollout_id", `rollout id ${JSON.stringify(rolloutId)} cannot name a token file`);
       }
       const file = pathOf(rolloutId);
-      let text: string;
+      let bytes: Buffer;
       try {
-        text = readFileSync(file, "utf8");
+        bytes = readFileSync(file);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
         throw new FormatError("unreadable_token_file", `cannot read ${file}: ${(error as Error).message.split("\n")[0]}`);
       }
-      return { file, lines: parseJsonLines(text) };
+      // Strict, as every other reader: bad bytes are never silently replaced.
+      if (!isUtf8(bytes)) throw new FormatError("unreadable_token_file", `${file} is not UTF-8`);
+      return { file, lines: parseJsonLines(bytes.toString("utf8")) };
     },
   };
 }
 
-/** JSONL text to parsed lines (1-based numbers); blank lines are skipped. */
+/** JSONL text to parsed lines (1-based numbers); blank lines (the rows command's rule) are skipped. */
 export function parseJsonLines(text: string): TokenLine[] {
   const out: TokenLine[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].trim();
-    if (line.length === 0) continue;
+    const line = lines[i];
+    if (isBlankLine(line)) continue;
     try {
       out.push({ line: i + 1, value: JSON.parse(line) });
     } catch (error) {

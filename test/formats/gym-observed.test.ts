@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
 import { toCanonical, type Converted, type TokenSource } from "../../src/formats/index.js";
@@ -330,6 +333,21 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       rolloutId: "7-3",
       detail: `gym-observed: no token entries for rollout 7-3: ${OBSERVED_DIR}/7-3.tokens.jsonl not found`,
     });
+  });
+
+  it("a token file that is not UTF-8", () => {
+    const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      const good = readFileSync(OBSERVED_TOKENS);
+      writeFileSync(join(dir, "7-2.tokens.jsonl"), Buffer.concat([good, Buffer.from([0xff, 0x0a])]));
+      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({
+        ok: false,
+        code: "unreadable_token_file",
+        detail: `gym-observed: ${join(dir, "7-2.tokens.jsonl")} is not UTF-8`,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("a rollout id that would leave the token directory", () => {
