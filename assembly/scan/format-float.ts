@@ -130,24 +130,14 @@ export function formatF32(x: f32, at: usize): usize {
   // back as x: most precisions are rejected with integer work only.
   const bound = (t9 >> 23) + 2; // m >= 2^23, so this is at least t9/m + 2
   const target = reinterpret<f32>(magnitude);
-  let d: u32;
-  d = candidate(t9, 100000000, bound);
-  if (d != 0 && roundTrips(d, e10, target)) return emit(at, bits, d, e10);
-  d = candidate(t9, 10000000, bound);
-  if (d != 0 && roundTrips(d, e10 - 1, target)) return emit(at, bits, d, e10 - 1);
-  d = candidate(t9, 1000000, bound);
-  if (d != 0 && roundTrips(d, e10 - 2, target)) return emit(at, bits, d, e10 - 2);
-  d = candidate(t9, 100000, bound);
-  if (d != 0 && roundTrips(d, e10 - 3, target)) return emit(at, bits, d, e10 - 3);
-  d = candidate(t9, 10000, bound);
-  if (d != 0 && roundTrips(d, e10 - 4, target)) return emit(at, bits, d, e10 - 4);
-  d = candidate(t9, 1000, bound);
-  if (d != 0 && roundTrips(d, e10 - 5, target)) return emit(at, bits, d, e10 - 5);
-  d = candidate(t9, 100, bound);
-  if (d != 0 && roundTrips(d, e10 - 6, target)) return emit(at, bits, d, e10 - 6);
-  d = candidate(t9, 10, bound);
-  if (d != 0 && roundTrips(d, e10 - 7, target)) return emit(at, bits, d, e10 - 7);
-  d = t9 + (last >= 5 ? 1 : 0);
+  // Shortest first: keep 1, 2, ... 8 of the 9 digits (dropping 8 ... 1 of them).
+  let div: u32 = 100000000;
+  for (let dropped = 8; dropped >= 1; dropped--) {
+    const d = candidate(t9, div, bound);
+    if (d != 0 && roundTrips(d, e10 + dropped - 8, target)) return emit(at, bits, d, e10 + dropped - 8);
+    div /= 10;
+  }
+  const d = t9 + (last >= 5 ? 1 : 0);
   if (roundTrips(d, e10 - 8, target)) return emit(at, bits, d, e10 - 8);
   return at + formatFloatSlow(x, at); // not reached: 9 digits always round-trip a float32
 }
