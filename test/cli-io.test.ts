@@ -1,10 +1,9 @@
 // The CLI's input and output edges: unwritable outputs and write failures are one line and exit 2
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { buildProgram, main } from "../src/cli/main.js";
 import { EX_SOFTWARE, StrictFailure, UsageError, failureOf } from "../src/cli/errors.js";
 import { readRollouts, type ReadItem } from "../src/formats/read.js";
@@ -13,16 +12,9 @@ import { FileError } from "../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../src/ingest/sink.js";
 import { LOGIN_BUG } from "./support/fixtures.js";
 import { cli, goodLines, lines } from "./ingest/cli.js";
+import { tempDirs } from "./support/temp-dirs.js";
 
-const made: string[] = [];
-function tmp(): string {
-  const dir = mkdtempSync(join(tmpdir(), "callforest-io-"));
-  made.push(dir);
-  return dir;
-}
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const tmp = tempDirs("io");
 
 const hasDevFull = existsSync("/dev/full");
 
@@ -140,6 +132,7 @@ async function readers(name: string, content: Uint8Array | string) {
     rows: reports.map((r) => [r.line === undefined ? name : `${name}:${r.line}`, r.status === "ok" ? "ok" : r.reason]),
     details: read.map((i) => (i.result.ok ? "" : i.result.detail)),
     rowDetails: reports.map((r) => r.detail ?? ""),
+    file,
   };
 }
 
@@ -198,7 +191,7 @@ describe("every reader reads the same lines", () => {
     expect(got.page).toEqual([["bad.json", "malformed_json"]]);
     expect(got.rows).toEqual([["bad.json", "malformed_json"]]);
     expect(got.details[0]).toBe(`not JSON at byte ${at}: invalid UTF-8`);
-    const convert = await cli("convert", join(made[made.length - 1], "bad.json"));
+    const convert = await cli("convert", got.file);
     expect(convert.code).toBe(0);
     expect(convert.stdout).toBe("");
     expect(convert.stderr).toMatch(/bad\.json: malformed_json: not JSON at byte \d+: invalid UTF-8\n$/);

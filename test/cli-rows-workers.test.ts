@@ -3,12 +3,11 @@
 // compiles src/ first (tsc, a few seconds).
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "./support/fixtures.js";
-import { buildDist, cli, goodLines, lines, read, removeTempDirs, rowsOf, tempDir } from "./ingest/cli.js";
+import { buildDist, cli, goodLines, lines, read, rowsOf, tempDir } from "./ingest/cli.js";
 
 beforeAll(buildDist);
-afterAll(removeTempDirs);
 
 /** ~1 MB of rollouts with bad and blank lines among them. */
 function input(): string {

@@ -3,12 +3,11 @@
 // inputs; options and errors. Worker threads are in cli-rows-workers.test.ts.
 import { truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { init, rowToJson } from "../src/index.js";
 import { COMPETITIVE_CODING, LOGIN_BUG, OBSERVED_DIR, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "./support/fixtures.js";
-import { cli, goodLines, lines, read, removeTempDirs, rowsOf, tempDir } from "./ingest/cli.js";
+import { cli, goodLines, lines, read, rowsOf, tempDir } from "./ingest/cli.js";
 
-afterAll(removeTempDirs);
 
 const tokenLine = (id: string, prompt: string, generation = "[4,5]") =>
   `{"rollout_id":"${id}","reward":1,"calls":[{"id":"c1","prompt_token_ids":${prompt},"generation_token_ids":${generation},"generation_log_probs":[-0.5,-0.25]}]}`;

@@ -2,10 +2,9 @@
 // determinism, what the picture marks (lanes, links, roots, leaves, cuts, rows), legibility at 500
 // calls, rejected rollouts, and the CLI's file naming. XML validity and rendered text sizes are
 // checked in a real browser in draw-render.test.ts.
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../src/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
 import { BOX_W, COL, FONT } from "../src/draw/layout.js";
@@ -13,6 +12,7 @@ import { main } from "../src/cli/main.js";
 import { captureOutput, type Captured } from "./support/capture.js";
 import { generateRollout } from "../bench/generate.js";
 import type { Report, Rollout } from "../src/types.js";
+import { tempDirs } from "./support/temp-dirs.js";
 
 const EXAMPLE_FILE = new URL("../examples/login-bug.json", import.meta.url);
 const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
@@ -220,15 +220,7 @@ function run(...argv: string[]): Promise<Captured> {
   return captureOutput(() => main(["draw", ...argv]));
 }
 
-const made: string[] = [];
-const tmp = () => {
-  const dir = mkdtempSync(join(tmpdir(), "callforest-draw-"));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const tmp = tempDirs("draw");
 
 describe("callforest draw", () => {
   it("writes one rollout's SVG to -o, the same bytes as renderSvg", async () => {

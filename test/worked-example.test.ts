@@ -1,13 +1,15 @@
 // SPEC's worked example gives exactly SPEC's five rows — masks and logprobs included — on every
 // backend, from plain and typed arrays, through the API, the builder and the CLI.
 import { beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { init, type Callforest, type Plan, type Rollout } from "../src/index.js";
 import { main } from "../src/cli/main.js";
 import { EXAMPLE_PATH, EXPECTED_COUNTS, EXPECTED_ROWS, buildFrom, loadExample, packMask, typedExample } from "./support/worked-example.js";
 import { captureOutput } from "./support/capture.js";
+import { tempDirs } from "./support/temp-dirs.js";
+
+const tmp = tempDirs("example");
 
 const BACKENDS = [
   { name: "ts", options: { backend: "ts" as const } },
@@ -106,7 +108,7 @@ describe("zero copy on the WASM backend", () => {
 
 describe("worked example through the CLI", () => {
   it("writes SPEC's five rows and one report line", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "callforest-"));
+    const dir = tmp();
     for (const backend of ["wasm", "ts"]) {
       const rowsFile = join(dir, `rows-${backend}.jsonl`);
       const reportFile = join(dir, `report-${backend}.jsonl`);

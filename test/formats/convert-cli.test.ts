@@ -1,12 +1,12 @@
 // `callforest convert` through the CLI's main(), in-process (stdout/stderr captured).
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { captureOutput } from "../support/capture.js";
 import { COMPETITIVE_CODING, OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { readJsonl } from "./helpers.js";
+import { tempDirs } from "../support/temp-dirs.js";
 
 interface Run {
   code: number;
@@ -19,15 +19,7 @@ function run(...argv: string[]): Promise<Run> {
 }
 
 const lines = (text: string) => text.split("\n").filter((l) => l !== "");
-const made: string[] = [];
-const tmp = () => {
-  const dir = mkdtempSync(join(tmpdir(), "callforest-convert-"));
-  made.push(dir);
-  return dir;
-};
-afterAll(() => {
-  for (const dir of made) rmSync(dir, { recursive: true, force: true });
-});
+const tmp = tempDirs("convert");
 
 describe("callforest convert", () => {
   it("writes one canonical rollout per Gym row, in input order", async () => {

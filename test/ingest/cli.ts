@@ -1,14 +1,14 @@
 // Runs the CLI in-process (main() from src/cli/main.ts) with stdout/stderr captured, and builds
 // the JSONL inputs the `rows` tests share.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { vi } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
 import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
+import { tempDirs } from "../support/temp-dirs.js";
 
 export interface Run {
   code: number;
@@ -33,17 +33,8 @@ export async function cli(...argv: string[]): Promise<Run> {
   }
 }
 
-const made: string[] = [];
-
-export function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "callforest-rows-"));
-  made.push(dir);
-  return dir;
-}
-
-export function removeTempDirs(): void {
-  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
-}
+/** Fresh directories for the rows tests, removed after the test file. */
+export const tempDir = tempDirs("rows");
 
 export const read = (path: string) => readFileSync(path, "utf8");
 export const lines = (text: string) => text.split("\n").filter((line) => line !== "");
