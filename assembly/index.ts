@@ -4,9 +4,9 @@
 import { Vec, setMemoryLimitPages, vecAt, vecReserve, vecRestart } from "./vec";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
-  AGENT_PARENTS, CALLS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
+  AGENT_PARENTS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
 } from "./tree";
-import { buildRows, ownerRows, pathBuffer, rowTable } from "./rows";
+import { buildRows, links, pathBuffer, rowTable } from "./rows";
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
@@ -105,10 +105,6 @@ export function finish(): i32 {
   return buildRows();
 }
 
-export function callTable(): usize {
-  return CALLS.ptr;
-}
-
 export function rowTableAddress(): usize {
   return rowTable;
 }
@@ -117,6 +113,7 @@ export function pathBufferAddress(): usize {
   return pathBuffer;
 }
 
-export function ownerRowsAddress(): usize {
-  return ownerRows;
+/** Each call's parent, then each call's owner row (i32[2n]). */
+export function linksAddress(): usize {
+  return links;
 }

@@ -20,7 +20,9 @@ export const R_MASK_PTR: i32 = 24; // u8[ceil(numTokens / 8)]
 
 export let rowTable: usize = 0;
 export let pathBuffer: usize = 0; // i32 call indices
-export let ownerRows: usize = 0; // i32 per call: the row that trains it
+/** i32[2n]: each call's parent ([0, n)), then the row that trains it ([n, 2n)); read by the host. */
+export let links: usize = 0;
+let ownerRows: usize = 0; // links + n
 
 // @ts-ignore: decorator
 @inline function i32At(base: usize, i: i32): usize {
@@ -39,12 +41,14 @@ export function buildRows(): i32 {
   const sameAgentChild = allocBytes((<usize>n) << 2);
   const depth = allocBytes((<usize>n) << 2);
   const rowOfLeaf = allocBytes((<usize>n) << 2);
-  ownerRows = allocBytes((<usize>n) << 2);
+  links = allocBytes((<usize>max(n, 1)) << 3);
+  ownerRows = links + ((<usize>n) << 2);
   memory.fill(firstChild, 0xff, (<usize>n) << 2);
   memory.fill(sameAgentChild, 0xff, (<usize>n) << 2);
 
   for (let c = 0; c < n; c++) {
     const p = callField(c, C_PARENT);
+    store<i32>(i32At(links, c), p);
     if (p < 0) {
       store<i32>(i32At(depth, c), 1);
       continue;

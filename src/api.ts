@@ -2,7 +2,7 @@
 // (src/index.ts for Node, src/browser.ts for browsers) supply how the .wasm bytes are loaded.
 import { planRollout } from "./planner.js";
 import { createBuilder, type BuilderHeader, type RolloutBuilder } from "./builder.js";
-import { TsCore } from "./core/ts-core.js";
+import { TsCorePool } from "./core/ts-core.js";
 import { WasmCorePool } from "./core/wasm-core.js";
 import type { CoreFactory } from "./core/types.js";
 import type { BackendName, InitOptions, Plan, PlanOptions } from "./types.js";
@@ -47,7 +47,10 @@ function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Ca
 
 export async function initWith(loadModule: ModuleLoader, options: InitOptions = {}): Promise<Callforest> {
   const backend = options.backend ?? "wasm";
-  if (backend === "ts") return makeApi("ts", false, () => new TsCore());
+  if (backend === "ts") {
+    const pool = new TsCorePool();
+    return makeApi("ts", false, () => pool.acquire());
+  }
   if (backend !== "wasm") throw new Error(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
   if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
   const simd = options.simd ?? simdSupported();

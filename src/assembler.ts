@@ -222,8 +222,9 @@ export class RolloutAssembler {
       const path: string[] = [];
       const trained: string[] = [];
       const context: string[] = [];
-      for (let k = 0; k < coreRow.path.length; k++) {
-        const e = coreRow.path[k];
+      const pathEnd = coreRow.pathStart + coreRow.pathLength;
+      for (let k = coreRow.pathStart; k < pathEnd; k++) {
+        const e = forest.paths[k];
         path.push(idOf(e));
         if (forest.ownerRows[e] === index) {
           trained.push(idOf(e));

@@ -22,6 +22,14 @@ function grown<T extends Int32Array | Float32Array>(array: T, need: number): T {
   return bigger;
 }
 
+function reverseRange(values: number[], from: number, to: number): void {
+  for (let i = from, j = to - 1; i < j; i++, j--) {
+    const swap = values[i];
+    values[i] = values[j];
+    values[j] = swap;
+  }
+}
+
 export class TsCore implements ForestCore {
   private agentParents = new Int32Array(0);
   private stageTokens = new Int32Array(256);
@@ -239,14 +247,16 @@ export class TsCore implements ForestCore {
       if (firstChild[c] < 0) ownerRows[c] = rowOfLeaf[c];
       else ownerRows[c] = ownerRows[sameAgentChild[c] >= 0 ? sameAgentChild[c] : firstChild[c]];
     }
-    const rows: CoreRow[] = leaves.map((leaf, row) => this.buildRow(leaf, row, parents, ownerRows));
-    return { parents, ownerRows, rows };
+    const paths: number[] = [];
+    const rows: CoreRow[] = leaves.map((leaf, row) => this.buildRow(leaf, row, parents, ownerRows, paths));
+    return { parents, ownerRows, paths, rows };
   }
 
-  private buildRow(leaf: number, row: number, parents: Int32Array, ownerRows: Int32Array): CoreRow {
-    const path: number[] = [];
-    for (let x = leaf; x >= 0; x = parents[x]) path.push(x);
-    path.reverse();
+  private buildRow(leaf: number, row: number, parents: Int32Array, ownerRows: Int32Array, paths: number[]): CoreRow {
+    const pathStart = paths.length;
+    for (let x = leaf; x >= 0; x = parents[x]) paths.push(x);
+    const pathLength = paths.length - pathStart;
+    reverseRange(paths, pathStart, paths.length);
     const numTokens = this.callFull[leaf];
     const tokenIds = new Int32Array(numTokens);
     for (let node = this.callEndNode[leaf]; node > 0; node = this.nodeParent[node]) {
@@ -256,17 +266,51 @@ export class TsCore implements ForestCore {
     }
     const logprobs = new Float32Array(numTokens);
     const lossMask = new Uint8Array((numTokens + 7) >> 3);
-    for (const x of path) {
+    for (let k = pathStart; k < pathStart + pathLength; k++) {
+      const x = paths[k];
       const start = this.callPrompt[x];
       const end = this.callFull[x];
       const off = this.callLpOff[x];
       logprobs.set(this.logprobs.subarray(off, off + end - start), start);
       if (ownerRows[x] === row) for (let i = start; i < end; i++) lossMask[i >> 3] |= 1 << (i & 7);
     }
-    return { leaf, path: Int32Array.from(path), tokenIds, logprobs, lossMask };
+    return { leaf, pathStart, pathLength, tokenIds, logprobs, lossMask };
   }
 
-  release(): void {
-    // Nothing to give back: the garbage collector owns this core's arrays.
+  /** Set by TsCorePool: hands this core back for the next plan. */
+  giveBack: ((core: TsCore) => void) | null = null;
+  private released = false;
+
+  release(reusable = true): void {
+    // Rows own their arrays, so the core can serve the next plan as soon as this one lets go.
+    if (this.released) return;
+    this.released = true;
+    if (reusable) this.giveBack?.(this);
+  }
+
+  /** For TsCorePool: ready for another plan. */
+  reopen(): this {
+    this.released = false;
+    return this;
+  }
+}
+
+const MAX_IDLE_CORES = 2;
+
+/**
+ * Recycles TS cores like WasmCorePool recycles instances, so a batch of small rollouts does not
+ * re-grow every array from scratch for each plan (both backends keep capacity across plans).
+ */
+export class TsCorePool {
+  private readonly idle: TsCore[] = [];
+
+  acquire(): ForestCore {
+    const recycled = this.idle.pop();
+    if (recycled) return recycled.reopen();
+    const core = new TsCore();
+    core.giveBack = (done) => {
+      if (this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
+    };
+    return core;
   }
 }

@@ -23,8 +23,9 @@ export interface StagedCall {
 export interface CoreRow {
   /** Eligible index of the leaf. */
   leaf: number;
-  /** Eligible indices of the path, root first. */
-  path: Int32Array;
+  /** The path (eligible indices, root first) is paths[pathStart, pathStart + pathLength). */
+  pathStart: number;
+  pathLength: number;
   tokenIds: Int32Array;
   logprobs: Float32Array;
   lossMask: Uint8Array;
@@ -35,6 +36,8 @@ export interface CoreForest {
   parents: Int32Array;
   /** Row that trains each eligible call. */
   ownerRows: Int32Array;
+  /** Where the rows' paths are (see CoreRow); read only while the plan is built. */
+  paths: ArrayLike<number>;
   rows: CoreRow[];
 }
 

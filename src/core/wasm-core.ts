@@ -21,16 +21,13 @@ interface CoreExports {
   lastBadIndex(): number;
   ambiguousCandidates(second: number): number;
   finish(): number;
-  callTable(): number;
+  linksAddress(): number;
   rowTableAddress(): number;
   pathBufferAddress(): number;
-  ownerRowsAddress(): number;
   setMemoryLimit(pages: number): void;
 }
 
-// Record layouts shared with assembly/tree.ts and assembly/rows.ts (in i32 units).
-const CALL_RECORD = 8;
-const CALL_PARENT = 4;
+// Row record layout shared with assembly/rows.ts (in i32 units).
 const ROW_RECORD = 8;
 const ROW_LEAF = 0;
 const ROW_PATH_OFF = 1;
@@ -53,8 +50,37 @@ const imports = {
 
 const MAX_IDLE_INSTANCES = 2;
 
+/**
+ * One instance and the views the host keeps over its memory from plan to plan (a batch of small
+ * rollouts would otherwise spend much of its time making views). Growth detaches them; they are
+ * rebuilt then.
+ */
+class CoreInstance {
+  staging: StagedCall | null = null;
+  private heap = new Int32Array(0);
+
+  constructor(readonly exports: CoreExports) {}
+
+  /** All of linear memory as i32s (index = address >>> 2). */
+  heap32(): Int32Array {
+    const buffer = this.exports.memory.buffer;
+    if (this.heap.buffer !== buffer) this.heap = new Int32Array(buffer);
+    return this.heap;
+  }
+
+  /** Views spanning the staging area's capacity (see stage()). */
+  stagingViews(): StagedCall {
+    const core = this.exports;
+    const buffer = core.memory.buffer;
+    return (this.staging = {
+      tokens: new Int32Array(buffer, core.stagedTokens() >>> 0, core.stagedTokenCapacity()),
+      logprobs: new Float32Array(buffer, core.stagedLogprobs() >>> 0, core.stagedLogprobCapacity()),
+    });
+  }
+}
+
 export class WasmCorePool {
-  private readonly idle: CoreExports[] = [];
+  private readonly idle: CoreInstance[] = [];
 
   /** `maxMemory`: bytes of linear memory one instance may use (see InitOptions.maxMemory). */
   constructor(
@@ -62,71 +88,59 @@ export class WasmCorePool {
     private readonly maxMemory = 2 ** 32,
   ) {}
 
-  private instantiate(): CoreExports {
+  private instantiate(): CoreInstance {
     const exports = new WebAssembly.Instance(this.module, imports).exports as unknown as CoreExports;
     exports.setMemoryLimit(Math.max(1, Math.floor(this.maxMemory / 65536)));
-    return exports;
+    return new CoreInstance(exports);
   }
 
   acquire(): ForestCore {
-    const exports = this.idle.pop() ?? this.instantiate();
-    return new WasmCore(exports, (done) => {
+    const instance = this.idle.pop() ?? this.instantiate();
+    return new WasmCore(instance, (done) => {
       if (this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
     });
   }
 }
 
 class WasmCore implements ForestCore {
+  private readonly core: CoreExports;
   private calls = 0;
   private released = false;
-  private views: StagedCall | null = null;
 
   constructor(
-    private readonly core: CoreExports,
-    private readonly giveBack: (core: CoreExports) => void,
-  ) {}
+    private readonly instance: CoreInstance,
+    private readonly giveBack: (instance: CoreInstance) => void,
+  ) {
+    this.core = instance.exports;
+  }
 
   begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void {
     const table = this.core.begin(agentParents.length, callsHint, generatedHint);
-    new Int32Array(this.core.memory.buffer, table >>> 0, agentParents.length).set(agentParents);
+    this.instance.heap32().set(agentParents, table >>> 2);
     this.calls = 0;
-    this.views = null;
+    // The heap was reset: the staging area is normally where it was, but check.
+    const staging = this.instance.staging;
+    if (
+      staging !== null &&
+      (staging.tokens.byteOffset !== this.core.stagedTokens() >>> 0 || staging.logprobs.byteOffset !== this.core.stagedLogprobs() >>> 0)
+    ) {
+      this.instance.staging = null;
+    }
   }
 
   stage(prompt: number, generated: number): StagedCall {
+    // Fast path, no call into the core: the staging area is big enough and its views are live
+    // (views detached by memory growth read as empty, so this also catches growth).
+    const s = this.instance.staging;
+    if (s !== null && s.tokens.length >= prompt + generated && s.logprobs.length >= generated) return s;
     this.core.stage(prompt, generated);
-    // Views span the staging area's capacity and are reused until it moves (it grows rarely).
-    const buffer = this.core.memory.buffer;
-    const tokensAt = this.core.stagedTokens() >>> 0;
-    const logprobsAt = this.core.stagedLogprobs() >>> 0;
-    const s = this.views;
-    if (
-      s === null ||
-      s.tokens.buffer !== buffer ||
-      s.tokens.byteOffset !== tokensAt ||
-      s.logprobs.byteOffset !== logprobsAt ||
-      s.tokens.length < prompt + generated ||
-      s.logprobs.length < generated
-    ) {
-      this.views = {
-        tokens: new Int32Array(buffer, tokensAt, this.core.stagedTokenCapacity()),
-        logprobs: new Float32Array(buffer, logprobsAt, this.core.stagedLogprobCapacity()),
-      };
-    }
-    return this.views!;
+    return this.instance.stagingViews();
   }
 
   staged(): StagedCall {
-    const s = this.views!;
-    if (s.tokens.buffer === this.core.memory.buffer) return s;
-    // Memory grew while the call was linked: fresh views over the same (unmoved) staging area
-    // (a detached view reads as empty, so its length cannot be reused).
-    const buffer = this.core.memory.buffer;
-    this.views = {
-      tokens: new Int32Array(buffer, this.core.stagedTokens() >>> 0, this.core.stagedTokenCapacity()),
-      logprobs: new Float32Array(buffer, this.core.stagedLogprobs() >>> 0, this.core.stagedLogprobCapacity()),
-    };
-    return this.views;
+    const s = this.instance.staging!;
+    // Memory grew while the call was linked: fresh views over the same (unmoved) staging area.
+    return s.tokens.buffer === this.core.memory.buffer ? s : this.instance.stagingViews();
   }
 
   checkStagedTokens(count: number): number {
@@ -150,33 +164,33 @@ class WasmCore implements ForestCore {
   finish(): CoreForest {
     const rowCount = this.core.finish();
     // Memory does not grow after finish(), so these views stay valid until release().
-    const buffer = this.core.memory.buffer;
+    const heap = this.instance.heap32();
+    const buffer = heap.buffer;
     const n = this.calls;
-    const callTable = new Int32Array(buffer, this.core.callTable() >>> 0, n * CALL_RECORD);
-    const parents = new Int32Array(n);
-    for (let c = 0; c < n; c++) parents[c] = callTable[c * CALL_RECORD + CALL_PARENT];
+    const linksAt = this.core.linksAddress() >>> 2;
     // A copy: plan.forest reads it lazily, possibly after release() hands the memory on.
-    const ownerRows = new Int32Array(buffer, this.core.ownerRowsAddress() >>> 0, n).slice();
-    const table = new Int32Array(buffer, this.core.rowTableAddress() >>> 0, rowCount * ROW_RECORD);
-    const pathBase = this.core.pathBufferAddress() >>> 0;
+    const links = heap.slice(linksAt, linksAt + 2 * n);
+    const table = this.core.rowTableAddress() >>> 2;
+    const pathBase = this.core.pathBufferAddress() >>> 2;
     const rows: CoreRow[] = [];
     for (let r = 0; r < rowCount; r++) {
-      const at = r * ROW_RECORD;
-      const tokens = table[at + ROW_TOKENS];
+      const at = table + r * ROW_RECORD;
+      const tokens = heap[at + ROW_TOKENS];
       rows.push({
-        leaf: table[at + ROW_LEAF],
-        path: new Int32Array(buffer, pathBase + table[at + ROW_PATH_OFF] * 4, table[at + ROW_PATH_LEN]),
-        tokenIds: new Int32Array(buffer, table[at + ROW_TOKEN_PTR] >>> 0, tokens),
-        logprobs: new Float32Array(buffer, table[at + ROW_LOGPROB_PTR] >>> 0, tokens),
-        lossMask: new Uint8Array(buffer, table[at + ROW_MASK_PTR] >>> 0, (tokens + 7) >> 3),
+        leaf: heap[at + ROW_LEAF],
+        pathStart: pathBase + heap[at + ROW_PATH_OFF],
+        pathLength: heap[at + ROW_PATH_LEN],
+        tokenIds: new Int32Array(buffer, heap[at + ROW_TOKEN_PTR] >>> 0, tokens),
+        logprobs: new Float32Array(buffer, heap[at + ROW_LOGPROB_PTR] >>> 0, tokens),
+        lossMask: new Uint8Array(buffer, heap[at + ROW_MASK_PTR] >>> 0, (tokens + 7) >> 3),
       });
     }
-    return { parents, ownerRows, rows };
+    return { parents: links.subarray(0, n), ownerRows: links.subarray(n), paths: heap, rows };
   }
 
   release(reusable = true): void {
     if (this.released) return;
     this.released = true;
-    if (reusable) this.giveBack(this.core);
+    if (reusable) this.giveBack(this.instance);
   }
 }
