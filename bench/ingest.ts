@@ -58,6 +58,21 @@ const median = (values: number[]) => {
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
+/**
+ * How fast --jobs 2 could be at best: the CPU time it needs, spread over every core with none
+ * idle. When this bound is below a target, no scheduling can reach it on this machine.
+ */
+function cpuCeiling(oneJob: IngestResult, twoJobs: IngestResult): string[] {
+  if (twoJobs.medianCpu === null) return [];
+  const cores = Math.min(2, availableParallelism());
+  const floor = twoJobs.medianCpu / cores;
+  return [
+    `--jobs 2 needs ${twoJobs.medianCpu.toFixed(2)} CPU s (--jobs 1: ${oneJob.medianCpu?.toFixed(2) ?? "?"}); on ${cores} fully busy cores that is ` +
+      `≥ ${floor.toFixed(2)} s, so at most ${(oneJob.median / floor).toFixed(2)}× over --jobs 1 here`,
+    "",
+  ];
+}
+
 export async function runIngestBench(options: { megabytes?: number; repeats?: number; log?: (s: string) => void } = {}): Promise<{ table: string; results: IngestResult[] }> {
   const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
   const megabytes = options.megabytes ?? Number(process.env.INGEST_BENCH_MB ?? 1024);
@@ -124,6 +139,7 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
     "|---|---:|---:|---:|---:|---:|---:|",
     ...rowsOf,
     "",
+    ...cpuCeiling(results[2], results[3]),
     `${availableParallelism()} cores; load average at the end ${loads.map((l) => l.toFixed(1)).join(" ")} (other work on the machine slows the wall clock)`,
     hashes.every((h) => h === hashes[0]) ? `reports identical on every path (sha256 ${hashes[0]})` : `REPORTS DIFFER: ${hashes.join(" ")}`,
   ].join("\n");

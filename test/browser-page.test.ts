@@ -1,7 +1,8 @@
 // The page (web/), built as `npm run build` builds it, in real Chromium: served by
 // `callforest view`'s server with the worked example preloaded, and opened straight from disk.
 // One browser for the file; the page is built once into a temporary directory.
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -201,6 +202,37 @@ describe("the page", () => {
     const variance = sumSq / n - (sum / n) ** 2;
     expect(variance).toBeGreaterThan(100);
     expect(colours.size).toBeGreaterThan(50);
+  });
+
+  it("downloads the picture as `callforest draw` writes it", async () => {
+    await page.click("#example");
+    await nextLoad();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.click("#download-svg")]);
+    expect(download.suggestedFilename()).toBe("login-bug.svg");
+    const saved = readFileSync(await download.path(), "utf8");
+    expect(saved).toBe(readFileSync(join(ROOT, "test/__snapshots__/login-bug.svg"), "utf8"));
+  });
+
+  it("opens rollouts piped to `callforest view -`", async () => {
+    const other = { ...example, rollout_id: "piped" };
+    const child = spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", "-", "--port", "0"], { stdio: ["pipe", "pipe", "inherit"] });
+    try {
+      child.stdin.end(`${asJson(example)}\n${asJson(other)}\n`);
+      const [url] = (await once(child.stdout, "data")) as [Buffer];
+      expect(url.toString()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?input=input%2Fstdin\.jsonl\n$/);
+      // Its own tab: the built page of the package (dist/web), served by another server.
+      const tab = await context.newPage();
+      await tab.goto(url.toString().trim());
+      await tab.waitForSelector('body[data-loads="1"]');
+      expect(await tab.textContent("#status")).toBe("stdin.jsonl: 2 rollouts");
+      expect(await tab.$$eval("#rollout-select option", (os) => os.map((o) => o.textContent))).toEqual([
+        "stdin.jsonl:1 · login-bug · 5 rows",
+        "stdin.jsonl:2 · piped · 5 rows",
+      ]);
+      await tab.close();
+    } finally {
+      child.kill();
+    }
   });
 
   it("refuses to follow ?input= to another origin", async () => {

@@ -1,6 +1,7 @@
 // `callforest view`: serves the page (dist/web/index.html, one self-contained file built by
 // `npm run build`) on 127.0.0.1 and prints its URL. With INPUT, the file is served at
-// /input/<name> and the printed URL (?input=input/<name>) makes the page open it on load.
+// /input/<name> and the printed URL (?input=input/<name>) makes the page open it on load; INPUT
+// `-` reads stdin first (served as stdin.jsonl: stdin is JSONL, as for `rows`).
 // Only those two paths exist; everything the page needs is inside index.html.
 import { createReadStream, readFileSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -22,8 +23,8 @@ const CSP =
 export interface ViewServerOptions {
   /** The page file (default PAGE_FILE). */
   page?: string;
-  /** A rollout file to offer at /input/<name>. */
-  input?: string;
+  /** A rollout file to offer at /input/<name>, or bytes already read (stdin) and their name. */
+  input?: string | { name: string; bytes: Uint8Array };
   port?: number;
 }
 
@@ -47,8 +48,10 @@ function readable(path: string, what: string): void {
 export async function startViewServer(options: ViewServerOptions = {}): Promise<ViewServer> {
   const pageFile = options.page ?? PAGE_FILE;
   readable(pageFile, " (build the page first: npm run build)");
-  if (options.input !== undefined) readable(options.input, "");
-  const inputPath = options.input === undefined ? null : `/input/${encodeURIComponent(basename(options.input))}`;
+  const input = options.input;
+  if (typeof input === "string") readable(input, "");
+  const inputName = input === undefined ? null : typeof input === "string" ? basename(input) : input.name;
+  const inputPath = inputName === null ? null : `/input/${encodeURIComponent(inputName)}`;
   const page = readFileSync(pageFile);
 
   const server = createServer((request, response) => {
@@ -62,7 +65,8 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
     } else if (inputPath !== null && path === inputPath) {
       response.writeHead(200, { ...headers, "Content-Type": "text/plain; charset=utf-8" });
       if (request.method === "HEAD") response.end();
-      else createReadStream(options.input!).pipe(response);
+      else if (typeof input === "string") createReadStream(input).pipe(response);
+      else response.end(input!.bytes);
     } else {
       response.writeHead(404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");
     }
@@ -88,6 +92,12 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
   };
 }
 
+async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : chunk);
+  return Buffer.concat(chunks);
+}
+
 function parsePort(text: string): number {
   const port = Number(text);
   if (!/^\d+$/.test(text) || port > 65535) throw new UsageError(`--port ${text}: expected a port number 0-65535`);
@@ -98,17 +108,18 @@ export function register(program: Command): void {
   program
     .command("view")
     .description("Serve the callforest page on 127.0.0.1 and print its URL (INPUT, if given, opens on load).")
-    .argument("[input]", "a .json or .jsonl rollout file to open in the page")
+    .argument("[input]", "a .json or .jsonl rollout file to open in the page (- reads JSONL from stdin)")
     .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`)
     .action(async (input: string | undefined, options: { port?: string }) => {
       const explicit = options.port !== undefined;
       const port = explicit ? parsePort(options.port!) : DEFAULT_PORT;
+      const served = input === "-" ? { name: "stdin.jsonl", bytes: await readAll(process.stdin) } : input;
       let view: ViewServer;
       try {
-        view = await startViewServer({ input, port });
+        view = await startViewServer({ input: served, port });
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === "EADDRINUSE" && !explicit) view = await startViewServer({ input, port: 0 });
+        if (code === "EADDRINUSE" && !explicit) view = await startViewServer({ input: served, port: 0 });
         else if (code === "EADDRINUSE") throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
         else throw error;
       }
