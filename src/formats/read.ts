@@ -5,7 +5,10 @@
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
 import { formatFloat32 } from "../output.js";
-import { BufferPool, DEFAULT_CHUNK, fileSource, forEachLine, readBatches, streamSource, type Batch, type ByteSource } from "../ingest/batches.js";
+import {
+  BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, streamSource,
+  type Batch, type ByteSource,
+} from "../ingest/batches.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
 import { isJsonName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
 
@@ -58,11 +61,10 @@ async function* readJsonLines(file: string, options: ReadOptions): AsyncGenerato
       if (next.done) return;
       const batch = next.value;
       const items: ReadItem[] = [];
-      forEachLine(batch, (start, end, line) => {
-        const item = parseLine(name, batch.bytes.subarray(start, end), line, options);
-        if (item !== null) items.push(item);
-      });
-      pool.give(batch.bytes.buffer as ArrayBuffer); // parsed: nothing refers to its bytes
+      const add = (item: ReadItem | null) => item !== null && items.push(item);
+      if (batch.parts !== undefined) add(parseLine(name, joinParts(lineParts(batch)), batch.firstLine, options));
+      else forEachLine(batch, (start, end, line) => add(parseLine(name, batch.bytes.subarray(start, end), line, options)));
+      for (const buffer of batchBuffers(batch)) pool.give(buffer); // parsed: nothing refers to its bytes
       yield* items;
     }
   } finally {

@@ -3,18 +3,23 @@
 // Bounded memory by design: bytes are read straight into chunk-sized buffers (recycled through a
 // BufferPool); once a buffer holds a newline, everything up to its last newline leaves as a
 // batch (the buffer itself, no copy) and only the unfinished tail (< one chunk) is copied into
-// the next buffer. A line longer than a buffer fills a list of full buffers and is copied once
-// into an exact-size batch when its newline comes: a line of n bytes costs n of copying (never
-// quadratic) and at most ~2n of memory. Memory is therefore a few chunks plus twice the longest
-// line, whatever the file size. Each batch owns its ArrayBuffer (byteOffset 0), so it can be
-// transferred to a worker thread without a copy.
+// the next buffer. A line longer than a buffer fills a list of full buffers and leaves as one
+// batch of those `parts`, never joined here: whoever plans it copies the parts straight into the
+// scanner's memory, so a line of n bytes costs n of memory in the reader (plus a chunk), whatever
+// the file size. Each batch owns its ArrayBuffers (byteOffset 0), so it can be transferred to a
+// worker thread without a copy.
 import { open } from "node:fs/promises";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
 export interface Batch {
-  /** Starts at byteOffset 0 of its own ArrayBuffer (transferable). */
+  /** Starts at byteOffset 0 of its own ArrayBuffer (transferable). Empty when `parts` is set. */
   bytes: Uint8Array;
+  /**
+   * One line longer than a chunk, in the buffers it was read into (each at byteOffset 0, the
+   * `\n` at the end of the last one, if the line has one); `lineCount` is then 1.
+   */
+  parts?: Uint8Array[];
   /** 1-based number of the first line in `bytes`. */
   firstLine: number;
   /** Number of lines in `bytes` (blank ones included), so line numbers stay true. */
@@ -30,6 +35,33 @@ export interface ByteSource {
 export const DEFAULT_CHUNK = 2 << 20;
 
 const NEWLINE = 10;
+const EMPTY = new Uint8Array(0);
+
+/** Bytes in the batch (its lines and their newlines). */
+export function batchLength(batch: Batch): number {
+  if (batch.parts === undefined) return batch.bytes.length;
+  let total = 0;
+  for (const part of batch.parts) total += part.length;
+  return total;
+}
+
+/** The buffers a batch owns (to transfer it, or give them back once it is planned). */
+export function batchBuffers(batch: Batch): ArrayBuffer[] {
+  return (batch.parts ?? [batch.bytes]).map((part) => part.buffer as ArrayBuffer);
+}
+
+/** A long-line batch's line without its newline: the parts, the last one shortened (or dropped). */
+export function lineParts(batch: Batch): Uint8Array[] {
+  const parts = batch.parts!;
+  const last = parts[parts.length - 1];
+  if (last.length === 0 || last[last.length - 1] !== NEWLINE) return parts;
+  return last.length === 1 ? parts.slice(0, -1) : [...parts.slice(0, -1), last.subarray(0, last.length - 1)];
+}
+
+/** The parts as one array (a copy: for readers that need the whole line, e.g. JSON.parse). */
+export function joinParts(parts: readonly Uint8Array[]): Uint8Array {
+  return parts.length === 1 ? parts[0] : Buffer.concat(parts);
+}
 
 /** Node's Buffer view of the same bytes: its indexOf is memchr, much faster than TypedArray's. */
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -56,75 +88,50 @@ function allocate(size: number): Uint8Array {
 }
 
 /**
- * Batch buffers, given back once planned (by a worker: transferred back), so a long run reuses
- * a few chunk-sized buffers instead of faulting in fresh memory for every batch. One buffer for
- * long lines is kept too (the largest seen), so a file of many huge rollouts reuses it.
+ * Chunk-sized batch buffers, given back once planned (by a worker: transferred back), so a long
+ * run reuses a few instead of faulting in fresh memory for every batch.
  */
 export class BufferPool {
   private readonly free: ArrayBuffer[] = [];
-  private large: ArrayBuffer | null = null;
 
   constructor(
     readonly size: number,
     private readonly keep = 16,
   ) {}
 
-  /** `size` bytes starting at offset 0 of a buffer of at least that many. */
-  take(size: number): Uint8Array {
-    if (size <= this.size) {
-      const recycled = this.free.pop();
-      return recycled === undefined ? allocate(this.size) : new Uint8Array(recycled, 0, this.size);
-    }
-    if (this.large !== null && this.large.byteLength >= size) {
-      const large = this.large;
-      this.large = null;
-      return new Uint8Array(large, 0, size);
-    }
-    // Some headroom, so the next long line of about this size fits too.
-    const capacity = Math.min(size + (size >> 3) + this.size, 2 ** 31);
-    return allocate(Math.max(capacity, size)).subarray(0, size);
+  /** A buffer of `size` bytes (its own ArrayBuffer, from offset 0). */
+  take(): Uint8Array {
+    const recycled = this.free.pop();
+    return recycled === undefined ? allocate(this.size) : new Uint8Array(recycled, 0, this.size);
   }
 
   /** Takes back a batch's buffer once nothing refers to it. */
   give(buffer: ArrayBuffer): void {
-    if (buffer.byteLength === this.size) {
-      if (this.free.length < this.keep) this.free.push(buffer);
-    } else if (buffer.byteLength > this.size && (this.large === null || buffer.byteLength > this.large.byteLength)) {
-      this.large = buffer;
-    }
+    if (buffer.byteLength === this.size && this.free.length < this.keep) this.free.push(buffer);
   }
 }
 
 /** Batches of whole lines, in input order; each about `chunk` bytes (more when one line is longer). */
 export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, pool = new BufferPool(chunk)): AsyncGenerator<Batch> {
-  let buffer = pool.take(chunk);
+  if (pool.size !== chunk) throw new Error(`readBatches: the pool's buffers (${pool.size} bytes) must be chunk-sized (${chunk})`);
+  let buffer = pool.take();
   let filled = 0; // bytes at the start of `buffer` not sent yet
   let lastNewline = -1; // newest `\n` in buffer[0, filled), -1: none
   let nextLine = 1;
   // Full buffers holding the start of one line longer than a buffer (no newline in any of them).
   let pieces: Uint8Array[] = [];
-  let piecesBytes = 0;
-  /** One exact-size batch of the pieces and `tail`: a long line is copied once, never regrown. */
-  const assemble = (tail: Uint8Array): Uint8Array => {
-    const line = pool.take(piecesBytes + tail.length);
-    let at = 0;
-    for (const piece of pieces) {
-      line.set(piece, at);
-      at += piece.length;
-      pool.give(piece.buffer as ArrayBuffer);
-    }
-    line.set(tail, at);
+  /** The long line's batch: the pieces and `last`, which must own its buffer. */
+  const longLine = (last: Uint8Array): Batch => {
+    const parts = last.length > 0 ? [...pieces, last] : pieces;
     pieces = [];
-    piecesBytes = 0;
-    return line;
+    return { bytes: EMPTY, parts, firstLine: nextLine, lineCount: 1 };
   };
   try {
     for (;;) {
       if (filled === buffer.length) {
         // Full and no newline (a newline would have sent a batch): part of one long line.
         pieces.push(buffer);
-        piecesBytes += filled;
-        buffer = pool.take(chunk);
+        buffer = pool.take();
         filled = 0;
       }
       const got = await source.read(buffer, filled, buffer.length - filled);
@@ -135,11 +142,14 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, po
       filled += got;
       if (pieces.length > 0) {
         if (lastNewline < 0) continue;
-        // The long line ends here: it leaves alone; the rest moves to the buffer's start.
+        // The long line ends here: it leaves alone, with this buffer as its last part; the rest
+        // (less than a chunk) moves to a fresh buffer.
         const end = asBuffer(buffer.subarray(0, filled)).indexOf(NEWLINE) + 1;
-        yield { bytes: assemble(buffer.subarray(0, end)), firstLine: nextLine, lineCount: 1 };
+        const next = pool.take();
+        next.set(buffer.subarray(end, filled));
+        yield longLine(buffer.subarray(0, end));
         nextLine++;
-        buffer.copyWithin(0, end, filled);
+        buffer = next;
         filled -= end;
         lastNewline = lastNewline >= end ? lastNewline - end : -1;
       }
@@ -147,7 +157,7 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, po
       if (lastNewline < 0 || filled < chunk >> 1) continue;
       const end = lastNewline + 1;
       const lineCount = countNewlines(buffer, 0, end);
-      const next = pool.take(chunk);
+      const next = pool.take();
       next.set(buffer.subarray(end, filled)); // the unfinished tail, shorter than a chunk
       yield { bytes: buffer.subarray(0, end), firstLine: nextLine, lineCount };
       nextLine += lineCount;
@@ -158,7 +168,7 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, po
     // What is left: whole lines not sent yet, and maybe a last line without a newline (a file
     // cut short, or just no final newline).
     if (pieces.length > 0) {
-      yield { bytes: assemble(buffer.subarray(0, filled)), firstLine: nextLine, lineCount: 1 };
+      yield longLine(buffer.subarray(0, filled));
     } else if (filled > 0) {
       const unterminated = buffer[filled - 1] === NEWLINE ? 0 : 1;
       yield { bytes: buffer.subarray(0, filled), firstLine: nextLine, lineCount: countNewlines(buffer, 0, filled) + unterminated };
@@ -169,8 +179,9 @@ export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, po
 }
 
 /**
- * Calls `each(start, end, line)` for every line of a batch; `end` excludes the `\n`. Lines are
- * found here, in whoever plans the batch, so the reader never scans them twice.
+ * Calls `each(start, end, line)` for every line of a batch of `bytes` (not `parts`); `end`
+ * excludes the `\n`. Lines are found here, in whoever plans the batch, so the reader never scans
+ * them twice.
  */
 export function forEachLine(batch: Batch, each: (start: number, end: number, line: number) => void): void {
   const bytes = asBuffer(batch.bytes);

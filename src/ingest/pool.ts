@@ -2,22 +2,24 @@
 // output comes back in pieces and leaves in input order. Memory stays bounded: at most
 // `maxBytes` of input (plus one batch) is out at a time, counted until its output is written.
 import { Worker } from "node:worker_threads";
-import type { Batch } from "./batches.js";
+import { batchBuffers, batchLength, type Batch } from "./batches.js";
 import type { IngestOptions, Piece } from "./process.js";
 
 export type ToWorker = BatchMessage | { blocks: ArrayBuffer[] };
 
 export interface BatchMessage {
   seq: number;
-  buffer: ArrayBuffer;
-  length: number;
+  /** The batch's bytes (one buffer), or a long line's parts (see Batch.parts). */
+  buffers: ArrayBuffer[];
+  lengths: number[];
+  parts: boolean;
   firstLine: number;
   lineCount: number;
   name: string;
 }
 
 export type FromWorker =
-  | { type: "piece"; seq: number; piece: Piece; /** the batch's buffer, back with its last piece */ buffer?: ArrayBuffer }
+  | { type: "piece"; seq: number; piece: Piece; /** the batch's buffers, back with its last piece */ buffers?: ArrayBuffer[] }
   | { type: "fatal"; message: string };
 
 /** Batches a worker may hold at once: one running, one waiting (so it never idles between batches). */
@@ -105,7 +107,7 @@ export class WorkerPool {
     const slot = this.slots.get(message.seq);
     if (slot === undefined) return;
     if (message.piece.last) state.outstanding--;
-    if (message.buffer !== undefined) this.recycle(message.buffer);
+    for (const buffer of message.buffers ?? []) this.recycle(buffer);
     slot.pieces.push(message.piece);
     this.pump();
     this.signal();
@@ -149,21 +151,24 @@ export class WorkerPool {
     for (;;) {
       this.check();
       const idle = this.workers.reduce((a, b) => (b.outstanding < a.outstanding ? b : a));
-      const room = this.inFlight === 0 || this.inFlight + batch.bytes.length <= this.maxBytes;
+      const bytes = batchLength(batch);
+      const room = this.inFlight === 0 || this.inFlight + bytes <= this.maxBytes;
       if (idle.outstanding < PER_WORKER && room) {
         const seq = this.nextSubmit++;
-        this.slots.set(seq, { bytes: batch.bytes.length, pieces: [], worker: idle });
-        this.inFlight += batch.bytes.length;
+        this.slots.set(seq, { bytes, pieces: [], worker: idle });
+        this.inFlight += bytes;
         idle.outstanding++;
+        const parts = batch.parts ?? [batch.bytes];
         const message: BatchMessage = {
           seq,
-          buffer: batch.bytes.buffer as ArrayBuffer,
-          length: batch.bytes.length,
+          buffers: batchBuffers(batch),
+          lengths: parts.map((part) => part.length),
+          parts: batch.parts !== undefined,
           firstLine: batch.firstLine,
           lineCount: batch.lineCount,
           name,
         };
-        idle.worker.postMessage(message, [message.buffer]);
+        idle.worker.postMessage(message, message.buffers);
         return;
       }
       await this.waitForChange();

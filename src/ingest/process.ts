@@ -9,7 +9,7 @@ import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
 import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
-import { forEachLine, type Batch } from "./batches.js";
+import { batchLength, forEachLine, joinParts, lineParts, type Batch } from "./batches.js";
 import { LineScanner, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
 
@@ -164,17 +164,28 @@ export class LineProcessor {
   /** Plans every line of a batch; `flush` gets the output in order, the last piece with `last`. */
   async processBatch(batch: Batch, name: string, flush: Flush): Promise<void> {
     const context = this.context;
+    if (batch.parts !== undefined) {
+      // One long line, still in the chunks it was read into (the scanner copies them in).
+      await this.ensureScanner();
+      this.processLine(lineParts(batch), `${name}:${batch.firstLine}`, batch.firstLine, context);
+      await flush(this.take(batchLength(batch), true));
+      return;
+    }
     const lines: number[] = [];
     forEachLine(batch, (start, end, line) => lines.push(start, end, line));
     for (let i = 0; i < lines.length; i += 3) {
       const [start, end, line] = [lines[i], lines[i + 1], lines[i + 2]];
-      // A scanner that trapped is replaced before the next line.
-      if (this.scanner === null && this.options.reader === "scan") this.scanner = await LineScanner.create();
+      await this.ensureScanner();
       this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line, context);
       // Hand on output as it grows (a huge rollout's rows, or many small ones).
       if (this.rowBytes.size >= FLUSH_BYTES) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
+  }
+
+  /** A scanner that trapped is replaced before the next line. */
+  private async ensureScanner(): Promise<void> {
+    if (this.scanner === null && this.options.reader === "scan") this.scanner = await LineScanner.create();
   }
 
   private take(upTo: number, last: boolean): Piece {
@@ -195,9 +206,12 @@ export class LineProcessor {
     return piece;
   }
 
-  /** One input line (without its `\n`); blank lines are skipped (no report, line numbers kept). */
-  private processLine(bytes: Uint8Array, where: string, line: number, context: FormatContext): void {
-    if (isBlankLine(bytes)) return;
+  /**
+   * One input line without its `\n` (a long one in parts); blank lines are skipped (no report,
+   * line numbers kept).
+   */
+  private processLine(bytes: Uint8Array | Uint8Array[], where: string, line: number, context: FormatContext): void {
+    if (bytes instanceof Uint8Array ? isBlankLine(bytes) : bytes.every((part) => isBlankLine(part))) return;
     let result: ConvertResult;
     try {
       result = this.parse(bytes, context);
@@ -209,14 +223,11 @@ export class LineProcessor {
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
-  private parse(bytes: Uint8Array, context: FormatContext): ConvertResult {
-    // JSON text is UTF-8 (RFC 8259). The scanner checks it itself (strictly, like a fatal
-    // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced.
-    if (this.scanner === null && !isUtf8(bytes)) return malformedJson(notJsonDetail(bytes, () => "invalid UTF-8"));
+  private parse(line: Uint8Array | Uint8Array[], context: FormatContext): ConvertResult {
     if (this.scanner !== null) {
       let scanned: ScannedLine;
       try {
-        scanned = this.scanner.scan(bytes);
+        scanned = this.scanner.scan(line);
       } catch (error) {
         if (!isOutOfMemory(error)) throw error;
         this.scanner = null; // a trapped instance is not reused
@@ -226,9 +237,14 @@ export class LineProcessor {
       if (scanned.code === "rollout_too_large") return tooLarge(scanned.detail);
       return malformedJson(scanned.detail);
     }
-    if (bytes.length > MAX_STRING_BYTES) {
-      return tooLarge(`the line has ${bytes.length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
+    const length = line instanceof Uint8Array ? line.length : line.reduce((n, part) => n + part.length, 0);
+    if (length > MAX_STRING_BYTES) {
+      return tooLarge(`the line has ${length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
     }
+    const bytes = line instanceof Uint8Array ? line : joinParts(line);
+    // JSON text is UTF-8 (RFC 8259). The scanner checks it itself (strictly, like a fatal
+    // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced.
+    if (!isUtf8(bytes)) return malformedJson(notJsonDetail(bytes, () => "invalid UTF-8"));
     let value: unknown;
     try {
       value = JSON.parse(decode(bytes));

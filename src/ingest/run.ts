@@ -4,7 +4,7 @@ import { statSync } from "node:fs";
 import { readRollouts } from "../formats/read.js";
 import { isJsonName } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
-import { BufferPool, DEFAULT_CHUNK, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
+import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
@@ -84,7 +84,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
           await pool.submit(batch, name);
         } else {
           await (await inProcess()).processBatch(batch, name, (piece) => write(piece, recycleLocal));
-          buffers.give(batch.bytes.buffer as ArrayBuffer); // planned and written: nothing refers to it
+          for (const buffer of batchBuffers(batch)) buffers.give(buffer); // planned and written: nothing refers to it
         }
       }
     }

@@ -50,13 +50,14 @@ function compileOnce(url: URL): Promise<WebAssembly.Module> {
 export async function instantiateScan(options: ScanModuleOptions = {}): Promise<ScanExports> {
   const module = await compileOnce(options.url ?? scanWasmUrl(options.simd ?? true));
   let memory: WebAssembly.Memory | null = null;
+  // Addresses arrive as i32: `>>> 0` reads those past 2 GiB as the unsigned numbers they are.
   const env = {
     parseFloatSlow(address: number, length: number): number {
-      return Number(latin1.decode(new Uint8Array(memory!.buffer, address, length)));
+      return Number(latin1.decode(new Uint8Array(memory!.buffer, address >>> 0, length)));
     },
     formatFloatSlow(value: number, address: number): number {
       const text = formatFloat32(value);
-      const bytes = new Uint8Array(memory!.buffer, address, text.length);
+      const bytes = new Uint8Array(memory!.buffer, address >>> 0, text.length);
       for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
       return text.length;
     },

@@ -44,14 +44,22 @@ export class LineScanner {
   }
 
   /**
-   * Scans one line's bytes. Views in the result stay valid until the next scan() (memory only
-   * grows inside scan(), before any view is made).
+   * Scans one line's bytes (or the parts it was read into, in order). Views in the result stay
+   * valid until the next scan() (memory only grows inside scan(), before any view is made).
    */
-  scan(line: Uint8Array): ScannedLine {
-    const input = this.inputBuffer(line.length);
-    if (input === null) return tooLarge(line.length);
-    input.set(line);
-    return this.scanInput(line.length);
+  scan(line: Uint8Array | readonly Uint8Array[]): ScannedLine {
+    // A long line comes in the parts it was read into: they are copied in one after another.
+    const parts = line instanceof Uint8Array ? [line] : line;
+    let length = 0;
+    for (const part of parts) length += part.length;
+    const input = this.inputBuffer(length);
+    if (input === null) return tooLarge(length);
+    let at = 0;
+    for (const part of parts) {
+      input.set(part, at);
+      at += part.length;
+    }
+    return this.scanInput(length);
   }
 
   /**
@@ -60,7 +68,7 @@ export class LineScanner {
    * views of the previous result) may be detached by the next inputBuffer() call.
    */
   inputBuffer(length: number): Uint8Array | null {
-    const address = this.wasm.inputAddress(length);
+    const address = this.wasm.inputAddress(length) >>> 0; // addresses past 2 GiB come back negative
     return address === 0 ? null : new Uint8Array(this.wasm.memory.buffer, address, length);
   }
 
@@ -71,12 +79,12 @@ export class LineScanner {
     const buffer = wasm.memory.buffer;
     let value: unknown;
     try {
-      value = JSON.parse(decoder.decode(new Uint8Array(buffer, wasm.metaAddress(), wasm.metaLength())));
+      value = JSON.parse(decoder.decode(new Uint8Array(buffer, wasm.metaAddress() >>> 0, wasm.metaLength())));
     } catch {
-      return notJson(new Uint8Array(buffer, wasm.inputAddress(length), length).slice());
+      return notJson(new Uint8Array(buffer, wasm.inputAddress(length) >>> 0, length).slice());
     }
     const count = wasm.arrayCount();
-    if (count > 0) this.attach(value, buffer, wasm.tableAddress(), count);
+    if (count > 0) this.attach(value, buffer, wasm.tableAddress() >>> 0, count);
     return { ok: true, value };
   }
 

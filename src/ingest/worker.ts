@@ -4,6 +4,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
 import type { ToWorker, FromWorker } from "./pool.js";
+import type { Batch } from "./batches.js";
 
 const port = parentPort!;
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
@@ -29,13 +30,15 @@ port.on("message", (received: ToWorker) => {
   // One batch after another: pieces of a batch must leave in order.
   queue = queue.then(async () => {
     if (processor === null) return;
-    const batch = { bytes: new Uint8Array(message.buffer, 0, message.length), firstLine: message.firstLine, lineCount: message.lineCount };
+    const views = message.buffers.map((buffer, i) => new Uint8Array(buffer, 0, message.lengths[i]));
+    const { firstLine, lineCount } = message;
+    const batch: Batch = message.parts ? { bytes: new Uint8Array(0), parts: views, firstLine, lineCount } : { bytes: views[0], firstLine, lineCount };
     try {
       await processor.processBatch(batch, message.name, (piece: Piece) => {
         const transfer = piece.rows.map((chunk) => chunk.buffer as ArrayBuffer);
-        // The last piece takes the input buffer home for reuse.
-        if (piece.last) transfer.push(message.buffer);
-        post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffer: message.buffer } : {}) }, transfer);
+        // The last piece takes the input buffers home for reuse.
+        if (piece.last) transfer.push(...message.buffers);
+        post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffers: message.buffers } : {}) }, transfer);
       });
     } catch (error) {
       post({ type: "fatal", message: `${message.name}:${message.firstLine}+: ${describe(error)}` });

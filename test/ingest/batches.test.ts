@@ -1,8 +1,10 @@
 // The streaming line reader: whatever the read sizes, batches hold whole lines, in order, with
-// true line numbers, and a long line costs a buffer of about twice its size (never the input).
+// true line numbers, and a long line stays in the chunk buffers it was read into (never joined).
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { BufferPool, forEachLine, readBatches, streamSource, type Batch, type ByteSource } from "../../src/ingest/batches.js";
+import {
+  BufferPool, batchBuffers, batchLength, forEachLine, joinParts, lineParts, readBatches, streamSource, type Batch, type ByteSource,
+} from "../../src/ingest/batches.js";
 
 /** A source that hands out the input in reads of the given sizes (cycled), like a slow pipe. */
 function chunkedSource(input: Uint8Array, sizes: number[]): ByteSource & { closed: boolean } {
@@ -35,8 +37,19 @@ function linesOf(batches: Batch[]): [number, string][] {
   let expected = 1;
   for (const [i, batch] of batches.entries()) {
     expect(batch.firstLine).toBe(expected);
-    expect(batch.bytes.byteOffset).toBe(0); // owns its buffer from the start: transferable
     const isLast = i === batches.length - 1;
+    if (batch.parts !== undefined) {
+      // One long line in several chunk buffers, each owned from the start: transferable.
+      expect(batch.parts.length).toBeGreaterThan(1);
+      for (const part of batch.parts) expect(part.byteOffset).toBe(0);
+      expect(batch.lineCount).toBe(1);
+      const joined = joinParts(batch.parts);
+      if (!isLast) expect(joined[joined.length - 1]).toBe(10);
+      out.push([batch.firstLine, Buffer.from(joinParts(lineParts(batch))).toString("latin1")]);
+      expected++;
+      continue;
+    }
+    expect(batch.bytes.byteOffset).toBe(0); // owns its buffer from the start: transferable
     if (!isLast) expect(batch.bytes[batch.bytes.length - 1]).toBe(10);
     let count = 0;
     forEachLine(batch, (start, end, line) => {
@@ -86,7 +99,7 @@ describe("readBatches", () => {
     expect(await collect(chunkedSource(new Uint8Array(0), [3]), 4)).toEqual([]);
   });
 
-  it("assembles a multi-MB line from many small reads in a buffer about twice its size", async () => {
+  it("hands a multi-MB line on in the chunks it was read into, never joining or growing a buffer", async () => {
     const long = "[" + "1234567,".repeat(5 << 17) + "0]"; // ~5 MB
     const input = encode(`small\n${long}\nafter\n`);
     const chunk = 4096;
@@ -96,9 +109,11 @@ describe("readBatches", () => {
       [2, long],
       [3, "after"],
     ]);
-    // Bounded by design: a chunk, or the long line plus an eighth (copied once, never regrown).
-    for (const batch of batches) expect(batch.bytes.buffer.byteLength).toBeLessThanOrEqual(Math.max(chunk, (long.length + 1) * 1.125 + chunk));
-    expect(batches[1].bytes.length).toBe(long.length + 1);
+    // Bounded by design: no buffer is ever larger than a chunk, and the line is not copied.
+    for (const batch of batches) for (const buffer of batchBuffers(batch)) expect(buffer.byteLength).toBe(chunk);
+    expect(batches.map((batch) => batch.parts !== undefined)).toEqual([false, true, false]);
+    expect(batchLength(batches[1])).toBe(long.length + 1);
+    for (const part of batches[1].parts!.slice(0, -1)) expect(part.length).toBe(chunk); // full chunks, then the end
   });
 
   it("reads a stream (stdin) of many small chunks", async () => {

@@ -469,3 +469,23 @@ describe("LineScanner memory cap", () => {
     expect(Array.from(small.prompt_token_ids)).toEqual([1, 2]);
   });
 });
+
+describe("LineScanner past 2 GiB", () => {
+  it("reads a line whose metadata and array table lie past 2 GiB of linear memory, given in parts", async () => {
+    // 540 MB: 270 M logprobs of "0," parse to 1.08 GB; the metadata sits past 1.6 GB and the
+    // array table past 2.1 GB (addresses that come back from WebAssembly as negative i32s).
+    const count = 270_000_000;
+    const head = encoder.encode('{"rollout_id":"big","calls":[{"prompt_token_ids":[7],"generation_log_probs":[');
+    const body = Buffer.alloc(count * 2 - 1, "0,");
+    const tail = encoder.encode('],"id":"c"}]}');
+    const scanner = await LineScanner.create();
+    const value = valueOf(scanner.scan([head, body, tail])) as { rollout_id: string; calls: { id: string; prompt_token_ids: Int32Array; generation_log_probs: Float32Array }[] };
+    expect(value.rollout_id).toBe("big");
+    expect(value.calls[0].id).toBe("c");
+    expect(Array.from(value.calls[0].prompt_token_ids)).toEqual([7]);
+    const logprobs = value.calls[0].generation_log_probs;
+    expect(logprobs.length).toBe(count);
+    expect(logprobs.byteOffset).toBeGreaterThan(2 ** 29);
+    expect([logprobs[0], logprobs[count - 1]]).toEqual([0, 0]);
+  }, 60_000);
+});
