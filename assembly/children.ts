@@ -2,7 +2,7 @@
 // the child's edge). A hash keeps linking linear even when one node has thousands of children
 // (many fresh subagents behind the same system-prompt opening).
 
-import { allocBytes } from "./vec";
+import { allocBytes, pastMemoryLimit } from "./vec";
 
 // Entry: node i32, token i32, child i32, unused i32. node == -1 marks an empty slot.
 // @ts-ignore: decorator
@@ -33,7 +33,9 @@ function allocTable(capacity: u32): void {
 /** Starts an empty table sized for about `expected` children (call after a heap reset). */
 export function childrenReset(expected: i32): void {
   let capacity: u32 = 64;
-  while (capacity < <u32>expected * 2) capacity <<= 1;
+  // A very large hint is ignored; the table grows as children come.
+  const hinted: u32 = expected > 0 && !pastMemoryLimit(<i64>expected << (ENTRY_SHIFT + 2)) ? <u32>expected : 0;
+  while (capacity < hinted * 2) capacity <<= 1;
   allocTable(capacity);
 }
 

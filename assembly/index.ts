@@ -26,14 +26,17 @@ export function setMemoryLimit(pages: i32): void {
 let badIndex: i32 = -1;
 
 /**
- * Starts a plan: resets the heap and sizes the forest from hints (0 = unknown). Returns the
- * address of an i32 table of `agents` entries that the host fills with each agent's parent agent.
+ * Starts a plan: resets the heap and sizes the staging area and the forest from hints (0 =
+ * unknown; a hint too large for memory is ignored). Returns the address of an i32 table of
+ * `agents` entries that the host fills with each agent's parent agent.
  */
-export function begin(agents: i32, callsHint: i32, generatedHint: i32): usize {
+export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHint: i32): usize {
   heap.reset();
-  vecRestart(STAGE_TOKENS, 2, 0);
-  vecRestart(STAGE_LOGPROBS, 2, 0);
-  treeReset(agents, callsHint, generatedHint);
+  // Sized once for the longest call: regrowing a huge staging area (or token store) would copy
+  // it and leave the old block behind, touching twice the memory.
+  vecRestart(STAGE_TOKENS, 2, longestHint);
+  vecRestart(STAGE_LOGPROBS, 2, min(longestHint, generatedHint));
+  treeReset(agents, callsHint, generatedHint, longestHint);
   return vecAt(AGENT_PARENTS, 0);
 }
 

@@ -54,11 +54,14 @@ export const INVALID_TOKEN_FOUND: i32 = -3;
   store<i32>(vecAt(NODES, n) + <usize>field, value);
 }
 
-/** Empties the forest (after a heap reset), sized by the caller's hints. */
-export function treeReset(agents: i32, callsHint: i32, generatedHint: i32): void {
+/**
+ * Empties the forest (after a heap reset), sized by the caller's hints: calls, generated tokens,
+ * and the longest call (prompt + generation), which the token store must hold at least.
+ */
+export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longestHint: i32): void {
   vecRestart(CALLS, 5, callsHint);
   vecRestart(NODES, 5, callsHint * 2 + 1);
-  vecRestart(TOKENS, 2, 0); // distinct tokens: unknown up front; kept from the last plan
+  vecRestart(TOKENS, 2, longestHint); // distinct tokens: at least the longest call's
   vecRestart(LOGPROBS, 2, generatedHint);
   vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);

@@ -21,6 +21,14 @@ export function setMemoryLimitPages(pages: i32): void {
   memoryLimitPages = pages;
 }
 
+/**
+ * True when reserving `bytes` on a hint is not worth the risk: more than a quarter of the memory
+ * limit (such a hint is ignored, so a wrong hint cannot make a rollout too large by itself).
+ */
+export function pastMemoryLimit(bytes: i64): bool {
+  return bytes > (<i64>memoryLimitPages << 14);
+}
+
 /** Past the limit, abort: the host turns that into `rollout_too_large` and drops the instance. */
 function checkMemoryLimit(): void {
   if (memory.size() > memoryLimitPages) abort("memory limit");
@@ -44,7 +52,9 @@ export function vecRestart(v: Vec, shift: i32, minCap: i32): void {
   v.len = 0;
   v.cap = 0;
   v.shift = shift;
-  vecReserve(v, max(minCap, previous));
+  // `minCap` is a hint: a very large one is ignored (the data itself decides then).
+  const hint = pastMemoryLimit(<i64>minCap << shift) ? 0 : minCap;
+  vecReserve(v, max(hint, previous));
 }
 
 /** Makes room for `extra` more elements, growing geometrically. */

@@ -9,6 +9,7 @@ import {
   INVALID_TOKEN,
   type CoreForest,
   type ForestCore,
+  type SizeHints,
   type StagedCall,
 } from "./core/types.js";
 import { emptyReport, rejectionReport } from "./report.js";
@@ -82,7 +83,7 @@ export class RolloutAssembler {
   constructor(
     private readonly core: ForestCore,
     private readonly header: RolloutHeader,
-    hints: { calls: number; generated: number },
+    hints: SizeHints,
   ) {
     // Without a list, agent names get indices on first sight and have no parent agent (cores
     // read indices past the table as "no parent").
@@ -93,7 +94,7 @@ export class RolloutAssembler {
       const parent = agents[i].parent;
       parents[i] = parent === null ? -1 : this.agentIndex.get(parent)!;
     }
-    core.begin(parents, hints.calls, hints.generated);
+    core.begin(parents, hints);
   }
 
   reject(rejection: Rejection): void {

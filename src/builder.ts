@@ -42,7 +42,7 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
   let failure: Rejection | null = checked instanceof Rejection ? checked : null;
   let staged: [number, number] | null = null;
   if (!(checked instanceof Rejection)) {
-    assembler = new RolloutAssembler(makeCore(), checked, { calls: callsHint, generated: 0 });
+    assembler = new RolloutAssembler(makeCore(), checked, { calls: callsHint, generated: 0, longestCall: 0 });
   }
 
   const guard = <T>(work: () => T, fallback: T): T => {

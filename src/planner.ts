@@ -1,9 +1,9 @@
 // plan(): a canonical rollout object in, a Plan out. Checks the metadata, copies each call's
 // arrays into the core (checking plain-array values as it copies), and lets the assembler link.
 import { Rejection, callLabel } from "./rejection.js";
-import { checkCallShape, checkHeader, rolloutIdOf, type CallShape } from "./validate.js";
+import { checkCallShape, checkHeader, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
 import { RolloutAssembler, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan } from "./assembler.js";
-import type { CoreFactory } from "./core/types.js";
+import type { CoreFactory, SizeHints } from "./core/types.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "./types.js";
 
 /** Copies token IDs into the core; returns the index of the first invalid plain-array value, or -1. */
@@ -35,13 +35,18 @@ function copyLogprobs(source: Logprobs, dest: Float32Array): number {
   return -1;
 }
 
-function totalGenerated(calls: unknown[]): number {
-  let total = 0;
+/** Sizes for the core to reserve up front, from the calls' token arrays (other values: none). */
+function sizeHints(calls: unknown[]): SizeHints {
+  let generated = 0;
+  let longestCall = 0;
   for (const call of calls) {
-    const generation = (call as { generation_token_ids?: { length?: unknown } } | null)?.generation_token_ids;
-    if (typeof generation?.length === "number") total += generation.length;
+    const prompt = (call as { prompt_token_ids?: unknown } | null)?.prompt_token_ids;
+    const generation = (call as { generation_token_ids?: unknown } | null)?.generation_token_ids;
+    if (!isTokenArray(prompt) || !isTokenArray(generation)) continue;
+    generated += generation.length;
+    longestCall = Math.max(longestCall, prompt.length + generation.length);
   }
-  return total;
+  return { calls: calls.length, generated, longestCall };
 }
 
 /** invalid_token for the combined index `index` into prompt ++ generation. */
@@ -97,7 +102,7 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
     const calls = (input as { calls?: unknown } | null)?.calls;
     return rejectedPlan(rolloutIdOf(input), Array.isArray(calls) ? calls.length : 0, header, [], options);
   }
-  const hints = { calls: header.calls.length, generated: totalGenerated(header.calls) };
+  const hints = sizeHints(header.calls);
   let assembler: RolloutAssembler | null = null;
   try {
     assembler = new RolloutAssembler(makeCore(), header, hints);

@@ -26,7 +26,7 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function isTokenArray(value: unknown): value is TokenIds {
+export function isTokenArray(value: unknown): value is TokenIds {
   return Array.isArray(value) || value instanceof Int32Array;
 }
 

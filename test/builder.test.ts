@@ -53,6 +53,16 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     expect(b.finish().report).toMatchObject({ status: "rejected", reason: "invalid_rollout", rollout_id: null });
   });
 
+  it("treats callsHint as a hint: one too large for memory is ignored", () => {
+    const base = loadExample();
+    for (const callsHint of [5e8, 2 ** 31 - 1, 0]) {
+      const plan = buildFrom(cf, base, { callsHint });
+      expect(plan.report.status).toBe("ok");
+      expect(plan.rows.map((r) => r.leaf)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+      plan.release();
+    }
+  });
+
   it("refuses negative lengths and a commit without a stage", () => {
     const b = cf.builder({ rollout_id: "r", reward: 0 });
     expect(() => b.stage(-1, 2)).toThrow(RangeError);

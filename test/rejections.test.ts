@@ -227,6 +227,19 @@ describe("API: every rejection code on both backends", () => {
     );
   });
 
+  test("array lengths that are not arrays never size the core: invalid_rollout on every backend", () => {
+    // Sizes are reserved up front from the calls' arrays; a fake `length` must not count (it
+    // once made the WASM core reserve 6 GB and answer rollout_too_large).
+    const fake = { length: 1.5e9 };
+    for (const field of ["prompt_token_ids", "generation_token_ids"]) {
+      const call = { id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-0.5], [field]: fake };
+      for (const { name, cf } of backends) {
+        const plan = cf.plan({ rollout_id: "r", reward: 0, calls: [call] });
+        expect([name, plan.report.reason, plan.report.detail]).toEqual([name, "invalid_rollout", `call "c" (calls[0]): ${field} must be an array, got {"length":1500000000}`]);
+      }
+    }
+  });
+
   test("a rejection is not an exception, and the backend plans the next rollout normally", () => {
     for (const { cf } of backends) {
       for (const c of CASES) cf.plan(c.input).release();

@@ -9,6 +9,7 @@ import {
   type CoreForest,
   type CoreRow,
   type ForestCore,
+  type SizeHints,
   type StagedCall,
 } from "./types.js";
 
@@ -61,7 +62,7 @@ export class TsCore implements ForestCore {
   private logprobs = new Float32Array(1024);
   private logprobCount = 0;
 
-  begin(agentParents: Int32Array, _callsHint: number, generatedHint: number): void {
+  begin(agentParents: Int32Array, hints: SizeHints): void {
     this.agentParents = agentParents.slice();
     for (const list of [
       this.callFull, this.callPrompt, this.callAgent, this.callLpOff, this.callParent,
@@ -73,7 +74,9 @@ export class TsCore implements ForestCore {
     this.children.clear();
     this.tokenCount = 0;
     this.logprobCount = 0;
-    this.logprobs = grown(this.logprobs, generatedHint);
+    this.logprobs = grown(this.logprobs, hints.generated);
+    this.tokens = grown(this.tokens, hints.longestCall);
+    this.stageTokens = grown(this.stageTokens, hints.longestCall);
     this.newNode(0, 0, 0, -1);
   }
 

@@ -41,12 +41,21 @@ export interface CoreForest {
   rows: CoreRow[];
 }
 
+/** What a core may reserve up front (0 = unknown). Hints, not limits: the data decides. */
+export interface SizeHints {
+  calls: number;
+  /** Generated tokens of all calls. */
+  generated: number;
+  /** The longest call's prompt + generation. */
+  longestCall: number;
+}
+
 export interface ForestCore {
   /**
    * Starts a plan. `agentParents[a]` is the parent agent of agent a (-1: none; agents past the
-   * end of the table have none); hints size the core's memory up front (0 = unknown).
+   * end of the table have none); hints size the core's memory up front.
    */
-  begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void;
+  begin(agentParents: Int32Array, hints: SizeHints): void;
   stage(prompt: number, generated: number): StagedCall;
   /** The staged call's arrays as they are now (linking may have grown memory since stage()). */
   staged(): StagedCall;

@@ -5,12 +5,13 @@ import {
   type CoreForest,
   type CoreRow,
   type ForestCore,
+  type SizeHints,
   type StagedCall,
 } from "./types.js";
 
 interface CoreExports {
   memory: WebAssembly.Memory;
-  begin(agents: number, callsHint: number, generatedHint: number): number;
+  begin(agents: number, callsHint: number, generatedHint: number, longestHint: number): number;
   stage(prompt: number, generated: number): void;
   stagedTokens(): number;
   stagedLogprobs(): number;
@@ -114,8 +115,8 @@ class WasmCore implements ForestCore {
     this.core = instance.exports;
   }
 
-  begin(agentParents: Int32Array, callsHint: number, generatedHint: number): void {
-    const table = this.core.begin(agentParents.length, callsHint, generatedHint);
+  begin(agentParents: Int32Array, hints: SizeHints): void {
+    const table = this.core.begin(agentParents.length, hints.calls, hints.generated, hints.longestCall);
     this.instance.heap32().set(agentParents, table >>> 2);
     this.calls = 0;
     // The heap was reset: the staging area is normally where it was, but check.

@@ -91,8 +91,8 @@ export function typedExample(): Rollout {
 }
 
 /** Plans a canonical rollout through the builder (each call written into its slot, then committed). */
-export function buildFrom(cf: Callforest, rollout: Rollout): Plan {
-  const b = cf.builder({ rollout_id: rollout.rollout_id, reward: rollout.reward, agents: rollout.agents });
+export function buildFrom(cf: Callforest, rollout: Rollout, options: { callsHint?: number } = {}): Plan {
+  const b = cf.builder({ rollout_id: rollout.rollout_id, reward: rollout.reward, agents: rollout.agents }, options);
   for (const call of rollout.calls) {
     const slot = b.stage(call.prompt_token_ids.length, call.generation_token_ids.length);
     slot.promptTokenIds.set(call.prompt_token_ids);
