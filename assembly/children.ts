@@ -2,7 +2,7 @@
 // the child's edge). A hash keeps linking linear even when one node has thousands of children
 // (many fresh subagents behind the same system-prompt opening).
 
-import { allocBytes, pastMemoryLimit } from "./vec";
+import { allocBytes } from "./vec";
 
 // Entry: node i32, token i32, child i32, unused i32. node == -1 marks an empty slot.
 // @ts-ignore: decorator
@@ -33,10 +33,16 @@ function allocTable(capacity: u32): void {
 /** Starts an empty table sized for about `expected` children (call after a heap reset). */
 export function childrenReset(expected: i32): void {
   let capacity: u32 = 64;
-  // A very large hint is ignored; the table grows as children come.
-  const hinted: u32 = expected > 0 && !pastMemoryLimit(<i64>expected << (ENTRY_SHIFT + 2)) ? <u32>expected : 0;
+  const hinted: u32 = expected > 0 ? <u32>expected : 0;
   while (capacity < hinted * 2) capacity <<= 1;
   allocTable(capacity);
+}
+
+/** Bytes childrenReset(expected) reserves (for the host's budget of reservations). */
+export function childrenBytes(expected: i64): i64 {
+  let capacity: i64 = 64;
+  while (capacity < expected * 2) capacity <<= 1;
+  return capacity << ENTRY_SHIFT;
 }
 
 /** The child of `node` whose edge starts with `token`, or -1. */

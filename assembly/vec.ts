@@ -22,11 +22,17 @@ export function setMemoryLimitPages(pages: i32): void {
 }
 
 /**
- * True when reserving `bytes` on a hint is not worth the risk: more than a quarter of the memory
- * limit (such a hint is ignored, so a wrong hint cannot make a rollout too large by itself).
+ * True when reserving `bytes` up front (on hints, or capacity kept from earlier plans) is more
+ * than half the memory limit: such reservations are dropped, so whether a rollout fits never
+ * depends on a wrong hint or on what the instance planned before.
  */
-export function pastMemoryLimit(bytes: i64): bool {
-  return bytes > (<i64>memoryLimitPages << 14);
+export function pastReserveBudget(bytes: i64): bool {
+  return bytes > (<i64>memoryLimitPages << 15);
+}
+
+/** Bytes a vector holds reserved. */
+export function vecCapacityBytes(v: Vec): i64 {
+  return <i64>v.cap << v.shift;
 }
 
 /** Past the limit, abort: the host turns that into `rollout_too_large` and drops the instance. */
@@ -42,19 +48,17 @@ export function allocBytes(bytes: usize): usize {
 }
 
 /**
- * Starts the vector afresh after a heap reset, with room for at least `minCap` elements — and for
- * as many as it last held: an instance serves plan after plan, its memory is already there, and
- * re-growing from nothing would copy every vector several times per plan.
+ * Starts the vector afresh after a heap reset, with room for at least `minCap` elements — and,
+ * with `keep`, for as many as it last held: an instance serves plan after plan, its memory is
+ * already there, and re-growing from nothing would copy every vector several times per plan.
  */
-export function vecRestart(v: Vec, shift: i32, minCap: i32): void {
-  const previous = v.shift == shift ? v.cap : 0;
+export function vecRestart(v: Vec, shift: i32, minCap: i32, keep: bool): void {
+  const previous = keep && v.shift == shift ? v.cap : 0;
   v.ptr = 0;
   v.len = 0;
   v.cap = 0;
   v.shift = shift;
-  // `minCap` is a hint: a very large one is ignored (the data itself decides then).
-  const hint = pastMemoryLimit(<i64>minCap << shift) ? 0 : minCap;
-  vecReserve(v, max(hint, previous));
+  vecReserve(v, max(minCap, previous));
 }
 
 /** Makes room for `extra` more elements, growing geometrically. */

@@ -67,7 +67,11 @@ export function isOutOfMemory(error: unknown): boolean {
 }
 
 export class RolloutAssembler {
-  private readonly calls: CallIdentity[] = [];
+  // Who each call is, in ledger order. Fields, not the caller's objects: a plan must not keep
+  // the caller's arrays alive (plan() passes the call's shape, which holds them).
+  private readonly ids: string[] = [];
+  private readonly agentNames: string[] = [];
+  private readonly kept: boolean[] = [];
   private readonly promptLengths: number[] = [];
   private readonly generationLengths: number[] = [];
   /** Ledger index of each eligible call, in eligible order. */
@@ -101,6 +105,11 @@ export class RolloutAssembler {
     this.rejection ??= rejection;
   }
 
+  /** True once the rollout is rejected (later calls change nothing). */
+  get rejected(): boolean {
+    return this.rejection !== null;
+  }
+
   /** Where to write the next call's prompt ++ generation and logprobs (see StagedCall). */
   stage(promptLength: number, generationLength: number): StagedCall {
     this.stagedPrompt = promptLength;
@@ -108,14 +117,14 @@ export class RolloutAssembler {
     return this.core.stage(promptLength, generationLength);
   }
 
-  /** Index of the first negative staged token (for ordering checks before commit), or -1. */
-  checkStagedTokens(): number {
-    return this.core.checkStagedTokens(this.stagedPrompt + this.stagedGeneration);
+  /** Index of the first negative among the first `count` staged tokens (default all), or -1. */
+  checkStagedTokens(count = this.stagedPrompt + this.stagedGeneration): number {
+    return this.core.checkStagedTokens(count);
   }
 
   /** How messages name the call being added. */
   private where(id: string): string {
-    return callName(id, this.calls.length);
+    return callName(id, this.ids.length);
   }
 
   /** Checks the id and agent of the next call; returns its agent index, or null after rejecting. */
@@ -159,7 +168,7 @@ export class RolloutAssembler {
       return false;
     }
     if (result === AMBIGUOUS_PARENT) {
-      const tied = this.core.ambiguousCandidates().map((e) => JSON.stringify(this.calls[this.eligible[e]].id));
+      const tied = this.core.ambiguousCandidates().map((e) => JSON.stringify(this.ids[this.eligible[e]]));
       this.reject(
         new Rejection(
           "ambiguous_parent",
@@ -168,10 +177,12 @@ export class RolloutAssembler {
       );
       return false;
     }
-    this.seen.set(id, this.calls.length);
-    if (isEligible) this.eligible.push(this.calls.length);
+    this.seen.set(id, this.ids.length);
+    if (isEligible) this.eligible.push(this.ids.length);
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
-    this.calls.push(call);
+    this.ids.push(id);
+    this.agentNames.push(call.agent);
+    this.kept.push(kept);
     this.promptLengths.push(promptLength);
     this.generationLengths.push(generationLength);
     return true;
@@ -199,11 +210,15 @@ export class RolloutAssembler {
   }
 
   private buildPlan(forest: CoreForest, totalCalls: number, options: PlanOptions): Plan {
-    const { calls, eligible, header, core } = this;
+    // No closure here may see the header: it holds the caller's calls (and their arrays), which
+    // plan.forest's closure would otherwise keep alive as long as the plan.
+    const { ids, agentNames, kept, eligible, core } = this;
     const { promptLengths, generationLengths } = this;
-    const idOf = (e: number) => calls[eligible[e]].id;
+    const { rolloutId, reward } = this.header;
+    const agents = this.header.agents ?? [];
+    const idOf = (e: number) => ids[eligible[e]];
     const fullLength = (index: number) => promptLengths[index] + generationLengths[index];
-    const report = emptyReport(header.rolloutId, totalCalls, options.line);
+    const report = emptyReport(rolloutId, totalCalls, options.line);
     report.eligible = eligible.length;
     report.diagnostics = this.diagnostics;
 
@@ -235,16 +250,16 @@ export class RolloutAssembler {
         }
       }
       report.row_tokens += coreRow.tokenIds.length;
-      const leaf = calls[eligible[coreRow.leaf]];
+      const leaf = eligible[coreRow.leaf];
       return {
         index,
-        rolloutId: header.rolloutId,
-        leaf: leaf.id,
-        agent: leaf.agent,
+        rolloutId,
+        leaf: ids[leaf],
+        agent: agentNames[leaf],
         calls: path,
         trained,
         context,
-        reward: header.reward,
+        reward,
         numTokens: coreRow.tokenIds.length,
         tokenIds: coreRow.tokenIds,
         logprobs: coreRow.logprobs,
@@ -258,14 +273,14 @@ export class RolloutAssembler {
       const children: string[][] = eligible.map(() => []);
       for (let e = 0; e < eligible.length; e++) if (forest.parents[e] >= 0) children[forest.parents[e]].push(idOf(e));
       const eligibleOf = new Map<number, number>(eligible.map((callIndex, e) => [callIndex, e]));
-      return calls.map((call, index) => {
+      return ids.map((id, index) => {
         const e = eligibleOf.get(index);
         const parent = e === undefined ? -1 : forest.parents[e];
         return {
-          id: call.id,
-          agent: call.agent,
+          id,
+          agent: agentNames[index],
           index,
-          kept: call.kept,
+          kept: kept[index],
           eligible: e !== undefined,
           promptLength: promptLengths[index],
           generationLength: generationLengths[index],
@@ -278,7 +293,7 @@ export class RolloutAssembler {
       });
     };
 
-    return new PlannedRollout(report, rows, header.agents ?? [], describeForest, core);
+    return new PlannedRollout(report, rows, agents, describeForest, core);
   }
 }
 

@@ -35,27 +35,45 @@ export interface RolloutBuilder {
   finish(options?: PlanOptions): Plan;
 }
 
+/** Token positions are i32 in the cores. */
+const MAX_CALL_TOKENS = 2 ** 31 - 1;
+
 export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
   const checked = checkHeader({ ...header, calls: [] });
   let calls = 0;
   let assembler: RolloutAssembler | null = null;
   let failure: Rejection | null = checked instanceof Rejection ? checked : null;
   let staged: [number, number] | null = null;
+  let finished = false;
+  const tooLarge = (error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
+  };
   if (!(checked instanceof Rejection)) {
-    assembler = new RolloutAssembler(makeCore(), checked, { calls: callsHint, generated: 0, longestCall: 0 });
+    const core = makeCore();
+    try {
+      assembler = new RolloutAssembler(core, checked, { calls: callsHint, generated: 0, longestCall: 0 });
+    } catch (error) {
+      if (!isOutOfMemory(error)) throw error;
+      core.release(false);
+      failure = tooLarge(error);
+    }
   }
 
-  const guard = <T>(work: () => T, fallback: T): T => {
-    if (failure || !assembler) return fallback;
+  /** Runs `work` on the live assembler; once the rollout failed, answers `fallback()` instead. */
+  const guard = <T>(work: () => T, fallback: () => T): T => {
+    if (failure || !assembler) return fallback();
     try {
       return work();
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       assembler.abandon();
-      const message = error instanceof Error ? error.message : String(error);
-      failure = new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
-      return fallback;
+      failure = tooLarge(error);
+      return fallback();
     }
+  };
+  const open = (what: string) => {
+    if (finished) throw new Error(`${what}() after finish(): this builder is done (its plan holds the core)`);
   };
   const scratch = (p: number, g: number): CallSlot => ({
     promptTokenIds: new Int32Array(p),
@@ -65,11 +83,18 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
 
   return {
     stage(promptLength, generationLength) {
+      open("stage");
       for (const [name, n] of [["promptLength", promptLength], ["generationLength", generationLength]] as const) {
         if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
       }
+      if (promptLength + generationLength > MAX_CALL_TOKENS) {
+        throw new RangeError(`a call holds at most 2^31-1 tokens, got ${promptLength} + ${generationLength}`);
+      }
       staged = [promptLength, generationLength];
-      // After a rejection the caller may still fill slots; give it scratch arrays to write into.
+      // After a rejection the caller may still fill slots; give it scratch arrays to write into
+      // (the core is left alone: the first problem stays the one reported).
+      const scratchSlot = () => scratch(promptLength, generationLength);
+      if (assembler?.rejected) return scratchSlot();
       return guard(() => {
         const views = assembler!.stage(promptLength, generationLength);
         return {
@@ -77,9 +102,10 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
           generationTokenIds: views.tokens.subarray(promptLength, promptLength + generationLength),
           logprobs: views.logprobs.subarray(0, generationLength),
         };
-      }, scratch(promptLength, generationLength));
+      }, scratchSlot);
     },
     commit(meta) {
+      open("commit");
       const index = calls++;
       if (!staged) throw new Error("commit() needs a stage() first");
       staged = null;
@@ -96,15 +122,17 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
         const agent = assembler!.identify(meta.id, agentName);
         if (agent === null) return false;
         return assembler!.commit({ id: meta.id, agent: agentName, kept: meta.kept !== false }, agent);
-      }, false);
+      }, () => false);
     },
     finish(options = {}) {
+      open("finish");
+      finished = true;
       if (failure || !assembler) {
         const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
         return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);
       }
       const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
-      return guard(() => assembler!.finish(calls, options), null) ?? rejectedPlan(header.rollout_id, calls, failure!, agents, options);
+      return guard(() => assembler!.finish(calls, options), () => null) ?? rejectedPlan(header.rollout_id, calls, failure!, agents, options);
     },
   };
 }

@@ -13,9 +13,10 @@ function copyTokens(source: TokenIds, dest: Int32Array, at: number): number {
     return -1;
   }
   for (let i = 0; i < source.length; i++) {
-    const value = source[i];
-    // (v | 0) === v holds exactly for numbers that are integers in [-2^31, 2^31-1].
-    if ((value | 0) !== value || value < 0) return i;
+    const value: unknown = source[i];
+    // (v | 0) === v holds exactly for numbers that are integers in [-2^31, 2^31-1] (and `|`
+    // would throw on a BigInt or a Symbol, hence the typeof first).
+    if (typeof value !== "number" || (value | 0) !== value || value < 0) return i;
     dest[at + i] = value;
   }
   return -1;
@@ -56,6 +57,11 @@ function badToken(call: unknown, callIndex: number, shape: CallShape, index: num
   return invalidToken(callLabel(call, callIndex), index, promptLength, value);
 }
 
+/** The first of two indices where -1 means none. */
+function firstOf(a: number, b: number): number {
+  return a < 0 ? b : b < 0 ? a : Math.min(a, b);
+}
+
 /** Feeds every call to the assembler, stopping at the first problem. */
 function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
   for (let i = 0; i < calls.length; i++) {
@@ -70,7 +76,8 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     let bad = copyTokens(shape.prompt, staged.tokens, 0);
     if (bad < 0) {
       bad = copyTokens(shape.generation, staged.tokens, promptLength);
-      if (bad >= 0) bad += promptLength;
+      // A typed prompt's negatives are not checked while copying: one of them comes first.
+      if (bad >= 0) bad = shape.prompt instanceof Int32Array ? firstOf(assembler.checkStagedTokens(promptLength), promptLength + bad) : promptLength + bad;
     }
     if (bad >= 0) return assembler.reject(badToken(calls[i], i, shape, bad));
     if (shape.logprobs.length !== generationLength) {

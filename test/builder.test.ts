@@ -63,6 +63,35 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     }
   });
 
+  it("after a rejection, hands out scratch slots and leaves the core alone (the first problem stays)", async () => {
+    const small = await init({ ...options, maxMemory: 16 * 2 ** 20 });
+    const b = small.builder({ rollout_id: "r", reward: 1 });
+    for (const id of ["a", "a"]) {
+      const slot = b.stage(1, 1);
+      slot.generationTokenIds[0] = 5;
+      b.commit({ id });
+    }
+    const late = b.stage(8_000_000, 1); // 32 MB: past the cap, but the rollout is already rejected
+    expect(late.promptTokenIds.length).toBe(8_000_000);
+    expect(b.commit({ id: "c" })).toBe(false);
+    expect(b.finish().report).toMatchObject({ reason: "duplicate_call_id", detail: 'call "a" (calls[1]): id already used by calls[0]' });
+  });
+
+  it("refuses a call of more than 2^31-1 tokens, and any use after finish()", () => {
+    const b = cf.builder({ rollout_id: "r", reward: 0 });
+    expect(() => b.stage(2 ** 32, 1)).toThrow(/^a call holds at most 2\^31-1 tokens, got 4294967296 \+ 1$/);
+    expect(() => b.stage(2 ** 31 - 1, 1)).toThrow(RangeError);
+    const slot = b.stage(2, 1);
+    slot.promptTokenIds.set([1, 2]);
+    slot.generationTokenIds[0] = 3;
+    b.commit({ id: "x" });
+    const plan = b.finish();
+    expect(() => b.stage(0, 1)).toThrow(/^stage\(\) after finish\(\)/);
+    expect(() => b.commit({ id: "y" })).toThrow(/^commit\(\) after finish\(\)/);
+    expect(() => b.finish()).toThrow(/^finish\(\) after finish\(\)/);
+    expect(Array.from(plan.rows[0].tokenIds)).toEqual([1, 2, 3]);
+  });
+
   it("refuses negative lengths and a commit without a stage", () => {
     const b = cf.builder({ rollout_id: "r", reward: 0 });
     expect(() => b.stage(-1, 2)).toThrow(RangeError);

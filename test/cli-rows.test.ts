@@ -244,6 +244,7 @@ describe("rows: inputs and options", () => {
     for (const [argv, message] of [
       [["--jobs", "0"], "callforest: --jobs must be a positive integer, got '0'"],
       [["--jobs", "two"], "callforest: --jobs must be a positive integer, got 'two'"],
+      [["--batch-bytes", "5000000000"], "callforest: --batch-bytes must be at most 1073741824, got '5000000000'"],
       [["--mask-format", "bytes"], "callforest: unknown --mask-format 'bytes': expected bits or ints"],
       [["--backend", "gpu"], "callforest: unknown --backend 'gpu': expected wasm or ts"],
       [["--from", "csv"], "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, auto"],

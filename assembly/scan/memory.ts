@@ -4,17 +4,22 @@
 /** First free, 16-aligned address after static data. */
 export const BASE: usize = (__heap_base + 15) & ~15;
 
-/** Most pages the host lets this instance use (its `maxMemory` option). */
-let pageLimit: i32 = 65536;
+/**
+ * Most pages this instance may use: the host's `maxMemory`, and never the full 65,536 pages, so
+ * that `memory.size() << 16` (the end of memory as a u32 address) cannot wrap around to 0.
+ */
+const MAX_PAGES: i32 = 65535;
+let pageLimit: i32 = MAX_PAGES;
 
 export function setMemoryLimit(pages: i32): void {
-  pageLimit = pages;
+  pageLimit = min(pages, MAX_PAGES);
 }
 
 /** Makes [0, end) addressable; false when memory cannot (or may not) grow that far. */
-export function ensureMemory(end: usize): bool {
-  const have = <usize>memory.size() << 16;
+export function ensureMemory(end: u64): bool {
+  const have = <u64>memory.size() << 16;
   if (end <= have) return true;
+  if (end > (<u64>pageLimit << 16)) return false;
   const needPages = <i32>((end - have + 0xffff) >> 16);
   if (memory.size() + needPages > pageLimit) return false;
   // Grow by at least a quarter of what we have, so appends stay amortized O(1).

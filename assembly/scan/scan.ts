@@ -41,7 +41,7 @@ export function setPrefixByte(index: i32, byte: u8): void {
 
 /** Where the host copies a line of `length` bytes; 0 when memory cannot hold it. */
 export function inputAddress(length: usize): usize {
-  return ensureMemory(BASE + length + 64) ? BASE : 0;
+  return ensureMemory(<u64>BASE + <u64>length + 64) ? BASE : 0;
 }
 
 export function metaAddress(): usize {
@@ -133,7 +133,7 @@ let limit: usize = 0;
 // @ts-ignore: decorator
 @inline function roomFor(bytes: usize): bool {
   if (write + bytes <= limit) return true;
-  if (ensureMemory(write + bytes)) {
+  if (ensureMemory(<u64>write + <u64>bytes)) {
     limit = <usize>memory.size() << 16;
     return true;
   }
@@ -339,7 +339,7 @@ function buildMeta(): bool {
   // Size: the input minus spans plus placeholders: bounded by input + arrays * (prefix + 12).
   const bound = (inputEnd - inputStart) + <usize>arrays * (<usize>prefixLength + 12) + 16;
   metaStart = (write + 15) & ~15;
-  if (!ensureMemory(metaStart + bound + <usize>arrays * 12 + 16)) return false;
+  if (!ensureMemory(<u64>metaStart + <u64>bound + <u64>arrays * 12 + 16)) return false;
   let out = metaStart;
   let copied = inputStart;
   let header = arenaStart;

@@ -3,5 +3,5 @@ import { BASE, ensureMemory } from "./memory";
 
 /** Makes `bytes` bytes at BASE addressable and returns BASE (0 when memory cannot grow). */
 export function workspace(bytes: usize): usize {
-  return ensureMemory(BASE + bytes) ? BASE : 0;
+  return ensureMemory(<u64>BASE + <u64>bytes) ? BASE : 0;
 }

@@ -13,8 +13,9 @@ import {
   type StagedCall,
 } from "./types.js";
 
-/** Keys of the child map: node and the first token of the child's edge, packed in one number. */
-const TOKEN_RANGE = 2 ** 31;
+
+/** The most elements a size hint may reserve at once (larger arrays grow as data comes). */
+const MAX_HINT = 2 ** 26;
 
 function grown<T extends Int32Array | Float32Array>(array: T, need: number): T {
   if (need <= array.length) return array;
@@ -55,7 +56,8 @@ export class TsCore implements ForestCore {
   private nodeDepth: number[] = [];
   private nodeParent: number[] = [];
   private nodeEndHead: number[] = [];
-  private children = new Map<number, number>();
+  /** Per node, its children by the first token of their edge (null: none yet). */
+  private children: (Map<number, number> | null)[] = [];
 
   private tokens = new Int32Array(1024);
   private tokenCount = 0;
@@ -67,16 +69,17 @@ export class TsCore implements ForestCore {
     for (const list of [
       this.callFull, this.callPrompt, this.callAgent, this.callLpOff, this.callParent,
       this.callEndNode, this.callEndNext, this.nodeEdgeOff, this.nodeEdgeLen, this.nodeDepth,
-      this.nodeParent, this.nodeEndHead,
+      this.nodeParent, this.nodeEndHead, this.children,
     ]) {
       list.length = 0;
     }
-    this.children.clear();
     this.tokenCount = 0;
     this.logprobCount = 0;
-    this.logprobs = grown(this.logprobs, hints.generated);
-    this.tokens = grown(this.tokens, hints.longestCall);
-    this.stageTokens = grown(this.stageTokens, hints.longestCall);
+    // Hints reserve up front, within reason (a wrong one must not allocate gigabytes).
+    const hint = (n: number) => (n <= MAX_HINT ? n : 0);
+    this.logprobs = grown(this.logprobs, hint(hints.generated));
+    this.tokens = grown(this.tokens, hint(hints.longestCall));
+    this.stageTokens = grown(this.stageTokens, hint(hints.longestCall));
     this.newNode(0, 0, 0, -1);
   }
 
@@ -129,7 +132,16 @@ export class TsCore implements ForestCore {
     return this.ambiguous;
   }
 
+  private childOf(node: number, token: number): number | undefined {
+    return this.children[node]?.get(token);
+  }
+
+  private setChild(node: number, token: number, child: number): void {
+    (this.children[node] ??= new Map()).set(token, child);
+  }
+
   private newNode(edgeOff: number, edgeLen: number, depth: number, parent: number): number {
+    this.children[this.nodeEdgeOff.length] = null;
     this.nodeEdgeOff.push(edgeOff);
     this.nodeEdgeLen.push(edgeLen);
     this.nodeDepth.push(depth);
@@ -166,12 +178,12 @@ export class TsCore implements ForestCore {
     let best = -1;
     while (pos < full) {
       const token = staged[pos];
-      const child = this.children.get(node * TOKEN_RANGE + token);
+      const child = this.childOf(node, token);
       if (child === undefined) {
         // Tokens that matched the tree equal tokens checked before: only stored ones can be bad.
         for (let i = pos; i < full && this.invalidTokenAt < 0; i++) if (staged[i] < 0) this.invalidTokenAt = i;
         const leaf = this.newNode(this.storeTokens(pos, full), full - pos, full, node);
-        this.children.set(node * TOKEN_RANGE + token, leaf);
+        this.setChild(node, token, leaf);
         node = leaf;
         break;
       }
@@ -188,11 +200,11 @@ export class TsCore implements ForestCore {
       }
       // full(c) leaves (or ends inside) the edge: split it after `same` tokens.
       const mid = this.newNode(edgeOff, same, this.nodeDepth[node] + same, node);
-      this.children.set(node * TOKEN_RANGE + token, mid);
+      this.setChild(node, token, mid);
       this.nodeEdgeOff[child] = edgeOff + same;
       this.nodeEdgeLen[child] = edgeLen - same;
       this.nodeParent[child] = mid;
-      this.children.set(mid * TOKEN_RANGE + this.tokens[edgeOff + same], child);
+      this.setChild(mid, this.tokens[edgeOff + same], child);
       node = mid;
       pos += same;
     }

@@ -51,6 +51,11 @@ const imports = {
 
 const MAX_IDLE_INSTANCES = 2;
 
+/** `maxMemory` bytes as 64 KiB pages for a wasm32 instance: at least 1, at most 65,536 (4 GiB). */
+export function memoryLimitPages(maxMemory: number): number {
+  return Math.min(65536, Math.max(1, Math.floor(maxMemory / 65536)));
+}
+
 /**
  * One instance and the views the host keeps over its memory from plan to plan (a batch of small
  * rollouts would otherwise spend much of its time making views). Growth detaches them; they are
@@ -91,7 +96,7 @@ export class WasmCorePool {
 
   private instantiate(): CoreInstance {
     const exports = new WebAssembly.Instance(this.module, imports).exports as unknown as CoreExports;
-    exports.setMemoryLimit(Math.max(1, Math.floor(this.maxMemory / 65536)));
+    exports.setMemoryLimit(memoryLimitPages(this.maxMemory));
     return new CoreInstance(exports);
   }
 

@@ -61,13 +61,21 @@ function firstLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0];
 }
 
-/** The text of `input`, or null when its bytes are not UTF-8. */
-function decode(input: Uint8Array | string): string | null {
+/** Text longer than V8's longest string (2^29 - 24 characters), from the decoder or a string op. */
+export function isStringTooLong(error: unknown): boolean {
+  if ((error as { code?: unknown } | null)?.code === "ERR_STRING_TOO_LONG") return true;
+  return error instanceof RangeError && /invalid string length|string longer than/i.test(error.message);
+}
+
+const TOO_LONG = Symbol("longer than a JS string");
+
+/** The text of `input`; null when its bytes are not UTF-8, TOO_LONG past V8's longest string. */
+function decode(input: Uint8Array | string): string | null | typeof TOO_LONG {
   if (typeof input === "string") return input;
   try {
     return decoder.decode(input);
-  } catch {
-    return null;
+  } catch (error) {
+    return isStringTooLong(error) ? TOO_LONG : null;
   }
 }
 
@@ -75,6 +83,10 @@ function decode(input: Uint8Array | string): string | null {
 function parseJson(input: Uint8Array | string): { ok: true; value: unknown } | FormatRejection {
   const text = decode(input);
   const bytes = () => (typeof input === "string" ? encoder.encode(input) : input);
+  if (text === TOO_LONG) {
+    const detail = `${(input as Uint8Array).length} bytes of text are more than JSON.parse can read (a JavaScript string holds at most 2^29 - 24 characters); \`callforest rows\` reads longer lines when most of their bytes are token arrays`;
+    return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId: null };
+  }
   if (text === null) return malformedJson(notJsonDetail(bytes(), () => "invalid UTF-8"));
   try {
     return { ok: true, value: JSON.parse(text) };

@@ -234,7 +234,11 @@ export class LineProcessor {
         return tooLarge(`the line does not fit in the scanner's memory (${(error as Error).message})`);
       }
       if (scanned.ok) return toCanonical(scanned.value, this.options.from, context);
-      if (scanned.code === "rollout_too_large") return tooLarge(scanned.detail);
+      if (scanned.code === "rollout_too_large") {
+        // Its memory grew as far as it could and can never shrink: the next line gets a fresh one.
+        this.scanner = null;
+        return tooLarge(scanned.detail);
+      }
       return malformedJson(scanned.detail);
     }
     const length = line instanceof Uint8Array ? line.length : line.reduce((n, part) => n + part.length, 0);

@@ -2,6 +2,7 @@
 // fallbacks: decimal parsing for the rare numbers Eisel–Lemire cannot decide, and float32
 // formatting outside the magnitudes the fast formatter handles.
 import { readFile } from "node:fs/promises";
+import { memoryLimitPages } from "../core/wasm-core.js";
 import { formatFloat32 } from "../output.js";
 
 export interface ScanExports {
@@ -67,6 +68,6 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
   memory = exports.memory;
   const maxMemory = options.maxMemory ?? 2 ** 32;
   if (!(maxMemory > 0)) throw new Error(`maxMemory must be a positive number of bytes, got ${options.maxMemory}`);
-  exports.setMemoryLimit(Math.max(1, Math.floor(maxMemory / 65536)));
+  exports.setMemoryLimit(memoryLimitPages(maxMemory));
   return exports;
 }

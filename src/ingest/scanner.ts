@@ -3,6 +3,7 @@
 // both views over the scanner's own linear memory, parsed there by assembly/scan. Only the
 // remaining metadata goes through JSON.parse, with a placeholder string where each array was.
 import { describeNotJson } from "./scan-errors.js";
+import { isStringTooLong } from "../formats/text.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
 export type ScannedLine =
@@ -77,11 +78,15 @@ export class LineScanner {
     const wasm = this.wasm;
     if (wasm.scan(length) !== 0) return tooLarge(length);
     const buffer = wasm.memory.buffer;
+    const metaLength = wasm.metaLength();
     let value: unknown;
     try {
-      value = JSON.parse(decoder.decode(new Uint8Array(buffer, wasm.metaAddress() >>> 0, wasm.metaLength())));
-    } catch {
-      return notJson(new Uint8Array(buffer, wasm.inputAddress(length) >>> 0, length).slice());
+      value = JSON.parse(decoder.decode(new Uint8Array(buffer, wasm.metaAddress() >>> 0, metaLength)));
+    } catch (error) {
+      // Longer than a JS string may be (~512 M characters): this line cannot be read here at all.
+      if (isStringTooLong(error)) return textTooLong(length, `its text without the token arrays (${metaLength} bytes)`);
+      // The line is still in memory, and nothing grows from here on: a view will do.
+      return notJson(new Uint8Array(buffer, wasm.inputAddress(length) >>> 0, length));
     }
     const count = wasm.arrayCount();
     if (count > 0) this.attach(value, buffer, wasm.tableAddress() >>> 0, count);
@@ -123,6 +128,10 @@ function tooLarge(bytes: number): ScannedLine {
   return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes does not fit in the scanner's memory` };
 }
 
+function textTooLong(bytes: number, what: string): ScannedLine {
+  return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes: ${what} is longer than a JavaScript string can be` };
+}
+
 function notJson(line: Uint8Array): ScannedLine {
   const detail = describeNotJson(line);
   if (detail !== null) return { ok: false, code: "malformed_json", detail };
@@ -130,6 +139,7 @@ function notJson(line: Uint8Array): ScannedLine {
   try {
     JSON.parse(decoder.decode(line));
   } catch (error) {
+    if (isStringTooLong(error)) return textTooLong(line.length, "its text");
     const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
     return { ok: false, code: "malformed_json", detail: `not JSON (${why})` };
   }

@@ -470,7 +470,26 @@ describe("LineScanner memory cap", () => {
   });
 });
 
-describe("LineScanner past 2 GiB", () => {
+describe("LineScanner with huge lines", () => {
+  it("never grows to the full 4 GiB (its u32 end of memory would wrap to 0 and refuse every later line)", async () => {
+    const scanner = await LineScanner.create();
+    expect(scanner.inputBuffer(2 ** 32 - 70_000)).toBeNull();
+    const small = valueOf(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2,3]}'))) as { prompt_token_ids: Int32Array };
+    expect(Array.from(small.prompt_token_ids)).toEqual([1, 2, 3]);
+  });
+
+  it("rejects a line whose text without its arrays is longer than a JS string, as rollout_too_large", async () => {
+    // 262 MB of `{"prompt_token_ids":[]},`: each `[]` becomes a ~50-byte placeholder, so the
+    // metadata text passes V8's longest string although the line does not.
+    const item = '{"prompt_token_ids":[]},';
+    const body = Buffer.alloc(item.length * 10_900_000, item);
+    const scanner = await LineScanner.create();
+    const result = scanner.scan([encoder.encode('{"rollout_id":"e","x":['), body, encoder.encode("{}]}")]);
+    expect(result).toMatchObject({ ok: false, code: "rollout_too_large" });
+    expect(result.ok ? "" : result.detail).toMatch(/^a line of \d+ bytes: its text without the token arrays \(\d+ bytes\) is longer than a JavaScript string can be$/);
+    expect(valueOf(scanner.scan(encoder.encode('{"a":[1]}')))).toEqual({ a: [1] });
+  }, 60_000);
+
   it("reads a line whose metadata and array table lie past 2 GiB of linear memory, given in parts", async () => {
     // 540 MB: 270 M logprobs of "0," parse to 1.08 GB; the metadata sits past 1.6 GB and the
     // array table past 2.1 GB (addresses that come back from WebAssembly as negative i32s).

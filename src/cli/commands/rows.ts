@@ -50,13 +50,17 @@ function parseMaskFormat(text: string): MaskFormat {
   throw new UsageError(`unknown --mask-format '${text}': expected bits or ints`);
 }
 
-function positive(option: string, text: string): number {
+function positive(option: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
   const value = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
     throw new UsageError(`${option} must be a positive integer, got '${text}'`);
   }
+  if (value > max) throw new UsageError(`${option} must be at most ${max}, got '${text}'`);
   return value;
 }
+
+/** Batch buffers are allocated whole: more than this is not a batch size but a mistake. */
+const MAX_BATCH_BYTES = 1 << 30;
 
 function parseWriter(text: string | undefined): WriterName {
   if (text === undefined || text === "wasm" || text === "js") return text ?? "wasm";
@@ -73,7 +77,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
   const jobs = options.jobs === undefined ? availableParallelism() : positive("--jobs", options.jobs);
-  const chunk = options.batchBytes === undefined ? undefined : positive("--batch-bytes", options.batchBytes);
+  const chunk = options.batchBytes === undefined ? undefined : positive("--batch-bytes", options.batchBytes, MAX_BATCH_BYTES);
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const read = checkInputs(inputs, options);

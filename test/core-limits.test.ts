@@ -1,0 +1,122 @@
+// Odd inputs and memory limits on both backends: what a rollout gets must depend on the rollout
+// alone — not on size hints, on what a pooled core planned before, or on the array types used.
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { describe, expect, it } from "vitest";
+import { init } from "../src/index.js";
+
+const BACKENDS = ["wasm", "ts"] as const;
+const MiB = 2 ** 20;
+
+const call = (id: string, prompt: ArrayLike<number>, generation: ArrayLike<number>) => ({
+  id,
+  prompt_token_ids: prompt,
+  generation_token_ids: generation,
+  generation_log_probs: Array.from(generation, () => -1),
+});
+const reasonOf = (report: { status: string; reason?: string }) => report.reason ?? report.status;
+
+describe("odd token arrays", () => {
+  it("a negative token in an Int32Array is invalid_token at once (the TS core once followed another node's child)", async () => {
+    const t = 3 - 2 ** 31;
+    const typed = (id: string, gen: number[]) => ({ ...call(id, new Int32Array(0), Int32Array.from(gen)), generation_log_probs: new Float32Array(gen.length) });
+    const rollout = { rollout_id: "neg", reward: 0, calls: [typed("X", [1, 2, 3, 4]), typed("X2", [7, 3, 8]), typed("P", [1, 2]), typed("F", [7, t, 9])] };
+    for (const backend of BACKENDS) {
+      const plan = (await init({ backend })).plan(rollout);
+      expect([backend, plan.report.reason, plan.report.detail]).toEqual([backend, "invalid_token", `call "F" (calls[3]): generation_token_ids[1] is ${t}, not an integer in [0, 2^31-1]`]);
+    }
+  });
+
+  it("a BigInt or a Symbol among plain token ids is invalid_token, not an exception", async () => {
+    for (const backend of BACKENDS) {
+      const cf = await init({ backend });
+      for (const [value, shown] of [[5n, "5n"], [Symbol("s"), "symbol"]] as const) {
+        const plan = cf.plan({ rollout_id: "r", reward: 0, calls: [call("a", [1, value as unknown as number], [2])] });
+        expect(plan.report.detail).toBe(`call "a" (calls[0]): prompt_token_ids[1] is ${shown}, not an integer in [0, 2^31-1]`);
+      }
+    }
+  });
+
+  it("names the first bad token of prompt ++ generation whatever array types hold them", async () => {
+    for (const backend of BACKENDS) {
+      const cf = await init({ backend });
+      for (const prompt of [[1, -2], Int32Array.of(1, -2)]) {
+        const plan = cf.plan({ rollout_id: "r", reward: 0, calls: [call("a", prompt, [1.5])] });
+        expect(plan.report.detail).toBe('call "a" (calls[0]): prompt_token_ids[1] is -2, not an integer in [0, 2^31-1]');
+      }
+    }
+  });
+
+  it("a sparse array claiming 4 G entries is invalid_token, without reserving gigabytes", async () => {
+    const sparse: number[] = [];
+    sparse.length = 2 ** 32 - 1;
+    for (const backend of BACKENDS) {
+      const plan = (await init({ backend })).plan({ rollout_id: "r", reward: 0, calls: [call("a", sparse, [1])] });
+      expect(plan.report.detail).toBe('call "a" (calls[0]): prompt_token_ids[0] is undefined, not an integer in [0, 2^31-1]');
+    }
+  });
+});
+
+describe("memory limits (init({ maxMemory }))", () => {
+  it("any maxMemory past 4 GiB (even Infinity) is the 4 GiB of wasm32, not a wrapped page count", async () => {
+    for (const maxMemory of [2 ** 32, 2 ** 47, 2 ** 48, Number.MAX_SAFE_INTEGER, Infinity]) {
+      const plan = (await init({ maxMemory })).plan({ rollout_id: "r", reward: 0, calls: [call("a", [1, 2], [3])] });
+      expect([maxMemory, plan.report.status]).toEqual([maxMemory, "ok"]);
+    }
+  });
+
+  it("size hints never make a rollout too large: a big unkept retry among many calls fits under 64 MiB", async () => {
+    const retry = { ...call("retry", new Int32Array(0), new Int32Array(4_150_000).fill(3)), kept: false, generation_log_probs: new Float32Array(4_150_000).fill(-1) };
+    const empties = Array.from({ length: 20_000 }, (_, i) => ({ ...call(`e${i}`, [], []), kept: false }));
+    const rollout = { rollout_id: "r", reward: 1, calls: [retry, ...empties, call("a", [1, 2], [3])] };
+    for (const backend of BACKENDS) {
+      const plan = (await init({ backend, maxMemory: 64 * MiB })).plan(rollout);
+      expect([backend, reasonOf(plan.report), plan.report.rows]).toEqual([backend, "ok", 1]);
+    }
+  });
+
+  it("what a pooled instance planned before does not change whether the next rollout fits", async () => {
+    const longPrompt = { rollout_id: "A", reward: 1, calls: [call("a", new Int32Array(3_000_000).fill(1), [2])] };
+    const longGeneration = {
+      rollout_id: "B",
+      reward: 1,
+      calls: [{ ...call("b", [], new Int32Array(1_900_000).fill(5)), generation_log_probs: new Float32Array(1_900_000).fill(-1) }],
+    };
+    const cf = await init({ maxMemory: 64 * MiB });
+    for (const rollout of [longPrompt, longGeneration, longPrompt, longGeneration]) {
+      const plan = cf.plan(rollout);
+      expect([rollout.rollout_id, reasonOf(plan.report)]).toEqual([rollout.rollout_id, "ok"]);
+      plan.release();
+    }
+    // A generous builder hint first changes nothing either.
+    const builder = cf.builder({ rollout_id: "h", reward: 0 }, { callsHint: (64 * MiB) / 256 });
+    const slot = builder.stage(1, 1);
+    slot.generationTokenIds[0] = 1;
+    builder.commit({ id: "x" });
+    builder.finish().release();
+    expect(reasonOf(cf.plan(longGeneration).report)).toBe("ok");
+  });
+});
+
+describe("plans and the caller's arrays", () => {
+  it("a plan does not keep the rollout's arrays alive (its rows are the core's own)", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    for (const backend of BACKENDS) {
+      const cf = await init({ backend });
+      const plans: unknown[] = [];
+      const refs: WeakRef<number[]>[] = [];
+      // In a function, so that no frame of this test still holds the last rollout.
+      const planOne = () => {
+        const prompt = Array.from({ length: 100_000 }, (_, i) => i % 1000);
+        refs.push(new WeakRef(prompt));
+        plans.push(cf.plan({ rollout_id: "r", reward: 1, calls: [call("a", prompt, [1])] }));
+      };
+      for (let i = 0; i < 4; i++) planOne();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+      expect([backend, refs.map((ref) => ref.deref() === undefined)]).toEqual([backend, [true, true, true, true]]);
+      expect(plans).toHaveLength(4);
+    }
+  });
+});
