@@ -4,6 +4,7 @@ import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { init } from "../src/index.js";
+import { buildFrom } from "./support/worked-example.js";
 
 const BACKENDS = ["wasm", "ts"] as const;
 const MiB = 2 ** 20;
@@ -95,6 +96,31 @@ describe("memory limits (init({ maxMemory }))", () => {
     builder.commit({ id: "x" });
     builder.finish().release();
     expect(reasonOf(cf.plan(longGeneration).report)).toBe("ok");
+  });
+});
+
+describe("a pooled instance that starts a plan with less room than the last one had", () => {
+  it("builds the next rollout right: its staging views are of the new size, not the last plan's", async () => {
+    // A plan that leaves 24 MB reserved (1.5 M generated tokens: staging, token and logprob
+    // stores), then a builder whose callsHint (~10 MB of tables) takes the two past half of
+    // 64 MiB: the builder's plan starts from its own sizes, with a small staging area.
+    const g = 1_500_000;
+    const huge = { rollout_id: "A", reward: 1, calls: [{ ...call("a", [], new Int32Array(g).fill(5)), generation_log_probs: new Float32Array(g).fill(-1) }] };
+    const small = {
+      rollout_id: "B",
+      reward: 1,
+      calls: Array.from({ length: 4 }, (_, i) => call(`c${i}`, Int32Array.from({ length: 1000 + i * 1010 }, (_, k) => k % 997), [7, 8, 9, 10, 11, 12, 13, 14, 15, 16])),
+    };
+    const rowsOf = (plan: { rows: { leaf: string; tokenIds: Int32Array; logprobs: Float32Array; lossMask: Uint8Array }[] }) =>
+      plan.rows.map((r) => [r.leaf, Array.from(r.tokenIds), Array.from(r.logprobs), Array.from(r.lossMask)]);
+    const expected = rowsOf((await init()).plan(small));
+    const cf = await init({ maxMemory: 64 * MiB });
+    const first = cf.plan(huge);
+    expect(first.report.status).toBe("ok");
+    first.release();
+    const built = buildFrom(cf, small, { callsHint: 60_000 });
+    expect(built.report.status).toBe("ok");
+    expect(rowsOf(built)).toEqual(expected);
   });
 });
 

@@ -124,11 +124,16 @@ class WasmCore implements ForestCore {
     const table = this.core.begin(agentParents.length, hints.calls, hints.generated, hints.longestCall);
     this.instance.heap32().set(agentParents, table >>> 2);
     this.calls = 0;
-    // The heap was reset: the staging area is normally where it was, but check.
+    // The heap was reset: the staging area is normally where it was, with the same room, but
+    // check both (a plan may start with less room than the last one had: see begin in assembly).
     const staging = this.instance.staging;
+    const core = this.core;
     if (
       staging !== null &&
-      (staging.tokens.byteOffset !== this.core.stagedTokens() >>> 0 || staging.logprobs.byteOffset !== this.core.stagedLogprobs() >>> 0)
+      (staging.tokens.byteOffset !== core.stagedTokens() >>> 0 ||
+        staging.tokens.length !== core.stagedTokenCapacity() ||
+        staging.logprobs.byteOffset !== core.stagedLogprobs() >>> 0 ||
+        staging.logprobs.length !== core.stagedLogprobCapacity())
     ) {
       this.instance.staging = null;
     }
