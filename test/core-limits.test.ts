@@ -5,11 +5,12 @@ import { runInNewContext } from "node:vm";
 import { describe, expect, it } from "vitest";
 import { init } from "../src/index.js";
 import { buildFrom } from "./support/worked-example.js";
+import type { TokenIds } from "../src/types.js";
 
 const BACKENDS = ["wasm", "ts"] as const;
 const MiB = 2 ** 20;
 
-const call = (id: string, prompt: ArrayLike<number>, generation: ArrayLike<number>) => ({
+const call = (id: string, prompt: TokenIds, generation: TokenIds) => ({
   id,
   prompt_token_ids: prompt,
   generation_token_ids: generation,
