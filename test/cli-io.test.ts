@@ -1,7 +1,9 @@
 // The CLI's input and output edges: unwritable outputs and write failures are one line and exit 2
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { buildProgram, main } from "../src/cli/main.js";
@@ -17,6 +19,7 @@ import { tempDirs } from "./support/temp-dirs.js";
 const tmp = tempDirs("io");
 
 const hasDevFull = existsSync("/dev/full");
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 describe("outputs that cannot be written: one line, exit 2, no stack trace", () => {
   it("convert -o into a missing directory", async () => {
@@ -45,6 +48,40 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       const r = await cli(...argv);
       expect([r.code, r.stderr], argv.join(" ")).toEqual([2, "callforest: cannot write /dev/full: no space left on device\n"]);
     }
+  });
+
+  it.skipIf(!hasDevFull)("convert of a single rollout to a full disk names the disk's error, not a closed stream", async () => {
+    const r = await cli("convert", LOGIN_BUG, "-o", "/dev/full");
+    expect([r.code, r.stderr]).toEqual([2, "callforest: cannot write /dev/full: no space left on device\n"]);
+  });
+
+  it.skipIf(!hasDevFull)("show, demo and draw -o - on a stdout that fails: one line and exit 2, as a real process", () => {
+    const bin = join(ROOT, "bin/callforest.js");
+    for (const argv of [["show", LOGIN_BUG], ["demo"], ["draw", LOGIN_BUG, "-o", "-"]]) {
+      const full = openSync("/dev/full", "w");
+      try {
+        const run = spawnSync(process.execPath, [bin, ...argv], { stdio: ["ignore", full, "pipe"], encoding: "utf8" });
+        expect([argv[0], run.status, run.stderr]).toEqual([argv[0], 2, "callforest: cannot write <stdout>: no space left on device\n"]);
+      } finally {
+        closeSync(full);
+      }
+    }
+  });
+
+  it("an output that is also an input (or another output) is refused before anything is written", async () => {
+    const dir = tmp();
+    const input = join(dir, "in.jsonl");
+    writeFileSync(input, goodLines(3).join("\n") + "\n");
+    const before = readFileSync(input, "utf8");
+    for (const [argv, message] of [
+      [["convert", input, "-o", input], `callforest: -o ${input}: is also the input ${input}; write the output somewhere else`],
+      [["rows", input, "--report", input, "--quiet"], `callforest: --report ${input}: is also the input ${input}; write the output somewhere else`],
+      [["rows", input, "-o", join(dir, "x"), "--report", join(dir, "x"), "--quiet"], `callforest: --report ${join(dir, "x")}: is also -o ${join(dir, "x")}; write the output somewhere else`],
+    ] as const) {
+      const r = await cli(...argv);
+      expect([r.code, r.stderr]).toEqual([2, message + "\n"]);
+    }
+    expect(readFileSync(input, "utf8")).toBe(before);
   });
 
   it.skipIf(!hasDevFull)("ByteSink: a write waiting on 'drain' wakes with the failure, and close() reports it", async () => {

@@ -1,5 +1,6 @@
 // Options and checks shared by the commands that read rollouts.
 import { statSync } from "node:fs";
+import { resolve } from "node:path";
 import type { Command } from "commander";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
@@ -31,6 +32,33 @@ export function addInputOptions(command: Command, { backend = true } = {}): Comm
 export function parseBackend(name: string): BackendName {
   if (name === "wasm" || name === "ts") return name;
   throw new UsageError(`unknown --backend '${name}': expected wasm or ts`);
+}
+
+/**
+ * Refuses an output file that is also an input (or the same file twice as outputs): opening it
+ * for writing would empty the input before a byte of it was read. `outputs` pairs each path with
+ * the option that named it; undefined, null and "-" are stdout or none.
+ */
+export function checkOutputs(inputs: readonly string[], outputs: readonly [string, string | undefined | null][]): void {
+  const identity = (path: string): string => {
+    try {
+      const stat = statSync(path);
+      return `${stat.dev}:${stat.ino}`;
+    } catch {
+      return `path:${resolve(path)}`; // not there yet: two outputs may still name it
+    }
+  };
+  const seen = new Map<string, string>();
+  for (const input of inputs) {
+    if (input !== "-") seen.set(identity(input), `the input ${input}`);
+  }
+  for (const [option, path] of outputs) {
+    if (path === undefined || path === null || path === "-") continue;
+    const id = identity(path);
+    const other = seen.get(id);
+    if (other !== undefined) throw new UsageError(`${option} ${path}: is also ${other}; write the output somewhere else`);
+    seen.set(id, `${option} ${path}`);
+  }
 }
 
 /** Fails before any output is written when an input, `--from` or the token directory cannot be used. */

@@ -1,6 +1,7 @@
 // The `callforest` command line: one module per command under ./commands.
 import { Command, CommanderError } from "commander";
 import { failureOf } from "./errors.js";
+import { FileError } from "../ingest/file-error.js";
 import { register as registerRows } from "./commands/rows.js";
 import { register as registerShow } from "./commands/show.js";
 import { register as registerDemo } from "./commands/demo.js";
@@ -27,8 +28,13 @@ export function buildProgram(): Command {
 /** Runs the CLI; resolves to the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
+  watchStdout();
+  stdoutFailure = null;
   try {
     await program.parseAsync(argv, { from: "user" });
+    // A failed write to stdout reports its error on a later tick.
+    await new Promise((resolve) => setImmediate(resolve));
+    if (stdoutFailure !== null) throw stdoutFailure;
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
@@ -39,4 +45,24 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`callforest: ${failure.message}\n`);
     return failure.exitCode;
   }
+}
+
+/** The first failure writing stdout during this run (commands that write a lot stop early). */
+let stdoutFailure: FileError | null = null;
+let watching = false;
+
+/**
+ * stdout that cannot be written (a closed pipe, a full disk) is one line and exit 2, whichever
+ * command wrote to it: without a listener Node would die with a stack trace. Installed once.
+ */
+function watchStdout(): void {
+  if (watching) return;
+  watching = true;
+  process.stdout.on("error", (error: Error) => {
+    stdoutFailure ??= new FileError("write", "<stdout>", error);
+  });
+}
+
+export function stdoutFailed(): boolean {
+  return stdoutFailure !== null;
 }

@@ -70,10 +70,18 @@ export function openByteSink(path: string | undefined): ByteSink {
         out.off("error", onError);
         return failure ? Promise.reject(failure) : Promise.resolve();
       }
-      if (failure || out.destroyed) {
-        // end() on a destroyed stream only adds its own error; the stored one is the story.
+      if (failure) {
+        // end() on a failed stream only adds its own error; the stored one is the story.
         out.destroy();
-        return Promise.reject(failure ?? new FileError("write", name, new Error("the stream was closed")));
+        return Promise.reject(failure);
+      }
+      if (out.destroyed) {
+        // Destroyed by an error whose 'error' event is still to come (it comes before 'close').
+        return new Promise<void>((_, reject) => {
+          const settle = () => reject(failure ?? new FileError("write", name, new Error("the stream was closed")));
+          if (out.closed) settle();
+          else out.once("close", settle);
+        });
       }
       return new Promise<void>((resolve, reject) => {
         out.end((error?: Error | null) => {

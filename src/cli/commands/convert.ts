@@ -6,7 +6,7 @@ import type { FormatRejection } from "../../formats/index.js";
 import { readRollouts, rolloutToJson } from "../../formats/read.js";
 import { withSinks } from "../../ingest/sink.js";
 import { StrictFailure, UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, type ReadArguments } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, type ReadArguments } from "../inputs.js";
 
 interface ConvertOptions extends ReadArguments {
   to: string;
@@ -36,6 +36,7 @@ export function rejectionLine(where: string, rejection: FormatRejection): string
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {
   if (options.to !== "callforest") throw new UsageError(`unknown --to format '${options.to}': expected callforest`);
   const read = checkInputs(inputs, options);
+  checkOutputs(inputs, [["-o", options.output]]);
   let rejected = 0;
   let total = 0;
   await withSinks([options.output], async ([out]) => {

@@ -8,7 +8,7 @@ import { withSinks } from "../../ingest/sink.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, parseBackend, type InputOptions } from "../inputs.js";
 import { startProgress } from "../progress.js";
 
 interface RowsOptions extends InputOptions {
@@ -81,6 +81,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const read = checkInputs(inputs, options);
+  checkOutputs(inputs, [["-o", options.output], ["--report", options.report]]);
   const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
     const progress = startProgress(inputSize(inputs), options.quiet === true);
     try {

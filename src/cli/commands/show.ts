@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { init } from "../../index.js";
 import { readRollouts } from "../../formats/read.js";
 import { renderPlan } from "../../show.js";
+import { stdoutFailed } from "../main.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
 
 export function register(program: Command): void {
@@ -15,6 +16,7 @@ export function register(program: Command): void {
     const cf = await init({ backend: parseBackend(options.backend) });
     let first = true;
     for await (const item of readRollouts(inputs, read)) {
+      if (stdoutFailed()) break; // nobody reads any more (main reports it)
       if (!first) process.stdout.write("\n");
       first = false;
       if (!item.result.ok) {
