@@ -18,7 +18,8 @@ function callLine(call: ForestCall, agents: AgentInfo[]): string {
 }
 
 function table(header: string[], body: string[][]): string[] {
-  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  // A loop, not Math.max(...spread): a rollout may have more rows than a call takes arguments.
+  const widths = header.map((h, i) => body.reduce((widest, r) => Math.max(widest, r[i].length), h.length));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
   return [line(header), ...body.map(line)];
 }
@@ -40,13 +41,20 @@ export function renderPlan(plan: Plan): string {
   }
   out.push("", "forest");
   const byId = new Map(plan.forest.map((c) => [c.id, c]));
-  const walk = (call: ForestCall, prefix: string, last: boolean, top: boolean) => {
-    const branch = top ? "" : last ? "└─ " : "├─ ";
-    out.push(`  ${prefix}${branch}${callLine(call, plan.agents)}`);
-    const childPrefix = top ? prefix : prefix + (last ? "   " : "│  ");
-    call.children.forEach((id, i) => walk(byId.get(id)!, childPrefix, i === call.children.length - 1, false));
+  // Depth first with an explicit stack: a chain of thousands of calls must not overflow the call stack.
+  const walk = (root: ForestCall) => {
+    const stack: [ForestCall, string, boolean, boolean][] = [[root, "", true, true]];
+    while (stack.length > 0) {
+      const [call, prefix, last, top] = stack.pop()!;
+      const branch = top ? "" : last ? "└─ " : "├─ ";
+      out.push(`  ${prefix}${branch}${callLine(call, plan.agents)}`);
+      const childPrefix = top ? prefix : prefix + (last ? "   " : "│  ");
+      for (let i = call.children.length - 1; i >= 0; i--) {
+        stack.push([byId.get(call.children[i])!, childPrefix, i === call.children.length - 1, false]);
+      }
+    }
   };
-  for (const call of plan.forest) if (call.root) walk(call, "", true, true);
+  for (const call of plan.forest) if (call.root) walk(call);
   const unlinked = plan.forest.filter((c) => !c.eligible);
   if (unlinked.length > 0) {
     const why = (c: ForestCall) => (c.kept ? "empty generation" : "not kept");

@@ -284,6 +284,20 @@ describe("callforest view's server", () => {
     expect((await fetch(`${origin}/`, { method: "POST" })).status).toBe(405);
   });
 
+  it("answers 404 for an input deleted after it started, and keeps serving", async () => {
+    const input = join(dir, "gone.jsonl");
+    writeFileSync(input, readFileSync(EXAMPLE_FILE, "utf8").replace(/\n/g, "") + "\n");
+    const server = await startViewServer({ page: join(dir, "web/index.html"), input, port: 0 });
+    try {
+      const origin = new URL(server.url).origin;
+      rmSync(input);
+      expect((await fetch(`${origin}/input/gone.jsonl`)).status).toBe(404);
+      expect((await fetch(`${origin}/`)).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
   it("fails in one line when the page is not built or the input is missing", async () => {
     await expect(startViewServer({ page: join(dir, "nope.html") })).rejects.toThrow(/^cannot read .*nope\.html: no such file \(build the page first: npm run build\)$/);
     await expect(startViewServer({ page: join(dir, "web/index.html"), input: join(dir, "missing.jsonl") })).rejects.toThrow(/^cannot read .*missing\.jsonl: no such file$/);

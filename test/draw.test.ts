@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../src/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
+import { renderPlan } from "../src/show.js";
 import { BOX_W, COL, FONT } from "../src/draw/layout.js";
 import { main } from "../src/cli/main.js";
 import { captureOutput, type Captured } from "./support/capture.js";
@@ -190,6 +191,25 @@ describe("large and unusual rollouts", () => {
   });
 });
 
+describe("large rollouts", () => {
+  it("draws 10,000 calls and shows a 3,000-call chain (no argument spreading, no recursion)", () => {
+    const flat = { rollout_id: "flat", reward: 0, calls: Array.from({ length: 10_000 }, (_, i) => ({ id: `c${i}`, prompt_token_ids: [i + 1], generation_token_ids: [1], generation_log_probs: [-1] })) };
+    const svg = draw(flat);
+    expect(svg.match(/<g class="[^"]*" data-call="/g)).toHaveLength(10_000);
+    const chain = {
+      rollout_id: "chain",
+      reward: 0,
+      calls: Array.from({ length: 3000 }, (_, i) => ({ id: `c${i}`, prompt_token_ids: new Array(2 * i).fill(1), generation_token_ids: [1], generation_log_probs: [-1] })),
+    };
+    const plan = cf.plan(chain);
+    expect(plan.report.roots).toBe(1);
+    const text = renderPlan(plan);
+    plan.release();
+    expect(text).toContain("c2999");
+    expect(text.split("\n").filter((line) => line.includes("└─ c2999"))).toHaveLength(1);
+  });
+});
+
 describe("faultOf", () => {
   const rejected = (detail: string): Report => ({
     rollout_id: "r", status: "rejected", reason: "invalid_token", detail, calls: 0, eligible: 0, roots: 0, leaves: 0,
@@ -199,6 +219,9 @@ describe("faultOf", () => {
     expect(faultOf(rejected(`call "C\\"7" (calls[6]): prompt_token_ids[2] is -1`))).toEqual({ index: 6, id: 'C"7' });
     expect(faultOf(rejected(`calls[3]: id must be a non-empty string, got 5`))).toEqual({ index: 3, id: null });
     expect(faultOf(rejected(`reward must be a finite number, got "x"`))).toBeNull();
+    // An importer's detail may mention other lists' `calls[N]`: they are not the rollout's calls.
+    expect(faultOf(rejected(`gym-observed: ng_agent_observations.records[0].model_calls[2]: needs model_call_id`))).toBeNull();
+    expect(faultOf(rejected(`gym-observed: ng_model_call_capture.calls[0].model_call_id is 5`))).toBeNull();
   });
   it("finds the call of a real ambiguous_parent rejection", () => {
     const twin = { agent: "A", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] };

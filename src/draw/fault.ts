@@ -9,7 +9,9 @@ export interface Fault {
   id: string | null;
 }
 
-const NAMED = /call ("(?:[^"\\]|\\.)*") \(calls\[(\d+)\]\)|calls\[(\d+)\]/;
+// Anchored: only the call the detail starts with (an importer's detail may mention other
+// `calls[N]`, e.g. `ng_model_call_capture.calls[0]`, which are not the rollout's calls).
+const NAMED = /^(?:call ("(?:[^"\\]|\\.)*") \(calls\[(\d+)\]\)|calls\[(\d+)\])/;
 
 export function faultOf(report: Report): Fault | null {
   if (report.status !== "rejected" || report.detail === undefined) return null;

@@ -76,7 +76,7 @@ export function layout(plan: DrawablePlan): Layout {
   for (const call of plan.forest) if (!order.includes(call.agent)) order.push(call.agent);
   const labels = order.map((agent) => agentLabel(agent, plan.agents));
   const rowLabelChars = plan.rows.length === 0 ? 0 : `row ${plan.rows.length - 1}`.length;
-  const widest = Math.max(8, rowLabelChars, ...labels.map((l) => Array.from(l).length));
+  const widest = labels.reduce((most, l) => Math.max(most, Array.from(l).length), Math.max(8, rowLabelChars));
   const gutter = Math.min(widest, 32) * CHAR + 24;
 
   const lanes: Lane[] = order.map((agent, i) => ({ agent, label: labels[i], colour: i, y: HEADER_H + i * LANE_H }));

@@ -255,7 +255,11 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
     width = Math.max(960, 2 * MARGIN + 125 * CHAR);
   } else {
     const byId = new Map(plan.forest.map((c) => [c.id, c]));
-    body.push(...legend(), ...lanes(plan, l), ...cuts(l), ...links(plan, l, byId), ...calls(plan, l), ...rows(plan, l, byId));
+    // Appended part by part, never spread into push(): a part has one element per call or row,
+    // more than a function call takes arguments in a large rollout.
+    for (const part of [legend(), lanes(plan, l), cuts(l), links(plan, l, byId), calls(plan, l), rows(plan, l, byId)]) {
+      for (const element of part) body.push(element);
+    }
   }
   const id = plan.report.rollout_id ?? "(no id)";
   const out = [

@@ -20,6 +20,12 @@ import {
   type JsonObject,
 } from "./values.js";
 
+/**
+ * Ids and names from the data, quoted in rejection details (they become one-line notes on
+ * stderr, which a newline in an id would split). Diagnostics only ever travel inside JSON.
+ */
+const q = (value: unknown): string => JSON.stringify(value) ?? String(value);
+
 export function isGymObserved(value: JsonObject): boolean {
   const observations = field(value, "ng_agent_observations");
   return isObject(observations) && Array.isArray(field(observations, "records"));
@@ -53,11 +59,11 @@ export function fromGymObserved(
   const reward = requireReward(row, "");
 
   if (!context.tokens) {
-    throw new FormatError("no_token_source", `rollout ${rolloutId} needs token entries: give --tokens DIR`);
+    throw new FormatError("no_token_source", `rollout ${q(rolloutId)} needs token entries: give --tokens DIR`);
   }
   const file = context.tokens.load(rolloutId);
   if (file === null) {
-    throw new FormatError("missing_token_file", `no token entries for rollout ${rolloutId}: ${context.tokens.describe(rolloutId)} not found`);
+    throw new FormatError("missing_token_file", `no token entries for rollout ${q(rolloutId)}: ${context.tokens.describe(rolloutId)} not found`);
   }
   const entries = readEntries(file);
   const byId = new Map(entries.map((e) => [e.id, e]));
@@ -78,14 +84,14 @@ export function fromGymObserved(
       const refs = field(record, "model_calls") ?? [];
       if (!Array.isArray(refs)) throw new FormatError("missing_field", `${where}.model_calls is ${show(refs)}, expected an array`);
       refs.forEach((ref, j) => {
-        const refWhere = `${where}.model_calls[${j}] (invocation ${invocation.id})`;
+        const refWhere = `${where}.model_calls[${j}] (invocation ${q(invocation.id)})`;
         const callId = resolve(ref, refWhere);
         const previous = ownerWhere.get(callId);
         if (previous !== undefined) {
-          throw new FormatError("duplicate_model_call", `${refWhere}: model call ${callId} is already listed at ${previous}`);
+          throw new FormatError("duplicate_model_call", `${refWhere}: model call ${q(callId)} is already listed at ${previous}`);
         }
         if (!byId.has(callId)) {
-          throw new FormatError("missing_token_entry", `${refWhere}: model call ${callId} has no entry in ${file.file}`);
+          throw new FormatError("missing_token_entry", `${refWhere}: model call ${q(callId)} has no entry in ${file.file}`);
         }
         owner.set(callId, invocation.id);
         ownerWhere.set(callId, refWhere);
@@ -173,7 +179,7 @@ function readInvocation(record: JsonObject, where: string, seen: Invocation[]): 
   const id = field(record, "invocation_id");
   if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${where}.invocation_id is ${show(id)}, expected a non-empty string`);
   const twin = seen.find((inv) => inv.id === id);
-  if (twin) throw new FormatError("duplicate_invocation", `${where}: invocation ${id} is already recorded at ${twin.where}`);
+  if (twin) throw new FormatError("duplicate_invocation", `${where}: invocation ${q(id)} is already recorded at ${twin.where}`);
   const parent = field(record, "parent_invocation_id") ?? null;
   if (parent !== null && !isNonEmptyString(parent)) {
     throw new FormatError("missing_field", `${where}.parent_invocation_id is ${show(parent)}, expected a string or null`);
@@ -193,7 +199,7 @@ function readEntries(file: TokenEntries): TokenEntry[] {
     if (!isObject(value)) throw new FormatError("missing_field", `${where}: token entry is ${show(value)}, expected an object`);
     const id = field(value, "model_call_id");
     if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${where}: model_call_id is ${show(id)}, expected a non-empty string`);
-    const label = `${where} (call ${id}): `;
+    const label = `${where} (call ${q(id)}): `;
     requireTokenArray(value, "prompt_token_ids", label);
     requireTokenArray(value, "generation_token_ids", label);
     requireTokenArray(value, "generation_log_probs", label);
@@ -248,7 +254,7 @@ function refResolver(captureCalls: unknown[], entries: Map<string, TokenEntry>, 
     const id = field(ref, "model_call_id");
     if (isNonEmptyString(id)) {
       if (!capturedIds.has(id) && !entries.has(id)) {
-        throw new FormatError("unknown_model_call", `${where}: model_call_id ${id} is in neither ng_model_call_capture.calls nor ${tokenFile}`);
+        throw new FormatError("unknown_model_call", `${where}: model_call_id ${q(id)} is in neither ng_model_call_capture.calls nor ${tokenFile}`);
       }
       return id;
     }
@@ -258,13 +264,13 @@ function refResolver(captureCalls: unknown[], entries: Map<string, TokenEntry>, 
     }
     const model = refKey(field(ref, "model_ref"));
     const matches = (byResponse.get(responseId) ?? []).filter((m) => model === null || refKey(field(m.call, "model_ref")) === model);
-    const named = model === null ? "" : ` (model_ref ${model})`;
+    const named = model === null ? "" : ` (model_ref ${q(model)})`;
     if (matches.length === 0) {
-      throw new FormatError("unknown_model_call", `${where}: response_id ${responseId}${named} matches no ng_model_call_capture.calls entry`);
+      throw new FormatError("unknown_model_call", `${where}: response_id ${q(responseId)}${named} matches no ng_model_call_capture.calls entry`);
     }
     if (matches.length > 1) {
       const at = matches.map((m) => m.index).join(", ");
-      throw new FormatError("ambiguous_model_call", `${where}: response_id ${responseId}${named} matches ng_model_call_capture.calls[${at}]`);
+      throw new FormatError("ambiguous_model_call", `${where}: response_id ${q(responseId)}${named} matches ng_model_call_capture.calls[${at}]`);
     }
     const resolved = field(matches[0].call, "model_call_id");
     if (!isNonEmptyString(resolved)) {

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
-import { isBlankLine } from "./text.js";
+import { isBlankLine, isStringTooLong } from "./text.js";
 
 export function tokenDirectory(dir: string): TokenSource {
   const pathOf = (rolloutId: string) => join(dir, `${rolloutId}.tokens.jsonl`);
@@ -25,7 +25,14 @@ export function tokenDirectory(dir: string): TokenSource {
       }
       // Strict, as every other reader: bad bytes are never silently replaced.
       if (!isUtf8(bytes)) throw new FormatError("unreadable_token_file", `${file} is not UTF-8`);
-      return { file, lines: parseJsonLines(bytes.toString("utf8")) };
+      let text: string;
+      try {
+        text = bytes.toString("utf8");
+      } catch (error) {
+        if (!isStringTooLong(error)) throw error;
+        throw new FormatError("token_file_too_large", `${file}: ${bytes.length} bytes are more than one JavaScript string can hold`, "rollout_too_large");
+      }
+      return { file, lines: parseJsonLines(text) };
     },
   };
 }

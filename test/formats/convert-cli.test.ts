@@ -82,6 +82,18 @@ describe("callforest convert", () => {
     ]);
   });
 
+  it("a value it cannot write back (an unknown field nested 10,000 deep) is one line on stderr; the rest converts", async () => {
+    const dir = tmp();
+    const file = join(dir, "deep.jsonl");
+    const good = { rollout_id: "ok", reward: 1, calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] };
+    const deep = JSON.stringify({ ...good, rollout_id: "deep" }).replace(/}$/, `,"extra":${"[".repeat(10_000)}${"]".repeat(10_000)}}`);
+    writeFileSync(file, `${deep}\n${JSON.stringify(good)}\n`);
+    const r = await run(file);
+    expect(r.code).toBe(0);
+    expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["ok"]);
+    expect(lines(r.stderr)).toEqual([`${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`]);
+  });
+
   it("--strict exits 1 when something was rejected, after writing the rest", async () => {
     const r = await run("--strict", VLLM_ROUND_TRIP, COMPETITIVE_CODING);
     expect(r.code).toBe(1);
@@ -114,7 +126,7 @@ describe("callforest convert", () => {
     const r = await run("--tokens", tokens, OBSERVED_ROWS);
     expect(r.stdout).toBe("");
     expect(lines(r.stderr)).toEqual([
-      `${OBSERVED_ROWS}:1: invalid_rollout (missing_field): gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call mc-leader-2): generation_log_probs is missing, expected an array`,
+      `${OBSERVED_ROWS}:1: invalid_rollout (missing_field): gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call "mc-leader-2"): generation_log_probs is missing, expected an array`,
     ]);
   });
 
@@ -128,13 +140,13 @@ describe("callforest convert", () => {
     const r = await run("--tokens", OBSERVED_DIR, file);
     expect(lines(r.stdout)).toHaveLength(1);
     expect(lines(r.stderr)).toEqual([
-      `${file}:2: invalid_rollout (unknown_model_call): gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation inv-fork): model_call_id mc-typo is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
+      `${file}:2: invalid_rollout (unknown_model_call): gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation "inv-fork"): model_call_id "mc-typo" is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
     ]);
   });
 
   it("names the rollout and the missing token file", async () => {
     const r = await run("--tokens", tmp(), OBSERVED_ROWS);
-    expect(lines(r.stderr)).toEqual([expect.stringMatching(/:1: invalid_rollout \(missing_token_file\): gym-observed: no token entries for rollout 7-2: .+\/7-2\.tokens\.jsonl not found$/)]);
+    expect(lines(r.stderr)).toEqual([expect.stringMatching(/:1: invalid_rollout \(missing_token_file\): gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/)]);
   });
 });
 

@@ -43,7 +43,18 @@ async function convert(inputs: string[], options: ConvertOptions): Promise<void>
     for await (const item of readRollouts(inputs, read)) {
       total++;
       if (item.result.ok) {
-        await out!.write(rolloutToJson(item.result.rollout, item.result.diagnostics) + "\n");
+        let line: string;
+        try {
+          line = rolloutToJson(item.result.rollout, item.result.diagnostics);
+        } catch (error) {
+          // JSON.stringify recurses: an unknown field nested thousands deep cannot be written
+          // back (rows reads it fine). That value only, then on with the rest.
+          if (!(error instanceof RangeError)) throw error;
+          rejected++;
+          process.stderr.write(`${item.where}: not converted: it cannot be written back as JSON (${error.message.split("\n")[0]})\n`);
+          continue;
+        }
+        await out!.write(line + "\n");
       } else {
         rejected++;
         process.stderr.write(rejectionLine(item.where, item.result) + "\n");

@@ -63,10 +63,20 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
       response.writeHead(200, { ...headers, "Content-Type": "text/html; charset=utf-8", "Content-Length": page.length });
       response.end(request.method === "HEAD" ? undefined : page);
     } else if (inputPath !== null && path === inputPath) {
-      response.writeHead(200, { ...headers, "Content-Type": "text/plain; charset=utf-8" });
-      if (request.method === "HEAD") response.end();
-      else if (typeof input === "string") createReadStream(input).pipe(response);
-      else response.end(input!.bytes);
+      const ok = { ...headers, "Content-Type": "text/plain; charset=utf-8" };
+      if (request.method === "HEAD") {
+        response.writeHead(200, ok).end();
+      } else if (typeof input === "string") {
+        // The file may be gone (or unreadable) by now: answer 404, and never take the server down.
+        const file = createReadStream(input);
+        file.once("open", () => file.pipe(response.writeHead(200, ok)));
+        file.once("error", () => {
+          if (response.headersSent) response.destroy();
+          else response.writeHead(404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");
+        });
+      } else {
+        response.writeHead(200, ok).end(input!.bytes);
+      }
     } else {
       response.writeHead(404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");
     }
