@@ -3,9 +3,13 @@ import type { Report, Row } from "./types.js";
 
 export type MaskFormat = "bits" | "ints";
 
-/** Shortest decimal text that reads back (through Math.fround) as the same float32. */
+/**
+ * Shortest correctly rounded decimal text that reads back (through Math.fround) as the same
+ * float32, -0 included. (At a few powers of two a shorter text that is not the correctly rounded
+ * one also reads back; like the WASM writer, this keeps the correctly rounded one.)
+ */
 export function formatFloat32(x: number): string {
-  if (x === 0) return "0";
+  if (x === 0) return Object.is(x, -0) ? "-0" : "0";
   for (let precision = 1; precision < 10; precision++) {
     const candidate = Number(x.toPrecision(precision));
     if (Math.fround(candidate) === x) return String(candidate);

@@ -68,6 +68,19 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     }
   });
 
+  it("a read error in the middle of an input names the input", async () => {
+    const r = await cli("rows", "/proc/self/mem", "-o", join(tmp(), "rows.jsonl"), "--quiet");
+    expect([r.code, r.stderr]).toEqual([2, "callforest: cannot read /proc/self/mem: input/output error\n"]);
+  });
+
+  it("show names file:line for a rollout the planner rejects, as for one the importer rejects", async () => {
+    const input = join(tmp(), "bad.jsonl");
+    writeFileSync(input, `${goodLines(1)[0]}\n{"rollout_id":"x","reward":0,"calls":[{"id":"a","prompt_token_ids":[-1],"generation_token_ids":[2],"generation_log_probs":[-1]}]}\n`);
+    const r = await cli("show", input);
+    expect(r.code).toBe(0);
+    expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(`${input}:2: rejected (invalid_token): call "a" (calls[0]): prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`);
+  });
+
   it("an output that is also an input (or another output) is refused before anything is written", async () => {
     const dir = tmp();
     const input = join(dir, "in.jsonl");

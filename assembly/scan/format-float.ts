@@ -105,6 +105,8 @@ export function formatF32(x: f32, at: usize): usize {
   const bits = reinterpret<u32>(x);
   const magnitude = bits & 0x7fffffff;
   if (magnitude == 0) {
+    // -0 keeps its sign: "0" would read back as +0.
+    if (bits != 0) store<u8>(at++, 0x2d);
     store<u8>(at, 0x30);
     return at + 1;
   }

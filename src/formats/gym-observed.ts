@@ -34,7 +34,7 @@ export function isGymObserved(value: JsonObject): boolean {
 interface TokenEntry {
   id: string;
   line: number;
-  createdAt: number;
+  createdAt: Time;
   order: number;
   value: JsonObject;
 }
@@ -210,17 +210,48 @@ function readEntries(file: TokenEntries): TokenEntry[] {
     lineOf.set(id, line.line);
     entries.push({ id, line: line.line, createdAt: timeOf(field(value, "created_at"), label), order: entries.length, value });
   }
-  return entries.sort((a, b) => a.createdAt - b.createdAt || a.order - b.order);
+  return entries.sort((a, b) => compareTimes(a.createdAt, b.createdAt) || a.order - b.order);
 }
 
-/** `created_at` as epoch seconds (a number) or an ISO 8601 string. */
-function timeOf(value: unknown, label: string): number {
-  if (typeof value === "number" && Number.isFinite(value)) return value;
-  if (typeof value === "string") {
-    const ms = Date.parse(value);
-    if (Number.isFinite(ms)) return ms / 1000;
+/** A point in time: whole epoch seconds, and the digits after the decimal point (exact). */
+interface Time {
+  seconds: number;
+  fraction: string;
+}
+
+function compareTimes(a: Time, b: Time): number {
+  if (a.seconds !== b.seconds) return a.seconds - b.seconds;
+  const digits = Math.max(a.fraction.length, b.fraction.length);
+  const x = a.fraction.padEnd(digits, "0");
+  const y = b.fraction.padEnd(digits, "0");
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+// Date and time with seconds and a zone (Z or ±hh:mm); any number of fractional digits.
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?(?:([Zz])|([+-])(\d{2}):?(\d{2}))$/;
+
+/**
+ * `created_at` as epoch seconds (a number) or an ISO 8601 time with a zone. Read exactly, not
+ * through Date.parse: that keeps milliseconds only (calls a microsecond apart would tie), reads
+ * a time without a zone in the machine's zone, and takes strings like "5" for a date.
+ */
+function timeOf(value: unknown, label: string): Time {
+  if (typeof value === "number" && Number.isFinite(value)) {
+    const seconds = Math.floor(value);
+    return { seconds, fraction: (value - seconds).toFixed(9).slice(2) };
   }
-  throw new FormatError("missing_field", `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time`);
+  const match = typeof value === "string" ? ISO_8601.exec(value) : null;
+  if (match !== null) {
+    const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
+    const offset = match[8] !== undefined ? 0 : (match[9] === "-" ? -1 : 1) * (Number(match[10]) * 60 + Number(match[11])) * 60;
+    const ms = Date.UTC(year, month - 1, day, hour, minute, second);
+    const date = new Date(ms);
+    // Date.UTC rolls over out-of-range fields (month 13, day 32): only real dates are times.
+    if (date.getUTCMonth() === month - 1 && date.getUTCDate() === day && hour < 24 && minute < 60 && second < 61) {
+      return { seconds: ms / 1000 - offset, fraction: match[7] ?? "" };
+    }
+  }
+  throw new FormatError("missing_field", `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time with a zone`);
 }
 
 /** A model_ref as a comparable key: Gym's `{type, name}` object, or a plain string. */

@@ -9,6 +9,7 @@
 // the file size. Each batch owns its ArrayBuffers (byteOffset 0), so it can be transferred to a
 // worker thread without a copy.
 import { open } from "node:fs/promises";
+import { FileError } from "./file-error.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -201,8 +202,12 @@ export async function fileSource(path: string): Promise<ByteSource> {
   const handle = await open(path, "r");
   return {
     async read(into, offset, length) {
-      const { bytesRead } = await handle.read(into, offset, length, null);
-      return bytesRead;
+      try {
+        const { bytesRead } = await handle.read(into, offset, length, null);
+        return bytesRead;
+      } catch (error) {
+        throw new FileError("read", path, error); // a read error mid-file names the file
+      }
     },
     close: () => handle.close(),
   };

@@ -148,6 +148,22 @@ describe("gym-observed fixture (test/fixtures/gym-observed/README.md)", () => {
     expect(ids).toEqual(LEDGER);
   });
 
+  it("reads ISO 8601 times exactly: microseconds order calls, zones count, and a time needs a zone", () => {
+    // Give the first two entries of the file times a microsecond apart, the later one first.
+    const stamped = (times: (string | number)[]) => entries.map((e, i) => ({ ...e, created_at: i < times.length ? times[i] : e.created_at }));
+    // Both before every other entry (the fixture's first is 2025-11-30T05:00:00.1Z).
+    const [first, second] = [entries[0].model_call_id, entries[1].model_call_id];
+    const swapped = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T05:00:00.000200Z", "2025-11-30T05:00:00.000100Z"])) }));
+    expect(swapped.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
+    // The same instant written in another zone is the same time: file order breaks the tie.
+    const zoned = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T07:00:00+02:00", "2025-11-30T05:00:00Z"])) }));
+    expect(zoned.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
+    for (const bad of ["2025-11-30T05:00:00", "5", "2025-13-01T00:00:00Z", "yesterday"]) {
+      const result = toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([bad])) });
+      expect(result.ok ? "accepted" : result.detail).toMatch(/created_at is .* expected a number or an ISO 8601 time with a zone$/);
+    }
+  });
+
   it("maps a parent with no invocation record to null, with a diagnostic", () => {
     const value = clone(row);
     value.ng_agent_observations.records[1].parent_invocation_id = "inv-gone";
@@ -276,7 +292,7 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       () => {},
       (e) => (e[6].created_at = null),
       "missing_field",
-      `${FILE}:7 (call "mc-leader-3-summary"): created_at is null, expected a number or an ISO 8601 time`,
+      `${FILE}:7 (call "mc-leader-3-summary"): created_at is null, expected a number or an ISO 8601 time with a zone`,
     ],
     [
       "token entry repeated",

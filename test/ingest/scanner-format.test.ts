@@ -57,7 +57,25 @@ function rowWith(logprobs: Float32Array): Row {
   };
 }
 
+describe("formatFloat32 edge values", () => {
+  it("keeps the sign of -0 (it reads back as -0), and every edge value reads back exactly", () => {
+    expect([formatFloat32(0), formatFloat32(-0)]).toEqual(["0", "-0"]);
+    expect(Object.is(Math.fround(JSON.parse(formatFloat32(-0))), -0)).toBe(true);
+    const edges = [2 ** -149, -(2 ** -149), 2 ** -126, 3.4028234663852886e38, -3.4028234663852886e38, 2 ** -96, 2 ** 87, 1, -1];
+    for (const x of edges) expect([x, Math.fround(JSON.parse(formatFloat32(x)))]).toEqual([x, x]);
+  });
+});
+
 describe.each([true, false])("float32 → text (simd %s)", (simd) => {
+  it("writes -0 and +0 as formatFloat32 does", async () => {
+    const serializer = await RowSerializer.create({ simd });
+    let text = "";
+    serializer.writeRow(rowWith(Float32Array.of(-0, 0, -1.5)), "bits", (chunk) => {
+      text += new TextDecoder().decode(chunk);
+    });
+    expect(text).toContain('"logprobs":[-0,0,-1.5]');
+  });
+
   it(`writes ${simd ? "1,000,000" : "200,000"} random float32 values exactly as formatFloat32`, async () => {
     const serializer = await RowSerializer.create({ simd });
     const decoder = new TextDecoder();

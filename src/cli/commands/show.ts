@@ -24,7 +24,9 @@ export function register(program: Command): void {
         continue;
       }
       const plan = cf.plan(item.result.rollout, { line: item.line });
-      process.stdout.write(renderPlan(plan));
+      const { report } = plan;
+      // A rejection names where it is, as an import rejection does.
+      process.stdout.write(report.status === "rejected" ? `${item.where}: rejected (${report.reason}): ${report.detail}\n` : renderPlan(plan));
       plan.release();
     }
   });
