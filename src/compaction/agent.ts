@@ -21,7 +21,7 @@ import { SemanticHistory, type HistoryEntry, type UserPart } from "./history.js"
 import { entryKeys, materialize, type MaterializedView } from "./materialize.js";
 import { MediaStore, type MediaRecord } from "./media.js";
 import { identityPolicy, type Policy } from "./policies.js";
-import type { ResponsesResponse } from "./responses.js";
+import type { ResponsesResponse, TokenizeBody } from "./responses.js";
 import { createScheduler, type ScheduleConfig, type ScheduledView, type Scheduler } from "./schedules.js";
 
 export interface CompactionOptions {
@@ -41,8 +41,13 @@ export interface RunAgentOptions {
   agent?: string;
   maxOutputTokens?: number;
   temperature?: number;
-  /** Extra attempts for a call after a transient failure (transport error, HTTP 5xx). Default 2. */
+  /**
+   * Extra attempts for a request after a transient failure (transport error, timeout, HTTP 5xx),
+   * model calls and `/tokenize` preflights alike. A non-negative integer; default 2.
+   */
   retries?: number;
+  /** Wait before the first retry, doubled for each next one (capped at 5 s). Default 200 ms. */
+  retryDelayMs?: number;
 }
 
 export interface RunAgentResult {
@@ -101,16 +106,16 @@ async function appendObservation(run: Run, obs: Observation, turn: number, call?
   }
 }
 
-/** Appends the model's output items to the history; returns the new entries. */
+/** Appends the model's output items (checked by extractGeneration first) to the history; returns the new entries. */
 function appendOutput(run: Run, response: ResponsesResponse, turn: number): HistoryEntry[] {
   return response.output.map((item) => {
     switch (item.type) {
       case "reasoning":
-        return run.history.append({ kind: "reasoning", origin: "model", turn, id: item.id, text: item.content.map((c) => c.text).join("") });
+        return run.history.append({ kind: "reasoning", origin: "model", turn, id: item.id, text: (item.content ?? []).map((c) => c.text).join("") });
       case "function_call":
         return run.history.append({ kind: "function_call", origin: "model", turn, id: item.id, callId: item.call_id, name: item.name, arguments: item.arguments });
       case "message":
-        return run.history.append({ kind: "message", origin: "model", turn, id: item.id, text: item.content.map((c) => c.text).join("") });
+        return run.history.append({ kind: "message", origin: "model", turn, id: item.id, text: (item.content ?? []).map((c) => c.text).join("") });
       default:
         throw new CompactionError(`call ${turn}: unsupported output item type ${(item as { type: string }).type}`);
     }
@@ -157,7 +162,7 @@ async function admit(run: Run, callId: string, entries: readonly HistoryEntry[],
   const measure = async (c: CallView): Promise<GuardRound> => ({
     view_digest: c.view.digest,
     checks: await measureGuards(guards, c.view, run.media, () =>
-      run.opts.model.countTokens(tokenizeBody(requestParts(run, c.view), c.prepared?.requiredPrefix ?? null)),
+      countTokens(run, tokenizeBody(requestParts(run, c.view), c.prepared?.requiredPrefix ?? null)),
     ),
   });
   const passes = (round: GuardRound) => round.checks.every((c) => c.ok);
@@ -175,9 +180,16 @@ async function admit(run: Run, callId: string, entries: readonly HistoryEntry[],
   return outcome === "reject" ? null : cv;
 }
 
+/** Whether a failed request may be tried again (attempt counts from 1); waits before it if so. */
+async function retryAfter(run: Run, error: unknown, attempt: number): Promise<boolean> {
+  if (!(error instanceof ModelHttpError && error.retryable) || attempt > (run.opts.retries ?? 2)) return false;
+  const delay = Math.min((run.opts.retryDelayMs ?? 200) * 2 ** (attempt - 1), 5_000);
+  if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+  return true;
+}
+
 /** Sends the call, retrying transient failures; every attempt is recorded. */
 async function send(run: Run, callId: string, cv: CallView): Promise<{ response: ResponsesResponse; attempts: number; call: ModelCall }> {
-  const retries = run.opts.retries ?? 2;
   for (let attempt = 1; ; attempt++) {
     // A retry rebuilds the request; the controller hands back the same pending decision.
     if (cv.prepared) cv.prepared = prepare(run, callId, cv.scheduled, cv.view);
@@ -188,7 +200,18 @@ async function send(run: Run, callId: string, cv: CallView): Promise<{ response:
       return { response, attempts: attempt, call };
     } catch (error) {
       run.attempts.push({ call_id: callId, attempt, status: "failed", error: error instanceof Error ? error.message : String(error) });
-      if (!(error instanceof ModelHttpError && error.retryable) || attempt > retries) throw error;
+      if (!(await retryAfter(run, error, attempt))) throw error;
+    }
+  }
+}
+
+/** The `/tokenize` preflight, under the same retry policy as the calls themselves. */
+async function countTokens(run: Run, body: TokenizeBody): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await run.opts.model.countTokens(body);
+    } catch (error) {
+      if (!(await retryAfter(run, error, attempt))) throw error;
     }
   }
 }
@@ -208,7 +231,8 @@ async function act(run: Run, output: readonly HistoryEntry[], turn: number): Pro
     const obs = await run.opts.environment.call(entry.name, args);
     await appendObservation(run, obs, turn, { callId: entry.callId, name: entry.name });
     actions++;
-    done ||= obs.done === true;
+    // The episode is over: the response's later calls are not run (they could undo the end).
+    if (obs.done === true) return { actions, done: true };
   }
   return { actions, done };
 }
@@ -252,6 +276,13 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
 
 export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
   if (!Number.isInteger(opts.maxTurns) || opts.maxTurns < 1) throw new CompactionError(`runAgent: maxTurns must be a positive integer (got ${opts.maxTurns})`);
+  // NaN would retry forever (attempt > NaN is never true).
+  if (opts.retries !== undefined && !(Number.isInteger(opts.retries) && opts.retries >= 0)) {
+    throw new CompactionError(`runAgent: retries must be a non-negative integer (got ${opts.retries})`);
+  }
+  if (opts.retryDelayMs !== undefined && !(opts.retryDelayMs >= 0)) {
+    throw new CompactionError(`runAgent: retryDelayMs must be a non-negative number (got ${opts.retryDelayMs})`);
+  }
   const compaction = opts.compaction || null;
   const policy = compaction ? compaction.policy : identityPolicy();
   const run: Run = {

@@ -70,6 +70,10 @@ export function assertBodyKeys(endpoint: keyof typeof ALLOWED_KEYS, body: object
   for (const [key, value] of Object.entries(body)) {
     if (!allowed.includes(key)) throw new CompactionError(`model client: key "${key}" is not allowed in a ${ENDPOINT_PATHS[endpoint]} body`);
     if (value === null || value === undefined) throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
+    // JSON.stringify would send NaN or Infinity as null: the same silent default, by another road.
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
+    }
   }
 }
 
@@ -86,25 +90,40 @@ export interface ModelClientOptions {
   model: string;
   fetch?: typeof fetch;
   headers?: Record<string, string>;
+  /**
+   * Milliseconds a request may take, answer included (default 600,000: ten minutes). Past it the
+   * request is aborted and fails as a retryable ModelHttpError (status 0), like a lost connection.
+   */
+  timeoutMs?: number;
 }
+
+const DEFAULT_TIMEOUT_MS = 600_000;
 
 export function createModelClient(options: ModelClientOptions): ModelClient {
   const doFetch = options.fetch ?? globalThis.fetch;
   const root = options.baseUrl.replace(/\/+$/, "");
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  if (!(timeoutMs > 0)) throw new CompactionError(`model client: timeoutMs must be a positive number, got ${options.timeoutMs}`);
   async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];
+    const lost = (error: unknown) => new ModelHttpError(`POST ${url}: ${error instanceof Error ? error.message : String(error)}`, 0, true);
+    // One deadline for the whole exchange: a server that sends headers and then stalls is as
+    // lost as one that never answers.
+    const signal = AbortSignal.timeout(timeoutMs);
     let response: Response;
+    let text: string;
     try {
       response = await doFetch(url, {
         method: "POST",
         headers: { "content-type": "application/json", ...options.headers },
         body: JSON.stringify(body),
+        signal,
       });
+      text = await response.text(); // a connection cut mid-body is a lost connection too
     } catch (error) {
-      throw new ModelHttpError(`POST ${url}: ${error instanceof Error ? error.message : String(error)}`, 0, true);
+      throw lost(error);
     }
-    const text = await response.text();
     if (!response.ok) {
       throw new ModelHttpError(`POST ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`, response.status, response.status >= 500);
     }
@@ -120,9 +139,12 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       return (await post(call.endpoint, call.body)) as ResponsesResponse;
     },
     async countTokens(body) {
-      const answer = (await post("tokenize", body)) as { count?: unknown };
-      if (typeof answer.count !== "number") throw new ModelHttpError(`POST ${root}/tokenize: answer has no numeric count`, 200, false);
-      return answer.count;
+      const answer = (await post("tokenize", body)) as { count?: unknown } | null;
+      const count = typeof answer === "object" && answer !== null ? answer.count : undefined;
+      if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) {
+        throw new ModelHttpError(`POST ${root}/tokenize: the answer's count is ${JSON.stringify(count)}, expected a token count`, 200, false);
+      }
+      return count;
     },
   };
 }

@@ -29,7 +29,12 @@ export interface CallEvidence extends GenerationEvidence {
   attempts: number;
   /** Context segment; a new segment starts at every rewrite boundary. */
   segment: number;
-  /** Lineage: the acknowledged call whose prompt + generation this call's prompt must start with. */
+  /**
+   * The acknowledged call whose prompt + generation this call's prompt was required to start with
+   * (null at a rewrite boundary). This is the session's lineage, not the rows': callforest links
+   * by SPEC's token-prefix rule, so a boundary whose rewrite changed no token of an earlier call's
+   * sequence (say, dropped reasoning the model never wrote) is still linked under that call.
+   */
   parent_call: string | null;
   required_prefix_length: number;
   view_digest: string;
@@ -105,6 +110,7 @@ function checkGeneration(where: string, g: Partial<Record<keyof GenerationEviden
 export function extractGeneration(callId: string, response: ResponsesResponse): GenerationEvidence {
   const where = `call ${callId} (response ${response?.id ?? "?"})`;
   if (!response || !Array.isArray(response.output)) throw new EvidenceError(`${where}: response has no output array`);
+  response.output.forEach((item, i) => checkOutputItem(`${where}: output[${i}]`, item));
   const carriers = response.output.filter(
     (o: OutputItem) => o.prompt_token_ids !== undefined || o.generation_token_ids !== undefined || o.generation_log_probs !== undefined,
   );
@@ -115,6 +121,32 @@ export function extractGeneration(callId: string, response: ResponsesResponse): 
     if (JSON.stringify(g) !== JSON.stringify(first)) throw new EvidenceError(`${where}: output items carry different token evidence`);
   }
   return first;
+}
+
+/** The fields the runtime reads from an output item (before anything goes into history). */
+function checkOutputItem(where: string, item: unknown): void {
+  if (!item || typeof item !== "object" || Array.isArray(item)) throw new EvidenceError(`${where} is ${JSON.stringify(item)}, expected an object`);
+  const o = item as Record<string, unknown>;
+  const texts = (field: string) => {
+    // Text parts: absent means none (a reasoning item may carry only a summary).
+    if (o[field] === undefined) return;
+    if (!Array.isArray(o[field]) || !(o[field] as unknown[]).every((c) => typeof (c as { text?: unknown } | null)?.text === "string")) {
+      throw new EvidenceError(`${where}.${field} must be an array of parts with a string text`);
+    }
+  };
+  switch (o.type) {
+    case "reasoning":
+    case "message":
+      texts("content");
+      return;
+    case "function_call":
+      for (const field of ["name", "arguments", "call_id"]) {
+        if (typeof o[field] !== "string") throw new EvidenceError(`${where} (function_call).${field} is ${JSON.stringify(o[field])}, expected a string`);
+      }
+      return;
+    default:
+      throw new EvidenceError(`${where}: unsupported output item type ${JSON.stringify(o.type)}`);
+  }
 }
 
 function fail(path: string, what: string): never {

@@ -1,0 +1,152 @@
+// The runtime against servers and models that misbehave: cut or stalled answers, odd /tokenize
+// answers, transient preflight failures, malformed output items, bad options; and an episode
+// that ends in the middle of a response's tool calls.
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  CompactionError,
+  EvidenceError,
+  ModelHttpError,
+  assertBodyKeys,
+  createModelClient,
+  identityPolicy,
+  plainBody,
+  rolling,
+  runAgent,
+  type InputItem,
+  type ModelClient,
+  type ResponsesResponse,
+} from "../../src/compaction/index.js";
+import { createGridWorld, startModelServer } from "../../src/compaction/testbed/index.js";
+
+const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }];
+const servers: Server[] = [];
+afterEach(() => {
+  for (const server of servers.splice(0)) {
+    server.closeAllConnections();
+    server.close();
+  }
+});
+
+async function serve(handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const server = createServer(handler);
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const failureOf = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error);
+
+describe("model client", () => {
+  it("an answer cut off after its headers is a retryable transport failure", async () => {
+    const baseUrl = await serve((req, res) => {
+      req.resume();
+      req.on("end", () => {
+        res.writeHead(200, { "content-type": "application/json", "content-length": "1000" });
+        res.write('{"id":');
+        setTimeout(() => res.destroy(), 20);
+      });
+    });
+    const error = await failureOf(createModelClient({ baseUrl, model: "m" }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
+    expect(error).toBeInstanceOf(ModelHttpError);
+    expect(error).toMatchObject({ status: 0, retryable: true });
+  });
+
+  it("a server that never answers times out as a retryable failure", async () => {
+    const baseUrl = await serve((req) => req.resume());
+    const started = Date.now();
+    const error = await failureOf(createModelClient({ baseUrl, model: "m", timeoutMs: 200 }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
+    expect(error).toMatchObject({ status: 0, retryable: true });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(() => createModelClient({ baseUrl, model: "m", timeoutMs: 0 })).toThrow(CompactionError);
+  });
+
+  it("a /tokenize answer without a token count is refused, not read as one", async () => {
+    for (const answer of ["null", '{"count":-3}', '{"count":1.5}', '{"n":4}']) {
+      const baseUrl = await serve((req, res) => {
+        req.resume();
+        req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(answer));
+      });
+      const error = await failureOf(createModelClient({ baseUrl, model: "m" }).countTokens({ model: "m", input }));
+      expect([answer, error instanceof ModelHttpError, (error as Error).message]).toEqual([answer, true, expect.stringMatching(/expected a token count$/)]);
+    }
+  });
+
+  it("refuses NaN and Infinity in a body (JSON would send them as null)", () => {
+    for (const value of [Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(() => assertBodyKeys("responses", { ...plainBody({ model: "m", input }), temperature: value })).toThrow(`key "temperature" is ${value}`);
+    }
+  });
+});
+
+/** A scripted model: `outputs[n]` is the n-th response's output items (the last carries tokens). */
+function scripted(outputs: ResponsesResponse["output"][]): ModelClient {
+  let n = 0;
+  return {
+    model: "fake",
+    async respond() {
+      const output = outputs[Math.min(n, outputs.length - 1)].map((item) => (item && typeof item === "object" ? { ...item } : item));
+      n++;
+      Object.assign(output[output.length - 1], { prompt_token_ids: [1, 2, n], generation_token_ids: [5, 6], generation_log_probs: [-1, -1] });
+      return { id: `r${n}`, object: "response", model: "fake", status: "completed", output } as ResponsesResponse;
+    },
+    async countTokens() {
+      return 0;
+    },
+  };
+}
+
+const move = (direction: string, k: number) =>
+  ({ type: "function_call", id: `fc${k}`, call_id: `call${k}`, name: "move", arguments: JSON.stringify({ direction }) }) as ResponsesResponse["output"][number];
+
+describe("runAgent", () => {
+  it("stops at the observation that ends the episode: the response's later calls are not run", async () => {
+    const environment = createGridWorld({ size: 2, goal: true });
+    const result = await runAgent({ model: scripted([[move("south", 1)], [move("east", 2), move("west", 3)]]), environment, maxTurns: 5 });
+    expect(result.stopReason).toBe("environment_done");
+    expect(result.evidence.reward).toBe(1);
+    const outputs = result.history.entries().filter((e) => e.kind === "function_output");
+    expect(outputs.map((e) => (e as { output: string }).output.split(" ")[0])).toEqual(["Moved", "Moved"]);
+  });
+
+  it("names the call and the field of a malformed output item, before anything enters the history", async () => {
+    const cases: [ResponsesResponse["output"][number], RegExp][] = [
+      [{ type: "function_call", id: "fc", call_id: "c1" } as never, /output\[0\] \(function_call\)\.name is undefined, expected a string$/],
+      [null as never, /output\[0\] is null, expected an object$/],
+      [{ type: "message", id: "m", content: "text" } as never, /output\[0\]\.content must be an array of parts with a string text$/],
+    ];
+    for (const [item, message] of cases) {
+      const error = await failureOf(runAgent({ model: scripted([[item, move("south", 1)]]), environment: createGridWorld({ size: 2 }), maxTurns: 2 }));
+      expect(error).toBeInstanceOf(EvidenceError);
+      expect((error as Error).message).toMatch(/^call agent-c0 \(response r1\): /);
+      expect((error as Error).message).toMatch(message);
+    }
+  });
+
+  it("refuses retries that are not a non-negative integer (NaN retried forever)", async () => {
+    for (const retries of [Number.NaN, -1, 1.5]) {
+      await expect(runAgent({ model: scripted([[move("south", 1)]]), environment: createGridWorld(), maxTurns: 1, retries })).rejects.toThrow(
+        `runAgent: retries must be a non-negative integer (got ${retries})`,
+      );
+    }
+  });
+
+  it("retries a transient failure of the /tokenize guard preflight like a model call", async () => {
+    const server = await startModelServer({ seed: 11 });
+    try {
+      let tokenizeCalls = 0;
+      const flaky: typeof fetch = async (url, init) => {
+        if (String(url).endsWith("/tokenize") && ++tokenizeCalls === 3) return new Response('{"error":"busy"}', { status: 503 });
+        return fetch(url, init);
+      };
+      const model = createModelClient({ baseUrl: server.url, model: server.model, fetch: flaky });
+      const compaction = { policy: identityPolicy(), schedule: rolling(), guards: { maxTotalTokens: 50_000 } };
+      const result = await runAgent({ model, environment: createGridWorld({ seed: 4 }), compaction, maxTurns: 4, retryDelayMs: 0 });
+      expect(tokenizeCalls).toBeGreaterThan(3);
+      expect(result.evidence.calls.length).toBeGreaterThan(2);
+    } finally {
+      await server.close();
+    }
+  });
+});
