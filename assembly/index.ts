@@ -1,11 +1,11 @@
 // callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
 // it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
 // resets its heap. See src/core/wasm-core.ts for the host side of this protocol.
-import { Vec, pastReserveBudget, setMemoryLimitPages, vecAt, vecCapacityBytes, vecReserve, vecRestart } from "./vec";
+import { Vec, heapReset, pastReserveBudget, setMemoryLimitPages, vecAt, vecReserve, vecRestart } from "./vec";
 import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
-  AGENT_PARENTS, CALLS, INVALID_TOKEN_FOUND, LOGPROBS, NODES, TOKENS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
+  AGENT_PARENTS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
 } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 
@@ -32,23 +32,20 @@ let badIndex: i32 = -1;
  * `agents` entries that the host fills with each agent's parent agent.
  */
 export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHint: i32): usize {
-  heap.reset();
-  // What is reserved up front: the hints (sized once for the longest call, as regrowing a huge
-  // staging area or token store would copy it and leave the old block behind), and the capacity
-  // each vector had in earlier plans. Either is dropped when it would take more than half the
-  // memory limit, so whether a rollout fits depends on the rollout alone.
+  heapReset();
+  // Reserved up front from the hints (sized once for the longest call, as regrowing a huge
+  // staging area or token store would copy it and leave the old block behind); hints that would
+  // take more than half the memory limit are dropped, so whether a rollout fits depends on the
+  // rollout alone — as does everything else: nothing is carried over from earlier plans.
   callsHint = max(callsHint, 0);
   generatedHint = max(generatedHint, 0);
   longestHint = max(longestHint, 0);
-  let hinted = hintedBytes(callsHint, generatedHint, longestHint);
-  if (pastReserveBudget(hinted)) {
+  if (pastReserveBudget(hintedBytes(callsHint, generatedHint, longestHint))) {
     callsHint = generatedHint = longestHint = 0;
-    hinted = hintedBytes(0, 0, 0);
   }
-  const keep = !pastReserveBudget(carriedBytes() + hinted);
-  vecRestart(STAGE_TOKENS, 2, longestHint, keep);
-  vecRestart(STAGE_LOGPROBS, 2, min(longestHint, generatedHint), keep);
-  treeReset(agents, callsHint, generatedHint, longestHint, keep);
+  vecRestart(STAGE_TOKENS, 2, longestHint);
+  vecRestart(STAGE_LOGPROBS, 2, min(longestHint, generatedHint));
+  treeReset(agents, callsHint, generatedHint, longestHint);
   return vecAt(AGENT_PARENTS, 0);
 }
 
@@ -56,12 +53,6 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
 function hintedBytes(calls: i32, generated: i32, longest: i32): i64 {
   const nodes = <i64>calls * 2 + 1;
   return ((<i64>calls + nodes) << 5) + childrenBytes(nodes) + ((<i64>longest * 2 + <i64>generated + <i64>min(longest, generated)) << 2);
-}
-
-/** Bytes the vectors keep reserved from earlier plans. */
-function carriedBytes(): i64 {
-  return vecCapacityBytes(STAGE_TOKENS) + vecCapacityBytes(STAGE_LOGPROBS) + vecCapacityBytes(CALLS) + vecCapacityBytes(NODES) +
-    vecCapacityBytes(TOKENS) + vecCapacityBytes(LOGPROBS) + vecCapacityBytes(AGENT_PARENTS);
 }
 
 /** Makes room to stage a call; the host then writes prompt ++ generation and the logprobs. */

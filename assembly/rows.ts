@@ -63,13 +63,13 @@ export function buildRows(): i32 {
   // Leaves, in ledger order, are the rows; size the output block.
   let rows = 0;
   let pathTotal: i32 = 0;
-  let outBytes: usize = 0;
+  let outBytes: u64 = 0; // all rows, one block: in 64 bits, so a sum past 4 GiB cannot wrap
   for (let c = 0; c < n; c++) {
     if (load<i32>(i32At(firstChild, c)) >= 0) continue;
     store<i32>(i32At(rowOfLeaf, c), rows++);
     pathTotal += load<i32>(i32At(depth, c));
-    const tokens = <usize>callField(c, C_FULL);
-    outBytes += align16(tokens << 2) * 2 + align16((tokens + 7) >> 3);
+    const tokens = <u64>callField(c, C_FULL);
+    outBytes += (((tokens << 2) + 15) & ~(<u64>15)) * 2 + (((tokens + 7) >> 3) + 15 & ~(<u64>15));
   }
 
   // Ownership: a call's owner is its next call's owner, where next is the earliest child in the
@@ -88,7 +88,7 @@ export function buildRows(): i32 {
 
   rowTable = allocBytes((<usize>rows) << 5);
   pathBuffer = allocBytes((<usize>max(pathTotal, 1)) << 2);
-  let out = allocBytes(max<usize>(outBytes, 16));
+  let out = allocBytes(max<u64>(outBytes, 16));
   let pathOff: i32 = 0;
   for (let leaf = 0; leaf < n; leaf++) {
     if (load<i32>(i32At(firstChild, leaf)) >= 0) continue;

@@ -58,12 +58,12 @@ export const INVALID_TOKEN_FOUND: i32 = -3;
  * Empties the forest (after a heap reset), sized by the caller's hints: calls, generated tokens,
  * and the longest call (prompt + generation), which the token store must hold at least.
  */
-export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longestHint: i32, keep: bool): void {
-  vecRestart(CALLS, 5, callsHint, keep);
-  vecRestart(NODES, 5, callsHint * 2 + 1, keep);
-  vecRestart(TOKENS, 2, longestHint, keep); // distinct tokens: at least the longest call's
-  vecRestart(LOGPROBS, 2, generatedHint, keep);
-  vecRestart(AGENT_PARENTS, 2, agents, keep);
+export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longestHint: i32): void {
+  vecRestart(CALLS, 5, callsHint);
+  vecRestart(NODES, 5, callsHint * 2 + 1);
+  vecRestart(TOKENS, 2, longestHint); // distinct tokens: at least the longest call's
+  vecRestart(LOGPROBS, 2, generatedHint);
+  vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);
   childrenReset(callsHint * 2 + 1);
   newNode(0, 0, 0, -1); // the root: the empty sequence

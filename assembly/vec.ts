@@ -1,6 +1,9 @@
-// Growable arrays of fixed-size records in the stub runtime's heap. Headers live in static memory
+// Growable arrays of fixed-size records in a bump heap of our own. Headers live in static memory
 // (`changetype<Vec>(memory.data(16))`), so they survive heap resets. The heap is reset at the start
 // of every plan (an instance serves one plan at a time), so nothing here is ever freed one by one.
+//
+// Not the stub runtime's heap: it refuses any block over 1 GiB (a rollout's rows are one block),
+// and its end-of-memory arithmetic wraps to 0 at 65,536 pages.
 
 @unmanaged
 export class Vec {
@@ -14,51 +17,77 @@ export class Vec {
   shift: i32;
 }
 
-/** Linear memory this instance may use, in 64 KiB pages (the host may lower it). */
-let memoryLimitPages: i32 = 65536;
+/**
+ * Linear memory this instance may use, in 64 KiB pages: the host's limit, and never all 65,536
+ * (so the end of memory is always a u32 address).
+ */
+const MAX_PAGES: i32 = 65535;
+let memoryLimitPages: i32 = MAX_PAGES;
 
 export function setMemoryLimitPages(pages: i32): void {
-  memoryLimitPages = pages;
+  memoryLimitPages = min(max(pages, 1), MAX_PAGES);
 }
 
 /**
- * True when reserving `bytes` up front (on hints, or capacity kept from earlier plans) is more
- * than half the memory limit: such reservations are dropped, so whether a rollout fits never
- * depends on a wrong hint or on what the instance planned before.
+ * True when reserving `bytes` up front on hints is more than half the memory limit: such hints
+ * are dropped, so whether a rollout fits never depends on a wrong hint.
  */
 export function pastReserveBudget(bytes: i64): bool {
   return bytes > (<i64>memoryLimitPages << 15);
 }
 
-/** Bytes a vector holds reserved. */
-export function vecCapacityBytes(v: Vec): i64 {
-  return <i64>v.cap << v.shift;
+const HEAP_START: usize = (__heap_base + 15) & ~(<usize>15);
+let heapTop: usize = HEAP_START;
+/** The newest block: it can grow in place. */
+let lastBlock: usize = 0;
+
+/** Forgets every block (a new plan starts). */
+export function heapReset(): void {
+  heapTop = HEAP_START;
+  lastBlock = 0;
 }
 
-/** Past the limit, abort: the host turns that into `rollout_too_large` and drops the instance. */
-function checkMemoryLimit(): void {
-  if (memory.size() > memoryLimitPages) abort("memory limit");
+/** Makes [0, end) addressable, growing memory geometrically; past the limit, aborts (rollout_too_large). */
+function ensureMemory(end: u64): void {
+  const have = <u64>memory.size() << 16;
+  if (end <= have) return;
+  if (end > (<u64>memoryLimitPages << 16)) abort("memory limit");
+  const needed = <i32>((end - have + 0xffff) >> 16);
+  let pages = max(needed, memory.size()); // doubling keeps growth amortized
+  if (memory.size() + pages > memoryLimitPages) pages = needed;
+  if (memory.grow(pages) < 0) abort("memory limit");
 }
 
-/** heap.alloc, within the memory limit. */
-export function allocBytes(bytes: usize): usize {
-  const ptr = heap.alloc(bytes);
-  checkMemoryLimit();
+/** A block of `bytes` bytes (16-aligned), within the memory limit. */
+export function allocBytes(bytes: u64): usize {
+  const ptr = heapTop;
+  const end = (<u64>ptr + bytes + 15) & ~(<u64>15);
+  ensureMemory(end);
+  heapTop = <usize>end;
+  lastBlock = ptr;
   return ptr;
 }
 
-/**
- * Starts the vector afresh after a heap reset, with room for at least `minCap` elements — and,
- * with `keep`, for as many as it last held: an instance serves plan after plan, its memory is
- * already there, and re-growing from nothing would copy every vector several times per plan.
- */
-export function vecRestart(v: Vec, shift: i32, minCap: i32, keep: bool): void {
-  const previous = keep && v.shift == shift ? v.cap : 0;
+/** `ptr`'s block, grown to `bytes`: in place when it is the newest, else moved (its `used` bytes copied). */
+function reallocBytes(ptr: usize, used: u64, bytes: u64): usize {
+  if (ptr == lastBlock) {
+    const end = (<u64>ptr + bytes + 15) & ~(<u64>15);
+    ensureMemory(end);
+    heapTop = <usize>end;
+    return ptr;
+  }
+  const moved = allocBytes(bytes);
+  memory.copy(moved, ptr, <usize>used);
+  return moved;
+}
+
+/** Starts the vector afresh after a heap reset, with room for at least `minCap` elements. */
+export function vecRestart(v: Vec, shift: i32, minCap: i32): void {
   v.ptr = 0;
   v.len = 0;
   v.cap = 0;
   v.shift = shift;
-  vecReserve(v, max(minCap, previous));
+  vecReserve(v, max(minCap, 0));
 }
 
 /** Makes room for `extra` more elements, growing geometrically. */
@@ -71,9 +100,8 @@ export function vecReserve(v: Vec, extra: i32): void {
   if (cap < need64) cap = need64;
   if (cap < 256) cap = 256;
   if ((cap << v.shift) > (<i64>memoryLimitPages << 16)) cap = need64; // no doubling past the limit
-  const bytes = <usize>(cap << v.shift);
-  v.ptr = v.ptr == 0 ? heap.alloc(bytes) : heap.realloc(v.ptr, bytes);
-  checkMemoryLimit();
+  const bytes = <u64>(cap << v.shift);
+  v.ptr = v.ptr == 0 ? allocBytes(bytes) : reallocBytes(v.ptr, <u64>v.len << v.shift, bytes);
   v.cap = <i32>cap;
 }
 

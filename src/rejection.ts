@@ -36,3 +36,14 @@ export function describeValue(value: unknown): string {
   }
   return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
+
+/**
+ * `text` with control characters (and the two Unicode line separators) escaped as in JSON, for
+ * messages that must stay one line whatever a file name or an id from the data holds.
+ */
+export function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
+    const named: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+    return named[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
+  });
+}

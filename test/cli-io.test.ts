@@ -68,6 +68,15 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     }
   });
 
+  it("a note stays one line whatever the file name holds", async () => {
+    const input = join(tmp(), "odd\nname.jsonl");
+    writeFileSync(input, "not json\n");
+    const r = await cli("rows", input, "-o", join(tmp(), "rows.jsonl"), "--quiet");
+    const notes = r.stderr.trimEnd().split("\n");
+    expect(notes[0]).toBe(`${input.replace("\n", "\\n")}:1: rejected (malformed_json): not JSON at byte 1: unexpected 'o' where 'null' should be`);
+    expect(notes).toHaveLength(1);
+  });
+
   it("a read error in the middle of an input names the input", async () => {
     const r = await cli("rows", "/proc/self/mem", "-o", join(tmp(), "rows.jsonl"), "--quiet");
     expect([r.code, r.stderr]).toEqual([2, "callforest: cannot read /proc/self/mem: input/output error\n"]);
@@ -95,6 +104,9 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       expect([r.code, r.stderr]).toEqual([2, message + "\n"]);
     }
     expect(readFileSync(input, "utf8")).toBe(before);
+    // Devices are not files: /dev/null may take both outputs.
+    const both = await cli("rows", input, "-o", "/dev/null", "--report", "/dev/null", "--quiet");
+    expect([both.code, both.stderr]).toEqual([0, ""]);
   });
 
   it.skipIf(!hasDevFull)("ByteSink: a write waiting on 'drain' wakes with the failure, and close() reports it", async () => {

@@ -90,6 +90,18 @@ describe("memory limits (init({ maxMemory }))", () => {
       expect([rollout.rollout_id, reasonOf(plan.report)]).toEqual([rollout.rollout_id, "ok"]);
       plan.release();
     }
+    // A wide forest (1,200 forks of one 4,000-token root: rows of ~19 MB) after a long prompt.
+    const root = Array.from({ length: 4000 }, (_, i) => i);
+    const wide = {
+      rollout_id: "wide",
+      reward: 0,
+      calls: [call("r", root, [7]), ...Array.from({ length: 1200 }, (_, k) => call(`c${k}`, [...root, 7], [5000 + k]))],
+    };
+    for (const rollout of [wide, { ...longPrompt, calls: [call("b", Int32Array.from({ length: 3_500_000 }, (_, i) => i), [1])] }, wide]) {
+      const plan = cf.plan(rollout);
+      expect([rollout.rollout_id, reasonOf(plan.report)]).toEqual([rollout.rollout_id, "ok"]);
+      plan.release();
+    }
     // A generous builder hint first changes nothing either.
     const builder = cf.builder({ rollout_id: "h", reward: 0 }, { callsHint: (64 * MiB) / 256 });
     const slot = builder.stage(1, 1);

@@ -40,21 +40,24 @@ export function parseBackend(name: string): BackendName {
  * the option that named it; undefined, null and "-" are stdout or none.
  */
 export function checkOutputs(inputs: readonly string[], outputs: readonly [string, string | undefined | null][]): void {
-  const identity = (path: string): string => {
+  // Regular files only: /dev/null, a terminal or a pipe may well be named twice.
+  const identity = (path: string): string | null => {
     try {
       const stat = statSync(path);
-      return `${stat.dev}:${stat.ino}`;
+      return stat.isFile() ? `${stat.dev}:${stat.ino}` : null;
     } catch {
       return `path:${resolve(path)}`; // not there yet: two outputs may still name it
     }
   };
   const seen = new Map<string, string>();
   for (const input of inputs) {
-    if (input !== "-") seen.set(identity(input), `the input ${input}`);
+    const id = input === "-" ? null : identity(input);
+    if (id !== null) seen.set(id, `the input ${input}`);
   }
   for (const [option, path] of outputs) {
     if (path === undefined || path === null || path === "-") continue;
     const id = identity(path);
+    if (id === null) continue;
     const other = seen.get(id);
     if (other !== undefined) throw new UsageError(`${option} ${path}: is also ${other}; write the output somewhere else`);
     seen.set(id, `${option} ${path}`);

@@ -70,11 +70,25 @@ export function assertBodyKeys(endpoint: keyof typeof ALLOWED_KEYS, body: object
   for (const [key, value] of Object.entries(body)) {
     if (!allowed.includes(key)) throw new CompactionError(`model client: key "${key}" is not allowed in a ${ENDPOINT_PATHS[endpoint]} body`);
     if (value === null || value === undefined) throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
-    // JSON.stringify would send NaN or Infinity as null: the same silent default, by another road.
-    if (typeof value === "number" && !Number.isFinite(value)) {
-      throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
+    // JSON.stringify would send NaN or Infinity as null: the same silent default, by another
+    // road — at any depth (a tool schema's `maximum: Infinity` included).
+    const bad = nonFinite(value);
+    if (bad !== null) {
+      const what = typeof value === "number" ? `is ${bad}` : `holds ${bad}`;
+      throw new CompactionError(`model client: key "${key}" ${what} in a ${ENDPOINT_PATHS[endpoint]} body`);
     }
   }
+}
+
+/** The first NaN or ±Infinity in a JSON-like value (as text), or null. */
+function nonFinite(value: unknown): string | null {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === "number" && !Number.isFinite(v)) return String(v);
+    if (typeof v === "object" && v !== null) stack.push(...Object.values(v));
+  }
+  return null;
 }
 
 export interface ModelClient {
@@ -103,7 +117,10 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
   const doFetch = options.fetch ?? globalThis.fetch;
   const root = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (!(timeoutMs > 0)) throw new CompactionError(`model client: timeoutMs must be a positive number, got ${options.timeoutMs}`);
+  // What a timer can wait (AbortSignal.timeout turns more into 1 ms, and refuses a fraction).
+  if (!(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= 2 ** 31 - 1)) {
+    throw new CompactionError(`model client: timeoutMs must be a whole number of milliseconds from 1 to 2^31-1, got ${options.timeoutMs}`);
+  }
   async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];

@@ -237,7 +237,11 @@ const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d
  */
 function timeOf(value: unknown, label: string): Time {
   if (typeof value === "number" && Number.isFinite(value)) {
-    const seconds = Math.floor(value);
+    // The digits as written (JSON numbers read back to their shortest text): 1764478800.1 and
+    // "...T05:00:00.1Z" are the same instant, and 1.9999999999 stays before 2.
+    const plain = /^(\d+)(?:\.(\d+))?$/.exec(String(value));
+    if (plain !== null) return { seconds: Number(plain[1]), fraction: plain[2] ?? "" };
+    const seconds = Math.floor(value); // negative, or in exponent form: rare enough for nanoseconds
     return { seconds, fraction: (value - seconds).toFixed(9).slice(2) };
   }
   const match = typeof value === "string" ? ISO_8601.exec(value) : null;

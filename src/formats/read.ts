@@ -79,9 +79,20 @@ async function* readJsonLines(file: string, options: ReadOptions): AsyncGenerato
  */
 export function rolloutToJson(rollout: Rollout, diagnostics: readonly Diagnostic[] = []): string {
   const body = diagnostics.length === 0 ? rollout : { ...rollout, diagnostics };
-  return JSON.stringify(body, (_key, value: unknown) => {
-    if (value instanceof Float32Array) return Array.from(value, (x) => Number(formatFloat32(x)));
+  let negativeZeros = false;
+  // JSON.stringify writes -0 as 0: a logprob of -0 goes out as a placeholder, then as "-0".
+  const logprob = (x: number) => (Object.is(x, -0) ? ((negativeZeros = true), NEGATIVE_ZERO) : Number(formatFloat32(x)));
+  const text = JSON.stringify(body, (key, value: unknown) => {
+    if (value instanceof Float32Array) return Array.from(value, logprob);
+    // Plain arrays keep their numbers as given, -0 included.
+    if (key === "generation_log_probs" && Array.isArray(value) && value.some((x) => Object.is(x, -0))) {
+      return value.map((x) => (Object.is(x, -0) ? logprob(x) : x));
+    }
     if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Array.from(value as unknown as ArrayLike<number>);
     return value;
   });
+  return negativeZeros ? text.replaceAll(JSON.stringify(NEGATIVE_ZERO), "-0") : text;
 }
+
+/** Stands for -0 while JSON.stringify runs; random, so no string of the data can be taken for it. */
+const NEGATIVE_ZERO = `\u0000-0:${Math.random().toString(36).slice(2)}${Date.now().toString(36)}`;

@@ -7,6 +7,7 @@ import { rejectedReport, toCanonical, withDiagnostics, type ConvertResult, type 
 import { isBlankLine, malformedJson, notJsonDetail } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
+import { oneLine } from "../rejection.js";
 import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
 import { batchLength, forEachLine, joinParts, lineParts, type Batch } from "./batches.js";
@@ -288,7 +289,7 @@ export class LineProcessor {
     }
     if (report.status === "rejected") {
       this.rejected++;
-      if (this.options.notes) this.notes += `${where}: rejected (${report.reason}): ${report.detail}\n`;
+      if (this.options.notes) this.notes += oneLine(`${where}: rejected (${report.reason}): ${report.detail}`) + "\n";
     }
     this.reports += reportToJson(report) + "\n";
   }

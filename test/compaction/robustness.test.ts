@@ -59,7 +59,9 @@ describe("model client", () => {
     const error = await failureOf(createModelClient({ baseUrl, model: "m", timeoutMs: 200 }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
     expect(error).toMatchObject({ status: 0, retryable: true });
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(() => createModelClient({ baseUrl, model: "m", timeoutMs: 0 })).toThrow(CompactionError);
+    for (const timeoutMs of [0, 1500.5, 2 ** 31, Number.POSITIVE_INFINITY]) {
+      expect(() => createModelClient({ baseUrl, model: "m", timeoutMs })).toThrow(/timeoutMs must be a whole number of milliseconds from 1 to 2\^31-1/);
+    }
   });
 
   it("a /tokenize answer without a token count is refused, not read as one", async () => {
@@ -73,10 +75,12 @@ describe("model client", () => {
     }
   });
 
-  it("refuses NaN and Infinity in a body (JSON would send them as null)", () => {
+  it("refuses NaN and Infinity anywhere in a body (JSON would send them as null)", () => {
     for (const value of [Number.NaN, Number.POSITIVE_INFINITY]) {
-      expect(() => assertBodyKeys("responses", { ...plainBody({ model: "m", input }), temperature: value })).toThrow(`key "temperature" is ${value}`);
+      expect(() => assertBodyKeys("responses", { ...plainBody({ model: "m", input }), temperature: value })).toThrow(`key "temperature" is ${value} in a /v1/responses body`);
     }
+    const tools = [{ type: "function", name: "f", parameters: { type: "object", properties: { n: { type: "number", maximum: Infinity } } } }];
+    expect(() => assertBodyKeys("responses", { ...plainBody({ model: "m", input }), tools })).toThrow('key "tools" holds Infinity in a /v1/responses body');
   });
 });
 

@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
+import { rolloutToJson } from "../../src/formats/read.js";
 import { captureOutput } from "../support/capture.js";
 import { COMPETITIVE_CODING, OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { readJsonl } from "./helpers.js";
@@ -92,6 +93,16 @@ describe("callforest convert", () => {
     expect(r.code).toBe(0);
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["ok"]);
     expect(lines(r.stderr)).toEqual([`${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`]);
+  });
+
+  it("keeps a -0 logprob as -0 (JSON.stringify alone writes 0), plain or Float32Array", async () => {
+    const dir = tmp();
+    const file = join(dir, "negzero.jsonl");
+    writeFileSync(file, '{"rollout_id":"z","reward":1,"calls":[{"id":"a","prompt_token_ids":[1],"generation_token_ids":[3,4],"generation_log_probs":[-0.0,0]}]}\n');
+    const r = await run(file);
+    expect(r.stdout).toContain('"generation_log_probs":[-0,0]');
+    const typed = rolloutToJson({ rollout_id: "t", reward: 0, calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [3], generation_log_probs: Float32Array.of(-0) }] });
+    expect(typed).toContain('"generation_log_probs":[-0]');
   });
 
   it("--strict exits 1 when something was rejected, after writing the rest", async () => {

@@ -158,6 +158,11 @@ describe("gym-observed fixture (test/fixtures/gym-observed/README.md)", () => {
     // The same instant written in another zone is the same time: file order breaks the tie.
     const zoned = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T07:00:00+02:00", "2025-11-30T05:00:00Z"])) }));
     expect(zoned.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
+    // A number and an ISO time naming the same instant tie (file order decides); digits count as written.
+    const mixed = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.05, "2025-11-30T05:00:00.05Z"])) }));
+    expect(mixed.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
+    const close = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.0999999999, 1764478800.09])) }));
+    expect(close.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     for (const bad of ["2025-11-30T05:00:00", "5", "2025-13-01T00:00:00Z", "yesterday"]) {
       const result = toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([bad])) });
       expect(result.ok ? "accepted" : result.detail).toMatch(/created_at is .* expected a number or an ISO 8601 time with a zone$/);

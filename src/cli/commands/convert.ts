@@ -4,6 +4,7 @@
 import type { Command } from "commander";
 import type { FormatRejection } from "../../formats/index.js";
 import { readRollouts, rolloutToJson } from "../../formats/read.js";
+import { oneLine } from "../../rejection.js";
 import { withSinks } from "../../ingest/sink.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, checkOutputs, type ReadArguments } from "../inputs.js";
@@ -30,7 +31,7 @@ export function register(program: Command): void {
 /** A rejection as one stderr line: `file:line: reason (code): detail`. */
 export function rejectionLine(where: string, rejection: FormatRejection): string {
   const code = rejection.code === rejection.reason ? "" : ` (${rejection.code})`;
-  return `${where}: ${rejection.reason}${code}: ${rejection.detail}`;
+  return oneLine(`${where}: ${rejection.reason}${code}: ${rejection.detail}`);
 }
 
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {
@@ -51,7 +52,7 @@ async function convert(inputs: string[], options: ConvertOptions): Promise<void>
           // back (rows reads it fine). That value only, then on with the rest.
           if (!(error instanceof RangeError)) throw error;
           rejected++;
-          process.stderr.write(`${item.where}: not converted: it cannot be written back as JSON (${error.message.split("\n")[0]})\n`);
+          process.stderr.write(oneLine(`${item.where}: not converted: it cannot be written back as JSON (${error.message.split("\n")[0]})`) + "\n");
           continue;
         }
         await out!.write(line + "\n");

@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import { init } from "../../index.js";
 import { readRollouts } from "../../formats/read.js";
 import { renderPlan } from "../../show.js";
+import { oneLine } from "../../rejection.js";
 import { stdoutFailed } from "../main.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
 
@@ -20,13 +21,13 @@ export function register(program: Command): void {
       if (!first) process.stdout.write("\n");
       first = false;
       if (!item.result.ok) {
-        process.stdout.write(`${item.where}: rejected (${item.result.reason}): ${item.result.detail}\n`);
+        process.stdout.write(oneLine(`${item.where}: rejected (${item.result.reason}): ${item.result.detail}`) + "\n");
         continue;
       }
       const plan = cf.plan(item.result.rollout, { line: item.line });
       const { report } = plan;
       // A rejection names where it is, as an import rejection does.
-      process.stdout.write(report.status === "rejected" ? `${item.where}: rejected (${report.reason}): ${report.detail}\n` : renderPlan(plan));
+      process.stdout.write(report.status === "rejected" ? oneLine(`${item.where}: rejected (${report.reason}): ${report.detail}`) + "\n" : renderPlan(plan));
       plan.release();
     }
   });
