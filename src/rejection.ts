@@ -47,3 +47,22 @@ export function oneLine(text: string): string {
     return named[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
   });
 }
+
+// The planner names the call at fault first in its detail: `call "ID" (calls[N])`, or `calls[N]`
+// when the call has no usable id (callName above). Anchored: an importer's detail may mention
+// other lists' `calls[N]` (e.g. `ng_model_call_capture.calls[0]`), which are not the rollout's.
+const CALL_AT_FAULT = /^(?:call ("(?:[^"\\]|\\.)*") \(calls\[(\d+)\]\)|calls\[(\d+)\])/;
+
+/** The call a rejection's detail starts with: its position, and its id when it had one. */
+export function callAtFault(detail: string): { index: number; id: string | null } | null {
+  const match = CALL_AT_FAULT.exec(detail);
+  if (match === null) return null;
+  if (match[1] === undefined) return { index: Number(match[3]), id: null };
+  let id: string | null = null;
+  try {
+    id = JSON.parse(match[1]) as string;
+  } catch {
+    id = null;
+  }
+  return { index: Number(match[2]), id };
+}

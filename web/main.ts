@@ -2,7 +2,7 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import { rejectedReport, withDiagnostics } from "../src/formats/index.js";
+import { rejectedReport, withImport } from "../src/formats/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
 import { parseText, type ReadItem as LoadedItem } from "../src/formats/text.js";
 import { renderReport, renderRowsTable } from "./panels.js";
@@ -39,7 +39,7 @@ function reportOf(cf: Callforest, item: LoadedItem): Report {
   if (!item.result.ok) return rejectedReport(item.result, item.line);
   const plan = cf.plan(item.result.rollout, { line: item.line });
   try {
-    return withDiagnostics(plan.report, item.result.diagnostics);
+    return withImport(plan.report, item.result);
   } finally {
     plan.release();
   }

@@ -49,7 +49,7 @@ interface Invocation {
 export function fromGymObserved(
   row: JsonObject,
   context: FormatContext,
-): { rollout: Rollout; diagnostics: Diagnostic[] } {
+): { rollout: Rollout; diagnostics: Diagnostic[]; sources: Map<string, string> } {
   const observations = requireObject(row, "ng_agent_observations", "");
   const records = requireArray(observations, "records", "ng_agent_observations.");
   const capture = field(row, "ng_model_call_capture");
@@ -111,7 +111,9 @@ export function fromGymObserved(
   const diagnostics: Diagnostic[] = [];
   const unownedAgent = freshAgentId("unowned", invocations);
   let anyUnowned = false;
+  const sources = new Map<string, string>();
   const calls: CanonicalCall[] = entries.map((entry) => {
+    sources.set(entry.id, `${file.file}:${entry.line}`);
     const agent = owner.get(entry.id);
     const call: CanonicalCall = {
       id: entry.id,
@@ -151,7 +153,7 @@ export function fromGymObserved(
 
   diagnostics.push(...recordNotes, ...gapNotes(observations, "ng_agent_observations"));
   if (isObject(capture)) diagnostics.push(...gapNotes(capture, "ng_model_call_capture"));
-  return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics };
+  return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics, sources };
 }
 
 function observedRolloutId(row: JsonObject, capture: unknown): string {

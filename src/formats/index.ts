@@ -2,17 +2,18 @@
 //
 // The `rows` command (and any reader) calls, per input value:
 //   const result = toCanonical(value, from, { tokens });   // from: FromOption, default "auto"
-//   if (result.ok) { plan = cf.plan(result.rollout, { line }); report = withDiagnostics(plan.report, result.diagnostics) }
+//   if (result.ok) { plan = cf.plan(result.rollout, { line }); report = withImport(plan.report, result) }
 //   else report = rejectedReport(result, line);
 // Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
 // tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
 // Node APIs so the browser build can use it.
 import type { Diagnostic, Report } from "../types.js";
 import { rejectionReport } from "../report.js";
+import { callAtFault } from "../rejection.js";
 import { fromCallforest } from "./callforest.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
-import { FROM_OPTIONS, type ConvertResult, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
+import { FROM_OPTIONS, type ConvertResult, type Converted, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
 import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
 
 export * from "./types.js";
@@ -49,10 +50,11 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
   }
   try {
     if (!isObject(value)) throw new FormatError("invalid_value", `the value is ${show(value)}, expected a JSON object`);
-    const { rollout, diagnostics } =
-      format === "callforest" ? fromCallforest(value)
-      : format === "gym-rollout" ? fromGymRollout(value)
-      : fromGymObserved(value, context);
+    if (format === "gym-observed") {
+      const { rollout, diagnostics, sources } = fromGymObserved(value, context);
+      return { ok: true, format, rollout, diagnostics, sources };
+    }
+    const { rollout, diagnostics } = format === "callforest" ? fromCallforest(value) : fromGymRollout(value);
     return { ok: true, format, rollout, diagnostics };
   } catch (error) {
     if (error instanceof FormatError) return rejection(format, value, error);
@@ -91,7 +93,15 @@ export function rejectedReport(rejection: FormatRejection, line?: number): Repor
   return rejectionReport(rejection.rolloutId, 0, rejection.reason, rejection.detail, line);
 }
 
-/** The core's report with the import diagnostics in front of its own. */
-export function withDiagnostics(report: Report, diagnostics: readonly Diagnostic[]): Report {
-  return diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
+/**
+ * The core's report for an imported rollout: the import diagnostics in front of its own, and a
+ * rejection that names a call also names where that call's tokens were read (gym-observed).
+ */
+export function withImport(report: Report, imported: Pick<Converted, "diagnostics" | "sources">): Report {
+  const { diagnostics, sources } = imported;
+  let out = diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
+  const fault = report.status === "rejected" && report.detail !== undefined ? callAtFault(report.detail) : null;
+  const source = fault?.id != null ? sources?.get(fault.id) : undefined;
+  if (source !== undefined) out = { ...out, detail: `${report.detail} (token entry ${source})` };
+  return out;
 }

@@ -42,6 +42,11 @@ export interface Converted {
   rollout: Rollout;
   /** Import notes (`unowned_call`, observation gaps, other record kinds, ...), never failures. */
   diagnostics: Diagnostic[];
+  /**
+   * Where each call's token arrays were read, by call id, when that is not the input line itself
+   * (gym-observed: `token-file:line`). A rejection naming the call then names that place too.
+   */
+  sources?: ReadonlyMap<string, string>;
 }
 
 /** A value that could not be turned into a canonical rollout. */

@@ -3,7 +3,7 @@
 // the output cannot depend on N.
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
-import { rejectedReport, toCanonical, withDiagnostics, type ConvertResult, type FormatContext, type FormatRejection, type FromOption } from "../formats/index.js";
+import { rejectedReport, toCanonical, withImport, type ConvertResult, type FormatContext, type FormatRejection, type FromOption } from "../formats/index.js";
 import { isBlankLine, malformedJson, notJsonDetail } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
@@ -276,7 +276,7 @@ export class LineProcessor {
           plan.release();
         }
         this.rowCount += plan.rows.length;
-        report = withDiagnostics(plan.report, result.diagnostics);
+        report = withImport(plan.report, result);
       } catch (error) {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
         if (!isOutOfMemory(error)) throw error;

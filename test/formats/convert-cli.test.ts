@@ -141,6 +141,22 @@ describe("callforest convert", () => {
     ]);
   });
 
+  it("rows: a rejection the planner finds in a gym-observed call names its token entry's file:line", async () => {
+    const dir = tmp();
+    const tokens = join(dir, "tokens");
+    mkdirSync(tokens);
+    const entries = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
+    const third = JSON.parse(entries[2]);
+    third.generation_log_probs = third.generation_log_probs.slice(1); // one logprob short
+    entries[2] = JSON.stringify(third);
+    writeFileSync(join(tokens, "7-2.tokens.jsonl"), entries.join("\n"));
+    const r = await captureOutput(() => main(["rows", "--tokens", tokens, OBSERVED_ROWS, "-o", join(dir, "rows.jsonl"), "--quiet"]));
+    const [note, ...rest] = lines(r.stderr);
+    expect(rest).toEqual([]);
+    expect(note.startsWith(`${OBSERVED_ROWS}:1: rejected (logprob_length_mismatch): call "mc-leader-2" (calls[`)).toBe(true);
+    expect(note.endsWith(` generated tokens (token entry ${join(tokens, "7-2.tokens.jsonl")}:3)`)).toBe(true);
+  });
+
   it("names the input line, the ref and the model_call_id when a ref resolves to nothing", async () => {
     const dir = tmp();
     const file = join(dir, "rows.jsonl");

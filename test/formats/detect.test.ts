@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
-import { detectFormat, parseFrom, rejectedReport, toCanonical, withDiagnostics, FROM_OPTIONS } from "../../src/formats/index.js";
+import { detectFormat, parseFrom, rejectedReport, toCanonical, withImport, FROM_OPTIONS } from "../../src/formats/index.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { clone, readJson, readJsonl } from "./helpers.js";
@@ -158,15 +158,26 @@ describe("reports for the rows command", () => {
     });
   });
 
-  it("withDiagnostics puts import notes before the core's own", async () => {
+  it("withImport puts import notes before the core's own", async () => {
     const cf = await init();
     const rollout = clone(loginBug);
     rollout.calls[0].generation_token_ids = [];
     rollout.calls[0].generation_log_probs = [];
     const plan = cf.plan(rollout);
-    const report = withDiagnostics(plan.report, [{ code: "unowned_call", call: "x" }]);
+    const report = withImport(plan.report, { diagnostics: [{ code: "unowned_call", call: "x" }] });
     expect(report.diagnostics.map((d) => d.code)).toEqual(["unowned_call", "empty_generation"]);
     expect(plan.report.diagnostics.map((d) => d.code)).toEqual(["empty_generation"]);
+    plan.release();
+  });
+
+  it("withImport names where a rejected call's tokens were read, when the import knows", async () => {
+    const cf = await init();
+    const rollout = clone(loginBug);
+    rollout.calls[4].generation_log_probs = [-1];
+    const plan = cf.plan(rollout);
+    const sources = new Map([["C5", "tokens/r.tokens.jsonl:12"]]);
+    expect(withImport(plan.report, { diagnostics: [], sources }).detail).toBe(`${plan.report.detail} (token entry tokens/r.tokens.jsonl:12)`);
+    expect(withImport(plan.report, { diagnostics: [], sources: new Map() }).detail).toBe(plan.report.detail);
     plan.release();
   });
 });

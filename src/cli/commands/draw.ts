@@ -10,7 +10,7 @@ import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
-import { rejectedReport, withDiagnostics } from "../../formats/index.js";
+import { rejectedReport, withImport } from "../../formats/index.js";
 import { renderSvg } from "../../draw/index.js";
 import { FileError } from "../../ingest/file-error.js";
 import { UsageError } from "../errors.js";
@@ -44,7 +44,7 @@ function svgOf(cf: Callforest, item: ReadItem): string {
   if (!item.result.ok) return renderSvg({ report: rejectedReport(item.result, item.line), forest: [], agents: [], rows: [] });
   const plan = cf.plan(item.result.rollout, { line: item.line });
   try {
-    const report = withDiagnostics(plan.report, item.result.diagnostics);
+    const report = withImport(plan.report, item.result);
     return renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows });
   } finally {
     plan.release();

@@ -2,6 +2,7 @@
 import type { Command } from "commander";
 import { init } from "../../index.js";
 import { readRollouts } from "../../formats/read.js";
+import { withImport } from "../../formats/index.js";
 import { renderPlan } from "../../show.js";
 import { oneLine } from "../../rejection.js";
 import { stdoutFailed } from "../main.js";
@@ -25,7 +26,7 @@ export function register(program: Command): void {
         continue;
       }
       const plan = cf.plan(item.result.rollout, { line: item.line });
-      const { report } = plan;
+      const report = withImport(plan.report, item.result);
       // A rejection names where it is, as an import rejection does.
       process.stdout.write(report.status === "rejected" ? oneLine(`${item.where}: rejected (${report.reason}): ${report.detail}`) + "\n" : renderPlan(plan));
       plan.release();
