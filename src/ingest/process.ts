@@ -176,7 +176,7 @@ export class LineProcessor {
     forEachLine(batch, (start, end, line) => lines.push(start, end, line));
     for (let i = 0; i < lines.length; i += 3) {
       const [start, end, line] = [lines[i], lines[i + 1], lines[i + 2]];
-      await this.ensureScanner();
+      if (this.scanner === null) await this.ensureScanner(); // no await per line otherwise
       this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line, context);
       // Hand on output as it grows (a huge rollout's rows, or many small ones).
       if (this.rowBytes.size >= FLUSH_BYTES) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
