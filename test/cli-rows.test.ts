@@ -248,6 +248,7 @@ describe("rows: inputs and options", () => {
       [["--mask-format", "bytes"], "callforest: unknown --mask-format 'bytes': expected bits or ints"],
       [["--backend", "gpu"], "callforest: unknown --backend 'gpu': expected wasm or ts"],
       [["--from", "csv"], "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, auto"],
+      [["--bogus"], "callforest: unknown option '--bogus'"], // commander's own errors read alike
     ] as const) {
       const run = await cli("rows", LOGIN_BUG, ...argv);
       expect([run.code, run.stderr, run.stdout]).toEqual([2, message + "\n", ""]);

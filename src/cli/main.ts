@@ -14,6 +14,8 @@ export function buildProgram(): Command {
   const program = new Command("callforest")
     .description("Turn an agent rollout's call forest into training rows with exact token evidence.")
     .showHelpAfterError(false)
+    // commander's own argument errors read like every other one: `callforest: ...`, one line.
+    .configureOutput({ outputError: (text, write) => write(`callforest: ${text.replace(/^error: /, "")}`) })
     .exitOverride();
   registerRows(program);
   registerShow(program);
