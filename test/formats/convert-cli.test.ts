@@ -125,15 +125,20 @@ describe("callforest convert", () => {
     expect(lines(r.stderr)).toEqual([`${file}[1]: invalid_rollout (missing_field): gym-rollout: id is missing, expected the response id`]);
   });
 
-  it("names the token file line and the call when a token entry is bad", async () => {
-    const dir = tmp();
+  /** A --tokens directory like the fixture's, with the third token entry (mc-leader-2) changed. */
+  function tokensWithThirdEntry(dir: string, change: (entry: Record<string, unknown>) => void): string {
     const tokens = join(dir, "tokens");
     mkdirSync(tokens);
     const entries = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
-    const third = JSON.parse(entries[2]);
-    delete third.generation_log_probs;
+    const third = JSON.parse(entries[2]) as Record<string, unknown>;
+    change(third);
     entries[2] = JSON.stringify(third);
     writeFileSync(join(tokens, "7-2.tokens.jsonl"), entries.join("\n"));
+    return tokens;
+  }
+
+  it("names the token file line and the call when a token entry is bad", async () => {
+    const tokens = tokensWithThirdEntry(tmp(), (entry) => delete entry.generation_log_probs);
     const r = await run("--tokens", tokens, OBSERVED_ROWS);
     expect(r.stdout).toBe("");
     expect(lines(r.stderr)).toEqual([
@@ -143,13 +148,9 @@ describe("callforest convert", () => {
 
   it("rows: a rejection the planner finds in a gym-observed call names its token entry's file:line", async () => {
     const dir = tmp();
-    const tokens = join(dir, "tokens");
-    mkdirSync(tokens);
-    const entries = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
-    const third = JSON.parse(entries[2]);
-    third.generation_log_probs = third.generation_log_probs.slice(1); // one logprob short
-    entries[2] = JSON.stringify(third);
-    writeFileSync(join(tokens, "7-2.tokens.jsonl"), entries.join("\n"));
+    const tokens = tokensWithThirdEntry(dir, (entry) => {
+      entry.generation_log_probs = (entry.generation_log_probs as number[]).slice(1); // one logprob short
+    });
     const r = await captureOutput(() => main(["rows", "--tokens", tokens, OBSERVED_ROWS, "-o", join(dir, "rows.jsonl"), "--quiet"]));
     const [note, ...rest] = lines(r.stderr);
     expect(rest).toEqual([]);
