@@ -13,6 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, reportToJson, rowToJson } from "../src/index.js";
 import { startViewServer, type ViewServer } from "../src/cli/commands/view.js";
 import { generateRollout } from "../bench/generate.js";
+import { readRollouts } from "../src/formats/read.js";
+import { tokenDirectory } from "../src/formats/tokens-dir.js";
+import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS } from "./support/fixtures.js";
 import type { Rollout } from "../src/types.js";
 
 const LAUNCH = {
@@ -142,6 +145,28 @@ describe("the page", () => {
     expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.reportJson())).toBe(reportToJson(plan.report));
     expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(rollout.calls.length);
     plan.release();
+  });
+
+  it("opens a gym-observed capture selected together with its token file, as the CLI reads it with --tokens", async () => {
+    await page.setInputFiles("#file", [OBSERVED_ROWS, OBSERVED_TOKENS]);
+    await nextLoad();
+    const cf = await init();
+    const items = [];
+    for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) })) items.push(item);
+    expect(items[0].result.ok).toBe(true);
+    const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
+    const expected = plan.rows.map((row) => rowToJson(row, "bits")).join("\n");
+    expect(plan.rows.length).toBeGreaterThan(1);
+    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(expected);
+    plan.release();
+    // The rollout file alone: the rejection names the token file it needs.
+    await page.setInputFiles("#file", OBSERVED_ROWS);
+    await nextLoad();
+    expect(await page.textContent("#report")).toContain("needs token entries");
+    // Token files alone: a one-line status, nothing opened.
+    await page.setInputFiles("#file", OBSERVED_TOKENS);
+    await page.waitForSelector("#status.error");
+    expect(await page.textContent("#status")).toBe("open a rollout file too (token files only give a gym-observed capture its tokens)");
   });
 
   it("shows a rejected rollout's reason and the call at fault", async () => {

@@ -4,7 +4,8 @@
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
 import { rejectedReport, withImport } from "../src/formats/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
-import { parseText, type ReadItem as LoadedItem } from "../src/formats/text.js";
+import { parseText, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
+import { isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
 
@@ -49,12 +50,12 @@ function reportOf(cf: Callforest, item: LoadedItem): Report {
  * Plans every rollout of a file for its report, then shows the first one. The file is read by the
  * CLI's rules (src/formats/text.ts); as bytes, invalid UTF-8 is malformed_json there as here.
  */
-function openText(name: string, text: string | Uint8Array): void {
+function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}): void {
   const cf = state.cf!;
   state.plan?.release();
   state.plan = null;
   state.file = name;
-  state.entries = parseText(name, text).map((item) => ({ item, report: reportOf(cf, item) }));
+  state.entries = parseText(name, text, read).map((item) => ({ item, report: reportOf(cf, item) }));
   const select = element<HTMLSelectElement>("rollout-select");
   select.replaceChildren(
     ...state.entries.map((entry, i) => {
@@ -121,9 +122,21 @@ function showRow(index: number): void {
   renderStrip(element("strip"), row, plan.forest);
 }
 
-async function openFile(file: File): Promise<void> {
+/**
+ * Opens a rollout file; for gym-observed captures, open (or drop) it together with its
+ * `<rollout_id>.tokens.jsonl` files, which stand in for the CLI's `--tokens DIR`.
+ */
+async function openFiles(files: readonly File[]): Promise<void> {
+  const tokenFiles = files.filter((file) => isTokenFileName(file.name));
+  const rollouts = files.filter((file) => !isTokenFileName(file.name));
+  if (rollouts.length !== 1) {
+    throw new Error(rollouts.length === 0 ? "open a rollout file too (token files only give a gym-observed capture its tokens)" : "open one rollout file at a time (with its .tokens.jsonl files)");
+  }
+  const [file] = rollouts;
   setStatus(`reading ${file.name}…`);
-  openText(file.name, new Uint8Array(await file.arrayBuffer()));
+  const tokens = new Map<string, Uint8Array>();
+  for (const tokenFile of tokenFiles) tokens.set(tokenFile.name, new Uint8Array(await tokenFile.arrayBuffer()));
+  openText(file.name, new Uint8Array(await file.arrayBuffer()), tokens.size > 0 ? { tokens: memoryTokenSource(tokens) } : {});
 }
 
 /** Opens a same-origin file named by ?input= (what `callforest view INPUT` prints). */
@@ -153,8 +166,8 @@ function downloadSvg(): void {
 function wire(): void {
   const fail = (error: unknown) => setStatus(error instanceof Error ? error.message : String(error), true);
   element<HTMLInputElement>("file").addEventListener("change", (event) => {
-    const file = (event.target as HTMLInputElement).files?.[0];
-    if (file) openFile(file).catch(fail);
+    const files = [...((event.target as HTMLInputElement).files ?? [])];
+    if (files.length > 0) openFiles(files).catch(fail);
   });
   element("example").addEventListener("click", () => openExample().catch(fail));
   element("download-svg").addEventListener("click", downloadSvg);
@@ -180,15 +193,15 @@ function wire(): void {
   document.addEventListener("drop", (event) => {
     event.preventDefault();
     document.body.classList.remove("dragging");
-    const file = event.dataTransfer?.files[0];
-    if (file) openFile(file).catch(fail);
+    const files = [...(event.dataTransfer?.files ?? [])];
+    if (files.length > 0) openFiles(files).catch(fail);
   });
 }
 
 /** For tests and the console: the selected rollout's rows and report as the CLI writes them. */
 export interface PageHandle {
   backend: string;
-  openText(name: string, text: string | Uint8Array): void;
+  openText(name: string, text: string | Uint8Array, read?: ReadOptions): void;
   rowsJsonl(): string;
   reportJson(): string;
 }

@@ -2,9 +2,10 @@
 import { isUtf8 } from "node:buffer";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
+import type { TokenEntries, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
-import { isBlankLine, isStringTooLong } from "./text.js";
+import { isStringTooLong } from "./text.js";
+import { parseJsonLines } from "./token-files.js";
 
 export function tokenDirectory(dir: string): TokenSource {
   const pathOf = (rolloutId: string) => join(dir, `${rolloutId}.tokens.jsonl`);
@@ -35,20 +36,4 @@ export function tokenDirectory(dir: string): TokenSource {
       return { file, lines: parseJsonLines(text) };
     },
   };
-}
-
-/** JSONL text to parsed lines (1-based numbers); blank lines (the rows command's rule) are skipped. */
-export function parseJsonLines(text: string): TokenLine[] {
-  const out: TokenLine[] = [];
-  const lines = text.split("\n");
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    if (isBlankLine(line)) continue;
-    try {
-      out.push({ line: i + 1, value: JSON.parse(line) });
-    } catch (error) {
-      out.push({ line: i + 1, error: (error as Error).message.split("\n")[0] });
-    }
-  }
-  return out;
 }

@@ -1,0 +1,53 @@
+// Token entries for gym-observed that are not read from a directory: files the caller already
+// holds (the page's opened or dropped `<rollout_id>.tokens.jsonl` files). Free of Node APIs, so
+// the browser build can use it; src/formats/tokens-dir.ts is the `--tokens DIR` source.
+import { isBlankLine } from "./text.js";
+import type { TokenLine, TokenSource } from "./types.js";
+import { FormatError } from "./values.js";
+
+/** The ending that names a token file: `<rollout_id>.tokens.jsonl`. */
+export const TOKEN_FILE_SUFFIX = ".tokens.jsonl";
+
+/** Whether a file name is a gym-observed token file. */
+export function isTokenFileName(name: string): boolean {
+  return name.endsWith(TOKEN_FILE_SUFFIX) && name.length > TOKEN_FILE_SUFFIX.length;
+}
+
+/**
+ * A token source over files in memory, by name (`<rollout_id>.tokens.jsonl`). Bytes are read as
+ * strictly as from a directory: invalid UTF-8 is refused, never repaired.
+ */
+export function memoryTokenSource(files: ReadonlyMap<string, Uint8Array>): TokenSource {
+  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  return {
+    describe: (rolloutId) => `${rolloutId}${TOKEN_FILE_SUFFIX}`,
+    load(rolloutId) {
+      const file = `${rolloutId}${TOKEN_FILE_SUFFIX}`;
+      const bytes = files.get(file);
+      if (bytes === undefined) return null;
+      let text: string;
+      try {
+        text = decoder.decode(bytes);
+      } catch {
+        throw new FormatError("unreadable_token_file", `${file} is not UTF-8`);
+      }
+      return { file, lines: parseJsonLines(text) };
+    },
+  };
+}
+
+/** JSONL text to parsed lines (1-based numbers); blank lines (the rows command's rule) are skipped. */
+export function parseJsonLines(text: string): TokenLine[] {
+  const out: TokenLine[] = [];
+  const lines = text.split("\n");
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (isBlankLine(line)) continue;
+    try {
+      out.push({ line: i + 1, value: JSON.parse(line) });
+    } catch (error) {
+      out.push({ line: i + 1, error: (error as Error).message.split("\n")[0] });
+    }
+  }
+  return out;
+}
