@@ -30,19 +30,21 @@ function allocTable(capacity: u32): void {
   used = 0;
 }
 
+/** Slots for about `expected` children: a power of two, at least twice as many (load <= 1/2). */
+function capacityFor(expected: i64): i64 {
+  let capacity: i64 = 64;
+  while (capacity < expected * 2) capacity <<= 1;
+  return capacity;
+}
+
 /** Starts an empty table sized for about `expected` children (call after a heap reset). */
 export function childrenReset(expected: i32): void {
-  let capacity: u32 = 64;
-  const hinted: u32 = expected > 0 ? <u32>expected : 0;
-  while (capacity < hinted * 2) capacity <<= 1;
-  allocTable(capacity);
+  allocTable(<u32>capacityFor(expected));
 }
 
 /** Bytes childrenReset(expected) reserves (for the host's budget of reservations). */
 export function childrenBytes(expected: i64): i64 {
-  let capacity: i64 = 64;
-  while (capacity < expected * 2) capacity <<= 1;
-  return capacity << ENTRY_SHIFT;
+  return capacityFor(expected) << ENTRY_SHIFT;
 }
 
 /** The child of `node` whose edge starts with `token`, or -1. */

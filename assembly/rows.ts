@@ -29,8 +29,8 @@ let ownerRows: usize = 0; // links + n
   return base + ((<usize>i) << 2);
 }
 // @ts-ignore: decorator
-@inline function align16(n: usize): usize {
-  return (n + 15) & ~(<usize>15);
+@inline function align16<T>(n: T): T {
+  return (n + 15) & ~(<T>15);
 }
 
 /** Builds every row of the committed forest; returns the number of rows. */
@@ -69,7 +69,7 @@ export function buildRows(): i32 {
     store<i32>(i32At(rowOfLeaf, c), rows++);
     pathTotal += load<i32>(i32At(depth, c));
     const tokens = <u64>callField(c, C_FULL);
-    outBytes += (((tokens << 2) + 15) & ~(<u64>15)) * 2 + (((tokens + 7) >> 3) + 15 & ~(<u64>15));
+    outBytes += align16<u64>(tokens << 2) * 2 + align16<u64>((tokens + 7) >> 3);
   }
 
   // Ownership: a call's owner is its next call's owner, where next is the earliest child in the

@@ -201,15 +201,20 @@ async function readers(name: string, content: Uint8Array | string) {
 describe("every reader reads the same lines", () => {
   const [a, b, c] = goodLines(2, 3);
 
+  /** rows, show/draw/convert and the page agree: the same items, numbered alike. */
+  const expectEveryReader = (got: { read: unknown; page: unknown; rows: unknown }, want: unknown) => {
+    expect(got.read).toEqual(want);
+    expect(got.page).toEqual(want);
+    expect(got.rows).toEqual(want);
+  };
+
   it("a lone CR is not a line break (rows, show/draw/convert and the page agree)", async () => {
     const got = await readers("cr.jsonl", `${a}\r${b}\n${c}\r\n`);
     const want = [
       ["cr.jsonl:1", "malformed_json"],
       ["cr.jsonl:2", "ok"],
     ];
-    expect(got.read).toEqual(want);
-    expect(got.page).toEqual(want);
-    expect(got.rows).toEqual(want);
+    expectEveryReader(got, want);
     expect(got.details).toEqual(got.rowDetails);
   });
 
@@ -221,9 +226,7 @@ describe("every reader reads the same lines", () => {
       ["blank.jsonl:5", "malformed_json"],
       ["blank.jsonl:6", "ok"],
     ];
-    expect(got.read).toEqual(want);
-    expect(got.page).toEqual(want);
-    expect(got.rows).toEqual(want);
+    expectEveryReader(got, want);
   });
 
   it("invalid UTF-8 in a JSONL line is malformed_json with its line number", async () => {
@@ -236,9 +239,7 @@ describe("every reader reads the same lines", () => {
       ["utf8.jsonl:2", "malformed_json"],
       ["utf8.jsonl:3", "ok"],
     ];
-    expect(got.read).toEqual(want);
-    expect(got.page).toEqual(want);
-    expect(got.rows).toEqual(want);
+    expectEveryReader(got, want);
     expect(got.details[1]).toMatch(/^not JSON at byte \d+: invalid UTF-8$/);
     expect(got.details).toEqual(got.rowDetails);
   });

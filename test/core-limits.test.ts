@@ -112,11 +112,11 @@ describe("memory limits (init({ maxMemory }))", () => {
   });
 });
 
-describe("a pooled instance that starts a plan with less room than the last one had", () => {
-  it("builds the next rollout right: its staging views are of the new size, not the last plan's", async () => {
-    // A plan that leaves 24 MB reserved (1.5 M generated tokens: staging, token and logprob
-    // stores), then a builder whose callsHint (~10 MB of tables) takes the two past half of
-    // 64 MiB: the builder's plan starts from its own sizes, with a small staging area.
+describe("a pooled instance after a big plan", () => {
+  it("builds the next rollout right with a builder and a large callsHint, on a 64 MiB cap", async () => {
+    // A plan of 1.5 M generated tokens (staging, token and logprob stores of 6 MB each), then a
+    // builder whose callsHint asks for ~10 MB of tables, on the same instance: the builder's
+    // plan starts from its own sizes and gives the rows a fresh instance gives.
     const g = 1_500_000;
     const huge = { rollout_id: "A", reward: 1, calls: [{ ...call("a", [], new Int32Array(g).fill(5)), generation_log_probs: new Float32Array(g).fill(-1) }] };
     const small = {

@@ -274,10 +274,16 @@ describe("callforest draw", () => {
     expect(readFileSync(join(dir, "pic.rollout.4.svg"), "utf8")).toContain("rejected (malformed_json):");
   });
 
-  it("--rollout picks one rollout and writes it to -o as is", async () => {
-    const dir = tmp();
+  /** two.jsonl in `dir`: the worked example, then a copy with rollout_id "other". */
+  const writeTwoRollouts = (dir: string) => {
     const input = join(dir, "two.jsonl");
     writeFileSync(input, JSON.stringify(example) + "\n" + JSON.stringify({ ...example, rollout_id: "other" }) + "\n");
+    return input;
+  };
+
+  it("--rollout picks one rollout and writes it to -o as is", async () => {
+    const dir = tmp();
+    const input = writeTwoRollouts(dir);
     const r = await run(input, "-o", join(dir, "one.svg"), "--rollout", "other");
     expect([r.code, r.stderr]).toEqual([0, ""]);
     expect(readdirSync(dir).sort()).toEqual(["one.svg", "two.jsonl"]);
@@ -286,8 +292,7 @@ describe("callforest draw", () => {
 
   it("fails in one line, writing nothing, for an unknown --rollout, -o - with several, or a missing file", async () => {
     const dir = tmp();
-    const input = join(dir, "two.jsonl");
-    writeFileSync(input, JSON.stringify(example) + "\n" + JSON.stringify({ ...example, rollout_id: "other" }) + "\n");
+    const input = writeTwoRollouts(dir);
     let r = await run(input, "-o", join(dir, "x.svg"), "--rollout", "nope");
     expect([r.code, r.stderr]).toEqual([2, `callforest: no rollout with rollout_id "nope" in ${input}\n`]);
     r = await run(input, "-o", "-");

@@ -49,7 +49,7 @@ async function* readJsonLines(file: string, options: ReadOptions): AsyncGenerato
   } catch (error) {
     throw asFileError(file, error);
   }
-  const batches = readBatches(source, DEFAULT_CHUNK, pool);
+  const batches = readBatches(source, pool);
   try {
     for (;;) {
       let next: IteratorResult<Batch>;

@@ -1,8 +1,8 @@
 // Token entries for gym-observed that are not read from a directory: files the caller already
 // holds (the page's opened or dropped `<rollout_id>.tokens.jsonl` files). Free of Node APIs, so
 // the browser build can use it; src/formats/tokens-dir.ts is the `--tokens DIR` source.
-import { isBlankLine } from "./text.js";
-import type { TokenLine, TokenSource } from "./types.js";
+import { isBlankLine, isStringTooLong } from "./text.js";
+import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
 
 /** The ending that names a token file: `<rollout_id>.tokens.jsonl`. */
@@ -13,25 +13,30 @@ export function isTokenFileName(name: string): boolean {
   return name.endsWith(TOKEN_FILE_SUFFIX) && name.length > TOKEN_FILE_SUFFIX.length;
 }
 
-/**
- * A token source over files in memory, by name (`<rollout_id>.tokens.jsonl`). Bytes are read as
- * strictly as from a directory: invalid UTF-8 is refused, never repaired.
- */
+const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/** A token file's bytes as entries, read strictly: invalid UTF-8 is refused, never repaired. */
+export function tokenEntries(file: string, bytes: Uint8Array): TokenEntries {
+  let text: string;
+  try {
+    text = strict.decode(bytes);
+  } catch (error) {
+    if (isStringTooLong(error)) {
+      throw new FormatError("token_file_too_large", `${file}: ${bytes.length} bytes are more than one JavaScript string can hold`, "rollout_too_large");
+    }
+    throw new FormatError("unreadable_token_file", `${file} is not UTF-8`);
+  }
+  return { file, lines: parseJsonLines(text) };
+}
+
+/** A token source over files in memory, by name (`<rollout_id>.tokens.jsonl`). */
 export function memoryTokenSource(files: ReadonlyMap<string, Uint8Array>): TokenSource {
-  const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  const nameOf = (rolloutId: string) => `${rolloutId}${TOKEN_FILE_SUFFIX}`;
   return {
-    describe: (rolloutId) => `${rolloutId}${TOKEN_FILE_SUFFIX}`,
+    describe: nameOf,
     load(rolloutId) {
-      const file = `${rolloutId}${TOKEN_FILE_SUFFIX}`;
-      const bytes = files.get(file);
-      if (bytes === undefined) return null;
-      let text: string;
-      try {
-        text = decoder.decode(bytes);
-      } catch {
-        throw new FormatError("unreadable_token_file", `${file} is not UTF-8`);
-      }
-      return { file, lines: parseJsonLines(text) };
+      const bytes = files.get(nameOf(rolloutId));
+      return bytes === undefined ? null : tokenEntries(nameOf(rolloutId), bytes);
     },
   };
 }

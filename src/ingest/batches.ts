@@ -112,9 +112,12 @@ export class BufferPool {
   }
 }
 
-/** Batches of whole lines, in input order; each about `chunk` bytes (more when one line is longer). */
-export async function* readBatches(source: ByteSource, chunk = DEFAULT_CHUNK, pool = new BufferPool(chunk)): AsyncGenerator<Batch> {
-  if (pool.size !== chunk) throw new Error(`readBatches: the pool's buffers (${pool.size} bytes) must be chunk-sized (${chunk})`);
+/**
+ * Batches of whole lines, in input order; each about a chunk (the pool's buffer size) of bytes,
+ * or one line longer than that, in parts.
+ */
+export async function* readBatches(source: ByteSource, pool = new BufferPool(DEFAULT_CHUNK)): AsyncGenerator<Batch> {
+  const chunk = pool.size;
   let buffer = pool.take();
   let filled = 0; // bytes at the start of `buffer` not sent yet
   let lastNewline = -1; // newest `\n` in buffer[0, filled), -1: none

@@ -79,7 +79,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
       }
       const name = file === "-" ? "<stdin>" : file;
       const source: ByteSource = file === "-" ? streamSource(process.stdin) : await fileSource(file);
-      for await (const batch of readAhead(readBatches(source, chunk, buffers))) {
+      for await (const batch of readAhead(readBatches(source, buffers))) {
         if (pool !== null) {
           await pool.submit(batch, name);
         } else {

@@ -67,9 +67,9 @@ export class RowSerializer {
     this.text(`,"context":`);
     this.stringList(row.context);
     this.text(`,"num_tokens":${row.numTokens},"token_ids":[`);
-    this.ints(row.tokenIds);
+    this.numbers(row.tokenIds, this.stagedInts, MAX_INT_TEXT, this.wasm.formatInts);
     this.text(`],"logprobs":[`);
-    this.floats(row.logprobs);
+    this.numbers(row.logprobs, this.stagedFloats, MAX_FLOAT_TEXT, this.wasm.formatFloats);
     this.text(`],"loss_mask":`);
     if (maskFormat === "bits") this.maskBase64(row.lossMask);
     else this.maskInts(row.lossMask, row.numTokens);
@@ -113,23 +113,19 @@ export class RowSerializer {
     this.text("]");
   }
 
-  private ints(values: Int32Array): void {
+  /** Writes `values` comma-separated, staging a batch at a time for `format` (a WASM formatter). */
+  private numbers(
+    values: Int32Array | Float32Array,
+    staged: Int32Array | Float32Array,
+    maxText: number,
+    format: (stage: number, count: number, at: number, comma: number) => number,
+  ): void {
     for (let i = 0; i < values.length; i += STAGE_VALUES) {
       const n = Math.min(STAGE_VALUES, values.length - i);
-      this.stagedInts.set(values.subarray(i, i + n));
-      this.room(n * MAX_INT_TEXT);
+      staged.set(values.subarray(i, i + n));
+      this.room(n * maxText);
       const at = this.chunk + this.used;
-      this.used += this.wasm.formatInts(this.stage, n, at, i > 0 ? 1 : 0) - at;
-    }
-  }
-
-  private floats(values: Float32Array): void {
-    for (let i = 0; i < values.length; i += STAGE_VALUES) {
-      const n = Math.min(STAGE_VALUES, values.length - i);
-      this.stagedFloats.set(values.subarray(i, i + n));
-      this.room(n * MAX_FLOAT_TEXT);
-      const at = this.chunk + this.used;
-      this.used += this.wasm.formatFloats(this.stage, n, at, i > 0 ? 1 : 0) - at;
+      this.used += format(this.stage, n, at, i > 0 ? 1 : 0) - at;
     }
   }
 

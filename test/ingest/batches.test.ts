@@ -27,7 +27,7 @@ function chunkedSource(input: Uint8Array, sizes: number[]): ByteSource & { close
 
 async function collect(source: ByteSource, chunk: number): Promise<Batch[]> {
   const out: Batch[] = [];
-  for await (const batch of readBatches(source, chunk)) out.push(batch);
+  for await (const batch of readBatches(source, new BufferPool(chunk))) out.push(batch);
   return out;
 }
 
@@ -134,7 +134,7 @@ describe("readBatches", () => {
     const pool = new BufferPool(256);
     const seen = new Set<ArrayBufferLike>();
     const lines: [number, string][] = [];
-    for await (const batch of readBatches(chunkedSource(encode(text), [100]), 256, pool)) {
+    for await (const batch of readBatches(chunkedSource(encode(text), [100]), pool)) {
       seen.add(batch.bytes.buffer);
       forEachLine(batch, (start, end, line) => lines.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]));
       pool.give(batch.bytes.buffer as ArrayBuffer); // planned: back to the pool
