@@ -52,8 +52,10 @@ export function rejectedPlan(
   rejection: Rejection,
   agents: AgentInfo[],
   options: PlanOptions,
+  diagnostics: Diagnostic[] = [],
 ): Plan {
   const report = rejectionReport(rolloutId, calls, rejection.code, rejection.detail, options.line);
+  report.diagnostics = diagnostics;
   return { report, rows: [], forest: [], agents, release() {} };
 }
 
@@ -194,11 +196,17 @@ export class RolloutAssembler {
     this.done = true;
     const agents = this.header.agents ?? [];
     if (!this.rejection && this.eligible.length === 0) {
-      this.rejection = new Rejection("no_trainable_calls", `none of the ${totalCalls} calls is kept with generated tokens`);
+      const detail =
+        totalCalls === 0 ? "the rollout lists no calls"
+        : totalCalls === 1 ? "its one call is not kept with generated tokens"
+        : `none of the ${totalCalls} calls is kept with generated tokens`;
+      this.rejection = new Rejection("no_trainable_calls", detail);
     }
     if (this.rejection) {
       this.core.release();
-      return rejectedPlan(this.header.rolloutId, totalCalls, this.rejection, agents, options);
+      // What the calls read before the problem showed (for no_trainable_calls: every call's
+      // empty_generation, which is the explanation).
+      return rejectedPlan(this.header.rolloutId, totalCalls, this.rejection, agents, options, this.diagnostics);
     }
     return this.buildPlan(this.core.finish(), totalCalls, options);
   }

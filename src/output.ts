@@ -80,6 +80,8 @@ function floatList(values: Float32Array): string {
 
 /** One row as a JSONL line (no trailing newline), SPEC's field order. */
 export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
+  // Checked: a typo ("bit") must not quietly change the output's format.
+  if (maskFormat !== "bits" && maskFormat !== "ints") throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
   const mask =
     maskFormat === "bits"
       ? JSON.stringify(toBase64(row.lossMask))

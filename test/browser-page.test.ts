@@ -326,5 +326,6 @@ describe("callforest view's server", () => {
   it("fails in one line when the page is not built or the input is missing", async () => {
     await expect(startViewServer({ page: join(dir, "nope.html") })).rejects.toThrow(/^cannot read .*nope\.html: no such file \(build the page first: npm run build\)$/);
     await expect(startViewServer({ page: join(dir, "web/index.html"), input: join(dir, "missing.jsonl") })).rejects.toThrow(/^cannot read .*missing\.jsonl: no such file$/);
+    await expect(startViewServer({ page: join(dir, "web/index.html"), input: dir })).rejects.toThrow(/^cannot read .*: is a directory$/);
   });
 });

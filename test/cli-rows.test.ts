@@ -212,6 +212,14 @@ describe("rows: inputs and options", () => {
     ]);
   });
 
+  it("counts in the summary read right for one", async () => {
+    const dir = tempDir();
+    const one = join(dir, "one.jsonl");
+    writeFileSync(one, JSON.stringify({ rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] }) + "\n");
+    const run = await cli("rows", one, "-o", join(dir, "rows.jsonl"), "--jobs", "1");
+    expect([run.code, run.stderr]).toEqual([0, "callforest: 1 rollout (1 ok, 0 rejected), 1 row\n"]);
+  });
+
   it("exits 1 with --strict when a rollout was rejected, and --quiet drops the summary", async () => {
     const dir = tempDir();
     const jsonl = join(dir, "in.jsonl");

@@ -274,6 +274,19 @@ describe("callforest draw", () => {
     expect(readFileSync(join(dir, "pic.rollout.4.svg"), "utf8")).toContain("rejected (malformed_json):");
   });
 
+  it("counts a rollout_id that is missing, empty or not a string as missing (the rollout is drawn as rejected)", async () => {
+    const dir = tmp();
+    const input = join(dir, "ids.jsonl");
+    const { rollout_id: _, ...noId } = example;
+    const rollouts = [noId, { ...example, rollout_id: "" }, { ...example, rollout_id: 5 }, example];
+    writeFileSync(input, rollouts.map((v) => JSON.stringify(v)).join("\n") + "\n");
+    const r = await run(input, "-o", join(dir, "f.svg"));
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    const names = ["f.rollout.1.svg", "f.rollout.2.svg", "f.rollout.3.svg", "f.login-bug.svg"];
+    expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
+    expect(readFileSync(join(dir, "f.rollout.3.svg"), "utf8")).toContain("rejected (invalid_rollout):");
+  });
+
   /** two.jsonl in `dir`: the worked example, then a copy with rollout_id "other". */
   const writeTwoRollouts = (dir: string) => {
     const input = join(dir, "two.jsonl");

@@ -28,9 +28,46 @@ describe("the built package", () => {
       "const fs = require('fs');" +
       "init().then((cf) => { const p = cf.plan(JSON.parse(fs.readFileSync('examples/login-bug.json', 'utf8')));" +
       "console.log(cf.backend, p.report.rows); });";
-    const result = run(["--experimental-require-module", "--no-warnings", "-e", script]);
+    const result = run(["--no-warnings", "-e", script]); // Node >= 20.19 loads ESM from require() as is
     expect(result.stderr).toBe("");
     expect(result.stdout.trim()).toBe("wasm 5");
+  });
+
+  it("packs what users need: the bin, dist, both builds of both cores, the examples and SPEC", () => {
+    const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
+    const files = new Set<string>(pack.files.map((f: { path: string }) => f.path));
+    for (const file of [
+      "bin/callforest.js", "dist/index.js", "dist/browser.js", "dist/compaction/index.js", "dist/ingest/worker.js", "dist/web/index.html",
+      "build/core-simd.wasm", "build/core-scalar.wasm", "build/scan-simd.wasm", "build/scan-scalar.wasm",
+      "examples/login-bug.json", "examples/gym-observed/rollouts.jsonl", "examples/gym-observed/7-2.tokens.jsonl", "SPEC.md", "README.md",
+    ]) {
+      expect(files.has(file), `${file} is not in the package`).toBe(true);
+    }
+    expect([...files].filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.startsWith("node_modules/"))).toEqual([]);
+  });
+
+  it("runs the README's compaction snippet against the exported test bed", () => {
+    const script = `
+      import { createModelClient, recencyPolicy, turnChunked, runAgent } from "callforest/compaction";
+      import { startModelServer, createGridWorld } from "callforest/compaction/testbed";
+      import { init } from "callforest";
+      const server = await startModelServer();
+      try {
+        const model = createModelClient({ baseUrl: server.url, model: server.model });
+        const { rollout } = await runAgent({
+          model,
+          environment: createGridWorld({ goal: true }),
+          compaction: { policy: recencyPolicy({ images: { keepLastGroups: 3, protectInitialContext: true }, reasoning: { keepFirstBlock: false, keepLastBlocks: 3 } }), schedule: turnChunked(2) },
+          maxTurns: 6,
+        });
+        const plan = (await init()).plan(rollout);
+        console.log(plan.report.status, rollout.calls.length, plan.report.trained_tokens === plan.report.captured_tokens);
+      } finally {
+        await server.close();
+      }`;
+    const result = run(["--input-type=module", "-e", script]);
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim()).toMatch(/^ok [1-6] true$/);
   });
 
   it("answers --help for every command and exits 2 on bad arguments", () => {

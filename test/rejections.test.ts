@@ -227,6 +227,20 @@ describe("API: every rejection code on both backends", () => {
     );
   });
 
+  test("a rejected report keeps the diagnostics of the calls read: no_trainable_calls lists every empty generation", () => {
+    const input = rollout([call("c1", [1], []), call("c2", [1, 2], [2], { kept: false }), call("c3", [1, 2], [])]);
+    const empty = (id: string) => ({ code: "empty_generation", call: id });
+    for (const { name, cf } of backends) {
+      const report = expectRejectedPlan(cf, input, "no_trainable_calls", null, 1);
+      expect([name, report.diagnostics, report.detail]).toEqual([name, [empty("c1"), empty("c3")], "none of the 3 calls is kept with generated tokens"]);
+      expect(expectRejectedPlan(cf, rollout([]), "no_trainable_calls", null, 1).detail).toBe("the rollout lists no calls");
+      expect(expectRejectedPlan(cf, rollout([call("c1", [1], [])]), "no_trainable_calls", null, 1).detail).toBe("its one call is not kept with generated tokens");
+      // A problem stops reading: the calls before it are in, the ones after are not looked at.
+      const stopped = expectRejectedPlan(cf, rollout([call("c1", [1], []), call("c2", [-1], [2]), call("c3", [1], [])]), "invalid_token", "c2", 1);
+      expect([name, stopped.diagnostics]).toEqual([name, [empty("c1")]]);
+    }
+  });
+
   test("array lengths that are not arrays never size the core: invalid_rollout on every backend", () => {
     // Sizes are reserved up front from the calls' arrays; a fake `length` must not count (it
     // once made the WASM core reserve 6 GB and answer rollout_too_large).

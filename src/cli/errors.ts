@@ -3,6 +3,7 @@
 //   2   bad arguments (UsageError) or a file that cannot be read or written (FileError, or any
 //       Node system error such as ENOENT, EACCES, EISDIR, ENOSPC)
 //   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
+//   141 stdout is a pipe its reader closed (`| head`): no message, as a process killed by SIGPIPE
 import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
 
 /** Bad arguments or unreadable files: exit 2. */
@@ -17,6 +18,9 @@ export class StrictFailure extends Error {
 
 /** sysexits.h EX_SOFTWARE: an internal software error. */
 export const EX_SOFTWARE = 70;
+
+/** What a shell reports for a process that SIGPIPE ended (128 + 13). Node ignores SIGPIPE. */
+export const CLOSED_PIPE = 141;
 
 /** System calls that write (or create) what they name; any other is reported as a read. */
 const WRITES = new Set(["write", "writev", "mkdir", "rename", "unlink", "rmdir", "ftruncate", "fsync", "copyfile", "symlink", "link", "utime", "chmod"]);
@@ -38,12 +42,14 @@ function systemMessage(error: SystemError): string {
 
 export interface Failure {
   exitCode: number;
-  /** One line, without the `callforest: ` prefix. */
+  /** One line, without the `callforest: ` prefix; empty when nothing is printed. */
   message: string;
 }
 
 /** What the CLI prints and returns for an error a command threw. */
 export function failureOf(error: unknown): Failure {
+  // The reader of our stdout stopped reading: that is its choice, not an error worth a line.
+  if (error instanceof FileError && error.code === "EPIPE" && error.path === "<stdout>") return { exitCode: CLOSED_PIPE, message: "" };
   if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: firstLine(error) };
   if (error instanceof FileError) return { exitCode: 2, message: firstLine(error) };
   if (isSystemError(error)) return { exitCode: 2, message: systemMessage(error) };

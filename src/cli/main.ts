@@ -44,7 +44,7 @@ export async function main(argv: string[]): Promise<number> {
       return error.exitCode === 0 ? 0 : 2;
     }
     const failure = failureOf(error);
-    process.stderr.write(`callforest: ${failure.message}\n`);
+    if (failure.message !== "") process.stderr.write(`callforest: ${failure.message}\n`);
     return failure.exitCode;
   }
 }
@@ -54,8 +54,9 @@ let stdoutFailure: FileError | null = null;
 let watching = false;
 
 /**
- * stdout that cannot be written (a closed pipe, a full disk) is one line and exit 2, whichever
- * command wrote to it: without a listener Node would die with a stack trace. Installed once.
+ * stdout that cannot be written (a full disk) is one line and exit 2, a pipe closed by its reader
+ * a quiet exit 141 (see failureOf), whichever command wrote to it: without a listener Node would
+ * die with a stack trace. Installed once.
  */
 function watchStdout(): void {
   if (watching) return;

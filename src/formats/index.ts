@@ -28,7 +28,8 @@ export function detectFormat(value: unknown): FormatName | null {
   if (isNonEmptyString(field(value, "rollout_id")) && Array.isArray(field(value, "calls"))) return "callforest";
   if (isGymObserved(value)) return "gym-observed";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
-  if (Array.isArray(field(value, "calls"))) return "callforest";
+  // Canonical in intent (a calls field or a rollout_id, even if wrong): its own checks say what is wrong.
+  if (field(value, "calls") !== undefined || field(value, "rollout_id") !== undefined) return "callforest";
   return null;
 }
 

@@ -3,6 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TokenEntries, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
+import { reasonOf } from "../ingest/file-error.js";
 import { TOKEN_FILE_SUFFIX, tokenEntries } from "./token-files.js";
 
 export function tokenDirectory(dir: string): TokenSource {
@@ -20,7 +21,7 @@ export function tokenDirectory(dir: string): TokenSource {
         bytes = readFileSync(file);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
-        throw new FormatError("unreadable_token_file", `cannot read ${file}: ${(error as Error).message.split("\n")[0]}`);
+        throw new FormatError("unreadable_token_file", `cannot read ${file}: ${reasonOf(error)}`);
       }
       return tokenEntries(file, bytes);
     },

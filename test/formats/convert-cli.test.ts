@@ -77,9 +77,9 @@ describe("callforest convert", () => {
     expect(r.code).toBe(0);
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["0-1", "0-9"]);
     expect(lines(r.stderr)).toEqual([
-      `${file}:2: malformed_json: not JSON at byte 19: cut off inside a string`, // as `rows` says it
-      `${file}:4: invalid_rollout (unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
-      `${file}:5: invalid_rollout (missing_field): gym-rollout: reward is "high", expected a finite number`,
+      `${file}:2: rejected (malformed_json): not JSON at byte 19: cut off inside a string`, // as `rows` says it
+      `${file}:4: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+      `${file}:5: rejected (invalid_rollout, missing_field): gym-rollout: reward is "high", expected a finite number`,
     ]);
   });
 
@@ -110,7 +110,7 @@ describe("callforest convert", () => {
     expect(r.code).toBe(1);
     expect(lines(r.stdout)).toHaveLength(5);
     expect(lines(r.stderr)).toEqual([
-      `${VLLM_ROUND_TRIP}: invalid_rollout (unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+      `${VLLM_ROUND_TRIP}: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
       "callforest: 1 of 6 input values rejected",
     ]);
   });
@@ -122,7 +122,7 @@ describe("callforest convert", () => {
     writeFileSync(file, JSON.stringify([response, { object: "response" }]));
     const r = await run(file);
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["resp_38e93155c5544510af97737022148055"]);
-    expect(lines(r.stderr)).toEqual([`${file}[1]: invalid_rollout (missing_field): gym-rollout: id is missing, expected the response id`]);
+    expect(lines(r.stderr)).toEqual([`${file}[1]: rejected (invalid_rollout, missing_field): gym-rollout: id is missing, expected the response id`]);
   });
 
   /** A --tokens directory like the fixture's, with the third token entry (mc-leader-2) changed. */
@@ -142,7 +142,7 @@ describe("callforest convert", () => {
     const r = await run("--tokens", tokens, OBSERVED_ROWS);
     expect(r.stdout).toBe("");
     expect(lines(r.stderr)).toEqual([
-      `${OBSERVED_ROWS}:1: invalid_rollout (missing_field): gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call "mc-leader-2"): generation_log_probs is missing, expected an array`,
+      `${OBSERVED_ROWS}:1: rejected (invalid_rollout, missing_field): gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call "mc-leader-2"): generation_log_probs is missing, expected an array`,
     ]);
   });
 
@@ -168,13 +168,13 @@ describe("callforest convert", () => {
     const r = await run("--tokens", OBSERVED_DIR, file);
     expect(lines(r.stdout)).toHaveLength(1);
     expect(lines(r.stderr)).toEqual([
-      `${file}:2: invalid_rollout (unknown_model_call): gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation "inv-fork"): model_call_id "mc-typo" is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
+      `${file}:2: rejected (invalid_rollout, unknown_model_call): gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation "inv-fork"): model_call_id "mc-typo" is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
     ]);
   });
 
   it("names the rollout and the missing token file", async () => {
     const r = await run("--tokens", tmp(), OBSERVED_ROWS);
-    expect(lines(r.stderr)).toEqual([expect.stringMatching(/:1: invalid_rollout \(missing_token_file\): gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/)]);
+    expect(lines(r.stderr)).toEqual([expect.stringMatching(/:1: rejected \(invalid_rollout, missing_token_file\): gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/)]);
   });
 });
 

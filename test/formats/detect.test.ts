@@ -34,6 +34,19 @@ describe("auto detection", () => {
     });
   });
 
+  it("reads a value with a rollout_id or a calls field as canonical, so its own checks say what is wrong", async () => {
+    const cf = await init();
+    for (const [value, detail] of [
+      [{ rollout_id: "r", reward: 0, calls: {} }, "calls must be an array, got {}"],
+      [{ rollout_id: "r", reward: 0 }, "calls must be an array, got undefined"],
+      [{ calls: "none" }, "rollout_id must be a non-empty string, got undefined"],
+    ] as const) {
+      const result = toCanonical(value);
+      expect(result).toMatchObject({ ok: true, format: "callforest" });
+      expect(cf.plan(result.ok ? result.rollout : null).report).toMatchObject({ reason: "invalid_rollout", detail });
+    }
+  });
+
   for (const [value, shown] of [[[1, 2], "an array"], [null, "null"], [42, "42"], ["{}", '"{}"']] as const) {
     it(`rejects a value that is ${shown}, not an object`, () => {
       expect(toCanonical(value)).toMatchObject({ ok: false, code: "unknown_format", detail: `the value is ${shown}, expected a JSON object` });
@@ -67,8 +80,10 @@ describe("auto detection", () => {
   });
 
   it("ignores own keys like __proto__ and constructor and never reads inherited ones", () => {
-    const value = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "rollout_id": "x", "reward": 0}');
+    const value = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "reward": 0}');
     expect(detectFormat(value)).toBeNull();
+    const withId = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "rollout_id": "x", "reward": 0}');
+    expect(detectFormat(withId)).toBe("callforest"); // by its rollout_id: its calls are missing, not inherited
     expect(({} as Record<string, unknown>).calls).toBeUndefined();
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -44,7 +44,7 @@ const LEDGER = [
   "mc-leader-5",
 ];
 
-describe("gym-observed fixture (test/fixtures/gym-observed/README.md)", () => {
+describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
   const result = accepted(toCanonical(row, "auto", { tokens }));
   const { rollout } = result;
 
@@ -372,6 +372,20 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
         ok: false,
         code: "unreadable_token_file",
         detail: `gym-observed: ${join(dir, "7-2.tokens.jsonl")} is not UTF-8`,
+      });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a token file that is a directory: the same short reason as any unreadable input", () => {
+    const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      mkdirSync(join(dir, "7-2.tokens.jsonl"));
+      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({
+        ok: false,
+        code: "unreadable_token_file",
+        detail: `gym-observed: cannot read ${join(dir, "7-2.tokens.jsonl")}: is a directory`,
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });

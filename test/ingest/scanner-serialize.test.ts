@@ -72,6 +72,12 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
     plan.release();
   });
 
+  it("rowToJson refuses a mask format it does not know instead of picking one", () => {
+    const plan = cf.plan(loadExample());
+    expect(() => rowToJson(plan.rows[0], "bit" as MaskFormat)).toThrow('maskFormat must be "bits" or "ints", got "bit"');
+    plan.release();
+  });
+
   it("writes every row of generated rollouts exactly as rowToJson", () => {
     fc.assert(
       fc.property(acceptedRolloutArb(), fc.constantFrom<MaskFormat>("bits", "ints"), (rollout, mask) => {

@@ -19,7 +19,7 @@ export function register(program: Command): void {
   const command = program
     .command("convert")
     .description("Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures) as canonical JSONL.")
-    .argument("[input...]", "JSONL files (one rollout a line), .json files, or - for stdin (default)")
+    .argument("[input...]", "JSONL files (one rollout a line), .json files (one rollout or an array of them), or - for stdin (default)")
     .option("--to <format>", "output format: callforest", "callforest")
     .option("-o, --output <file>", "write here instead of stdout")
     .option("--strict", "exit 1 when any input value was rejected");
@@ -28,10 +28,10 @@ export function register(program: Command): void {
   });
 }
 
-/** A rejection as one stderr line: `file:line: reason (code): detail`. */
+/** A rejection as one stderr line, as `rows` writes them: `file:line: rejected (reason[, code]): detail`. */
 export function rejectionLine(where: string, rejection: FormatRejection): string {
-  const code = rejection.code === rejection.reason ? "" : ` (${rejection.code})`;
-  return oneLine(`${where}: ${rejection.reason}${code}: ${rejection.detail}`);
+  const code = rejection.code === rejection.reason ? "" : `, ${rejection.code}`;
+  return oneLine(`${where}: rejected (${rejection.reason}${code}): ${rejection.detail}`);
 }
 
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {

@@ -12,6 +12,7 @@ import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
 import { rejectedReport, withImport } from "../../formats/index.js";
 import { renderSvg } from "../../draw/index.js";
+import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
 import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
@@ -28,7 +29,7 @@ export function register(program: Command): void {
       "Draw each rollout's call forest as SVG. One rollout: written to -o. Several: " +
         "<stem>.<rollout id>.svg beside -o (a repeated or missing id gets its position added).",
     )
-    .argument("<input>", ".jsonl (one rollout a line), .json (one rollout), or - for stdin")
+    .argument("<input>", ".jsonl (one rollout a line), .json (one rollout or an array of them), or - for stdin")
     .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
     .option("--rollout <id>", "draw only the rollout with this rollout_id");
   addInputOptions(command).action(async (input: string, options: DrawOptions) => {
@@ -36,8 +37,10 @@ export function register(program: Command): void {
   });
 }
 
-function rolloutIdOf(item: ReadItem): string | null {
-  return item.result.ok ? item.result.rollout.rollout_id : item.result.rolloutId;
+/** The item's rollout id; null when it has none usable (missing, empty, not a string). */
+function idOfItem(item: ReadItem): string | null {
+  // An item read fine may still be rejected by plan(): its rollout_id is not checked yet.
+  return item.result.ok ? rolloutIdOf(item.result.rollout) : item.result.rolloutId;
 }
 
 function svgOf(cf: Callforest, item: ReadItem): string {
@@ -67,7 +70,7 @@ export function severalName(output: string, id: string | null, position: number,
 async function draw(input: string, options: DrawOptions): Promise<void> {
   const read = checkInputs([input], options);
   const cf = await init({ backend: parseBackend(options.backend) });
-  const wanted = (item: ReadItem) => options.rollout === undefined || rolloutIdOf(item) === options.rollout;
+  const wanted = (item: ReadItem) => options.rollout === undefined || idOfItem(item) === options.rollout;
   const used = new Set<string>();
   let first: ReadItem | null = null;
   let count = 0;
@@ -88,8 +91,8 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       continue;
     }
     if (options.output === "-") throw new UsageError(`-o - writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
-    if (count === 2) write(severalName(options.output, rolloutIdOf(first!), 1, used), svgOf(cf, first!));
-    write(severalName(options.output, rolloutIdOf(item), count, used), svgOf(cf, item));
+    if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!));
+    write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item));
   }
   if (count === 0) {
     throw new UsageError(options.rollout === undefined ? `${input} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${input}`);

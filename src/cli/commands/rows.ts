@@ -27,7 +27,7 @@ export function register(program: Command): void {
   const command = program
     .command("rows")
     .description("Plan each rollout and write its training rows (one per leaf) as JSONL.")
-    .argument("[input...]", ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout), or - for stdin (default)")
+    .argument("[input...]", ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout or an array of them), or - for stdin (default)")
     .option("-o, --output <file>", "rows JSONL here instead of stdout")
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
@@ -101,7 +101,12 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   });
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
-    process.stderr.write(`callforest: ${total} rollouts (${total - rejected} ok, ${rejected} rejected), ${rowCount} rows\n`);
+    process.stderr.write(`callforest: ${count(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${count(rowCount, "row")}\n`);
   }
-  if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${total} rollouts rejected`);
+  if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${count(total, "rollout")} rejected`);
+}
+
+/** "1 row", "2 rows". */
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
 }

@@ -12,7 +12,7 @@ export function register(program: Command): void {
   const command = program
     .command("show")
     .description("Print each rollout's call forest and rows table.")
-    .argument("<input...>", ".jsonl (one rollout a line), .json (one rollout), or - for stdin");
+    .argument("<input...>", ".jsonl (one rollout a line), .json (one rollout or an array of them), or - for stdin");
   addInputOptions(command).action(async (inputs: string[], options: InputOptions) => {
     const read = checkInputs(inputs, options);
     const cf = await init({ backend: parseBackend(options.backend) });

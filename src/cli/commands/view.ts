@@ -42,7 +42,8 @@ function readable(path: string, what: string): void {
   } catch {
     throw new UsageError(`cannot read ${path}: no such file${what}`);
   }
-  if (!isFile) throw new UsageError(`cannot read ${path}: not a file`);
+  // The words every other command uses for what it cannot read.
+  if (!isFile) throw new UsageError(`cannot read ${path}: ${statSync(path).isDirectory() ? "is a directory" : "not a regular file"}`);
 }
 
 export async function startViewServer(options: ViewServerOptions = {}): Promise<ViewServer> {
