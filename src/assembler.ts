@@ -170,7 +170,7 @@ export class RolloutAssembler {
       return false;
     }
     if (result === AMBIGUOUS_PARENT) {
-      const tied = this.core.ambiguousCandidates().map((e) => JSON.stringify(this.ids[this.eligible[e]]));
+      const tied = this.core.ambiguousCandidates().sort((a, b) => a - b).map((e) => JSON.stringify(this.ids[this.eligible[e]])); // in ledger order
       this.reject(
         new Rejection(
           "ambiguous_parent",

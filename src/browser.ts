@@ -8,6 +8,7 @@ import { initWith, type Callforest } from "./api.js";
 import type { InitOptions } from "./types.js";
 
 export type { Callforest } from "./api.js";
+export type { BuilderHeader, CallMeta, CallSlot, RolloutBuilder } from "./builder.js";
 export * from "./types.js";
 export { rowToJson, reportToJson, formatFloat32, toBase64, fromBase64, maskToInts, maskBit } from "./output.js";
 

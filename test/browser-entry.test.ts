@@ -15,6 +15,13 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, rowToJson } from "../src/index.js";
 import { generateRollout } from "../bench/generate.js";
 import type { Rollout } from "../src/types.js";
+// The browser entry exports the Node entry's types too (a consumer resolving the `browser`
+// condition type-checks the same code): `npm run typecheck` fails here if one goes missing.
+import type * as NodeEntry from "../src/index.js";
+import type * as BrowserEntry from "../src/browser.js";
+type MissingFromBrowser = Exclude<keyof typeof NodeEntry, keyof typeof BrowserEntry>;
+const sameValues: [MissingFromBrowser] extends [never] ? true : MissingFromBrowser = true;
+type BuilderTypes = [BrowserEntry.RolloutBuilder, BrowserEntry.BuilderHeader, BrowserEntry.CallMeta, BrowserEntry.CallSlot];
 
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",

@@ -3,6 +3,7 @@
 // One browser for the file; the page is built once into a temporary directory.
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
+import { request } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -162,7 +163,7 @@ describe("the page", () => {
     // The rollout file alone: the rejection names the token file it needs.
     await page.setInputFiles("#file", OBSERVED_ROWS);
     await nextLoad();
-    expect(await page.textContent("#report")).toContain("needs token entries");
+    expect(await page.textContent("#report")).toContain('no token entries for rollout "7-2": 7-2.tokens.jsonl was not opened with the rollout file (select or drop them together)');
     // Token files alone: a one-line status, nothing opened.
     await page.setInputFiles("#file", OBSERVED_TOKENS);
     await page.waitForSelector("#status.error");
@@ -191,6 +192,40 @@ describe("the page", () => {
     expect(await page.textContent("#svg-host")).toContain("rejected (logprob_length_mismatch)");
     await page.selectOption("#rollout-select", "0");
     expect((await rowsInDom()).length).toBe(5);
+  });
+
+  it("lists more rollouts than one call's arguments can hold (no spreading), and a failed open changes nothing", async () => {
+    const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
+    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("many.jsonl", text), many);
+    await nextLoad();
+    expect(await page.textContent("#status")).toBe("many.jsonl: 150000 rollouts, 150000 rejected");
+    expect(await page.$eval("#rollout-select", (s) => (s as HTMLSelectElement).options.length)).toBe(150_000);
+    await page.click("#example");
+    await nextLoad();
+    // A file that cannot be read leaves the open one as it was, still clickable.
+    const failed = await page.evaluate((capture) => {
+      try {
+        const tokens = { describe: () => "", load: () => { throw new Error("boom"); } }; // a token source that breaks
+        (window as unknown as { callforest: { openText(n: string, t: string, r: unknown): void } }).callforest.openText("x.jsonl", capture, { tokens });
+        return "";
+      } catch (error) {
+        return (error as Error).message;
+      }
+    }, readFileSync(OBSERVED_ROWS, "utf8"));
+    expect(failed).toBe("boom");
+    await page.click('#rows-table tr[data-row="1"]');
+    expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
+  });
+
+  it("shows the row of a clicked call whose id the SVG had to alter (a control character, a CR)", async () => {
+    const odd = structuredClone(example);
+    odd.rollout_id = "odd";
+    odd.calls[5].id = "C6\u0001\r"; // C6, the leaf of row 1
+    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("odd.jsonl", text), JSON.stringify(odd) + "\n");
+    await nextLoad();
+    await page.click('#rows-table tr[data-row="3"]');
+    await page.click('#svg-host g.cf-call[data-index="5"] rect');
+    expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
   });
 
   it("opens a file dropped on the page", async () => {
@@ -307,6 +342,46 @@ describe("callforest view's server", () => {
     expect((await fetch(`${origin}/input/other.json`)).status).toBe(404);
     expect((await fetch(`${origin}/../package.json`)).status).toBe(404);
     expect((await fetch(`${origin}/`, { method: "POST" })).status).toBe(405);
+  });
+
+  it("answers 403 to a request that names another host (DNS rebinding), whatever the path", async () => {
+    const { port } = new URL(view.url);
+    const status = (host: string, path: string) =>
+      new Promise<number>((resolve, reject) => {
+        request({ host: "127.0.0.1", port, path, headers: { host } }, (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        }).on("error", reject).end();
+      });
+    expect(await status(`attacker.example:${port}`, "/input/login-bug.json")).toBe(403);
+    expect(await status(`attacker.example:${port}`, "/")).toBe(403);
+    expect(await status("127.0.0.1", "/")).toBe(403); // the port is part of the origin
+    expect(await status(`127.0.0.1:${port}`, "/input/login-bug.json")).toBe(200);
+    expect(await status(`localhost:${port}`, "/")).toBe(200);
+  });
+
+  it("with --tokens, serves the directory's token files (and nothing else) and the page plans the capture", async () => {
+    const server = await startViewServer({ page: join(dir, "web/index.html"), input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed", port: 0 });
+    try {
+      expect(server.url).toMatch(/\?input=input%2Frollouts\.jsonl&from=gym-observed&tokens=tokens%2F$/);
+      const origin = new URL(server.url).origin;
+      expect(await (await fetch(`${origin}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
+      for (const path of ["/tokens/README.md", "/tokens/..%2F..%2Fpackage.json", "/tokens/%2e%2e%2fx.tokens.jsonl", "/tokens/missing.tokens.jsonl", "/tokens/%E0%A4%A.tokens.jsonl"]) {
+        expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
+      }
+      const tab = await context.newPage();
+      await tab.goto(server.url);
+      await tab.waitForSelector('body[data-loads="1"]');
+      const cf = await init();
+      const items = [];
+      for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) })) items.push(item);
+      const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
+      expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(plan.rows.map((row) => rowToJson(row, "bits")).join("\n"));
+      plan.release();
+      await tab.close();
+    } finally {
+      await server.close();
+    }
   });
 
   it("answers 404 for an input deleted after it started, and keeps serving", async () => {

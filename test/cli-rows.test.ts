@@ -113,6 +113,27 @@ describe("rows: bad lines in a batch", () => {
     expect(ts.report).toBe(fast.report);
   });
 
+  it("quotes a rejected value holding token arrays as JSON.parse read it (the scanner's typed arrays never show)", async () => {
+    const dir = tempDir();
+    const quoted = [
+      '{"rollout_id":"r1","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},"prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}',
+      '{"rollout_id":"r2","reward":1,"calls":[[{"generation_log_probs":[-0.5]}]]}',
+      '{"rollout_id":"r3","reward":1,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2,{"generation_token_ids":[3]}],"generation_log_probs":[-0.5,-0.5]}]}',
+      '{"rollout_id":"r4","reward":1,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":[{"generation_log_probs":[0.1000000001]}]}]}',
+      '{"rollout_id":"r5","reward":{"prompt_token_ids":[]},"calls":[]}',
+    ];
+    const content = [good[0], ...quoted, good[1]].join("\n") + "\n";
+    const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
+    for (const jobs of ["1", "2"]) {
+      const fast = await rowsOf(dir, `fast${jobs}`, content, "--jobs", jobs, "--batch-bytes", "4096");
+      expect(fast.report).toBe(parsed.report);
+      expect(fast.rows).toBe(parsed.rows);
+    }
+    const details = lines(parsed.report).map((l) => JSON.parse(l).detail);
+    expect(details[1]).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
+    expect(details[4]).toBe('call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number');
+  });
+
   it("rejects a cut-off last line (no newline) with its line number", async () => {
     const dir = tempDir();
     const full = good.slice(0, 3).join("\n") + "\n";

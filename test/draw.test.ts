@@ -32,9 +32,9 @@ function draw(rollout: unknown, api = cf): string {
   }
 }
 
-/** The `<g ... data-call="ID">` group of one call. */
+/** The `<g ... data-call="ID" data-index="N">` group of one call. */
 function callGroup(svg: string, id: string): string {
-  const match = new RegExp(`<g class="([^"]*)" data-call="${id}">`).exec(svg);
+  const match = new RegExp(`<g class="([^"]*)" data-call="${id}" data-index="\\d+">`).exec(svg);
   if (match === null) throw new Error(`no group for ${id}`);
   return match[1];
 }
@@ -74,9 +74,9 @@ describe("the worked example's picture", () => {
 
   it("draws the calls in ledger order, roots and leaves marked", () => {
     const svg = draw(example);
-    const order = [...svg.matchAll(/<g class="cf-call[^"]*" data-call="([^"]+)">/g)].map((m) => m[1]);
+    const order = [...svg.matchAll(/<g class="cf-call[^"]*" data-call="([^"]+)" data-index="\d+">/g)].map((m) => m[1]);
     expect(order).toEqual(example.calls.map((c) => c.id));
-    const xs = [...svg.matchAll(/data-call="C\d+"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) => Number(m[1]));
+    const xs = [...svg.matchAll(/data-call="C\d+" data-index="\d+"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) => Number(m[1]));
     expect(xs).toEqual(xs.map((_, i) => xs[0] + i * COL));
     const roots = example.calls.map((c) => c.id).filter((id) => callGroup(svg, id).includes("cf-is-root"));
     const leaves = example.calls.map((c) => c.id).filter((id) => callGroup(svg, id).includes("cf-is-leaf"));
@@ -87,7 +87,7 @@ describe("the worked example's picture", () => {
   it("links each call to its parent, the fork's first call into the leader's lane", () => {
     const svg = draw(example);
     const box = (id: string) => {
-      const m = new RegExp(`data-call="${id}"><title>[^<]*</title>\n<rect x="(\\d+)" y="(\\d+)"`).exec(svg)!;
+      const m = new RegExp(`data-call="${id}" data-index="\\d+"><title>[^<]*</title>\n<rect x="(\\d+)" y="(\\d+)"`).exec(svg)!;
       return { x: Number(m[1]), y: Number(m[2]) };
     };
     // A link runs from the child's box to the parent's box; read its two ends from the path data.
@@ -152,9 +152,22 @@ describe("large and unusual rollouts", () => {
     expect([vw, vh]).toEqual([width, height]); // drawn 1:1, never scaled down to fit
     expect(Number(width)).toBeGreaterThanOrEqual(big.calls.length * COL);
     // every call is drawn with its id readable in its box (generator ids fit without clipping)
-    const ids = [...svg.matchAll(/data-call="([^"]+)"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g)];
+    const ids = [...svg.matchAll(/data-call="([^"]+)" data-index="\d+"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g)];
     expect(ids.length).toBe(big.calls.length);
     for (const [, id, label] of ids) expect(label).toBe(id);
+  });
+
+  it("repeats lane labels only near the lane's calls: at most two per call, not lanes × columns", () => {
+    // 1,500 agents of one call each (a fan of subagents): the picture stays linear in size.
+    const agents = Array.from({ length: 1500 }, (_, i) => ({ id: `agent-${i}`, parent: null }));
+    const calls = agents.map((a, i) => ({ id: `w${i}`, agent: a.id, prompt_token_ids: [i], generation_token_ids: [7], generation_log_probs: [-1] }));
+    const fan = draw({ rollout_id: "fan", reward: 0, agents, calls });
+    const repeats = (svg: string) => [...svg.matchAll(/class="cf-lane-repeat"[^>]*>([^<]*)</g)].map((m) => m[1]);
+    expect(repeats(fan).length).toBeLessThanOrEqual(2 * calls.length);
+    expect(fan.length).toBeLessThan(3000 * calls.length);
+    // One agent calling throughout: its label still comes back every 20 columns.
+    const chain = Array.from({ length: 100 }, (_, i) => ({ id: `c${i}`, agent: "solo", prompt_token_ids: Array.from({ length: i + 1 }, (_, k) => k), generation_token_ids: [i + 1], generation_log_probs: [-1] }));
+    expect(repeats(draw({ rollout_id: "chain", reward: 0, calls: chain }))).toEqual(["solo", "solo", "solo", "solo"]);
   });
 
   it("marks calls that are not linked (unkept retries, empty generations) without a row", () => {
@@ -164,8 +177,8 @@ describe("large and unusual rollouts", () => {
     const svg = draw(rollout);
     expect(callGroup(svg, "retry")).toBe("cf-call cf-is-unlinked");
     expect(callGroup(svg, "empty")).toBe("cf-call cf-is-unlinked");
-    expect(svg).toMatch(/data-call="retry">[\s\S]*?not kept<\/text>/);
-    expect(svg).toMatch(/data-call="empty">[\s\S]*?empty<\/text>/);
+    expect(svg).toMatch(/data-call="retry" data-index="\d+">[\s\S]*?not kept<\/text>/);
+    expect(svg).toMatch(/data-call="empty" data-index="\d+">[\s\S]*?empty<\/text>/);
   });
 
   it("escapes ids and labels, and replaces characters XML forbids", () => {

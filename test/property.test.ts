@@ -9,11 +9,13 @@ import { maskToInts } from "../src/output.js";
 import type { Plan, Rollout } from "../src/types.js";
 import { eligibleTokens, generateDeepRollout, generateRollout, generateSmallRollouts } from "../bench/generate.js";
 import { acceptedRolloutArb, invalidRolloutArb, rolloutArb } from "./support/arbitraries.js";
+import { expectNamesCall } from "./support/names-call.js";
 import { reference, type RefAccepted, type RefResult } from "./support/reference.js";
 
 const SEED = 20261130;
 // CALLFOREST_PROPERTY_RUNS raises the run count for a longer hunt (the default keeps this file fast).
 const RUNS = Number(process.env.CALLFOREST_PROPERTY_RUNS ?? 300);
+if (!(RUNS >= 1)) throw new Error(`CALLFOREST_PROPERTY_RUNS must be a positive number, got ${process.env.CALLFOREST_PROPERTY_RUNS}`);
 
 interface Backend {
   name: string;
@@ -86,13 +88,6 @@ function checkInvariants(rollout: Rollout, ref: RefAccepted): void {
 
 function describeRollout(rollout: unknown): string {
   return JSON.stringify(rollout, (_k, v: unknown) => (ArrayBuffer.isView(v) ? { [v.constructor.name]: Array.from(v as unknown as ArrayLike<number>) } : v));
-}
-
-/** The detail names the call: its id as is, or quoted as a JSON string. */
-export function expectNamesCall(detail: string | undefined, id: string): void {
-  expect(detail).toBeTypeOf("string");
-  const named = detail!.includes(id) || detail!.includes(JSON.stringify(id));
-  expect({ detail, names: id, named }).toEqual({ detail, names: id, named: true });
 }
 
 /** One backend's plan against the reference, field by field. */

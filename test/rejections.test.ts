@@ -12,6 +12,7 @@ import { fromBase64, maskToInts, rowToJson } from "../src/output.js";
 import type { Report, Rollout } from "../src/types.js";
 import { generateRollout, generateSmallRollouts } from "../bench/generate.js";
 import { REJECTION_CODES, invalidRolloutArb, toJsonValue, type InvalidCase } from "./support/arbitraries.js";
+import { expectNamesCall } from "./support/names-call.js";
 import { reference, type RefRow } from "./support/reference.js";
 
 const SEED = 20261130;
@@ -169,13 +170,6 @@ const CASES: Case[] = [
   { name: "earlier call's bad logprob before later duplicate", input: rollout([call("c1", [1], [2], { generation_log_probs: [1e39] }), call("c1", [1], [2])]), code: "invalid_logprob", call: "c1" },
   { name: "later call's problem even with no eligible call", input: rollout([call("c1", [1], [], {}), call("c2", [1], [2], { kept: false, agent: "Z" })]), code: "unknown_agent", call: "c2" },
 ];
-
-/** The detail names the call: its id as is, or quoted as a JSON string. */
-function expectNamesCall(detail: string | undefined, id: string): void {
-  expect(detail).toBeTypeOf("string");
-  const named = detail!.includes(id) || detail!.includes(JSON.stringify(id));
-  expect({ detail, names: id, named }).toEqual({ detail, names: id, named: true });
-}
 
 function expectRejectedPlan(cf: Callforest, input: unknown, code: string, callId: string | null, line: number): Report {
   const plan = cf.plan(input, { line });

@@ -2,10 +2,10 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import { rejectedReport, withImport } from "../src/formats/index.js";
+import { FROM_OPTIONS, parseFrom, rejectedReport, withImport, type FromOption } from "../src/formats/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
 import { parseText, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
-import { isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
+import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
 
@@ -25,6 +25,10 @@ interface State {
 }
 
 const state: State = { cf: null, file: "", entries: [], selected: -1, plan: null, row: -1, svg: "" };
+
+/** Resolves once state.cf is set: a file opened while the core loads waits for it. */
+let coreReady!: () => void;
+const coreLoaded = new Promise<void>((resolve) => (coreReady = resolve));
 
 function element<T extends HTMLElement = HTMLElement>(id: string): T {
   return document.getElementById(id) as T;
@@ -51,21 +55,25 @@ function reportOf(cf: Callforest, item: LoadedItem): Report {
  * CLI's rules (src/formats/text.ts); as bytes, invalid UTF-8 is malformed_json there as here.
  */
 function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}): void {
-  const cf = state.cf!;
+  const cf = state.cf;
+  if (cf === null) throw new Error("the core is still loading: open the file again in a moment");
+  // Everything that can fail comes first, so a failure leaves the page as it was.
+  // Without token files, the page's own advice on where gym-observed tokens come from.
+  const entries = parseText(name, text, { tokens: memoryTokenSource(new Map()), ...read }).map((item) => ({ item, report: reportOf(cf, item) }));
+  const options = document.createDocumentFragment(); // appended one by one: no argument spreading
+  entries.forEach((entry, i) => {
+    const option = document.createElement("option");
+    option.value = String(i);
+    const r = entry.report;
+    option.textContent = `${entry.item.where} · ${r.rollout_id ?? "(no id)"} · ${r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`}`;
+    options.append(option);
+  });
   state.plan?.release();
   state.plan = null;
   state.file = name;
-  state.entries = parseText(name, text, read).map((item) => ({ item, report: reportOf(cf, item) }));
+  state.entries = entries;
   const select = element<HTMLSelectElement>("rollout-select");
-  select.replaceChildren(
-    ...state.entries.map((entry, i) => {
-      const option = document.createElement("option");
-      option.value = String(i);
-      const r = entry.report;
-      option.textContent = `${entry.item.where} · ${r.rollout_id ?? "(no id)"} · ${r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`}`;
-      return option;
-    }),
-  );
+  select.replaceChildren(options);
   element("rollouts").hidden = state.entries.length < 2;
   const rejected = state.entries.filter((e) => e.report.status === "rejected").length;
   setStatus(`${name}: ${state.entries.length} rollout${state.entries.length === 1 ? "" : "s"}${rejected > 0 ? `, ${rejected} rejected` : ""}`);
@@ -134,21 +142,48 @@ async function openFiles(files: readonly File[]): Promise<void> {
   }
   const [file] = rollouts;
   setStatus(`reading ${file.name}…`);
+  await coreLoaded;
   const tokens = new Map<string, Uint8Array>();
   for (const tokenFile of tokenFiles) tokens.set(tokenFile.name, new Uint8Array(await tokenFile.arrayBuffer()));
-  openText(file.name, new Uint8Array(await file.arrayBuffer()), tokens.size > 0 ? { tokens: memoryTokenSource(tokens) } : {});
+  openText(file.name, new Uint8Array(await file.arrayBuffer()), { tokens: memoryTokenSource(tokens) });
 }
 
-/** Opens a same-origin file named by ?input= (what `callforest view INPUT` prints). */
-async function openUrl(path: string): Promise<void> {
+/** A same-origin URL for `path`, or an error naming the query parameter it came from. */
+function ownUrl(path: string, parameter: string): URL {
   const url = new URL(path, location.href);
-  if (url.origin !== location.origin) throw new Error(`?input= must name a file on this page's own origin, not ${url.origin}`);
+  if (url.origin !== location.origin) throw new Error(`?${parameter}= must name a file on this page's own origin, not ${url.origin}`);
+  return url;
+}
+
+/**
+ * Opens a same-origin file named by ?input= (what `callforest view INPUT` prints), read as
+ * ?from= says; with ?tokens=BASE, the gym-observed token files its rollouts ask for are fetched
+ * from BASE (`view --tokens DIR` serves them there).
+ */
+async function openUrl(path: string, from: FromOption, tokensBase: string | null): Promise<void> {
+  const url = ownUrl(path, "input");
   const response = await fetch(url);
   if (!response.ok) throw new Error(`cannot load ${path}: HTTP ${response.status}`);
-  openText(decodeURIComponent(url.pathname.split("/").pop() || path), new Uint8Array(await response.arrayBuffer()));
+  const name = decodeURIComponent(url.pathname.split("/").pop() || path);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  const tokens = new Map<string, Uint8Array>();
+  let source = memoryTokenSource(tokens);
+  if (tokensBase !== null) {
+    // Which token files the rollouts name: one pass that only records them, then fetch those.
+    const wanted = new Set<string>();
+    parseText(name, bytes, { from, tokens: { describe: (id) => id, load: (id) => (wanted.add(id), null) } });
+    for (const id of wanted) {
+      const file = `${id}${TOKEN_FILE_SUFFIX}`;
+      const found = await fetch(ownUrl(tokensBase + encodeURIComponent(file), "tokens"));
+      if (found.ok) tokens.set(file, new Uint8Array(await found.arrayBuffer()));
+    }
+    source = { ...source, notFound: (id) => `${id}${TOKEN_FILE_SUFFIX} is not in \`callforest view --tokens\`'s directory` };
+  }
+  openText(name, bytes, { from, tokens: source });
 }
 
 async function openExample(): Promise<void> {
+  await coreLoaded;
   const response = await fetch(new URL("../examples/login-bug.json", import.meta.url));
   openText("login-bug.json", new Uint8Array(await response.arrayBuffer()));
 }
@@ -158,7 +193,7 @@ function downloadSvg(): void {
   const link = document.createElement("a");
   link.href = URL.createObjectURL(new Blob([state.svg], { type: "image/svg+xml" }));
   const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
-  link.download = `${id.replace(/[^A-Za-z0-9._-]/g, "_")}.svg`;
+  link.download = `${id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120)}.svg`; // as `draw` names files
   link.click();
   setTimeout(() => URL.revokeObjectURL(link.href), 0);
 }
@@ -177,8 +212,9 @@ function wire(): void {
     const target = event.target as Element;
     if (plan === null) return;
     const row = target.closest("g.cf-row")?.getAttribute("data-row");
-    const call = target.closest("g.cf-call")?.getAttribute("data-call");
-    const owner = call == null ? -1 : plan.forest.find((c) => c.id === call)?.ownerRow ?? -1;
+    // By index: an id the SVG had to alter (characters XML forbids, a CR) would match no call.
+    const index = target.closest("g.cf-call")?.getAttribute("data-index");
+    const owner = index == null ? -1 : plan.forest[Number(index)]?.ownerRow ?? -1;
     if (row != null) showRow(Number(row));
     else if (owner >= 0) showRow(owner);
   });
@@ -221,6 +257,7 @@ async function start(): Promise<void> {
     state.cf = await init({ backend: "ts" });
     console.warn("callforest: WebAssembly core unavailable, using the TypeScript backend:", error);
   }
+  coreReady();
   const backend = state.cf.backend === "wasm" ? `WebAssembly${state.cf.simd ? " (SIMD)" : ""}` : "TypeScript";
   element("backend").textContent = `core: ${backend}`;
   window.callforest = {
@@ -229,10 +266,13 @@ async function start(): Promise<void> {
     rowsJsonl: () => (state.plan?.rows ?? []).map((row) => rowToJson(row, "bits")).join("\n"),
     reportJson: () => (state.selected < 0 ? "" : reportToJson(state.entries[state.selected].report)),
   };
-  const input = new URLSearchParams(location.search).get("input");
+  const query = new URLSearchParams(location.search);
+  const input = query.get("input");
   if (input !== null) {
     try {
-      await openUrl(input);
+      const from = parseFrom(query.get("from") ?? "auto");
+      if (from === null) throw new Error(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}`);
+      await openUrl(input, from, query.get("tokens"));
     } catch (error) {
       setStatus(error instanceof Error ? error.message : String(error), true);
     }

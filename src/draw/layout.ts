@@ -29,7 +29,8 @@ export const HEADER_H = 76;
 export const LABEL_EVERY = 20;
 /** Characters of the label drawn after a row's leaf. */
 export const ROW_LABEL_CHARS = 20;
-const MIN_WIDTH = 960;
+/** Wide enough for the legend (1,023 px of marks and labels from the margin) and the header. */
+export const MIN_WIDTH = 1056;
 
 export interface Lane {
   agent: string;
@@ -60,8 +61,7 @@ export interface Layout {
   rowsTop: number;
 }
 
-export function agentLabel(agent: string, agents: readonly AgentInfo[]): string {
-  const info = agents.find((a) => a.id === agent);
+export function agentLabel(agent: string, info: AgentInfo | undefined): string {
   const name = agent === "" ? "(no agent)" : agent;
   return info?.mode ? `${name} · ${info.mode}` : name;
 }
@@ -72,9 +72,12 @@ export function columnX(gutter: number, index: number): number {
 
 export function layout(plan: DrawablePlan): Layout {
   // Lanes: the listed agents in their order, then any other agent in order of first call.
-  const order: string[] = plan.agents.map((a) => a.id);
-  for (const call of plan.forest) if (!order.includes(call.agent)) order.push(call.agent);
-  const labels = order.map((agent) => agentLabel(agent, plan.agents));
+  // (Maps and sets, not array searches: a rollout may have as many agents as calls.)
+  const listed = new Map(plan.agents.map((a) => [a.id, a]));
+  const seen = new Set(listed.keys());
+  const order: string[] = [...seen];
+  for (const call of plan.forest) if (!seen.has(call.agent)) seen.add(call.agent), order.push(call.agent);
+  const labels = order.map((agent) => agentLabel(agent, listed.get(agent)));
   const rowLabelChars = plan.rows.length === 0 ? 0 : `row ${plan.rows.length - 1}`.length;
   const widest = labels.reduce((most, l) => Math.max(most, Array.from(l).length), Math.max(8, rowLabelChars));
   const gutter = Math.min(widest, 32) * CHAR + 24;

@@ -16,7 +16,6 @@ import {
   ROW_BOX_H,
   ROW_H,
   ROW_LABEL_CHARS,
-  agentLabel,
   layout,
   type DrawablePlan,
   type Layout,
@@ -61,22 +60,19 @@ function text(x: number, y: number, content: string, cls?: string): string {
   return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
 }
 
-function header(plan: DrawablePlan): string[] {
+/** The title and the counts, clipped to the picture's width (a rollout id is free text). */
+function header(plan: DrawablePlan, width: number): string[] {
   const { report } = plan;
   const out: string[] = [];
+  const chars = Math.floor((width - 2 * MARGIN) / CHAR);
   const id = report.rollout_id ?? "(no id)";
-  out.push(text(MARGIN, MARGIN + 12, `rollout ${id}`, "cf-title"));
+  out.push(text(MARGIN, MARGIN + 12, clip(`rollout ${id}`, chars), "cf-title"));
   if (report.status === "rejected") return out;
-  out.push(
-    text(
-      MARGIN,
-      MARGIN + 30,
-      `${report.calls} calls · ${report.eligible} eligible · ${report.roots} trees · ${report.leaves} leaves · ` +
-        `${report.rows} rows · tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
-        `${report.row_tokens} in rows, ${report.unique_tokens} unique`,
-      "cf-dim",
-    ),
-  );
+  const counts =
+    `${report.calls} calls · ${report.eligible} eligible · ${report.roots} trees · ${report.leaves} leaves · ` +
+    `${report.rows} rows · tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
+    `${report.row_tokens} in rows, ${report.unique_tokens} unique`;
+  out.push(text(MARGIN, MARGIN + 30, clip(counts, chars), "cf-dim"));
   return out;
 }
 
@@ -99,16 +95,33 @@ function legend(): string[] {
   return out;
 }
 
+/**
+ * Columns where a lane's label is repeated: every LABEL_EVERY-th column with one of the lane's
+ * calls at most LABEL_EVERY columns away — so a scrolled view names the lanes it shows calls in,
+ * and the labels stay at most two per call (not lanes × columns).
+ */
+function repeatColumns(plan: DrawablePlan): Map<string, number[]> {
+  const columns = plan.forest.length;
+  const byAgent = new Map<string, Set<number>>();
+  for (const call of plan.forest) {
+    let set = byAgent.get(call.agent);
+    if (set === undefined) byAgent.set(call.agent, (set = new Set()));
+    const before = Math.floor(call.index / LABEL_EVERY) * LABEL_EVERY;
+    for (const c of [before, before + LABEL_EVERY]) if (c > 0 && c < columns) set.add(c);
+  }
+  return new Map([...byAgent].map(([agent, set]) => [agent, [...set].sort((a, b) => a - b)]));
+}
+
 function lanes(plan: DrawablePlan, l: Layout): string[] {
   const out: string[] = [];
-  const columns = plan.forest.length;
+  const repeats = repeatColumns(plan);
   l.lanes.forEach((lane, i) => {
     if (i % 2 === 0) out.push(`<rect x="0" y="${lane.y}" width="${l.width}" height="${LANE_H}" fill="#f6f6f6"/>`);
     out.push(`<rect x="${MARGIN - 8}" y="${lane.y + 6}" width="4" height="${LANE_H - 12}" fill="${colourOf(lane.colour)}"/>`);
     const chars = Math.floor((l.gutter - 16) / CHAR);
     out.push(text(MARGIN, lane.y + BOX_TOP + 20, clip(lane.label, chars), "cf-lane-label"));
-    // Repeat the label along the lane, above the boxes, so a scrolled view names its lanes.
-    for (let c = LABEL_EVERY; c < columns; c += LABEL_EVERY) {
+    // Repeated above the boxes, so a scrolled view still names its lanes.
+    for (const c of repeats.get(lane.agent) ?? []) {
       out.push(text(l.gutter + MARGIN + c * COL, lane.y + 13, clip(lane.label, 24), "cf-lane-repeat"));
     }
   });
@@ -157,8 +170,8 @@ function cuts(l: Layout): string[] {
   );
 }
 
-function callTitle(call: ForestCall, plan: DrawablePlan): string {
-  const parts = [`${call.id} · ${agentLabel(call.agent, plan.agents)}`, `calls[${call.index}]`];
+function callTitle(call: ForestCall, label: string): string {
+  const parts = [`${call.id} · ${label}`, `calls[${call.index}]`];
   parts.push(`${call.promptLength} prompt + ${call.generationLength} generated tokens`);
   if (!call.kept) parts.push("not kept");
   else if (!call.eligible) parts.push("empty generation");
@@ -178,7 +191,7 @@ function calls(plan: DrawablePlan, l: Layout): string[] {
     const y = lane.y + BOX_TOP;
     const colour = colourOf(lane.colour);
     const classes = ["cf-call", call.root ? "cf-is-root" : "", call.leaf ? "cf-is-leaf" : "", call.eligible ? "" : "cf-is-unlinked"];
-    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}"><title>${xmlText(callTitle(call, plan))}</title>`);
+    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, lane.label))}</title>`);
     if (call.eligible) {
       out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="3" class="cf-box" fill="${colour}" fill-opacity="0.2" stroke="${colour}"/>`);
     } else {
@@ -219,7 +232,7 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>): str
       );
     });
     const end = xs[xs.length - 1] + BOX_W + 6;
-    out.push(text(end, y + 15, clip(`${row.leaf} · ${agentLabel(row.agent, plan.agents)}`, ROW_LABEL_CHARS), "cf-dim"));
+    out.push(text(end, y + 15, clip(`${row.leaf} · ${l.laneOf.get(row.agent)!.label}`, ROW_LABEL_CHARS), "cf-dim"));
     out.push(`</g>`);
   }
   return out;
@@ -245,14 +258,14 @@ function rejection(plan: DrawablePlan): { body: string[]; height: number } {
 /** The plan as an SVG document (UTF-8 text). */
 export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string {
   const l = layout(plan);
-  let width = l.width;
+  const rejected = plan.report.status === "rejected";
+  const width = rejected ? Math.max(960, 2 * MARGIN + 125 * CHAR) : l.width;
   let height = l.height;
-  const body: string[] = [...header(plan)];
-  if (plan.report.status === "rejected") {
+  const body: string[] = header(plan, width);
+  if (rejected) {
     const r = rejection(plan);
     body.push(...r.body);
     height = r.height;
-    width = Math.max(960, 2 * MARGIN + 125 * CHAR);
   } else {
     const byId = new Map(plan.forest.map((c) => [c.id, c]));
     // Appended part by part, never spread into push(): a part has one element per call or row,

@@ -63,7 +63,8 @@ export function fromGymObserved(
   }
   const file = context.tokens.load(rolloutId);
   if (file === null) {
-    throw new FormatError("missing_token_file", `no token entries for rollout ${q(rolloutId)}: ${context.tokens.describe(rolloutId)} not found`);
+    const why = context.tokens.notFound?.(rolloutId) ?? `${context.tokens.describe(rolloutId)} not found`;
+    throw new FormatError("missing_token_file", `no token entries for rollout ${q(rolloutId)}: ${why}`);
   }
   const entries = readEntries(file);
   const byId = new Map(entries.map((e) => [e.id, e]));

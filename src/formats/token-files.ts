@@ -38,6 +38,8 @@ export function memoryTokenSource(files: ReadonlyMap<string, Uint8Array>): Token
       const bytes = files.get(nameOf(rolloutId));
       return bytes === undefined ? null : tokenEntries(nameOf(rolloutId), bytes);
     },
+    // The page's files are picked or dropped, not found in a directory.
+    notFound: (rolloutId) => `${nameOf(rolloutId)} was not opened with the rollout file (select or drop them together)`,
   };
 }
 

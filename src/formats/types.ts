@@ -28,6 +28,8 @@ export interface TokenSource {
   /** Names the place searched, for messages ("tokens/<id>.tokens.jsonl"). */
   describe(rolloutId: string): string;
   load(rolloutId: string): TokenEntries | null;
+  /** Why load() found nothing, in the words of where the source came from (default: "<describe> not found"). */
+  notFound?(rolloutId: string): string;
 }
 
 export interface FormatContext {

@@ -220,7 +220,10 @@ export class LineProcessor {
       if (!isOutOfMemory(error)) throw error;
       result = tooLarge(`the line does not fit in memory (${error instanceof Error ? error.message.split("\n")[0] : String(error)})`);
     }
-    this.finish(result, where, line);
+    // A rejection's detail may quote a value holding token arrays, which the scanner made typed
+    // arrays ({"0":7} in JSON): read a rejected line again as JSON.parse does, for the exact words.
+    const exactly = this.scanner === null ? undefined : () => this.parseJson(bytes, context);
+    this.finish(result, where, line, exactly);
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
@@ -242,6 +245,11 @@ export class LineProcessor {
       }
       return malformedJson(scanned.detail);
     }
+    return this.parseJson(line, context);
+  }
+
+  /** The JSON.parse reader: bytes to a canonical rollout or a rejection. */
+  private parseJson(line: Uint8Array | Uint8Array[], context: FormatContext): ConvertResult {
     const length = line instanceof Uint8Array ? line.length : line.reduce((n, part) => n + part.length, 0);
     if (length > MAX_STRING_BYTES) {
       return tooLarge(`the line has ${length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
@@ -259,16 +267,37 @@ export class LineProcessor {
     return toCanonical(value, this.options.from, context);
   }
 
-  /** Plans a converted value and records its rows, report and note. */
-  finish(result: ConvertResult, where: string, line: number | undefined): void {
+  /**
+   * Plans a converted value and records its rows, report and note. `exactly`, when given, reads
+   * the line again with JSON.parse: a rejection then takes its detail from that reading.
+   */
+  finish(result: ConvertResult, where: string, line: number | undefined, exactly?: () => ConvertResult): void {
     this.rollouts++;
+    let report = this.plan(result, line);
+    if (report.status === "rejected" && exactly !== undefined && report.reason !== "malformed_json" && report.reason !== "rollout_too_large") {
+      try {
+        const again = this.plan(exactly(), line, false);
+        if (again.reason === report.reason) report = again;
+      } catch (error) {
+        if (!isOutOfMemory(error)) throw error; // too large to read twice: the first words stand
+      }
+    }
+    if (report.status === "rejected") {
+      this.rejected++;
+      if (this.options.notes) this.notes += oneLine(`${where}: rejected (${report.reason}): ${report.detail}`) + "\n";
+    }
+    this.reports += reportToJson(report) + "\n";
+  }
+
+  /** The report of a converted value; its rows are written (unless `writeRows` is false). */
+  private plan(result: ConvertResult, line: number | undefined, writeRows = true): Report {
     let report: Report;
     if (result.ok) {
       const mark = this.rowBytes.mark();
       try {
         const plan = this.cf.plan(result.rollout, line === undefined ? {} : { line });
         try {
-          for (const row of plan.rows) {
+          for (const row of writeRows ? plan.rows : []) {
             if (this.options.writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, this.options.maskFormat) + "\n"));
             else this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
           }
@@ -287,11 +316,7 @@ export class LineProcessor {
     } else {
       report = rejectedReport(result, line);
     }
-    if (report.status === "rejected") {
-      this.rejected++;
-      if (this.options.notes) this.notes += oneLine(`${where}: rejected (${report.reason}): ${report.detail}`) + "\n";
-    }
-    this.reports += reportToJson(report) + "\n";
+    return report;
   }
 
   /** A row block of a piece, written: back for reuse. */

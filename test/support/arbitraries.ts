@@ -28,9 +28,15 @@ export const logprobArb: fc.Arbitrary<number> = fc.oneof(
 
 const tokensArb = (min: number, max: number) => fc.array(tokenArb, { minLength: min, maxLength: max });
 
-/** A non-empty generation with its logprobs. */
+/**
+ * A non-empty generation with its logprobs: mostly short, sometimes long enough (8-48) for the
+ * cores' SIMD loops (8 logprobs, 16 tokens a step) and masks spanning whole bytes.
+ */
 const generatedArb: fc.Arbitrary<Generated> = fc
-  .array(fc.tuple(tokenArb, logprobArb), { minLength: 1, maxLength: 5 })
+  .oneof(
+    { weight: 4, arbitrary: fc.array(fc.tuple(tokenArb, logprobArb), { minLength: 1, maxLength: 5 }) },
+    { weight: 1, arbitrary: fc.array(fc.tuple(tokenArb, logprobArb), { minLength: 8, maxLength: 48 }) },
+  )
   .map((pairs) => ({ tokens: pairs.map((p) => p[0]), logprobs: pairs.map((p) => p[1]) }));
 
 export type TwinOutcome = "sameAgent" | "parentAgent" | "ambiguous" | "sameAgentTwice";

@@ -2,14 +2,21 @@
 // `npm run build`) on 127.0.0.1 and prints its URL. With INPUT, the file is served at
 // /input/<name> and the printed URL (?input=input/<name>) makes the page open it on load; INPUT
 // `-` reads stdin first (served as stdin.jsonl: stdin is JSONL, as for `rows`).
-// Only those two paths exist; everything the page needs is inside index.html.
+// With --tokens DIR, DIR's <rollout_id>.tokens.jsonl files are served at /tokens/<name> (the page
+// fetches the ones its gym-observed rollouts ask for); --from is passed on as ?from=.
+// Only those paths exist; everything the page needs is inside index.html. Requests must name the
+// server by its own address (Host 127.0.0.1:<port> or localhost:<port>): a page of another site
+// whose name was rebound to 127.0.0.1 gets 403, not the rollout.
 import { createReadStream, readFileSync, statSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import { basename } from "node:path";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { UsageError } from "../errors.js";
+import { addInputOptions, checkInputs } from "../inputs.js";
+import type { FromOption } from "../../formats/index.js";
+import { TOKEN_FILE_SUFFIX } from "../../formats/token-files.js";
 
 /** The built page; src/cli/commands and dist/cli/commands both sit three levels below the package. */
 export const PAGE_FILE = fileURLToPath(new URL("../../../dist/web/index.html", import.meta.url));
@@ -26,6 +33,41 @@ export interface ViewServerOptions {
   /** A rollout file to offer at /input/<name>, or bytes already read (stdin) and their name. */
   input?: string | { name: string; bytes: Uint8Array };
   port?: number;
+  /** --from for the page (default auto). */
+  from?: FromOption;
+  /** --tokens: the directory of <rollout_id>.tokens.jsonl files to serve at /tokens/. */
+  tokensDir?: string;
+}
+
+const TOKENS_PATH = "/tokens/";
+
+/** The token file a /tokens/<name> path names inside `dir`, or null (never outside it). */
+function tokenFileOf(dir: string, path: string): string | null {
+  let name: string;
+  try {
+    name = decodeURIComponent(path.slice(TOKENS_PATH.length));
+  } catch {
+    return null;
+  }
+  if (/[/\\\0]/.test(name) || !name.endsWith(TOKEN_FILE_SUFFIX)) return null; // no separator: it cannot leave dir
+  return join(dir, name);
+}
+
+/** Streams a file, or answers 404 if it is not a regular file (any more): never takes the server down. */
+function sendFile(file: string, response: ServerResponse, ok: Record<string, string>, missing: () => void): void {
+  let isFile = false;
+  try {
+    isFile = statSync(file).isFile();
+  } catch {
+    // not there
+  }
+  if (!isFile) return missing();
+  const stream = createReadStream(file);
+  stream.once("open", () => stream.pipe(response.writeHead(200, ok)));
+  stream.once("error", () => {
+    if (response.headersSent) response.destroy();
+    else missing();
+  });
 }
 
 export interface ViewServer {
@@ -55,31 +97,35 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
   const inputPath = inputName === null ? null : `/input/${encodeURIComponent(inputName)}`;
   const page = readFileSync(pageFile);
 
+  const tokensDir = options.tokensDir;
+  const ownHost = (request: IncomingMessage) => {
+    const { port } = server.address() as AddressInfo;
+    return request.headers.host === `127.0.0.1:${port}` || request.headers.host === `localhost:${port}`;
+  };
   const server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     const headers = { "Content-Security-Policy": CSP, "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
-    if (request.method !== "GET" && request.method !== "HEAD") {
+    const text = { ...headers, "Content-Type": "text/plain; charset=utf-8" };
+    const notFound = () => response.writeHead(404, text).end("not found\n");
+    if (!ownHost(request)) {
+      response.writeHead(403, text).end("forbidden: ask for 127.0.0.1:<port> or localhost:<port>\n");
+    } else if (request.method !== "GET" && request.method !== "HEAD") {
       response.writeHead(405, { ...headers, Allow: "GET, HEAD" }).end();
     } else if (path === "/" || path === "/index.html") {
       response.writeHead(200, { ...headers, "Content-Type": "text/html; charset=utf-8", "Content-Length": page.length });
       response.end(request.method === "HEAD" ? undefined : page);
+    } else if (request.method === "HEAD" && ((inputPath !== null && path === inputPath) || (tokensDir !== undefined && path.startsWith(TOKENS_PATH)))) {
+      response.writeHead(200, text).end();
     } else if (inputPath !== null && path === inputPath) {
-      const ok = { ...headers, "Content-Type": "text/plain; charset=utf-8" };
-      if (request.method === "HEAD") {
-        response.writeHead(200, ok).end();
-      } else if (typeof input === "string") {
-        // The file may be gone (or unreadable) by now: answer 404, and never take the server down.
-        const file = createReadStream(input);
-        file.once("open", () => file.pipe(response.writeHead(200, ok)));
-        file.once("error", () => {
-          if (response.headersSent) response.destroy();
-          else response.writeHead(404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");
-        });
-      } else {
-        response.writeHead(200, ok).end(input!.bytes);
-      }
+      // The file may be gone (or unreadable) by now: 404.
+      if (typeof input === "string") sendFile(input, response, text, notFound);
+      else response.writeHead(200, text).end(input!.bytes);
+    } else if (tokensDir !== undefined && path.startsWith(TOKENS_PATH)) {
+      const file = tokenFileOf(tokensDir, path);
+      if (file === null) notFound();
+      else sendFile(file, response, text, notFound);
     } else {
-      response.writeHead(404, { ...headers, "Content-Type": "text/plain; charset=utf-8" }).end("not found\n");
+      notFound();
     }
   });
   await new Promise<void>((resolve, reject) => {
@@ -90,7 +136,12 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
     });
   });
   const { port } = server.address() as AddressInfo;
-  const url = `http://127.0.0.1:${port}/${inputPath === null ? "" : `?input=${encodeURIComponent(inputPath.slice(1))}`}`;
+  const query = new URLSearchParams();
+  if (inputPath !== null) query.set("input", inputPath.slice(1));
+  if (options.from !== undefined && options.from !== "auto") query.set("from", options.from);
+  if (tokensDir !== undefined) query.set("tokens", TOKENS_PATH.slice(1));
+  const search = query.toString();
+  const url = `http://127.0.0.1:${port}/${search === "" ? "" : `?${search}`}`;
   return {
     url,
     server,
@@ -116,21 +167,23 @@ function parsePort(text: string): number {
 }
 
 export function register(program: Command): void {
-  program
+  const command = program
     .command("view")
     .description("Serve the callforest page on 127.0.0.1 and print its URL (INPUT, if given, opens on load).")
     .argument("[input]", "a .json or .jsonl rollout file to open in the page (- reads JSONL from stdin)")
-    .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`)
-    .action(async (input: string | undefined, options: { port?: string }) => {
+    .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`);
+  addInputOptions(command, { backend: false }).action(async (input: string | undefined, options: { port?: string; from: string; tokens?: string }) => {
       const explicit = options.port !== undefined;
       const port = explicit ? parsePort(options.port!) : DEFAULT_PORT;
+      const { from } = checkInputs(input === undefined ? [] : [input], options);
       const served = input === "-" ? { name: "stdin.jsonl", bytes: await readAll(process.stdin) } : input;
+      const serve = (port: number) => startViewServer({ input: served, port, from, tokensDir: options.tokens });
       let view: ViewServer;
       try {
-        view = await startViewServer({ input: served, port });
+        view = await serve(port);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
-        if (code === "EADDRINUSE" && !explicit) view = await startViewServer({ input: served, port: 0 });
+        if (code === "EADDRINUSE" && !explicit) view = await serve(0);
         else if (code === "EADDRINUSE") throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
         else throw error;
       }

@@ -1,0 +1,136 @@
+// The cores' value checks at every position of every length (the SIMD loops take 8 logprobs and
+// 16 tokens a step, so a bad value in any lane of any step must be found), the tied calls an
+// ambiguous_parent names, release() twice, and the builder against plan() on generated forests.
+import fc from "fast-check";
+import { beforeAll, describe, expect, it } from "vitest";
+import { init, type Callforest } from "../src/index.js";
+import type { Plan, Rollout } from "../src/types.js";
+import { acceptedRolloutArb } from "./support/arbitraries.js";
+import { buildFrom } from "./support/worked-example.js";
+
+let backends: { name: string; cf: Callforest }[] = [];
+beforeAll(async () => {
+  backends = [
+    { name: "ts", cf: await init({ backend: "ts" }) },
+    { name: "wasm", cf: await init({ simd: true }) },
+    { name: "wasm-scalar", cf: await init({ simd: false }) },
+  ];
+});
+
+const LENGTHS = Array.from({ length: 40 }, (_, i) => i + 1);
+const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
+
+function outcome(cf: Callforest, rollout: Rollout): string {
+  const plan = cf.plan(rollout);
+  try {
+    return plan.report.status === "ok" ? "ok" : `${plan.report.reason}: ${plan.report.detail}`;
+  } finally {
+    plan.release();
+  }
+}
+
+/** Runs `rollout` on every backend; all must give `expected`. */
+function expectEverywhere(rollout: Rollout, expected: string): void {
+  for (const { name, cf } of backends) expect([name, outcome(cf, rollout)]).toEqual([name, expected]);
+}
+
+describe("value checks find a bad value in any lane of any SIMD step", () => {
+  it("non-finite logprobs (Float32Array and Float64Array), at every position of generations of 1-40 tokens", () => {
+    for (const n of LENGTHS) {
+      for (let k = 0; k < n; k++) {
+        for (const [bad, typed] of [[Number.NaN, Float32Array], [Number.POSITIVE_INFINITY, Float32Array], [Number.NEGATIVE_INFINITY, Float64Array], [1e39, Float64Array]] as const) {
+          const logprobs = new typed(n).fill(-1);
+          logprobs[k] = bad;
+          const rollout = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: Int32Array.of(1, 2), generation_token_ids: Int32Array.from(range(n, 3)), generation_log_probs: logprobs }] };
+          const why = bad === 1e39 ? "1e+39 overflows float32" : `${String(bad)} is not a finite number`;
+          expectEverywhere(rollout, `invalid_logprob: call "c" (calls[0]): generation_log_probs[${k}] = ${why}`);
+        }
+      }
+    }
+  });
+
+  it("negative token IDs in an Int32Array, at every position, in a fresh root and after a shared prefix", () => {
+    const first = { id: "a", prompt_token_ids: Int32Array.from(range(24, 100)), generation_token_ids: Int32Array.of(7), generation_log_probs: [-1] };
+    for (const n of LENGTHS) {
+      for (let k = 0; k < n; k++) {
+        const generation = Int32Array.from(range(n, 3));
+        generation[k] = -5;
+        const fresh = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: Int32Array.of(1), generation_token_ids: generation, generation_log_probs: new Float32Array(n) }] };
+        expectEverywhere(fresh, `invalid_token: call "c" (calls[0]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`);
+        // The prompt resends a's 25 tokens, then n new ones with the bad one among them.
+        const prompt = Int32Array.from([...first.prompt_token_ids, 7, ...range(n, 500)]);
+        prompt[25 + k] = -5;
+        const continued = { rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: prompt, generation_token_ids: Int32Array.of(9), generation_log_probs: [-1] }] };
+        expectEverywhere(continued, `invalid_token: call "c" (calls[1]): prompt_token_ids[${25 + k}] is -5, not an integer in [0, 2^31-1]`);
+      }
+    }
+  });
+});
+
+describe("ambiguous_parent", () => {
+  it("names the two tied calls, counting unkept and empty calls before them", () => {
+    const call = (id: string, agent: string, prompt: number[], generation: number[], kept = true) => ({
+      id, agent, kept, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -1),
+    });
+    const rollout = {
+      rollout_id: "r",
+      reward: 0,
+      agents: [{ id: "L", parent: null }, { id: "A", parent: "L" }, { id: "B", parent: "L" }, { id: "C", parent: null }],
+      calls: [
+        call("retry", "L", [1], [2], false),
+        call("empty", "L", [1], []),
+        call("l1", "L", [1], [2]),
+        call("a1", "A", [1, 2, 3], [4]),
+        call("b1", "B", [1, 2, 3], [4]),
+        call("c1", "C", [1, 2, 3, 4, 5], [6]),
+      ],
+    };
+    expectEverywhere(
+      rollout,
+      'ambiguous_parent: call "c1" (calls[5]): earlier calls "a1" and "b1" have identical full sequences and neither is in its agent or its parent agent',
+    );
+  });
+});
+
+describe("release()", () => {
+  it("twice gives the instance back once: two later plans never share memory", () => {
+    const small = (id: string, token: number): Rollout => ({
+      rollout_id: id, reward: 0, calls: [{ id: "c", prompt_token_ids: [token, token], generation_token_ids: [token], generation_log_probs: [-1] }],
+    });
+    for (const { name, cf } of backends) {
+      const p = cf.plan(small("p", 1));
+      p.release();
+      p.release();
+      const q = cf.plan(small("q", 2));
+      const r = cf.plan(small("r", 3));
+      expect([name, Array.from(q.rows[0].tokenIds), Array.from(r.rows[0].tokenIds)]).toEqual([name, [2, 2, 2], [3, 3, 3]]);
+      if (name !== "ts") expect(r.rows[0].tokenIds.buffer).not.toBe(q.rows[0].tokenIds.buffer);
+      q.release();
+      r.release();
+    }
+  });
+});
+
+describe("the builder", () => {
+  /** Everything a plan says, arrays as plain lists. */
+  const contents = (plan: Plan) => ({
+    report: plan.report,
+    forest: plan.forest,
+    rows: plan.rows.map((row) => ({ ...row, tokenIds: Array.from(row.tokenIds), logprobs: Array.from(row.logprobs), lossMask: Array.from(row.lossMask) })),
+  });
+
+  it("gives plan()'s report, forest and rows on generated forests, on every backend", () => {
+    fc.assert(
+      fc.property(acceptedRolloutArb(), (rollout) => {
+        for (const { cf } of backends) {
+          const planned = cf.plan(rollout);
+          const built = buildFrom(cf, rollout);
+          expect(contents(built)).toEqual(contents(planned));
+          built.release();
+          planned.release();
+        }
+      }),
+      { seed: 20261130, numRuns: 150 },
+    );
+  });
+});
