@@ -58,6 +58,14 @@ const ts = await init({ backend: "ts" });
   return rows;
 };
 (window as any).cf = { backend: wasm.backend, simd: wasm.simd };
+// init({ wasmUrl }): the core from a URL of the caller's choosing.
+(window as any).rowsFrom = async (url: string, text: string) => {
+  const cf = await init({ simd: false, wasmUrl: (simd: boolean) => new URL(url + "?simd=" + simd, location.href) });
+  const plan = cf.plan(JSON.parse(text));
+  const rows = plan.rows.map((row) => rowToJson(row, "bits")).join("\\n");
+  plan.release();
+  return [cf.backend, cf.simd, rows];
+};
 document.body.dataset.ready = "true";
 `,
   );
@@ -69,7 +77,8 @@ document.body.dataset.ready = "true";
   server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     served.push(path);
-    const file = resolve(join(dir, "out"), "." + (path === "/" ? "/index.html" : path));
+    const scalarCore = () => join(dir, "out/assets", readdirSync(join(dir, "out/assets")).find((name) => name.startsWith("core-scalar"))!);
+    const file = path === "/elsewhere/core.wasm" ? scalarCore() : resolve(join(dir, "out"), "." + (path === "/" ? "/index.html" : path));
     let body: Buffer;
     try {
       body = readFileSync(file);
@@ -119,6 +128,17 @@ describe("the browser entry, bundled", () => {
   it("emits the .wasm cores as separate assets", () => {
     const assets = readdirSync(join(dir, "out/assets"));
     expect(assets.filter((name) => name.endsWith(".wasm")).length).toBe(2);
+  });
+
+  it("loads the core from the URL init({ wasmUrl }) gives (the scalar build here)", async () => {
+    served.length = 0;
+    const { page, errors } = await openApp();
+    const rowsFrom = (args: [string, string]) => (window as unknown as { rowsFrom(u: string, t: string): Promise<unknown> }).rowsFrom(...args);
+    const got = await page.evaluate(rowsFrom, ["/elsewhere/core.wasm", JSON.stringify(example)] as [string, string]);
+    expect(got).toEqual(["wasm", false, nodeRows(await init(), example)]);
+    expect(served).toContain("/elsewhere/core.wasm");
+    expect(errors).toEqual([]);
+    await page.close();
   });
 
   it("fetches the core by URL and compiles it streaming; rows equal Node's on both backends", async () => {

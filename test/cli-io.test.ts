@@ -13,6 +13,7 @@ import { readRollouts, type ReadItem } from "../src/formats/read.js";
 import { parseText } from "../src/formats/text.js";
 import { FileError } from "../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../src/ingest/sink.js";
+import { withoutLeadingMark } from "../src/ingest/batches.js";
 import { LOGIN_BUG } from "./support/fixtures.js";
 import { cli, goodLines, lines } from "./ingest/cli.js";
 import { tempDirs } from "./support/temp-dirs.js";
@@ -234,6 +235,30 @@ describe("every reader reads the same lines", () => {
     ];
     expectEveryReader(got, want);
     expect(got.details).toEqual(got.rowDetails);
+  });
+
+  it("a byte order mark opening the file is skipped (JSONL and .json); one further in is malformed_json", async () => {
+    const BOM = "\uFEFF";
+    expectEveryReader(await readers("bom.jsonl", `${BOM}${a}\n${BOM}${b}\n${c}\n`), [
+      ["bom.jsonl:1", "ok"],
+      ["bom.jsonl:2", "malformed_json"],
+      ["bom.jsonl:3", "ok"],
+    ]);
+    expectEveryReader(await readers("bom.json", `${BOM}${a}`), [["bom.json", "ok"]]);
+    // The mark alone, and stdin, and a read that hands out one byte at a time.
+    expectEveryReader(await readers("mark-only.jsonl", BOM), []);
+    const dir = tmp();
+    const file = join(dir, "in.jsonl");
+    writeFileSync(file, `${BOM}${a}\n`);
+    const run = spawnSync(process.execPath, [join(ROOT, "bin/callforest.js"), "rows", "-", "--quiet"], { input: readFileSync(file), encoding: "utf8" });
+    expect([run.status, run.stderr, lines(run.stdout).length]).toEqual([0, "", 5]);
+    const bytes = readFileSync(file);
+    let at = 0;
+    const trickle = withoutLeadingMark({ read: async (into, offset) => (at < bytes.length ? ((into[offset] = bytes[at++]), 1) : 0), close: async () => {} });
+    const out = new Uint8Array(bytes.length);
+    let filled = 0;
+    for (let n = -1; n !== 0; filled += n) n = await trickle.read(out, filled, out.length - filled);
+    expect(Buffer.from(out.subarray(0, filled)).toString()).toBe(`${a}\n`);
   });
 
   it("blank means spaces, tabs and CRs only; other white space is a malformed line", async () => {

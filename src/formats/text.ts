@@ -3,7 +3,8 @@
 // rollout per element); anything else is JSONL, one value a line. Lines end at `\n` only; a line
 // of nothing but spaces, tabs and CRs is blank (skipped, but counted, so line numbers stay
 // true). JSON text is UTF-8 (RFC 8259): invalid UTF-8 is `malformed_json`, never silently
-// replaced. Free of Node APIs, so the browser build uses it too.
+// replaced; a byte order mark opening the input is skipped (RFC 8259 allows a reader to).
+// Free of Node APIs, so the browser build uses it too.
 import { describeNotJson } from "../ingest/scan-errors.js";
 import { toCanonical } from "./index.js";
 import type { ConvertResult, FormatContext, FormatRejection, FromOption } from "./types.js";
@@ -105,7 +106,7 @@ export function parseValue(input: Uint8Array | string, from: FromOption = "auto"
 /** A whole `.json` input: one item, or one per element of a top-level array. */
 export function parseJsonInput(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
   const from = options.from ?? "auto";
-  const parsed = parseJson(input);
+  const parsed = parseJson(withoutByteOrderMark(input));
   if (!parsed.ok) return [{ where: name, result: parsed }];
   const value = parsed.value;
   if (Array.isArray(value)) return value.map((v, i) => ({ where: `${name}[${i}]`, result: toCanonical(v, from, options) }));
@@ -119,7 +120,19 @@ export function parseLine(name: string, input: Uint8Array | string, line: number
 }
 
 /** A whole input held in memory (the page's dropped file), by the rules above. */
+/** The input without a UTF-8 byte order mark at its start (Windows tools write one). */
+export function withoutByteOrderMark<T extends Uint8Array | string>(input: T): T {
+  if (typeof input === "string") return (input.startsWith("\uFEFF") ? input.slice(1) : input) as T;
+  return (isByteOrderMark(input) ? input.subarray(3) : input) as T;
+}
+
+/** True when `bytes` starts with EF BB BF. */
+export function isByteOrderMark(bytes: Uint8Array): boolean {
+  return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+}
+
 export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
+  input = withoutByteOrderMark(input);
   if (isJsonName(name)) return parseJsonInput(name, input, options);
   const items: ReadItem[] = [];
   let start = 0;

@@ -10,6 +10,7 @@
 // worker thread without a copy.
 import { open } from "node:fs/promises";
 import { FileError } from "./file-error.js";
+import { isByteOrderMark } from "../formats/text.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -116,7 +117,29 @@ export class BufferPool {
  * Batches of whole lines, in input order; each about a chunk (the pool's buffer size) of bytes,
  * or one line longer than that, in parts.
  */
+/** `source` without the UTF-8 byte order mark it may start with (see src/formats/text.ts). */
+export function withoutLeadingMark(source: ByteSource): ByteSource {
+  let head: Uint8Array | null = null; // the first bytes, read to look at, still to be handed on
+  return {
+    async read(into, offset, length) {
+      if (head === null) {
+        const first = new Uint8Array(3);
+        let got = 0;
+        for (let n = -1; got < 3 && n !== 0; got += n) n = await source.read(first, got, 3 - got);
+        head = isByteOrderMark(first.subarray(0, got)) ? EMPTY : first.subarray(0, got);
+      }
+      if (head.length === 0) return source.read(into, offset, length);
+      const n = Math.min(length, head.length);
+      into.set(head.subarray(0, n), offset);
+      head = head.subarray(n);
+      return n;
+    },
+    close: () => source.close(),
+  };
+}
+
 export async function* readBatches(source: ByteSource, pool = new BufferPool(DEFAULT_CHUNK)): AsyncGenerator<Batch> {
+  source = withoutLeadingMark(source);
   const chunk = pool.size;
   let buffer = pool.take();
   let filled = 0; // bytes at the start of `buffer` not sent yet
