@@ -410,8 +410,9 @@ describe("generators", () => {
     const rollout = generateRollout({ calls: 300, seed: 11 });
     const ref = reference(rollout);
     if (ref.status !== "ok") throw new Error(ref.message);
-    // (the simulator has no agent that resumes another agent's context, so no walk subtleties)
-    const { walkReadingsDiffer: _subtle, ...f } = features(rollout, ref);
+    // (the simulator has no agent that resumes another agent's context, so no walk subtleties,
+    // and every call adds a tool result or a task to its parent's sequence)
+    const { walkReadingsDiffer: _subtle, promptIsParentFull: _bare, ...f } = features(rollout, ref);
     for (const name of Object.keys(f) as (keyof typeof f)[]) expect({ [name]: f[name] > 0 }).toEqual({ [name]: true });
   });
 
@@ -477,5 +478,9 @@ function features(rollout: Rollout, ref: RefAccepted) {
     rerenderedForkRoots: eligible.filter((c) => c.root && agentMode.get(c.agent) === "fork").length,
     typedArrays: rollout.calls.filter((c) => c.prompt_token_ids instanceof Int32Array).length,
     background: (rollout.agents ?? []).filter((a) => a.mode === "background").length,
+    // Long enough for the cores' SIMD loops (16 tokens, 8 logprobs a step) and whole mask bytes.
+    generationsOf16: eligible.filter((c) => byId.get(c.id)!.generation.length >= 16).length,
+    // A prompt that is exactly its parent's full sequence (a fork resending it, a retry's twin).
+    promptIsParentFull: eligible.filter((c) => c.parent !== null && byId.get(c.id)!.prompt.join(",") === fullOf(c.parent)).length,
   };
 }
