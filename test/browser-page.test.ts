@@ -203,10 +203,10 @@ describe("the page", () => {
     await page.click("#example");
     await nextLoad();
     // A file that cannot be read leaves the open one as it was, still clickable.
-    const failed = await page.evaluate((capture) => {
+    const failed = await page.evaluate(async (capture) => {
       try {
         const tokens = { describe: () => "", load: () => { throw new Error("boom"); } }; // a token source that breaks
-        (window as unknown as { callforest: { openText(n: string, t: string, r: unknown): void } }).callforest.openText("x.jsonl", capture, { tokens });
+        await (window as unknown as { callforest: { openText(n: string, t: string, r: unknown): Promise<void> } }).callforest.openText("x.jsonl", capture, { tokens });
         return "";
       } catch (error) {
         return (error as Error).message;
@@ -215,6 +215,26 @@ describe("the page", () => {
     expect(failed).toBe("boom");
     await page.click('#rows-table tr[data-row="1"]');
     expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
+  });
+
+  it("plans a big file in slices, and a file opened meanwhile wins", async () => {
+    const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
+    const status = await page.evaluate(async ([big, one]) => {
+      const handle = (window as unknown as { callforest: { openText(n: string, t: string): Promise<void> } }).callforest;
+      const statuses: string[] = [];
+      const watch = new MutationObserver(() => statuses.push(document.getElementById("status")!.textContent ?? ""));
+      watch.observe(document.getElementById("status")!, { childList: true, characterData: true, subtree: true });
+      const first = handle.openText("many.jsonl", big); // yields to the browser while it plans
+      await handle.openText("one.jsonl", one);
+      await first;
+      watch.disconnect();
+      return statuses;
+    }, [many, JSON.stringify(example) + "\n"]);
+    await nextLoad();
+    expect(status.some((s) => /^many\.jsonl: planning… \d+ rollouts, \d+%$/.test(s))).toBe(true);
+    expect(status.at(-1)).toBe("one.jsonl: 1 rollout");
+    expect(await page.textContent("#status")).toBe("one.jsonl: 1 rollout");
+    expect((await rowsInDom()).map((r) => r.leaf)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
   });
 
   it("shows the row of a clicked call whose id the SVG had to alter (a control character, a CR)", async () => {

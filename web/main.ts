@@ -4,14 +4,20 @@
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
 import { FROM_OPTIONS, parseFrom, rejectedReport, withImport, type FromOption } from "../src/formats/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
-import { parseText, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
+import { isJsonName, lineRanges, parseLine, parseText, withoutByteOrderMark, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
 
+/**
+ * One rollout of the open file: where it is and its report. Its parsed value is not kept (a
+ * JSONL file's rollouts would take many times the file's size as JS arrays): load() reads it
+ * again from the file's bytes when it is shown.
+ */
 interface Entry {
-  item: LoadedItem;
+  where: string;
   report: Report;
+  load(): LoadedItem;
 }
 
 interface State {
@@ -50,22 +56,54 @@ function reportOf(cf: Callforest, item: LoadedItem): Report {
   }
 }
 
+/** Bumped by every open: an earlier open still planning stops when it sees a newer one. */
+let opens = 0;
+/** How long the page plans before it lets the browser draw (and take clicks) again. */
+const SLICE_MS = 50;
+
+/** Each rollout of a file with its report; yields to the browser every SLICE_MS. Null: superseded. */
+async function planEntries(cf: Callforest, name: string, text: string | Uint8Array, read: ReadOptions, open: number): Promise<Entry[] | null> {
+  const entries: Entry[] = [];
+  const add = (item: LoadedItem, load: () => LoadedItem) => entries.push({ where: item.where, report: reportOf(cf, item), load });
+  if (isJsonName(name)) {
+    // One JSON value: parsed whole either way, so its items are kept.
+    for (const item of parseText(name, text, read)) add(item, () => item);
+    return entries;
+  }
+  const bytes = withoutByteOrderMark(typeof text === "string" ? new TextEncoder().encode(text) : text);
+  let sliceStart = performance.now();
+  for (const { line, start, end } of lineRanges(bytes)) {
+    const readLine = () => parseLine(name, bytes.subarray(start, end), line, read);
+    const item = readLine();
+    if (item !== null) add(item, () => readLine()!);
+    if (performance.now() - sliceStart > SLICE_MS) {
+      setStatus(`${name}: planning… ${entries.length} rollouts, ${Math.floor((100 * end) / bytes.length)}%`);
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      if (open !== opens) return null;
+      sliceStart = performance.now();
+    }
+  }
+  return entries;
+}
+
 /**
  * Plans every rollout of a file for its report, then shows the first one. The file is read by the
  * CLI's rules (src/formats/text.ts); as bytes, invalid UTF-8 is malformed_json there as here.
  */
-function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}): void {
+async function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}): Promise<void> {
   const cf = state.cf;
   if (cf === null) throw new Error("the core is still loading: open the file again in a moment");
+  const open = ++opens;
   // Everything that can fail comes first, so a failure leaves the page as it was.
   // Without token files, the page's own advice on where gym-observed tokens come from.
-  const entries = parseText(name, text, { tokens: memoryTokenSource(new Map()), ...read }).map((item) => ({ item, report: reportOf(cf, item) }));
+  const entries = await planEntries(cf, name, text, { tokens: memoryTokenSource(new Map()), ...read }, open);
+  if (entries === null) return; // another file was opened meanwhile
   const options = document.createDocumentFragment(); // appended one by one: no argument spreading
   entries.forEach((entry, i) => {
     const option = document.createElement("option");
     option.value = String(i);
     const r = entry.report;
-    option.textContent = `${entry.item.where} · ${r.rollout_id ?? "(no id)"} · ${r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`}`;
+    option.textContent = `${entry.where} · ${r.rollout_id ?? "(no id)"} · ${r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`}`;
     options.append(option);
   });
   state.plan?.release();
@@ -96,7 +134,9 @@ function showRollout(index: number): void {
   state.selected = index;
   state.row = -1;
   element<HTMLSelectElement>("rollout-select").value = String(index);
-  const { item, report } = state.entries[index];
+  const entry = state.entries[index];
+  const report = entry.report;
+  const item = entry.load();
   let drawable;
   if (item.result.ok && report.status === "ok") {
     state.plan = state.cf!.plan(item.result.rollout, { line: item.line });
@@ -145,7 +185,7 @@ async function openFiles(files: readonly File[]): Promise<void> {
   await coreLoaded;
   const tokens = new Map<string, Uint8Array>();
   for (const tokenFile of tokenFiles) tokens.set(tokenFile.name, new Uint8Array(await tokenFile.arrayBuffer()));
-  openText(file.name, new Uint8Array(await file.arrayBuffer()), { tokens: memoryTokenSource(tokens) });
+  await openText(file.name, new Uint8Array(await file.arrayBuffer()), { tokens: memoryTokenSource(tokens) });
 }
 
 /** A same-origin URL for `path`, or an error naming the query parameter it came from. */
@@ -171,7 +211,10 @@ async function openUrl(path: string, from: FromOption, tokensBase: string | null
   if (tokensBase !== null) {
     // Which token files the rollouts name: one pass that only records them, then fetch those.
     const wanted = new Set<string>();
-    parseText(name, bytes, { from, tokens: { describe: (id) => id, load: (id) => (wanted.add(id), null) } });
+    const recorder = { from, tokens: { describe: (id: string) => id, load: (id: string) => (wanted.add(id), null) } };
+    const text = withoutByteOrderMark(bytes);
+    if (isJsonName(name)) parseText(name, text, recorder);
+    else for (const { line, start, end } of lineRanges(text)) parseLine(name, text.subarray(start, end), line, recorder); // none kept
     for (const id of wanted) {
       const file = `${id}${TOKEN_FILE_SUFFIX}`;
       const found = await fetch(ownUrl(tokensBase + encodeURIComponent(file), "tokens"));
@@ -179,13 +222,13 @@ async function openUrl(path: string, from: FromOption, tokensBase: string | null
     }
     source = { ...source, notFound: (id) => `${id}${TOKEN_FILE_SUFFIX} is not in \`callforest view --tokens\`'s directory` };
   }
-  openText(name, bytes, { from, tokens: source });
+  await openText(name, bytes, { from, tokens: source });
 }
 
 async function openExample(): Promise<void> {
   await coreLoaded;
   const response = await fetch(new URL("../examples/login-bug.json", import.meta.url));
-  openText("login-bug.json", new Uint8Array(await response.arrayBuffer()));
+  await openText("login-bug.json", new Uint8Array(await response.arrayBuffer()));
 }
 
 function downloadSvg(): void {
@@ -237,7 +280,7 @@ function wire(): void {
 /** For tests and the console: the selected rollout's rows and report as the CLI writes them. */
 export interface PageHandle {
   backend: string;
-  openText(name: string, text: string | Uint8Array, read?: ReadOptions): void;
+  openText(name: string, text: string | Uint8Array, read?: ReadOptions): Promise<void>;
   rowsJsonl(): string;
   reportJson(): string;
 }

@@ -119,7 +119,6 @@ export function parseLine(name: string, input: Uint8Array | string, line: number
   return { where: `${name}:${line}`, line, result: parseValue(input, options.from ?? "auto", options) };
 }
 
-/** A whole input held in memory (the page's dropped file), by the rules above. */
 /** The input without a UTF-8 byte order mark at its start (Windows tools write one). */
 export function withoutByteOrderMark<T extends Uint8Array | string>(input: T): T {
   if (typeof input === "string") return (input.startsWith("\uFEFF") ? input.slice(1) : input) as T;
@@ -131,17 +130,25 @@ export function isByteOrderMark(bytes: Uint8Array): boolean {
   return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
 }
 
-export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
-  input = withoutByteOrderMark(input);
-  if (isJsonName(name)) return parseJsonInput(name, input, options);
-  const items: ReadItem[] = [];
+/** Where each JSONL line of `input` is: [start, end) without its `\n`, numbered from 1. */
+export function* lineRanges(input: Uint8Array | string): Generator<{ line: number; start: number; end: number }> {
   let start = 0;
   for (let line = 1; start < input.length; line++) {
     let end = typeof input === "string" ? input.indexOf("\n", start) : input.indexOf(NEWLINE, start);
     if (end === -1) end = input.length;
+    yield { line, start, end };
+    start = end + 1;
+  }
+}
+
+/** A whole input held in memory (the page's dropped file), by the rules above. */
+export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
+  input = withoutByteOrderMark(input);
+  if (isJsonName(name)) return parseJsonInput(name, input, options);
+  const items: ReadItem[] = [];
+  for (const { line, start, end } of lineRanges(input)) {
     const item = parseLine(name, typeof input === "string" ? input.slice(start, end) : input.subarray(start, end), line, options);
     if (item !== null) items.push(item);
-    start = end + 1;
   }
   return items;
 }
