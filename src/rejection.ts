@@ -1,5 +1,6 @@
 // A rejected rollout: SPEC's reason code and a one-line detail naming what and where.
 import type { RejectionCode } from "./types.js";
+import { formatFloat32 } from "./output.js";
 
 export class Rejection {
   constructor(
@@ -18,6 +19,16 @@ export function callLabel(call: unknown, index: number): string {
   return callName(typeof call === "object" && call !== null ? (call as { id?: unknown }).id : undefined, index);
 }
 
+/**
+ * JSON.stringify replacer: a typed array nested in a value (the scanner reads token arrays into
+ * them at any depth) shows as the list it was in the input, not as {"0":...}; float32 values in
+ * their shortest form. Top-level ones are described by describeValue itself.
+ */
+function listTypedArrays(_key: string, value: unknown): unknown {
+  if (value instanceof Float32Array) return Array.from(value, (v) => Number(formatFloat32(v)));
+  return ArrayBuffer.isView(value) && !(value instanceof DataView) ? Array.from(value as unknown as ArrayLike<number>) : value;
+}
+
 /** A value, shortened for a one-line message. Never throws (BigInt, cycles, NaN included). */
 export function describeValue(value: unknown): string {
   let text: string;
@@ -29,7 +40,7 @@ export function describeValue(value: unknown): string {
     text = `${value.constructor.name}(${(value as unknown as ArrayLike<unknown>).length ?? value.byteLength})`;
   } else {
     try {
-      text = JSON.stringify(value) ?? String(value);
+      text = JSON.stringify(value, listTypedArrays) ?? String(value);
     } catch {
       text = Array.isArray(value) ? "an array" : "an object";
     }

@@ -12,7 +12,7 @@ import { decode } from "fast-png";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, reportToJson, rowToJson } from "../src/index.js";
-import { startViewServer, type ViewServer } from "../src/cli/commands/view.js";
+import { isOwnHost, startViewServer, type ViewServer } from "../src/cli/commands/view.js";
 import { generateRollout } from "../bench/generate.js";
 import { readRollouts } from "../src/formats/read.js";
 import { tokenDirectory } from "../src/formats/tokens-dir.js";
@@ -378,6 +378,9 @@ describe("callforest view's server", () => {
     expect(await status("127.0.0.1", "/")).toBe(403); // the port is part of the origin
     expect(await status(`127.0.0.1:${port}`, "/input/login-bug.json")).toBe(200);
     expect(await status(`localhost:${port}`, "/")).toBe(200);
+    expect(await status(`LOCALHOST:${port}`, "/")).toBe(200);
+    // On port 80 clients send no port; elsewhere the port must be there.
+    expect([isOwnHost("127.0.0.1", 80), isOwnHost("localhost", 80), isOwnHost("localhost:80", 80), isOwnHost("localhost", 8080), isOwnHost(undefined, 80)]).toEqual([true, true, true, false, false]);
   });
 
   it("with --tokens, serves the directory's token files (and nothing else) and the page plans the capture", async () => {
@@ -387,8 +390,9 @@ describe("callforest view's server", () => {
       const origin = new URL(server.url).origin;
       expect(await (await fetch(`${origin}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
       for (const path of ["/tokens/README.md", "/tokens/..%2F..%2Fpackage.json", "/tokens/%2e%2e%2fx.tokens.jsonl", "/tokens/missing.tokens.jsonl", "/tokens/%E0%A4%A.tokens.jsonl"]) {
-        expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
+        expect([path, (await fetch(`${origin}${path}`)).status, (await fetch(`${origin}${path}`, { method: "HEAD" })).status]).toEqual([path, 404, 404]);
       }
+      expect((await fetch(`${origin}/tokens/7-2.tokens.jsonl`, { method: "HEAD" })).status).toBe(200);
       const tab = await context.newPage();
       await tab.goto(server.url);
       await tab.waitForSelector('body[data-loads="1"]');

@@ -131,6 +131,11 @@ describe("rows: bad lines in a batch", () => {
     }
     const details = lines(parsed.report).map((l) => JSON.parse(l).detail);
     expect(details[1]).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
+    // A line too big to read twice (over 1 MB) quotes the scanner's arrays as lists too.
+    const big = `{"rollout_id":"big","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},"prompt_token_ids":[${Array.from({ length: 300_000 }, (_, i) => i).join(",")}],"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}`;
+    expect(big.length).toBeGreaterThan(1 << 20);
+    const bigFast = await rowsOf(dir, "big", big + "\n", "--jobs", "1");
+    expect(JSON.parse(bigFast.report).detail).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
     expect(details[4]).toBe('call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number');
   });
 

@@ -56,8 +56,10 @@ function reportOf(cf: Callforest, item: LoadedItem): Report {
   }
 }
 
-/** Bumped by every open: an earlier open still planning stops when it sees a newer one. */
+/** Bumped as every open starts: an earlier open (still reading or planning) gives way to a newer one. */
 let opens = 0;
+/** `?from=` (what `callforest view --from` passes): how every file opened in the page is read. */
+let pageFrom: FromOption = "auto";
 /** How long the page plans before it lets the browser draw (and take clicks) again. */
 const SLICE_MS = 50;
 
@@ -90,10 +92,10 @@ async function planEntries(cf: Callforest, name: string, text: string | Uint8Arr
  * Plans every rollout of a file for its report, then shows the first one. The file is read by the
  * CLI's rules (src/formats/text.ts); as bytes, invalid UTF-8 is malformed_json there as here.
  */
-async function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}): Promise<void> {
+async function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}, open = ++opens): Promise<void> {
   const cf = state.cf;
   if (cf === null) throw new Error("the core is still loading: open the file again in a moment");
-  const open = ++opens;
+  if (open !== opens) return; // a newer open started while this one was reading
   // Everything that can fail comes first, so a failure leaves the page as it was.
   // Without token files, the page's own advice on where gym-observed tokens come from.
   const entries = await planEntries(cf, name, text, { tokens: memoryTokenSource(new Map()), ...read }, open);
@@ -181,11 +183,12 @@ async function openFiles(files: readonly File[]): Promise<void> {
     throw new Error(rollouts.length === 0 ? "open a rollout file too (token files only give a gym-observed capture its tokens)" : "open one rollout file at a time (with its .tokens.jsonl files)");
   }
   const [file] = rollouts;
+  const open = ++opens;
   setStatus(`reading ${file.name}…`);
   await coreLoaded;
   const tokens = new Map<string, Uint8Array>();
   for (const tokenFile of tokenFiles) tokens.set(tokenFile.name, new Uint8Array(await tokenFile.arrayBuffer()));
-  await openText(file.name, new Uint8Array(await file.arrayBuffer()), { tokens: memoryTokenSource(tokens) });
+  await openText(file.name, new Uint8Array(await file.arrayBuffer()), { from: pageFrom, tokens: memoryTokenSource(tokens) }, open);
 }
 
 /** A same-origin URL for `path`, or an error naming the query parameter it came from. */
@@ -201,6 +204,7 @@ function ownUrl(path: string, parameter: string): URL {
  * from BASE (`view --tokens DIR` serves them there).
  */
 async function openUrl(path: string, from: FromOption, tokensBase: string | null): Promise<void> {
+  const open = ++opens;
   const url = ownUrl(path, "input");
   const response = await fetch(url);
   if (!response.ok) throw new Error(`cannot load ${path}: HTTP ${response.status}`);
@@ -222,13 +226,14 @@ async function openUrl(path: string, from: FromOption, tokensBase: string | null
     }
     source = { ...source, notFound: (id) => `${id}${TOKEN_FILE_SUFFIX} is not in \`callforest view --tokens\`'s directory` };
   }
-  await openText(name, bytes, { from, tokens: source });
+  await openText(name, bytes, { from, tokens: source }, open);
 }
 
 async function openExample(): Promise<void> {
+  const open = ++opens;
   await coreLoaded;
   const response = await fetch(new URL("../examples/login-bug.json", import.meta.url));
-  await openText("login-bug.json", new Uint8Array(await response.arrayBuffer()));
+  await openText("login-bug.json", new Uint8Array(await response.arrayBuffer()), {}, open);
 }
 
 function downloadSvg(): void {
@@ -310,12 +315,13 @@ async function start(): Promise<void> {
     reportJson: () => (state.selected < 0 ? "" : reportToJson(state.entries[state.selected].report)),
   };
   const query = new URLSearchParams(location.search);
+  const from = parseFrom(query.get("from") ?? "auto");
+  if (from === null) setStatus(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: reading files as auto`, true);
+  else pageFrom = from;
   const input = query.get("input");
   if (input !== null) {
     try {
-      const from = parseFrom(query.get("from") ?? "auto");
-      if (from === null) throw new Error(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}`);
-      await openUrl(input, from, query.get("tokens"));
+      await openUrl(input, pageFrom, query.get("tokens"));
     } catch (error) {
       setStatus(error instanceof Error ? error.message : String(error), true);
     }

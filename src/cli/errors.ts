@@ -3,7 +3,7 @@
 //   2   bad arguments (UsageError) or a file that cannot be read or written (FileError, or any
 //       Node system error such as ENOENT, EACCES, EISDIR, ENOSPC)
 //   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
-//   141 stdout is a pipe its reader closed (`| head`): no message, as a process killed by SIGPIPE
+//   141 an output is a pipe its reader closed (`| head`): no message, as a process SIGPIPE ended
 import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
 
 /** Bad arguments or unreadable files: exit 2. */
@@ -48,8 +48,9 @@ export interface Failure {
 
 /** What the CLI prints and returns for an error a command threw. */
 export function failureOf(error: unknown): Failure {
-  // The reader of our stdout stopped reading: that is its choice, not an error worth a line.
-  if (error instanceof FileError && error.code === "EPIPE" && error.path === "<stdout>") return { exitCode: CLOSED_PIPE, message: "" };
+  // The reader of a pipe we write (stdout, -o /dev/stdout, a FIFO) stopped reading: its choice,
+  // not an error worth a line (as SIGPIPE would end any Unix tool).
+  if (error instanceof FileError && error.code === "EPIPE") return { exitCode: CLOSED_PIPE, message: "" };
   if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: firstLine(error) };
   if (error instanceof FileError) return { exitCode: 2, message: firstLine(error) };
   if (isSystemError(error)) return { exitCode: 2, message: systemMessage(error) };

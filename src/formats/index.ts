@@ -14,7 +14,7 @@ import { fromCallforest } from "./callforest.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
 import { FROM_OPTIONS, type ConvertResult, type Converted, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
-import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
+import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show, type JsonObject } from "./values.js";
 
 export * from "./types.js";
 
@@ -28,9 +28,14 @@ export function detectFormat(value: unknown): FormatName | null {
   if (isNonEmptyString(field(value, "rollout_id")) && Array.isArray(field(value, "calls"))) return "callforest";
   if (isGymObserved(value)) return "gym-observed";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
-  // Canonical in intent (a calls field or a rollout_id, even if wrong): its own checks say what is wrong.
-  if (field(value, "calls") !== undefined || field(value, "rollout_id") !== undefined) return "callforest";
+  if (Array.isArray(field(value, "calls"))) return "callforest";
   return null;
+}
+
+/** What keeps a value from being canonical, for unknown_format's message. */
+function canonicalMiss(value: JsonObject): string {
+  const calls = field(value, "calls");
+  return calls === undefined ? "no calls[]" : `calls is ${show(calls)}, not an array`;
 }
 
 /** Checks a `--from` value; null when it is not one of FROM_OPTIONS. */
@@ -45,7 +50,7 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
     return rejection(null, value, new FormatError(
       "unknown_format",
       isObject(value)
-        ? "not a known format: no calls[] (callforest), no response or \"object\": \"response\" (gym-rollout), no ng_agent_observations.records[] (gym-observed)"
+        ? `not a known format: ${canonicalMiss(value)} (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`
         : `the value is ${show(value)}, expected a JSON object`,
     ));
   }

@@ -1,7 +1,7 @@
 // Token entries for gym-observed that are not read from a directory: files the caller already
 // holds (the page's opened or dropped `<rollout_id>.tokens.jsonl` files). Free of Node APIs, so
 // the browser build can use it; src/formats/tokens-dir.ts is the `--tokens DIR` source.
-import { isBlankLine, isStringTooLong } from "./text.js";
+import { isBlankLine, isStringTooLong, withoutByteOrderMark } from "./text.js";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
 
@@ -19,7 +19,7 @@ const strict = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 export function tokenEntries(file: string, bytes: Uint8Array): TokenEntries {
   let text: string;
   try {
-    text = strict.decode(bytes);
+    text = strict.decode(withoutByteOrderMark(bytes));
   } catch (error) {
     if (isStringTooLong(error)) {
       throw new FormatError("token_file_too_large", `${file}: ${bytes.length} bytes are more than one JavaScript string can hold`, "rollout_too_large");

@@ -56,6 +56,8 @@ const ENCODER = new TextEncoder();
 
 /** Lines longer than this never become JS strings (V8's limit is ~512 MB; copies double it). */
 export const MAX_STRING_BYTES = 256 << 20;
+/** Rejected lines up to this size are read a second time, by JSON.parse, for their detail (see processLine). */
+const EXACT_AGAIN_BYTES = 1 << 20;
 /** Row bytes are handed on once this much is pending. */
 const FLUSH_BYTES = 1 << 20;
 /** Written row blocks kept for reuse. */
@@ -221,8 +223,10 @@ export class LineProcessor {
       result = tooLarge(`the line does not fit in memory (${error instanceof Error ? error.message.split("\n")[0] : String(error)})`);
     }
     // A rejection's detail may quote a value holding token arrays, which the scanner made typed
-    // arrays ({"0":7} in JSON): read a rejected line again as JSON.parse does, for the exact words.
-    const exactly = this.scanner === null ? undefined : () => this.parseJson(bytes, context);
+    // arrays (a logprob shown rounded to float32): a small rejected line is read again as
+    // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
+    const small = (bytes instanceof Uint8Array ? bytes.length : bytes.reduce((n, part) => n + part.length, 0)) <= EXACT_AGAIN_BYTES;
+    const exactly = this.scanner === null || !small ? undefined : () => this.parseJson(bytes, context);
     this.finish(result, where, line, exactly);
   }
 
@@ -304,7 +308,7 @@ export class LineProcessor {
         } finally {
           plan.release();
         }
-        this.rowCount += plan.rows.length;
+        if (writeRows) this.rowCount += plan.rows.length;
         report = withImport(plan.report, result);
       } catch (error) {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.

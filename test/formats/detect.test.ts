@@ -34,17 +34,10 @@ describe("auto detection", () => {
     });
   });
 
-  it("reads a value with a rollout_id or a calls field as canonical, so its own checks say what is wrong", async () => {
-    const cf = await init();
-    for (const [value, detail] of [
-      [{ rollout_id: "r", reward: 0, calls: {} }, "calls must be an array, got {}"],
-      [{ rollout_id: "r", reward: 0 }, "calls must be an array, got undefined"],
-      [{ calls: "none" }, "rollout_id must be a non-empty string, got undefined"],
-    ] as const) {
-      const result = toCanonical(value);
-      expect(result).toMatchObject({ ok: true, format: "callforest" });
-      expect(cf.plan(result.ok ? result.rollout : null).report).toMatchObject({ reason: "invalid_rollout", detail });
-    }
+  it("says what keeps a value from being canonical: calls missing, or not an array", () => {
+    const tail = 'no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)';
+    expect(toCanonical({ rollout_id: "r", reward: 0, calls: {} })).toMatchObject({ ok: false, code: "unknown_format", detail: `not a known format: calls is an object, not an array (callforest), ${tail}`, rolloutId: "r" });
+    expect(toCanonical({ rollout_id: "r", reward: 0 })).toMatchObject({ ok: false, code: "unknown_format", detail: `not a known format: no calls[] (callforest), ${tail}` });
   });
 
   for (const [value, shown] of [[[1, 2], "an array"], [null, "null"], [42, "42"], ["{}", '"{}"']] as const) {
@@ -80,10 +73,8 @@ describe("auto detection", () => {
   });
 
   it("ignores own keys like __proto__ and constructor and never reads inherited ones", () => {
-    const value = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "reward": 0}');
+    const value = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "rollout_id": "x", "reward": 0}');
     expect(detectFormat(value)).toBeNull();
-    const withId = JSON.parse('{"__proto__": {"calls": []}, "constructor": 1, "rollout_id": "x", "reward": 0}');
-    expect(detectFormat(withId)).toBe("callforest"); // by its rollout_id: its calls are missing, not inherited
     expect(({} as Record<string, unknown>).calls).toBeUndefined();
   });
 });

@@ -378,6 +378,17 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     }
   });
 
+  it("a token file that starts with a byte order mark reads as without", () => {
+    const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      writeFileSync(join(dir, "7-2.tokens.jsonl"), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(OBSERVED_TOKENS)]));
+      const withMark = toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) });
+      expect(withMark.ok && withMark.rollout).toEqual(accepted(toCanonical(clone(row), "gym-observed", { tokens })).rollout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("a token file that is a directory: the same short reason as any unreadable input", () => {
     const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
     try {

@@ -28,7 +28,7 @@ export function register(program: Command): void {
   });
 }
 
-/** A rejection as one stderr line, as `rows` writes them: `file:line: rejected (reason[, code]): detail`. */
+/** A rejection as one stderr line, like `rows`' with the format's own code: `file:line: rejected (reason[, code]): detail`. */
 export function rejectionLine(where: string, rejection: FormatRejection): string {
   const code = rejection.code === rejection.reason ? "" : `, ${rejection.code}`;
   return oneLine(`${where}: rejected (${rejection.reason}${code}): ${rejection.detail}`);

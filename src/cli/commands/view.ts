@@ -41,6 +41,14 @@ export interface ViewServerOptions {
 
 const TOKENS_PATH = "/tokens/";
 
+/** True when a request's Host header names this server: 127.0.0.1 or localhost, at `port`. */
+export function isOwnHost(host: string | undefined, port: number): boolean {
+  const name = (host ?? "").toLowerCase();
+  // Clients leave the default port out.
+  const names = port === 80 ? ["127.0.0.1", "localhost", "127.0.0.1:80", "localhost:80"] : [`127.0.0.1:${port}`, `localhost:${port}`];
+  return names.includes(name);
+}
+
 /** The token file a /tokens/<name> path names inside `dir`, or null (never outside it). */
 function tokenFileOf(dir: string, path: string): string | null {
   let name: string;
@@ -53,8 +61,8 @@ function tokenFileOf(dir: string, path: string): string | null {
   return join(dir, name);
 }
 
-/** Streams a file, or answers 404 if it is not a regular file (any more): never takes the server down. */
-function sendFile(file: string, response: ServerResponse, ok: Record<string, string>, missing: () => void): void {
+/** Streams a file (HEAD: says it is there), or answers 404 if it is not a regular file (any more): never takes the server down. */
+function sendFile(file: string, request: IncomingMessage, response: ServerResponse, ok: Record<string, string>, missing: () => void): void {
   let isFile = false;
   try {
     isFile = statSync(file).isFile();
@@ -62,6 +70,7 @@ function sendFile(file: string, response: ServerResponse, ok: Record<string, str
     // not there
   }
   if (!isFile) return missing();
+  if (request.method === "HEAD") return void response.writeHead(200, ok).end();
   const stream = createReadStream(file);
   stream.once("open", () => stream.pipe(response.writeHead(200, ok)));
   stream.once("error", () => {
@@ -98,10 +107,7 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
   const page = readFileSync(pageFile);
 
   const tokensDir = options.tokensDir;
-  const ownHost = (request: IncomingMessage) => {
-    const { port } = server.address() as AddressInfo;
-    return request.headers.host === `127.0.0.1:${port}` || request.headers.host === `localhost:${port}`;
-  };
+  const ownHost = (request: IncomingMessage) => isOwnHost(request.headers.host, (server.address() as AddressInfo).port);
   const server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     const headers = { "Content-Security-Policy": CSP, "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff" };
@@ -114,16 +120,14 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
     } else if (path === "/" || path === "/index.html") {
       response.writeHead(200, { ...headers, "Content-Type": "text/html; charset=utf-8", "Content-Length": page.length });
       response.end(request.method === "HEAD" ? undefined : page);
-    } else if (request.method === "HEAD" && ((inputPath !== null && path === inputPath) || (tokensDir !== undefined && path.startsWith(TOKENS_PATH)))) {
-      response.writeHead(200, text).end();
     } else if (inputPath !== null && path === inputPath) {
       // The file may be gone (or unreadable) by now: 404.
-      if (typeof input === "string") sendFile(input, response, text, notFound);
-      else response.writeHead(200, text).end(input!.bytes);
+      if (typeof input === "string") sendFile(input, request, response, text, notFound);
+      else response.writeHead(200, text).end(request.method === "HEAD" ? undefined : input!.bytes);
     } else if (tokensDir !== undefined && path.startsWith(TOKENS_PATH)) {
       const file = tokenFileOf(tokensDir, path);
       if (file === null) notFound();
-      else sendFile(file, response, text, notFound);
+      else sendFile(file, request, response, text, notFound);
     } else {
       notFound();
     }
