@@ -89,6 +89,14 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     }
   });
 
+  it("-o /dev/stdout is stdout, even where it cannot be opened by name (Node's child pipes are sockets)", () => {
+    const bin = join(ROOT, "bin/callforest.js");
+    for (const argv of [["rows", LOGIN_BUG, "-o", "/dev/stdout", "--quiet"], ["convert", LOGIN_BUG, "-o", "/dev/stdout"]]) {
+      const run = spawnSync(process.execPath, [bin, ...argv], { encoding: "utf8" });
+      expect([argv[0], run.status, run.stderr, lines(run.stdout).length]).toEqual([argv[0], 0, "", argv[0] === "rows" ? 5 : 1]);
+    }
+  });
+
   it("a note stays one line whatever the file name holds", async () => {
     const input = join(tmp(), "odd\nname.jsonl");
     writeFileSync(input, "not json\n");
@@ -262,6 +270,15 @@ describe("every reader reads the same lines", () => {
     let filled = 0;
     for (let n = -1; n !== 0; filled += n) n = await trickle.read(out, filled, out.length - filled);
     expect(Buffer.from(out.subarray(0, filled)).toString()).toBe(`${a}\n`);
+  });
+
+  it("a pretty-printed JSON value in a JSONL file: its first line says what is likely wrong", async () => {
+    const got = await readers("pretty.jsonl", JSON.stringify(JSON.parse(a), null, 2) + "\n");
+    expect(got.details[0]).toBe(
+      "not JSON at byte 1: cut off: the line ends where a key string should be (a JSON value spread over lines? JSONL holds one a line; a .json file may hold one value over many)",
+    );
+    expect(got.details[1]).not.toContain("spread over lines"); // `"rollout_id": ...,`
+    expect(got.rowDetails).toEqual(got.details);
   });
 
   it("blank means spaces, tabs and CRs only; other white space is a malformed line", async () => {

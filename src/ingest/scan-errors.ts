@@ -206,6 +206,15 @@ export function describeNotJson(bytes: Uint8Array): string | null {
     return null;
   } catch (error) {
     if (!(error instanceof NotJson)) throw error;
-    return `not JSON at byte ${error.offset}: ${error.why}`;
+    return `not JSON at byte ${error.offset}: ${error.why}${opensPrettyJson(bytes) ? PRETTY_HINT : ""}`;
   }
+}
+
+const PRETTY_HINT = " (a JSON value spread over lines? JSONL holds one a line; a .json file may hold one value over many)";
+
+/** True for a line that is only `{` or `[` (and white space): the first line of pretty-printed JSON. */
+function opensPrettyJson(bytes: Uint8Array): boolean {
+  if (bytes.length > 64) return false;
+  const text = new TextDecoder().decode(bytes).trim();
+  return text === "{" || text === "[";
 }

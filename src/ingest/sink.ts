@@ -16,9 +16,12 @@ export interface ByteSink {
   close(): Promise<void>;
 }
 
-/** Opens `path` for writing (`-` or undefined: stdout). Throws a FileError when it cannot. */
+/**
+ * Opens `path` for writing (`-`, undefined or /dev/stdout: stdout, which need not be openable by
+ * name: a socket's is not). Throws a FileError when it cannot.
+ */
 export function openByteSink(path: string | undefined): ByteSink {
-  const toStdout = path === undefined || path === "-";
+  const toStdout = path === undefined || path === "-" || path === "/dev/stdout";
   const name = toStdout ? "<stdout>" : path;
   let out: Writable;
   if (toStdout) {
