@@ -63,29 +63,41 @@ let pageFrom: FromOption = "auto";
 /** How long the page plans before it lets the browser draw (and take clicks) again. */
 const SLICE_MS = 50;
 
-/** Each rollout of a file with its report; yields to the browser every SLICE_MS. Null: superseded. */
-async function planEntries(cf: Callforest, name: string, text: string | Uint8Array, read: ReadOptions, open: number): Promise<Entry[] | null> {
-  const entries: Entry[] = [];
-  const add = (item: LoadedItem, load: () => LoadedItem) => entries.push({ where: item.where, report: reportOf(cf, item), load });
+/**
+ * Calls `each` on every item of a file (a JSONL file line by line, yielding to the browser every
+ * SLICE_MS with `doing` and the progress in the status). False when a newer open superseded it.
+ */
+async function eachItem(name: string, text: string | Uint8Array, read: ReadOptions, open: number, doing: string, each: (item: LoadedItem, again: () => LoadedItem) => void): Promise<boolean> {
   if (isJsonName(name)) {
     // One JSON value: parsed whole either way, so its items are kept.
-    for (const item of parseText(name, text, read)) add(item, () => item);
-    return entries;
+    for (const item of parseText(name, text, read)) each(item, () => item);
+    return true;
   }
   const bytes = withoutByteOrderMark(typeof text === "string" ? new TextEncoder().encode(text) : text);
   let sliceStart = performance.now();
+  let count = 0;
   for (const { line, start, end } of lineRanges(bytes)) {
     const readLine = () => parseLine(name, bytes.subarray(start, end), line, read);
     const item = readLine();
-    if (item !== null) add(item, () => readLine()!);
+    if (item !== null) {
+      each(item, () => readLine()!);
+      count++;
+    }
     if (performance.now() - sliceStart > SLICE_MS) {
-      setStatus(`${name}: planning… ${entries.length} rollouts, ${Math.floor((100 * end) / bytes.length)}%`);
+      setStatus(`${name}: ${doing}… ${count} rollouts, ${Math.floor((100 * end) / bytes.length)}%`);
       await new Promise((resolve) => setTimeout(resolve, 0));
-      if (open !== opens) return null;
+      if (open !== opens) return false;
       sliceStart = performance.now();
     }
   }
-  return entries;
+  return true;
+}
+
+/** Each rollout of a file with its report (its value is read again when shown). Null: superseded. */
+async function planEntries(cf: Callforest, name: string, text: string | Uint8Array, read: ReadOptions, open: number): Promise<Entry[] | null> {
+  const entries: Entry[] = [];
+  const planned = await eachItem(name, text, read, open, "planning", (item, again) => entries.push({ where: item.where, report: reportOf(cf, item), load: again }));
+  return planned ? entries : null;
 }
 
 /**
@@ -216,13 +228,14 @@ async function openUrl(path: string, from: FromOption, tokensBase: string | null
     // Which token files the rollouts name: one pass that only records them, then fetch those.
     const wanted = new Set<string>();
     const recorder = { from, tokens: { describe: (id: string) => id, load: (id: string) => (wanted.add(id), null) } };
-    const text = withoutByteOrderMark(bytes);
-    if (isJsonName(name)) parseText(name, text, recorder);
-    else for (const { line, start, end } of lineRanges(text)) parseLine(name, text.subarray(start, end), line, recorder); // none kept
+    if (!(await eachItem(name, bytes, recorder, open, "finding token files", () => {}))) return;
+    let fetched = 0;
     for (const id of wanted) {
       const file = `${id}${TOKEN_FILE_SUFFIX}`;
+      setStatus(`${name}: fetching token files… ${fetched++} of ${wanted.size}`);
       const found = await fetch(ownUrl(tokensBase + encodeURIComponent(file), "tokens"));
       if (found.ok) tokens.set(file, new Uint8Array(await found.arrayBuffer()));
+      if (open !== opens) return;
     }
     source = { ...source, notFound: (id) => `${id}${TOKEN_FILE_SUFFIX} is not in \`callforest view --tokens\`'s directory` };
   }
