@@ -148,7 +148,10 @@ async function viewForCall(run: Run, callId: string, entries: readonly HistoryEn
 
 function prepare(run: Run, callId: string, scheduled: ScheduledView, view: MaterializedView): PreparedCall {
   const { plan, trigger } = scheduled;
-  return run.controller.prepare(callId, view, { policy: plan.policy, trigger, retained: plan.retained, omitted: plan.omitted });
+  // Instructions and tools are rendered before the items: a change is a boundary too.
+  const { instructions, tools } = requestParts(run, view);
+  const header = canonicalJson({ instructions: instructions ?? null, tools: tools ?? null });
+  return run.controller.prepare(callId, view, { policy: plan.policy, trigger, retained: plan.retained, omitted: plan.omitted }, header);
 }
 
 /**
@@ -270,7 +273,8 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
   });
   const { actions, done } = await act(run, output, turn);
   run.scheduler.recordCall(callId, actions);
-  if (actions === 0) return "final_message";
+  // No action: the model is done, unless the server cut its answer off (max_output_tokens).
+  if (actions === 0) return sent.response.status === "incomplete" ? "output_truncated" : "final_message";
   return done ? "environment_done" : null;
 }
 
@@ -282,6 +286,10 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
   }
   if (opts.retryDelayMs !== undefined && !(opts.retryDelayMs >= 0)) {
     throw new CompactionError(`runAgent: retryDelayMs must be a non-negative number (got ${opts.retryDelayMs})`);
+  }
+  // Checked before any request: the evidence would fail at the end, after every call was made.
+  for (const [name, value] of [["agent", opts.agent], ["rolloutId", opts.rolloutId]] as const) {
+    if (value !== undefined && (typeof value !== "string" || value === "")) throw new CompactionError(`runAgent: ${name} must be a non-empty string (got ${JSON.stringify(value)})`);
   }
   const compaction = opts.compaction || null;
   const policy = compaction ? compaction.policy : identityPolicy();
@@ -313,7 +321,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
 
   const evidence: EvidenceRecord = {
     schema_version: EVIDENCE_SCHEMA_VERSION,
-    rollout_id: opts.rolloutId ?? `rollout-${(await sha256Hex(canonicalJson(run.calls.map((c) => c.response_id)))).slice(0, 16)}`,
+    rollout_id: opts.rolloutId ?? (await defaultRolloutId(run.calls)),
     reward: opts.environment.reward(),
     agent: run.agent,
     stop_reason: stopReason,
@@ -331,4 +339,13 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
     media: run.mediaOrder,
   };
   return { response: run.lastResponse, evidence, rollout: rolloutFromEvidence(evidence), stopReason, history: run.history, media: run.media };
+}
+
+/**
+ * A rollout id from its responses' ids (the same run gives the same id); a run that made no call
+ * has nothing to derive one from, so it gets a random one (no two such runs share an id).
+ */
+async function defaultRolloutId(calls: readonly CallEvidence[]): Promise<string> {
+  if (calls.length === 0) return `rollout-${globalThis.crypto.randomUUID().replace(/-/g, "").slice(0, 16)}`;
+  return `rollout-${(await sha256Hex(canonicalJson(calls.map((c) => c.response_id)))).slice(0, 16)}`;
 }

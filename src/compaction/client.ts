@@ -86,7 +86,8 @@ function nonFinite(value: unknown): string | null {
   while (stack.length > 0) {
     const v = stack.pop();
     if (typeof v === "number" && !Number.isFinite(v)) return String(v);
-    if (typeof v === "object" && v !== null) stack.push(...Object.values(v));
+    // One push per value: spreading a 100k-token prefix into push() would overflow the stack.
+    if (typeof v === "object" && v !== null) for (const x of Object.values(v)) stack.push(x);
   }
   return null;
 }

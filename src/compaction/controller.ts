@@ -20,7 +20,9 @@ export type BoundaryReason =
   /** The previous request survives, but the model's own output is not resent verbatim after it. */
   | "output_not_resent"
   /** The items line up but the media order does not. */
-  | "media_rewritten";
+  | "media_rewritten"
+  /** The items line up but the instructions or the tools changed (the prompt's header is rendered anew). */
+  | "header_rewritten";
 
 export interface BoundaryRecord {
   /** 0-based, in the order boundaries were committed. */
@@ -49,6 +51,8 @@ export interface BoundaryRecord {
 interface Acknowledged {
   callId: string;
   segment: number;
+  /** The request's instructions and tools (see PreparedCall.header). */
+  header: string;
   /** Input items of the request, then the model's output items as they will be resent. */
   keys: string[];
   inputItems: number;
@@ -61,6 +65,11 @@ interface Acknowledged {
 export interface PreparedCall {
   callId: string;
   segment: number;
+  /**
+   * The request's instructions and tools, as one canonical string: they are rendered before the
+   * items, so a change there changes the prompt's tokens from the start.
+   */
+  header: string;
   appendCompatible: boolean;
   /** previous prompt ++ previous generation, when the call continues the segment. */
   requiredPrefix: number[] | null;
@@ -84,8 +93,21 @@ function isPrefix<T>(prefix: readonly T[], whole: readonly T[]): boolean {
   return true;
 }
 
-/** Ranges where two item lists differ, from a longest-common-subsequence alignment. */
+/**
+ * Ranges where two item lists differ, from a longest-common-subsequence alignment. A common
+ * head and tail are matched first (they are part of some LCS): the table then covers only the
+ * middle, so a boundary that changes a few items of a long history stays cheap.
+ */
 export function changedRanges(a: readonly string[], b: readonly string[]): ChangedRange[] {
+  let head = 0;
+  while (head < a.length && head < b.length && a[head] === b[head]) head++;
+  let tail = 0;
+  while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
+  const middle = middleRanges(a.slice(head, a.length - tail), b.slice(head, b.length - tail));
+  return middle.map((r) => ({ old_start: r.old_start + head, old_end: r.old_end + head, new_start: r.new_start + head, new_end: r.new_end + head }));
+}
+
+function middleRanges(a: readonly string[], b: readonly string[]): ChangedRange[] {
   const n = a.length;
   const m = b.length;
   // lcs[i][j] = LCS length of a[i..], b[j..]
@@ -137,16 +159,18 @@ export class ContextController {
    * acknowledged (a retry, or a recompacted view) replaces the pending decision without
    * recording anything; a retry of the same view returns the same pending boundary.
    */
-  prepare(callId: string, view: MaterializedView, decision: ViewDecision): PreparedCall {
-    if (this.pending && this.pending.callId === callId && this.pending.viewDigest === view.digest) return this.pending;
+  prepare(callId: string, view: MaterializedView, decision: ViewDecision, header = ""): PreparedCall {
+    const pending = this.pending;
+    if (pending && pending.callId === callId && pending.viewDigest === view.digest && pending.header === header) return pending;
     const acked = this.acked;
     let prepared: PreparedCall;
     if (acked === null) {
-      prepared = { callId, segment: 0, appendCompatible: false, requiredPrefix: null, parentCall: null, boundary: null, viewDigest: view.digest };
-    } else if (isPrefix(acked.keys, view.itemKeys) && isPrefix(acked.mediaIds, view.mediaIds)) {
+      prepared = { callId, segment: 0, header, appendCompatible: false, requiredPrefix: null, parentCall: null, boundary: null, viewDigest: view.digest };
+    } else if (acked.header === header && isPrefix(acked.keys, view.itemKeys) && isPrefix(acked.mediaIds, view.mediaIds)) {
       prepared = {
         callId,
         segment: acked.segment,
+        header,
         appendCompatible: true,
         requiredPrefix: [...acked.promptIds, ...acked.generationIds],
         parentCall: acked.callId,
@@ -156,7 +180,8 @@ export class ContextController {
     } else {
       const keysMatch = isPrefix(acked.keys, view.itemKeys);
       const inputSurvives = isPrefix(acked.keys.slice(0, acked.inputItems), view.itemKeys);
-      const reason: BoundaryReason = keysMatch ? "media_rewritten" : inputSurvives ? "output_not_resent" : "history_rewritten";
+      const mediaMatch = isPrefix(acked.mediaIds, view.mediaIds);
+      const reason: BoundaryReason = !keysMatch ? (inputSurvives ? "output_not_resent" : "history_rewritten") : !mediaMatch ? "media_rewritten" : "header_rewritten";
       const boundary: BoundaryRecord = {
         boundary: this.committed.length,
         segment: this.segmentCount,
@@ -178,6 +203,7 @@ export class ContextController {
       prepared = {
         callId,
         segment: this.segmentCount,
+        header,
         appendCompatible: false,
         requiredPrefix: null,
         parentCall: null,
@@ -207,6 +233,7 @@ export class ContextController {
     this.acked = {
       callId: prepared.callId,
       segment: prepared.segment,
+      header: prepared.header,
       keys: [...view.itemKeys, ...outputKeys],
       inputItems: view.itemKeys.length,
       mediaIds: [...view.mediaIds],

@@ -56,7 +56,8 @@ export interface AttemptRecord {
   error?: string;
 }
 
-export type StopReason = "max_turns" | "final_message" | "environment_done" | "guard_rejected";
+/** Why an episode ended; `output_truncated`: the last response was cut off (status "incomplete") with no action in it. */
+export type StopReason = "max_turns" | "final_message" | "output_truncated" | "environment_done" | "guard_rejected";
 
 export interface EvidenceRecord {
   schema_version: typeof EVIDENCE_SCHEMA_VERSION;
@@ -110,6 +111,8 @@ function checkGeneration(where: string, g: Partial<Record<keyof GenerationEviden
 export function extractGeneration(callId: string, response: ResponsesResponse): GenerationEvidence {
   const where = `call ${callId} (response ${response?.id ?? "?"})`;
   if (!response || !Array.isArray(response.output)) throw new EvidenceError(`${where}: response has no output array`);
+  // The evidence names the response it came from (and a rollout's default id is built from them).
+  if (typeof response.id !== "string" || response.id === "") throw new EvidenceError(`${where}: response has no id`);
   response.output.forEach((item, i) => checkOutputItem(`${where}: output[${i}]`, item));
   const carriers = response.output.filter(
     (o: OutputItem) => o.prompt_token_ids !== undefined || o.generation_token_ids !== undefined || o.generation_log_probs !== undefined,
@@ -183,7 +186,7 @@ export function validateEvidence(value: unknown): EvidenceRecord {
     const c = obj(`calls[${i}]`, raw);
     const id = str(`calls[${i}].call_id`, c.call_id);
     if (ids.has(id)) fail(`calls[${i}].call_id`, `duplicate call id ${id}`);
-    ids.add(id);
+    // (The id joins the earlier ones only after its parent is checked: a call is not its own parent.)
     if (c.agent !== agent) fail(`calls[${i}].agent`, `is ${JSON.stringify(c.agent)}, not the record's agent ${JSON.stringify(agent)}`);
     if (!Number.isInteger(c.segment)) fail(`calls[${i}].segment`, "must be an integer");
     try {
@@ -192,6 +195,7 @@ export function validateEvidence(value: unknown): EvidenceRecord {
       throw new EvidenceError(`evidence ${(error as Error).message}`);
     }
     if (c.parent_call !== null && !ids.has(c.parent_call as string)) fail(`calls[${i}].parent_call`, `names ${String(c.parent_call)}, not an earlier call`);
+    ids.add(id);
     arr(`calls[${i}].media`, c.media);
   });
   arr("boundaries", e.boundaries).forEach((raw, i) => {

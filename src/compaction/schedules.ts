@@ -113,7 +113,9 @@ function chunkedScheduler(config: Extract<ScheduleConfig, { type: "turn_chunked"
       return true;
     },
     finish() {
-      close("end");
+      // A chunk that took its n actions is full, whether or not another view came after it.
+      const current = open();
+      close(current && current.actions >= config.actionsPerChunk ? "full" : "end");
     },
     chunks: () => records.map((r) => ({ ...r })),
   };

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   ContextController,
@@ -35,6 +36,41 @@ describe("changedRanges", () => {
     ]);
     expect(changedRanges(["a"], ["a"])).toEqual([]);
     expect(changedRanges([], ["a"])).toEqual([{ old_start: 0, old_end: 0, new_start: 0, new_end: 1 }]);
+  });
+
+  it("gives valid, minimal ranges: applied to the old list they give the new one, keeping a longest common subsequence", () => {
+    const lcsLength = (a: string[], b: string[]): number => {
+      const table = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+      for (let i = 1; i <= a.length; i++) {
+        for (let j = 1; j <= b.length; j++) {
+          table[i][j] = a[i - 1] === b[j - 1] ? table[i - 1][j - 1] + 1 : Math.max(table[i - 1][j], table[i][j - 1]);
+        }
+      }
+      return table[a.length][b.length];
+    };
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }), fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }), (a, b) => {
+        const ranges = changedRanges(a, b);
+        const rebuilt: string[] = [];
+        let at = 0;
+        for (const r of ranges) {
+          rebuilt.push(...a.slice(at, r.old_start), ...b.slice(r.new_start, r.new_end));
+          at = r.old_end;
+        }
+        rebuilt.push(...a.slice(at));
+        expect(rebuilt).toEqual(b);
+        const kept = a.length - ranges.reduce((n, r) => n + r.old_end - r.old_start, 0);
+        expect(kept).toBe(lcsLength(a, b));
+      }),
+      { seed: 7, numRuns: 500 },
+    );
+  });
+
+  it("handles a long history with a change in the middle (the table covers only what changed)", () => {
+    // A full table would be 50,001^2 cells (10 GB): the common head and tail are matched first.
+    const a = Array.from({ length: 50_000 }, (_, i) => `item-${i}`);
+    const b = [...a.slice(0, 25_000), "new", ...a.slice(25_001)];
+    expect(changedRanges(a, b)).toEqual([{ old_start: 25_000, old_end: 25_001, new_start: 25_000, new_end: 25_001 }]);
   });
 });
 

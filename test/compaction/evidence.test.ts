@@ -108,6 +108,7 @@ describe("evidence records", () => {
     expect(bad((e) => (e.calls[1].call_id = "a"))).toThrow("evidence calls[1].call_id: duplicate call id a");
     expect(bad((e) => (e.calls[1].generation_log_probs = []))).toThrow("evidence calls[1] (b): 0 generation_log_probs for 1 generation_token_ids");
     expect(bad((e) => (e.calls[0].parent_call = "b"))).toThrow("evidence calls[0].parent_call: names b, not an earlier call");
+    expect(bad((e) => (e.calls[1].parent_call = "b"))).toThrow("evidence calls[1].parent_call: names b, not an earlier call"); // itself
     expect(bad((e) => (e.calls[0].agent = "other"))).toThrow(/calls\[0\].agent: is "other", not the record's agent "agent"/);
     expect(bad((e) => (e.reward = Number.NaN))).toThrow("evidence reward: must be a finite number");
     expect(bad((e) => e.boundaries.push({ first_call: "zz" } as never))).toThrow("evidence boundaries[0].first_call: names zz, not a recorded call");

@@ -30,9 +30,33 @@ describe("media store", () => {
     expect(store.dataUrl(id)).toBe(`data:image/png;base64,${Buffer.from(store.bytes(id)).toString("base64")}`);
   });
 
+  it("keeps its own copy of a Node Buffer too (whose slice() is a view), even if the caller reuses it at once", async () => {
+    const store = new MediaStore();
+    const reused = Buffer.from(png(4, 4, 1));
+    const first = store.put(reused);
+    Buffer.from(png(4, 4, 2)).copy(reused); // before put has finished hashing
+    const { id } = await first;
+    expect(id).toBe(`sha256:${createHash("sha256").update(png(4, 4, 1)).digest("hex")}`);
+    expect(Buffer.from(store.bytes(id)).equals(Buffer.from(png(4, 4, 1)))).toBe(true);
+  });
+
   it("rejects bytes that are not a PNG and unknown ids", async () => {
     const store = new MediaStore();
     await expect(store.put(new Uint8Array([1, 2, 3]))).rejects.toThrow(/not a PNG image \(3 bytes\)/);
+    const good = png(4, 4, 1);
+    const edited = (at: number, value: number[]) => {
+      const copy = good.slice();
+      copy.set(value, at);
+      return copy;
+    };
+    for (const [bad, why] of [
+      [good.subarray(0, 24), /no PNG signature and header/],
+      [edited(8, [0, 0, 0, 12]), /the first chunk is not a 13-byte IHDR/],
+      [edited(16, [0, 0, 0, 0]), /0x4 is not a PNG size/],
+      [edited(20, [255, 255, 255, 255]), /4x4294967295 is not a PNG size/],
+    ] as const) {
+      await expect(store.put(bad)).rejects.toThrow(why);
+    }
     await expect(store.put(png(2, 2, 0), "image/jpeg")).rejects.toThrow(/unsupported mime type image\/jpeg/);
     expect(() => store.record("sha256:00")).toThrow(/unknown media id sha256:00/);
   });

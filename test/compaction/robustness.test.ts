@@ -9,6 +9,7 @@ import {
   EvidenceError,
   ModelHttpError,
   assertBodyKeys,
+  compactionBody,
   createModelClient,
   identityPolicy,
   plainBody,
@@ -81,6 +82,13 @@ describe("model client", () => {
     const tools = [{ type: "function", name: "f", parameters: { type: "object", properties: { n: { type: "number", maximum: Infinity } } } }];
     expect(() => assertBodyKeys("responses", { ...plainBody({ model: "m", input }), tools })).toThrow('key "tools" holds Infinity in a /v1/responses body');
   });
+
+  it("checks a body with a long required prefix (300k tokens) without overflowing the stack", () => {
+    const prefix = Array.from({ length: 300_000 }, (_, i) => i % 151_000);
+    expect(() => assertBodyKeys("context_compaction", compactionBody({ model: "m", input }, prefix))).not.toThrow();
+    prefix[299_999] = Number.NaN;
+    expect(() => assertBodyKeys("context_compaction", compactionBody({ model: "m", input }, prefix))).toThrow(/required_prefix_token_ids" holds NaN/);
+  });
 });
 
 /** A scripted model: `outputs[n]` is the n-th response's output items (the last carries tokens). */
@@ -125,6 +133,41 @@ describe("runAgent", () => {
       expect((error as Error).message).toMatch(/^call agent-c0 \(response r1\): /);
       expect((error as Error).message).toMatch(message);
     }
+  });
+
+  it("refuses an empty agent or rolloutId before sending anything", async () => {
+    for (const [option, value] of [["agent", ""], ["rolloutId", ""], ["agent", 5]] as const) {
+      let sent = 0;
+      const model = { ...scripted([[move("south", 1)]]), respond: async () => (sent++, ({}) as ResponsesResponse) };
+      await expect(runAgent({ model, environment: createGridWorld(), maxTurns: 2, [option]: value } as never)).rejects.toThrow(`runAgent: ${option} must be a non-empty string (got ${JSON.stringify(value)})`);
+      expect(sent).toBe(0);
+    }
+  });
+
+  it("an answer cut off with no action in it ends the episode as output_truncated, not as a final message", async () => {
+    const reasoning = { type: "reasoning", id: "rs1", summary: [], content: [{ type: "reasoning_text", text: "thinking..." }] } as unknown as ResponsesResponse["output"][number];
+    const model = scripted([[reasoning]]);
+    const truncated = { ...model, respond: async (call: Parameters<ModelClient["respond"]>[0]) => ({ ...(await model.respond(call)), status: "incomplete" }) as ResponsesResponse };
+    expect((await runAgent({ model: truncated, environment: createGridWorld(), maxTurns: 3 })).stopReason).toBe("output_truncated");
+    expect((await runAgent({ model: scripted([[reasoning]]), environment: createGridWorld(), maxTurns: 3 })).stopReason).toBe("final_message");
+  });
+
+  it("a response without an id is refused (the evidence names every response)", async () => {
+    const model = scripted([[move("south", 1)]]);
+    const withoutId = { ...model, respond: async (call: Parameters<ModelClient["respond"]>[0]) => ({ ...(await model.respond(call)), id: undefined as unknown as string }) };
+    await expect(runAgent({ model: withoutId, environment: createGridWorld(), maxTurns: 1 })).rejects.toThrow(/response has no id/);
+  });
+
+  it("runs that made no call get different default rollout ids", async () => {
+    const environment = () => ({ ...createGridWorld(), tools: createGridWorld().tools });
+    const rejectAll = { policy: identityPolicy(), schedule: rolling(), guards: { maxActiveImages: 0 } };
+    const ids = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      const result = await runAgent({ model: scripted([[move("south", 1)]]), environment: environment(), compaction: rejectAll, maxTurns: 1 });
+      expect(result.evidence.calls).toEqual([]);
+      ids.add(result.evidence.rollout_id);
+    }
+    expect(ids.size).toBe(3);
   });
 
   it("refuses retries that are not a non-negative integer (NaN retried forever)", async () => {

@@ -49,6 +49,15 @@ describe("schedules", () => {
     ]);
   });
 
+  it("a chunk that took its N actions is full even when the run ends before the next view", async () => {
+    const { history } = await sampleHistory(3);
+    const s = createScheduler(turnChunked(2), policy);
+    s.view(history.entries());
+    s.recordCall("c0", 2);
+    s.finish();
+    expect(s.chunks()).toEqual([{ chunk: 0, base_entries: 13, first_call: "c0", last_call: "c0", actions: 2, closed_by: "full" }]);
+  });
+
   it("closes a nonempty chunk early for a guard, and refuses to close an empty one", async () => {
     const { history } = await sampleHistory(2);
     const s = createScheduler(turnChunked(5), policy);
