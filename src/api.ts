@@ -5,20 +5,9 @@ import { createBuilder, type BuilderHeader, type RolloutBuilder } from "./builde
 import { TsCorePool } from "./core/ts-core.js";
 import { WasmCorePool } from "./core/wasm-core.js";
 import type { CoreFactory } from "./core/types.js";
-import type { BackendName, InitOptions, Plan, PlanOptions } from "./types.js";
+import type { BackendName, Callforest, InitOptions } from "./types.js";
 
-export interface Callforest {
-  readonly backend: BackendName;
-  /** True when the WASM backend runs its SIMD build. */
-  readonly simd: boolean;
-  /** Plans one canonical rollout (SPEC). Bad input gives a rejected report, never an exception. */
-  plan(rollout: unknown, options?: PlanOptions): Plan;
-  /**
-   * Assembles a rollout in place: stage() hands out views to write a call's arrays into (linear
-   * memory on the WASM backend), commit() links it, finish() gives the Plan.
-   */
-  builder(header: BuilderHeader, options?: { callsHint?: number }): RolloutBuilder;
-}
+export type { Callforest } from "./types.js";
 
 /** Compiles the core: `simd` picks assembly built with or without v128. */
 export type ModuleLoader = (simd: boolean) => Promise<WebAssembly.Module>;
@@ -53,6 +42,7 @@ export async function initWith(loadModule: ModuleLoader, options: InitOptions = 
   }
   if (backend !== "wasm") throw new Error(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
   if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
+  if (options.simd !== undefined && typeof options.simd !== "boolean") throw new Error(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
   const simd = options.simd ?? simdSupported();
   if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
   const maxMemory = options.maxMemory ?? 2 ** 32;

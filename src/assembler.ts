@@ -59,11 +59,14 @@ export function rejectedPlan(
   return { report, rows: [], forest: [], agents, release() {} };
 }
 
-/** Running out of linear memory (or of JS heap for the TS core) means the rollout is too large. */
+/**
+ * Running out of linear memory (or of JS heap for the TS core: an allocation V8 refuses) means the
+ * rollout is too large. Other RangeErrors (a caller's getter, a bug) are not that: they propagate.
+ */
 export function isOutOfMemory(error: unknown): boolean {
   return (
     error instanceof CoreMemoryError ||
-    error instanceof RangeError ||
+    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length/i.test(error.message)) ||
     (typeof WebAssembly !== "undefined" && error instanceof WebAssembly.RuntimeError)
   );
 }
@@ -311,25 +314,42 @@ export class RolloutAssembler {
  * scavenges (a third of the time of a batch of small rollouts went to the GC).
  */
 class PlannedRollout implements Plan {
-  private forestCalls: ForestCall[] | null = null;
-  private released = false;
+  // #private: not enumerable, so JSON.stringify, spreading and inspect see the plan, not the core.
+  #forestCalls: ForestCall[] | null = null;
+  #released = false;
+  readonly #describeForest: () => ForestCall[];
+  readonly #core: ForestCore;
 
   constructor(
     readonly report: Report,
     readonly rows: Row[],
     readonly agents: AgentInfo[],
-    private readonly describeForest: () => ForestCall[],
-    private readonly core: ForestCore,
-  ) {}
+    describeForest: () => ForestCall[],
+    core: ForestCore,
+  ) {
+    this.#describeForest = describeForest;
+    this.#core = core;
+  }
 
   /** Every call of the rollout; built on first use (pictures and tables, not the hot path). */
   get forest(): ForestCall[] {
-    return (this.forestCalls ??= this.describeForest());
+    return (this.#forestCalls ??= this.#describeForest());
   }
 
   release(): void {
-    if (this.released) return;
-    this.released = true;
-    this.core.release();
+    if (this.#released) return;
+    this.#released = true;
+    // The rows' arrays were views of memory the next plan reuses: empty them, so a row read after
+    // release() shows nothing rather than another rollout's tokens (on every backend alike).
+    for (const row of this.rows) {
+      row.tokenIds = RELEASED_TOKENS;
+      row.logprobs = RELEASED_LOGPROBS;
+      row.lossMask = RELEASED_MASK;
+    }
+    this.#core.release();
   }
 }
+
+const RELEASED_TOKENS = new Int32Array(0);
+const RELEASED_LOGPROBS = new Float32Array(0);
+const RELEASED_MASK = new Uint8Array(0);

@@ -4,13 +4,12 @@
 // which resolves to the package's build/ folder from both src/ and dist/, and which bundlers
 // (vite, webpack, rollup, esbuild) recognise and rewrite to the emitted asset (or a data: URL when
 // they inline it). `init({ wasmUrl })` overrides where the files are; the TS backend needs none.
-import { initWith, type Callforest } from "./api.js";
-import type { InitOptions } from "./types.js";
+import { initWith } from "./api.js";
+import type { Callforest, InitOptions } from "./types.js";
 
-export type { Callforest } from "./api.js";
 export type { BuilderHeader, CallMeta, CallSlot, RolloutBuilder } from "./builder.js";
 export * from "./types.js";
-export { rowToJson, reportToJson, formatFloat32, toBase64, fromBase64, maskToInts, maskBit } from "./output.js";
+export { rowToJson, reportToJson, formatFloat32, toBase64, fromBase64, maskToInts, maskBit, type MaskFormat } from "./output.js";
 
 export interface BrowserInitOptions extends InitOptions {
   /** Where the compiled core is, for builds that host the .wasm files elsewhere. */

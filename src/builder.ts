@@ -1,16 +1,16 @@
 // The builder: a rollout assembled in place. The caller asks for views over the core's memory
 // (linear memory on the WASM backend), writes one call's arrays straight into them, and commits
 // the call: a pipeline that holds typed arrays pays one copy, a byte parser none.
-import { Rejection, callName } from "./rejection.js";
+import { Rejection, callName, describeValue } from "./rejection.js";
 import { checkHeader, rolloutIdOf } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, rejectedPlan } from "./assembler.js";
 import type { CoreFactory } from "./core/types.js";
-import type { AgentInfo, Plan, PlanOptions } from "./types.js";
+import type { AgentInfo, AgentInput, Plan, PlanOptions } from "./types.js";
 
 export interface BuilderHeader {
   rollout_id: string;
   reward: number;
-  agents?: AgentInfo[];
+  agents?: AgentInput[];
 }
 
 /** One call's arrays, to fill before commit(). Valid until the next stage(), commit() or finish(). */
@@ -106,8 +106,9 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
     },
     commit(meta) {
       open("commit");
-      const index = calls++;
       if (!staged) throw new Error("commit() needs a stage() first");
+      if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept? }, got ${describeValue(meta)}`);
+      const index = calls++;
       staged = null;
       return guard(() => {
         if (typeof meta.id !== "string" || meta.id === "") {
@@ -116,6 +117,11 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
         }
         if (meta.agent !== undefined && typeof meta.agent !== "string") {
           assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: agent must be a string`));
+          return false;
+        }
+        if (meta.kept !== undefined && typeof meta.kept !== "boolean") {
+          // As plan() says it of a canonical call.
+          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: kept must be a boolean, got ${describeValue(meta.kept)}`));
           return false;
         }
         const agentName = meta.agent ?? "";

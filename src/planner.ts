@@ -40,14 +40,25 @@ function copyLogprobs(source: Logprobs, dest: Float32Array): number {
 function sizeHints(calls: unknown[]): SizeHints {
   let generated = 0;
   let longestCall = 0;
+  let withArrays = 0; // (not calls.length: ten million nulls must not reserve room for as many calls)
   for (const call of calls) {
     const prompt = (call as { prompt_token_ids?: unknown } | null)?.prompt_token_ids;
     const generation = (call as { generation_token_ids?: unknown } | null)?.generation_token_ids;
     if (!isTokenArray(prompt) || !isTokenArray(generation)) continue;
+    withArrays++;
     generated += generation.length;
     longestCall = Math.max(longestCall, prompt.length + generation.length);
   }
-  return { calls: calls.length, generated, longestCall };
+  return { calls: withArrays, generated, longestCall };
+}
+
+/** PlanOptions as given (null: none); a `line` that is not a positive integer is a programming error. */
+function checkPlanOptions(options: PlanOptions | null | undefined): PlanOptions {
+  if (options === null || options === undefined) return {};
+  if (options.line !== undefined && !(Number.isInteger(options.line) && options.line >= 1)) {
+    throw new TypeError(`plan(): options.line must be a positive integer, got ${JSON.stringify(options.line)}`);
+  }
+  return options;
 }
 
 /** invalid_token for the combined index `index` into prompt ++ generation. */
@@ -103,21 +114,25 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
 }
 
 /** Plans one canonical rollout on a core from `makeCore`. Never throws for bad input. */
-export function planRollout(makeCore: CoreFactory, input: unknown, options: PlanOptions = {}): Plan {
+export function planRollout(makeCore: CoreFactory, input: unknown, options: PlanOptions | null = {}): Plan {
+  options = checkPlanOptions(options);
   const header = checkHeader(input);
   if (header instanceof Rejection) {
     const calls = (input as { calls?: unknown } | null)?.calls;
     return rejectedPlan(rolloutIdOf(input), Array.isArray(calls) ? calls.length : 0, header, [], options);
   }
   const hints = sizeHints(header.calls);
+  // Outside the try: no core to be had (too many live plans) is the caller's problem, not the rollout's.
+  const core = makeCore();
   let assembler: RolloutAssembler | null = null;
   try {
-    assembler = new RolloutAssembler(makeCore(), header, hints);
+    assembler = new RolloutAssembler(core, header, hints);
     assembleCalls(assembler, header.calls);
     return assembler.finish(header.calls.length, options);
   } catch (error) {
     if (!isOutOfMemory(error)) throw error;
-    assembler?.abandon();
+    if (assembler) assembler.abandon();
+    else core.release(false);
     const message = error instanceof Error ? error.message : String(error);
     const tooLarge = new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
     return rejectedPlan(header.rolloutId, header.calls.length, tooLarge, header.agents ?? [], options);

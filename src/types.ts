@@ -1,5 +1,6 @@
 // Public types of callforest. SPEC.md (shared with the project) is the source of truth for
 // every field and rule named here.
+import type { BuilderHeader, RolloutBuilder } from "./builder.js";
 
 /** Token IDs as a caller may hold them: a plain array, or an Int32Array. */
 export type TokenIds = readonly number[] | Int32Array;
@@ -25,11 +26,14 @@ export interface AgentInfo {
   mode?: string;
 }
 
+/** An agent as a rollout lists it: a missing parent means none (plans give `parent: null`). */
+export type AgentInput = Omit<AgentInfo, "parent"> & { parent?: string | null };
+
 /** SPEC's canonical rollout. Unknown fields are ignored. */
 export interface Rollout {
   rollout_id: string;
   reward: number;
-  agents?: AgentInfo[];
+  agents?: AgentInput[];
   calls: CanonicalCall[];
 }
 
@@ -150,4 +154,21 @@ export interface InitOptions {
 export interface PlanOptions {
   /** Input line number to put in the report. */
   line?: number;
+}
+
+/**
+ * What init() resolves to. (Declared here, with the data types, so the package's type
+ * declarations need no WebAssembly types: a Node project without the DOM lib checks them too.)
+ */
+export interface Callforest {
+  readonly backend: BackendName;
+  /** True when the WASM backend runs its SIMD build. */
+  readonly simd: boolean;
+  /** Plans one canonical rollout (SPEC). Bad input gives a rejected report, never an exception. */
+  plan(rollout: unknown, options?: PlanOptions): Plan;
+  /**
+   * Assembles a rollout in place: stage() hands out views to write a call's arrays into (linear
+   * memory on the WASM backend), commit() links it, finish() gives the Plan.
+   */
+  builder(header: BuilderHeader, options?: { callsHint?: number }): RolloutBuilder;
 }

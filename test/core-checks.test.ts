@@ -1,12 +1,15 @@
 // The cores' value checks at every position of every length (the SIMD loops take 8 logprobs and
 // 16 tokens a step, so a bad value in any lane of any step must be found), the tied calls an
-// ambiguous_parent names, release() twice, and the builder against plan() on generated forests.
+// ambiguous_parent names, release() (twice; rows after it), the builder against plan() on generated
+// forests, and misuse of the API (bad options, throwing getters, builder slips, no instance left).
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../src/index.js";
 import type { Plan, Rollout } from "../src/types.js";
 import { acceptedRolloutArb } from "./support/arbitraries.js";
 import { buildFrom } from "./support/worked-example.js";
+import { WasmCorePool } from "../src/core/wasm-core.js";
+import { planRollout } from "../src/planner.js";
 
 let backends: { name: string; cf: Callforest }[] = [];
 beforeAll(async () => {
@@ -104,6 +107,9 @@ describe("release()", () => {
       const q = cf.plan(small("q", 2));
       const r = cf.plan(small("r", 3));
       expect([name, Array.from(q.rows[0].tokenIds), Array.from(r.rows[0].tokenIds)]).toEqual([name, [2, 2, 2], [3, 3, 3]]);
+      // A row kept past release() is empty, on every backend: never another rollout's tokens.
+      const row = p.rows[0];
+      expect([name, row.tokenIds.length, row.logprobs.length, row.lossMask.length, row.rolloutId]).toEqual([name, 0, 0, 0, "p"]);
       if (name !== "ts") expect(r.rows[0].tokenIds.buffer).not.toBe(q.rows[0].tokenIds.buffer);
       q.release();
       r.release();
@@ -132,5 +138,50 @@ describe("the builder", () => {
       }),
       { seed: 20261130, numRuns: 150 },
     );
+  });
+});
+
+describe("misuse of the API", () => {
+  const good: Rollout = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] };
+
+  it("plan options: null is none; a line that is not a positive integer is a TypeError", () => {
+    for (const { name, cf } of backends) {
+      const plan = cf.plan(good, null as never);
+      expect([name, plan.report.status, plan.report.line]).toEqual([name, "ok", undefined]);
+      plan.release();
+      expect(() => cf.plan(good, { line: "x" as never })).toThrow(TypeError);
+      expect(() => cf.plan(good, { line: 0 })).toThrow("plan(): options.line must be a positive integer, got 0");
+    }
+  });
+
+  it("a caller's getter that throws passes its error on, even a RangeError (it is not rollout_too_large)", () => {
+    const call = { id: "c", prompt_token_ids: [1], generation_log_probs: [-1], get generation_token_ids(): number[] { throw new RangeError("my bug"); } };
+    for (const { cf } of backends) expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
+  });
+
+  it("the builder: kept must be a boolean (as in plan()), commit() needs its call's fields and a stage()", () => {
+    for (const { name, cf } of backends) {
+      const b = cf.builder({ rollout_id: "r", reward: 0 });
+      expect(() => b.commit({ id: "early" })).toThrow("commit() needs a stage() first");
+      b.stage(1, 1);
+      expect(() => b.commit(undefined as never)).toThrow("commit() takes the call's { id, agent?, kept? }, got undefined");
+      const slot = b.stage(1, 1);
+      slot.promptTokenIds.set([1]);
+      slot.generationTokenIds.set([2]);
+      expect(b.commit({ id: "c", kept: "no" as never })).toBe(false);
+      const plan = b.finish();
+      expect([name, plan.report.calls, plan.report.reason, plan.report.detail]).toEqual([name, 1, "invalid_rollout", 'call "c" (calls[0]): kept must be a boolean, got "no"']);
+    }
+  });
+
+  it("init({ simd }) takes a boolean only", async () => {
+    await expect(init({ simd: "no" as never })).rejects.toThrow('simd must be true or false, got "no"');
+  });
+
+  it("no core instance to be had (as with too many live plans) is an error naming the cause, not rollout_too_large", () => {
+    // A module whose instantiation fails (it imports a function nobody gives it).
+    const failing = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 12, 1, 3, 101, 110, 118, 4, 110, 111, 112, 101, 0, 0]));
+    const pool = new WasmCorePool(failing);
+    expect(() => planRollout(() => pool.acquire(), good)).toThrow(/^cannot create another WebAssembly core instance: every plan holds one until release\(\), and 0 were not released \(/);
   });
 });

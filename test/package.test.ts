@@ -2,7 +2,9 @@
 // quick-start demo, and loading from CommonJS (possible only because init() uses no top-level await).
 import { describe, expect, it } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const root = new URL("..", import.meta.url).pathname;
 
@@ -68,6 +70,43 @@ describe("the built package", () => {
     const result = run(["--input-type=module", "-e", script]);
     expect(result.stderr).toBe("");
     expect(result.stdout.trim()).toMatch(/^ok [1-6] true$/);
+  });
+
+  it("its type declarations check in a Node project without the DOM lib, under NodeNext and node10 resolution", () => {
+    const dir = mkdtempSync(join(tmpdir(), "callforest-types-"));
+    try {
+      mkdirSync(join(dir, "node_modules"));
+      symlinkSync(root, join(dir, "node_modules", "callforest"), "dir");
+      writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
+      writeFileSync(
+        join(dir, "use.ts"),
+        [
+          'import { init, rowToJson, type Callforest, type MaskFormat, type Plan, type Rollout, type RolloutBuilder } from "callforest";',
+          'import { runAgent, type EvidenceRecord } from "callforest/compaction";',
+          'import { startModelServer } from "callforest/compaction/testbed";',
+          "const rollout: Rollout = { rollout_id: 'r', reward: 0, agents: [{ id: 'a' }], calls: [] };",
+          "export async function use(): Promise<string> {",
+          "  const cf: Callforest = await init();",
+          "  const plan: Plan = cf.plan(rollout);",
+          "  const mask: MaskFormat = 'ints';",
+          "  const b: RolloutBuilder = cf.builder({ rollout_id: 'r', reward: 0 });",
+          "  void [runAgent, startModelServer, b, null as unknown as EvidenceRecord];",
+          "  return plan.rows.map((row) => rowToJson(row, mask)).join('\\n');",
+          "}",
+        ].join("\n"),
+      );
+      const base = { target: "ES2022", lib: ["ES2022"], types: ["node"], typeRoots: [join(root, "node_modules/@types")], strict: true, skipLibCheck: false, noEmit: true };
+      for (const [name, options] of [
+        ["nodenext", { module: "NodeNext", moduleResolution: "NodeNext" }],
+        ["node10", { module: "ES2022", moduleResolution: "node10" }],
+      ] as const) {
+        writeFileSync(join(dir, `${name}.json`), JSON.stringify({ compilerOptions: { ...base, ...options }, files: ["use.ts"] }));
+        const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, `${name}.json`)]);
+        expect([name, tsc.status, tsc.stdout]).toEqual([name, 0, ""]);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("answers --help for every command and exits 2 on bad arguments", () => {

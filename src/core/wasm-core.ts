@@ -87,6 +87,8 @@ class CoreInstance {
 
 export class WasmCorePool {
   private readonly idle: CoreInstance[] = [];
+  /** Instances held by plans (and builders) not released yet. */
+  private live = 0;
 
   /** `maxMemory`: bytes of linear memory one instance may use (see InitOptions.maxMemory). */
   constructor(
@@ -95,15 +97,26 @@ export class WasmCorePool {
   ) {}
 
   private instantiate(): CoreInstance {
-    const exports = new WebAssembly.Instance(this.module, imports).exports as unknown as CoreExports;
+    let instance: WebAssembly.Instance;
+    try {
+      instance = new WebAssembly.Instance(this.module, imports);
+    } catch (error) {
+      // Each unreleased plan holds an instance, and each reserves address space for its memory:
+      // this is the caller's many live plans, not the rollout (which would be rollout_too_large).
+      const why = error instanceof Error ? error.message : String(error);
+      throw new Error(`cannot create another WebAssembly core instance: every plan holds one until release(), and ${this.live} were not released (${why})`);
+    }
+    const exports = instance.exports as unknown as CoreExports;
     exports.setMemoryLimit(memoryLimitPages(this.maxMemory));
     return new CoreInstance(exports);
   }
 
   acquire(): ForestCore {
     const instance = this.idle.pop() ?? this.instantiate();
-    return new WasmCore(instance, (done) => {
-      if (this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
+    this.live++;
+    return new WasmCore(instance, (done, reusable) => {
+      this.live--;
+      if (reusable && this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
     });
   }
 }
@@ -115,7 +128,7 @@ class WasmCore implements ForestCore {
 
   constructor(
     private readonly instance: CoreInstance,
-    private readonly giveBack: (instance: CoreInstance) => void,
+    private readonly giveBack: (instance: CoreInstance, reusable: boolean) => void,
   ) {
     this.core = instance.exports;
   }
@@ -202,6 +215,6 @@ class WasmCore implements ForestCore {
   release(reusable = true): void {
     if (this.released) return;
     this.released = true;
-    if (reusable) this.giveBack(this.instance);
+    this.giveBack(this.instance, reusable);
   }
 }
