@@ -23,7 +23,13 @@ function defaultWasmUrl(simd: boolean): URL {
 
 /** Fetches and compiles one core build; falls back to a buffered compile when the server does not say application/wasm. */
 export async function loadWasm(url: string | URL): Promise<WebAssembly.Module> {
-  const response = await fetch(url);
+  let response: Response;
+  try {
+    response = await fetch(url);
+  } catch (error) {
+    // (fetch's own message, "fetch failed" or "Failed to fetch", names no URL.)
+    throw new Error(`cannot load the callforest core from ${String(url)}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
   if (!response.ok) throw new Error(`cannot load the callforest core from ${String(url)}: HTTP ${response.status}`);
   const type = response.headers.get("content-type") ?? "";
   if (typeof WebAssembly.compileStreaming === "function" && type.split(";")[0].trim() === "application/wasm") {

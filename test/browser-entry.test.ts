@@ -204,3 +204,10 @@ describe("the browser entry, statically", () => {
     expect(dot.default).toBe("./dist/index.js");
   });
 });
+
+describe("loadWasm", () => {
+  it("names the URL when the fetch itself fails (fetch's own message names none)", async () => {
+    const { loadWasm } = await import("../src/browser.js");
+    await expect(loadWasm("http://127.0.0.1:9/core.wasm")).rejects.toThrow(/^cannot load the callforest core from http:\/\/127\.0\.0\.1:9\/core\.wasm: /);
+  });
+});
