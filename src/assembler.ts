@@ -66,7 +66,8 @@ export function rejectedPlan(
 export function isOutOfMemory(error: unknown): boolean {
   return (
     error instanceof CoreMemoryError ||
-    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length/i.test(error.message)) ||
+    // (and a stack overflow: some value too big or too deep for the code that reads it)
+    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length|call stack/i.test(error.message)) ||
     (typeof WebAssembly !== "undefined" && error instanceof WebAssembly.RuntimeError)
   );
 }

@@ -78,10 +78,18 @@ function floatList(values: Float32Array): string {
   return out + "]";
 }
 
+/** Throws unless the row's arrays hold its numTokens tokens (a released plan's rows hold none). */
+export function checkRowArrays(row: Row): void {
+  if (row.tokenIds.length !== row.numTokens || row.logprobs.length !== row.numTokens || row.lossMask.length !== (row.numTokens + 7) >> 3) {
+    throw new Error(`row ${row.index} of ${JSON.stringify(row.rolloutId)}: its arrays do not hold its ${row.numTokens} tokens (was its plan released? write rows before release())`);
+  }
+}
+
 /** One row as a JSONL line (no trailing newline), SPEC's field order. */
 export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
   // Checked: a typo ("bit") must not quietly change the output's format.
   if (maskFormat !== "bits" && maskFormat !== "ints") throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
+  checkRowArrays(row);
   const mask =
     maskFormat === "bits"
       ? JSON.stringify(toBase64(row.lossMask))

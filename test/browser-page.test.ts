@@ -327,6 +327,16 @@ describe("the page", () => {
     await other.close();
   });
 
+  it("refuses a ?from= it does not know, and says so (opening nothing)", async () => {
+    const other = await context.newPage();
+    const home = view.url.split("?")[0];
+    await other.goto(`${home}?input=input%2Flogin-bug.json&from=bogus`);
+    await other.waitForSelector("body[data-ready=true]");
+    expect(await other.textContent("#status")).toBe("?from=bogus is not one of callforest, gym-rollout, gym-observed, auto: nothing opened (open a file to read it as auto)");
+    expect(await other.isHidden("#views")).toBe(true);
+    await other.close();
+  });
+
   it("sent no request outside its own origin", () => {
     const origin = new URL(view.url).origin;
     expect(requests).toContain(`${origin}/input/login-bug.json`);

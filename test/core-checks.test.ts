@@ -4,11 +4,12 @@
 // forests, and misuse of the API (bad options, throwing getters, builder slips, no instance left).
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { init, type Callforest } from "../src/index.js";
+import { init, rowToJson, type Callforest } from "../src/index.js";
 import type { Plan, Rollout } from "../src/types.js";
 import { acceptedRolloutArb } from "./support/arbitraries.js";
 import { buildFrom } from "./support/worked-example.js";
-import { WasmCorePool } from "../src/core/wasm-core.js";
+import { CoreUnavailableError, WasmCorePool } from "../src/core/wasm-core.js";
+import { failureOf } from "../src/cli/errors.js";
 import { planRollout } from "../src/planner.js";
 
 let backends: { name: string; cf: Callforest }[] = [];
@@ -110,6 +111,8 @@ describe("release()", () => {
       // A row kept past release() is empty, on every backend: never another rollout's tokens.
       const row = p.rows[0];
       expect([name, row.tokenIds.length, row.logprobs.length, row.lossMask.length, row.rolloutId]).toEqual([name, 0, 0, 0, "p"]);
+      // ... and writing it says so, rather than writing a row without tokens.
+      expect(() => rowToJson(row)).toThrow('row 0 of "p": its arrays do not hold its 3 tokens (was its plan released? write rows before release())');
       if (name !== "ts") expect(r.rows[0].tokenIds.buffer).not.toBe(q.rows[0].tokenIds.buffer);
       q.release();
       r.release();
@@ -182,6 +185,8 @@ describe("misuse of the API", () => {
     // A module whose instantiation fails (it imports a function nobody gives it).
     const failing = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 12, 1, 3, 101, 110, 118, 4, 110, 111, 112, 101, 0, 0]));
     const pool = new WasmCorePool(failing);
-    expect(() => planRollout(() => pool.acquire(), good)).toThrow(/^cannot create another WebAssembly core instance: every plan holds one until release\(\), and 0 were not released \(/);
+    expect(() => planRollout(() => pool.acquire(), good)).toThrow(CoreUnavailableError);
+    expect(() => planRollout(() => pool.acquire(), good)).toThrow(/^cannot create another WebAssembly core instance \(each reserves address space; 0 plans of this init\(\) are not released, and a limit such as ulimit -v counts every instance\): /);
+    expect(failureOf(new CoreUnavailableError("cannot create another WebAssembly core instance (...)"))).toEqual({ exitCode: 2, message: "cannot create another WebAssembly core instance (...)" });
   });
 });

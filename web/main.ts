@@ -329,10 +329,13 @@ async function start(): Promise<void> {
   };
   const query = new URLSearchParams(location.search);
   const from = parseFrom(query.get("from") ?? "auto");
-  if (from === null) setStatus(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: reading files as auto`, true);
-  else pageFrom = from;
+  if (from !== null) pageFrom = from;
   const input = query.get("input");
-  if (input !== null) {
+  // A file the user opened while the core loaded is newer than the page's own ?input=.
+  const userOpened = opens > 0;
+  if (from === null) {
+    setStatus(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`, true);
+  } else if (input !== null && !userOpened) {
     try {
       await openUrl(input, pageFrom, query.get("tokens"));
     } catch (error) {

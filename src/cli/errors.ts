@@ -1,10 +1,12 @@
 // Errors the CLI turns into a one-line message and an exit code (never a stack trace):
 //   1   --strict and some input was rejected (StrictFailure)
 //   2   bad arguments (UsageError) or a file that cannot be read or written (FileError, or any
-//       Node system error such as ENOENT, EACCES, EISDIR, ENOSPC)
+//       Node system error such as ENOENT, EACCES, EISDIR, ENOSPC), or no WebAssembly instance to
+//       be had (CoreUnavailableError: the process's address space)
 //   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
 //   141 an output is a pipe its reader closed (`| head`): no message, as a process SIGPIPE ended
 import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
+import { CoreUnavailableError } from "../core/wasm-core.js";
 
 /** Bad arguments or unreadable files: exit 2. */
 export class UsageError extends Error {
@@ -53,6 +55,8 @@ export function failureOf(error: unknown): Failure {
   if (error instanceof FileError && error.code === "EPIPE") return { exitCode: CLOSED_PIPE, message: "" };
   if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: firstLine(error) };
   if (error instanceof FileError) return { exitCode: 2, message: firstLine(error) };
+  // A limit of this machine or process (address space), not a bug in callforest.
+  if (error instanceof CoreUnavailableError) return { exitCode: 2, message: firstLine(error) };
   if (isSystemError(error)) return { exitCode: 2, message: systemMessage(error) };
   return { exitCode: EX_SOFTWARE, message: `internal error: ${firstLine(error)}` };
 }

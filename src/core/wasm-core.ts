@@ -41,6 +41,9 @@ const ROW_MASK_PTR = 6;
 /** The instance traps with this when linear memory cannot grow. */
 export class CoreMemoryError extends Error {}
 
+/** No new instance can be had (address space): the process's limit, not the rollout's size. */
+export class CoreUnavailableError extends Error {}
+
 const imports = {
   env: {
     abort(): never {
@@ -102,9 +105,11 @@ export class WasmCorePool {
       instance = new WebAssembly.Instance(this.module, imports);
     } catch (error) {
       // Each unreleased plan holds an instance, and each reserves address space for its memory:
-      // this is the caller's many live plans, not the rollout (which would be rollout_too_large).
+      // too many live plans, or a process limit (ulimit -v) — not the rollout (rollout_too_large).
       const why = error instanceof Error ? error.message : String(error);
-      throw new Error(`cannot create another WebAssembly core instance: every plan holds one until release(), and ${this.live} were not released (${why})`);
+      throw new CoreUnavailableError(
+        `cannot create another WebAssembly core instance (each reserves address space; ${this.live} plans of this init() are not released, and a limit such as ulimit -v counts every instance): ${why}`,
+      );
     }
     const exports = instance.exports as unknown as CoreExports;
     exports.setMemoryLimit(memoryLimitPages(this.maxMemory));

@@ -152,8 +152,9 @@ export function fromGymObserved(
   });
   if (anyUnowned) agents.push({ id: unownedAgent, parent: null, mode: "unowned" });
 
-  diagnostics.push(...recordNotes, ...gapNotes(observations, "ng_agent_observations"));
-  if (isObject(capture)) diagnostics.push(...gapNotes(capture, "ng_model_call_capture"));
+  // One push per note: a capture may list more gaps than a call takes arguments.
+  const notes = [recordNotes, gapNotes(observations, "ng_agent_observations"), isObject(capture) ? gapNotes(capture, "ng_model_call_capture") : []];
+  for (const list of notes) for (const note of list) diagnostics.push(note);
   return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics, sources };
 }
 

@@ -2,7 +2,7 @@
 // (src/output.ts), written as bounded Uint8Array chunks: a row can be longer than V8's maximum
 // string length, so it is never one string. Token ids, logprobs (shortest float32 text, as
 // formatFloat32) and the mask are formatted by assembly/scan in linear memory.
-import type { MaskFormat } from "../output.js";
+import { checkRowArrays, type MaskFormat } from "../output.js";
 import type { Row } from "../types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
@@ -57,6 +57,7 @@ export class RowSerializer {
 
   /** Writes `rowToJson(row, maskFormat) + "\n"` through `emit`, in chunks of at most chunkBytes. */
   writeRow(row: Row, maskFormat: MaskFormat, emit: EmitChunk): void {
+    checkRowArrays(row);
     this.emit = emit;
     this.used = 0;
     this.text(`{"rollout_id":${JSON.stringify(row.rolloutId)},"row":${row.index},"leaf":${JSON.stringify(row.leaf)},`);

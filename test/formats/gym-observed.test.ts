@@ -403,6 +403,13 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     }
   });
 
+  it("takes any number of gaps (more than a call takes arguments) as diagnostics", () => {
+    const value = clone(row);
+    value.ng_agent_observations.gaps = Array.from({ length: 200_000 }, () => ({ code: "x" }));
+    const result = accepted(toCanonical(value, "gym-observed", { tokens }));
+    expect(result.diagnostics.filter((d) => d.code === "x")).toHaveLength(200_000);
+  });
+
   it("a rollout id that would leave the token directory", () => {
     const value = clone(row);
     delete value._ng_task_index;

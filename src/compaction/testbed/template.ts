@@ -82,7 +82,7 @@ export function itemTokens(item: InputItem, names: ReadonlyMap<string, string>):
       }
       const out = [SPECIAL.start, ...encodeText("user"), SPECIAL.message];
       for (const part of item.content) {
-        if (part.type === "input_text") out.push(...encodeText(part.text));
+        if (part.type === "input_text") append(out, encodeText(part.text));
         else out.push(SPECIAL.imageBegin, ...new Array<number>(imageTokenCount(part.image_url)).fill(SPECIAL.imagePad), SPECIAL.imageEnd);
       }
       out.push(SPECIAL.end);
@@ -139,9 +139,9 @@ export function renderPrompt(req: RenderRequest): number[] {
   });
   req.input.forEach((item, i) => {
     if (item.type === "reasoning" && i < lastObservation) return;
-    out.push(...itemTokens(item, names));
+    append(out, itemTokens(item, names));
   });
-  out.push(...generationPrompt());
+  append(out, generationPrompt());
   return out;
 }
 
@@ -183,8 +183,13 @@ export function renderWithPrefix(req: RenderRequest, prefix: readonly number[]):
   });
   rest.forEach((item, i) => {
     if (item.type === "reasoning" && i < lastObservation) return;
-    out.push(...itemTokens(item, names));
+    append(out, itemTokens(item, names));
   });
-  out.push(...generationPrompt());
+  append(out, generationPrompt());
   return out;
+}
+
+/** out.push(...tokens) without spreading: a long text has more tokens than a call takes arguments. */
+function append(out: number[], tokens: readonly number[]): void {
+  for (const token of tokens) out.push(token);
 }
