@@ -267,10 +267,11 @@ describe("callforest draw", () => {
     expect(readFileSync(file, "utf8")).toBe(draw(example));
   });
 
-  it("writes -o - to stdout", async () => {
-    const r = await run(EXAMPLE_FILE.pathname, "-o", "-");
-    expect(r.code).toBe(0);
-    expect(r.stdout).toBe(draw(example));
+  it("writes -o - (or -o /dev/stdout) to stdout, the SVG alone", async () => {
+    for (const output of ["-", "/dev/stdout"]) {
+      const r = await run(EXAMPLE_FILE.pathname, "-o", output);
+      expect([output, r.code, r.stdout]).toEqual([output, 0, draw(example)]);
+    }
   });
 
   it("names several rollouts <stem>.<id>.svg, adding the position for repeated or missing ids", async () => {

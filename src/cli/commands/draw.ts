@@ -68,6 +68,7 @@ export function severalName(output: string, id: string | null, position: number,
 }
 
 async function draw(input: string, options: DrawOptions): Promise<void> {
+  if (options.output === "/dev/stdout") options = { ...options, output: "-" }; // as rows and convert read it
   const read = checkInputs([input], options);
   const cf = await init({ backend: parseBackend(options.backend) });
   const wanted = (item: ReadItem) => options.rollout === undefined || idOfItem(item) === options.rollout;
