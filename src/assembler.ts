@@ -178,7 +178,7 @@ export class RolloutAssembler {
       this.reject(
         new Rejection(
           "ambiguous_parent",
-          `${this.where(id)}: earlier calls ${tied.join(" and ")} have identical full sequences and neither is in its agent or its parent agent`,
+          `${this.where(id)}: earlier calls ${tied.join(" and ")} have identical full sequences, and neither its agent nor its parent agent singles one out`,
         ),
       );
       return false;

@@ -91,7 +91,7 @@ describe("ambiguous_parent", () => {
     };
     expectEverywhere(
       rollout,
-      'ambiguous_parent: call "c1" (calls[5]): earlier calls "a1" and "b1" have identical full sequences and neither is in its agent or its parent agent',
+      'ambiguous_parent: call "c1" (calls[5]): earlier calls "a1" and "b1" have identical full sequences, and neither its agent nor its parent agent singles one out',
     );
   });
 });

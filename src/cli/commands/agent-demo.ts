@@ -26,7 +26,7 @@ export function register(program: Command): void {
     .option("--policy <name>", `compaction policy: ${POLICIES.join(", ")}`, "combined")
     .option("--schedule <name>", `schedule: ${SCHEDULES.join(", ")}`, "chunked")
     .option("--actions-per-chunk <n>", "actions per chunk under the chunked schedule", "3")
-    .option("--seed <n>", "model server seed", "0")
+    .option("--seed <n>", "seed of the model server and of the grid world's walls", "0")
     .option("--backend <name>", "core backend: wasm or ts", "wasm")
     .action(async (options: AgentDemoOptions) => {
       process.stdout.write(await agentDemo(options));
