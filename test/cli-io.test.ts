@@ -1,7 +1,7 @@
 // The CLI's input and output edges: unwritable outputs and write failures are one line and exit 2
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import { parseText } from "../src/formats/text.js";
 import { FileError } from "../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../src/ingest/sink.js";
 import { withoutLeadingMark } from "../src/ingest/batches.js";
+import { inputSize } from "../src/ingest/run.js";
 import { LOGIN_BUG } from "./support/fixtures.js";
 import { cli, goodLines, lines } from "./ingest/cli.js";
 import { tempDirs } from "./support/temp-dirs.js";
@@ -87,6 +88,46 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       expect(run.status).toBe(0);
       expect([argv.join(" "), run.stdout.trim(), readFileSync(errFile, "utf8")]).toEqual([argv.join(" "), "141", ""]);
     }
+  });
+
+  it("a stderr that fails (closed early, full disk) does not cut the rows short: the run ends, then exits 141 or 2", () => {
+    const bin = join(ROOT, "bin/callforest.js");
+    const dir = tmp();
+    const input = join(dir, "notes.jsonl");
+    writeFileSync(input, Array.from({ length: 2000 }, () => `[1]\n${goodLines(0)[0]}`).join("\n") + "\n"); // a note for every other line
+    for (const jobs of ["1", "2"]) {
+      const rows = join(dir, `rows${jobs}.jsonl`);
+      const closed = spawnSync("bash", ["-c", `'${process.execPath}' '${bin}' rows '${input}' -o '${rows}' --jobs ${jobs} 2>&1 | head -n 1 >/dev/null; echo "\${PIPESTATUS[0]}"`], { encoding: "utf8" });
+      expect([jobs, closed.stdout.trim(), lines(readFileSync(rows, "utf8")).length]).toEqual([jobs, "141", 2000 * 5]);
+    }
+    const full = openSync(DEV_FULL, "w");
+    try {
+      const rows = join(dir, "full.jsonl");
+      const run = spawnSync(process.execPath, [bin, "rows", input, "-o", rows], { stdio: ["ignore", "ignore", full] });
+      expect([run.status, lines(readFileSync(rows, "utf8")).length]).toEqual([2, 2000 * 5]);
+    } finally {
+      closeSync(full);
+    }
+  });
+
+  it("outputs are refused before any is opened: an unwritable --report leaves -o as it was; stdin's file and one FIFO twice are refused", async () => {
+    const dir = tmp();
+    const precious = join(dir, "prev.jsonl");
+    writeFileSync(precious, "precious\n");
+    let r = await cli("rows", LOGIN_BUG, "-o", precious, "--report", join(dir, "missing", "r.jsonl"));
+    expect([r.code, readFileSync(precious, "utf8")]).toEqual([2, "precious\n"]);
+    const bin = join(ROOT, "bin/callforest.js");
+    const input = join(dir, "in.jsonl");
+    writeFileSync(input, goodLines(2).join("\n") + "\n");
+    const stdin = openSync(input, "r"); // `< in.jsonl`: stdin is the file itself
+    const same = spawnSync(process.execPath, [bin, "rows", "-", "-o", input], { stdio: [stdin, "pipe", "pipe"], encoding: "utf8" });
+    closeSync(stdin);
+    expect([same.status, same.stderr, readFileSync(input, "utf8").length > 0]).toEqual([2, `callforest: -o ${input}: is also the input <stdin>; write the output somewhere else\n`, true]);
+    const fifo = join(dir, "fifo");
+    execFileSync("mkfifo", [fifo]);
+    r = await cli("rows", input, "-o", fifo, "--report", fifo);
+    expect([r.code, r.stderr]).toEqual([2, `callforest: --report ${fifo}: is also -o ${fifo}; write the output somewhere else\n`]);
+    expect(inputSize([fifo])).toBe(null); // a pipe's size says nothing: no "small input" rule, no percentage
   });
 
   it("-o /dev/stdout is stdout, even where it cannot be opened by name (Node's child pipes are sockets)", () => {

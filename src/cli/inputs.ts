@@ -1,5 +1,5 @@
 // Options and checks shared by the commands that read rollouts.
-import { statSync } from "node:fs";
+import { fstatSync, statSync, type Stats } from "node:fs";
 import { resolve } from "node:path";
 import type { Command } from "commander";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
@@ -40,22 +40,33 @@ export function parseBackend(name: string): BackendName {
  * the option that named it; undefined, null and "-" are stdout or none.
  */
 export function checkOutputs(inputs: readonly string[], outputs: readonly [string, string | undefined | null][]): void {
-  // Regular files only: /dev/null, a terminal or a pipe may well be named twice.
+  // Regular files, and a named pipe written twice (two streams would interleave mid-line);
+  // /dev/null or a terminal may well be named twice.
+  const identityOf = (stat: Stats) => (stat.isFile() || stat.isFIFO() ? `${stat.dev}:${stat.ino}` : null);
   const identity = (path: string): string | null => {
     try {
-      const stat = statSync(path);
-      return stat.isFile() ? `${stat.dev}:${stat.ino}` : null;
+      return identityOf(statSync(path));
     } catch {
       return `path:${resolve(path)}`; // not there yet: two outputs may still name it
     }
   };
   const seen = new Map<string, string>();
   for (const input of inputs) {
-    const id = input === "-" ? null : identity(input);
-    if (id !== null) seen.set(id, `the input ${input}`);
+    // `-`: the file stdin was redirected from (`rows - -o x < x` would empty x before reading it).
+    let id: string | null = null;
+    if (input !== "-") id = identity(input);
+    else {
+      try {
+        const stat = fstatSync(0);
+        id = stat.isFile() ? identityOf(stat) : null;
+      } catch {
+        id = null;
+      }
+    }
+    if (id !== null) seen.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
   }
   for (const [option, path] of outputs) {
-    if (path === undefined || path === null || path === "-") continue;
+    if (path === undefined || path === null || path === "-" || path === "/dev/stdout") continue;
     const id = identity(path);
     if (id === null) continue;
     const other = seen.get(id);

@@ -64,6 +64,11 @@ function watchStdout(): void {
   process.stdout.on("error", (error: Error) => {
     stdoutFailure ??= new FileError("write", "<stdout>", error);
   });
+  // stderr carries the notes: a failing one must not kill the run (rows half written, exit 1).
+  // The run goes on; its exit says what happened (141 for a closed pipe, 2 for a full disk).
+  process.stderr.on("error", (error: Error) => {
+    stdoutFailure ??= new FileError("write", "<stderr>", error);
+  });
 }
 
 export function stdoutFailed(): boolean {

@@ -39,7 +39,7 @@ export function startProgress(totalBytes: number | null, quiet: boolean, stream:
   const format = known
     ? "{bar} {percentage}% | {rollouts} rollouts | {read}/{size} MB | {rows} rows | {speed} MB/s | ETA {eta_formatted}"
     : "{rollouts} rollouts | {read} MB | {rows} rows | {speed} MB/s";
-  const bar = new SingleBar({ format, stream, hideCursor: true, clearOnComplete: true, fps: 5, etaBuffer: 50 }, Presets.shades_classic);
+  const bar = new SingleBar({ format, stream, hideCursor: true, clearOnComplete: true, fps: 5, etaBuffer: 50, gracefulExit: true }, Presets.shades_classic);
   const started = Date.now();
   const payload = (counts: ProgressCounts) => {
     const seconds = Math.max((Date.now() - started) / 1000, 1e-3);

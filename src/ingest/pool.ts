@@ -2,6 +2,7 @@
 // output comes back in pieces and leaves in input order. Memory stays bounded: at most
 // `maxBytes` of input (plus one batch) is out at a time, counted until its output is written.
 import { Worker } from "node:worker_threads";
+import { CoreUnavailableError } from "../core/wasm-core.js";
 import { batchBuffers, batchLength, type Batch } from "./batches.js";
 import type { IngestOptions, Piece } from "./process.js";
 
@@ -20,7 +21,7 @@ export interface BatchMessage {
 
 export type FromWorker =
   | { type: "piece"; seq: number; piece: Piece; /** the batch's buffers, back with its last piece */ buffers?: ArrayBuffer[] }
-  | { type: "fatal"; message: string };
+  | { type: "fatal"; message: string; /** The error's class, when the main thread tells it apart (exit codes). */ kind?: "core_unavailable" };
 
 /** Batches a worker may hold at once: one running, one waiting (so it never idles between batches). */
 const PER_WORKER = 2;
@@ -101,7 +102,7 @@ export class WorkerPool {
 
   private receive(state: WorkerState, message: FromWorker): void {
     if (message.type === "fatal") {
-      this.fail(new Error(message.message));
+      this.fail(message.kind === "core_unavailable" ? new CoreUnavailableError(message.message) : new Error(message.message));
       return;
     }
     const slot = this.slots.get(message.seq);

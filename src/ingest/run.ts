@@ -36,12 +36,14 @@ export interface RunTotals {
   bytes: number;
 }
 
-/** Sum of the input files' sizes (null when reading stdin), for progress. */
+/** Sum of the input files' sizes (null when reading stdin or a pipe), for progress and the small-input rule. */
 export function inputSize(inputs: readonly string[]): number | null {
   let total = 0;
   for (const input of inputs) {
     if (input === "-") return null;
-    total += statSync(input).size;
+    const stat = statSync(input);
+    if (!stat.isFile()) return null; // a FIFO, <(...): its size says nothing
+    total += stat.size;
   }
   return total;
 }

@@ -2,7 +2,7 @@
 // fallbacks: decimal parsing for the rare numbers Eisel–Lemire cannot decide, and float32
 // formatting outside the magnitudes the fast formatter handles.
 import { readFile } from "node:fs/promises";
-import { memoryLimitPages } from "../core/wasm-core.js";
+import { CoreUnavailableError, memoryLimitPages } from "../core/wasm-core.js";
 import { formatFloat32 } from "../output.js";
 
 export interface ScanExports {
@@ -63,7 +63,13 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
       return text.length;
     },
   };
-  const instance = await WebAssembly.instantiate(module, { env });
+  let instance: WebAssembly.Instance;
+  try {
+    instance = await WebAssembly.instantiate(module, { env });
+  } catch (error) {
+    // As for the planning core: the process's address space, not the input.
+    throw new CoreUnavailableError(`cannot create a WebAssembly scanner instance (each reserves address space; a limit such as ulimit -v counts every instance): ${error instanceof Error ? error.message : String(error)}`);
+  }
   const exports = instance.exports as unknown as ScanExports;
   memory = exports.memory;
   const maxMemory = options.maxMemory ?? 2 ** 32;

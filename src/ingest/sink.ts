@@ -5,7 +5,8 @@
 // returned (a missing directory fails at once, before any work), a later stream error is kept
 // and rethrown by the next write() and by close() (a write waiting on 'drain' wakes up with it),
 // and close() after a failure closes what is left without masking it.
-import { closeSync, createWriteStream, openSync } from "node:fs";
+import { accessSync, closeSync, constants, createWriteStream, openSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
 
@@ -103,6 +104,9 @@ export function openByteSink(path: string | undefined): ByteSink {
  * first close() failure — a close never masks what went wrong before it.
  */
 export async function withSinks<T>(paths: readonly (string | undefined | null)[], work: (sinks: (ByteSink | null)[]) => Promise<T>): Promise<T> {
+  // Every output is checked before any is opened: opening truncates, and a later one that
+  // cannot be written must not have emptied an earlier one.
+  for (const path of paths) if (path !== null && path !== undefined) checkWritable(path);
   const sinks: (ByteSink | null)[] = [];
   let outcome: { ok: true; value: T } | { ok: false; error: unknown };
   try {
@@ -120,4 +124,20 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
   }
   if (!outcome.ok) throw outcome.error;
   return outcome.value;
+}
+
+/** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
+function checkWritable(path: string): void {
+  if (path === "-" || path === "/dev/stdout") return;
+  try {
+    if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
+    accessSync(path, constants.W_OK);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new FileError("write", path, error);
+    try {
+      accessSync(dirname(resolve(path)), constants.W_OK); // not there yet: its directory must take it
+    } catch (dirError) {
+      throw new FileError("write", path, dirError);
+    }
+  }
 }
