@@ -22,11 +22,13 @@ export interface ProgressCounts {
 
 export interface Progress {
   update(counts: ProgressCounts): void;
+  /** Writes lines (ending in a newline) above the bar: the bar steps aside and is drawn again below. */
+  write(text: string): void;
   stop(): void;
 }
 
 const MB = 1 << 20;
-const SILENT: Progress = { update() {}, stop() {} };
+const SILENT: Progress = { update() {}, write: (text) => void process.stderr.write(text), stop() {} };
 
 /**
  * The bar when `stream` is a terminal and not `quiet`, else a no-op. `totalBytes` null (stdin)
@@ -51,11 +53,19 @@ export function startProgress(totalBytes: number | null, quiet: boolean, stream:
       speed: (counts.bytes / MB / seconds).toFixed(1),
     };
   };
-  const zero = { rollouts: 0, rows: 0, bytes: 0 };
-  bar.start(known ? totalBytes : 1, 0, payload(zero));
+  let last: ProgressCounts = { rollouts: 0, rows: 0, bytes: 0 };
+  const draw = () => bar.start(known ? totalBytes : 1, known ? last.bytes : 0, payload(last));
+  draw();
   return {
     update(counts) {
+      last = counts;
       bar.update(known ? counts.bytes : 0, payload(counts));
+    },
+    write(text) {
+      // The bar clears its line and puts the cursor back there; the lines go there, the bar below.
+      bar.stop();
+      stream.write(text);
+      draw();
     },
     stop() {
       bar.stop();

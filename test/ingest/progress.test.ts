@@ -1,6 +1,6 @@
 // The progress bar draws only on a terminal and never with --quiet.
 import { Writable } from "node:stream";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { startProgress } from "../../src/cli/progress.js";
 
 /** A stream that says it is (or is not) a terminal and keeps what is drawn. */
@@ -26,6 +26,31 @@ describe("startProgress", () => {
     progress.stop();
     const drawn = text();
     expect(drawn).toMatch(/13 rollouts \| 6\.0\/10\.0 MB \| 35 rows \| [\d.]+ MB\/s \| ETA/);
+  });
+
+  it("writes notes above the bar: the bar steps aside and is drawn again below them", () => {
+    const { stream, text } = fakeStream(true);
+    const progress = startProgress(10 << 20, false, stream);
+    progress.update({ rollouts: 3, rows: 4, bytes: 1 << 20 });
+    progress.write("in.jsonl:2: rejected (invalid_rollout): ...\n");
+    const drawn = text();
+    const at = drawn.indexOf("in.jsonl:2: rejected");
+    expect(at).toBeGreaterThan(0);
+    // Before the note the bar cleared its line; after it, the bar is back with the same counts.
+    expect(drawn.slice(at)).toMatch(/\n[\s\S]*3 rollouts \| 1\.0\/10\.0 MB \| 4 rows/);
+    progress.stop();
+  });
+
+  it("without a terminal, notes go straight to stderr", () => {
+    const { stream } = fakeStream(false);
+    const written: string[] = [];
+    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => (written.push(String(chunk)), true));
+    try {
+      startProgress(10, false, stream).write("a note\n");
+    } finally {
+      stderr.mockRestore();
+    }
+    expect(written).toEqual(["a note\n"]);
   });
 
   it("shows counts without ETA when the size is unknown (stdin)", () => {

@@ -91,7 +91,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
         {
           rows: rowsOut!,
           report: reportOut,
-          notes: (text) => process.stderr.write(text),
+          notes: (text) => progress.write(text), // above the bar, when there is one
           progress: (counts) => progress.update(counts),
         },
       );
