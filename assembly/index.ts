@@ -1,7 +1,8 @@
 // callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
 // it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
 // resets its heap. See src/core/wasm-core.ts for the host side of this protocol.
-import { Vec, heapReset, pastReserveBudget, setMemoryLimitPages, vecAt, vecReserve, vecRestart } from "./vec";
+import { Vec, heapReset, pastReserveBudget, vecAt, vecReserve, vecRestart } from "./vec";
+import { setPageLimit } from "./pages";
 import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
@@ -20,7 +21,7 @@ export const NOT_LINKED: i32 = -5;
 
 /** Caps this instance's linear memory (64 KiB pages); past it a plan aborts (rollout_too_large). */
 export function setMemoryLimit(pages: i32): void {
-  setMemoryLimitPages(pages);
+  setPageLimit(pages);
 }
 
 /** Index of the offending token or logprob after INVALID_TOKEN / INVALID_LOGPROB. */

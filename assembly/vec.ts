@@ -5,6 +5,8 @@
 // Not the stub runtime's heap: it refuses any block over 1 GiB (a rollout's rows are one block),
 // and its end-of-memory arithmetic wraps to 0 at 65,536 pages.
 
+import { growTo, limitBytes } from "./pages";
+
 @unmanaged
 export class Vec {
   /** Address of element 0 (moves when the vector grows: keep indices, not addresses). */
@@ -18,22 +20,11 @@ export class Vec {
 }
 
 /**
- * Linear memory this instance may use, in 64 KiB pages: the host's limit, and never all 65,536
- * (so the end of memory is always a u32 address).
- */
-const MAX_PAGES: i32 = 65535;
-let memoryLimitPages: i32 = MAX_PAGES;
-
-export function setMemoryLimitPages(pages: i32): void {
-  memoryLimitPages = min(max(pages, 1), MAX_PAGES);
-}
-
-/**
  * True when reserving `bytes` up front on hints is more than half the memory limit: such hints
  * are dropped, so whether a rollout fits never depends on a wrong hint.
  */
 export function pastReserveBudget(bytes: i64): bool {
-  return bytes > (<i64>memoryLimitPages << 15);
+  return bytes > <i64>(limitBytes() >> 1);
 }
 
 const HEAP_START: usize = (__heap_base + 15) & ~(<usize>15);
@@ -47,15 +38,9 @@ export function heapReset(): void {
   lastBlock = 0;
 }
 
-/** Makes [0, end) addressable, growing memory geometrically; past the limit, aborts (rollout_too_large). */
+/** Makes [0, end) addressable, doubling memory as it grows; past the limit, aborts (rollout_too_large). */
 function ensureMemory(end: u64): void {
-  const have = <u64>memory.size() << 16;
-  if (end <= have) return;
-  if (end > (<u64>memoryLimitPages << 16)) abort("memory limit");
-  const needed = <i32>((end - have + 0xffff) >> 16);
-  let pages = max(needed, memory.size()); // doubling keeps growth amortized
-  if (memory.size() + pages > memoryLimitPages) pages = needed;
-  if (memory.grow(pages) < 0) abort("memory limit");
+  if (!growTo(end, memory.size())) abort("memory limit");
 }
 
 /** A block of `bytes` bytes (16-aligned), within the memory limit. */
@@ -95,11 +80,11 @@ export function vecReserve(v: Vec, extra: i32): void {
   // In 64 bits: a vector that would pass the memory limit aborts instead of wrapping around.
   const need64 = <i64>v.len + <i64>extra;
   if (need64 <= <i64>v.cap) return;
-  if ((need64 << v.shift) > (<i64>memoryLimitPages << 16)) abort("memory limit");
+  if ((need64 << v.shift) > <i64>limitBytes()) abort("memory limit");
   let cap = <i64>v.cap << 1;
   if (cap < need64) cap = need64;
   if (cap < 256) cap = 256;
-  if ((cap << v.shift) > (<i64>memoryLimitPages << 16)) cap = need64; // no doubling past the limit
+  if ((cap << v.shift) > <i64>limitBytes()) cap = need64; // no doubling past the limit
   const bytes = <u64>(cap << v.shift);
   v.ptr = v.ptr == 0 ? allocBytes(bytes) : reallocBytes(v.ptr, <u64>v.len << v.shift, bytes);
   v.cap = <i32>cap;

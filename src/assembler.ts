@@ -72,6 +72,12 @@ export function isOutOfMemory(error: unknown): boolean {
   );
 }
 
+/** The rejection for a core that ran out of memory (see isOutOfMemory). */
+export function tooLargeRejection(error: unknown): Rejection {
+  const message = error instanceof Error ? error.message : String(error);
+  return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
+}
+
 export class RolloutAssembler {
   // Who each call is, in ledger order. Fields, not the caller's objects: a plan must not keep
   // the caller's arrays alive (plan() passes the call's shape, which holds them).

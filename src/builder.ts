@@ -3,7 +3,7 @@
 // the call: a pipeline that holds typed arrays pays one copy, a byte parser none.
 import { Rejection, callName, describeValue } from "./rejection.js";
 import { checkHeader, rolloutIdOf } from "./validate.js";
-import { RolloutAssembler, isOutOfMemory, rejectedPlan } from "./assembler.js";
+import { RolloutAssembler, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory } from "./core/types.js";
 import type { AgentInfo, AgentInput, Plan, PlanOptions } from "./types.js";
 
@@ -45,10 +45,6 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
   let failure: Rejection | null = checked instanceof Rejection ? checked : null;
   let staged: [number, number] | null = null;
   let finished = false;
-  const tooLarge = (error: unknown) => {
-    const message = error instanceof Error ? error.message : String(error);
-    return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
-  };
   if (!(checked instanceof Rejection)) {
     const core = makeCore();
     try {
@@ -56,7 +52,7 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       core.release(false);
-      failure = tooLarge(error);
+      failure = tooLargeRejection(error);
     }
   }
 
@@ -68,7 +64,7 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       assembler.abandon();
-      failure = tooLarge(error);
+      failure = tooLargeRejection(error);
       return fallback();
     }
   };
@@ -133,11 +129,8 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
     finish(options = {}) {
       open("finish");
       finished = true;
-      if (failure || !assembler) {
-        const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
-        return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);
-      }
       const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
+      if (failure || !assembler) return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);
       return guard(() => assembler!.finish(calls, options), () => null) ?? rejectedPlan(header.rollout_id, calls, failure!, agents, options);
     },
   };

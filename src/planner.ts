@@ -2,7 +2,7 @@
 // arrays into the core (checking plain-array values as it copies), and lets the assembler link.
 import { Rejection, callLabel } from "./rejection.js";
 import { checkCallShape, checkHeader, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
-import { RolloutAssembler, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan } from "./assembler.js";
+import { RolloutAssembler, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory, SizeHints } from "./core/types.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "./types.js";
 
@@ -133,8 +133,6 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
     if (!isOutOfMemory(error)) throw error;
     if (assembler) assembler.abandon();
     else core.release(false);
-    const message = error instanceof Error ? error.message : String(error);
-    const tooLarge = new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
-    return rejectedPlan(header.rolloutId, header.calls.length, tooLarge, header.agents ?? [], options);
+    return rejectedPlan(header.rolloutId, header.calls.length, tooLargeRejection(error), header.agents ?? [], options);
   }
 }

@@ -1,20 +1,15 @@
 // A plan as text for a terminal: the forest (trees with agents, parent links, roots and leaves
 // marked) and the rows table, as in SPEC's worked example.
+import { agentLabel } from "./draw/layout.js";
 import type { AgentInfo, ForestCall, Plan } from "./types.js";
 
-function agentLabel(agent: string, agents: AgentInfo[]): string {
-  const info = agents.find((a) => a.id === agent);
-  const name = agent === "" ? "(no agent)" : agent;
-  return info?.mode ? `${name} · ${info.mode}` : name;
-}
-
-function callLine(call: ForestCall, agents: AgentInfo[]): string {
+function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>): string {
   const marks: string[] = [];
   if (call.root) marks.push("root");
   if (call.leaf) marks.push(`leaf → row ${call.ownerRow}`);
   else marks.push(`trained in row ${call.ownerRow}`);
   const tokens = `${call.promptLength}+${call.generationLength} tokens`;
-  return `${call.id} [${agentLabel(call.agent, agents)}] ${tokens}  ${marks.join(", ")}`;
+  return `${call.id} [${agentLabel(call.agent, agents.get(call.agent))}] ${tokens}  ${marks.join(", ")}`;
 }
 
 function table(header: string[], body: string[][]): string[] {
@@ -40,6 +35,7 @@ export function renderPlan(plan: Plan): string {
     out.push(`agents: ${list.join(", ")}`);
   }
   out.push("", "forest");
+  const agents = new Map(plan.agents.map((a) => [a.id, a]));
   const byId = new Map(plan.forest.map((c) => [c.id, c]));
   // Depth first with an explicit stack: a chain of thousands of calls must not overflow the call stack.
   const walk = (root: ForestCall) => {
@@ -47,7 +43,7 @@ export function renderPlan(plan: Plan): string {
     while (stack.length > 0) {
       const [call, prefix, last, top] = stack.pop()!;
       const branch = top ? "" : last ? "└─ " : "├─ ";
-      out.push(`  ${prefix}${branch}${callLine(call, plan.agents)}`);
+      out.push(`  ${prefix}${branch}${callLine(call, agents)}`);
       const childPrefix = top ? prefix : prefix + (last ? "   " : "│  ");
       for (let i = call.children.length - 1; i >= 0; i--) {
         stack.push([byId.get(call.children[i])!, childPrefix, i === call.children.length - 1, false]);

@@ -22,15 +22,13 @@ interface Entry {
 
 interface State {
   cf: Callforest | null;
-  file: string;
   entries: Entry[];
   selected: number;
   plan: Plan | null;
-  row: number;
   svg: string;
 }
 
-const state: State = { cf: null, file: "", entries: [], selected: -1, plan: null, row: -1, svg: "" };
+const state: State = { cf: null, entries: [], selected: -1, plan: null, svg: "" };
 
 /** Resolves once state.cf is set: a file opened while the core loads waits for it. */
 let coreReady!: () => void;
@@ -122,7 +120,6 @@ async function openText(name: string, text: string | Uint8Array, read: ReadOptio
   });
   state.plan?.release();
   state.plan = null;
-  state.file = name;
   state.entries = entries;
   const select = element<HTMLSelectElement>("rollout-select");
   select.replaceChildren(options);
@@ -146,7 +143,6 @@ function showRollout(index: number): void {
   state.plan?.release();
   state.plan = null;
   state.selected = index;
-  state.row = -1;
   element<HTMLSelectElement>("rollout-select").value = String(index);
   const entry = state.entries[index];
   const report = entry.report;
@@ -172,7 +168,6 @@ function showRollout(index: number): void {
 
 function showRow(index: number): void {
   const plan = state.plan!;
-  state.row = index;
   const row = plan.rows[index];
   for (const tr of element("rows-table").querySelectorAll("tr[data-row]")) {
     tr.classList.toggle("selected", (tr as HTMLElement).dataset.row === String(index));

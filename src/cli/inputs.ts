@@ -6,6 +6,7 @@ import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import type { ReadOptions } from "../formats/read.js";
 import { reasonOf } from "../ingest/file-error.js";
+import { isStdout } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
 import { UsageError } from "./errors.js";
 
@@ -37,7 +38,7 @@ export function parseBackend(name: string): BackendName {
 /**
  * Refuses an output file that is also an input (or the same file twice as outputs): opening it
  * for writing would empty the input before a byte of it was read. `outputs` pairs each path with
- * the option that named it; undefined, null and "-" are stdout or none.
+ * the option that named it; null is none (and stdout, see isStdout, is not a file).
  */
 export function checkOutputs(inputs: readonly string[], outputs: readonly [string, string | undefined | null][]): void {
   // Regular files, and a named pipe written twice (two streams would interleave mid-line);
@@ -66,7 +67,7 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
     if (id !== null) seen.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
   }
   for (const [option, path] of outputs) {
-    if (path === undefined || path === null || path === "-" || path === "/dev/stdout") continue;
+    if (path === null || isStdout(path)) continue;
     const id = identity(path);
     if (id === null) continue;
     const other = seen.get(id);

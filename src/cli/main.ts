@@ -30,13 +30,13 @@ export function buildProgram(): Command {
 /** Runs the CLI; resolves to the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
-  watchStdout();
-  stdoutFailure = null;
+  watchStdio();
+  outputFailure = null;
   try {
     await program.parseAsync(argv, { from: "user" });
     // A failed write to stdout reports its error on a later tick.
     await new Promise((resolve) => setImmediate(resolve));
-    if (stdoutFailure !== null) throw stdoutFailure;
+    if (outputFailure !== null) throw outputFailure;
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
@@ -49,28 +49,28 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
-/** The first failure writing stdout during this run (commands that write a lot stop early). */
-let stdoutFailure: FileError | null = null;
+/** The first failure writing stdout or stderr during this run (commands that write a lot stop early). */
+let outputFailure: FileError | null = null;
 let watching = false;
 
 /**
- * stdout that cannot be written (a full disk) is one line and exit 2, a pipe closed by its reader
- * a quiet exit 141 (see failureOf), whichever command wrote to it: without a listener Node would
- * die with a stack trace. Installed once.
+ * stdout or stderr that cannot be written (a full disk) is one line and exit 2, a pipe closed by
+ * its reader a quiet exit 141 (see failureOf), whichever command wrote to it: without a listener
+ * Node would die with a stack trace. Installed once.
  */
-function watchStdout(): void {
+function watchStdio(): void {
   if (watching) return;
   watching = true;
   process.stdout.on("error", (error: Error) => {
-    stdoutFailure ??= new FileError("write", "<stdout>", error);
+    outputFailure ??= new FileError("write", "<stdout>", error);
   });
   // stderr carries the notes: a failing one must not kill the run (rows half written, exit 1).
   // The run goes on; its exit says what happened (141 for a closed pipe, 2 for a full disk).
   process.stderr.on("error", (error: Error) => {
-    stdoutFailure ??= new FileError("write", "<stderr>", error);
+    outputFailure ??= new FileError("write", "<stderr>", error);
   });
 }
 
-export function stdoutFailed(): boolean {
-  return stdoutFailure !== null;
+export function outputFailed(): boolean {
+  return outputFailure !== null;
 }

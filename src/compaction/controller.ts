@@ -164,9 +164,11 @@ export class ContextController {
     if (pending && pending.callId === callId && pending.viewDigest === view.digest && pending.header === header) return pending;
     const acked = this.acked;
     let prepared: PreparedCall;
+    const keysMatch = acked !== null && isPrefix(acked.keys, view.itemKeys);
+    const mediaMatch = acked !== null && isPrefix(acked.mediaIds, view.mediaIds);
     if (acked === null) {
       prepared = { callId, segment: 0, header, appendCompatible: false, requiredPrefix: null, parentCall: null, boundary: null, viewDigest: view.digest };
-    } else if (acked.header === header && isPrefix(acked.keys, view.itemKeys) && isPrefix(acked.mediaIds, view.mediaIds)) {
+    } else if (acked.header === header && keysMatch && mediaMatch) {
       prepared = {
         callId,
         segment: acked.segment,
@@ -178,9 +180,7 @@ export class ContextController {
         viewDigest: view.digest,
       };
     } else {
-      const keysMatch = isPrefix(acked.keys, view.itemKeys);
       const inputSurvives = isPrefix(acked.keys.slice(0, acked.inputItems), view.itemKeys);
-      const mediaMatch = isPrefix(acked.mediaIds, view.mediaIds);
       const reason: BoundaryReason = !keysMatch ? (inputSurvives ? "output_not_resent" : "history_rewritten") : !mediaMatch ? "media_rewritten" : "header_rewritten";
       const boundary: BoundaryRecord = {
         boundary: this.committed.length,

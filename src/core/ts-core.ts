@@ -13,7 +13,6 @@ import {
   type StagedCall,
 } from "./types.js";
 
-
 /** The most elements a size hint may reserve at once (larger arrays grow as data comes). */
 const MAX_HINT = 2 ** 26;
 

@@ -76,7 +76,11 @@ export function layout(plan: DrawablePlan): Layout {
   const listed = new Map(plan.agents.map((a) => [a.id, a]));
   const seen = new Set(listed.keys());
   const order: string[] = [...seen];
-  for (const call of plan.forest) if (!seen.has(call.agent)) seen.add(call.agent), order.push(call.agent);
+  for (const call of plan.forest) {
+    if (seen.has(call.agent)) continue;
+    seen.add(call.agent);
+    order.push(call.agent);
+  }
   const labels = order.map((agent) => agentLabel(agent, listed.get(agent)));
   const rowLabelChars = plan.rows.length === 0 ? 0 : `row ${plan.rows.length - 1}`.length;
   const widest = labels.reduce((most, l) => Math.max(most, Array.from(l).length), Math.max(8, rowLabelChars));

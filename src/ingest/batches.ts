@@ -41,9 +41,14 @@ const EMPTY = new Uint8Array(0);
 
 /** Bytes in the batch (its lines and their newlines). */
 export function batchLength(batch: Batch): number {
-  if (batch.parts === undefined) return batch.bytes.length;
+  return lineLength(batch.parts ?? batch.bytes);
+}
+
+/** Bytes of a line given whole or in the parts it was read into. */
+export function lineLength(line: Uint8Array | readonly Uint8Array[]): number {
+  if (line instanceof Uint8Array) return line.length;
   let total = 0;
-  for (const part of batch.parts) total += part.length;
+  for (const part of line) total += part.length;
   return total;
 }
 
@@ -113,10 +118,6 @@ export class BufferPool {
   }
 }
 
-/**
- * Batches of whole lines, in input order; each about a chunk (the pool's buffer size) of bytes,
- * or one line longer than that, in parts.
- */
 /** `source` without the UTF-8 byte order mark it may start with (see src/formats/text.ts). */
 export function withoutLeadingMark(source: ByteSource): ByteSource {
   let head: Uint8Array | null = null; // the first bytes, read to look at, still to be handed on
@@ -138,6 +139,10 @@ export function withoutLeadingMark(source: ByteSource): ByteSource {
   };
 }
 
+/**
+ * Batches of whole lines, in input order; each about a chunk (the pool's buffer size) of bytes,
+ * or one line longer than that, in parts.
+ */
 export async function* readBatches(source: ByteSource, pool = new BufferPool(DEFAULT_CHUNK)): AsyncGenerator<Batch> {
   source = withoutLeadingMark(source);
   const chunk = pool.size;

@@ -10,7 +10,7 @@ import { isOutOfMemory } from "../assembler.js";
 import { oneLine } from "../rejection.js";
 import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
-import { batchLength, forEachLine, joinParts, lineParts, type Batch } from "./batches.js";
+import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch } from "./batches.js";
 import { LineScanner, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
 
@@ -225,9 +225,7 @@ export class LineProcessor {
     // A rejection's detail may quote a value holding token arrays, which the scanner made typed
     // arrays (a logprob shown rounded to float32): a small rejected line is read again as
     // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
-    const small = (bytes instanceof Uint8Array ? bytes.length : bytes.reduce((n, part) => n + part.length, 0)) <= EXACT_AGAIN_BYTES;
-    const exactly = this.scanner === null || !small ? undefined : () => this.parseJson(bytes, context);
-    this.finish(result, where, line, exactly);
+    this.finish(result, where, line, this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined);
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
@@ -254,7 +252,7 @@ export class LineProcessor {
 
   /** The JSON.parse reader: bytes to a canonical rollout or a rejection. */
   private parseJson(line: Uint8Array | Uint8Array[], context: FormatContext): ConvertResult {
-    const length = line instanceof Uint8Array ? line.length : line.reduce((n, part) => n + part.length, 0);
+    const length = lineLength(line);
     if (length > MAX_STRING_BYTES) {
       return tooLarge(`the line has ${length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
     }
@@ -272,15 +270,15 @@ export class LineProcessor {
   }
 
   /**
-   * Plans a converted value and records its rows, report and note. `exactly`, when given, reads
-   * the line again with JSON.parse: a rejection then takes its detail from that reading.
+   * Plans a converted value and records its rows, report and note. `rereadable`, when given, is
+   * the line's bytes: a rejection then takes its detail from reading them again with JSON.parse.
    */
-  finish(result: ConvertResult, where: string, line: number | undefined, exactly?: () => ConvertResult): void {
+  finish(result: ConvertResult, where: string, line: number | undefined, rereadable?: Uint8Array | Uint8Array[]): void {
     this.rollouts++;
     let report = this.plan(result, line);
-    if (report.status === "rejected" && exactly !== undefined && report.reason !== "malformed_json" && report.reason !== "rollout_too_large") {
+    if (report.status === "rejected" && rereadable !== undefined && report.reason !== "malformed_json" && report.reason !== "rollout_too_large") {
       try {
-        const again = this.plan(exactly(), line, false);
+        const again = this.plan(this.parseJson(rereadable, this.context), line, false);
         if (again.reason === report.reason) report = again;
       } catch (error) {
         if (!isOutOfMemory(error)) throw error; // too large to read twice: the first words stand

@@ -4,6 +4,7 @@
 // remaining metadata goes through JSON.parse, with a placeholder string where each array was.
 import { describeNotJson } from "./scan-errors.js";
 import { isStringTooLong } from "../formats/text.js";
+import { lineLength } from "./batches.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
 export type ScannedLine =
@@ -51,8 +52,7 @@ export class LineScanner {
   scan(line: Uint8Array | readonly Uint8Array[]): ScannedLine {
     // A long line comes in the parts it was read into: they are copied in one after another.
     const parts = line instanceof Uint8Array ? [line] : line;
-    let length = 0;
-    for (const part of parts) length += part.length;
+    const length = lineLength(parts);
     const input = this.inputBuffer(length);
     if (input === null) return tooLarge(length);
     let at = 0;

@@ -18,11 +18,16 @@ export interface ByteSink {
 }
 
 /**
- * Opens `path` for writing (`-`, undefined or /dev/stdout: stdout, which need not be openable by
- * name: a socket's is not). Throws a FileError when it cannot.
+ * Whether an output path means stdout: `-`, none, or /dev/stdout (written through process.stdout,
+ * as it need not be openable by name: a socket's is not).
  */
+export function isStdout(path: string | undefined): path is undefined | "-" | "/dev/stdout" {
+  return path === undefined || path === "-" || path === "/dev/stdout";
+}
+
+/** Opens `path` for writing (see isStdout). Throws a FileError when it cannot. */
 export function openByteSink(path: string | undefined): ByteSink {
-  const toStdout = path === undefined || path === "-" || path === "/dev/stdout";
+  const toStdout = isStdout(path);
   const name = toStdout ? "<stdout>" : path;
   let out: Writable;
   if (toStdout) {
@@ -128,7 +133,7 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
 
 /** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
 function checkWritable(path: string): void {
-  if (path === "-" || path === "/dev/stdout") return;
+  if (isStdout(path)) return;
   try {
     if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);

@@ -14,6 +14,7 @@ import { rejectedReport, withImport } from "../../formats/index.js";
 import { renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
+import { isStdout } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
 
@@ -68,7 +69,7 @@ export function severalName(output: string, id: string | null, position: number,
 }
 
 async function draw(input: string, options: DrawOptions): Promise<void> {
-  if (options.output === "/dev/stdout") options = { ...options, output: "-" }; // as rows and convert read it
+  if (isStdout(options.output)) options = { ...options, output: "-" }; // as rows and convert read it
   const read = checkInputs([input], options);
   const cf = await init({ backend: parseBackend(options.backend) });
   const wanted = (item: ReadItem) => options.rollout === undefined || idOfItem(item) === options.rollout;

@@ -5,7 +5,7 @@ import { readRollouts } from "../../formats/read.js";
 import { withImport } from "../../formats/index.js";
 import { renderPlan } from "../../show.js";
 import { oneLine } from "../../rejection.js";
-import { stdoutFailed } from "../main.js";
+import { outputFailed } from "../main.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
 
 export function register(program: Command): void {
@@ -18,7 +18,7 @@ export function register(program: Command): void {
     const cf = await init({ backend: parseBackend(options.backend) });
     let first = true;
     for await (const item of readRollouts(inputs, read)) {
-      if (stdoutFailed()) break; // nobody reads any more (main reports it)
+      if (outputFailed()) break; // nobody reads any more (main reports it)
       if (!first) process.stdout.write("\n");
       first = false;
       if (!item.result.ok) {

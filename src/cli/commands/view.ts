@@ -16,7 +16,7 @@ import type { Command } from "commander";
 import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs } from "../inputs.js";
 import type { FromOption } from "../../formats/index.js";
-import { TOKEN_FILE_SUFFIX } from "../../formats/token-files.js";
+import { isTokenFileName } from "../../formats/token-files.js";
 
 /** The built page; src/cli/commands and dist/cli/commands both sit three levels below the package. */
 export const PAGE_FILE = fileURLToPath(new URL("../../../dist/web/index.html", import.meta.url));
@@ -57,7 +57,7 @@ function tokenFileOf(dir: string, path: string): string | null {
   } catch {
     return null;
   }
-  if (/[/\\\0]/.test(name) || !name.endsWith(TOKEN_FILE_SUFFIX)) return null; // no separator: it cannot leave dir
+  if (/[/\\\0]/.test(name) || !isTokenFileName(name)) return null; // no separator: it cannot leave dir
   return join(dir, name);
 }
 
