@@ -6,18 +6,15 @@ import { setPageLimit } from "./pages";
 import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
-  AGENT_PARENTS, INVALID_TOKEN_FOUND, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
+  AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
 } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
 
-/** commit() results below -1 (>= -1 is the parent call index, -1 a root). */
-export const AMBIGUOUS_PARENT: i32 = -2;
-export const INVALID_TOKEN: i32 = -3;
-export const INVALID_LOGPROB: i32 = -4;
-export const NOT_LINKED: i32 = -5;
+import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
+export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./codes";
 
 /** Caps this instance's linear memory (64 KiB pages); past it a plan aborts (rollout_too_large). */
 export function setMemoryLimit(pages: i32): void {
@@ -100,7 +97,7 @@ export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32
   // Linking checks the tokens as it goes (see tree.ts insert), so the tokens are read once.
   const logprobAt = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
   const parent = linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent);
-  if (parent == INVALID_TOKEN_FOUND) {
+  if (parent == INVALID_TOKEN) {
     badIndex = invalidTokenAt;
     return INVALID_TOKEN;
   }

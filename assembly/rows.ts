@@ -9,7 +9,9 @@ import {
   callField, nodeField,
 } from "./tree";
 
-// Row record (32 bytes) in the row table read by the host.
+// Row record (32 bytes) in the row table read by the host (ROW_* in src/core/wasm-core.ts: the
+// same fields as i32 indices).
+const R_SHIFT: usize = 5; // log2 of the record size
 export const R_LEAF: i32 = 0;
 export const R_PATH_OFF: i32 = 4; // first entry of the path (root first) in the path buffer
 export const R_PATH_LEN: i32 = 8;
@@ -86,7 +88,7 @@ export function buildRows(): i32 {
     store<i32>(i32At(ownerRows, c), owner);
   }
 
-  rowTable = allocBytes((<usize>rows) << 5);
+  rowTable = allocBytes((<usize>rows) << R_SHIFT);
   pathBuffer = allocBytes((<usize>max(pathTotal, 1)) << 2);
   let out = allocBytes(max<u64>(outBytes, 16));
   let pathOff: i32 = 0;
@@ -100,7 +102,7 @@ export function buildRows(): i32 {
     const maskPtr = logprobPtr + align16((<usize>tokens) << 2);
     out = maskPtr + align16((<usize>tokens + 7) >> 3);
 
-    const record = rowTable + ((<usize>row) << 5);
+    const record = rowTable + ((<usize>row) << R_SHIFT);
     store<i32>(record + <usize>R_LEAF, leaf);
     store<i32>(record + <usize>R_PATH_OFF, pathOff);
     store<i32>(record + <usize>R_PATH_LEN, pathLen);

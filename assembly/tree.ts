@@ -4,6 +4,7 @@
 import { Vec, vecAt, vecGrow, vecRestart } from "./vec";
 import { commonPrefix, firstNegative } from "./compare";
 import { childGet, childSet, childrenReset } from "./children";
+import { AMBIGUOUS_PARENT, INVALID_TOKEN } from "./codes";
 
 // Call record (32 bytes), one per committed eligible call, in ledger order.
 export const C_FULL: i32 = 0; // len(full(c))
@@ -31,11 +32,8 @@ export const AGENT_PARENTS = changetype<Vec>(memory.data(offsetof<Vec>()));
 /** Two of the tied candidates when linking reports an ambiguous parent. */
 export let ambiguousFirst: i32 = -1;
 export let ambiguousSecond: i32 = -1;
-/** After linkCall returned INVALID_TOKEN_FOUND: index of the first negative token of the call. */
+/** After linkCall returned INVALID_TOKEN: index of the first negative token of the call. */
 export let invalidTokenAt: i32 = -1;
-
-/** linkCall result when the call holds a token outside [0, 2^31-1]. */
-export const INVALID_TOKEN_FOUND: i32 = -3;
 
 // @ts-ignore: decorator
 @inline export function callField(c: i32, field: i32): i32 {
@@ -135,7 +133,7 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
   return best;
 }
 
-/** SPEC's tie-break among calls with identical full sequences; -2 when it stays ambiguous. */
+/** SPEC's tie-break among calls with identical full sequences; AMBIGUOUS_PARENT when it stays ambiguous. */
 function chooseParent(c: i32, candidates: i32): i32 {
   if (callField(candidates, C_END_NEXT) < 0) return candidates;
   const agent = callField(c, C_AGENT);
@@ -162,14 +160,15 @@ function chooseParent(c: i32, candidates: i32): i32 {
   if (count == 1) return pick;
   ambiguousFirst = candidates;
   ambiguousSecond = callField(candidates, C_END_NEXT);
-  return -2;
+  return AMBIGUOUS_PARENT;
 }
 
 /**
  * Records the staged call as eligible call number `c` and links it. Returns its parent, -1 for a
- * root, INVALID_TOKEN_FOUND (see invalidTokenAt; the forest is then unusable, the rollout is
- * rejected), or -2 when the parent is ambiguous (see ambiguousFirst/ambiguousSecond). Logprobs
- * must have been checked by the caller.
+ * root, INVALID_TOKEN (see invalidTokenAt; the forest is then unusable, the rollout is
+ * rejected), or AMBIGUOUS_PARENT when the parent is ambiguous (see ambiguousFirst/ambiguousSecond). Logprobs
+ * are not looked at here: the caller checks them (commit in index.ts, which rejects the call
+ * after linking when one is not finite).
  */
 export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, generated: i32, agent: i32): i32 {
   const c = vecGrow(CALLS, 1);
@@ -181,7 +180,7 @@ export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, gene
   memory.copy(vecAt(LOGPROBS, lp), stagedLogprobs, (<usize>generated) << 2);
   setCallField(c, C_LP, lp);
   const best = insert(c, staged, prompt, full);
-  if (invalidTokenAt >= 0) return INVALID_TOKEN_FOUND;
+  if (invalidTokenAt >= 0) return INVALID_TOKEN;
   const parent = best < 0 ? -1 : chooseParent(c, nodeField(best, N_END_HEAD));
   setCallField(c, C_PARENT, parent);
   return parent;

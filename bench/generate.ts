@@ -284,7 +284,7 @@ export function generateDeepRollout(options: { targetTokens?: number; seed?: num
   });
 }
 
-/** `count` small realistic rollouts (4–30 calls, contexts of at most ~1,500 tokens). */
+/** `count` small realistic rollouts (4–30 calls; contexts compacted near 1,500 tokens, so calls stay under ~2,000). */
 export function generateSmallRollouts(count = 1000, seed = 1, options: { arrays?: "typed" | "plain" } = {}): Rollout[] {
   const rand = rngFrom(seed);
   const out: Rollout[] = [];

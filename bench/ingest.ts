@@ -4,10 +4,13 @@
 // writer, in the same run. Runs are
 // interleaved and repeated; the table shows medians. Needs `npm run build` (bin runs dist/).
 //   npm run bench:ingest   (or: runIngestBench() from bench/run.ts)
+// A reference row: two independent `--jobs 1` processes side by side, each on half the file (cut
+// at the line nearest the middle): a split that coordinates nothing (each process pays its own
+// start-up), to set --jobs 2 against. The halves are deleted afterwards.
 // Environment: INGEST_BENCH_MB (input size, default 1024), INGEST_BENCH_REPEATS (default 3).
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { readFileSync, rmSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, renameSync, rmSync, writeSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -27,7 +30,7 @@ export interface IngestResult {
 }
 
 function findRoot(): string {
-  // bench/ingest.ts (vitest, tsx) or build/bench-out/bench/ingest.js (compiled)
+  // Compiled to build/bench-out/bench/ingest.js (npm run bench): the package root is a few levels up.
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 5; i++) {
     try {
@@ -58,6 +61,62 @@ const median = (values: number[]) => {
   return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 };
 
+/** The report without its line numbers, hashed: the halves' reports number lines from 1 each. */
+function hashWithoutLines(reports: string[]): string {
+  const hash = createHash("sha256");
+  for (const report of reports) hash.update(report.replace(/"line":\d+,/g, ""));
+  return hash.digest("hex").slice(0, 16);
+}
+
+/** `path` cut in two at the first line that starts at or after the middle byte, as two files beside it. */
+function splitInHalves(path: string, bytes: number): [string, string] {
+  const halves: [string, string] = [`${path}.half1`, `${path}.half2`];
+  const input = openSync(path, "r");
+  const buffer = Buffer.allocUnsafe(16 << 20);
+  try {
+    let at = 0;
+    for (const [index, half] of halves.entries()) {
+      const output = openSync(half + ".partial", "w");
+      try {
+        for (;;) {
+          const got = readSync(input, buffer, 0, buffer.length, at);
+          if (got === 0) break;
+          let take = got;
+          if (index === 0 && at + got > bytes / 2) {
+            const newline = buffer.subarray(0, got).indexOf(10, Math.max(0, Math.ceil(bytes / 2) - at - 1));
+            if (newline !== -1) take = newline + 1;
+          }
+          writeSync(output, buffer, 0, take);
+          at += take;
+          if (take < got) break;
+        }
+      } finally {
+        closeSync(output);
+      }
+      renameSync(half + ".partial", half);
+    }
+  } finally {
+    closeSync(input);
+  }
+  return halves;
+}
+
+/** Runs the commands at once; resolves when all have exited, rejecting if any failed. */
+function runTogether(commands: string[][]): Promise<void> {
+  return Promise.all(
+    commands.map(
+      (argv) =>
+        new Promise<void>((resolve, reject) => {
+          const child = spawn(process.execPath, argv, { stdio: ["ignore", "ignore", "pipe"] });
+          let stderr = "";
+          child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+          child.on("error", reject);
+          child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`${argv.join(" ")}: exit ${code}: ${stderr}`))));
+        }),
+    ),
+  ).then(() => undefined);
+}
+
 /**
  * How fast --jobs 2 could be at best: the CPU time it needs, spread over every core with none
  * idle. When this bound is below a target, no scheduling can reach it on this machine.
@@ -85,33 +144,38 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
   // Baseline first: the plain path (JSON.parse in, rowToJson out), what the rows command does
   // without the WASM scanner and row writer. Then JSON.parse in with the WASM row writer, which
   // isolates the reading side.
-  const configs: { name: string; argv: string[] }[] = [
+  const configs: { name: string; argv: string[]; halves?: true }[] = [
     { name: "JSON.parse path (JSON.parse + rowToJson), --jobs 1", argv: ["--jobs", "1", "--reader", "json", "--writer", "js"] },
     { name: "JSON.parse reader + WASM row writer, --jobs 1", argv: ["--jobs", "1", "--reader", "json"] },
     { name: "fast path, --jobs 1", argv: ["--jobs", "1"] },
     { name: "fast path, --jobs 2", argv: ["--jobs", "2"] },
+    { name: "reference: two fast --jobs 1 processes side by side, half the file each", argv: ["--jobs", "1"], halves: true },
   ];
+  const [BASELINE, ONE_JOB, TWO_JOBS, HALVES] = [0, 2, 3, 4];
   const seconds = configs.map(() => [] as number[]);
   const cpu = configs.map(() => [] as number[]);
   const hashes = configs.map(() => "");
-  const report = join(tmpdir(), `callforest-ingest-report-${process.pid}.jsonl`);
+  const hashesWithoutLines = configs.map(() => "");
+  const halves = splitInHalves(input.path, input.bytes);
+  const reportOf = (part: string) => join(tmpdir(), `callforest-ingest-report-${process.pid}${part}.jsonl`);
   for (let r = 0; r < repeats; r++) {
     for (const [i, config] of configs.entries()) {
-      const argv = [bin, "rows", input.path, "-o", "/dev/null", "--report", report, "--quiet", ...config.argv];
+      const runs = config.halves ? halves.map((half, h) => ({ input: half, report: reportOf(`-half${h + 1}`) })) : [{ input: input.path, report: reportOf("") }];
       const cpuBefore = childrenCpu();
       const started = process.hrtime.bigint();
-      const run = spawnSync(process.execPath, argv, { stdio: ["ignore", "ignore", "pipe"], encoding: "utf8" });
+      await runTogether(runs.map((run) => [bin, "rows", run.input, "-o", "/dev/null", "--report", run.report, "--quiet", ...config.argv]));
       const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
       const cpuAfter = childrenCpu();
       if (cpuBefore !== null && cpuAfter !== null) cpu[i].push(cpuAfter - cpuBefore);
-      if (run.status !== 0) throw new Error(`${config.name}: exit ${run.status}: ${run.stderr}`);
       seconds[i].push(elapsed);
-      hashes[i] = createHash("sha256").update(readFileSync(report)).digest("hex").slice(0, 16);
+      const reports = runs.map((run) => readFileSync(run.report, "utf8"));
+      // The halves number their lines from 1 each: they are compared without line numbers.
+      hashesWithoutLines[i] = hashWithoutLines(reports);
+      if (!config.halves) hashes[i] = createHash("sha256").update(reports[0]).digest("hex").slice(0, 16);
       log(`  ${config.name}: ${elapsed.toFixed(2)} s (cpu ${cpu[i].length > 0 ? cpu[i][cpu[i].length - 1].toFixed(2) : "?"} s, load ${loadavg()[0].toFixed(1)})`);
     }
   }
-  rmSync(report, { force: true });
-
+  for (const path of [reportOf(""), reportOf("-half1"), reportOf("-half2"), ...halves]) rmSync(path, { force: true });
   const results: IngestResult[] = configs.map((config, i) => {
     const m = median(seconds[i]);
     return {
@@ -122,11 +186,16 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
       medianCpu: cpu[i].length > 0 ? median(cpu[i]) : null,
       mbPerSecond: input.bytes / 2 ** 20 / m,
       tokensPerSecond: input.tokens / m,
-      reportHash: hashes[i],
+      reportHash: config.halves ? hashesWithoutLines[i] : hashes[i],
     };
   });
-  const base = results[0].median;
-  const oneJob = results[2].median;
+  const base = results[BASELINE].median;
+  const oneJob = results[ONE_JOB].median;
+  const wholes = hashes.filter((_, i) => !configs[i].halves);
+  const sameReports =
+    wholes.every((h) => h === wholes[0]) && hashesWithoutLines[HALVES] === hashesWithoutLines[ONE_JOB]
+      ? `reports identical on every path (sha256 ${wholes[0]}; the halves' together, line numbers aside)`
+      : `REPORTS DIFFER: ${hashes.join(" ")}; without line numbers ${hashesWithoutLines.join(" ")}`;
   const rowsOf = results.map(
     (r) =>
       `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ${(r.tokensPerSecond / 1e6).toFixed(1)} | ${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× | ${r.medianCpu === null ? "–" : r.medianCpu.toFixed(2)} |`,
@@ -139,9 +208,12 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
     "|---|---:|---:|---:|---:|---:|---:|",
     ...rowsOf,
     "",
-    ...cpuCeiling(results[2], results[3]),
+    ...cpuCeiling(results[ONE_JOB], results[TWO_JOBS]),
+    `The reference row is two processes that share nothing, each on half the file: ${(oneJob / results[HALVES].median).toFixed(2)}× over --jobs 1 ` +
+      `(--jobs 2: ${(oneJob / results[TWO_JOBS].median).toFixed(2)}×).`,
+    "",
     `${availableParallelism()} cores; load average at the end ${loads.map((l) => l.toFixed(1)).join(" ")} (other work on the machine slows the wall clock)`,
-    hashes.every((h) => h === hashes[0]) ? `reports identical on every path (sha256 ${hashes[0]})` : `REPORTS DIFFER: ${hashes.join(" ")}`,
+    sameReports,
   ].join("\n");
   return { table, results };
 }

@@ -1,7 +1,8 @@
 // Writes the ingest benchmark's input once: ~1 GB of canonical rollouts as JSONL, a few huge
 // rollouts (deep forests of millions of tokens) spread among many small ones. Logprobs are
 // written as vLLM/Gym do (a float32 widened to double, e.g. -0.12345679104328156). The file and a
-// `.meta.json` beside it (bytes, tokens, rollouts) are reused while size and seed match.
+// `.meta.json` beside it (bytes, tokens, rollouts) are reused while size, seed and generator match.
+import { createHash } from "node:crypto";
 import { createWriteStream, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,7 +18,15 @@ export interface JsonlInput {
   huge: number;
 }
 
-const FORMAT_VERSION = 1;
+/**
+ * What makes the file: this module and the generator, as compiled. A change to either makes a new
+ * file rather than silently reusing one written by older code.
+ */
+function generatorVersion(): string {
+  const hash = createHash("sha256");
+  for (const module of ["./make-jsonl.js", "./generate.js"]) hash.update(readFileSync(new URL(module, import.meta.url)));
+  return hash.digest("hex").slice(0, 12);
+}
 
 function numbers(values: ArrayLike<number>): string {
   return "[" + Array.prototype.join.call(values, ",") + "]";
@@ -41,7 +50,8 @@ function line(rollout: Rollout): { text: string; tokens: number } {
 }
 
 /**
- * The benchmark file for `targetBytes` and `seed` in os.tmpdir(), written unless already there.
+ * The benchmark file for `targetBytes` and `seed` in os.tmpdir(), written unless already there
+ * (from this version of the generator).
  * `huge` rollouts of about `hugeTokens` tokens each are spread evenly among small ones.
  */
 export async function makeJsonl(options: { targetBytes?: number; seed?: number; huge?: number; hugeTokens?: number; log?: (s: string) => void } = {}): Promise<JsonlInput> {
@@ -50,7 +60,7 @@ export async function makeJsonl(options: { targetBytes?: number; seed?: number; 
   const huge = options.huge ?? 4;
   const hugeTokens = options.hugeTokens ?? 12_000_000;
   const log = options.log ?? (() => {});
-  const path = join(tmpdir(), `callforest-ingest-v${FORMAT_VERSION}-${targetBytes}-${seed}-${huge}x${hugeTokens}.jsonl`);
+  const path = join(tmpdir(), `callforest-ingest-${generatorVersion()}-${targetBytes}-${seed}-${huge}x${hugeTokens}.jsonl`);
   const metaPath = path + ".meta.json";
   if (existsSync(path) && existsSync(metaPath)) {
     const meta = JSON.parse(readFileSync(metaPath, "utf8")) as JsonlInput;

@@ -2,7 +2,7 @@
 // checks, linking; then turns the core's forest into rows and a report. Used by plan() (which
 // copies a canonical object's arrays in) and by the builder (whose caller writes them in place).
 import { Rejection, callName, describeValue } from "./rejection.js";
-import { CoreMemoryError } from "./core/wasm-core.js";
+import { CoreMemoryError } from "./core/errors.js";
 import {
   AMBIGUOUS_PARENT,
   INVALID_LOGPROB,
@@ -17,7 +17,7 @@ import type { RolloutHeader } from "./validate.js";
 import type { AgentInfo, Diagnostic, ForestCall, Plan, PlanOptions, Report, Row } from "./types.js";
 
 
-/** Who a call is. The assembler keeps the caller's object (no copy per call). */
+/** Who a call is. */
 export interface CallIdentity {
   id: string;
   agent: string;
@@ -33,7 +33,7 @@ export interface ValueSource {
 
 const TOKEN_RULE = "not an integer in [0, 2^31-1]";
 
-export function tokenField(index: number, promptLength: number): string {
+function tokenField(index: number, promptLength: number): string {
   return index < promptLength ? `prompt_token_ids[${index}]` : `generation_token_ids[${index - promptLength}]`;
 }
 
@@ -60,15 +60,15 @@ export function rejectedPlan(
 }
 
 /**
- * Running out of linear memory (or of JS heap for the TS core: an allocation V8 refuses) means the
- * rollout is too large. Other RangeErrors (a caller's getter, a bug) are not that: they propagate.
+ * Running out of linear memory (the core's abort at its page limit) or of JS heap (an allocation
+ * V8 refuses, a stack overflow on a value too deep for the code reading it) means the rollout is
+ * too large. Anything else — other RangeErrors (a caller's getter), a WebAssembly trap (every
+ * module checks its growth, so a trap is a bug) — is not that: it propagates.
  */
 export function isOutOfMemory(error: unknown): boolean {
   return (
     error instanceof CoreMemoryError ||
-    // (and a stack overflow: some value too big or too deep for the code that reads it)
-    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length|call stack/i.test(error.message)) ||
-    (typeof WebAssembly !== "undefined" && error instanceof WebAssembly.RuntimeError)
+    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length|call stack/i.test(error.message))
   );
 }
 

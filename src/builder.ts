@@ -2,10 +2,10 @@
 // (linear memory on the WASM backend), writes one call's arrays straight into them, and commits
 // the call: a pipeline that holds typed arrays pays one copy, a byte parser none.
 import { Rejection, callName, describeValue } from "./rejection.js";
-import { checkHeader, rolloutIdOf } from "./validate.js";
+import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory } from "./core/types.js";
-import type { AgentInfo, AgentInput, Plan, PlanOptions } from "./types.js";
+import type { AgentInput, Plan, PlanOptions } from "./types.js";
 
 export interface BuilderHeader {
   rollout_id: string;
@@ -107,17 +107,9 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
       const index = calls++;
       staged = null;
       return guard(() => {
-        if (typeof meta.id !== "string" || meta.id === "") {
-          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: id must be a non-empty string`));
-          return false;
-        }
-        if (meta.agent !== undefined && typeof meta.agent !== "string") {
-          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: agent must be a string`));
-          return false;
-        }
-        if (meta.kept !== undefined && typeof meta.kept !== "boolean") {
-          // As plan() says it of a canonical call.
-          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: kept must be a boolean, got ${describeValue(meta.kept)}`));
+        const problem = callIdentityProblem(meta.id, meta.agent, meta.kept);
+        if (problem !== null) {
+          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: ${problem}`));
           return false;
         }
         const agentName = meta.agent ?? "";
@@ -128,6 +120,7 @@ export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, call
     },
     finish(options = {}) {
       open("finish");
+      options = checkPlanOptions(options, "finish()");
       finished = true;
       const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
       if (failure || !assembler) return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);

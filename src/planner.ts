@@ -1,7 +1,7 @@
 // plan(): a canonical rollout object in, a Plan out. Checks the metadata, copies each call's
 // arrays into the core (checking plain-array values as it copies), and lets the assembler link.
 import { Rejection, callLabel } from "./rejection.js";
-import { checkCallShape, checkHeader, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
+import { checkCallShape, checkHeader, checkPlanOptions, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
 import { RolloutAssembler, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory, SizeHints } from "./core/types.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "./types.js";
@@ -50,15 +50,6 @@ function sizeHints(calls: unknown[]): SizeHints {
     longestCall = Math.max(longestCall, prompt.length + generation.length);
   }
   return { calls: withArrays, generated, longestCall };
-}
-
-/** PlanOptions as given (null: none); a `line` that is not a positive integer is a programming error. */
-function checkPlanOptions(options: PlanOptions | null | undefined): PlanOptions {
-  if (options === null || options === undefined) return {};
-  if (options.line !== undefined && !(Number.isInteger(options.line) && options.line >= 1)) {
-    throw new TypeError(`plan(): options.line must be a positive integer, got ${JSON.stringify(options.line)}`);
-  }
-  return options;
 }
 
 /** invalid_token for the combined index `index` into prompt ++ generation. */
@@ -115,7 +106,7 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
 
 /** Plans one canonical rollout on a core from `makeCore`. Never throws for bad input. */
 export function planRollout(makeCore: CoreFactory, input: unknown, options: PlanOptions | null = {}): Plan {
-  options = checkPlanOptions(options);
+  options = checkPlanOptions(options, "plan()");
   const header = checkHeader(input);
   if (header instanceof Rejection) {
     const calls = (input as { calls?: unknown } | null)?.calls;

@@ -9,6 +9,11 @@ export class Rejection {
   ) {}
 }
 
+/** The first line of an error's message (or of what was thrown): messages here are one line. */
+export function errorLine(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).split("\n")[0];
+}
+
 /** How a call is named in messages: its id when it has a usable one, and its position. */
 export function callName(id: unknown, index: number): string {
   return typeof id === "string" && id !== "" ? `call ${JSON.stringify(id)} (calls[${index}])` : `calls[${index}]`;
@@ -45,6 +50,11 @@ export function describeValue(value: unknown): string {
       text = Array.isArray(value) ? "an array" : "an object";
     }
   }
+  return shortened(text);
+}
+
+/** A value's text cut to 40 characters for a message (`...` marks the cut). */
+export function shortened(text: string): string {
   return text.length > 40 ? `${text.slice(0, 37)}...` : text;
 }
 
@@ -52,6 +62,15 @@ export function describeValue(value: unknown): string {
  * `text` with control characters (and the two Unicode line separators) escaped as in JSON, for
  * messages that must stay one line whatever a file name or an id from the data holds.
  */
+/**
+ * A rejection as one line of notes: `where: rejected (reason): detail`, with a format's own code
+ * after the reason when it has one that differs (convert's lines).
+ */
+export function rejectionLine(where: string, reason: string, detail: string | undefined, code?: string): string {
+  const own = code === undefined || code === reason ? "" : `, ${code}`;
+  return oneLine(`${where}: rejected (${reason}${own}): ${detail}`);
+}
+
 export function oneLine(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
     const named: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };

@@ -128,7 +128,7 @@ export interface Plan {
   report: Report;
   /** Empty when the rollout was rejected. */
   rows: Row[];
-  /** Every call in ledger order; empty when the rollout was rejected before linking. */
+  /** Every call in ledger order; empty when the rollout was rejected. */
   forest: ForestCall[];
   /** The rollout's agents as given (empty when it lists none). */
   agents: AgentInfo[];

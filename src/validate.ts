@@ -1,14 +1,14 @@
 // Structural checks of SPEC's canonical rollout (SPEC "Input"). Token and logprob values are
 // checked while they are copied into a core (src/planner.ts), not here.
 import { Rejection, callLabel, describeValue } from "./rejection.js";
-import type { AgentInfo, Logprobs, TokenIds } from "./types.js";
+import type { AgentInfo, Logprobs, PlanOptions, TokenIds } from "./types.js";
 
 export interface RolloutHeader {
   rolloutId: string;
   reward: number;
   /** Null when the rollout lists no agents (then any agent name is accepted). */
   agents: AgentInfo[] | null;
-  /** Position of each listed agent by id; null with `agents`. */
+  /** Position of each listed agent by id; null without `agents`. */
   agentIndex: Map<string, number> | null;
   calls: unknown[];
 }
@@ -78,13 +78,33 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
   return { rolloutId, reward, agents: checked, agentIndex: ids, calls };
 }
 
+/**
+ * What is wrong with a call's id, agent and kept flag, or null: one rule for plan()'s canonical
+ * calls and the builder's commit().
+ */
+export function callIdentityProblem(id: unknown, agent: unknown, kept: unknown): string | null {
+  if (typeof id !== "string" || id === "") return `id must be a non-empty string, got ${describeValue(id)}`;
+  if (agent !== undefined && typeof agent !== "string") return `agent must be a string, got ${describeValue(agent)}`;
+  if (kept !== undefined && typeof kept !== "boolean") return `kept must be a boolean, got ${describeValue(kept)}`;
+  return null;
+}
+
+/** PlanOptions as given (null: none); a `line` that is not a positive integer is a programming error. */
+export function checkPlanOptions(options: PlanOptions | null | undefined, caller: string): PlanOptions {
+  if (options === null || options === undefined) return {};
+  if (options.line !== undefined && !(Number.isInteger(options.line) && options.line >= 1)) {
+    throw new TypeError(`${caller}: options.line must be a positive integer, got ${JSON.stringify(options.line)}`);
+  }
+  return options;
+}
+
 export function checkCallShape(call: unknown, index: number): CallShape | Rejection {
   const invalid = (detail: string) => new Rejection("invalid_rollout", `${callLabel(call, index)}: ${detail}`);
   if (!isRecord(call)) return invalid(`a call must be a JSON object, got ${describeValue(call)}`);
   const { id, agent, prompt_token_ids: prompt, generation_token_ids: generation } = call;
   const { generation_log_probs: logprobs, kept } = call;
-  if (typeof id !== "string" || id === "") return invalid(`id must be a non-empty string, got ${describeValue(id)}`);
-  if (agent !== undefined && typeof agent !== "string") return invalid(`agent must be a string, got ${describeValue(agent)}`);
+  const problem = callIdentityProblem(id, agent, kept);
+  if (problem !== null) return invalid(problem);
   if (!isTokenArray(prompt)) return invalid(`prompt_token_ids must be an array, got ${describeValue(prompt)}`);
   if (!isTokenArray(generation)) {
     return invalid(`generation_token_ids must be an array, got ${describeValue(generation)}`);
@@ -92,6 +112,5 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   if (!isLogprobArray(logprobs)) {
     return invalid(`generation_log_probs must be an array, got ${describeValue(logprobs)}`);
   }
-  if (kept !== undefined && typeof kept !== "boolean") return invalid(`kept must be a boolean, got ${describeValue(kept)}`);
-  return { id, agent: agent ?? "", prompt, generation, logprobs, kept: kept !== false };
+  return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false };
 }

@@ -128,6 +128,7 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     r = await cli("rows", input, "-o", fifo, "--report", fifo);
     expect([r.code, r.stderr]).toEqual([2, `callforest: --report ${fifo}: is also -o ${fifo}; write the output somewhere else\n`]);
     expect(inputSize([fifo])).toBe(null); // a pipe's size says nothing: no "small input" rule, no percentage
+    expect([inputSize([]), inputSize(["-"])]).toEqual([null, null]); // stdin, named or not
   });
 
   it("-o /dev/stdout is stdout, even where it cannot be opened by name (Node's child pipes are sockets)", () => {

@@ -8,7 +8,11 @@ import { init, rowToJson, type Callforest } from "../src/index.js";
 import type { Plan, Rollout } from "../src/types.js";
 import { acceptedRolloutArb } from "./support/arbitraries.js";
 import { buildFrom } from "./support/worked-example.js";
-import { CoreUnavailableError, WasmCorePool } from "../src/core/wasm-core.js";
+import { WasmCorePool } from "../src/core/wasm-core.js";
+import { CoreUnavailableError } from "../src/core/errors.js";
+import { TsCorePool } from "../src/core/ts-core.js";
+import { AMBIGUOUS_PARENT, INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "../src/core/types.js";
+import { readFileSync } from "node:fs";
 import { failureOf } from "../src/cli/errors.js";
 import { planRollout } from "../src/planner.js";
 
@@ -174,6 +178,49 @@ describe("misuse of the API", () => {
       expect(b.commit({ id: "c", kept: "no" as never })).toBe(false);
       const plan = b.finish();
       expect([name, plan.report.calls, plan.report.reason, plan.report.detail]).toEqual([name, 1, "invalid_rollout", 'call "c" (calls[0]): kept must be a boolean, got "no"']);
+    }
+  });
+
+  it("the builder checks a call's id and agent with plan()'s words, and finish()'s options as plan() does", () => {
+    for (const { name, cf } of backends) {
+      for (const [meta, field] of [[{ id: "" }, "id"], [{ id: "c", agent: 5 }, "agent"]] as const) {
+        const b = cf.builder({ rollout_id: "r", reward: 0 });
+        b.stage(1, 1);
+        expect(b.commit(meta as never)).toBe(false);
+        const built = b.finish().report.detail!;
+        const planned = cf.plan({ rollout_id: "r", reward: 0, calls: [{ ...meta, prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] });
+        expect([name, field, built.slice(built.indexOf(": "))]).toEqual([name, field, planned.report.detail!.slice(planned.report.detail!.indexOf(": "))]);
+        planned.release();
+      }
+      const b = cf.builder({ rollout_id: "r", reward: 0 });
+      expect(() => b.finish({ line: -3 })).toThrow("finish(): options.line must be a positive integer, got -3");
+      const plan = b.finish({ line: 4 }); // the refused call did not end the builder
+      expect([name, plan.report.line]).toEqual([name, 4]);
+      plan.release();
+    }
+  });
+
+  it("a released TS core's holder cannot reach it again: a second release() does not hand it to two plans", () => {
+    const pool = new TsCorePool();
+    const hints = { calls: 0, generated: 0, longestCall: 0 };
+    const first = pool.acquire();
+    first.begin(new Int32Array(0), hints);
+    first.release();
+    expect(() => first.stage(1, 1)).toThrow("this core was released");
+    const second = pool.acquire(); // the first's core, recycled
+    second.begin(new Int32Array(0), hints);
+    first.release(); // a stale holder lets go again: must not give the second's core back
+    const third = pool.acquire();
+    third.begin(new Int32Array(0), hints);
+    expect(third.stage(4, 0).tokens).not.toBe(second.stage(4, 0).tokens);
+  });
+
+  it("the WebAssembly builds export the commit() codes the host reads them by", () => {
+    for (const build of ["core-simd", "core-scalar"]) {
+      const module = new WebAssembly.Module(readFileSync(new URL(`../build/${build}.wasm`, import.meta.url)));
+      const exports = new WebAssembly.Instance(module, { env: { abort() {} } }).exports as Record<string, WebAssembly.Global>;
+      const codes = Object.fromEntries(["AMBIGUOUS_PARENT", "INVALID_TOKEN", "INVALID_LOGPROB", "NOT_LINKED"].map((name) => [name, exports[name]?.value]));
+      expect([build, codes]).toEqual([build, { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED }]);
     }
   });
 

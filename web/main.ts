@@ -2,9 +2,9 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import { FROM_OPTIONS, parseFrom, rejectedReport, withImport, type FromOption } from "../src/formats/index.js";
-import { faultOf, renderSvg } from "../src/draw/index.js";
-import { isJsonName, lineRanges, parseLine, parseText, withoutByteOrderMark, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
+import { FROM_OPTIONS, parseFrom, rejectedReport, usePlan, type FromOption } from "../src/formats/index.js";
+import { faultOf, fileSafeId, renderSvg } from "../src/draw/index.js";
+import { isJsonName, jsonlItems, parseText, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
@@ -46,12 +46,7 @@ function setStatus(text: string, error = false): void {
 
 function reportOf(cf: Callforest, item: LoadedItem): Report {
   if (!item.result.ok) return rejectedReport(item.result, item.line);
-  const plan = cf.plan(item.result.rollout, { line: item.line });
-  try {
-    return withImport(plan.report, item.result);
-  } finally {
-    plan.release();
-  }
+  return usePlan(cf, item.result, item.line, (_plan, report) => report);
 }
 
 /** Bumped as every open starts: an earlier open (still reading or planning) gives way to a newer one. */
@@ -71,16 +66,12 @@ async function eachItem(name: string, text: string | Uint8Array, read: ReadOptio
     for (const item of parseText(name, text, read)) each(item, () => item);
     return true;
   }
-  const bytes = withoutByteOrderMark(typeof text === "string" ? new TextEncoder().encode(text) : text);
+  const bytes = typeof text === "string" ? new TextEncoder().encode(text) : text;
   let sliceStart = performance.now();
   let count = 0;
-  for (const { line, start, end } of lineRanges(bytes)) {
-    const readLine = () => parseLine(name, bytes.subarray(start, end), line, read);
-    const item = readLine();
-    if (item !== null) {
-      each(item, () => readLine()!);
-      count++;
-    }
+  for (const { item, end, again } of jsonlItems(name, bytes, read)) {
+    each(item, again);
+    count++;
     if (performance.now() - sliceStart > SLICE_MS) {
       setStatus(`${name}: ${doing}… ${count} rollouts, ${Math.floor((100 * end) / bytes.length)}%`);
       await new Promise((resolve) => setTimeout(resolve, 0));
@@ -249,7 +240,7 @@ function downloadSvg(): void {
   const link = document.createElement("a");
   link.href = URL.createObjectURL(new Blob([state.svg], { type: "image/svg+xml" }));
   const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
-  link.download = `${id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120)}.svg`; // as `draw` names files
+  link.download = `${fileSafeId(id)}.svg`; // as `draw` names files
   link.click();
   setTimeout(() => URL.revokeObjectURL(link.href), 0);
 }

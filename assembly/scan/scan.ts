@@ -4,6 +4,7 @@
 // An array that is not a plain list of the right numbers is left in the metadata untouched, so
 // JSON.parse and the planner's normal checks see it exactly as the slow path would.
 import { BASE, ensureMemory } from "./memory";
+import { writeU32 } from "./digits";
 import { numberEnd, parseNumberF32 } from "./number";
 import { commaBits, digitBits, eightDigits, nonDigitBits } from "./swar";
 
@@ -323,17 +324,6 @@ function tryArray(p: usize, kind: i32): usize {
   return after;
 }
 
-function writeDecimal(at: usize, value: u32): usize {
-  let digits: usize = 1;
-  for (let v = value; v >= 10; v /= 10) digits++;
-  let q = at + digits;
-  do {
-    store<u8>(--q, <u8>(0x30 + (value % 10)));
-    value /= 10;
-  } while (value != 0);
-  return at + digits;
-}
-
 /** Metadata text (segments between scanned arrays, placeholders in between), then the table. */
 function buildMeta(): bool {
   // Size: the input minus spans plus placeholders: bounded by input + arrays * (prefix + 12).
@@ -353,7 +343,7 @@ function buildMeta(): bool {
     out += spanStart - copied;
     memory.copy(out, prefix, prefixLength);
     out += prefixLength;
-    out = writeDecimal(out, <u32>i);
+    out = writeU32(out, <u32>i);
     store<u8>(out++, <u8>QUOTE);
     copied = spanEnd;
     const entry = tableStart + <usize>i * 12;

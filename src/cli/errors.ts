@@ -6,7 +6,8 @@
 //   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
 //   141 an output is a pipe its reader closed (`| head`): no message, as a process SIGPIPE ended
 import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
-import { CoreUnavailableError } from "../core/wasm-core.js";
+import { CoreUnavailableError } from "../core/errors.js";
+import { errorLine } from "../rejection.js";
 
 /** Bad arguments or unreadable files: exit 2. */
 export class UsageError extends Error {
@@ -26,10 +27,6 @@ export const CLOSED_PIPE = 141;
 
 /** System calls that write (or create) what they name; any other is reported as a read. */
 const WRITES = new Set(["write", "writev", "mkdir", "rename", "unlink", "rmdir", "ftruncate", "fsync", "copyfile", "symlink", "link", "utime", "chmod"]);
-
-function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split("\n")[0];
-}
 
 function systemMessage(error: SystemError): string {
   const syscall = error.syscall ?? "";
@@ -53,10 +50,10 @@ export function failureOf(error: unknown): Failure {
   // The reader of a pipe we write (stdout, -o /dev/stdout, a FIFO) stopped reading: its choice,
   // not an error worth a line (as SIGPIPE would end any Unix tool).
   if (error instanceof FileError && error.code === "EPIPE") return { exitCode: CLOSED_PIPE, message: "" };
-  if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: firstLine(error) };
-  if (error instanceof FileError) return { exitCode: 2, message: firstLine(error) };
+  if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: errorLine(error) };
+  if (error instanceof FileError) return { exitCode: 2, message: errorLine(error) };
   // A limit of this machine or process (address space), not a bug in callforest.
-  if (error instanceof CoreUnavailableError) return { exitCode: 2, message: firstLine(error) };
+  if (error instanceof CoreUnavailableError) return { exitCode: 2, message: errorLine(error) };
   if (isSystemError(error)) return { exitCode: 2, message: systemMessage(error) };
-  return { exitCode: EX_SOFTWARE, message: `internal error: ${firstLine(error)}` };
+  return { exitCode: EX_SOFTWARE, message: `internal error: ${errorLine(error)}` };
 }

@@ -26,8 +26,26 @@ export function addInputOptions(command: Command, { backend = true } = {}): Comm
   command
     .option("--from <format>", `input format: ${FROM_OPTIONS.join(", ")}`, "auto")
     .option("--tokens <dir>", "gym-observed: directory of <rollout_id>.tokens.jsonl token entries");
-  if (backend) command.option("--backend <name>", "wasm or ts (pure TypeScript, same results)", "wasm");
+  if (backend) addBackendOption(command);
   return command;
+}
+
+/** `--backend wasm|ts`, default wasm (read it with parseBackend). */
+export function addBackendOption(command: Command): Command {
+  return command.option("--backend <name>", "wasm or ts (pure TypeScript, same results)", "wasm");
+}
+
+/**
+ * An option's whole number in [min, max] (written in decimal digits only: no signs, exponents or
+ * fractions), or a UsageError naming the option and what it got.
+ */
+export function parseInteger(option: string, text: string, { min = 1, max = Number.MAX_SAFE_INTEGER } = {}): number {
+  const value = Number(text);
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
+    throw new UsageError(min === 1 ? `${option} must be a positive integer, got '${text}'` : `${option} must be an integer >= ${min}, got '${text}'`);
+  }
+  if (value > max) throw new UsageError(`${option} must be at most ${max}, got '${text}'`);
+  return value;
 }
 
 export function parseBackend(name: string): BackendName {

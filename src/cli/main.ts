@@ -1,7 +1,7 @@
 // The `callforest` command line: one module per command under ./commands.
 import { Command, CommanderError } from "commander";
 import { failureOf } from "./errors.js";
-import { FileError } from "../ingest/file-error.js";
+import { outputFailureOf, watchStdio } from "./stdio.js";
 import { register as registerRows } from "./commands/rows.js";
 import { register as registerShow } from "./commands/show.js";
 import { register as registerDemo } from "./commands/demo.js";
@@ -31,11 +31,11 @@ export function buildProgram(): Command {
 export async function main(argv: string[]): Promise<number> {
   const program = buildProgram();
   watchStdio();
-  outputFailure = null;
   try {
     await program.parseAsync(argv, { from: "user" });
     // A failed write to stdout reports its error on a later tick.
     await new Promise((resolve) => setImmediate(resolve));
+    const outputFailure = outputFailureOf();
     if (outputFailure !== null) throw outputFailure;
     return 0;
   } catch (error) {
@@ -47,30 +47,4 @@ export async function main(argv: string[]): Promise<number> {
     if (failure.message !== "") process.stderr.write(`callforest: ${failure.message}\n`);
     return failure.exitCode;
   }
-}
-
-/** The first failure writing stdout or stderr during this run (commands that write a lot stop early). */
-let outputFailure: FileError | null = null;
-let watching = false;
-
-/**
- * stdout or stderr that cannot be written (a full disk) is one line and exit 2, a pipe closed by
- * its reader a quiet exit 141 (see failureOf), whichever command wrote to it: without a listener
- * Node would die with a stack trace. Installed once.
- */
-function watchStdio(): void {
-  if (watching) return;
-  watching = true;
-  process.stdout.on("error", (error: Error) => {
-    outputFailure ??= new FileError("write", "<stdout>", error);
-  });
-  // stderr carries the notes: a failing one must not kill the run (rows half written, exit 1).
-  // The run goes on; its exit says what happened (141 for a closed pipe, 2 for a full disk).
-  process.stderr.on("error", (error: Error) => {
-    outputFailure ??= new FileError("write", "<stderr>", error);
-  });
-}
-
-export function outputFailed(): boolean {
-  return outputFailure !== null;
 }

@@ -222,7 +222,6 @@ async function countTokens(run: Run, body: TokenizeBody): Promise<number> {
 /** Runs the model's function calls; returns how many ran and whether the episode ended. */
 async function act(run: Run, output: readonly HistoryEntry[], turn: number): Promise<{ actions: number; done: boolean }> {
   let actions = 0;
-  let done = false;
   for (const entry of output) {
     if (entry.kind !== "function_call") continue;
     let args: unknown = entry.arguments;
@@ -237,7 +236,7 @@ async function act(run: Run, output: readonly HistoryEntry[], turn: number): Pro
     // The episode is over: the response's later calls are not run (they could undo the end).
     if (obs.done === true) return { actions, done: true };
   }
-  return { actions, done };
+  return { actions, done: false };
 }
 
 /** One model call: view, guards, send, evidence, actions. Returns why the run stops, or null to go on. */

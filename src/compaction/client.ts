@@ -4,6 +4,7 @@
 import { CompactionError, ModelHttpError } from "./errors.js";
 import {
   COMPACTION_BODY_KEYS,
+  TOKENIZE_BODY_KEYS,
   PLAIN_BODY_KEYS,
   type CompactionResponsesBody,
   type FunctionTool,
@@ -61,7 +62,7 @@ export const ENDPOINT_PATHS = {
 const ALLOWED_KEYS: Record<ModelCall["endpoint"] | "tokenize", readonly string[]> = {
   responses: PLAIN_BODY_KEYS,
   context_compaction: COMPACTION_BODY_KEYS,
-  tokenize: ["model", "input", "instructions", "tools", "required_prefix_token_ids"],
+  tokenize: TOKENIZE_BODY_KEYS,
 };
 
 /** Throws if the body carries a key its endpoint does not accept, or any key set to null/undefined. */

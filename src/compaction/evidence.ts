@@ -80,7 +80,7 @@ export interface EvidenceRecord {
   media: MediaRecord[];
 }
 
-function isTokenArray(v: unknown): v is number[] {
+function isTokenIdList(v: unknown): v is number[] {
   return Array.isArray(v) && v.every((t) => Number.isInteger(t) && t >= 0 && t <= 0x7fffffff);
 }
 
@@ -91,7 +91,7 @@ function isLogprobArray(v: unknown): v is number[] {
 function checkGeneration(where: string, g: Partial<Record<keyof GenerationEvidence, unknown>>): GenerationEvidence {
   for (const key of ["prompt_token_ids", "generation_token_ids"] as const) {
     if (g[key] === undefined) throw new EvidenceError(`${where}: ${key} is missing`);
-    if (!isTokenArray(g[key])) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1]`);
+    if (!isTokenIdList(g[key])) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1]`);
   }
   if (g.generation_log_probs === undefined) throw new EvidenceError(`${where}: generation_log_probs is missing`);
   if (!isLogprobArray(g.generation_log_probs)) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers`);

@@ -105,7 +105,8 @@ export interface RecencyConfig {
   reasoning?: Partial<RecencyReasoningConfig>;
 }
 
-function count_(name: string, value: unknown, fallback: number): number {
+/** A recency setting: a non-negative integer, `fallback` when unset. */
+function configCount(name: string, value: unknown, fallback: number): number {
   const v = value ?? fallback;
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0) {
     throw new CompactionError(`recency policy: ${name} must be a non-negative integer (got ${JSON.stringify(value)})`);
@@ -135,13 +136,13 @@ export function omittedImagesMarker(images: number): string {
 export function recencyPolicy(config: RecencyConfig = {}): Policy {
   const images: RecencyImagesConfig = {
     enabled: flag("images.enabled", config.images?.enabled, config.images !== undefined),
-    keepLastGroups: count_("images.keepLastGroups", config.images?.keepLastGroups, 3),
+    keepLastGroups: configCount("images.keepLastGroups", config.images?.keepLastGroups, 3),
     protectInitialContext: flag("images.protectInitialContext", config.images?.protectInitialContext, true),
   };
   const reasoning: RecencyReasoningConfig = {
     enabled: flag("reasoning.enabled", config.reasoning?.enabled, config.reasoning !== undefined),
     keepFirstBlock: flag("reasoning.keepFirstBlock", config.reasoning?.keepFirstBlock, false),
-    keepLastBlocks: count_("reasoning.keepLastBlocks", config.reasoning?.keepLastBlocks, 3),
+    keepLastBlocks: configCount("reasoning.keepLastBlocks", config.reasoning?.keepLastBlocks, 3),
   };
   const normalized = { images: { ...images }, reasoning: { ...reasoning } };
   const identity = policyIdentity("recency", "1", normalized);

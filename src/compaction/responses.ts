@@ -88,6 +88,8 @@ export interface TokenizeBody {
 export const PLAIN_BODY_KEYS: readonly string[] = ["model", "input", "instructions", "tools", "max_output_tokens", "temperature"];
 /** Keys `POST /v1/responses/context-compaction` may carry. */
 export const COMPACTION_BODY_KEYS: readonly string[] = [...PLAIN_BODY_KEYS, "required_prefix_token_ids"];
+/** Keys `POST /tokenize` may carry (the preflight that checks a compaction's prefix). */
+export const TOKENIZE_BODY_KEYS: readonly string[] = ["model", "input", "instructions", "tools", "required_prefix_token_ids"];
 
 /** vLLM's token-output fields, carried on the output item that ends a generation. */
 export interface TokenFields {

@@ -31,6 +31,18 @@ function reverseRange(values: number[], from: number, to: number): void {
   }
 }
 
+/** Sets bits [start, end) of a bitset (SPEC's order): whole bytes at once between the ends. */
+function setBits(mask: Uint8Array, start: number, end: number): void {
+  let i = start;
+  for (; i < end && (i & 7) !== 0; i++) mask[i >> 3] |= 1 << (i & 7);
+  const full = (end - i) >> 3;
+  if (full > 0) {
+    mask.fill(255, i >> 3, (i >> 3) + full);
+    i += full << 3;
+  }
+  for (; i < end; i++) mask[i >> 3] |= 1 << (i & 7);
+}
+
 export class TsCore implements ForestCore {
   private agentParents = new Int32Array(0);
   private stageTokens = new Int32Array(256);
@@ -58,20 +70,26 @@ export class TsCore implements ForestCore {
   /** Per node, its children by the first token of their edge (null: none yet). */
   private children: (Map<number, number> | null)[] = [];
 
+  private callCount = 0;
+  private nodeCount = 0;
+  private staging: StagedCall = { tokens: new Int32Array(0), logprobs: new Float32Array(0) };
   private tokens = new Int32Array(1024);
   private tokenCount = 0;
   private logprobs = new Float32Array(1024);
   private logprobCount = 0;
+  // Row output, reused from plan to plan: rows are views into these (valid until release(), as
+  // the WASM backend's are views into linear memory).
+  private rowTokens = new Int32Array(1024);
+  private rowLogprobs = new Float32Array(1024);
+  private rowMask = new Uint8Array(1024);
+  private rowAt = 0;
+  private maskAt = 0;
 
   begin(agentParents: Int32Array, hints: SizeHints): void {
     this.agentParents = agentParents.slice();
-    for (const list of [
-      this.callFull, this.callPrompt, this.callAgent, this.callLpOff, this.callParent,
-      this.callEndNode, this.callEndNext, this.nodeEdgeOff, this.nodeEdgeLen, this.nodeDepth,
-      this.nodeParent, this.nodeEndHead, this.children,
-    ]) {
-      list.length = 0;
-    }
+    // Keep the lists' capacity from plan to plan (length = 0 would free their backing stores).
+    this.callCount = 0;
+    this.nodeCount = 0;
     this.tokenCount = 0;
     this.logprobCount = 0;
     // Hints reserve up front, within reason (a wrong one must not allocate gigabytes).
@@ -85,11 +103,13 @@ export class TsCore implements ForestCore {
   stage(prompt: number, generated: number): StagedCall {
     this.stageTokens = grown(this.stageTokens, prompt + generated);
     this.stageLogprobs = grown(this.stageLogprobs, generated);
-    return { tokens: this.stageTokens, logprobs: this.stageLogprobs };
+    const s = this.staging;
+    if (s.tokens !== this.stageTokens || s.logprobs !== this.stageLogprobs) this.staging = { tokens: this.stageTokens, logprobs: this.stageLogprobs };
+    return this.staging;
   }
 
   staged(): StagedCall {
-    return { tokens: this.stageTokens, logprobs: this.stageLogprobs };
+    return this.staging;
   }
 
   checkStagedTokens(count: number): number {
@@ -140,13 +160,14 @@ export class TsCore implements ForestCore {
   }
 
   private newNode(edgeOff: number, edgeLen: number, depth: number, parent: number): number {
-    this.children[this.nodeEdgeOff.length] = null;
-    this.nodeEdgeOff.push(edgeOff);
-    this.nodeEdgeLen.push(edgeLen);
-    this.nodeDepth.push(depth);
-    this.nodeParent.push(parent);
-    this.nodeEndHead.push(-1);
-    return this.nodeEdgeOff.length - 1;
+    const id = this.nodeCount++;
+    this.children[id] = null;
+    this.nodeEdgeOff[id] = edgeOff;
+    this.nodeEdgeLen[id] = edgeLen;
+    this.nodeDepth[id] = depth;
+    this.nodeParent[id] = parent;
+    this.nodeEndHead[id] = -1;
+    return id;
   }
 
   private storeTokens(from: number, to: number): number {
@@ -159,14 +180,14 @@ export class TsCore implements ForestCore {
 
   private link(prompt: number, generated: number, agent: number): number {
     this.invalidTokenAt = -1;
-    const c = this.callFull.length;
+    const c = this.callCount++;
     const full = prompt + generated;
     this.logprobs = grown(this.logprobs, this.logprobCount + generated);
     this.logprobs.set(this.stageLogprobs.subarray(0, generated), this.logprobCount);
-    this.callFull.push(full);
-    this.callPrompt.push(prompt);
-    this.callAgent.push(agent);
-    this.callLpOff.push(this.logprobCount);
+    this.callFull[c] = full;
+    this.callPrompt[c] = prompt;
+    this.callAgent[c] = agent;
+    this.callLpOff[c] = this.logprobCount;
     this.logprobCount += generated;
 
     // Walk full(c) down the tree, inserting what is new. `best` is the deepest node at depth
@@ -190,7 +211,9 @@ export class TsCore implements ForestCore {
       const edgeLen = this.nodeEdgeLen[child];
       const room = Math.min(edgeLen, full - pos);
       let same = 0;
-      while (same < room && this.tokens[edgeOff + same] === staged[pos + same]) same++;
+      const stored = this.tokens;
+      const delta = pos - edgeOff;
+      for (let i = edgeOff, end = edgeOff + room; i < end && stored[i] === staged[i + delta]; i++) same++;
       if (same === edgeLen) {
         node = child;
         pos += edgeLen;
@@ -207,12 +230,12 @@ export class TsCore implements ForestCore {
       node = mid;
       pos += same;
     }
-    this.callEndNode.push(node);
-    this.callEndNext.push(this.nodeEndHead[node]);
+    this.callEndNode[c] = node;
+    this.callEndNext[c] = this.nodeEndHead[node];
     this.nodeEndHead[node] = c;
 
     const parent = best < 0 ? -1 : this.chooseParent(c, this.nodeEndHead[best]);
-    this.callParent.push(parent);
+    this.callParent[c] = parent;
     return parent;
   }
 
@@ -236,8 +259,9 @@ export class TsCore implements ForestCore {
   }
 
   finish(): CoreForest {
-    const n = this.callFull.length;
-    const parents = Int32Array.from(this.callParent);
+    const n = this.callCount;
+    const parents = new Int32Array(n);
+    for (let c = 0; c < n; c++) parents[c] = this.callParent[c];
     const firstChild = new Int32Array(n).fill(-1);
     const sameAgentChild = new Int32Array(n).fill(-1);
     for (let c = 0; c < n; c++) {
@@ -261,6 +285,22 @@ export class TsCore implements ForestCore {
       if (firstChild[c] < 0) ownerRows[c] = rowOfLeaf[c];
       else ownerRows[c] = ownerRows[sameAgentChild[c] >= 0 ? sameAgentChild[c] : firstChild[c]];
     }
+    let total = 0;
+    let maskTotal = 0;
+    for (const leaf of leaves) {
+      total += this.callFull[leaf];
+      maskTotal += (this.callFull[leaf] + 7) >> 3;
+    }
+    // Room for every row at once, before any row is made (the rows are views into it). Not
+    // grown() (which copies): the old rows are gone.
+    if (this.rowTokens.length < total) {
+      const size = Math.max(total, this.rowTokens.length * 2);
+      this.rowTokens = new Int32Array(size);
+      this.rowLogprobs = new Float32Array(size);
+    }
+    if (this.rowMask.length < maskTotal) this.rowMask = new Uint8Array(Math.max(maskTotal, this.rowMask.length * 2));
+    this.rowAt = 0;
+    this.maskAt = 0;
     const paths: number[] = [];
     const rows: CoreRow[] = leaves.map((leaf, row) => this.buildRow(leaf, row, parents, ownerRows, paths));
     return { parents, ownerRows, paths, rows };
@@ -272,59 +312,102 @@ export class TsCore implements ForestCore {
     const pathLength = paths.length - pathStart;
     reverseRange(paths, pathStart, paths.length);
     const numTokens = this.callFull[leaf];
-    const tokenIds = new Int32Array(numTokens);
+    const at = this.rowAt;
+    this.rowAt += numTokens;
+    const tokenIds = this.rowTokens.subarray(at, at + numTokens);
     for (let node = this.callEndNode[leaf]; node > 0; node = this.nodeParent[node]) {
       const len = this.nodeEdgeLen[node];
       const off = this.nodeEdgeOff[node];
       tokenIds.set(this.tokens.subarray(off, off + len), this.nodeDepth[node] - len);
     }
-    const logprobs = new Float32Array(numTokens);
-    const lossMask = new Uint8Array((numTokens + 7) >> 3);
+    const logprobs = this.rowLogprobs.subarray(at, at + numTokens).fill(0);
+    const maskAt = this.maskAt;
+    this.maskAt += (numTokens + 7) >> 3;
+    const lossMask = this.rowMask.subarray(maskAt, this.maskAt).fill(0);
     for (let k = pathStart; k < pathStart + pathLength; k++) {
       const x = paths[k];
       const start = this.callPrompt[x];
       const end = this.callFull[x];
       const off = this.callLpOff[x];
       logprobs.set(this.logprobs.subarray(off, off + end - start), start);
-      if (ownerRows[x] === row) for (let i = start; i < end; i++) lossMask[i >> 3] |= 1 << (i & 7);
+      if (ownerRows[x] === row) setBits(lossMask, start, end);
     }
     return { leaf, pathStart, pathLength, tokenIds, logprobs, lossMask };
   }
 
-  /** Set by TsCorePool: hands this core back for the next plan. */
-  giveBack: ((core: TsCore) => void) | null = null;
-  private released = false;
-
-  release(reusable = true): void {
-    // Rows own their arrays, so the core can serve the next plan as soon as this one lets go.
-    if (this.released) return;
-    this.released = true;
-    if (reusable) this.giveBack?.(this);
-  }
-
-  /** For TsCorePool: ready for another plan. */
-  reopen(): this {
-    this.released = false;
-    return this;
+  release(): void {
+    // Nothing to free: the arrays (rows' included) serve the next plan. TsCorePool's lease hands
+    // the core on; the plan has emptied its rows by then (see PlannedRollout.release).
   }
 }
 
 const MAX_IDLE_CORES = 2;
 
 /**
+ * One plan's hold on a pooled core. After release() it lets go of the core, which may serve the
+ * next plan by then: a second release() or a late call from this holder cannot reach it.
+ */
+class TsCoreLease implements ForestCore {
+  constructor(
+    private core: TsCore | null,
+    private readonly giveBack: (core: TsCore) => void,
+  ) {}
+
+  private held(): TsCore {
+    if (this.core === null) throw new Error("this core was released");
+    return this.core;
+  }
+
+  begin(agentParents: Int32Array, hints: SizeHints): void {
+    this.held().begin(agentParents, hints);
+  }
+
+  stage(prompt: number, generated: number): StagedCall {
+    return this.held().stage(prompt, generated);
+  }
+
+  staged(): StagedCall {
+    return this.held().staged();
+  }
+
+  checkStagedTokens(count: number): number {
+    return this.held().checkStagedTokens(count);
+  }
+
+  commit(prompt: number, generated: number, agent: number, link: boolean): number {
+    return this.held().commit(prompt, generated, agent, link);
+  }
+
+  lastBadIndex(): number {
+    return this.held().lastBadIndex();
+  }
+
+  ambiguousCandidates(): [number, number] {
+    return this.held().ambiguousCandidates();
+  }
+
+  finish(): CoreForest {
+    return this.held().finish();
+  }
+
+  release(reusable = true): void {
+    const core = this.core;
+    this.core = null;
+    if (core !== null && reusable) this.giveBack(core);
+  }
+}
+
+/**
  * Recycles TS cores like WasmCorePool recycles instances, so a batch of small rollouts does not
  * re-grow every array from scratch for each plan (both backends keep capacity across plans).
+ * Each plan gets its own lease, as each gets its own WasmCore.
  */
 export class TsCorePool {
   private readonly idle: TsCore[] = [];
 
   acquire(): ForestCore {
-    const recycled = this.idle.pop();
-    if (recycled) return recycled.reopen();
-    const core = new TsCore();
-    core.giveBack = (done) => {
-      if (this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
-    };
-    return core;
+    return new TsCoreLease(this.idle.pop() ?? new TsCore(), (core) => {
+      if (this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
+    });
   }
 }

@@ -1,6 +1,7 @@
 // Host side of the WebAssembly core (assembly/index.ts). One instance serves one plan at a time:
 // the plan holds it until release(), so no other plan can grow its memory and detach the views
 // the plan has handed out. Released instances go back to a small pool for the next plan.
+import { CoreMemoryError, CoreUnavailableError } from "./errors.js";
 import {
   type CoreForest,
   type CoreRow,
@@ -28,7 +29,7 @@ interface CoreExports {
   setMemoryLimit(pages: number): void;
 }
 
-// Row record layout shared with assembly/rows.ts (in i32 units).
+// Row record layout shared with assembly/rows.ts (R_*, there in bytes), here in i32 units.
 const ROW_RECORD = 8;
 const ROW_LEAF = 0;
 const ROW_PATH_OFF = 1;
@@ -38,11 +39,6 @@ const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
 
-/** The instance traps with this when linear memory cannot grow. */
-export class CoreMemoryError extends Error {}
-
-/** No new instance can be had (address space): the process's limit, not the rollout's size. */
-export class CoreUnavailableError extends Error {}
 
 const imports = {
   env: {
@@ -54,7 +50,10 @@ const imports = {
 
 const MAX_IDLE_INSTANCES = 2;
 
-/** `maxMemory` bytes as 64 KiB pages for a wasm32 instance: at least 1, at most 65,536 (4 GiB). */
+/**
+ * `maxMemory` bytes as 64 KiB pages: at least 1. The modules themselves stop at 65,535 pages
+ * (4 GiB less 64 KiB, see assembly/pages.ts), whatever larger number they are given.
+ */
 export function memoryLimitPages(maxMemory: number): number {
   return Math.min(65536, Math.max(1, Math.floor(maxMemory / 65536)));
 }
@@ -128,7 +127,8 @@ export class WasmCorePool {
 
 class WasmCore implements ForestCore {
   private readonly core: CoreExports;
-  private calls = 0;
+  /** Eligible calls linked so far (commit results >= -1). */
+  private linked = 0;
   private released = false;
 
   constructor(
@@ -141,7 +141,7 @@ class WasmCore implements ForestCore {
   begin(agentParents: Int32Array, hints: SizeHints): void {
     const table = this.core.begin(agentParents.length, hints.calls, hints.generated, hints.longestCall);
     this.instance.heap32().set(agentParents, table >>> 2);
-    this.calls = 0;
+    this.linked = 0;
     // The heap was reset: the staging area is normally where it was, with the same room, but
     // check both (a plan may start with less room than the last one had: see begin in assembly).
     const staging = this.instance.staging;
@@ -178,7 +178,7 @@ class WasmCore implements ForestCore {
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
     const result = this.core.commit(prompt, generated, agent, link ? 1 : 0);
-    if (result >= -1) this.calls++;
+    if (result >= -1) this.linked++;
     return result;
   }
 
@@ -195,7 +195,7 @@ class WasmCore implements ForestCore {
     // Memory does not grow after finish(), so these views stay valid until release().
     const heap = this.instance.heap32();
     const buffer = heap.buffer;
-    const n = this.calls;
+    const n = this.linked;
     const linksAt = this.core.linksAddress() >>> 2;
     // A copy: plan.forest reads it lazily, possibly after release() hands the memory on.
     const links = heap.slice(linksAt, linksAt + 2 * n);

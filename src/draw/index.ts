@@ -2,3 +2,8 @@
 // Environment-neutral: used by the CLI's `draw` and by the browser page.
 export { renderSvg, type DrawablePlan, type SvgOptions } from "./svg.js";
 export { faultOf, type Fault } from "./fault.js";
+
+/** A rollout id as part of a file name: characters outside [A-Za-z0-9._-] become `_`, at most 120. */
+export function fileSafeId(id: string): string {
+  return id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120);
+}

@@ -61,8 +61,13 @@ export interface Layout {
   rowsTop: number;
 }
 
+/** An agent's name for people: the unnamed agent ("") is "(no agent)". */
+export function agentName(agent: string): string {
+  return agent === "" ? "(no agent)" : agent;
+}
+
 export function agentLabel(agent: string, info: AgentInfo | undefined): string {
-  const name = agent === "" ? "(no agent)" : agent;
+  const name = agentName(agent);
   return info?.mode ? `${name} · ${info.mode}` : name;
 }
 

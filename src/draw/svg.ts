@@ -16,6 +16,7 @@ import {
   ROW_BOX_H,
   ROW_H,
   ROW_LABEL_CHARS,
+  agentName,
   layout,
   type DrawablePlan,
   type Layout,
@@ -165,7 +166,7 @@ function cuts(l: Layout): string[] {
   return l.cuts.map(
     (cut) =>
       `<g class="cf-cut-mark" data-after="${xmlText(cut.after)}"><title>${xmlText(
-        `context cut in ${cut.agent === "" ? "(no agent)" : cut.agent}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`,
+        `context cut in ${agentName(cut.agent)}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`,
       )}</title><path d="M${cut.x},${cut.y + 4} V${cut.y + LANE_H - 4}" class="cf-cut"/>${text(cut.x + 3, cut.y + LANE_H - 4, "cut", "cf-bad")}</g>`,
   );
 }

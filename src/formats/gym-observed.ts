@@ -69,7 +69,29 @@ export function fromGymObserved(
   const entries = readEntries(file);
   const byId = new Map(entries.map((e) => [e.id, e]));
   const resolve = refResolver(captureCalls, byId, file.file);
+  const { invocations, owner, recordNotes } = readRecords(records, resolve, byId, file.file);
+  const diagnostics: Diagnostic[] = [];
+  const unownedAgent = freshAgentId("unowned", invocations);
+  const { calls, sources, anyUnowned } = buildCalls(entries, owner, unownedAgent, file.file, diagnostics);
+  const agents = buildAgents(invocations, diagnostics);
+  if (anyUnowned) agents.push({ id: unownedAgent, parent: null, mode: "unowned" });
 
+  // One push per note: a capture may list more gaps than a call takes arguments.
+  const notes = [recordNotes, gapNotes(observations, "ng_agent_observations"), isObject(capture) ? gapNotes(capture, "ng_model_call_capture") : []];
+  for (const list of notes) for (const note of list) diagnostics.push(note);
+  return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics, sources };
+}
+
+/**
+ * The records: agent invocations (each with the model calls it lists, which must have token
+ * entries and be listed once), compaction notes, and a count of records of other kinds.
+ */
+function readRecords(
+  records: unknown[],
+  resolve: (ref: unknown, where: string) => string,
+  byId: ReadonlyMap<string, unknown>,
+  file: string,
+): { invocations: Invocation[]; owner: Map<string, string>; recordNotes: Diagnostic[] } {
   const invocations: Invocation[] = [];
   const owner = new Map<string, string>(); // model_call_id -> invocation id
   const ownerWhere = new Map<string, string>();
@@ -92,7 +114,7 @@ export function fromGymObserved(
           throw new FormatError("duplicate_model_call", `${refWhere}: model call ${q(callId)} is already listed at ${previous}`);
         }
         if (!byId.has(callId)) {
-          throw new FormatError("missing_token_entry", `${refWhere}: model call ${q(callId)} has no entry in ${file.file}`);
+          throw new FormatError("missing_token_entry", `${refWhere}: model call ${q(callId)} has no entry in ${file}`);
         }
         owner.set(callId, invocation.id);
         ownerWhere.set(callId, refWhere);
@@ -108,13 +130,24 @@ export function fromGymObserved(
     const detail = [...otherKinds].map(([kind, n]) => `${kind}: ${n}`).join(", ");
     recordNotes.push({ code: "observation_records", call: null, detail });
   }
+  return { invocations, owner, recordNotes };
+}
 
-  const diagnostics: Diagnostic[] = [];
-  const unownedAgent = freshAgentId("unowned", invocations);
+/**
+ * One canonical call per token entry, in ledger order, in the agent whose invocation lists it; an
+ * entry nobody lists is a try nobody kept (`unowned_call`, in `unownedAgent`).
+ */
+function buildCalls(
+  entries: readonly TokenEntry[],
+  owner: ReadonlyMap<string, string>,
+  unownedAgent: string,
+  file: string,
+  diagnostics: Diagnostic[],
+): { calls: CanonicalCall[]; sources: Map<string, string>; anyUnowned: boolean } {
   let anyUnowned = false;
   const sources = new Map<string, string>();
   const calls: CanonicalCall[] = entries.map((entry) => {
-    sources.set(entry.id, `${file.file}:${entry.line}`);
+    sources.set(entry.id, `${file}:${entry.line}`);
     const agent = owner.get(entry.id);
     const call: CanonicalCall = {
       id: entry.id,
@@ -128,15 +161,19 @@ export function fromGymObserved(
       call.kept = false;
       call.agent = unownedAgent;
       anyUnowned = true;
-      diagnostics.push({ code: "unowned_call", call: entry.id, detail: `${file.file}:${entry.line}: no agent_invocation lists it` });
+      diagnostics.push({ code: "unowned_call", call: entry.id, detail: `${file}:${entry.line}: no agent_invocation lists it` });
     } else {
       call.agent = agent;
     }
     return call;
   });
+  return { calls, sources, anyUnowned };
+}
 
+/** The invocations as agents; a parent without a record of its own is dropped, with a note. */
+function buildAgents(invocations: readonly Invocation[], diagnostics: Diagnostic[]): AgentInfo[] {
   const known = new Set(invocations.map((inv) => inv.id));
-  const agents: AgentInfo[] = invocations.map((inv) => {
+  return invocations.map((inv) => {
     let parent = inv.parent;
     if (parent !== null && !known.has(parent)) {
       diagnostics.push({
@@ -150,12 +187,6 @@ export function fromGymObserved(
     if (inv.mode !== null) agent.mode = inv.mode;
     return agent;
   });
-  if (anyUnowned) agents.push({ id: unownedAgent, parent: null, mode: "unowned" });
-
-  // One push per note: a capture may list more gaps than a call takes arguments.
-  const notes = [recordNotes, gapNotes(observations, "ng_agent_observations"), isObject(capture) ? gapNotes(capture, "ng_model_call_capture") : []];
-  for (const list of notes) for (const note of list) diagnostics.push(note);
-  return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics, sources };
 }
 
 function observedRolloutId(row: JsonObject, capture: unknown): string {

@@ -40,7 +40,7 @@ export function fromGymRollout(value: JsonObject): { rollout: Rollout; diagnosti
 }
 
 /** The calls of one Responses object, in output order. `where` prefixes paths in messages. */
-export function responseCalls(response: JsonObject, where: string): CanonicalCall[] {
+function responseCalls(response: JsonObject, where: string): CanonicalCall[] {
   const output = requireArray(response, "output", where);
   const calls: CanonicalCall[] = [];
   const used = new Set<string>();

@@ -2,12 +2,12 @@
 //
 // The `rows` command (and any reader) calls, per input value:
 //   const result = toCanonical(value, from, { tokens });   // from: FromOption, default "auto"
-//   if (result.ok) { plan = cf.plan(result.rollout, { line }); report = withImport(plan.report, result) }
+//   if (result.ok) report = usePlan(cf, result, line, (plan, report) => ...)   // report: withImport's
 //   else report = rejectedReport(result, line);
 // Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
 // tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
 // Node APIs so the browser build can use it.
-import type { Diagnostic, Report } from "../types.js";
+import type { Callforest, Plan, Report } from "../types.js";
 import { rejectionReport } from "../report.js";
 import { callAtFault } from "../rejection.js";
 import { fromCallforest } from "./callforest.js";
@@ -97,6 +97,19 @@ function knownRolloutId(value: unknown): string | null {
 /** The report of a value rejected before planning (SPEC's report with zero counts). */
 export function rejectedReport(rejection: FormatRejection, line?: number): Report {
   return rejectionReport(rejection.rolloutId, 0, rejection.reason, rejection.detail, line);
+}
+
+/**
+ * Plans an imported rollout and hands `use` the plan and its report (withImport's: the import's
+ * diagnostics and token sources in), then releases the plan.
+ */
+export function usePlan<T>(cf: Callforest, imported: Converted, line: number | undefined, use: (plan: Plan, report: Report) => T): T {
+  const plan = cf.plan(imported.rollout, line === undefined ? {} : { line });
+  try {
+    return use(plan, withImport(plan.report, imported));
+  } finally {
+    plan.release();
+  }
 }
 
 /**

@@ -8,6 +8,7 @@
 import { describeNotJson } from "../ingest/scan-errors.js";
 import { toCanonical } from "./index.js";
 import type { ConvertResult, FormatContext, FormatRejection, FromOption } from "./types.js";
+import { errorLine } from "../rejection.js";
 
 export interface ReadItem {
   /** Where the value came from, for messages: `file:line`, `file`, `file[i]`, `<stdin>:line`. */
@@ -58,10 +59,6 @@ const encoder = new TextEncoder();
 // the scanner does), rather than being dropped.
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-function firstLine(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).split("\n")[0];
-}
-
 /** Text longer than V8's longest string (2^29 - 24 characters), from the decoder or a string op. */
 export function isStringTooLong(error: unknown): boolean {
   if ((error as { code?: unknown } | null)?.code === "ERR_STRING_TOO_LONG") return true;
@@ -93,7 +90,7 @@ function parseJson(input: Uint8Array | string): { ok: true; value: unknown } | F
     return { ok: true, value: JSON.parse(text) };
   } catch (error) {
     // The byte-level checker runs only when JSON.parse failed (it is slower).
-    return malformedJson(notJsonDetail(bytes(), () => firstLine(error)));
+    return malformedJson(notJsonDetail(bytes(), () => errorLine(error)));
   }
 }
 
@@ -131,24 +128,32 @@ export function isByteOrderMark(bytes: Uint8Array): boolean {
 }
 
 /** Where each JSONL line of `input` is: [start, end) without its `\n`, numbered from 1. */
-export function* lineRanges(input: Uint8Array | string): Generator<{ line: number; start: number; end: number }> {
+function* lineRanges(input: Uint8Array): Generator<{ line: number; start: number; end: number }> {
   let start = 0;
   for (let line = 1; start < input.length; line++) {
-    let end = typeof input === "string" ? input.indexOf("\n", start) : input.indexOf(NEWLINE, start);
+    let end = input.indexOf(NEWLINE, start);
     if (end === -1) end = input.length;
     yield { line, start, end };
     start = end + 1;
   }
 }
 
+/**
+ * The items of a JSONL input held in memory, one by one (the page plans them a slice at a time):
+ * each with the offset where its line ends (for progress) and a way to read it again.
+ */
+export function* jsonlItems(name: string, input: Uint8Array, options: ReadOptions = {}): Generator<{ item: ReadItem; end: number; again: () => ReadItem }> {
+  const bytes = withoutByteOrderMark(input);
+  for (const { line, start, end } of lineRanges(bytes)) {
+    const read = () => parseLine(name, bytes.subarray(start, end), line, options);
+    const item = read();
+    if (item !== null) yield { item, end, again: () => read()! };
+  }
+}
+
 /** A whole input held in memory (the page's dropped file), by the rules above. */
 export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
-  input = withoutByteOrderMark(input);
-  if (isJsonName(name)) return parseJsonInput(name, input, options);
-  const items: ReadItem[] = [];
-  for (const { line, start, end } of lineRanges(input)) {
-    const item = parseLine(name, typeof input === "string" ? input.slice(start, end) : input.subarray(start, end), line, options);
-    if (item !== null) items.push(item);
-  }
-  return items;
+  if (isJsonName(name)) return parseJsonInput(name, withoutByteOrderMark(input), options);
+  const bytes = typeof input === "string" ? encoder.encode(input) : input;
+  return Array.from(jsonlItems(name, bytes, options), ({ item }) => item);
 }

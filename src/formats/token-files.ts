@@ -4,6 +4,7 @@
 import { isBlankLine, isStringTooLong, withoutByteOrderMark } from "./text.js";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
+import { errorLine } from "../rejection.js";
 
 /** The ending that names a token file: `<rollout_id>.tokens.jsonl`. */
 export const TOKEN_FILE_SUFFIX = ".tokens.jsonl";
@@ -53,7 +54,7 @@ export function parseJsonLines(text: string): TokenLine[] {
     try {
       out.push({ line: i + 1, value: JSON.parse(line) });
     } catch (error) {
-      out.push({ line: i + 1, error: (error as Error).message.split("\n")[0] });
+      out.push({ line: i + 1, error: errorLine(error) });
     }
   }
   return out;

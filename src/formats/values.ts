@@ -1,5 +1,6 @@
 // Small checks on parsed JSON values, and the error adapters throw to reject a value.
 import type { RejectionCode } from "../types.js";
+import { shortened } from "../rejection.js";
 
 export type JsonObject = Record<string, unknown>;
 
@@ -39,8 +40,7 @@ export function show(value: unknown): string {
   if (ArrayBuffer.isView(value)) return "a typed array";
   if (value === null) return "null";
   if (typeof value === "object") return "an object";
-  const text = JSON.stringify(value) ?? String(value);
-  return text.length > 40 ? `${text.slice(0, 37)}...` : text;
+  return shortened(JSON.stringify(value) ?? String(value));
 }
 
 export function requireObject(object: JsonObject, key: string, where: string): JsonObject {

@@ -75,12 +75,12 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** Counts `\n` in bytes[from, to). */
-function countNewlines(bytes: Uint8Array, from: number, to: number): number {
-  const buffer = asBuffer(bytes.subarray(0, to));
+/** Counts `\n` in bytes[0, end). */
+function countNewlines(bytes: Uint8Array, end: number): number {
+  const buffer = asBuffer(bytes.subarray(0, end));
   let count = 0;
-  let at = buffer.indexOf(NEWLINE, from);
-  while (at !== -1 && at < to) {
+  let at = buffer.indexOf(NEWLINE);
+  while (at !== -1) {
     count++;
     at = buffer.indexOf(NEWLINE, at + 1);
   }
@@ -188,7 +188,7 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
       // Small reads (a pipe hands out 64 KB) gather into batches of at least half a chunk.
       if (lastNewline < 0 || filled < chunk >> 1) continue;
       const end = lastNewline + 1;
-      const lineCount = countNewlines(buffer, 0, end);
+      const lineCount = countNewlines(buffer, end);
       const next = pool.take();
       next.set(buffer.subarray(end, filled)); // the unfinished tail, shorter than a chunk
       yield { bytes: buffer.subarray(0, end), firstLine: nextLine, lineCount };
@@ -203,7 +203,7 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
       yield longLine(buffer.subarray(0, filled));
     } else if (filled > 0) {
       const unterminated = buffer[filled - 1] === NEWLINE ? 0 : 1;
-      yield { bytes: buffer.subarray(0, filled), firstLine: nextLine, lineCount: countNewlines(buffer, 0, filled) + unterminated };
+      yield { bytes: buffer.subarray(0, filled), firstLine: nextLine, lineCount: countNewlines(buffer, filled) + unterminated };
     }
   } finally {
     await source.close();

@@ -1,4 +1,5 @@
 // A file (or stdout) the CLI could not read or write: `cannot read|write PATH: reason`, exit 2.
+import { errorLine } from "../rejection.js";
 
 /** Node's system errors (fs, net) carry a string `code` (ENOENT, EACCES, ...) and the `syscall`. */
 export interface SystemError extends Error {
@@ -41,7 +42,7 @@ export function reasonOf(error: unknown, op: "read" | "write" = "read"): string 
     const reason = REASONS[code];
     if (reason !== undefined) return reason;
   }
-  return error instanceof Error ? error.message.split("\n")[0] : String(error);
+  return errorLine(error);
 }
 
 export class FileError extends Error {

@@ -2,7 +2,7 @@
 // output comes back in pieces and leaves in input order. Memory stays bounded: at most
 // `maxBytes` of input (plus one batch) is out at a time, counted until its output is written.
 import { Worker } from "node:worker_threads";
-import { CoreUnavailableError } from "../core/wasm-core.js";
+import { CoreUnavailableError } from "../core/errors.js";
 import { batchBuffers, batchLength, type Batch } from "./batches.js";
 import type { IngestOptions, Piece } from "./process.js";
 

@@ -3,7 +3,6 @@
 import { statSync } from "node:fs";
 import { readRollouts } from "../formats/read.js";
 import { isJsonName } from "../formats/text.js";
-import { tokenDirectory } from "../formats/tokens-dir.js";
 import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
@@ -36,8 +35,12 @@ export interface RunTotals {
   bytes: number;
 }
 
-/** Sum of the input files' sizes (null when reading stdin or a pipe), for progress and the small-input rule. */
+/**
+ * Sum of the input files' sizes (null when reading stdin — `-`, or no inputs at all — or a pipe),
+ * for progress and the small-input rule.
+ */
 export function inputSize(inputs: readonly string[]): number | null {
+  if (inputs.length === 0) return null;
   let total = 0;
   for (const input of inputs) {
     if (input === "-") return null;
@@ -119,10 +122,10 @@ async function planJsonFile(file: string, options: IngestOptions, processor: Lin
   const size = statSync(file).size;
   if (size > MAX_STRING_BYTES) {
     // Read whole, it would be one string longer than V8 allows: reject it, go on with the rest.
-    processor.finish(tooLarge(`${size} bytes is more than a .json input may hold (${MAX_STRING_BYTES >> 20} MB); write it as one JSONL line`), file, undefined);
+    processor.record(tooLarge(`${size} bytes is more than a .json input may hold (${MAX_STRING_BYTES >> 20} MB); write it as one JSONL line`), file, undefined);
   } else {
-    const read = { from: options.from, ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }) };
-    for await (const item of readRollouts([file], read)) processor.finish(item.result, item.where, item.line);
+    const read = { from: options.from, ...processor.context };
+    for await (const item of readRollouts([file], read)) processor.record(item.result, item.where, item.line);
   }
   await write(processor.takeAll(size));
 }

@@ -34,20 +34,6 @@ function utf8Length(bytes: Uint8Array, i: number): number {
   return 0;
 }
 
-/** Offset of the first invalid UTF-8 byte, or -1. */
-export function invalidUtf8At(bytes: Uint8Array): number {
-  for (let i = 0; i < bytes.length; ) {
-    if (bytes[i] < 0x80) {
-      i++;
-      continue;
-    }
-    const length = utf8Length(bytes, i);
-    if (length === 0) return i;
-    i += length;
-  }
-  return -1;
-}
-
 function show(byte: number): string {
   return byte >= 0x20 && byte < 0x7f ? `'${String.fromCharCode(byte)}'` : `byte 0x${byte.toString(16).padStart(2, "0")}`;
 }

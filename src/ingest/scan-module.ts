@@ -2,7 +2,8 @@
 // fallbacks: decimal parsing for the rare numbers Eisel–Lemire cannot decide, and float32
 // formatting outside the magnitudes the fast formatter handles.
 import { readFile } from "node:fs/promises";
-import { CoreUnavailableError, memoryLimitPages } from "../core/wasm-core.js";
+import { CoreUnavailableError } from "../core/errors.js";
+import { memoryLimitPages } from "../core/wasm-core.js";
 import { formatFloat32 } from "../output.js";
 
 export interface ScanExports {
@@ -43,6 +44,8 @@ function compileOnce(url: URL): Promise<WebAssembly.Module> {
   if (!module) {
     module = readFile(url).then((bytes) => WebAssembly.compile(bytes));
     compiled.set(url.href, module);
+    // A failure is not kept: the next scanner tries again (and says why, if it fails again).
+    module.catch(() => compiled.delete(url.href));
   }
   return module;
 }

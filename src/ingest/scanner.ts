@@ -2,8 +2,8 @@
 // `generation_token_ids`) as an Int32Array and every `generation_log_probs` as a Float32Array,
 // both views over the scanner's own linear memory, parsed there by assembly/scan. Only the
 // remaining metadata goes through JSON.parse, with a placeholder string where each array was.
-import { describeNotJson } from "./scan-errors.js";
-import { isStringTooLong } from "../formats/text.js";
+import { isStringTooLong, notJsonDetail } from "../formats/text.js";
+import { errorLine } from "../rejection.js";
 import { lineLength } from "./batches.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
@@ -18,7 +18,7 @@ const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const ARRAY_KEYS = new Set(["prompt_token_ids", "generation_token_ids", "generation_log_probs"]);
 const NONCE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/** `\u0000` + 16 random characters: no line can guess it, so no user string is taken for a placeholder. */
+/** 16 random characters (the scanner puts `\u0000` before them): no line can guess them, so no user string is taken for a placeholder. */
 function makeNonce(): string {
   const random = new Uint8Array(16);
   globalThis.crypto.getRandomValues(random);
@@ -54,7 +54,7 @@ export class LineScanner {
     const parts = line instanceof Uint8Array ? [line] : line;
     const length = lineLength(parts);
     const input = this.inputBuffer(length);
-    if (input === null) return tooLarge(length);
+    if (input === null) return tooLargeLine(length);
     let at = 0;
     for (const part of parts) {
       input.set(part, at);
@@ -76,7 +76,7 @@ export class LineScanner {
   /** Scans the `length` bytes written into inputBuffer(length). */
   scanInput(length: number): ScannedLine {
     const wasm = this.wasm;
-    if (wasm.scan(length) !== 0) return tooLarge(length);
+    if (wasm.scan(length) !== 0) return tooLargeLine(length); // not STATUS_OK (assembly/scan/scan.ts)
     const buffer = wasm.memory.buffer;
     const metaLength = wasm.metaLength();
     let value: unknown;
@@ -124,7 +124,7 @@ export class LineScanner {
   }
 }
 
-function tooLarge(bytes: number): ScannedLine {
+function tooLargeLine(bytes: number): ScannedLine {
   return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes does not fit in the scanner's memory` };
 }
 
@@ -132,16 +132,18 @@ function textTooLong(bytes: number, what: string): ScannedLine {
   return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes: ${what} is longer than a JavaScript string can be` };
 }
 
+/** Why a line the scanner could not read is not JSON, in the words every reader uses (notJsonDetail). */
 function notJson(line: Uint8Array): ScannedLine {
-  const detail = describeNotJson(line);
-  if (detail !== null) return { ok: false, code: "malformed_json", detail };
-  // The checker accepts what JSON.parse rejected (e.g. nesting too deep for JSON.parse).
-  try {
-    JSON.parse(decoder.decode(line));
-  } catch (error) {
-    if (isStringTooLong(error)) return textTooLong(line.length, "its text");
-    const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    return { ok: false, code: "malformed_json", detail: `not JSON (${why})` };
-  }
-  throw new Error("LineScanner: metadata failed to parse although the line is JSON (a scanner bug)");
+  let tooLong = false;
+  const detail = notJsonDetail(line, () => {
+    // The checker accepted what JSON.parse rejects (e.g. nesting too deep for JSON.parse).
+    try {
+      JSON.parse(decoder.decode(line));
+    } catch (error) {
+      tooLong = isStringTooLong(error);
+      return errorLine(error);
+    }
+    throw new Error("LineScanner: metadata failed to parse although the line is JSON (a scanner bug)");
+  });
+  return tooLong ? textTooLong(line.length, "its text") : { ok: false, code: "malformed_json", detail };
 }

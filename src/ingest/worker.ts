@@ -5,7 +5,8 @@ import { parentPort, workerData } from "node:worker_threads";
 import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
 import type { ToWorker, FromWorker } from "./pool.js";
 import type { Batch } from "./batches.js";
-import { CoreUnavailableError } from "../core/wasm-core.js";
+import { CoreUnavailableError } from "../core/errors.js";
+import { errorLine } from "../rejection.js";
 
 const port = parentPort!;
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
@@ -15,16 +16,12 @@ let queue: Promise<void> = LineProcessor.create(workerData as IngestOptions).the
   (created) => {
     processor = created;
   },
-  (error: unknown) => post(fatal(describe(error), error)),
+  (error: unknown) => post(fatal(errorLine(error), error)),
 );
 
 /** The fatal message for `error`, with its kind when the main thread maps it to an exit code. */
 function fatal(message: string, error: unknown): FromWorker {
   return error instanceof CoreUnavailableError ? { type: "fatal", message, kind: "core_unavailable" } : { type: "fatal", message };
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? error.message.split("\n")[0] : String(error);
 }
 
 port.on("message", (received: ToWorker) => {
@@ -47,7 +44,7 @@ port.on("message", (received: ToWorker) => {
         post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffers: message.buffers } : {}) }, transfer);
       });
     } catch (error) {
-      post(fatal(`${message.name}:${message.firstLine}+: ${describe(error)}`, error));
+      post(fatal(`${message.name}:${message.firstLine}+: ${errorLine(error)}`, error));
     }
   });
 });

@@ -57,7 +57,7 @@ describe("callforest agent-demo", () => {
 
   it("rejects bad options with a usage error", async () => {
     await expect(agentDemo({ ...defaults, policy: "lru" })).rejects.toThrow(new UsageError("unknown --policy 'lru': expected identity, images, reasoning, combined"));
-    await expect(agentDemo({ ...defaults, turns: "0" })).rejects.toThrow("--turns must be an integer >= 1 (got '0')");
+    await expect(agentDemo({ ...defaults, turns: "0" })).rejects.toThrow("--turns must be a positive integer, got '0'");
     await expect(agentDemo({ ...defaults, schedule: "weekly" })).rejects.toThrow(UsageError);
     await expect(agentDemo({ ...defaults, backend: "gpu" })).rejects.toThrow(UsageError);
   });

@@ -5,7 +5,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  CompactionError,
   EvidenceError,
   ModelHttpError,
   assertBodyKeys,

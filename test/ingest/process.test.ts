@@ -58,16 +58,25 @@ describe("LineProcessor out of memory", () => {
     expect(result.notes).toMatch(/^in\.jsonl:2: rejected \(rollout_too_large\): the rollout does not fit in memory \(Array buffer allocation failed\)\n$/);
   });
 
-  it("replaces a scanner that trapped and goes on with the next line", async () => {
+  it("replaces a scanner that ran out of memory and goes on with the next line", async () => {
     const processor = await LineProcessor.create(OPTIONS);
     const internals = processor as unknown as { scanner: { scan: (line: Uint8Array) => unknown } };
-    const trapped = internals.scanner;
-    trapped.scan = () => {
-      throw new WebAssembly.RuntimeError("memory access out of bounds");
+    const exhausted = internals.scanner;
+    exhausted.scan = () => {
+      throw new RangeError("Array buffer allocation failed");
     };
     const result = await run(processor, batchOf([big, first]));
     expect(JSON.parse(result.reports[0])).toMatchObject({ status: "rejected", reason: "rollout_too_large", line: 1 });
     expect(JSON.parse(result.reports[1])).toMatchObject({ status: "ok", line: 2 });
-    expect(internals.scanner).not.toBe(trapped);
+    expect(internals.scanner).not.toBe(exhausted);
+  });
+
+  it("lets a WebAssembly trap through (a bug, not a rollout too large)", async () => {
+    const processor = await LineProcessor.create(OPTIONS);
+    const internals = processor as unknown as { scanner: { scan: (line: Uint8Array) => unknown } };
+    internals.scanner.scan = () => {
+      throw new WebAssembly.RuntimeError("memory access out of bounds");
+    };
+    await expect(run(processor, batchOf([first]))).rejects.toThrow(WebAssembly.RuntimeError);
   });
 });

@@ -64,6 +64,21 @@ describe("formatFloat32 edge values", () => {
     const edges = [2 ** -149, -(2 ** -149), 2 ** -126, 3.4028234663852886e38, -3.4028234663852886e38, 2 ** -96, 2 ** 87, 1, -1];
     for (const x of edges) expect([x, Math.fround(JSON.parse(formatFloat32(x)))]).toEqual([x, x]);
   });
+
+  it("bisects to the same text as trying 1, 2, 3, ... significant digits in turn (300,000 values)", () => {
+    const shortestByTrying = (x: number): string => {
+      if (x === 0) return Object.is(x, -0) ? "-0" : "0";
+      for (let precision = 1; precision < 10; precision++) {
+        const candidate = Number(x.toPrecision(precision));
+        if (Math.fround(candidate) === x) return String(candidate);
+      }
+      return String(x);
+    };
+    const values = randomFloat32s(300_000, 7);
+    const differing = Array.from(values).filter((x) => formatFloat32(x) !== shortestByTrying(x));
+    expect(differing).toEqual([]);
+    expect([formatFloat32(0.1), formatFloat32(Math.fround(0.1)), formatFloat32(Infinity)]).toEqual(["0.1", "0.1", "Infinity"]);
+  });
 });
 
 describe.each([true, false])("float32 → text (simd %s)", (simd) => {

@@ -5,6 +5,7 @@ import type { Command } from "commander";
 import { createModelClient, identityPolicy, recencyPolicy, rolling, runAgent, turnChunked, type Policy, type ScheduleConfig } from "../../compaction/index.js";
 import { init } from "../../index.js";
 import { UsageError } from "../errors.js";
+import { addBackendOption, parseBackend, parseInteger } from "../inputs.js";
 
 const POLICIES = ["identity", "images", "reasoning", "combined"] as const;
 const SCHEDULES = ["rolling", "chunked"] as const;
@@ -19,24 +20,17 @@ export interface AgentDemoOptions {
 }
 
 export function register(program: Command): void {
-  program
+  const command = program
     .command("agent-demo")
     .description("Run a short compacted grid-world episode against the built-in model server; print its boundaries and rows.")
     .option("--turns <n>", "model calls at most", "10")
     .option("--policy <name>", `compaction policy: ${POLICIES.join(", ")}`, "combined")
     .option("--schedule <name>", `schedule: ${SCHEDULES.join(", ")}`, "chunked")
     .option("--actions-per-chunk <n>", "actions per chunk under the chunked schedule", "3")
-    .option("--seed <n>", "seed of the model server and of the grid world's walls", "0")
-    .option("--backend <name>", "core backend: wasm or ts", "wasm")
-    .action(async (options: AgentDemoOptions) => {
-      process.stdout.write(await agentDemo(options));
-    });
-}
-
-function positiveInt(flag: string, text: string, min: number): number {
-  const n = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`${flag} must be an integer >= ${min} (got '${text}')`);
-  return n;
+    .option("--seed <n>", "seed of the model server and of the grid world's walls", "0");
+  addBackendOption(command).action(async (options: AgentDemoOptions) => {
+    process.stdout.write(await agentDemo(options));
+  });
 }
 
 function policyFor(name: string): Policy {
@@ -68,12 +62,12 @@ function ones(mask: Uint8Array): number {
 
 /** Runs the demo and returns what it prints. */
 export async function agentDemo(options: AgentDemoOptions): Promise<string> {
-  const turns = positiveInt("--turns", options.turns, 1);
-  const actionsPerChunk = positiveInt("--actions-per-chunk", options.actionsPerChunk, 1);
-  const seed = positiveInt("--seed", options.seed, 0);
+  const turns = parseInteger("--turns", options.turns);
+  const actionsPerChunk = parseInteger("--actions-per-chunk", options.actionsPerChunk);
+  const seed = parseInteger("--seed", options.seed, { min: 0 });
   const policy = policyFor(options.policy);
   if (!(SCHEDULES as readonly string[]).includes(options.schedule)) throw new UsageError(`unknown --schedule '${options.schedule}': expected ${SCHEDULES.join(", ")}`);
-  if (options.backend !== "wasm" && options.backend !== "ts") throw new UsageError(`unknown --backend '${options.backend}': expected wasm or ts`);
+  const backend = parseBackend(options.backend);
   const schedule: ScheduleConfig = options.schedule === "rolling" ? rolling() : turnChunked(actionsPerChunk);
 
   // The test bed carries a BPE tokenizer's tables: loaded only when this command runs.
@@ -94,7 +88,7 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
     for (const b of e.boundaries) {
       out += pad([b.boundary, b.first_call, b.previous_call, b.reason, b.trigger, `${b.old_items}>${b.new_items}`, `${b.old_media}>${b.new_media}`, `${b.omitted.images}/${b.omitted.reasoning}`], bw);
     }
-    const cf = await init({ backend: options.backend });
+    const cf = await init({ backend });
     const plan = cf.plan(result.rollout);
     try {
       out += `\nrows (backend ${cf.backend})\n`;

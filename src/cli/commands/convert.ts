@@ -2,9 +2,8 @@
 // One output line per accepted input value; each rejected one is one stderr line naming
 // file:line and reason, and the rest go on.
 import type { Command } from "commander";
-import type { FormatRejection } from "../../formats/index.js";
 import { readRollouts, rolloutToJson } from "../../formats/read.js";
-import { oneLine } from "../../rejection.js";
+import { errorLine, oneLine, rejectionLine } from "../../rejection.js";
 import { withSinks } from "../../ingest/sink.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, checkOutputs, type ReadArguments } from "../inputs.js";
@@ -28,12 +27,6 @@ export function register(program: Command): void {
   });
 }
 
-/** A rejection as one stderr line, like `rows`' with the format's own code: `file:line: rejected (reason[, code]): detail`. */
-export function rejectionLine(where: string, rejection: FormatRejection): string {
-  const code = rejection.code === rejection.reason ? "" : `, ${rejection.code}`;
-  return oneLine(`${where}: rejected (${rejection.reason}${code}): ${rejection.detail}`);
-}
-
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {
   if (options.to !== "callforest") throw new UsageError(`unknown --to format '${options.to}': expected callforest`);
   const read = checkInputs(inputs, options);
@@ -52,13 +45,13 @@ async function convert(inputs: string[], options: ConvertOptions): Promise<void>
           // back (rows reads it fine). That value only, then on with the rest.
           if (!(error instanceof RangeError)) throw error;
           rejected++;
-          process.stderr.write(oneLine(`${item.where}: not converted: it cannot be written back as JSON (${error.message.split("\n")[0]})`) + "\n");
+          process.stderr.write(oneLine(`${item.where}: not converted: it cannot be written back as JSON (${errorLine(error)})`) + "\n");
           continue;
         }
         await out!.write(line + "\n");
       } else {
         rejected++;
-        process.stderr.write(rejectionLine(item.where, item.result) + "\n");
+        process.stderr.write(rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n");
       }
     }
   });

@@ -10,8 +10,8 @@ import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
-import { rejectedReport, withImport } from "../../formats/index.js";
-import { renderSvg } from "../../draw/index.js";
+import { rejectedReport, usePlan } from "../../formats/index.js";
+import { fileSafeId, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
 import { isStdout } from "../../ingest/sink.js";
@@ -46,20 +46,14 @@ function idOfItem(item: ReadItem): string | null {
 
 function svgOf(cf: Callforest, item: ReadItem): string {
   if (!item.result.ok) return renderSvg({ report: rejectedReport(item.result, item.line), forest: [], agents: [], rows: [] });
-  const plan = cf.plan(item.result.rollout, { line: item.line });
-  try {
-    const report = withImport(plan.report, item.result);
-    return renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows });
-  } finally {
-    plan.release();
-  }
+  return usePlan(cf, item.result, item.line, (plan, report) => renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }));
 }
 
 /** The file for the `position`-th (1-based) of several rollouts; see the header comment. */
-export function severalName(output: string, id: string | null, position: number, used: Set<string>): string {
+function severalName(output: string, id: string | null, position: number, used: Set<string>): string {
   const file = basename(output);
   const stem = file.toLowerCase().endsWith(".svg") ? file.slice(0, -4) : file;
-  const safe = id === null ? "rollout" : id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120);
+  const safe = id === null ? "rollout" : fileSafeId(id);
   let name = `${stem}.${safe}${id === null ? `.${position}` : ""}.svg`;
   // `position` is unique within a run, so this settles every clash but a contrived one (an id
   // that itself ends in ".<n>"), which gets one more suffix per retry

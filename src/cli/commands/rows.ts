@@ -8,7 +8,7 @@ import { withSinks } from "../../ingest/sink.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, parseBackend, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, type InputOptions } from "../inputs.js";
 import { startProgress } from "../progress.js";
 
 interface RowsOptions extends InputOptions {
@@ -50,15 +50,6 @@ function parseMaskFormat(text: string): MaskFormat {
   throw new UsageError(`unknown --mask-format '${text}': expected bits or ints`);
 }
 
-function positive(option: string, text: string, max = Number.MAX_SAFE_INTEGER): number {
-  const value = Number(text);
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < 1) {
-    throw new UsageError(`${option} must be a positive integer, got '${text}'`);
-  }
-  if (value > max) throw new UsageError(`${option} must be at most ${max}, got '${text}'`);
-  return value;
-}
-
 /** Batch buffers are allocated whole: more than this is not a batch size but a mistake. */
 const MAX_BATCH_BYTES = 1 << 30;
 
@@ -76,8 +67,8 @@ function parseReader(text: string | undefined, backend: string): ReaderName {
 async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
-  const jobs = options.jobs === undefined ? availableParallelism() : positive("--jobs", options.jobs);
-  const chunk = options.batchBytes === undefined ? undefined : positive("--batch-bytes", options.batchBytes, MAX_BATCH_BYTES);
+  const jobs = options.jobs === undefined ? availableParallelism() : parseInteger("--jobs", options.jobs);
+  const chunk = options.batchBytes === undefined ? undefined : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const read = checkInputs(inputs, options);

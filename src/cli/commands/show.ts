@@ -2,10 +2,10 @@
 import type { Command } from "commander";
 import { init } from "../../index.js";
 import { readRollouts } from "../../formats/read.js";
-import { withImport } from "../../formats/index.js";
+import { usePlan } from "../../formats/index.js";
 import { renderPlan } from "../../show.js";
-import { oneLine } from "../../rejection.js";
-import { outputFailed } from "../main.js";
+import { rejectionLine } from "../../rejection.js";
+import { outputFailed } from "../stdio.js";
 import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
 
 export function register(program: Command): void {
@@ -22,14 +22,14 @@ export function register(program: Command): void {
       if (!first) process.stdout.write("\n");
       first = false;
       if (!item.result.ok) {
-        process.stdout.write(oneLine(`${item.where}: rejected (${item.result.reason}): ${item.result.detail}`) + "\n");
+        process.stdout.write(rejectionLine(item.where, item.result.reason, item.result.detail) + "\n");
         continue;
       }
-      const plan = cf.plan(item.result.rollout, { line: item.line });
-      const report = withImport(plan.report, item.result);
       // A rejection names where it is, as an import rejection does.
-      process.stdout.write(report.status === "rejected" ? oneLine(`${item.where}: rejected (${report.reason}): ${report.detail}`) + "\n" : renderPlan(plan));
-      plan.release();
+      const text = usePlan(cf, item.result, item.line, (plan, report) =>
+        report.status === "rejected" ? rejectionLine(item.where, report.reason!, report.detail) + "\n" : renderPlan(plan),
+      );
+      process.stdout.write(text);
     }
   });
 }

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import type { AddressInfo } from "node:net";
 import type { Command } from "commander";
 import { UsageError } from "../errors.js";
-import { addInputOptions, checkInputs } from "../inputs.js";
+import { addInputOptions, checkInputs, parseInteger } from "../inputs.js";
 import type { FromOption } from "../../formats/index.js";
 import { isTokenFileName } from "../../formats/token-files.js";
 
@@ -164,12 +164,6 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
   return Buffer.concat(chunks);
 }
 
-function parsePort(text: string): number {
-  const port = Number(text);
-  if (!/^\d+$/.test(text) || port > 65535) throw new UsageError(`--port ${text}: expected a port number 0-65535`);
-  return port;
-}
-
 export function register(program: Command): void {
   const command = program
     .command("view")
@@ -178,7 +172,7 @@ export function register(program: Command): void {
     .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`);
   addInputOptions(command, { backend: false }).action(async (input: string | undefined, options: { port?: string; from: string; tokens?: string }) => {
       const explicit = options.port !== undefined;
-      const port = explicit ? parsePort(options.port!) : DEFAULT_PORT;
+      const port = explicit ? parseInteger("--port", options.port!, { min: 0, max: 65535 }) : DEFAULT_PORT;
       const { from } = checkInputs(input === undefined ? [] : [input], options);
       const served = input === "-" ? { name: "stdin.jsonl", bytes: await readAll(process.stdin) } : input;
       const serve = (port: number) => startViewServer({ input: served, port, from, tokensDir: options.tokens });

@@ -4,7 +4,7 @@
 // pydantic models (extra="forbid") answer.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { COMPACTION_BODY_KEYS, PLAIN_BODY_KEYS, type FunctionTool, type InputItem, type OutputItem, type ResponsesResponse } from "../responses.js";
+import { COMPACTION_BODY_KEYS, PLAIN_BODY_KEYS, TOKENIZE_BODY_KEYS, type FunctionTool, type InputItem, type OutputItem, type ResponsesResponse } from "../responses.js";
 import { hashTokens, sample } from "./sampler.js";
 import { renderPrompt, renderWithPrefix, TemplateError, type RenderRequest } from "./template.js";
 
@@ -46,7 +46,6 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-const TOKENIZE_KEYS = ["model", "input", "instructions", "tools", "required_prefix_token_ids"];
 
 class HttpError extends Error {
   constructor(
@@ -190,7 +189,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       return generate(parsed, fault);
     }
     if (path === "/tokenize") {
-      checkKeys(body, TOKENIZE_KEYS, strict);
+      checkKeys(body, TOKENIZE_BODY_KEYS, strict);
       const tokens = prompt(parse(body, model), true, Number.MAX_SAFE_INTEGER);
       return { count: tokens.length, max_model_len: maxModelLen, tokens };
     }
