@@ -34,6 +34,27 @@ function listTypedArrays(_key: string, value: unknown): unknown {
   return ArrayBuffer.isView(value) && !(value instanceof DataView) ? Array.from(value as unknown as ArrayLike<number>) : value;
 }
 
+/**
+ * Values nested deeper are not written out in messages. JSON.stringify recurses, and how deep it
+ * gets before the stack runs out depends on the thread (a worker's stack is not the main
+ * thread's): the words must not (`rows --jobs 2` writes what `--jobs 1` writes).
+ */
+const MAX_WRITTEN_DEPTH = 1000;
+
+/** Whether objects and arrays nest more than `limit` deep in `value` (walked without recursion). */
+function nestedDeeperThan(value: unknown, limit: number): boolean {
+  const seen = new Set<object>(); // a shared or cyclic part is walked once (JSON.stringify refuses cycles anyway)
+  const pending: [unknown, number][] = [[value, 1]];
+  while (pending.length > 0) {
+    const [item, depth] = pending.pop()!;
+    if (typeof item !== "object" || item === null || ArrayBuffer.isView(item) || seen.has(item)) continue;
+    if (depth > limit) return true;
+    seen.add(item);
+    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+  }
+  return false;
+}
+
 /** A value, shortened for a one-line message. Never throws (BigInt, cycles, NaN included). */
 export function describeValue(value: unknown): string {
   let text: string;
@@ -45,6 +66,7 @@ export function describeValue(value: unknown): string {
     text = `${value.constructor.name}(${(value as unknown as ArrayLike<unknown>).length ?? value.byteLength})`;
   } else {
     try {
+      if (nestedDeeperThan(value, MAX_WRITTEN_DEPTH)) throw new RangeError("too deep to write out");
       text = JSON.stringify(value, listTypedArrays) ?? String(value);
     } catch {
       text = Array.isArray(value) ? "an array" : "an object";
@@ -59,10 +81,6 @@ export function shortened(text: string): string {
 }
 
 /**
- * `text` with control characters (and the two Unicode line separators) escaped as in JSON, for
- * messages that must stay one line whatever a file name or an id from the data holds.
- */
-/**
  * A rejection as one line of notes: `where: rejected (reason): detail`, with a format's own code
  * after the reason when it has one that differs (convert's lines).
  */
@@ -71,6 +89,10 @@ export function rejectionLine(where: string, reason: string, detail: string | un
   return oneLine(`${where}: rejected (${reason}${own}): ${detail}`);
 }
 
+/**
+ * `text` with control characters (and the two Unicode line separators) escaped as in JSON, for
+ * messages that must stay one line whatever a file name or an id from the data holds.
+ */
 export function oneLine(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
     const named: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };

@@ -9,12 +9,21 @@ import { buildDist, cli, goodLines, lines, read, rowsOf, tempDir } from "./inges
 
 beforeAll(buildDist);
 
+/**
+ * A call whose logprobs are a value nested 4,000 deep: too deep for the main thread's stack to
+ * write out with JSON.stringify, not for a worker's. Its rejection must read the same on both.
+ */
+const DEEP_VALUE_LINE =
+  '{"rollout_id":"deep","reward":0,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":' +
+  '{"a":['.repeat(2000) + "1" + "]}".repeat(2000) + "}]}";
+
 /** ~1 MB of rollouts with bad and blank lines among them. */
 function input(): string {
   const good = goodLines(200, 11);
   const out: string[] = [];
   good.forEach((line, i) => {
     out.push(line);
+    if (i === 150) out.push(DEEP_VALUE_LINE);
     if (i % 50 === 7) out.push('{"rollout_id":"cut","calls":[{"id":"c","prompt_token_ids":[1,');
     if (i % 50 === 20) out.push("");
     if (i % 50 === 33) out.push(line.replace('"prompt_token_ids":[', '"prompt_token_ids":[-1,'));
@@ -73,10 +82,10 @@ describe("rows --jobs N", () => {
     expect(parallel.stderr).toBe(serial.stderr);
     const stderr = lines(serial.stderr);
     expect(stderr[0]).toMatch(/^<stdin>:9: rejected \(malformed_json\): not JSON at byte \d+: cut off/);
-    expect(stderr[stderr.length - 1]).toMatch(/^callforest: \d+ rollouts \(\d+ ok, 8 rejected\), \d+ rows$/);
+    expect(stderr[stderr.length - 1]).toMatch(/^callforest: \d+ rollouts \(\d+ ok, 9 rejected\), \d+ rows$/);
     const strict = run("--jobs", "2", "--strict", "--report", join(dir, "report.jsonl"));
     expect(strict.status).toBe(1);
-    expect(strict.stderr).toBe("callforest: 8 of 209 rollouts rejected\n");
-    expect(lines(read(join(dir, "report.jsonl")))).toHaveLength(209);
+    expect(strict.stderr).toBe("callforest: 9 of 210 rollouts rejected\n");
+    expect(lines(read(join(dir, "report.jsonl")))).toHaveLength(210);
   });
 });
