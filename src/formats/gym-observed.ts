@@ -294,10 +294,16 @@ function timeOf(value: unknown, label: string): Time {
 }
 
 /** A model_ref as a comparable key: Gym's `{type, name}` object, or a plain string. */
+/**
+ * A model_ref as a key: a string as it is, `{ type, name }` as "type/name" (strings, either may
+ * be missing); null when it is anything else.
+ */
 function refKey(ref: unknown): string | null {
   if (isNonEmptyString(ref)) return ref;
-  if (isObject(ref)) return `${String(field(ref, "type") ?? "")}/${String(field(ref, "name") ?? "")}`;
-  return null;
+  if (!isObject(ref)) return null;
+  const type = field(ref, "type") ?? "";
+  const name = field(ref, "name") ?? "";
+  return typeof type === "string" && typeof name === "string" ? `${type}/${name}` : null;
 }
 
 /**
@@ -332,7 +338,11 @@ function refResolver(captureCalls: unknown[], entries: Map<string, TokenEntry>, 
     if (!isNonEmptyString(responseId)) {
       throw new FormatError("missing_field", `${where}: needs model_call_id, or model_ref and response_id`);
     }
-    const model = refKey(field(ref, "model_ref"));
+    const modelRef = field(ref, "model_ref");
+    const model = refKey(modelRef);
+    if (modelRef !== undefined && model === null) {
+      throw new FormatError("missing_field", `${where}: model_ref is ${show(modelRef)}, expected a name or { type, name } strings`);
+    }
     const matches = (byResponse.get(responseId) ?? []).filter((m) => model === null || refKey(field(m.call, "model_ref")) === model);
     const named = model === null ? "" : ` (model_ref ${q(model)})`;
     if (matches.length === 0) {

@@ -222,6 +222,13 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       `${refWhere}[2] (invocation "inv-leader"): response_id "resp_leader_3_summary" (model_ref "responses_api_models/judge") matches no ng_model_call_capture.calls entry`,
     ],
     [
+      "model_ref whose type is not a string",
+      (v) => (v.ng_agent_observations.records[0].model_calls[2].model_ref = { type: { nested: true }, name: "policy_model" }),
+      () => {},
+      "missing_field",
+      `${refWhere}[2] (invocation "inv-leader"): model_ref is an object, expected a name or { type, name } strings`,
+    ],
+    [
       "ambiguous response_id",
       (v) => (v.ng_model_call_capture.calls[7].response_id = "resp_leader_3_summary"),
       () => {},
