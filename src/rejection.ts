@@ -9,6 +9,11 @@ export class Rejection {
   ) {}
 }
 
+/** "1 row", "2 rows" ("1 leaf", "2 leaves" with `plural`). */
+export function countOf(n: number, noun: string, plural = `${noun}s`): string {
+  return `${n} ${n === 1 ? noun : plural}`;
+}
+
 /** The first line of an error's message (or of what was thrown): messages here are one line. */
 export function errorLine(error: unknown): string {
   return (error instanceof Error ? error.message : String(error)).split("\n")[0];

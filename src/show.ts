@@ -1,6 +1,9 @@
 // A plan as text for a terminal: the forest (trees with agents, parent links, roots and leaves
 // marked) and the rows table, as in SPEC's worked example.
+// Every name from the data goes through oneLine: an id holding a newline or an escape sequence
+// must not forge a line or drive the terminal.
 import { agentLabel } from "./draw/layout.js";
+import { countOf, oneLine as safe } from "./rejection.js";
 import type { AgentInfo, ForestCall, Plan } from "./types.js";
 
 function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>): string {
@@ -9,7 +12,7 @@ function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>): str
   if (call.leaf) marks.push(`leaf → row ${call.ownerRow}`);
   else marks.push(`trained in row ${call.ownerRow}`);
   const tokens = `${call.promptLength}+${call.generationLength} tokens`;
-  return `${call.id} [${agentLabel(call.agent, agents.get(call.agent))}] ${tokens}  ${marks.join(", ")}`;
+  return `${safe(call.id)} [${safe(agentLabel(call.agent, agents.get(call.agent)))}] ${tokens}  ${marks.join(", ")}`;
 }
 
 function table(header: string[], body: string[][]): string[] {
@@ -23,16 +26,16 @@ export function renderPlan(plan: Plan): string {
   const { report } = plan;
   const out: string[] = [];
   if (report.status === "rejected") {
-    out.push(`rollout ${report.rollout_id ?? "(no id)"}: rejected (${report.reason}): ${report.detail}`);
+    out.push(safe(`rollout ${report.rollout_id ?? "(no id)"}: rejected (${report.reason}): ${report.detail}`));
     return out.join("\n") + "\n";
   }
   out.push(
-    `rollout ${report.rollout_id}: ${report.calls} calls, ${report.eligible} eligible, ` +
-      `${report.roots} trees, ${report.leaves} leaves, ${report.rows} rows`,
+    `rollout ${safe(report.rollout_id ?? "")}: ${countOf(report.calls, "call")}, ${report.eligible} eligible, ` +
+      `${countOf(report.roots, "tree")}, ${countOf(report.leaves, "leaf", "leaves")}, ${countOf(report.rows, "row")}`,
   );
   if (plan.agents.length > 0) {
     const list = plan.agents.map((a) => `${a.id}${a.mode ? ` (${a.mode})` : ""}${a.parent ? ` ← ${a.parent}` : ""}`);
-    out.push(`agents: ${list.join(", ")}`);
+    out.push(safe(`agents: ${list.join(", ")}`));
   }
   out.push("", "forest");
   const agents = new Map(plan.agents.map((a) => [a.id, a]));
@@ -54,16 +57,16 @@ export function renderPlan(plan: Plan): string {
   const unlinked = plan.forest.filter((c) => !c.eligible);
   if (unlinked.length > 0) {
     const why = (c: ForestCall) => (c.kept ? "empty generation" : "not kept");
-    out.push(`  not linked: ${unlinked.map((c) => `${c.id} (${why(c)})`).join(", ")}`);
+    out.push(`  not linked: ${unlinked.map((c) => `${safe(c.id)} (${why(c)})`).join(", ")}`);
   }
   out.push("", "rows");
   const body = plan.rows.map((row) => [
     String(row.index),
-    row.leaf,
-    row.agent,
-    row.calls.join(" "),
-    row.trained.join(" ") || "–",
-    row.context.join(" ") || "–",
+    safe(row.leaf),
+    safe(row.agent),
+    safe(row.calls.join(" ")),
+    safe(row.trained.join(" ")) || "–",
+    safe(row.context.join(" ")) || "–",
     String(row.numTokens),
   ]);
   for (const line of table(["row", "leaf", "agent", "path (root first)", "trains", "context only", "tokens"], body)) {

@@ -57,7 +57,8 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
   const ids = new Map<string, number>();
   for (let i = 0; i < agents.length; i++) {
     const agent = agents[i];
-    if (!isRecord(agent) || typeof agent.id !== "string") return invalid(`agents[${i}] needs a string id`);
+    if (!isRecord(agent)) return invalid(`agents[${i}] must be an object with a string id, got ${describeValue(agent)}`);
+    if (typeof agent.id !== "string") return invalid(`agents[${i}] needs a string id, got ${describeValue(agent.id)}`);
     if (ids.has(agent.id)) return invalid(`agents[${i}]: agent id ${JSON.stringify(agent.id)} is listed twice`);
     if (agent.parent !== null && agent.parent !== undefined && typeof agent.parent !== "string") {
       return invalid(`agents[${i}] (${JSON.stringify(agent.id)}): parent must be an agent id or null`);

@@ -1,7 +1,7 @@
 // SPEC's worked example gives exactly SPEC's five rows — masks and logprobs included — on every
 // backend, from plain and typed arrays, through the API, the builder and the CLI.
 import { beforeAll, describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { init, type Callforest, type Plan, type Rollout } from "../src/index.js";
 import { main } from "../src/cli/main.js";
@@ -150,6 +150,21 @@ describe("worked example through the CLI", () => {
     expect(run.stdout).toMatch(/├─ C8 \[F · fork\].*\n\s+│\s+└─ C9 \[F · fork\].*leaf → row 2/);
     expect(run.stdout).toMatch(/2\s+C9\s+F\s+C1 C3 C7 C8 C9\s+C8 C9\s+C1 C3 C7/);
     expect(run.stdout).toMatch(/3\s+C10\s+L\s+C1 C3 C7 C10\s+C1 C3 C7 C10\s+–/);
+  });
+
+  it("show escapes control characters from the data (no forged lines, no terminal escapes) and counts in words", async () => {
+    const file = join(tmp(), "names.jsonl");
+    const rollout = {
+      rollout_id: "r\nFAKE LINE",
+      reward: 1,
+      calls: [{ id: "a\r\u001b[31mRED", agent: "L\nX", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-0.5] }],
+    };
+    writeFileSync(file, JSON.stringify(rollout) + "\n");
+    const run = await captureOutput(() => main(["show", file]));
+    expect(run.code).toBe(0);
+    expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/);
+    expect(run.stdout.split("\n")[0]).toBe("rollout r\\nFAKE LINE: 1 call, 1 eligible, 1 tree, 1 leaf, 1 row");
+    expect(run.stdout).toContain("a\\r\\u001b[31mRED [L\\nX]");
   });
 
   it("demo plans the built-in example", async () => {

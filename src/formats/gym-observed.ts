@@ -276,8 +276,11 @@ function timeOf(value: unknown, label: string): Time {
     // "...T05:00:00.1Z" are the same instant, and 1.9999999999 stays before 2.
     const plain = /^(\d+)(?:\.(\d+))?$/.exec(String(value));
     if (plain !== null) return { seconds: Number(plain[1]), fraction: plain[2] ?? "" };
-    const seconds = Math.floor(value); // negative, or in exponent form: rare enough for nanoseconds
-    return { seconds, fraction: (value - seconds).toFixed(9).slice(2) };
+    // Negative, or in exponent form: rare enough for nanoseconds. A fraction that rounds up to a
+    // whole second (-1e-10 is 0.9999999999 past -1) is the next second.
+    const seconds = Math.floor(value);
+    const fraction = (value - seconds).toFixed(9);
+    return fraction.startsWith("1") ? { seconds: seconds + 1, fraction: "" } : { seconds, fraction: fraction.slice(2) };
   }
   const match = typeof value === "string" ? ISO_8601.exec(value) : null;
   if (match !== null) {

@@ -54,8 +54,10 @@ function responseCalls(response: JsonObject, where: string): CanonicalCall[] {
     }
     if (generated.length === 0) return;
     const itemId = field(item, "id");
-    // Output item ids are the natural call ids; an item without one (or a repeated one) gets its path.
-    const id = isNonEmptyString(itemId) && !used.has(itemId) ? itemId : itemWhere;
+    // Output item ids are the natural call ids; an item without one (or a repeated one) gets its
+    // path, and `#2`, `#3`, ... after it in the odd case that an earlier item's id is that path.
+    let id = isNonEmptyString(itemId) && !used.has(itemId) ? itemId : itemWhere;
+    for (let n = 2; used.has(id); n++) id = `${itemWhere}#${n}`;
     used.add(id);
     const label = `${itemWhere} (call ${id}): `;
     calls.push({

@@ -75,7 +75,9 @@ async function* readJsonLines(file: string, options: ReadOptions): AsyncGenerato
 /**
  * A canonical rollout as one JSONL line. Import diagnostics go in a `diagnostics` field (SPEC
  * ignores unknown fields; `--from callforest` reads them back). Typed arrays are written as JSON
- * arrays, float32 logprobs in their shortest exact form.
+ * arrays, float32 logprobs in their shortest exact form. Throws a RangeError for what JSON cannot
+ * hold: a number out of range (1e400 reads as Infinity, which JSON.stringify would write as null),
+ * or a value nested deeper than JSON.stringify can recurse.
  */
 export function rolloutToJson(rollout: Rollout, diagnostics: readonly Diagnostic[] = []): string {
   const body = diagnostics.length === 0 ? rollout : { ...rollout, diagnostics };
@@ -83,6 +85,9 @@ export function rolloutToJson(rollout: Rollout, diagnostics: readonly Diagnostic
   // JSON.stringify writes -0 as 0: a logprob of -0 goes out as a placeholder, then as "-0".
   const logprob = (x: number) => (Object.is(x, -0) ? ((negativeZeros = true), NEGATIVE_ZERO) : Number(formatFloat32(x)));
   const text = JSON.stringify(body, (key, value: unknown) => {
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      throw new RangeError(`${key === "" ? "a value" : JSON.stringify(key)} is ${value}, which JSON cannot hold (a number out of range, such as 1e400)`);
+    }
     if (value instanceof Float32Array) return Array.from(value, logprob);
     // Plain arrays keep their numbers as given, -0 included.
     if (key === "generation_log_probs" && Array.isArray(value) && value.some((x) => Object.is(x, -0))) {

@@ -95,6 +95,20 @@ describe("callforest convert", () => {
     expect(lines(r.stderr)).toEqual([`${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`]);
   });
 
+  it("a number out of range (1e400) is not written as null: that value is one line on stderr, --strict exits 1", async () => {
+    const dir = tmp();
+    const file = join(dir, "range.jsonl");
+    const good = { rollout_id: "ok", reward: 1, calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] };
+    writeFileSync(file, `${JSON.stringify(good).replace('"reward":1', '"reward":1e400')}\n${JSON.stringify(good)}\n${JSON.stringify(good).replace("[-1]", "[-1e400]")}\n`);
+    const r = await run(file, "--strict");
+    expect(r.code).toBe(1);
+    expect(lines(r.stdout).map((l) => JSON.parse(l).reward)).toEqual([1]);
+    expect(lines(r.stderr).slice(0, 2)).toEqual([
+      `${file}:1: not converted: it cannot be written back as JSON ("reward" is Infinity, which JSON cannot hold (a number out of range, such as 1e400))`,
+      `${file}:3: not converted: it cannot be written back as JSON ("0" is -Infinity, which JSON cannot hold (a number out of range, such as 1e400))`,
+    ]);
+  });
+
   it("keeps a -0 logprob as -0 (JSON.stringify alone writes 0), plain or Float32Array", async () => {
     const dir = tmp();
     const file = join(dir, "negzero.jsonl");

@@ -163,6 +163,9 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
     expect(mixed.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
     const close = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.0999999999, 1764478800.09])) }));
     expect(close.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
+    // Just before zero, written in exponent form: after -0.5, not a second early (rounding up).
+    const negative = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([-1e-10, -0.5])) }));
+    expect(negative.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     for (const bad of ["2025-11-30T05:00:00", "5", "2025-13-01T00:00:00Z", "yesterday"]) {
       const result = toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([bad])) });
       expect(result.ok ? "accepted" : result.detail).toMatch(/created_at is .* expected a number or an ISO 8601 time with a zone$/);

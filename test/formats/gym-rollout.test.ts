@@ -121,6 +121,14 @@ describe("gym-rollout: competitive-coding-rollouts.jsonl (rollout rows)", () => 
     const ids = accepted(toCanonical(row)).rollout.calls.map((c) => c.id);
     expect(ids).toEqual([item.id, "response.output[2]", "response.output[3]"]);
   });
+
+  it("keeps a path id distinct from an earlier item's id that happens to be that path", () => {
+    const row = clone(rows[0]);
+    const item = row.response.output[1];
+    row.response.output.push({ ...item, id: "response.output[3]" }, { ...item, id: null });
+    const ids = accepted(toCanonical(row)).rollout.calls.map((c) => c.id);
+    expect(ids).toEqual([item.id, "response.output[3]", "response.output[3]#2"]);
+  });
 });
 
 describe("gym-rollout rejections: one line naming what and where", () => {

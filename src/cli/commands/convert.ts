@@ -41,8 +41,8 @@ async function convert(inputs: string[], options: ConvertOptions): Promise<void>
         try {
           line = rolloutToJson(item.result.rollout, item.result.diagnostics);
         } catch (error) {
-          // JSON.stringify recurses: an unknown field nested thousands deep cannot be written
-          // back (rows reads it fine). That value only, then on with the rest.
+          // What JSON cannot hold (a number out of range, a value nested deeper than
+          // JSON.stringify recurses): that value only, then on with the rest.
           if (!(error instanceof RangeError)) throw error;
           rejected++;
           process.stderr.write(oneLine(`${item.where}: not converted: it cannot be written back as JSON (${errorLine(error)})`) + "\n");

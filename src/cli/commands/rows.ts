@@ -10,6 +10,7 @@ import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, type InputOptions } from "../inputs.js";
 import { startProgress } from "../progress.js";
+import { countOf } from "../../rejection.js";
 
 interface RowsOptions extends InputOptions {
   output?: string;
@@ -92,12 +93,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   });
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
-    process.stderr.write(`callforest: ${count(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${count(rowCount, "row")}\n`);
+    process.stderr.write(`callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${countOf(rowCount, "row")}\n`);
   }
-  if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${count(total, "rollout")} rejected`);
-}
-
-/** "1 row", "2 rows". */
-function count(n: number, noun: string): string {
-  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+  if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);
 }
