@@ -229,7 +229,7 @@ function readEntries(file: TokenEntries): TokenEntry[] {
   const lineOf = new Map<string, number>();
   for (const line of file.lines) {
     const where = `${file.file}:${line.line}`;
-    if ("error" in line) throw new FormatError("malformed_token_entry", `${where}: not JSON (${line.error})`);
+    if ("error" in line) throw new FormatError("malformed_token_entry", `${where}: ${line.error}`);
     const value = line.value;
     if (!isObject(value)) throw new FormatError("missing_field", `${where}: token entry is ${show(value)}, expected an object`);
     const id = field(value, "model_call_id");

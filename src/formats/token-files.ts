@@ -1,7 +1,7 @@
 // Token entries for gym-observed that are not read from a directory: files the caller already
 // holds (the page's opened or dropped `<rollout_id>.tokens.jsonl` files). Free of Node APIs, so
 // the browser build can use it; src/formats/tokens-dir.ts is the `--tokens DIR` source.
-import { isBlankLine, isStringTooLong, withoutByteOrderMark } from "./text.js";
+import { isBlankLine, isStringTooLong, notJsonDetail, withoutByteOrderMark } from "./text.js";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
 import { errorLine } from "../rejection.js";
@@ -44,6 +44,8 @@ export function memoryTokenSource(files: ReadonlyMap<string, Uint8Array>): Token
   };
 }
 
+const encoder = new TextEncoder();
+
 /** JSONL text to parsed lines (1-based numbers); blank lines (the rows command's rule) are skipped. */
 export function parseJsonLines(text: string): TokenLine[] {
   const out: TokenLine[] = [];
@@ -54,7 +56,7 @@ export function parseJsonLines(text: string): TokenLine[] {
     try {
       out.push({ line: i + 1, value: JSON.parse(line) });
     } catch (error) {
-      out.push({ line: i + 1, error: errorLine(error) });
+      out.push({ line: i + 1, error: notJsonDetail(encoder.encode(line), () => errorLine(error)) });
     }
   }
   return out;

@@ -343,7 +343,7 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
   it("a token line that is not JSON names file:line", () => {
     const source: TokenSource = {
       describe: () => FILE,
-      load: () => ({ file: FILE, lines: [{ line: 1, value: entries[0] }, { line: 2, error: "Unexpected end of JSON input" }] }),
+      load: () => ({ file: FILE, lines: [{ line: 1, value: entries[0] }, { line: 2, error: "not JSON (Unexpected end of JSON input)" }] }),
     };
     const result = toCanonical(row, "gym-observed", { tokens: source });
     expect(result).toMatchObject({
@@ -352,6 +352,19 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       code: "malformed_token_entry",
       detail: `gym-observed: ${FILE}:2: not JSON (Unexpected end of JSON input)`,
     });
+  });
+
+  it("a token file's line that is not JSON is described as every reader describes it (byte offset, what was found)", () => {
+    const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      const lines = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
+      lines[3] = lines[3].replace(/"created_at":[^,}]+/, '"created_at":NaN');
+      writeFileSync(join(dir, "7-2.tokens.jsonl"), lines.join("\n"));
+      const result = toCanonical(row, "gym-observed", { tokens: tokenDirectory(dir) });
+      expect(result.ok ? "accepted" : result.detail).toMatch(/^gym-observed: .*7-2\.tokens\.jsonl:4: not JSON at byte \d+: unexpected 'N' where a value should be$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("without a token source", () => {
