@@ -1,8 +1,9 @@
 // A core that links nothing: it replays the forest and rows the TS core computed for the same
-// rollout beforehand. plan() on it costs only what every backend does besides linking and making
-// rows — checking the rollout, copying the caller's arrays into the core, the row objects, the
-// report — and reading its rows costs what reading any backend's rows costs. So ts time ÷ this
-// time bounds what an infinitely fast core could gain over the TS backend.
+// rollout beforehand. plan() on it costs only what a WebAssembly backend does besides linking and
+// making rows — checking the rollout, copying the caller's arrays into the core (which the TS core
+// skips for typed arrays, reading them in place), the row objects, the report — and reading its
+// rows costs what reading any backend's rows costs. So ts time ÷ this time bounds what an
+// infinitely fast WebAssembly core could gain over the TS backend.
 import { NOT_LINKED, type CoreForest, type ForestCore, type SizeHints, type StagedCall } from "../src/core/types.js";
 import { TsCorePool } from "../src/core/ts-core.js";
 import { planRollout } from "../src/planner.js";

@@ -162,11 +162,30 @@ export class RolloutAssembler {
    */
   commit(call: CallIdentity, agentIndex: number, source?: ValueSource): boolean {
     if (this.rejection) return false;
+    const isEligible = call.kept && this.stagedGeneration > 0;
+    return this.record(call, source, this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, isEligible));
+  }
+
+  /** Whether the core reads a call's typed arrays in place (commitArrays), with no staging. */
+  get readsArrays(): boolean {
+    return this.core.commitArrays !== undefined;
+  }
+
+  /** commit() for a call whose arrays the core reads in place (see readsArrays); no stage() before. */
+  commitArrays(call: CallIdentity, agentIndex: number, arrays: { prompt: Int32Array; generation: Int32Array; logprobs: Float32Array }): boolean {
+    if (this.rejection) return false;
+    this.stagedPrompt = arrays.prompt.length;
+    this.stagedGeneration = arrays.generation.length;
+    const isEligible = call.kept && this.stagedGeneration > 0;
+    return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, isEligible));
+  }
+
+  /** Records a committed call, or rejects the rollout for what the core's `result` says. */
+  private record(call: CallIdentity, source: ValueSource | undefined, result: number): boolean {
     const { id, kept } = call;
     const promptLength = this.stagedPrompt;
     const generationLength = this.stagedGeneration;
     const isEligible = kept && generationLength > 0;
-    const result = this.core.commit(promptLength, generationLength, agentIndex, isEligible);
     if (result === INVALID_TOKEN) {
       const index = this.core.lastBadIndex();
       const value = !source ? this.core.staged().tokens[index]

@@ -72,6 +72,12 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     const agent = assembler.identify(shape.id, shape.agent);
     if (agent === null) return;
 
+    // A JS core reads typed arrays where they are (no copy); anything else is copied in.
+    const { prompt, generation, logprobs } = shape;
+    if (assembler.readsArrays && prompt instanceof Int32Array && generation instanceof Int32Array && logprobs instanceof Float32Array && logprobs.length === generation.length) {
+      if (!assembler.commitArrays(shape, agent, { prompt, generation, logprobs })) return;
+      continue;
+    }
     const promptLength = shape.prompt.length;
     const generationLength = shape.generation.length;
     const staged = assembler.stage(promptLength, generationLength);

@@ -3,14 +3,14 @@
 // ambiguous_parent names, release() (twice; rows after it), the builder against plan() on generated
 // forests, and misuse of the API (bad options, throwing getters, builder slips, no instance left).
 import fc from "fast-check";
-import { beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 import { init, rowToJson, type Callforest } from "../src/index.js";
 import type { Plan, Rollout } from "../src/types.js";
 import { acceptedRolloutArb } from "./support/arbitraries.js";
-import { buildFrom } from "./support/worked-example.js";
+import { buildFrom, loadExample, typedExample } from "./support/worked-example.js";
 import { WasmCorePool } from "../src/core/wasm-core.js";
 import { CoreUnavailableError } from "../src/core/errors.js";
-import { TsCorePool } from "../src/core/ts-core.js";
+import { TsCore, TsCorePool } from "../src/core/ts-core.js";
 import { AMBIGUOUS_PARENT, INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "../src/core/types.js";
 import { readFileSync } from "node:fs";
 import { failureOf } from "../src/cli/errors.js";
@@ -228,6 +228,24 @@ describe("misuse of the API", () => {
     for (const { name, cf } of backends) {
       const details = [[{ id: 5 }], [7]].map((agents) => cf.plan({ rollout_id: "r", reward: 0, agents, calls: [] } as never).report.detail);
       expect([name, ...details]).toEqual([name, "agents[0] needs a string id, got 5", "agents[0] must be an object with a string id, got 7"]);
+    }
+  });
+
+  it("the TS core reads typed arrays in place (no staging copy), plain ones staged, with the WASM core's rows", () => {
+    const rollout = typedExample();
+    const direct = vi.spyOn(TsCore.prototype, "commitArrays");
+    const staged = vi.spyOn(TsCore.prototype, "commit");
+    try {
+      const [ts, wasm] = [backends[0].cf.plan(rollout), backends[1].cf.plan(rollout)];
+      expect([direct.mock.calls.length, staged.mock.calls.length]).toEqual([rollout.calls.length, 0]);
+      expect(ts.rows.map((row) => rowToJson(row))).toEqual(wasm.rows.map((row) => rowToJson(row)));
+      ts.release();
+      wasm.release();
+      backends[0].cf.plan(loadExample()).release();
+      expect(staged.mock.calls.length).toBe(rollout.calls.length);
+    } finally {
+      direct.mockRestore();
+      staged.mockRestore();
     }
   });
 

@@ -117,14 +117,44 @@ export class TsCore implements ForestCore {
     return -1;
   }
 
+  // The call being committed: its tokens are prompt ++ generation, read from these two arrays —
+  // the staging area's two parts, or the caller's own arrays (commitArrays: no copy).
+  private promptSource: Int32Array = new Int32Array(0);
+  private generationSource: Int32Array = new Int32Array(0);
+  private logprobSource: Float32Array = new Float32Array(0);
+
+  /** Index (into prompt ++ generation) of the first negative token in [from, to), or -1. */
+  private firstNegative(from: number, to: number, prompt: number): number {
+    const head = this.promptSource;
+    for (let i = from, end = Math.min(to, prompt); i < end; i++) if (head[i] < 0) return i;
+    const tail = this.generationSource;
+    for (let i = Math.max(from, prompt); i < to; i++) if (tail[i - prompt] < 0) return i;
+    return -1;
+  }
+
   private firstNonFinite(generated: number): number {
-    for (let i = 0; i < generated; i++) if (!Number.isFinite(this.stageLogprobs[i])) return i;
+    const logprobs = this.logprobSource;
+    for (let i = 0; i < generated; i++) if (!Number.isFinite(logprobs[i])) return i;
     return -1;
   }
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
+    this.promptSource = this.stageTokens;
+    this.generationSource = this.stageTokens.subarray(prompt, prompt + generated);
+    this.logprobSource = this.stageLogprobs;
+    return this.commitSources(prompt, generated, agent, link);
+  }
+
+  commitArrays(prompt: Int32Array, generation: Int32Array, logprobs: Float32Array, agent: number, link: boolean): number {
+    this.promptSource = prompt;
+    this.generationSource = generation;
+    this.logprobSource = logprobs;
+    return this.commitSources(prompt.length, generation.length, agent, link);
+  }
+
+  private commitSources(prompt: number, generated: number, agent: number, link: boolean): number {
     if (!link) {
-      this.badIndex = this.checkStagedTokens(prompt + generated);
+      this.badIndex = this.firstNegative(0, prompt + generated, prompt);
       if (this.badIndex >= 0) return INVALID_TOKEN;
       this.badIndex = this.firstNonFinite(generated);
       return this.badIndex >= 0 ? INVALID_LOGPROB : NOT_LINKED;
@@ -170,10 +200,12 @@ export class TsCore implements ForestCore {
     return id;
   }
 
-  private storeTokens(from: number, to: number): number {
+  /** Appends tokens [from, to) of the call (prompt ++ generation) to the store; returns where. */
+  private storeTokens(from: number, to: number, prompt: number): number {
     const at = this.tokenCount;
     this.tokens = grown(this.tokens, at + to - from);
-    this.tokens.set(this.stageTokens.subarray(from, to), at);
+    if (from < prompt) this.tokens.set(this.promptSource.subarray(from, Math.min(to, prompt)), at);
+    if (to > prompt) this.tokens.set(this.generationSource.subarray(Math.max(from, prompt) - prompt, to - prompt), at + Math.max(0, prompt - from));
     this.tokenCount = at + to - from;
     return at;
   }
@@ -183,7 +215,7 @@ export class TsCore implements ForestCore {
     const c = this.callCount++;
     const full = prompt + generated;
     this.logprobs = grown(this.logprobs, this.logprobCount + generated);
-    this.logprobs.set(this.stageLogprobs.subarray(0, generated), this.logprobCount);
+    this.logprobs.set(this.logprobSource.subarray(0, generated), this.logprobCount);
     this.callFull[c] = full;
     this.callPrompt[c] = prompt;
     this.callAgent[c] = agent;
@@ -192,17 +224,18 @@ export class TsCore implements ForestCore {
 
     // Walk full(c) down the tree, inserting what is new. `best` is the deepest node at depth
     // <= len(prompt) where an earlier full sequence ends: those calls are the candidates.
-    const staged = this.stageTokens;
+    const head = this.promptSource;
+    const tail = this.generationSource;
     let node = 0;
     let pos = 0;
     let best = -1;
     while (pos < full) {
-      const token = staged[pos];
+      const token = pos < prompt ? head[pos] : tail[pos - prompt];
       const child = this.childOf(node, token);
       if (child === undefined) {
         // Tokens that matched the tree equal tokens checked before: only stored ones can be bad.
-        for (let i = pos; i < full && this.invalidTokenAt < 0; i++) if (staged[i] < 0) this.invalidTokenAt = i;
-        const leaf = this.newNode(this.storeTokens(pos, full), full - pos, full, node);
+        this.invalidTokenAt = this.firstNegative(pos, full, prompt);
+        const leaf = this.newNode(this.storeTokens(pos, full, prompt), full - pos, full, node);
         this.setChild(node, token, leaf);
         node = leaf;
         break;
@@ -210,10 +243,15 @@ export class TsCore implements ForestCore {
       const edgeOff = this.nodeEdgeOff[child];
       const edgeLen = this.nodeEdgeLen[child];
       const room = Math.min(edgeLen, full - pos);
-      let same = 0;
       const stored = this.tokens;
-      const delta = pos - edgeOff;
-      for (let i = edgeOff, end = edgeOff + room; i < end && stored[i] === staged[i + delta]; i++) same++;
+      // Compare the edge with the call's tokens: the prompt's part, then (if the edge runs on)
+      // the generation's.
+      const inPrompt = Math.max(0, Math.min(room, prompt - pos));
+      let same = 0;
+      for (let i = edgeOff, end = edgeOff + inPrompt, delta = pos - edgeOff; i < end && stored[i] === head[i + delta]; i++) same++;
+      if (same === inPrompt) {
+        for (let i = edgeOff + same, end = edgeOff + room, delta = pos - prompt - edgeOff; i < end && stored[i] === tail[i + delta]; i++) same++;
+      }
       if (same === edgeLen) {
         node = child;
         pos += edgeLen;
@@ -376,6 +414,10 @@ class TsCoreLease implements ForestCore {
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
     return this.held().commit(prompt, generated, agent, link);
+  }
+
+  commitArrays(prompt: Int32Array, generation: Int32Array, logprobs: Float32Array, agent: number, link: boolean): number {
+    return this.held().commitArrays(prompt, generation, logprobs, agent, link);
   }
 
   lastBadIndex(): number {

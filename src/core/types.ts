@@ -63,7 +63,13 @@ export interface ForestCore {
   checkStagedTokens(count: number): number;
   /** Checks the staged call; links it as the next eligible call when `link`. See the codes above. */
   commit(prompt: number, generated: number, agent: number, link: boolean): number;
-  /** After INVALID_TOKEN / INVALID_LOGPROB: index into the staged tokens / logprobs. */
+  /**
+   * Optional (the TS core has it): commit() for a call read straight from the caller's arrays,
+   * with no staging copy — a WebAssembly core cannot read them, a JS one can. Same results as
+   * stage(), copying the arrays in, and commit(). `logprobs` holds exactly one per generated token.
+   */
+  commitArrays?(prompt: Int32Array, generation: Int32Array, logprobs: Float32Array, agent: number, link: boolean): number;
+  /** After INVALID_TOKEN / INVALID_LOGPROB: index into the staged tokens (prompt ++ generation) / logprobs. */
   lastBadIndex(): number;
   /** After AMBIGUOUS_PARENT: two of the tied candidates (eligible indices). */
   ambiguousCandidates(): [number, number];
