@@ -158,4 +158,23 @@ describe("plans and the caller's arrays", () => {
       expect(plans).toHaveLength(4);
     }
   });
+
+  it("nor does a pooled core after release(), when it read the caller's typed arrays in place (TS)", async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    for (const backend of BACKENDS) {
+      const cf = await init({ backend });
+      const refs: WeakRef<Int32Array>[] = [];
+      const planOne = () => {
+        const prompt = Int32Array.from({ length: 100_000 }, (_, i) => i % 1000);
+        const generation = Int32Array.of(1);
+        refs.push(new WeakRef(prompt), new WeakRef(generation));
+        cf.plan({ rollout_id: "r", reward: 1, calls: [{ id: "a", prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: Float32Array.of(-1) }] }).release();
+      };
+      planOne();
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      gc();
+      expect([backend, refs.map((ref) => ref.deref() === undefined)]).toEqual([backend, [true, true]]);
+    }
+  });
 });

@@ -16,6 +16,9 @@ import {
 /** The most elements a size hint may reserve at once (larger arrays grow as data comes). */
 const MAX_HINT = 2 ** 26;
 
+const NO_TOKENS = new Int32Array(0);
+const NO_LOGPROBS = new Float32Array(0);
+
 function grown<T extends Int32Array | Float32Array>(array: T, need: number): T {
   if (need <= array.length) return array;
   const bigger = new (array.constructor as { new (n: number): T })(Math.max(need, array.length * 2, 256));
@@ -119,9 +122,9 @@ export class TsCore implements ForestCore {
 
   // The call being committed: its tokens are prompt ++ generation, read from these two arrays —
   // the staging area's two parts, or the caller's own arrays (commitArrays: no copy).
-  private promptSource: Int32Array = new Int32Array(0);
-  private generationSource: Int32Array = new Int32Array(0);
-  private logprobSource: Float32Array = new Float32Array(0);
+  private promptSource: Int32Array = NO_TOKENS;
+  private generationSource: Int32Array = NO_TOKENS;
+  private logprobSource: Float32Array = NO_LOGPROBS;
 
   /** Index (into prompt ++ generation) of the first negative token in [from, to), or -1. */
   private firstNegative(from: number, to: number, prompt: number): number {
@@ -149,7 +152,13 @@ export class TsCore implements ForestCore {
     this.promptSource = prompt;
     this.generationSource = generation;
     this.logprobSource = logprobs;
-    return this.commitSources(prompt.length, generation.length, agent, link);
+    try {
+      return this.commitSources(prompt.length, generation.length, agent, link);
+    } finally {
+      // Let go of the caller's arrays: a pooled core must not keep a released plan's input alive.
+      this.promptSource = this.generationSource = NO_TOKENS;
+      this.logprobSource = NO_LOGPROBS;
+    }
   }
 
   private commitSources(prompt: number, generated: number, agent: number, link: boolean): number {
