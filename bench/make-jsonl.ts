@@ -19,12 +19,12 @@ export interface JsonlInput {
 }
 
 /**
- * What makes the file: this module and the generator, as compiled. A change to either makes a new
+ * What makes the file: this module, the generator and its random numbers, as compiled. A change to either makes a new
  * file rather than silently reusing one written by older code.
  */
 function generatorVersion(): string {
   const hash = createHash("sha256");
-  for (const module of ["./make-jsonl.js", "./generate.js"]) hash.update(readFileSync(new URL(module, import.meta.url)));
+  for (const module of ["./make-jsonl.js", "./generate.js", "../src/random.js"]) hash.update(readFileSync(new URL(module, import.meta.url)));
   return hash.digest("hex").slice(0, 12);
 }
 

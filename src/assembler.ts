@@ -1,6 +1,7 @@
 // Assembles one rollout in a core, call by call: identity checks (ids, agents), staging, value
 // checks, linking; then turns the core's forest into rows and a report. Used by plan() (which
-// copies a canonical object's arrays in) and by the builder (whose caller writes them in place).
+// copies a canonical object's arrays in, or lets a JS core read typed ones in place) and by the
+// builder (whose caller writes them in place).
 import { Rejection, callName, describeValue } from "./rejection.js";
 import { CoreMemoryError } from "./core/errors.js";
 import {

@@ -1,5 +1,6 @@
 // plan(): a canonical rollout object in, a Plan out. Checks the metadata, copies each call's
-// arrays into the core (checking plain-array values as it copies), and lets the assembler link.
+// arrays into the core (checking plain-array values as it copies) — or, on a core that reads them
+// in place (the TS one), hands it the typed arrays — and lets the assembler link.
 import { Rejection, callLabel } from "./rejection.js";
 import { checkCallShape, checkHeader, checkPlanOptions, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
 import { RolloutAssembler, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";

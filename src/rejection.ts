@@ -46,16 +46,33 @@ function listTypedArrays(_key: string, value: unknown): unknown {
  */
 const MAX_WRITTEN_DEPTH = 1000;
 
-/** Whether objects and arrays nest more than `limit` deep in `value` (walked without recursion). */
+/**
+ * Whether objects and arrays nest more than `limit` deep in `value`: walked without recursion,
+ * touching only objects (a 20 M-number array is one loop). A part shared by several paths is
+ * walked again only when reached deeper than before; a cycle counts as too deep (JSON.stringify
+ * refuses it anyway).
+ */
 function nestedDeeperThan(value: unknown, limit: number): boolean {
-  const seen = new Set<object>(); // a shared or cyclic part is walked once (JSON.stringify refuses cycles anyway)
-  const pending: [unknown, number][] = [[value, 1]];
+  const deepest = new Map<object, number>();
+  const pending: object[] = [];
+  const depths: number[] = [];
+  const visit = (child: unknown, depth: number) => {
+    if (typeof child === "object" && child !== null && !ArrayBuffer.isView(child) && (deepest.get(child) ?? 0) < depth) {
+      deepest.set(child, depth);
+      pending.push(child);
+      depths.push(depth);
+    }
+  };
+  visit(value, 1);
   while (pending.length > 0) {
-    const [item, depth] = pending.pop()!;
-    if (typeof item !== "object" || item === null || ArrayBuffer.isView(item) || seen.has(item)) continue;
+    const item = pending.pop()!;
+    const depth = depths.pop()!;
     if (depth > limit) return true;
-    seen.add(item);
-    for (const child of Object.values(item)) pending.push([child, depth + 1]);
+    if (Array.isArray(item)) {
+      for (let i = 0; i < item.length; i++) visit(item[i], depth + 1);
+    } else {
+      for (const key in item) if (Object.prototype.hasOwnProperty.call(item, key)) visit((item as Record<string, unknown>)[key], depth + 1);
+    }
   }
   return false;
 }
@@ -95,11 +112,13 @@ export function rejectionLine(where: string, reason: string, detail: string | un
 }
 
 /**
- * `text` with control characters (and the two Unicode line separators) escaped as in JSON, for
- * messages that must stay one line whatever a file name or an id from the data holds.
+ * `text` with control characters (C0, DEL and C1, such as the CSI a terminal obeys), the two
+ * Unicode line separators and the bidirectional overrides escaped as in JSON (`\u009b`), for
+ * messages that must stay one line, and say what they hold, whatever a file name or an id from
+ * the data holds.
  */
 export function oneLine(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, (c) => {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => {
     const named: Record<string, string> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
     return named[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
   });

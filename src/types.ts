@@ -92,7 +92,10 @@ export interface Row {
   context: string[];
   reward: number;
   numTokens: number;
-  /** full(leaf). On the WASM backend a view over linear memory, valid until `plan.release()`. */
+  /**
+   * full(leaf). A view over memory the backend's core reuses (linear memory on WASM), valid until
+   * `plan.release()`; copy it (`slice()`) to keep it longer.
+   */
   tokenIds: Int32Array;
   /** Per-token logprob: the generating call's logprob on generated spans, 0 elsewhere. */
   logprobs: Float32Array;

@@ -58,20 +58,36 @@ describe("value checks find a bad value in any lane of any SIMD step", () => {
   });
 
   it("negative token IDs in an Int32Array, at every position, in a fresh root and after a shared prefix", () => {
-    const first = { id: "a", prompt_token_ids: Int32Array.from(range(24, 100)), generation_token_ids: Int32Array.of(7), generation_log_probs: [-1] };
-    for (const n of LENGTHS) {
-      for (let k = 0; k < n; k++) {
-        const generation = Int32Array.from(range(n, 3));
-        generation[k] = -5;
-        const fresh = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: Int32Array.of(1), generation_token_ids: generation, generation_log_probs: new Float32Array(n) }] };
-        expectEverywhere(fresh, `invalid_token: call "c" (calls[0]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`);
-        // The prompt resends a's 25 tokens, then n new ones with the bad one among them.
-        const prompt = Int32Array.from([...first.prompt_token_ids, 7, ...range(n, 500)]);
-        prompt[25 + k] = -5;
-        const continued = { rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: prompt, generation_token_ids: Int32Array.of(9), generation_log_probs: [-1] }] };
-        expectEverywhere(continued, `invalid_token: call "c" (calls[1]): prompt_token_ids[${25 + k}] is -5, not an integer in [0, 2^31-1]`);
+    // Plain logprobs stage every call (copied into the core); Float32Array ones let the TS core
+    // read the typed arrays in place, where the tree walk crosses from prompt to generation.
+    for (const logprobs of [() => [-1], () => Float32Array.of(-1)]) {
+      const first = { id: "a", prompt_token_ids: Int32Array.from(range(24, 100)), generation_token_ids: Int32Array.of(7), generation_log_probs: logprobs() };
+      for (const n of LENGTHS) {
+        for (let k = 0; k < n; k++) {
+          const generation = Int32Array.from(range(n, 3));
+          generation[k] = -5;
+          const fresh = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: Int32Array.of(1), generation_token_ids: generation, generation_log_probs: new Float32Array(n) }] };
+          expectEverywhere(fresh, `invalid_token: call "c" (calls[0]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`);
+          // The prompt resends a's 25 tokens, then n new ones with the bad one among them.
+          const prompt = Int32Array.from([...first.prompt_token_ids, 7, ...range(n, 500)]);
+          prompt[25 + k] = -5;
+          const continued = { rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: prompt, generation_token_ids: Int32Array.of(9), generation_log_probs: logprobs() }] };
+          expectEverywhere(continued, `invalid_token: call "c" (calls[1]): prompt_token_ids[${25 + k}] is -5, not an integer in [0, 2^31-1]`);
+          // The same prefix, then the bad token in the generation, past the seam.
+          const tail = Int32Array.from(range(n, 600));
+          tail[k] = -5;
+          const pastSeam = { rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: Int32Array.from([...first.prompt_token_ids, 7]), generation_token_ids: tail, generation_log_probs: Float32Array.from(tail, () => -1) }] };
+          expectEverywhere(pastSeam, `invalid_token: call "c" (calls[1]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`);
+        }
       }
     }
+  });
+
+  it("in typed arrays a bad token outranks a NaN logprob, and a NaN logprob is found after a shared prefix", () => {
+    const first = { id: "a", prompt_token_ids: Int32Array.of(1, 2, 3), generation_token_ids: Int32Array.of(4), generation_log_probs: Float32Array.of(-1) };
+    const second = (generation: Int32Array, logprobs: Float32Array) => ({ rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: Int32Array.of(1, 2, 3, 4, 5), generation_token_ids: generation, generation_log_probs: logprobs }] });
+    expectEverywhere(second(Int32Array.of(6, -1), Float32Array.of(NaN, -1)), 'invalid_token: call "c" (calls[1]): generation_token_ids[1] is -1, not an integer in [0, 2^31-1]');
+    expectEverywhere(second(Int32Array.of(6, 7), Float32Array.of(-1, NaN)), 'invalid_logprob: call "c" (calls[1]): generation_log_probs[1] = NaN is not a finite number');
   });
 });
 

@@ -99,7 +99,7 @@ export class TsCore implements ForestCore {
     const hint = (n: number) => (n <= MAX_HINT ? n : 0);
     this.logprobs = grown(this.logprobs, hint(hints.generated));
     this.tokens = grown(this.tokens, hint(hints.longestCall));
-    this.stageTokens = grown(this.stageTokens, hint(hints.longestCall));
+    // (Not the staging area: typed arrays are read in place, so stage() grows it only if used.)
     this.newNode(0, 0, 0, -1);
   }
 

@@ -296,7 +296,6 @@ function timeOf(value: unknown, label: string): Time {
   throw new FormatError("missing_field", `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time with a zone`);
 }
 
-/** A model_ref as a comparable key: Gym's `{type, name}` object, or a plain string. */
 /**
  * A model_ref as a key: a string as it is, `{ type, name }` as "type/name" (strings, either may
  * be missing); null when it is anything else.

@@ -77,10 +77,17 @@ function decode(input: Uint8Array | string): string | null | typeof TOO_LONG {
   }
 }
 
+/** Text some faster decoder already checked and decoded, with the bytes it came from (for messages). */
+export interface DecodedText {
+  text: string;
+  bytes: Uint8Array;
+}
+
 /** JSON.parse of strictly decoded text; a malformed_json rejection when it is not JSON. */
-function parseJson(input: Uint8Array | string): { ok: true; value: unknown } | FormatRejection {
-  const text = decode(input);
-  const bytes = () => (typeof input === "string" ? encoder.encode(input) : input);
+function parseJson(input: Uint8Array | string | DecodedText): { ok: true; value: unknown } | FormatRejection {
+  const decoded = typeof input === "object" && !(input instanceof Uint8Array) ? input : null;
+  const text = decoded !== null ? decoded.text : decode(input as Uint8Array | string);
+  const bytes = () => (decoded !== null ? decoded.bytes : typeof input === "string" ? encoder.encode(input) : (input as Uint8Array));
   if (text === TOO_LONG) {
     const detail = `${(input as Uint8Array).length} bytes of text are more than JSON.parse can read (a JavaScript string holds at most 2^29 - 24 characters); \`callforest rows\` reads longer lines when most of their bytes are token arrays`;
     return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId: null };
@@ -95,7 +102,7 @@ function parseJson(input: Uint8Array | string): { ok: true; value: unknown } | F
 }
 
 /** One JSON text (a line, or a whole .json input) to a canonical rollout, or a rejection. */
-export function parseValue(input: Uint8Array | string, from: FromOption = "auto", context: FormatContext = {}): ConvertResult {
+export function parseValue(input: Uint8Array | string | DecodedText, from: FromOption = "auto", context: FormatContext = {}): ConvertResult {
   const parsed = parseJson(input);
   return parsed.ok ? toCanonical(parsed.value, from, context) : parsed;
 }

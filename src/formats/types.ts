@@ -10,7 +10,6 @@ export type FromOption = FormatName | "auto";
 export const FORMAT_NAMES: readonly FormatName[] = ["callforest", "gym-rollout", "gym-observed"];
 export const FROM_OPTIONS: readonly FromOption[] = [...FORMAT_NAMES, "auto"];
 
-/** One line of a token-entry file, as the reader parsed it (or failed to). */
 /** A token file's line: its value, or why it is not JSON (`not JSON at byte N: ...`, as every reader says it). */
 export type TokenLine = { line: number; value: unknown } | { line: number; error: string };
 

@@ -261,7 +261,7 @@ export class LineProcessor {
     // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced. Node's
     // check and decode are faster than parseValue's TextDecoder (~20% on an 80 MB line).
     if (!isUtf8(bytes)) return malformedJson(notJsonDetail(bytes, () => "invalid UTF-8"));
-    return parseValue(decode(bytes), this.options.from, context);
+    return parseValue({ text: decode(bytes), bytes }, this.options.from, context);
   }
 
   /**
