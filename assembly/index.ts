@@ -9,12 +9,11 @@ import {
   AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
 } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
+import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
+export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./codes";
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
-
-import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
-export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./codes";
 
 /** Caps this instance's linear memory (64 KiB pages); past it a plan aborts (rollout_too_large). */
 export function setMemoryLimit(pages: i32): void {

@@ -2,7 +2,7 @@
 // checks, linking; then turns the core's forest into rows and a report. Used by plan() (which
 // copies a canonical object's arrays in, or lets a JS core read typed ones in place) and by the
 // builder (whose caller writes them in place).
-import { Rejection, callName, describeValue } from "./rejection.js";
+import { Rejection, callName, describeValue, errorLine } from "./rejection.js";
 import { CoreMemoryError } from "./core/errors.js";
 import {
   AMBIGUOUS_PARENT,
@@ -75,8 +75,7 @@ export function isOutOfMemory(error: unknown): boolean {
 
 /** The rejection for a core that ran out of memory (see isOutOfMemory). */
 export function tooLargeRejection(error: unknown): Rejection {
-  const message = error instanceof Error ? error.message : String(error);
-  return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${message})`);
+  return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${errorLine(error)})`);
 }
 
 export class RolloutAssembler {
@@ -163,8 +162,7 @@ export class RolloutAssembler {
    */
   commit(call: CallIdentity, agentIndex: number, source?: ValueSource): boolean {
     if (this.rejection) return false;
-    const isEligible = call.kept && this.stagedGeneration > 0;
-    return this.record(call, source, this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, isEligible));
+    return this.record(call, source, this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, this.isEligible(call)));
   }
 
   /** Whether the core reads a call's typed arrays in place (commitArrays), with no staging. */
@@ -177,8 +175,12 @@ export class RolloutAssembler {
     if (this.rejection) return false;
     this.stagedPrompt = arrays.prompt.length;
     this.stagedGeneration = arrays.generation.length;
-    const isEligible = call.kept && this.stagedGeneration > 0;
-    return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, isEligible));
+    return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)));
+  }
+
+  /** SPEC's eligible call: kept, with generated tokens (the call being committed). */
+  private isEligible(call: CallIdentity): boolean {
+    return call.kept && this.stagedGeneration > 0;
   }
 
   /** Records a committed call, or rejects the rollout for what the core's `result` says. */
@@ -186,7 +188,6 @@ export class RolloutAssembler {
     const { id, kept } = call;
     const promptLength = this.stagedPrompt;
     const generationLength = this.stagedGeneration;
-    const isEligible = kept && generationLength > 0;
     if (result === INVALID_TOKEN) {
       const index = this.core.lastBadIndex();
       const value = !source ? this.core.staged().tokens[index]
@@ -210,7 +211,7 @@ export class RolloutAssembler {
       return false;
     }
     this.seen.set(id, this.ids.length);
-    if (isEligible) this.eligible.push(this.ids.length);
+    if (this.isEligible(call)) this.eligible.push(this.ids.length);
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
     this.ids.push(id);
     this.agentNames.push(call.agent);

@@ -75,7 +75,7 @@ export class TsCore implements ForestCore {
 
   private callCount = 0;
   private nodeCount = 0;
-  private staging: StagedCall = { tokens: new Int32Array(0), logprobs: new Float32Array(0) };
+  private staging: StagedCall = { tokens: NO_TOKENS, logprobs: NO_LOGPROBS };
   private tokens = new Int32Array(1024);
   private tokenCount = 0;
   private logprobs = new Float32Array(1024);

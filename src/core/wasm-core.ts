@@ -2,6 +2,7 @@
 // the plan holds it until release(), so no other plan can grow its memory and detach the views
 // the plan has handed out. Released instances go back to a small pool for the next plan.
 import { CoreMemoryError, CoreUnavailableError } from "./errors.js";
+import { errorLine } from "../rejection.js";
 import {
   type CoreForest,
   type CoreRow,
@@ -38,7 +39,6 @@ const ROW_TOKENS = 3;
 const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
-
 
 const imports = {
   env: {
@@ -105,9 +105,8 @@ export class WasmCorePool {
     } catch (error) {
       // Each unreleased plan holds an instance, and each reserves address space for its memory:
       // too many live plans, or a process limit (ulimit -v) — not the rollout (rollout_too_large).
-      const why = error instanceof Error ? error.message : String(error);
       throw new CoreUnavailableError(
-        `cannot create another WebAssembly core instance (each reserves address space; ${this.live} plans of this init() are not released, and a limit such as ulimit -v counts every instance): ${why}`,
+        `cannot create another WebAssembly core instance (each reserves address space; ${this.live} plans of this init() are not released, and a limit such as ulimit -v counts every instance): ${errorLine(error)}`,
       );
     }
     const exports = instance.exports as unknown as CoreExports;

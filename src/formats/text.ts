@@ -160,7 +160,7 @@ export function* jsonlItems(name: string, input: Uint8Array, options: ReadOption
 
 /** A whole input held in memory (the page's dropped file), by the rules above. */
 export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
-  if (isJsonName(name)) return parseJsonInput(name, withoutByteOrderMark(input), options);
+  if (isJsonName(name)) return parseJsonInput(name, input, options);
   const bytes = typeof input === "string" ? encoder.encode(input) : input;
   return Array.from(jsonlItems(name, bytes, options), ({ item }) => item);
 }

@@ -3,6 +3,7 @@
 // formatting outside the magnitudes the fast formatter handles.
 import { readFile } from "node:fs/promises";
 import { CoreUnavailableError } from "../core/errors.js";
+import { errorLine } from "../rejection.js";
 import { memoryLimitPages } from "../core/wasm-core.js";
 import { formatFloat32 } from "../output.js";
 
@@ -71,7 +72,7 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
     instance = await WebAssembly.instantiate(module, { env });
   } catch (error) {
     // As for the planning core: the process's address space, not the input.
-    throw new CoreUnavailableError(`cannot create a WebAssembly scanner instance (each reserves address space; a limit such as ulimit -v counts every instance): ${error instanceof Error ? error.message : String(error)}`);
+    throw new CoreUnavailableError(`cannot create a WebAssembly scanner instance (each reserves address space; a limit such as ulimit -v counts every instance): ${errorLine(error)}`);
   }
   const exports = instance.exports as unknown as ScanExports;
   memory = exports.memory;

@@ -171,26 +171,26 @@ export function register(program: Command): void {
     .argument("[input]", "a .json or .jsonl rollout file to open in the page (- reads JSONL from stdin)")
     .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`);
   addInputOptions(command, { backend: false }).action(async (input: string | undefined, options: { port?: string; from: string; tokens?: string }) => {
-      const explicit = options.port !== undefined;
-      const port = explicit ? parseInteger("--port", options.port!, { min: 0, max: 65535 }) : DEFAULT_PORT;
-      const { from } = checkInputs(input === undefined ? [] : [input], options);
-      const served = input === "-" ? { name: "stdin.jsonl", bytes: await readAll(process.stdin) } : input;
-      const serve = (port: number) => startViewServer({ input: served, port, from, tokensDir: options.tokens });
-      let view: ViewServer;
-      try {
-        view = await serve(port);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === "EADDRINUSE" && !explicit) view = await serve(0);
-        else if (code === "EADDRINUSE") throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
-        else throw error;
-      }
-      process.stdout.write(`${view.url}\n`);
-      // Serve until interrupted.
-      await new Promise<void>((resolve) => {
-        const stop = () => void view.close().then(resolve);
-        process.once("SIGINT", stop);
-        process.once("SIGTERM", stop);
-      });
+    const explicit = options.port !== undefined;
+    const port = explicit ? parseInteger("--port", options.port!, { min: 0, max: 65535 }) : DEFAULT_PORT;
+    const { from } = checkInputs(input === undefined ? [] : [input], options);
+    const served = input === "-" ? { name: "stdin.jsonl", bytes: await readAll(process.stdin) } : input;
+    const serve = (port: number) => startViewServer({ input: served, port, from, tokensDir: options.tokens });
+    let view: ViewServer;
+    try {
+      view = await serve(port);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "EADDRINUSE" && !explicit) view = await serve(0);
+      else if (code === "EADDRINUSE") throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
+      else throw error;
+    }
+    process.stdout.write(`${view.url}\n`);
+    // Serve until interrupted.
+    await new Promise<void>((resolve) => {
+      const stop = () => void view.close().then(resolve);
+      process.once("SIGINT", stop);
+      process.once("SIGTERM", stop);
     });
+  });
 }
