@@ -35,19 +35,64 @@ let ownerRows: usize = 0; // links + n
   return (n + 15) & ~(<T>15);
 }
 
+// Scratch for one buildRows, per call: first child, first same-agent child, depth (path length),
+// row of each leaf (only leaves' entries are set).
+let firstChild: usize = 0;
+let sameAgentChild: usize = 0;
+let depth: usize = 0;
+let rowOfLeaf: usize = 0;
+
+// @ts-ignore: decorator
+@inline function isLeaf(c: i32): bool {
+  return load<i32>(i32At(firstChild, c)) < 0;
+}
+
 /** Builds every row of the committed forest; returns the number of rows. */
 export function buildRows(): i32 {
   const n = CALLS.len;
-  // Scratch: first child, first same-agent child, depth (path length), row of each leaf.
-  const firstChild = allocBytes((<usize>n) << 2);
-  const sameAgentChild = allocBytes((<usize>n) << 2);
-  const depth = allocBytes((<usize>n) << 2);
-  const rowOfLeaf = allocBytes((<usize>n) << 2);
+  firstChild = allocBytes((<usize>n) << 2);
+  sameAgentChild = allocBytes((<usize>n) << 2);
+  depth = allocBytes((<usize>n) << 2);
+  rowOfLeaf = allocBytes((<usize>n) << 2);
   links = allocBytes((<usize>max(n, 1)) << 3);
   ownerRows = links + ((<usize>n) << 2);
+  linkChildren(n);
+
+  // Leaves, in ledger order, are the rows; size the output block.
+  let rows = 0;
+  let pathTotal: i32 = 0;
+  let outBytes: u64 = 0; // all rows, one block: in 64 bits, so a sum past 4 GiB cannot wrap
+  for (let c = 0; c < n; c++) {
+    if (!isLeaf(c)) continue;
+    store<i32>(i32At(rowOfLeaf, c), rows++);
+    pathTotal += load<i32>(i32At(depth, c));
+    outBytes += rowBytes(callField(c, C_FULL));
+  }
+  assignOwners(n);
+
+  rowTable = allocBytes((<usize>rows) << R_SHIFT);
+  pathBuffer = allocBytes((<usize>max(pathTotal, 1)) << 2);
+  let out = allocBytes(max<u64>(outBytes, 16));
+  let pathOff: i32 = 0;
+  for (let leaf = 0; leaf < n; leaf++) {
+    if (!isLeaf(leaf)) continue;
+    writeRow(leaf, out, pathOff);
+    out += <usize>rowBytes(callField(leaf, C_FULL));
+    pathOff += load<i32>(i32At(depth, leaf));
+  }
+  return rows;
+}
+
+/** Output bytes of a row of `tokens` tokens: token IDs, logprobs, mask, each 16-byte aligned. */
+// @ts-ignore: decorator
+@inline function rowBytes(tokens: i32): u64 {
+  return align16<u64>((<u64>tokens) << 2) * 2 + align16<u64>((<u64>tokens + 7) >> 3);
+}
+
+/** Each call's parent (into links), depth, first child and first same-agent child. */
+function linkChildren(n: i32): void {
   memory.fill(firstChild, 0xff, (<usize>n) << 2);
   memory.fill(sameAgentChild, 0xff, (<usize>n) << 2);
-
   for (let c = 0; c < n; c++) {
     const p = callField(c, C_PARENT);
     store<i32>(i32At(links, c), p);
@@ -61,24 +106,16 @@ export function buildRows(): i32 {
       store<i32>(i32At(sameAgentChild, p), c);
     }
   }
+}
 
-  // Leaves, in ledger order, are the rows; size the output block.
-  let rows = 0;
-  let pathTotal: i32 = 0;
-  let outBytes: u64 = 0; // all rows, one block: in 64 bits, so a sum past 4 GiB cannot wrap
-  for (let c = 0; c < n; c++) {
-    if (load<i32>(i32At(firstChild, c)) >= 0) continue;
-    store<i32>(i32At(rowOfLeaf, c), rows++);
-    pathTotal += load<i32>(i32At(depth, c));
-    const tokens = <u64>callField(c, C_FULL);
-    outBytes += align16<u64>(tokens << 2) * 2 + align16<u64>((tokens + 7) >> 3);
-  }
-
-  // Ownership: a call's owner is its next call's owner, where next is the earliest child in the
-  // same agent, else the earliest child. Children come later in ledger order, so walk backwards.
+/**
+ * Ownership: a call's owner is its next call's owner, where next is the earliest child in the
+ * same agent, else the earliest child. Children come later in ledger order, so walk backwards.
+ */
+function assignOwners(n: i32): void {
   for (let c = n - 1; c >= 0; c--) {
     let owner: i32;
-    if (load<i32>(i32At(firstChild, c)) < 0) {
+    if (isLeaf(c)) {
       owner = load<i32>(i32At(rowOfLeaf, c));
     } else {
       let next = load<i32>(i32At(sameAgentChild, c));
@@ -87,49 +124,42 @@ export function buildRows(): i32 {
     }
     store<i32>(i32At(ownerRows, c), owner);
   }
+}
 
-  rowTable = allocBytes((<usize>rows) << R_SHIFT);
-  pathBuffer = allocBytes((<usize>max(pathTotal, 1)) << 2);
-  let out = allocBytes(max<u64>(outBytes, 16));
-  let pathOff: i32 = 0;
-  for (let leaf = 0; leaf < n; leaf++) {
-    if (load<i32>(i32At(firstChild, leaf)) >= 0) continue;
-    const row = load<i32>(i32At(rowOfLeaf, leaf));
-    const tokens = callField(leaf, C_FULL);
-    const pathLen = load<i32>(i32At(depth, leaf));
-    const tokenPtr = out;
-    const logprobPtr = tokenPtr + align16((<usize>tokens) << 2);
-    const maskPtr = logprobPtr + align16((<usize>tokens) << 2);
-    out = maskPtr + align16((<usize>tokens + 7) >> 3);
+/** Writes the row of `leaf` at `out` (its record, path, token IDs, logprobs and loss mask). */
+function writeRow(leaf: i32, out: usize, pathOff: i32): void {
+  const row = load<i32>(i32At(rowOfLeaf, leaf));
+  const tokens = callField(leaf, C_FULL);
+  const pathLen = load<i32>(i32At(depth, leaf));
+  const tokenPtr = out;
+  const logprobPtr = tokenPtr + align16((<usize>tokens) << 2);
+  const maskPtr = logprobPtr + align16((<usize>tokens) << 2);
 
-    const record = rowTable + ((<usize>row) << R_SHIFT);
-    store<i32>(record + <usize>R_LEAF, leaf);
-    store<i32>(record + <usize>R_PATH_OFF, pathOff);
-    store<i32>(record + <usize>R_PATH_LEN, pathLen);
-    store<i32>(record + <usize>R_TOKENS, tokens);
-    store<i32>(record + <usize>R_TOKEN_PTR, <i32>tokenPtr);
-    store<i32>(record + <usize>R_LOGPROB_PTR, <i32>logprobPtr);
-    store<i32>(record + <usize>R_MASK_PTR, <i32>maskPtr);
+  const record = rowTable + ((<usize>row) << R_SHIFT);
+  store<i32>(record + <usize>R_LEAF, leaf);
+  store<i32>(record + <usize>R_PATH_OFF, pathOff);
+  store<i32>(record + <usize>R_PATH_LEN, pathLen);
+  store<i32>(record + <usize>R_TOKENS, tokens);
+  store<i32>(record + <usize>R_TOKEN_PTR, <i32>tokenPtr);
+  store<i32>(record + <usize>R_LOGPROB_PTR, <i32>logprobPtr);
+  store<i32>(record + <usize>R_MASK_PTR, <i32>maskPtr);
 
-    writeTokens(leaf, tokenPtr);
-    memory.fill(logprobPtr, 0, (<usize>tokens) << 2);
-    memory.fill(maskPtr, 0, ((<usize>tokens) + 7) >> 3);
-    // Walk leaf to root: fill the path from its end, copy logprobs, mask the owned spans.
-    let slot = pathOff + pathLen;
-    for (let x = leaf; x >= 0; x = callField(x, C_PARENT)) {
-      store<i32>(i32At(pathBuffer, --slot), x);
-      const start = callField(x, C_PROMPT);
-      const end = callField(x, C_FULL);
-      memory.copy(
-        logprobPtr + ((<usize>start) << 2),
-        vecAt(LOGPROBS, callField(x, C_LP)),
-        (<usize>(end - start)) << 2,
-      );
-      if (load<i32>(i32At(ownerRows, x)) == row) setBits(maskPtr, start, end);
-    }
-    pathOff += pathLen;
+  writeTokens(leaf, tokenPtr);
+  memory.fill(logprobPtr, 0, (<usize>tokens) << 2);
+  memory.fill(maskPtr, 0, ((<usize>tokens) + 7) >> 3);
+  // Walk leaf to root: fill the path from its end, copy logprobs, mask the owned spans.
+  let slot = pathOff + pathLen;
+  for (let x = leaf; x >= 0; x = callField(x, C_PARENT)) {
+    store<i32>(i32At(pathBuffer, --slot), x);
+    const start = callField(x, C_PROMPT);
+    const end = callField(x, C_FULL);
+    memory.copy(
+      logprobPtr + ((<usize>start) << 2),
+      vecAt(LOGPROBS, callField(x, C_LP)),
+      (<usize>(end - start)) << 2,
+    );
+    if (load<i32>(i32At(ownerRows, x)) == row) setBits(maskPtr, start, end);
   }
-  return rows;
 }
 
 /** full(leaf), gathered from the tree edges between the root and the leaf's end node. */

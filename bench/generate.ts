@@ -83,164 +83,191 @@ interface Agent {
 const VOCAB = 151_000;
 
 function simulate(o: SimOptions): Rollout {
-  const rand = rngFrom(o.seed);
-  const int = (r: Range) => r[0] + Math.floor(rand() * (r[1] - r[0] + 1));
-  const tokens = (r: Range) => {
-    const out = new Int32Array(int(r));
-    for (let i = 0; i < out.length; i++) out[i] = Math.floor(rand() * VOCAB);
-    return out;
-  };
-  const logprobsFor = (n: number) => {
-    const out = new Float32Array(n);
-    for (let i = 0; i < n; i++) out[i] = -Math.abs(Math.log(rand() + 1e-9)) * 0.5;
-    return out;
-  };
-  const concat = (...parts: Int32Array[]) => {
-    const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
-    let at = 0;
-    for (const p of parts) {
-      out.set(p, at);
-      at += p.length;
-    }
-    return out;
-  };
+  return new Simulator(o).run();
+}
 
-  const agents: Agent[] = [];
-  const calls: CanonicalCall[] = [];
-  let eligibleTokens = 0;
-  const subagentSystem = tokens(o.sizes.system);
-  const addAgent = (mode: string, parent: string | null, system: Int32Array): Agent => {
-    const a = { id: agents.length === 0 ? "leader" : `${mode}-${agents.length}`, parent, mode, system, context: new Context(), stepsLeft: int([3, 12]) };
-    agents.push(a);
-    return a;
-  };
-  const record = (a: Agent, prompt: Int32Array, generation: Int32Array, kept = true, logprobs = logprobsFor(generation.length)) => {
-    const c: CanonicalCall = {
-      id: `call-${calls.length + 1}`,
-      agent: a.id,
-      prompt_token_ids: o.arrays === "typed" ? prompt : Array.from(prompt),
-      generation_token_ids: o.arrays === "typed" ? generation : Array.from(generation),
-      generation_log_probs: o.arrays === "typed" ? logprobs : Array.from(logprobs),
-    };
-    if (!kept) c.kept = false;
-    calls.push(c);
-    if (kept && generation.length > 0) eligibleTokens += prompt.length + generation.length;
-    return c;
-  };
-  /** A kept call whose prompt is the agent's context plus `added`; the context grows by both. */
-  const step = (a: Agent, added: Int32Array, generation = tokens(o.sizes.generation)) => {
-    a.context.push(added);
-    const prompt = a.context.copy();
-    record(a, prompt, generation);
-    a.context.push(generation);
-  };
-  /** Compaction: a summary call continues the history; a new root restarts from the summary. */
-  const compact = (a: Agent) => {
-    const summary = tokens(o.sizes.summary);
-    step(a, tokens([20, 40]), summary);
-    a.context.reset(concat(a.system, summary));
-    step(a, tokens(o.sizes.task));
-  };
-  const activeSubagents = () => agents.filter((a) => a !== agents[0] && a.stepsLeft > 0);
+/** The harness: agents with growing contexts, and the calls they make, in ledger order. */
+class Simulator {
+  private readonly rand: () => number;
+  private readonly agents: Agent[] = [];
+  private readonly calls: CanonicalCall[] = [];
+  private eligibleTokens = 0;
+  private readonly subagentSystem: Int32Array;
+  private readonly leader: Agent;
 
-  const leader = addAgent("leader", null, tokens(o.sizes.system));
-  leader.context.push(leader.system);
-  step(leader, tokens(o.sizes.task));
-
-  const f = o.features;
-  const actions: [keyof Features, number][] = Object.entries(f) as [keyof Features, number][];
-  const totalWeight = actions.reduce((n, [, w]) => n + w, 0);
-  const done = () =>
-    (o.calls !== undefined && calls.length >= o.calls) || (o.targetTokens !== undefined && eligibleTokens >= o.targetTokens);
-
-  const scheduled = [...(o.startWith ?? [])];
-  while (!done()) {
-    let action: keyof Features = "leaderStep";
-    if (scheduled.length > 0) action = scheduled.shift()!;
-    else {
-      let roll = rand() * totalWeight;
-      for (const [name, w] of actions) {
-        if ((roll -= w) < 0) {
-          action = name;
-          break;
-        }
-      }
-    }
-    const subs = activeSubagents();
-    switch (action) {
-      case "leaderStep":
-        step(leader, tokens(o.sizes.tool));
-        break;
-      case "subagentStep": {
-        if (subs.length === 0) break;
-        const a = subs[Math.floor(rand() * subs.length)];
-        a.stepsLeft--;
-        step(a, tokens(o.sizes.tool));
-        break;
-      }
-      case "fork":
-      case "rerenderedFork": {
-        const from = rand() < 0.8 || subs.length === 0 ? leader : subs[Math.floor(rand() * subs.length)];
-        const a = addAgent("fork", from.id, from.system);
-        a.context.reset(from.context.copy());
-        if (action === "rerenderedFork") {
-          // the harness re-rendered one token of the history: a new root, correct but untrained prompt
-          // inside the system prompt, so no earlier call's full sequence is a prefix any more
-          const at = Math.floor(rand() * a.system.length);
-          a.context.data[at] = (a.context.data[at] + 1) % VOCAB;
-        }
-        step(a, tokens(o.sizes.task));
-        break;
-      }
-      case "fresh":
-      case "background": {
-        const a = addAgent(action, leader.id, subagentSystem);
-        a.context.reset(subagentSystem);
-        step(a, tokens(o.sizes.task));
-        break;
-      }
-      case "twins": {
-        // two forks sampled the same tokens: each continues by its own agent, and a child agent
-        // of the second continues the shared sequence (resolved through its parent agent)
-        const task = tokens(o.sizes.task);
-        const generation = tokens(o.sizes.generation);
-        const logprobs = logprobsFor(generation.length);
-        const twins = [addAgent("fork", leader.id, leader.system), addAgent("fork", leader.id, leader.system)];
-        for (const t of twins) {
-          t.context.reset(leader.context.copy());
-          t.context.push(task);
-          record(t, t.context.copy(), generation, true, logprobs);
-          t.context.push(generation);
-        }
-        const child = addAgent("fork", twins[1].id, leader.system);
-        child.context.reset(twins[1].context.copy());
-        step(child, tokens(o.sizes.task));
-        step(twins[0], tokens(o.sizes.tool));
-        break;
-      }
-      case "retry": {
-        // an unkept try, then the kept call with the same prompt
-        const a = subs.length > 0 && rand() < 0.5 ? subs[Math.floor(rand() * subs.length)] : leader;
-        a.context.push(tokens(o.sizes.tool));
-        record(a, a.context.copy(), tokens(o.sizes.generation), false);
-        step(a, new Int32Array(0));
-        break;
-      }
-      case "emptyGeneration": {
-        const a = subs.length > 0 && rand() < 0.5 ? subs[Math.floor(rand() * subs.length)] : leader;
-        a.context.push(tokens(o.sizes.tool));
-        record(a, a.context.copy(), new Int32Array(0));
-        break;
-      }
-      case "compactEarly":
-        compact(subs.length > 0 && rand() < 0.5 ? subs[Math.floor(rand() * subs.length)] : leader);
-        break;
-    }
-    for (const a of agents) if (a.context.length > o.sizes.maxContext && !done()) compact(a);
+  constructor(private readonly o: SimOptions) {
+    this.rand = rngFrom(o.seed);
+    this.subagentSystem = this.tokens(o.sizes.system);
+    this.leader = this.addAgent("leader", null, this.tokens(o.sizes.system));
+    this.leader.context.push(this.leader.system);
+    this.step(this.leader, this.tokens(o.sizes.task));
   }
 
-  const agentList: AgentInfo[] = agents.map((a) => ({ id: a.id, parent: a.parent, mode: a.mode }));
-  return { rollout_id: o.rolloutId, reward: Math.round(rand() * 100) / 100, agents: agentList, calls };
+  run(): Rollout {
+    const o = this.o;
+    const scheduled = [...(o.startWith ?? [])];
+    while (!this.done()) {
+      this.act(scheduled.length > 0 ? scheduled.shift()! : this.pickAction());
+      for (const a of this.agents) if (a.context.length > o.sizes.maxContext && !this.done()) this.compact(a);
+    }
+    const agentList: AgentInfo[] = this.agents.map((a) => ({ id: a.id, parent: a.parent, mode: a.mode }));
+    return { rollout_id: o.rolloutId, reward: Math.round(this.rand() * 100) / 100, agents: agentList, calls: this.calls };
+  }
+
+  private done(): boolean {
+    const o = this.o;
+    return (o.calls !== undefined && this.calls.length >= o.calls) || (o.targetTokens !== undefined && this.eligibleTokens >= o.targetTokens);
+  }
+
+  /** An action drawn by the features' weights. */
+  private pickAction(): keyof Features {
+    const actions = Object.entries(this.o.features) as [keyof Features, number][];
+    let roll = this.rand() * actions.reduce((n, [, w]) => n + w, 0);
+    for (const [name, w] of actions) if ((roll -= w) < 0) return name;
+    return "leaderStep";
+  }
+
+  private act(action: keyof Features): void {
+    const sizes = this.o.sizes;
+    const subs = this.agents.filter((a) => a !== this.leader && a.stepsLeft > 0);
+    const anySub = () => subs[Math.floor(this.rand() * subs.length)];
+    /** A subagent half the time (when there is one), else the leader. */
+    const someAgent = () => (subs.length > 0 && this.rand() < 0.5 ? anySub() : this.leader);
+    switch (action) {
+      case "leaderStep":
+        return this.step(this.leader, this.tokens(sizes.tool));
+      case "subagentStep": {
+        if (subs.length === 0) return;
+        const a = anySub();
+        a.stepsLeft--;
+        return this.step(a, this.tokens(sizes.tool));
+      }
+      case "fork":
+      case "rerenderedFork":
+        return this.fork(this.rand() < 0.8 || subs.length === 0 ? this.leader : anySub(), action === "rerenderedFork");
+      case "fresh":
+      case "background": {
+        const a = this.addAgent(action, this.leader.id, this.subagentSystem);
+        a.context.reset(this.subagentSystem);
+        return this.step(a, this.tokens(sizes.task));
+      }
+      case "twins":
+        return this.twins();
+      case "retry": {
+        // an unkept try, then the kept call with the same prompt
+        const a = someAgent();
+        a.context.push(this.tokens(sizes.tool));
+        this.record(a, a.context.copy(), this.tokens(sizes.generation), false);
+        return this.step(a, new Int32Array(0));
+      }
+      case "emptyGeneration": {
+        const a = someAgent();
+        a.context.push(this.tokens(sizes.tool));
+        this.record(a, a.context.copy(), new Int32Array(0));
+        return;
+      }
+      case "compactEarly":
+        return this.compact(someAgent());
+    }
+  }
+
+  private fork(from: Agent, rerendered: boolean): void {
+    const a = this.addAgent("fork", from.id, from.system);
+    a.context.reset(from.context.copy());
+    if (rerendered) {
+      // the harness re-rendered one token of the history: a new root, correct but untrained prompt
+      // inside the system prompt, so no earlier call's full sequence is a prefix any more
+      const at = Math.floor(this.rand() * a.system.length);
+      a.context.data[at] = (a.context.data[at] + 1) % VOCAB;
+    }
+    this.step(a, this.tokens(this.o.sizes.task));
+  }
+
+  /**
+   * Two forks sampled the same tokens: each continues by its own agent, and a child agent of the
+   * second continues the shared sequence (resolved through its parent agent).
+   */
+  private twins(): void {
+    const sizes = this.o.sizes;
+    const leader = this.leader;
+    const task = this.tokens(sizes.task);
+    const generation = this.tokens(sizes.generation);
+    const logprobs = this.logprobsFor(generation.length);
+    const twins = [this.addAgent("fork", leader.id, leader.system), this.addAgent("fork", leader.id, leader.system)];
+    for (const t of twins) {
+      t.context.reset(leader.context.copy());
+      t.context.push(task);
+      this.record(t, t.context.copy(), generation, true, logprobs);
+      t.context.push(generation);
+    }
+    const child = this.addAgent("fork", twins[1].id, leader.system);
+    child.context.reset(twins[1].context.copy());
+    this.step(child, this.tokens(sizes.task));
+    this.step(twins[0], this.tokens(sizes.tool));
+  }
+
+  /** Compaction: a summary call continues the history; a new root restarts from the summary. */
+  private compact(a: Agent): void {
+    const summary = this.tokens(this.o.sizes.summary);
+    this.step(a, this.tokens([20, 40]), summary);
+    a.context.reset(concat(a.system, summary));
+    this.step(a, this.tokens(this.o.sizes.task));
+  }
+
+  /** A kept call whose prompt is the agent's context plus `added`; the context grows by both. */
+  private step(a: Agent, added: Int32Array, generation = this.tokens(this.o.sizes.generation)): void {
+    a.context.push(added);
+    const prompt = a.context.copy();
+    this.record(a, prompt, generation);
+    a.context.push(generation);
+  }
+
+  private record(a: Agent, prompt: Int32Array, generation: Int32Array, kept = true, logprobs = this.logprobsFor(generation.length)): void {
+    const typed = this.o.arrays === "typed";
+    const c: CanonicalCall = {
+      id: `call-${this.calls.length + 1}`,
+      agent: a.id,
+      prompt_token_ids: typed ? prompt : Array.from(prompt),
+      generation_token_ids: typed ? generation : Array.from(generation),
+      generation_log_probs: typed ? logprobs : Array.from(logprobs),
+    };
+    if (!kept) c.kept = false;
+    this.calls.push(c);
+    if (kept && generation.length > 0) this.eligibleTokens += prompt.length + generation.length;
+  }
+
+  private addAgent(mode: string, parent: string | null, system: Int32Array): Agent {
+    const id = this.agents.length === 0 ? "leader" : `${mode}-${this.agents.length}`;
+    const a = { id, parent, mode, system, context: new Context(), stepsLeft: this.int([3, 12]) };
+    this.agents.push(a);
+    return a;
+  }
+
+  private int(r: Range): number {
+    return r[0] + Math.floor(this.rand() * (r[1] - r[0] + 1));
+  }
+
+  private tokens(r: Range): Int32Array {
+    const out = new Int32Array(this.int(r));
+    for (let i = 0; i < out.length; i++) out[i] = Math.floor(this.rand() * VOCAB);
+    return out;
+  }
+
+  private logprobsFor(n: number): Float32Array {
+    const out = new Float32Array(n);
+    for (let i = 0; i < n; i++) out[i] = -Math.abs(Math.log(this.rand() + 1e-9)) * 0.5;
+    return out;
+  }
+}
+
+function concat(...parts: Int32Array[]): Int32Array {
+  const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 const EVERY_FEATURE: Features = {

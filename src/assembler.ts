@@ -1,5 +1,5 @@
 // Assembles one rollout in a core, call by call: identity checks (ids, agents), staging, value
-// checks, linking; then turns the core's forest into rows and a report. Used by plan() (which
+// checks, linking; then the report's call counts, with the rows made by planned.ts. Used by plan() (which
 // copies a canonical object's arrays in, or lets a JS core read typed ones in place) and by the
 // builder (whose caller writes them in place).
 import { Rejection, callName, describeValue, errorLine } from "./rejection.js";
@@ -8,14 +8,14 @@ import {
   AMBIGUOUS_PARENT,
   INVALID_LOGPROB,
   INVALID_TOKEN,
-  type CoreForest,
   type ForestCore,
   type SizeHints,
   type StagedCall,
 } from "./core/types.js";
 import { emptyReport, rejectionReport } from "./report.js";
 import type { RolloutHeader } from "./validate.js";
-import type { AgentInfo, Diagnostic, ForestCall, Plan, PlanOptions, Report, Row } from "./types.js";
+import { plannedRollout, type CallTable } from "./planned.js";
+import type { AgentInfo, Diagnostic, Plan, PlanOptions } from "./types.js";
 
 
 /** Who a call is. */
@@ -79,15 +79,9 @@ export function tooLargeRejection(error: unknown): Rejection {
 }
 
 export class RolloutAssembler {
-  // Who each call is, in ledger order. Fields, not the caller's objects: a plan must not keep
-  // the caller's arrays alive (plan() passes the call's shape, which holds them).
-  private readonly ids: string[] = [];
-  private readonly agentNames: string[] = [];
-  private readonly kept: boolean[] = [];
-  private readonly promptLengths: number[] = [];
-  private readonly generationLengths: number[] = [];
-  /** Ledger index of each eligible call, in eligible order. */
-  private readonly eligible: number[] = [];
+  // Who each call is, in ledger order (plan() passes the call's shape, which holds the caller's
+  // arrays: only ids, names and lengths are kept).
+  private readonly calls: CallTable = { ids: [], agentNames: [], kept: [], promptLengths: [], generationLengths: [], eligible: [] };
   private readonly diagnostics: Diagnostic[] = [];
   private readonly seen = new Map<string, number>();
   private readonly agentIndex: Map<string, number>;
@@ -136,7 +130,7 @@ export class RolloutAssembler {
 
   /** How messages name the call being added. */
   private where(id: string): string {
-    return callName(id, this.ids.length);
+    return callName(id, this.calls.ids.length);
   }
 
   /** Checks the id and agent of the next call; returns its agent index, or null after rejecting. */
@@ -201,7 +195,7 @@ export class RolloutAssembler {
       return false;
     }
     if (result === AMBIGUOUS_PARENT) {
-      const tied = this.core.ambiguousCandidates().sort((a, b) => a - b).map((e) => JSON.stringify(this.ids[this.eligible[e]])); // in ledger order
+      const tied = this.core.ambiguousCandidates().sort((a, b) => a - b).map((e) => JSON.stringify(this.calls.ids[this.calls.eligible[e]])); // in ledger order
       this.reject(
         new Rejection(
           "ambiguous_parent",
@@ -210,14 +204,15 @@ export class RolloutAssembler {
       );
       return false;
     }
-    this.seen.set(id, this.ids.length);
-    if (this.isEligible(call)) this.eligible.push(this.ids.length);
+    const calls = this.calls;
+    this.seen.set(id, calls.ids.length);
+    if (this.isEligible(call)) calls.eligible.push(calls.ids.length);
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
-    this.ids.push(id);
-    this.agentNames.push(call.agent);
-    this.kept.push(kept);
-    this.promptLengths.push(promptLength);
-    this.generationLengths.push(generationLength);
+    calls.ids.push(id);
+    calls.agentNames.push(call.agent);
+    calls.kept.push(kept);
+    calls.promptLengths.push(promptLength);
+    calls.generationLengths.push(generationLength);
     return true;
   }
 
@@ -226,7 +221,7 @@ export class RolloutAssembler {
     if (this.done) throw new Error("this rollout was already finished");
     this.done = true;
     const agents = this.header.agents ?? [];
-    if (!this.rejection && this.eligible.length === 0) {
+    if (!this.rejection && this.calls.eligible.length === 0) {
       const detail =
         totalCalls === 0 ? "the rollout lists no calls"
         : totalCalls === 1 ? "its one call is not kept with generated tokens"
@@ -239,7 +234,11 @@ export class RolloutAssembler {
       // empty_generation, which is the explanation).
       return rejectedPlan(this.header.rolloutId, totalCalls, this.rejection, agents, options, this.diagnostics);
     }
-    return this.buildPlan(this.core.finish(), totalCalls, options);
+    const report = emptyReport(this.header.rolloutId, totalCalls, options.line);
+    report.diagnostics = this.diagnostics;
+    // A header of its own: the caller's (this.header) holds the calls and their arrays.
+    const { rolloutId, reward } = this.header;
+    return plannedRollout(this.calls, this.core.finish(), { rolloutId, reward, agents }, report, this.core);
   }
 
   /** Gives the core back after a failure (it is not reused). */
@@ -247,137 +246,4 @@ export class RolloutAssembler {
     this.done = true;
     this.core.release(false);
   }
-
-  private buildPlan(forest: CoreForest, totalCalls: number, options: PlanOptions): Plan {
-    // No closure here may see the header: it holds the caller's calls (and their arrays), which
-    // plan.forest's closure would otherwise keep alive as long as the plan.
-    const { ids, agentNames, kept, eligible, core } = this;
-    const { promptLengths, generationLengths } = this;
-    const { rolloutId, reward } = this.header;
-    const agents = this.header.agents ?? [];
-    const idOf = (e: number) => ids[eligible[e]];
-    const fullLength = (index: number) => promptLengths[index] + generationLengths[index];
-    const report = emptyReport(rolloutId, totalCalls, options.line);
-    report.eligible = eligible.length;
-    report.diagnostics = this.diagnostics;
-
-    for (let e = 0; e < eligible.length; e++) {
-      const index = eligible[e];
-      const p = forest.parents[e];
-      report.captured_tokens += generationLengths[index];
-      if (p < 0) {
-        report.roots++;
-        report.unique_tokens += fullLength(index);
-      } else {
-        report.unique_tokens += fullLength(index) - fullLength(eligible[p]);
-      }
-    }
-
-    const rows: Row[] = forest.rows.map((coreRow, index) => {
-      const path: string[] = [];
-      const trained: string[] = [];
-      const context: string[] = [];
-      const pathEnd = coreRow.pathStart + coreRow.pathLength;
-      for (let k = coreRow.pathStart; k < pathEnd; k++) {
-        const e = forest.paths[k];
-        path.push(idOf(e));
-        if (forest.ownerRows[e] === index) {
-          trained.push(idOf(e));
-          report.trained_tokens += generationLengths[eligible[e]];
-        } else {
-          context.push(idOf(e));
-        }
-      }
-      report.row_tokens += coreRow.tokenIds.length;
-      const leaf = eligible[coreRow.leaf];
-      return {
-        index,
-        rolloutId,
-        leaf: ids[leaf],
-        agent: agentNames[leaf],
-        calls: path,
-        trained,
-        context,
-        reward,
-        numTokens: coreRow.tokenIds.length,
-        tokenIds: coreRow.tokenIds,
-        logprobs: coreRow.logprobs,
-        lossMask: coreRow.lossMask,
-      };
-    });
-    report.leaves = rows.length;
-    report.rows = rows.length;
-
-    const describeForest = (): ForestCall[] => {
-      const children: string[][] = eligible.map(() => []);
-      for (let e = 0; e < eligible.length; e++) if (forest.parents[e] >= 0) children[forest.parents[e]].push(idOf(e));
-      const eligibleOf = new Map<number, number>(eligible.map((callIndex, e) => [callIndex, e]));
-      return ids.map((id, index) => {
-        const e = eligibleOf.get(index);
-        const parent = e === undefined ? -1 : forest.parents[e];
-        return {
-          id,
-          agent: agentNames[index],
-          index,
-          kept: kept[index],
-          eligible: e !== undefined,
-          promptLength: promptLengths[index],
-          generationLength: generationLengths[index],
-          parent: parent >= 0 ? idOf(parent) : null,
-          children: e === undefined ? [] : children[e],
-          root: e !== undefined && parent < 0,
-          leaf: e !== undefined && children[e].length === 0,
-          ownerRow: e === undefined ? -1 : forest.ownerRows[e],
-        };
-      });
-    };
-
-    return new PlannedRollout(report, rows, agents, describeForest, core);
-  }
 }
-
-/**
- * A planned rollout. A class, not an object literal with a getter: V8 gives each such literal
- * its own hidden class, and at one plan per rollout that kept young garbage alive across
- * scavenges (a third of the time of a batch of small rollouts went to the GC).
- */
-class PlannedRollout implements Plan {
-  // #private: not enumerable, so JSON.stringify, spreading and inspect see the plan, not the core.
-  #forestCalls: ForestCall[] | null = null;
-  #released = false;
-  readonly #describeForest: () => ForestCall[];
-  readonly #core: ForestCore;
-
-  constructor(
-    readonly report: Report,
-    readonly rows: Row[],
-    readonly agents: AgentInfo[],
-    describeForest: () => ForestCall[],
-    core: ForestCore,
-  ) {
-    this.#describeForest = describeForest;
-    this.#core = core;
-  }
-
-  /** Every call of the rollout; built on first use (pictures and tables, not the hot path). */
-  get forest(): ForestCall[] {
-    return (this.#forestCalls ??= this.#describeForest());
-  }
-
-  release(): void {
-    if (this.#released) return;
-    this.#released = true;
-    // The rows' arrays were views of memory the next plan reuses: empty them, so a row read after
-    // release() shows nothing rather than another rollout's tokens (on every backend alike).
-    for (const row of this.rows) {
-      row.tokenIds = RELEASED_TOKENS;
-      row.logprobs = RELEASED_LOGPROBS;
-      row.lossMask = RELEASED_MASK;
-    }
-    this.#core.release();
-  }
-}
-
-const RELEASED_TOKENS = new Int32Array(0);
-const RELEASED_LOGPROBS = new Float32Array(0);
-const RELEASED_MASK = new Uint8Array(0);

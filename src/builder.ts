@@ -2,7 +2,7 @@
 // (linear memory on the WASM backend), writes one call's arrays straight into them, and commits
 // the call: a pipeline that holds typed arrays pays one copy, a byte parser none.
 import { Rejection, callName, describeValue } from "./rejection.js";
-import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf } from "./validate.js";
+import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf, type RolloutHeader } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory } from "./core/types.js";
 import type { AgentInput, Plan, PlanOptions } from "./types.js";
@@ -39,92 +39,107 @@ export interface RolloutBuilder {
 const MAX_CALL_TOKENS = 2 ** 31 - 1;
 
 export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
-  const checked = checkHeader({ ...header, calls: [] });
-  let calls = 0;
-  let assembler: RolloutAssembler | null = null;
-  let failure: Rejection | null = checked instanceof Rejection ? checked : null;
-  let staged: [number, number] | null = null;
-  let finished = false;
-  if (!(checked instanceof Rejection)) {
+  return new InPlaceBuilder(makeCore, header, callsHint);
+}
+
+class InPlaceBuilder implements RolloutBuilder {
+  private readonly checked: RolloutHeader | Rejection;
+  private assembler: RolloutAssembler | null = null;
+  /** The rollout's first problem: a bad header, or a core out of memory. */
+  private failure: Rejection | null = null;
+  private calls = 0;
+  private staged = false;
+  private finished = false;
+
+  constructor(makeCore: CoreFactory, private readonly header: BuilderHeader, callsHint: number) {
+    this.checked = checkHeader({ ...header, calls: [] });
+    if (this.checked instanceof Rejection) {
+      this.failure = this.checked;
+      return;
+    }
     const core = makeCore();
     try {
-      assembler = new RolloutAssembler(core, checked, { calls: callsHint, generated: 0, longestCall: 0 });
+      this.assembler = new RolloutAssembler(core, this.checked, { calls: callsHint, generated: 0, longestCall: 0 });
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       core.release(false);
-      failure = tooLargeRejection(error);
+      this.failure = tooLargeRejection(error);
     }
   }
 
+  stage(promptLength: number, generationLength: number): CallSlot {
+    this.ensureOpen("stage");
+    checkStageLengths(promptLength, generationLength);
+    this.staged = true;
+    // After a rejection the caller may still fill slots; give it scratch arrays to write into
+    // (the core is left alone: the first problem stays the one reported).
+    const scratchSlot = () => ({
+      promptTokenIds: new Int32Array(promptLength),
+      generationTokenIds: new Int32Array(generationLength),
+      logprobs: new Float32Array(generationLength),
+    });
+    if (this.assembler?.rejected) return scratchSlot();
+    return this.guard((assembler) => {
+      const views = assembler.stage(promptLength, generationLength);
+      return {
+        promptTokenIds: views.tokens.subarray(0, promptLength),
+        generationTokenIds: views.tokens.subarray(promptLength, promptLength + generationLength),
+        logprobs: views.logprobs.subarray(0, generationLength),
+      };
+    }, scratchSlot);
+  }
+
+  commit(meta: CallMeta): boolean {
+    this.ensureOpen("commit");
+    if (!this.staged) throw new Error("commit() needs a stage() first");
+    if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept? }, got ${describeValue(meta)}`);
+    const index = this.calls++;
+    this.staged = false;
+    return this.guard((assembler) => {
+      const problem = callIdentityProblem(meta.id, meta.agent, meta.kept);
+      if (problem !== null) {
+        assembler.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: ${problem}`));
+        return false;
+      }
+      const agentName = meta.agent ?? "";
+      const agent = assembler.identify(meta.id, agentName);
+      if (agent === null) return false;
+      return assembler.commit({ id: meta.id, agent: agentName, kept: meta.kept !== false }, agent);
+    }, () => false);
+  }
+
+  finish(options: PlanOptions = {}): Plan {
+    this.ensureOpen("finish");
+    options = checkPlanOptions(options, "finish()");
+    this.finished = true;
+    const agents = this.checked instanceof Rejection ? [] : this.checked.agents ?? [];
+    const plan = this.guard((assembler) => assembler.finish(this.calls, options), () => null);
+    return plan ?? rejectedPlan(rolloutIdOf(this.header), this.calls, this.failure!, agents, options);
+  }
+
   /** Runs `work` on the live assembler; once the rollout failed, answers `fallback()` instead. */
-  const guard = <T>(work: () => T, fallback: () => T): T => {
-    if (failure || !assembler) return fallback();
+  private guard<T>(work: (assembler: RolloutAssembler) => T, fallback: () => T): T {
+    if (this.failure || !this.assembler) return fallback();
     try {
-      return work();
+      return work(this.assembler);
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
-      assembler.abandon();
-      failure = tooLargeRejection(error);
+      this.assembler.abandon();
+      this.failure = tooLargeRejection(error);
       return fallback();
     }
-  };
-  const open = (what: string) => {
-    if (finished) throw new Error(`${what}() after finish(): this builder is done (its plan holds the core)`);
-  };
-  const scratch = (p: number, g: number): CallSlot => ({
-    promptTokenIds: new Int32Array(p),
-    generationTokenIds: new Int32Array(g),
-    logprobs: new Float32Array(g),
-  });
+  }
 
-  return {
-    stage(promptLength, generationLength) {
-      open("stage");
-      for (const [name, n] of [["promptLength", promptLength], ["generationLength", generationLength]] as const) {
-        if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
-      }
-      if (promptLength + generationLength > MAX_CALL_TOKENS) {
-        throw new RangeError(`a call holds at most 2^31-1 tokens, got ${promptLength} + ${generationLength}`);
-      }
-      staged = [promptLength, generationLength];
-      // After a rejection the caller may still fill slots; give it scratch arrays to write into
-      // (the core is left alone: the first problem stays the one reported).
-      const scratchSlot = () => scratch(promptLength, generationLength);
-      if (assembler?.rejected) return scratchSlot();
-      return guard(() => {
-        const views = assembler!.stage(promptLength, generationLength);
-        return {
-          promptTokenIds: views.tokens.subarray(0, promptLength),
-          generationTokenIds: views.tokens.subarray(promptLength, promptLength + generationLength),
-          logprobs: views.logprobs.subarray(0, generationLength),
-        };
-      }, scratchSlot);
-    },
-    commit(meta) {
-      open("commit");
-      if (!staged) throw new Error("commit() needs a stage() first");
-      if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept? }, got ${describeValue(meta)}`);
-      const index = calls++;
-      staged = null;
-      return guard(() => {
-        const problem = callIdentityProblem(meta.id, meta.agent, meta.kept);
-        if (problem !== null) {
-          assembler!.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: ${problem}`));
-          return false;
-        }
-        const agentName = meta.agent ?? "";
-        const agent = assembler!.identify(meta.id, agentName);
-        if (agent === null) return false;
-        return assembler!.commit({ id: meta.id, agent: agentName, kept: meta.kept !== false }, agent);
-      }, () => false);
-    },
-    finish(options = {}) {
-      open("finish");
-      options = checkPlanOptions(options, "finish()");
-      finished = true;
-      const agents = checked instanceof Rejection ? [] : checked.agents ?? [];
-      if (failure || !assembler) return rejectedPlan(rolloutIdOf(header), calls, failure!, agents, options);
-      return guard(() => assembler!.finish(calls, options), () => null) ?? rejectedPlan(header.rollout_id, calls, failure!, agents, options);
-    },
-  };
+  private ensureOpen(what: string): void {
+    if (this.finished) throw new Error(`${what}() after finish(): this builder is done (its plan holds the core)`);
+  }
+}
+
+function checkStageLengths(promptLength: number, generationLength: number): void {
+  for (const [name, n] of [["promptLength", promptLength], ["generationLength", generationLength]] as const) {
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
+  }
+  if (promptLength + generationLength > MAX_CALL_TOKENS) {
+    throw new RangeError(`a call holds at most 2^31-1 tokens, got ${promptLength} + ${generationLength}`);
+  }
 }

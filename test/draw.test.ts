@@ -181,6 +181,16 @@ describe("large and unusual rollouts", () => {
     expect(svg).toMatch(/data-call="empty" data-index="\d+">[\s\S]*?empty<\/text>/);
   });
 
+
+  it("counts in words in the header: one call, one tree, one leaf, one row", () => {
+    const svg = draw({
+      rollout_id: "one",
+      reward: 1,
+      calls: [{ id: "c0", agent: "L", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] }],
+    });
+    expect(svg).toContain("1 call · 1 eligible · 1 tree · 1 leaf · 1 row · tokens:");
+    expect(draw(example)).toContain(`${example.calls.length} calls · `);
+  });
   it("escapes ids and labels, and replaces characters XML forbids", () => {
     const rollout = structuredClone(example);
     rollout.calls[0].id = `<b>&"x"\u0001`;

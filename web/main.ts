@@ -3,7 +3,7 @@
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
 import { FROM_OPTIONS, parseFrom, rejectedReport, usePlan, type FromOption } from "../src/formats/index.js";
-import { faultOf, fileSafeId, renderSvg } from "../src/draw/index.js";
+import { XML_DECLARATION, faultOf, fileSafeId, renderSvg } from "../src/draw/index.js";
 import { isJsonName, jsonlItems, parseText, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
@@ -148,8 +148,8 @@ function showRollout(index: number): void {
   const fault = faultOf(report);
   const faultCall = fault !== null && item.result.ok ? item.result.rollout.calls[fault.index] : undefined;
   renderReport(element("report"), report, fault, faultCall);
-  state.svg = renderSvg(drawable);
-  element("svg-host").innerHTML = renderSvg(drawable, { declaration: false });
+  state.svg = renderSvg(drawable, { declaration: false }); // inline; the download adds the declaration
+  element("svg-host").innerHTML = state.svg;
   renderRowsTable(element("rows-table"), state.plan, (row) => showRow(row));
   element("views").hidden = false;
   element("rows-section").hidden = state.plan === null;
@@ -238,7 +238,7 @@ async function openExample(): Promise<void> {
 function downloadSvg(): void {
   if (state.svg === "") return;
   const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([state.svg], { type: "image/svg+xml" }));
+  link.href = URL.createObjectURL(new Blob([`${XML_DECLARATION}\n${state.svg}`], { type: "image/svg+xml" }));
   const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
   link.download = `${fileSafeId(id)}.svg`; // as `draw` names files
   link.click();

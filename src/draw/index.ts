@@ -1,6 +1,6 @@
 // Pictures of a plan: renderSvg (standalone SVG) and faultOf (the call a rejection names).
 // Environment-neutral: used by the CLI's `draw` and by the browser page.
-export { renderSvg, type DrawablePlan, type SvgOptions } from "./svg.js";
+export { XML_DECLARATION, renderSvg, type DrawablePlan, type SvgOptions } from "./svg.js";
 export { faultOf, type Fault } from "./fault.js";
 
 /** A rollout id as part of a file name: characters outside [A-Za-z0-9._-] become `_`, at most 120. */

@@ -2,6 +2,7 @@
 // leaves and context cuts marked, and beneath, each row's path (trained calls filled, context
 // calls hollow). Same plan, same bytes: no clock, no randomness, integer coordinates only.
 import type { ForestCall } from "../types.js";
+import { countOf } from "../rejection.js";
 import { faultOf } from "./fault.js";
 import {
   BOX_H,
@@ -61,6 +62,9 @@ function text(x: number, y: number, content: string, cls?: string): string {
   return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
 }
 
+/** The first line of a standalone SVG file (\`renderSvg\` without \`declaration: false\`). */
+export const XML_DECLARATION = `<?xml version="1.0" encoding="UTF-8"?>`;
+
 /** The title and the counts, clipped to the picture's width (a rollout id is free text). */
 function header(plan: DrawablePlan, width: number): string[] {
   const { report } = plan;
@@ -70,8 +74,8 @@ function header(plan: DrawablePlan, width: number): string[] {
   out.push(text(MARGIN, MARGIN + 12, clip(`rollout ${id}`, chars), "cf-title"));
   if (report.status === "rejected") return out;
   const counts =
-    `${report.calls} calls · ${report.eligible} eligible · ${report.roots} trees · ${report.leaves} leaves · ` +
-    `${report.rows} rows · tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
+    `${countOf(report.calls, "call")} · ${report.eligible} eligible · ${countOf(report.roots, "tree")} · ${countOf(report.leaves, "leaf", "leaves")} · ` +
+    `${countOf(report.rows, "row")} · tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
     `${report.row_tokens} in rows, ${report.unique_tokens} unique`;
   out.push(text(MARGIN, MARGIN + 30, clip(counts, chars), "cf-dim"));
   return out;
@@ -277,7 +281,7 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
   }
   const id = plan.report.rollout_id ?? "(no id)";
   const out = [
-    ...(options.declaration === false ? [] : [`<?xml version="1.0" encoding="UTF-8"?>`]),
+    ...(options.declaration === false ? [] : [XML_DECLARATION]),
     `<svg xmlns="http://www.w3.org/2000/svg" class="cf-forest" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
       `font-family="${FONT_FAMILY}" font-size="${FONT}" role="img">`,
     `<title>${xmlText(`callforest: rollout ${id}`)}</title>`,

@@ -1,0 +1,167 @@
+// A linked forest as a Plan: the report's counts, one row per leaf with its path split into the
+// calls it trains and the calls it only reads, and (on demand) every call of the rollout.
+import type { CoreForest, ForestCore } from "./core/types.js";
+import type { AgentInfo, ForestCall, Plan, Report, Row } from "./types.js";
+
+/**
+ * What the assembler kept of each committed call, in ledger order. Its own lists, not the
+ * caller's objects: a plan must not keep the caller's arrays alive.
+ */
+export interface CallTable {
+  readonly ids: string[];
+  readonly agentNames: string[];
+  readonly kept: boolean[];
+  readonly promptLengths: number[];
+  readonly generationLengths: number[];
+  /** Ledger index of each eligible call, in eligible order (the core numbers calls this way). */
+  readonly eligible: number[];
+}
+
+/** The rollout-wide values every row repeats. */
+export interface PlanHeader {
+  rolloutId: string;
+  reward: number;
+  agents: AgentInfo[];
+}
+
+/**
+ * The plan of a forest the core linked. `report` comes with the call counts and diagnostics; the
+ * token counts, roots, leaves and rows are added here. The plan holds `core` until release().
+ */
+export function plannedRollout(calls: CallTable, forest: CoreForest, header: PlanHeader, report: Report, core: ForestCore): Plan {
+  report.eligible = calls.eligible.length;
+  countLinkedTokens(calls, forest, report);
+  const rows = makeRows(calls, forest, header, report);
+  report.leaves = rows.length;
+  report.rows = rows.length;
+  return new PlannedRollout(report, rows, header.agents, () => describeForest(calls, forest), core);
+}
+
+/** Roots, generated tokens, and distinct tokens (a child adds what extends its parent's sequence). */
+function countLinkedTokens(calls: CallTable, forest: CoreForest, report: Report): void {
+  const { eligible, promptLengths, generationLengths } = calls;
+  const fullLength = (index: number) => promptLengths[index] + generationLengths[index];
+  for (let e = 0; e < eligible.length; e++) {
+    const index = eligible[e];
+    const p = forest.parents[e];
+    report.captured_tokens += generationLengths[index];
+    if (p < 0) {
+      report.roots++;
+      report.unique_tokens += fullLength(index);
+    } else {
+      report.unique_tokens += fullLength(index) - fullLength(eligible[p]);
+    }
+  }
+}
+
+/** One row per leaf, its arrays the core's; adds the trained and row tokens to the report. */
+function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, report: Report): Row[] {
+  const { ids, agentNames, eligible, generationLengths } = calls;
+  const { rolloutId, reward } = header;
+  return forest.rows.map((coreRow, index) => {
+    const path: string[] = [];
+    const trained: string[] = [];
+    const context: string[] = [];
+    const pathEnd = coreRow.pathStart + coreRow.pathLength;
+    for (let k = coreRow.pathStart; k < pathEnd; k++) {
+      const e = forest.paths[k];
+      const id = ids[eligible[e]];
+      path.push(id);
+      if (forest.ownerRows[e] === index) {
+        trained.push(id);
+        report.trained_tokens += generationLengths[eligible[e]];
+      } else {
+        context.push(id);
+      }
+    }
+    report.row_tokens += coreRow.tokenIds.length;
+    const leaf = eligible[coreRow.leaf];
+    return {
+      index,
+      rolloutId,
+      leaf: ids[leaf],
+      agent: agentNames[leaf],
+      calls: path,
+      trained,
+      context,
+      reward,
+      numTokens: coreRow.tokenIds.length,
+      tokenIds: coreRow.tokenIds,
+      logprobs: coreRow.logprobs,
+      lossMask: coreRow.lossMask,
+    };
+  });
+}
+
+/** Every call of the rollout in ledger order, linked or not (plan.forest). */
+function describeForest(calls: CallTable, forest: CoreForest): ForestCall[] {
+  const { ids, agentNames, kept, eligible, promptLengths, generationLengths } = calls;
+  const idOf = (e: number) => ids[eligible[e]];
+  const children: string[][] = eligible.map(() => []);
+  for (let e = 0; e < eligible.length; e++) if (forest.parents[e] >= 0) children[forest.parents[e]].push(idOf(e));
+  const eligibleOf = new Map<number, number>(eligible.map((callIndex, e) => [callIndex, e]));
+  return ids.map((id, index) => {
+    const e = eligibleOf.get(index);
+    const parent = e === undefined ? -1 : forest.parents[e];
+    return {
+      id,
+      agent: agentNames[index],
+      index,
+      kept: kept[index],
+      eligible: e !== undefined,
+      promptLength: promptLengths[index],
+      generationLength: generationLengths[index],
+      parent: parent >= 0 ? idOf(parent) : null,
+      children: e === undefined ? [] : children[e],
+      root: e !== undefined && parent < 0,
+      leaf: e !== undefined && children[e].length === 0,
+      ownerRow: e === undefined ? -1 : forest.ownerRows[e],
+    };
+  });
+}
+
+/**
+ * A planned rollout. A class, not an object literal with a getter: V8 gives each such literal
+ * its own hidden class, and at one plan per rollout that kept young garbage alive across
+ * scavenges (a third of the time of a batch of small rollouts went to the GC).
+ */
+class PlannedRollout implements Plan {
+  // #private: not enumerable, so JSON.stringify, spreading and inspect see the plan, not the core.
+  #forestCalls: ForestCall[] | null = null;
+  #released = false;
+  readonly #describeForest: () => ForestCall[];
+  readonly #core: ForestCore;
+
+  constructor(
+    readonly report: Report,
+    readonly rows: Row[],
+    readonly agents: AgentInfo[],
+    describeForest: () => ForestCall[],
+    core: ForestCore,
+  ) {
+    this.#describeForest = describeForest;
+    this.#core = core;
+  }
+
+  /** Every call of the rollout; built on first use (pictures and tables, not the hot path). */
+  get forest(): ForestCall[] {
+    return (this.#forestCalls ??= this.#describeForest());
+  }
+
+  release(): void {
+    if (this.#released) return;
+    this.#released = true;
+    // The rows' arrays were views of memory the next plan reuses: empty them, so a row read after
+    // release() shows nothing rather than another rollout's tokens (on every backend alike).
+    for (const row of this.rows) {
+      row.tokenIds = RELEASED_TOKENS;
+      row.logprobs = RELEASED_LOGPROBS;
+      row.lossMask = RELEASED_MASK;
+    }
+    this.#core.release();
+  }
+}
+
+const RELEASED_TOKENS = new Int32Array(0);
+const RELEASED_LOGPROBS = new Float32Array(0);
+const RELEASED_MASK = new Uint8Array(0);
