@@ -139,6 +139,60 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     }
   });
 
+  it("/dev/stderr and /dev/fd/N are the streams themselves: a file the shell appends them to is not emptied", () => {
+    const dir = tmp();
+    const log = join(dir, "log");
+    const sh = (command: string) => spawnSync("bash", ["-c", command], { encoding: "utf8", env: { ...process.env, CF: join(ROOT, "bin/callforest.js"), IN: LOGIN_BUG, LOG: log } });
+    for (const report of ["/dev/stderr", "/dev/fd/2"]) {
+      writeFileSync(log, "before\n");
+      const run = sh(`node "$CF" rows "$IN" -o /dev/null --report ${report} 2>>"$LOG"`);
+      const logged = lines(readFileSync(log, "utf8"));
+      expect([report, run.status, logged[0], logged.length, JSON.parse(logged[1]).status]).toEqual([report, 0, "before", 2, "ok"]);
+    }
+    writeFileSync(log, "before\n");
+    const run = sh(`node "$CF" rows "$IN" --quiet -o /dev/fd/1 >>"$LOG"`);
+    expect([run.status, lines(readFileSync(log, "utf8")).length]).toEqual([0, 1 + 5]);
+  });
+
+  it("rows and reports on one standard stream, or a stream appended to an input, are refused; stdout and stderr may share a file", () => {
+    const bin = join(ROOT, "bin/callforest.js");
+    for (const [argv, message] of [
+      [["-o", "-", "--report", "-"], "--report -: -o - writes to stdout too"],
+      [["--report", "/dev/stdout"], "--report /dev/stdout: -o (stdout) writes to stdout too"],
+      [["-o", "/dev/stderr", "--report", "/dev/fd/2"], "--report /dev/fd/2: -o /dev/stderr writes to stderr too"],
+    ] as const) {
+      const run = spawnSync(process.execPath, [bin, "rows", LOGIN_BUG, ...argv], { encoding: "utf8" });
+      expect([run.status, run.stdout, run.stderr]).toEqual([2, "", `callforest: ${message}; write one of them somewhere else\n`]);
+    }
+    const dir = tmp();
+    const input = join(dir, "in.jsonl");
+    writeFileSync(input, goodLines(2).join("\n") + "\n");
+    const sh = (command: string) => spawnSync("bash", ["-c", command], { encoding: "utf8", env: { ...process.env, CF: bin, IN: input, OUT: join(dir, "out") } });
+    let run = sh(`node "$CF" rows "$IN" >>"$IN"`);
+    expect([run.status, run.stderr]).toEqual([2, `callforest: -o (stdout): is also the input ${input}; write the output somewhere else\n`]);
+    expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
+    run = sh(`node "$CF" rows "$IN" --quiet --report "$OUT" >"$OUT"`); // stdout's file as --report too
+    expect([run.status, run.stderr]).toEqual([2, `callforest: --report ${join(dir, "out")}: is also -o (stdout); write the output somewhere else\n`]);
+    run = sh(`node "$CF" rows "$IN" --report /dev/stderr >"$OUT" 2>&1`);
+    const shared = lines(readFileSync(join(dir, "out"), "utf8")).map((line) => JSON.parse(line) as { status?: string; loss_mask?: string });
+    expect([run.status, shared.filter((o) => o.status === "ok").length, shared.filter((o) => o.loss_mask !== undefined).length > 2]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
+  });
+
+  it("the progress bar stays off a terminal that rows or reports are written to", () => {
+    const input = join(tmp(), "in.jsonl");
+    writeFileSync(input, goodLines(3).join("\n") + "\n");
+    // `script` runs the command on a pseudo-terminal (stdout and stderr both on it).
+    const onTerminal = (args: string) =>
+      spawnSync("script", ["-qec", `node ${join(ROOT, "bin/callforest.js")} rows ${input} ${args}`, "/dev/null"], { encoding: "utf8" }).stdout;
+    const BAR = "░";
+    expect(onTerminal(`-o ${join(tmp(), "rows.jsonl")}`)).toContain(BAR); // the bar is drawn
+    for (const args of ["", `-o /dev/null --report /dev/stderr`, `-o /dev/null --report -`]) {
+      const shown = onTerminal(args);
+      expect(shown, args).not.toContain(BAR);
+      expect(shown, args).toContain('"rollout_id"');
+    }
+  });
+
   it("a note stays one line whatever the file name holds", async () => {
     const input = join(tmp(), "odd\nname.jsonl");
     writeFileSync(input, "not json\n");

@@ -339,4 +339,12 @@ describe("callforest draw", () => {
     expect([r.code, r.stderr]).toEqual([2, `callforest: cannot read ${join(dir, "missing.json")}: no such file\n`]);
     expect(existsSync(join(dir, "x.svg"))).toBe(false);
   });
+
+  it("refuses to write over its input (-o the input itself)", async () => {
+    const input = join(tmp(), "s.json");
+    writeFileSync(input, readFileSync(EXAMPLE_FILE));
+    const r = await run(input, "-o", input);
+    expect([r.code, r.stdout, r.stderr]).toEqual([2, "", `callforest: -o ${input}: is also the input ${input}; write the output somewhere else\n`]);
+    expect(readFileSync(input, "utf8")).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
+  });
 });

@@ -6,7 +6,7 @@ import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import type { ReadOptions } from "../formats/read.js";
 import { reasonOf } from "../ingest/file-error.js";
-import { isStdout } from "../ingest/sink.js";
+import { standardStream } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
 import { UsageError } from "./errors.js";
 
@@ -55,8 +55,9 @@ export function parseBackend(name: string): BackendName {
 
 /**
  * Refuses an output file that is also an input (or the same file twice as outputs): opening it
- * for writing would empty the input before a byte of it was read. `outputs` pairs each path with
- * the option that named it; null is none (and stdout, see isStdout, is not a file).
+ * for writing would empty the input before a byte of it was read. Two outputs on one standard
+ * stream are refused too (rows and reports would mix). `outputs` pairs each path with the option
+ * that named it; null is none, undefined stdout (see standardStream).
  */
 export function checkOutputs(inputs: readonly string[], outputs: readonly [string, string | undefined | null][]): void {
   // Regular files, and a named pipe written twice (two streams would interleave mid-line);
@@ -69,28 +70,46 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
       return `path:${resolve(path)}`; // not there yet: two outputs may still name it
     }
   };
-  const seen = new Map<string, string>();
-  for (const input of inputs) {
-    // `-`: the file stdin was redirected from (`rows - -o x < x` would empty x before reading it).
-    let id: string | null = null;
-    if (input !== "-") id = identity(input);
-    else {
-      try {
-        const stat = fstatSync(0);
-        id = stat.isFile() ? identityOf(stat) : null;
-      } catch {
-        id = null;
-      }
+  /** The file a standard stream was redirected from or to (`rows - -o x < x` would empty x). */
+  const redirected = (fd: number): string | null => {
+    try {
+      return identityOf(fstatSync(fd));
+    } catch {
+      return null;
     }
-    if (id !== null) seen.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
+  };
+  const files = new Map<string, string>(); // inputs and output files, by identity
+  for (const input of inputs) {
+    const id = input === "-" ? redirected(0) : identity(input);
+    if (id !== null) files.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
   }
+  const streams = new Map<string, string>(); // "stdout" / "stderr" -> the output on it
+  const streamFiles = new Map<string, string>(); // the file a stream output goes to -> that output
+  const refuse = (named: string, other: string) => {
+    throw new UsageError(`${named}: is also ${other}; write the output somewhere else`);
+  };
   for (const [option, path] of outputs) {
-    if (path === null || isStdout(path)) continue;
-    const id = identity(path);
+    if (path === null) continue;
+    const named = path === undefined ? `${option} (stdout)` : `${option} ${path}`;
+    const stream = standardStream(path);
+    if (stream === null) {
+      const id = identity(path!);
+      if (id === null) continue;
+      const other = files.get(id) ?? streamFiles.get(id);
+      if (other !== undefined) refuse(named, other);
+      files.set(id, named);
+      continue;
+    }
+    const sharing = streams.get(stream);
+    if (sharing !== undefined) throw new UsageError(`${named}: ${sharing} writes to ${stream} too; write one of them somewhere else`);
+    streams.set(stream, named);
+    // A stream redirected to an input (`rows x >> x`) would read its own output back. (stdout
+    // and stderr on one file, as `>f 2>&1`, is the shell's choice: both append in turn.)
+    const id = redirected(stream === "stdout" ? 1 : 2);
     if (id === null) continue;
-    const other = seen.get(id);
-    if (other !== undefined) throw new UsageError(`${option} ${path}: is also ${other}; write the output somewhere else`);
-    seen.set(id, `${option} ${path}`);
+    const other = files.get(id);
+    if (other !== undefined) refuse(named, other);
+    streamFiles.set(id, named);
   }
 }
 

@@ -17,37 +17,25 @@ export interface ByteSink {
   close(): Promise<void>;
 }
 
+const STDOUT_NAMES = new Set(["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]);
+const STDERR_NAMES = new Set(["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"]);
+
 /**
- * Whether an output path means stdout: `-`, none, or /dev/stdout (written through process.stdout,
- * as it need not be openable by name: a socket's is not).
+ * The standard stream an output path stands for (none, `-`, /dev/stdout, /dev/fd/1: stdout;
+ * /dev/stderr, /dev/fd/2: stderr), or null for a file. Those are written through
+ * process.stdout/stderr, never opened by name: opening truncates, which would empty the file the
+ * shell appends them to (`2>>log`), and a socket's cannot be opened at all.
  */
-export function isStdout(path: string | undefined): path is undefined | "-" | "/dev/stdout" {
-  return path === undefined || path === "-" || path === "/dev/stdout";
+export function standardStream(path: string | undefined): "stdout" | "stderr" | null {
+  if (path === undefined || STDOUT_NAMES.has(path)) return "stdout";
+  return STDERR_NAMES.has(path) ? "stderr" : null;
 }
 
-/** Opens `path` for writing (see isStdout). Throws a FileError when it cannot. */
+/** Opens `path` for writing (see standardStream). Throws a FileError when it cannot. */
 export function openByteSink(path: string | undefined): ByteSink {
-  const toStdout = isStdout(path);
-  const name = toStdout ? "<stdout>" : path;
-  let out: Writable;
-  if (toStdout) {
-    out = process.stdout;
-  } else {
-    let fd: number;
-    try {
-      fd = openSync(path, "w");
-    } catch (error) {
-      throw new FileError("write", path, error);
-    }
-    try {
-      // A deep buffer lets queued chunks leave in one writev and keeps the writer from waiting
-      // on every 'drain' (the default 16 KB is less than one row chunk).
-      out = createWriteStream(path, { fd, highWaterMark: 8 << 20 });
-    } catch (error) {
-      closeSync(fd);
-      throw new FileError("write", path, error);
-    }
-  }
+  const stream = standardStream(path);
+  const name = stream === null ? path! : `<${stream}>`;
+  const out: Writable = stream === null ? openFileStream(name) : process[stream];
   let failure: FileError | null = null;
   const onError = (error: Error) => {
     failure ??= error instanceof FileError ? error : new FileError("write", name, error);
@@ -75,7 +63,7 @@ export function openByteSink(path: string | undefined): ByteSink {
     close() {
       if (closed) return failure ? Promise.reject(failure) : Promise.resolve();
       closed = true;
-      if (toStdout) {
+      if (stream !== null) {
         out.off("error", onError);
         return failure ? Promise.reject(failure) : Promise.resolve();
       }
@@ -101,6 +89,24 @@ export function openByteSink(path: string | undefined): ByteSink {
       });
     },
   };
+}
+
+/** A write stream on `path`, emptied first. */
+function openFileStream(path: string): Writable {
+  let fd: number;
+  try {
+    fd = openSync(path, "w");
+  } catch (error) {
+    throw new FileError("write", path, error);
+  }
+  try {
+    // A deep buffer lets queued chunks leave in one writev and keeps the writer from waiting
+    // on every 'drain' (the default 16 KB is less than one row chunk).
+    return createWriteStream(path, { fd, highWaterMark: 8 << 20 });
+  } catch (error) {
+    closeSync(fd);
+    throw new FileError("write", path, error);
+  }
 }
 
 /**
@@ -133,7 +139,7 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
 
 /** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
 function checkWritable(path: string): void {
-  if (isStdout(path)) return;
+  if (standardStream(path) !== null) return;
   try {
     if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);

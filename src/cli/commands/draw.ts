@@ -14,9 +14,9 @@ import { rejectedReport, usePlan } from "../../formats/index.js";
 import { fileSafeId, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
-import { isStdout } from "../../ingest/sink.js";
+import { standardStream } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, parseBackend, type InputOptions } from "../inputs.js";
 
 interface DrawOptions extends InputOptions {
   output: string;
@@ -63,8 +63,9 @@ function severalName(output: string, id: string | null, position: number, used: 
 }
 
 async function draw(input: string, options: DrawOptions): Promise<void> {
-  if (isStdout(options.output)) options = { ...options, output: "-" }; // as rows and convert read it
+  const stream = standardStream(options.output); // -o -: stdout, as rows and convert read it
   const read = checkInputs([input], options);
+  checkOutputs([input], [["-o", options.output]]);
   const cf = await init({ backend: parseBackend(options.backend) });
   const wanted = (item: ReadItem) => options.rollout === undefined || idOfItem(item) === options.rollout;
   const used = new Set<string>();
@@ -86,7 +87,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       first = item;
       continue;
     }
-    if (options.output === "-") throw new UsageError(`-o - writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
+    if (stream !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
     if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!));
     write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item));
   }
@@ -95,7 +96,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   }
   if (count === 1) {
     const svg = svgOf(cf, first!);
-    if (options.output === "-") process.stdout.write(svg);
+    if (stream !== null) process[stream].write(svg);
     else write(options.output, svg);
   }
 }

@@ -4,7 +4,7 @@
 import { availableParallelism } from "node:os";
 import { Option, type Command } from "commander";
 import { inputSize, runRows } from "../../ingest/run.js";
-import { withSinks } from "../../ingest/sink.js";
+import { standardStream, withSinks } from "../../ingest/sink.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
@@ -34,7 +34,7 @@ export function register(program: Command): void {
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
     .option("--strict", "exit 1 when any rollout was rejected")
     .option("--jobs <n>", "worker threads planning rollouts (default: the number of cores; 1 = no workers; small inputs, at most one 2 MB batch, run in-process)")
-    .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report)")
+    .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report, and --strict says why it exits 1)")
     // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
     .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
     // rowToJson instead of the WASM row writer: the plain path, for benchmarks.
@@ -65,6 +65,15 @@ function parseReader(text: string | undefined, backend: string): ReaderName {
   throw new UsageError(`unknown --reader '${text}': expected scan or json`);
 }
 
+/** Whether rows or reports go to a terminal (stdout's, or stderr): the bar would draw over them. */
+function writesToTerminal(options: RowsOptions): boolean {
+  const onTerminal = (path: string | undefined) => {
+    const stream = standardStream(path);
+    return stream === "stderr" || (stream === "stdout" && process.stdout.isTTY === true);
+  };
+  return onTerminal(options.output) || (options.report !== undefined && onTerminal(options.report));
+}
+
 async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
@@ -73,9 +82,9 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const read = checkInputs(inputs, options);
-  checkOutputs(inputs, [["-o", options.output], ["--report", options.report]]);
+  checkOutputs(inputs, [["-o", options.output], ["--report", options.report ?? null]]);
   const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
-    const progress = startProgress(inputSize(inputs), options.quiet === true);
+    const progress = startProgress(inputSize(inputs), options.quiet === true || writesToTerminal(options));
     try {
       return await runRows(
         inputs,
