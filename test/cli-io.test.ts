@@ -12,13 +12,14 @@ import { readRollouts, type ReadItem } from "../src/formats/read.js";
 import { parseText } from "../src/formats/text.js";
 import { FileError } from "../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../src/ingest/sink.js";
-import { withoutLeadingMark } from "../src/ingest/batches.js";
+import { opensDocument, withoutLeadingMark } from "../src/ingest/batches.js";
 import { inputSize } from "../src/ingest/run.js";
 import { LOGIN_BUG } from "./support/fixtures.js";
 import { cli, goodLines, lines } from "./ingest/cli.js";
 import { tempDirs } from "./support/temp-dirs.js";
 
 const tmp = tempDirs("io");
+const BOM = "\uFEFF";
 
 // Linux's always-full device: the write-failure tests below need it (CI runs on Debian).
 const DEV_FULL = "/dev/full";
@@ -345,7 +346,6 @@ describe("every reader reads the same lines", () => {
   });
 
   it("a byte order mark opening the file is skipped (JSONL and .json); one further in is malformed_json", async () => {
-    const BOM = "\uFEFF";
     expectEveryReader(await readers("bom.jsonl", `${BOM}${a}\n${BOM}${b}\n${c}\n`), [
       ["bom.jsonl:1", "ok"],
       ["bom.jsonl:2", "malformed_json"],
@@ -366,6 +366,38 @@ describe("every reader reads the same lines", () => {
     let filled = 0;
     for (let n = -1; n !== 0; filled += n) n = await trickle.read(out, filled, out.length - filled);
     expect(Buffer.from(out.subarray(0, filled)).toString()).toBe(`${a}\n`);
+  });
+
+  it("stdin that opens with `{` or `[` alone is one pretty-printed value (cat x.json | callforest ...), on every command", () => {
+    const bin = join(ROOT, "bin/callforest.js");
+    const pretty = readFileSync(LOGIN_BUG, "utf8");
+    expect(pretty.split("\n")[0]).toBe("{");
+    const second = JSON.stringify({ ...JSON.parse(pretty), rollout_id: "second" }, null, 2);
+    const array = `${BOM}[\n${pretty.trimEnd()},\n${second}\n]\n`;
+    const stdin = (input: string, ...argv: string[]) => spawnSync(process.execPath, [bin, ...argv], { input, encoding: "utf8" });
+    const report = join(tmp(), "report.jsonl");
+    let run = stdin(pretty, "rows", "--report", report);
+    expect([run.status, run.stderr, lines(run.stdout).length, JSON.parse(readFileSync(report, "utf8")).status]).toEqual([0, "", 5, "ok"]);
+    run = stdin(array, "rows", "-", "--quiet", "--jobs", "2");
+    expect([run.status, run.stderr, lines(run.stdout).map((l) => JSON.parse(l).rollout_id).join()]).toEqual([0, "", "login-bug,".repeat(5) + "second,".repeat(4) + "second"]);
+    run = stdin(array, "convert");
+    expect([run.status, lines(run.stdout).map((l) => JSON.parse(l).rollout_id)]).toEqual([0, ["login-bug", "second"]]);
+    run = stdin(pretty, "show", "-");
+    expect([run.status, run.stdout]).toEqual([0, stdin(pretty.replace(/\n\s*/g, ""), "show", "-").stdout]);
+    run = stdin(pretty, "draw", "-", "-o", "-");
+    expect([run.status, run.stdout.startsWith("<?xml")]).toEqual([0, true]);
+    // JSONL on stdin is read as ever, and a broken document is one rejection, not one per line.
+    run = stdin(goodLines(2).join("\n"), "rows", "--quiet");
+    expect([run.status, run.stderr]).toEqual([0, ""]);
+    run = stdin(pretty.slice(0, 200), "rows");
+    expect(run.stderr.split("\n")[0]).toMatch(/^<stdin>: rejected \(malformed_json\): /);
+    expect(run.stderr.split("\n")[1]).toBe("callforest: 1 rollout (0 ok, 1 rejected), 0 rows");
+  });
+
+  it("opensDocument: only a first line of `{` or `[` alone (after a byte order mark, around blanks)", () => {
+    const bytes = (text: string) => new TextEncoder().encode(text);
+    for (const text of ["{\n", "[\n", " { \r\n\"a\": 1}", `${BOM}[\n1]`, "{"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(true);
+    for (const text of ['{"a": 1}\n{\n', "{ \"a\"\n", "[1,\n2]", "\n{\n", "", "{}\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(false);
   });
 
   it("a pretty-printed JSON value in a JSONL file: its first line says what is likely wrong", async () => {

@@ -14,7 +14,7 @@ import { fromCallforest } from "./callforest.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
 import { FROM_OPTIONS, type ConvertResult, type Converted, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
-import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show, type JsonObject } from "./values.js";
+import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
 
 export * from "./types.js";
 
@@ -27,15 +27,11 @@ export function detectFormat(value: unknown): FormatName | null {
   if (!isObject(value)) return null;
   if (isNonEmptyString(field(value, "rollout_id")) && Array.isArray(field(value, "calls"))) return "callforest";
   if (isGymObserved(value)) return "gym-observed";
+  // A `calls` field means a canonical rollout, however broken (the planner then names what is
+  // wrong); neither Gym format has one, so a stray `response` cannot turn it into other data.
+  if (field(value, "calls") !== undefined) return "callforest";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
-  if (Array.isArray(field(value, "calls"))) return "callforest";
   return null;
-}
-
-/** What keeps a value from being canonical, for unknown_format's message. */
-function canonicalMiss(value: JsonObject): string {
-  const calls = field(value, "calls");
-  return calls === undefined ? "no calls[]" : `calls is ${show(calls)}, not an array`;
 }
 
 /** Checks a `--from` value; null when it is not one of FROM_OPTIONS. */
@@ -50,7 +46,7 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
     return rejection(null, value, new FormatError(
       "unknown_format",
       isObject(value)
-        ? `not a known format: ${canonicalMiss(value)} (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`
+        ? `not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`
         : `the value is ${show(value)}, expected a JSON object`,
     ));
   }

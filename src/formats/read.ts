@@ -1,14 +1,16 @@
 // Reading input files as canonical rollouts, by the rules of ./text.ts: JSONL one value a line
 // (split on `\n` only, blank lines skipped but counted), a `.json` file as one value (or, when it
-// holds an array, one value per element), `-` = stdin. JSONL is read as bytes in batches by
-// src/ingest/batches.ts, the same line splitter `rows` uses, so every command numbers lines alike.
+// holds an array, one value per element), `-` = stdin (JSONL, or one value when it opens like a
+// pretty-printed one). JSONL is read as bytes in batches by src/ingest/batches.ts, the same line
+// splitter `rows` uses, so every command numbers lines alike.
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
 import { formatFloat32 } from "../output.js";
 import {
-  BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, streamSource,
-  type Batch, type ByteSource,
+  BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument,
+  streamSource, type Batch, type ByteSource,
 } from "../ingest/batches.js";
+import { MAX_STRING_BYTES, tooLarge } from "../ingest/process.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
 import { isJsonName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
 
@@ -20,9 +22,50 @@ export async function* readRollouts(inputs: readonly string[], options: ReadOpti
   for (const file of files) {
     if (isJsonName(file)) {
       yield* parseJsonInput(file, await readBytes(file), options);
+    } else if (file === "-") {
+      const stdin = await openStdin();
+      if (stdin.document) yield* (await readDocument(stdin.source, options)).items;
+      else yield* readJsonLines(file, stdin.source, options);
     } else {
-      yield* readJsonLines(file, options);
+      yield* readJsonLines(file, await openFile(file), options);
     }
+  }
+}
+
+/**
+ * Stdin, which has no name to tell JSONL from JSON by: JSONL, unless it opens like a
+ * pretty-printed value (see sniffDocument). Throws a FileError when it cannot be read.
+ */
+export async function openStdin(): Promise<{ document: boolean; source: ByteSource }> {
+  try {
+    return await sniffDocument(streamSource(process.stdin));
+  } catch (error) {
+    throw asFileError("-", error);
+  }
+}
+
+/** The items of one JSON value read whole from stdin (as a `.json` file's, named `<stdin>`), and its size. */
+export async function readDocument(source: ByteSource, options: ReadOptions): Promise<{ items: ReadItem[]; bytes: number }> {
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readWhole(source, MAX_STRING_BYTES);
+  } catch (error) {
+    throw asFileError("-", error);
+  } finally {
+    await source.close();
+  }
+  if (bytes === null) {
+    const detail = `more than ${MAX_STRING_BYTES >> 20} MB of one JSON value on stdin, more than JSON.parse takes; write it as JSONL, one rollout a line`;
+    return { items: [{ where: "<stdin>", result: tooLarge(detail) }], bytes: MAX_STRING_BYTES };
+  }
+  return { items: parseJsonInput("<stdin>", bytes, options), bytes: bytes.length };
+}
+
+async function openFile(file: string): Promise<ByteSource> {
+  try {
+    return await fileSource(file);
+  } catch (error) {
+    throw asFileError(file, error);
   }
 }
 
@@ -40,15 +83,9 @@ async function readBytes(file: string): Promise<Uint8Array> {
   }
 }
 
-async function* readJsonLines(file: string, options: ReadOptions): AsyncGenerator<ReadItem> {
+async function* readJsonLines(file: string, source: ByteSource, options: ReadOptions): AsyncGenerator<ReadItem> {
   const name = file === "-" ? "<stdin>" : file;
   const pool = new BufferPool(DEFAULT_CHUNK, 2);
-  let source: ByteSource;
-  try {
-    source = file === "-" ? streamSource(process.stdin) : await fileSource(file);
-  } catch (error) {
-    throw asFileError(file, error);
-  }
   const batches = readBatches(source, pool);
   try {
     for (;;) {

@@ -120,15 +120,23 @@ export class BufferPool {
 
 /** `source` without the UTF-8 byte order mark it may start with (see src/formats/text.ts). */
 export function withoutLeadingMark(source: ByteSource): ByteSource {
-  let head: Uint8Array | null = null; // the first bytes, read to look at, still to be handed on
+  let checked: ByteSource | null = null;
   return {
     async read(into, offset, length) {
-      if (head === null) {
-        const first = new Uint8Array(3);
-        let got = 0;
-        for (let n = -1; got < 3 && n !== 0; got += n) n = await source.read(first, got, 3 - got);
-        head = isByteOrderMark(first.subarray(0, got)) ? EMPTY : first.subarray(0, got);
+      if (checked === null) {
+        const first = await readUpTo(source, 3);
+        checked = prepend(isByteOrderMark(first) ? EMPTY : first, source);
       }
+      return checked.read(into, offset, length);
+    },
+    close: () => source.close(),
+  };
+}
+
+/** `head` (bytes read from `source` to look at), then the rest of `source`. */
+function prepend(head: Uint8Array, source: ByteSource): ByteSource {
+  return {
+    async read(into, offset, length) {
       if (head.length === 0) return source.read(into, offset, length);
       const n = Math.min(length, head.length);
       into.set(head.subarray(0, n), offset);
@@ -137,6 +145,55 @@ export function withoutLeadingMark(source: ByteSource): ByteSource {
     },
     close: () => source.close(),
   };
+}
+
+/** The first `count` bytes of `source` (fewer at its end), or up to the first newline if `untilNewline`. */
+async function readUpTo(source: ByteSource, count: number, untilNewline = false): Promise<Uint8Array> {
+  const head = new Uint8Array(count);
+  let got = 0;
+  while (got < count) {
+    const n = await source.read(head, got, count - got);
+    if (n === 0) break;
+    got += n;
+    if (untilNewline && head.subarray(got - n, got).includes(NEWLINE)) break;
+  }
+  return head.subarray(0, got);
+}
+
+/** How far sniffDocument reads to find the first line (a document's is one character). */
+const SNIFF_BYTES = 64 << 10;
+
+/**
+ * Whether a stream, which has no name to go by (stdin), holds one pretty-printed JSON value (or
+ * array) rather than JSONL: its first line is `{` or `[` alone. As JSONL that line would be
+ * malformed, so reading such input whole changes the reading of no valid JSONL. Reads the first
+ * line (at most SNIFF_BYTES) to see; the source returned yields every byte again.
+ */
+export async function sniffDocument(source: ByteSource): Promise<{ document: boolean; source: ByteSource }> {
+  const head = await readUpTo(source, SNIFF_BYTES, true);
+  return { document: opensDocument(head), source: prepend(head, source) };
+}
+
+/** Whether `bytes` (the start of an input) begin with a line that is `{` or `[` alone. */
+export function opensDocument(bytes: Uint8Array): boolean {
+  let end = bytes.indexOf(NEWLINE);
+  if (end < 0) end = bytes.length;
+  const line = new TextDecoder().decode(bytes.subarray(isByteOrderMark(bytes.subarray(0, 3)) ? 3 : 0, end)).replace(/^[ \t\r]+|[ \t\r]+$/g, "");
+  return line === "{" || line === "[";
+}
+
+/** All of `source`, or null once it holds more than `limit` bytes (nothing more is read then). */
+export async function readWhole(source: ByteSource, limit: number): Promise<Uint8Array | null> {
+  const parts: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const part = await readUpTo(source, Math.min(DEFAULT_CHUNK, limit + 1 - total));
+    if (part.length === 0) break;
+    parts.push(part);
+    total += part.length;
+    if (total > limit) return null;
+  }
+  return Buffer.concat(parts, total);
 }
 
 /**

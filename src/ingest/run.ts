@@ -1,9 +1,9 @@
 // `rows` end to end: input files -> batches of lines -> planned in-process (jobs 1) or on worker
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
-import { readRollouts } from "../formats/read.js";
+import { openStdin, readDocument, readRollouts } from "../formats/read.js";
 import { isJsonName } from "../formats/text.js";
-import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, streamSource, type ByteSource } from "./batches.js";
+import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
@@ -82,8 +82,19 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         await planJsonFile(file, options, await inProcess(), (piece) => write(piece, recycleLocal));
         continue;
       }
+      let source: ByteSource;
+      if (file === "-") {
+        const stdin = await openStdin();
+        if (stdin.document) {
+          await pool?.drain();
+          await planStdinDocument(stdin.source, options, await inProcess(), (piece) => write(piece, recycleLocal));
+          continue;
+        }
+        source = stdin.source;
+      } else {
+        source = await fileSource(file);
+      }
       const name = file === "-" ? "<stdin>" : file;
-      const source: ByteSource = file === "-" ? streamSource(process.stdin) : await fileSource(file);
       for await (const batch of readAhead(readBatches(source, buffers))) {
         if (pool !== null) {
           await pool.submit(batch, name);
@@ -115,6 +126,13 @@ async function* readAhead<T>(source: AsyncGenerator<T>): AsyncGenerator<T> {
     await next.catch(() => undefined);
     await source.return(undefined);
   }
+}
+
+/** Stdin that holds one pretty-printed value (see sniffDocument), as a `.json` file is planned. */
+async function planStdinDocument(source: ByteSource, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
+  const { items, bytes } = await readDocument(source, { from: options.from, ...processor.context });
+  for (const item of items) processor.record(item.result, item.where, item.line);
+  await write(processor.takeAll(bytes));
 }
 
 /** A `.json` file: one value (or an array of values), through JSON.parse, in-process. */

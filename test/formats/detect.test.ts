@@ -34,10 +34,20 @@ describe("auto detection", () => {
     });
   });
 
-  it("says what keeps a value from being canonical: calls missing, or not an array", () => {
+  it("reads anything with a calls field as canonical, however broken, even beside a response", async () => {
     const tail = 'no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)';
-    expect(toCanonical({ rollout_id: "r", reward: 0, calls: {} })).toMatchObject({ ok: false, code: "unknown_format", detail: `not a known format: calls is an object, not an array (callforest), ${tail}`, rolloutId: "r" });
     expect(toCanonical({ rollout_id: "r", reward: 0 })).toMatchObject({ ok: false, code: "unknown_format", detail: `not a known format: no calls[] (callforest), ${tail}` });
+    const cf = await init();
+    for (const value of [
+      { rollout_id: "r", reward: 0, calls: {} },
+      { rollout_id: "r", reward: 1, calls: "zz", response: gymRow.response }, // not silently the Gym row
+      { reward: 1, calls: loginBug.calls, response: gymRow.response }, // no rollout_id
+    ]) {
+      expect(detectFormat(value)).toBe("callforest");
+      const read = toCanonical(value);
+      expect(read).toMatchObject({ ok: true, format: "callforest" });
+      expect(cf.plan(read.ok ? read.rollout : null).report).toMatchObject({ status: "rejected", reason: "invalid_rollout" });
+    }
   });
 
   for (const [value, shown] of [[[1, 2], "an array"], [null, "null"], [42, "42"], ["{}", '"{}"']] as const) {

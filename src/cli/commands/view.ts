@@ -17,6 +17,7 @@ import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseInteger } from "../inputs.js";
 import type { FromOption } from "../../formats/index.js";
 import { isTokenFileName } from "../../formats/token-files.js";
+import { opensDocument } from "../../ingest/batches.js";
 
 /** The built page; src/cli/commands and dist/cli/commands both sit three levels below the package. */
 export const PAGE_FILE = fileURLToPath(new URL("../../../dist/web/index.html", import.meta.url));
@@ -164,17 +165,22 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<Uint8Array> {
   return Buffer.concat(chunks);
 }
 
+/** Stdin's bytes under the name the page reads them by: JSONL, unless they open like one JSON value. */
+function stdinInput(bytes: Uint8Array): { name: string; bytes: Uint8Array } {
+  return { name: opensDocument(bytes) ? "stdin.json" : "stdin.jsonl", bytes };
+}
+
 export function register(program: Command): void {
   const command = program
     .command("view")
     .description("Serve the callforest page on 127.0.0.1 and print its URL (INPUT, if given, opens on load).")
-    .argument("[input]", "a .json or .jsonl rollout file to open in the page (- reads JSONL from stdin)")
+    .argument("[input]", "a .json or .jsonl rollout file to open in the page (- reads stdin: JSONL, or one pretty-printed JSON value)")
     .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`);
   addInputOptions(command, { backend: false }).action(async (input: string | undefined, options: { port?: string; from: string; tokens?: string }) => {
     const explicit = options.port !== undefined;
     const port = explicit ? parseInteger("--port", options.port!, { min: 0, max: 65535 }) : DEFAULT_PORT;
     const { from } = checkInputs(input === undefined ? [] : [input], options);
-    const served = input === "-" ? { name: "stdin.jsonl", bytes: await readAll(process.stdin) } : input;
+    const served = input === "-" ? stdinInput(await readAll(process.stdin)) : input;
     const serve = (port: number) => startViewServer({ input: served, port, from, tokensDir: options.tokens });
     let view: ViewServer;
     try {
