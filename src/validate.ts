@@ -40,17 +40,22 @@ export function rolloutIdOf(value: unknown): string | null {
   return typeof id === "string" && id !== "" ? id : null;
 }
 
+/** `NAME must be RULE, got VALUE`; `NAME is missing (it must be RULE)` when there is no value. */
+function mustBe(name: string, rule: string, value: unknown): string {
+  return value === undefined ? `${name} is missing (it must be ${rule})` : `${name} must be ${rule}, got ${describeValue(value)}`;
+}
+
 export function checkHeader(value: unknown): RolloutHeader | Rejection {
   const invalid = (detail: string) => new Rejection("invalid_rollout", detail);
   if (!isRecord(value)) return invalid(`a rollout must be a JSON object, got ${describeValue(value)}`);
   const { rollout_id: rolloutId, reward, agents, calls } = value;
   if (typeof rolloutId !== "string" || rolloutId === "") {
-    return invalid(`rollout_id must be a non-empty string, got ${describeValue(rolloutId)}`);
+    return invalid(mustBe("rollout_id", "a non-empty string", rolloutId));
   }
   if (typeof reward !== "number" || !Number.isFinite(reward)) {
-    return invalid(`reward must be a finite number, got ${describeValue(reward)}`);
+    return invalid(mustBe("reward", "a finite number", reward));
   }
-  if (!Array.isArray(calls)) return invalid(`calls must be an array, got ${describeValue(calls)}`);
+  if (!Array.isArray(calls)) return invalid(mustBe("calls", "an array", calls));
   if (agents === undefined) return { rolloutId, reward, agents: null, agentIndex: null, calls };
   if (!Array.isArray(agents)) return invalid(`agents must be an array, got ${describeValue(agents)}`);
   const checked: AgentInfo[] = [];
@@ -58,7 +63,7 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
   for (let i = 0; i < agents.length; i++) {
     const agent = agents[i];
     if (!isRecord(agent)) return invalid(`agents[${i}] must be an object with a string id, got ${describeValue(agent)}`);
-    if (typeof agent.id !== "string") return invalid(`agents[${i}] needs a string id, got ${describeValue(agent.id)}`);
+    if (typeof agent.id !== "string") return invalid(mustBe(`agents[${i}].id`, "a string", agent.id));
     if (ids.has(agent.id)) return invalid(`agents[${i}]: agent id ${JSON.stringify(agent.id)} is listed twice`);
     if (agent.parent !== null && agent.parent !== undefined && typeof agent.parent !== "string") {
       return invalid(`agents[${i}] (${JSON.stringify(agent.id)}): parent must be an agent id or null`);
@@ -84,7 +89,7 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
  * calls and the builder's commit().
  */
 export function callIdentityProblem(id: unknown, agent: unknown, kept: unknown): string | null {
-  if (typeof id !== "string" || id === "") return `id must be a non-empty string, got ${describeValue(id)}`;
+  if (typeof id !== "string" || id === "") return mustBe("id", "a non-empty string", id);
   if (agent !== undefined && typeof agent !== "string") return `agent must be a string, got ${describeValue(agent)}`;
   if (kept !== undefined && typeof kept !== "boolean") return `kept must be a boolean, got ${describeValue(kept)}`;
   return null;
@@ -106,12 +111,12 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   const { generation_log_probs: logprobs, kept } = call;
   const problem = callIdentityProblem(id, agent, kept);
   if (problem !== null) return invalid(problem);
-  if (!isTokenArray(prompt)) return invalid(`prompt_token_ids must be an array, got ${describeValue(prompt)}`);
+  if (!isTokenArray(prompt)) return invalid(mustBe("prompt_token_ids", "an array", prompt));
   if (!isTokenArray(generation)) {
-    return invalid(`generation_token_ids must be an array, got ${describeValue(generation)}`);
+    return invalid(mustBe("generation_token_ids", "an array", generation));
   }
   if (!isLogprobArray(logprobs)) {
-    return invalid(`generation_log_probs must be an array, got ${describeValue(logprobs)}`);
+    return invalid(mustBe("generation_log_probs", "an array", logprobs));
   }
   return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false };
 }

@@ -39,6 +39,13 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     expect(r).toEqual({ code: 2, stdout: "", stderr: "callforest: cannot write /nonexistent/report.jsonl: no such directory\n" });
   });
 
+  it("rows -o where no file can be created, though the directory is there (/proc)", async () => {
+    const r = await cli("rows", LOGIN_BUG, "-o", "/proc/out.jsonl");
+    // As root the directory is "writable" and the open fails; as anyone else access() says why.
+    expect([r.code, r.stdout]).toEqual([2, ""]);
+    expect(r.stderr).toMatch(/^callforest: cannot write \/proc\/out\.jsonl: (cannot create a file there|permission denied)\n$/);
+  });
+
   it("rows -o a directory", async () => {
     const dir = tmp();
     const r = await cli("rows", LOGIN_BUG, "-o", dir);

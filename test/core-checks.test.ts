@@ -242,8 +242,13 @@ describe("misuse of the API", () => {
 
   it("an agent without a string id is refused saying what it got", () => {
     for (const { name, cf } of backends) {
-      const details = [[{ id: 5 }], [7]].map((agents) => cf.plan({ rollout_id: "r", reward: 0, agents, calls: [] } as never).report.detail);
-      expect([name, ...details]).toEqual([name, "agents[0] needs a string id, got 5", "agents[0] must be an object with a string id, got 7"]);
+      const details = [[{ id: 5 }], [{ mode: "fork" }], [7]].map((agents) => cf.plan({ rollout_id: "r", reward: 0, agents, calls: [] } as never).report.detail);
+      expect([name, ...details]).toEqual([
+        name,
+        "agents[0].id must be a string, got 5",
+        "agents[0].id is missing (it must be a string)",
+        "agents[0] must be an object with a string id, got 7",
+      ]);
     }
   });
 

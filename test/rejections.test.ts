@@ -399,6 +399,25 @@ describe("CLI rows: rejected lines are reported, the other rollouts still give t
     });
   }
 
+  test("a missing field is said to be missing, in the same words on both backends and every reader", async () => {
+    const good = call("c1", [1, 2], [3]);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ reward: 1, calls: [good] }, "rollout_id is missing (it must be a non-empty string)"],
+      [{ rollout_id: "r", calls: [good] }, "reward is missing (it must be a finite number)"],
+      [{ rollout_id: "r", reward: 1, calls: [call("c1", [1], [3], { prompt_token_ids: undefined })] }, 'call "c1" (calls[0]): prompt_token_ids is missing (it must be an array)'],
+      [{ rollout_id: "r", reward: 1, calls: [call("c1", [1], [3], { id: undefined })] }, "calls[0]: id is missing (it must be a non-empty string)"],
+      [{ rollout_id: "r", reward: 1, calls: [good], agents: [{ parent: null }] }, "agents[0].id is missing (it must be a string)"],
+      [{ rollout_id: "r", reward: 1, calls: [call("c1", [1], [3], { generation_log_probs: null })] }, 'call "c1" (calls[0]): generation_log_probs must be an array, got null'],
+    ];
+    const want = cases.map(([, detail]) => detail);
+    for (const { name, cf } of backends) expect([name, ...cases.map(([r]) => cf.plan(r).report.detail)]).toEqual([name, ...want]);
+    const input = writeInput("missing.jsonl", cases.map(([r]) => JSON.stringify(r)));
+    for (const args of [["--backend", "wasm"], ["--backend", "ts"], ["--reader", "json"]]) {
+      const r = await runRows([input, ...args]);
+      expect([args.join(" "), ...r.reports.map((report) => report.detail)]).toEqual([args.join(" "), ...want]);
+    }
+  });
+
   test("the same valid rollouts alone give the same rows file", async () => {
     const valid = validRollouts();
     const alone = await runRows([writeInput("valid.jsonl", valid.map((v) => JSON.stringify(toJsonValue(v))))]);

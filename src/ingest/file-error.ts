@@ -1,4 +1,6 @@
 // A file (or stdout) the CLI could not read or write: `cannot read|write PATH: reason`, exit 2.
+import { existsSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { errorLine } from "../rejection.js";
 
 /** Node's system errors (fs, net) carry a string `code` (ENOENT, EACCES, ...) and the `syscall`. */
@@ -33,16 +35,26 @@ const REASONS: Record<string, string> = {
   EADDRNOTAVAIL: "address not available",
 };
 
-/** A short reason for a system error: `no such file`, `permission denied`, ...; else its message's first line. */
-export function reasonOf(error: unknown, op: "read" | "write" = "read"): string {
+/**
+ * A short reason for a system error: `no such file`, `permission denied`, ...; else its message's
+ * first line. `path`: the file written, when known (see missingOnWrite).
+ */
+export function reasonOf(error: unknown, op: "read" | "write" = "read", path?: string): string {
   if (isSystemError(error) || (error instanceof Error && typeof (error as Partial<SystemError>).code === "string")) {
     const code = (error as SystemError).code;
-    // Creating a file fails with ENOENT only when a directory on its path is missing.
-    if (code === "ENOENT") return op === "write" ? "no such directory" : "no such file";
+    if (code === "ENOENT") return op === "write" ? missingOnWrite(path) : "no such file";
     const reason = REASONS[code];
     if (reason !== undefined) return reason;
   }
   return errorLine(error);
+}
+
+/**
+ * Creating a file fails with ENOENT when a directory on its path is missing, or where files
+ * cannot be created at all (/proc): only the file's own directory tells the two apart.
+ */
+function missingOnWrite(path: string | undefined): string {
+  return path !== undefined && existsSync(dirname(resolve(path))) ? "cannot create a file there" : "no such directory";
 }
 
 export class FileError extends Error {
@@ -53,7 +65,7 @@ export class FileError extends Error {
     readonly path: string,
     cause: unknown,
   ) {
-    super(`cannot ${op} ${path}: ${reasonOf(cause, op)}`, { cause });
+    super(`cannot ${op} ${path}: ${reasonOf(cause, op, path)}`, { cause });
     this.name = "FileError";
     this.code = isSystemError(cause) ? cause.code : undefined;
   }

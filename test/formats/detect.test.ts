@@ -65,7 +65,7 @@ describe("auto detection", () => {
     expect(cf.plan(asCanonical.ok ? asCanonical.rollout : null).report).toMatchObject({
       status: "rejected",
       reason: "invalid_rollout",
-      detail: "rollout_id must be a non-empty string, got undefined",
+      detail: "rollout_id is missing (it must be a non-empty string)",
     });
     expect(toCanonical(loginBug, "gym-rollout")).toMatchObject({
       ok: false,
