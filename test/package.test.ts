@@ -72,7 +72,7 @@ describe("the built package", () => {
     expect(result.stdout.trim()).toMatch(/^ok [1-6] true$/);
   });
 
-  it("its type declarations check in a Node project without the DOM lib, under NodeNext and node10 resolution", () => {
+  it("its type declarations check in a Node project without the DOM lib, under NodeNext and node10 resolution, and without any global types", () => {
     const dir = mkdtempSync(join(tmpdir(), "callforest-types-"));
     try {
       mkdirSync(join(dir, "node_modules"));
@@ -104,6 +104,24 @@ describe("the built package", () => {
         const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, `${name}.json`)]);
         expect([name, tsc.status, tsc.stdout]).toEqual([name, 0, ""]);
       }
+      // The library and the agent runtime need no global types at all: not Node's, not the DOM's
+      // (the model client declares the fetch it takes). Only the test bed is Node's.
+      writeFileSync(
+        join(dir, "bare.ts"),
+        [
+          'import { init, type Plan, type Rollout } from "callforest";',
+          'import { createModelClient, runAgent, type FetchLike } from "callforest/compaction";',
+          "export async function use(fetch: FetchLike): Promise<number> {",
+          "  const plan: Plan = (await init()).plan({ rollout_id: 'r', reward: 0, calls: [] } satisfies Rollout);",
+          "  void [runAgent, createModelClient({ baseUrl: 'http://127.0.0.1:1', model: 'm', fetch })];",
+          "  return plan.rows.length;",
+          "}",
+        ].join("\n"),
+      );
+      const bare = { ...base, types: [], module: "NodeNext", moduleResolution: "NodeNext" };
+      writeFileSync(join(dir, "bare.json"), JSON.stringify({ compilerOptions: bare, files: ["bare.ts"] }));
+      const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, "bare.json")]);
+      expect(["bare", tsc.status, tsc.stdout]).toEqual(["bare", 0, ""]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -100,11 +100,21 @@ export interface ModelClient {
   countTokens(body: TokenizeBody): Promise<number>;
 }
 
+/**
+ * The part of `fetch` the client uses; global `fetch` is one. Declared here so the package's types
+ * need neither the DOM's nor Node's globals. (The client also passes `signal`, an AbortSignal for
+ * its deadline, which every fetch takes; it is left out of the type for the same reason.)
+ */
+export type FetchLike = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body: string },
+) => Promise<{ ok: boolean; status: number; text(): Promise<string> }>;
+
 export interface ModelClientOptions {
   /** Server root, e.g. `http://127.0.0.1:8000` (no trailing `/v1`). */
   baseUrl: string;
   model: string;
-  fetch?: typeof fetch;
+  fetch?: FetchLike;
   headers?: Record<string, string>;
   /**
    * Milliseconds a request may take, answer included (default 600,000: ten minutes). Past it the
@@ -115,8 +125,16 @@ export interface ModelClientOptions {
 
 const DEFAULT_TIMEOUT_MS = 600_000;
 
+/** An error's message with its cause's (Node's fetch says only "fetch failed"; the cause says why). */
+function failureText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause;
+  if (cause instanceof Error && cause.message !== "" && !error.message.includes(cause.message)) return `${error.message}: ${cause.message}`;
+  return error.message;
+}
+
 export function createModelClient(options: ModelClientOptions): ModelClient {
-  const doFetch = options.fetch ?? globalThis.fetch;
+  const doFetch: FetchLike = options.fetch ?? globalThis.fetch;
   const root = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   // What a timer can wait (AbortSignal.timeout turns more into 1 ms, and refuses a fraction).
@@ -126,19 +144,15 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
   async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];
-    const lost = (error: unknown) => new ModelHttpError(`POST ${url}: ${error instanceof Error ? error.message : String(error)}`, 0, true);
+    const lost = (error: unknown) => new ModelHttpError(`POST ${url}: ${failureText(error)}`, 0, true);
     // One deadline for the whole exchange: a server that sends headers and then stalls is as
     // lost as one that never answers.
     const signal = AbortSignal.timeout(timeoutMs);
-    let response: Response;
+    let response: Awaited<ReturnType<FetchLike>>;
     let text: string;
     try {
-      response = await doFetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json", ...options.headers },
-        body: JSON.stringify(body),
-        signal,
-      });
+      const init = { method: "POST", headers: { "content-type": "application/json", ...options.headers }, body: JSON.stringify(body), signal };
+      response = await doFetch(url, init);
       text = await response.text(); // a connection cut mid-body is a lost connection too
     } catch (error) {
       throw lost(error);

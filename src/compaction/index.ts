@@ -1,7 +1,7 @@
 // callforest/compaction: an agent runtime that compacts its context (old images, old reasoning)
 // while keeping exact token evidence, so its rollouts train without re-tokenizing.
 export { runAgent, type CompactionOptions, type RunAgentOptions, type RunAgentResult } from "./agent.js";
-export { createModelClient, plainBody, compactionBody, tokenizeBody, assertBodyKeys, ENDPOINT_PATHS, type ModelCall, type ModelClient, type ModelClientOptions, type RequestParts } from "./client.js";
+export { createModelClient, plainBody, compactionBody, tokenizeBody, assertBodyKeys, ENDPOINT_PATHS, type ModelCall, type ModelClient, type FetchLike, type ModelClientOptions, type RequestParts } from "./client.js";
 export { ContextController, changedRanges, checkRequiredPrefix, type BoundaryRecord, type BoundaryReason, type ChangedRange, type PreparedCall, type ViewDecision } from "./controller.js";
 export { canonicalJson, sha256Hex } from "./digest.js";
 export type { Environment, Observation, ObservationImage } from "./environment.js";

@@ -53,6 +53,17 @@ describe("model client", () => {
     expect(error).toMatchObject({ status: 0, retryable: true });
   });
 
+  it("a refused connection says why (fetch's own message is only 'fetch failed')", async () => {
+    const closed = createServer();
+    await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise((done) => closed.close(done)); // nothing listens there now
+    const baseUrl = `http://127.0.0.1:${port}`;
+    const error = await failureOf(createModelClient({ baseUrl, model: "m" }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
+    expect(error).toMatchObject({ status: 0, retryable: true });
+    expect((error as Error).message).toMatch(new RegExp(`^POST ${baseUrl}/v1/responses: fetch failed: .*ECONNREFUSED`));
+  });
+
   it("a server that never answers times out as a retryable failure", async () => {
     const baseUrl = await serve((req) => req.resume());
     // (Were timeoutMs ignored, this would wait out the 10-minute default and fail on vitest's timeout.)
