@@ -46,7 +46,9 @@ export async function initWith(loadModule: ModuleLoader, options: InitOptions = 
   const simd = options.simd ?? simdSupported();
   if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
   const maxMemory = options.maxMemory ?? 2 ** 32;
-  if (!(maxMemory > 0)) throw new Error(`maxMemory must be a positive number of bytes, got ${options.maxMemory}`);
+  if (!(maxMemory > 0 && (Number.isSafeInteger(maxMemory) || maxMemory === Infinity))) {
+    throw new Error(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${options.maxMemory}`);
+  }
   const pool = new WasmCorePool(await loadModule(simd), maxMemory);
   return makeApi("wasm", simd, () => pool.acquire());
 }

@@ -67,6 +67,12 @@ describe("memory limits (init({ maxMemory }))", () => {
     }
   });
 
+  it("refuses a maxMemory that is not a positive whole number of bytes", async () => {
+    for (const maxMemory of [1.5, 0, -1, Number.NaN, 2 ** 53 + 2]) {
+      await expect(init({ maxMemory })).rejects.toThrow(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${maxMemory}`);
+    }
+  });
+
   it("size hints never make a rollout too large: a big unkept retry among many calls fits under 64 MiB", async () => {
     const retry = { ...call("retry", new Int32Array(0), new Int32Array(4_150_000).fill(3)), kept: false, generation_log_probs: new Float32Array(4_150_000).fill(-1) };
     const empties = Array.from({ length: 20_000 }, (_, i) => ({ ...call(`e${i}`, [], []), kept: false }));

@@ -40,13 +40,23 @@ const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
 
-const imports = {
-  env: {
-    abort(): never {
-      throw new CoreMemoryError("the WebAssembly core ran out of memory");
+/** `bytes` (a whole number of KiB) in the largest binary unit that divides it. */
+function binarySize(bytes: number): string {
+  for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20]] as const) if (bytes % size === 0) return `${bytes / size} ${unit}`;
+  return `${bytes / 1024} KiB`;
+}
+
+/** The module's one import: `abort`, called when its memory cannot grow within `limitPages`. */
+function importsFor(limitPages: number): WebAssembly.Imports {
+  const limit = limitPages === 65536 ? "4 GiB, the most a WebAssembly memory holds" : `init's maxMemory of ${binarySize(limitPages * 65536)}`;
+  return {
+    env: {
+      abort(): never {
+        throw new CoreMemoryError(`the WebAssembly core ran out of memory at ${limit}`);
+      },
     },
-  },
-};
+  };
+}
 
 const MAX_IDLE_INSTANCES = 2;
 
@@ -92,16 +102,22 @@ export class WasmCorePool {
   /** Instances held by plans (and builders) not released yet. */
   private live = 0;
 
+  private readonly limitPages: number;
+  private readonly imports: WebAssembly.Imports;
+
   /** `maxMemory`: bytes of linear memory one instance may use (see InitOptions.maxMemory). */
   constructor(
     private readonly module: WebAssembly.Module,
-    private readonly maxMemory = 2 ** 32,
-  ) {}
+    maxMemory = 2 ** 32,
+  ) {
+    this.limitPages = memoryLimitPages(maxMemory);
+    this.imports = importsFor(this.limitPages);
+  }
 
   private instantiate(): CoreInstance {
     let instance: WebAssembly.Instance;
     try {
-      instance = new WebAssembly.Instance(this.module, imports);
+      instance = new WebAssembly.Instance(this.module, this.imports);
     } catch (error) {
       // Each unreleased plan holds an instance, and each reserves address space for its memory:
       // too many live plans, or a process limit (ulimit -v) — not the rollout (rollout_too_large).
@@ -110,7 +126,7 @@ export class WasmCorePool {
       );
     }
     const exports = instance.exports as unknown as CoreExports;
-    exports.setMemoryLimit(memoryLimitPages(this.maxMemory));
+    exports.setMemoryLimit(this.limitPages);
     return new CoreInstance(exports);
   }
 

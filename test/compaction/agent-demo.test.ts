@@ -3,7 +3,7 @@ import { main } from "../../src/cli/main.js";
 import { agentDemo, type AgentDemoOptions } from "../../src/cli/commands/agent-demo.js";
 import { UsageError } from "../../src/cli/errors.js";
 
-const defaults: AgentDemoOptions = { turns: "10", policy: "combined", schedule: "chunked", actionsPerChunk: "3", seed: "0", backend: "wasm" };
+const defaults: AgentDemoOptions = { turns: "10", policy: "combined", schedule: "chunked", seed: "0", backend: "wasm" };
 
 describe("callforest agent-demo", () => {
   it("prints the boundaries and the rows, with roots exactly at the boundaries", async () => {
@@ -60,5 +60,9 @@ describe("callforest agent-demo", () => {
     await expect(agentDemo({ ...defaults, turns: "0" })).rejects.toThrow("--turns must be a positive integer, got '0'");
     await expect(agentDemo({ ...defaults, schedule: "weekly" })).rejects.toThrow(UsageError);
     await expect(agentDemo({ ...defaults, backend: "gpu" })).rejects.toThrow(UsageError);
+    // An option the chosen schedule would ignore is refused, not dropped.
+    await expect(agentDemo({ ...defaults, schedule: "rolling", actionsPerChunk: "2" })).rejects.toThrow(
+      new UsageError("--actions-per-chunk applies to --schedule chunked only (rolling recomputes the view every call)"),
+    );
   });
 });

@@ -14,7 +14,8 @@ export interface AgentDemoOptions {
   turns: string;
   policy: string;
   schedule: string;
-  actionsPerChunk: string;
+  /** Chunked schedule only; default 3. */
+  actionsPerChunk?: string;
   seed: string;
   backend: string;
 }
@@ -26,7 +27,7 @@ export function register(program: Command): void {
     .option("--turns <n>", "model calls at most", "10")
     .option("--policy <name>", `compaction policy: ${POLICIES.join(", ")}`, "combined")
     .option("--schedule <name>", `schedule: ${SCHEDULES.join(", ")}`, "chunked")
-    .option("--actions-per-chunk <n>", "actions per chunk under the chunked schedule", "3")
+    .option("--actions-per-chunk <n>", "actions per chunk under the chunked schedule (default: 3)")
     .option("--seed <n>", "seed of the model server and of the grid world's walls", "0");
   addBackendOption(command).action(async (options: AgentDemoOptions) => {
     process.stdout.write(await agentDemo(options));
@@ -63,11 +64,14 @@ function ones(mask: Uint8Array): number {
 /** Runs the demo and returns what it prints. */
 export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const turns = parseInteger("--turns", options.turns);
-  const actionsPerChunk = parseInteger("--actions-per-chunk", options.actionsPerChunk);
+  const actionsPerChunk = options.actionsPerChunk === undefined ? 3 : parseInteger("--actions-per-chunk", options.actionsPerChunk);
   const seed = parseInteger("--seed", options.seed, { min: 0 });
   const policy = policyFor(options.policy);
   if (!(SCHEDULES as readonly string[]).includes(options.schedule)) throw new UsageError(`unknown --schedule '${options.schedule}': expected ${SCHEDULES.join(", ")}`);
   const backend = parseBackend(options.backend);
+  if (options.schedule === "rolling" && options.actionsPerChunk !== undefined) {
+    throw new UsageError("--actions-per-chunk applies to --schedule chunked only (rolling recomputes the view every call)");
+  }
   const schedule: ScheduleConfig = options.schedule === "rolling" ? rolling() : turnChunked(actionsPerChunk);
 
   // The test bed carries a BPE tokenizer's tables: loaded only when this command runs.
