@@ -152,8 +152,8 @@ export function coreTable(rows: CoreBenchRow[]): string {
     const m = r.medianMs;
     out.push(
       `| ${r.workload} | ${r.tokens.toLocaleString("en-US")} | ${rate(r.tokens, m.wasm)} | ${rate(r.tokens, m["wasm-scalar"])} | ` +
-        `${rate(r.tokens, m.ts)} | ${rate(r.tokens, m.memcpy)} | ${rate(r.tokens, m["cached copy"])} | ${rate(r.tokens, m.shared)} | ${(m.ts / m.wasm).toFixed(1)}× | ` +
-        `${(m.wasm / m.memcpy).toFixed(2)}× | ${(m.wasm / m["cached copy"]).toFixed(2)}× | ${(m.ts / m.shared).toFixed(1)}× |`,
+        `${rate(r.tokens, m.ts)} | ${rate(r.tokens, m.memcpy)} | ${rate(r.tokens, m["cached copy"])} | ${rate(r.tokens, m.shared)} | ${(m.ts / m.wasm).toFixed(2)}× | ` +
+        `${(m.wasm / m.memcpy).toFixed(2)}× | ${(m.wasm / m["cached copy"]).toFixed(2)}× | ${(m.ts / m.shared).toFixed(2)}× |`,
     );
   }
   return out.join("\n");
