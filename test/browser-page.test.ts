@@ -293,25 +293,27 @@ describe("the page", () => {
     expect(saved).toBe(readFileSync(join(ROOT, "test/__snapshots__/login-bug.svg"), "utf8"));
   });
 
-  it("opens rollouts piped to `callforest view -`", async () => {
+  it("opens rollouts piped to `callforest view -`: JSONL, or one pretty-printed array", async () => {
     const other = { ...example, rollout_id: "piped" };
-    const child = spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", "-", "--port", "0"], { stdio: ["pipe", "pipe", "inherit"] });
-    try {
-      child.stdin.end(`${asJson(example)}\n${asJson(other)}\n`);
-      const [url] = (await once(child.stdout, "data")) as [Buffer];
-      expect(url.toString()).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?input=input%2Fstdin\.jsonl\n$/);
-      // Its own tab: the built page of the package (dist/web), served by another server.
-      const tab = await context.newPage();
-      await tab.goto(url.toString().trim());
-      await tab.waitForSelector('body[data-loads="1"]');
-      expect(await tab.textContent("#status")).toBe("stdin.jsonl: 2 rollouts");
-      expect(await tab.$$eval("#rollout-select option", (os) => os.map((o) => o.textContent))).toEqual([
-        "stdin.jsonl:1 · login-bug · 5 rows",
-        "stdin.jsonl:2 · piped · 5 rows",
-      ]);
-      await tab.close();
-    } finally {
-      child.kill();
+    for (const [piped, name, options] of [
+      [`${asJson(example)}\n${asJson(other)}\n`, "stdin.jsonl", ["stdin.jsonl:1 · login-bug · 5 rows", "stdin.jsonl:2 · piped · 5 rows"]],
+      [JSON.stringify([example, other], null, 2), "stdin.json", ["stdin.json[0] · login-bug · 5 rows", "stdin.json[1] · piped · 5 rows"]],
+    ] as const) {
+      const child = spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", "-", "--port", "0"], { stdio: ["pipe", "pipe", "inherit"] });
+      try {
+        child.stdin.end(piped);
+        const [url] = (await once(child.stdout, "data")) as [Buffer];
+        expect(url.toString()).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/\\?input=input%2F${name.replace(".", "\\.")}\n$`));
+        // Its own tab: the built page of the package (dist/web), served by another server.
+        const tab = await context.newPage();
+        await tab.goto(url.toString().trim());
+        await tab.waitForSelector('body[data-loads="1"]');
+        expect(await tab.textContent("#status")).toBe(`${name}: 2 rollouts`);
+        expect(await tab.$$eval("#rollout-select option", (os) => os.map((o) => o.textContent))).toEqual(options);
+        await tab.close();
+      } finally {
+        child.kill();
+      }
     }
   });
 

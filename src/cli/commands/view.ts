@@ -1,7 +1,8 @@
 // `callforest view`: serves the page (dist/web/index.html, one self-contained file built by
 // `npm run build`) on 127.0.0.1 and prints its URL. With INPUT, the file is served at
 // /input/<name> and the printed URL (?input=input/<name>) makes the page open it on load; INPUT
-// `-` reads stdin first (served as stdin.jsonl: stdin is JSONL, as for `rows`).
+// `-` reads stdin first (served as stdin.jsonl, or stdin.json when it opens like one
+// pretty-printed value, as `rows` reads stdin).
 // With --tokens DIR, DIR's <rollout_id>.tokens.jsonl files are served at /tokens/<name> (the page
 // fetches the ones its gym-observed rollouts ask for); --from is passed on as ?from=.
 // Only those paths exist; everything the page needs is inside index.html. Requests must name the
