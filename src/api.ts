@@ -3,7 +3,7 @@
 import { planRollout } from "./planner.js";
 import { createBuilder } from "./builder.js";
 import { TsCorePool } from "./core/ts-core.js";
-import { WasmCorePool } from "./core/wasm-core.js";
+import { WasmCorePool, checkMaxMemory } from "./core/wasm-core.js";
 import type { CoreFactory } from "./core/types.js";
 import type { BackendName, Callforest, InitOptions } from "./types.js";
 
@@ -45,10 +45,7 @@ export async function initWith(loadModule: ModuleLoader, options: InitOptions = 
   if (options.simd !== undefined && typeof options.simd !== "boolean") throw new Error(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
   const simd = options.simd ?? simdSupported();
   if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
-  const maxMemory = options.maxMemory ?? 2 ** 32;
-  if (!(maxMemory > 0 && (Number.isSafeInteger(maxMemory) || maxMemory === Infinity))) {
-    throw new Error(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${options.maxMemory}`);
-  }
+  const maxMemory = checkMaxMemory(options.maxMemory);
   const pool = new WasmCorePool(await loadModule(simd), maxMemory);
   return makeApi("wasm", simd, () => pool.acquire());
 }

@@ -39,7 +39,14 @@ export interface RolloutBuilder {
 const MAX_CALL_TOKENS = 2 ** 31 - 1;
 
 export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
-  return new InPlaceBuilder(makeCore, header, callsHint);
+  // Three plain functions: they work detached (`const { stage } = builder`), and the state, the
+  // core included, stays out of sight of JSON.stringify and console.log.
+  const builder = new InPlaceBuilder(makeCore, header, callsHint);
+  return {
+    stage: (promptLength, generationLength) => builder.stage(promptLength, generationLength),
+    commit: (meta) => builder.commit(meta),
+    finish: (options) => builder.finish(options),
+  };
 }
 
 class InPlaceBuilder implements RolloutBuilder {

@@ -98,6 +98,19 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     expect(() => b.stage(-1, 2)).toThrow(RangeError);
     expect(() => b.commit({ id: "a" })).toThrow(/stage\(\) first/);
   });
+
+  it("is three plain functions: they work detached, and nothing else of it shows", () => {
+    const builder = cf.builder({ rollout_id: "r", reward: 0 });
+    expect([Object.keys(builder), JSON.stringify(builder)]).toEqual([["stage", "commit", "finish"], "{}"]);
+    const { stage, commit, finish } = builder;
+    const slot = stage(2, 1);
+    slot.promptTokenIds.set([1, 2]);
+    slot.generationTokenIds[0] = 3;
+    expect(commit({ id: "a" })).toBe(true);
+    const plan = finish();
+    expect([plan.report.status, Array.from(plan.rows[0].tokenIds)]).toEqual(["ok", [1, 2, 3]]);
+    plan.release();
+  });
 });
 
 describe("headers", () => {

@@ -2,7 +2,7 @@
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
 import { execFileSync, spawnSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -158,8 +158,25 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       expect([report, run.status, logged[0], logged.length, JSON.parse(logged[1]).status]).toEqual([report, 0, "before", 2, "ok"]);
     }
     writeFileSync(log, "before\n");
-    const run = sh(`node "$CF" rows "$IN" --quiet -o /dev/fd/1 >>"$LOG"`);
+    let run = sh(`node "$CF" rows "$IN" --quiet -o /dev/fd/1 >>"$LOG"`);
     expect([run.status, lines(readFileSync(log, "utf8")).length]).toEqual([0, 1 + 5]);
+    // Any descriptor: written where the shell opened it, never reopened (truncated).
+    for (const [command, added] of [
+      [`node "$CF" rows "$IN" --quiet -o /dev/fd/3 3>>"$LOG"`, 5],
+      [`node "$CF" rows "$IN" --quiet -o /dev/null --report /proc/self/fd/3 3>>"$LOG"`, 1],
+      [`node "$CF" draw "$IN" -o /dev/fd/3 3>>"$LOG"`, -1],
+    ] as const) {
+      writeFileSync(log, "before\n");
+      run = sh(command);
+      const logged = readFileSync(log, "utf8");
+      expect([command, run.status, logged.startsWith("before\n")]).toEqual([command, 0, true]);
+      if (added > 0) expect(lines(logged)).toHaveLength(1 + added);
+      else expect(logged).toContain("</svg>");
+    }
+    run = sh(`node "$CF" rows "$IN" -o /dev/fd/57`); // not open
+    expect([run.status, run.stderr]).toEqual([2, "callforest: cannot write /dev/fd/57: not an open file descriptor\n"]);
+    run = sh(`node "$CF" rows "$IN" --quiet -o /proc/self/fd/1 | wc -l`);
+    expect([run.status, run.stdout.trim()]).toEqual([0, "5"]);
   });
 
   it("rows and reports on one standard stream, or a stream appended to an input, are refused; stdout and stderr may share a file", () => {
@@ -181,6 +198,12 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
     run = sh(`node "$CF" rows "$IN" --quiet --report "$OUT" >"$OUT"`); // stdout's file as --report too
     expect([run.status, run.stderr]).toEqual([2, `callforest: --report ${join(dir, "out")}: is also -o (stdout); write the output somewhere else\n`]);
+    // Stdin given by default (no input named) is an input too.
+    for (const command of [`node "$CF" rows -o "$IN" <"$IN"`, `node "$CF" rows <"$IN" >>"$IN"`, `node "$CF" convert <"$IN" >>"$IN"`]) {
+      run = sh(command);
+      expect([command, run.status, run.stderr]).toEqual([command, 2, expect.stringMatching(/: is also the input <stdin>; write the output somewhere else\n$/)]);
+    }
+    expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
     run = sh(`node "$CF" rows "$IN" --report /dev/stderr >"$OUT" 2>&1`);
     const shared = lines(readFileSync(join(dir, "out"), "utf8")).map((line) => JSON.parse(line) as { status?: string; loss_mask?: string });
     expect([run.status, shared.filter((o) => o.status === "ok").length, shared.filter((o) => o.loss_mask !== undefined).length > 2]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
@@ -194,7 +217,7 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       spawnSync("script", ["-qec", `node ${join(ROOT, "bin/callforest.js")} rows ${input} ${args}`, "/dev/null"], { encoding: "utf8" }).stdout;
     const BAR = "░";
     expect(onTerminal(`-o ${join(tmp(), "rows.jsonl")}`)).toContain(BAR); // the bar is drawn
-    for (const args of ["", `-o /dev/null --report /dev/stderr`, `-o /dev/null --report -`]) {
+    for (const args of ["", `-o /dev/null --report /dev/stderr`, `-o /dev/null --report -`, `-o /dev/null --report /dev/tty`]) {
       const shown = onTerminal(args);
       expect(shown, args).not.toContain(BAR);
       expect(shown, args).toContain('"rollout_id"');
@@ -210,9 +233,14 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     expect(notes).toHaveLength(1);
   });
 
-  it("a read error in the middle of an input names the input", async () => {
-    const r = await cli("rows", "/proc/self/mem", "-o", join(tmp(), "rows.jsonl"), "--quiet");
-    expect([r.code, r.stderr]).toEqual([2, "callforest: cannot read /proc/self/mem: input/output error\n"]);
+  it("a read error in the middle of an input names the input, and closes it", async () => {
+    const open = () => readdirSync("/proc/self/fd").length;
+    const before = open();
+    for (const command of ["rows", "show", "convert"]) {
+      const r = await cli(command, "/proc/self/mem", ...(command === "rows" ? ["-o", join(tmp(), "rows.jsonl"), "--quiet"] : []));
+      expect([command, r.code, r.stderr]).toEqual([command, 2, "callforest: cannot read /proc/self/mem: input/output error\n"]);
+    }
+    expect(open()).toBe(before);
   });
 
   it("show names file:line for a rollout the planner rejects, as for one the importer rejects", async () => {
@@ -393,6 +421,18 @@ describe("every reader reads the same lines", () => {
     expect([run.status, run.stdout]).toEqual([0, stdin(pretty.replace(/\n\s*/g, ""), "show", "-").stdout]);
     run = stdin(pretty, "draw", "-", "-o", "-");
     expect([run.status, run.stdout.startsWith("<?xml")]).toEqual([0, true]);
+    // Blank lines before it; and inputs with no name to go by: /dev/stdin, a pipe, another name.
+    run = stdin(`\n\n${pretty}`, "rows", "--quiet");
+    expect([run.status, run.stderr, lines(run.stdout).length]).toEqual([0, "", 5]);
+    const txt = join(tmp(), "rollout.txt");
+    writeFileSync(txt, pretty);
+    for (const command of [`node "$CF" rows /dev/stdin --quiet <"$IN"`, `node "$CF" rows <(cat "$IN") --quiet`, `node "$CF" rows "$TXT" --quiet`]) {
+      const sh = spawnSync("bash", ["-c", command], { encoding: "utf8", env: { ...process.env, CF: bin, IN: LOGIN_BUG, TXT: txt } });
+      expect([command, sh.status, sh.stderr, lines(sh.stdout).length]).toEqual([command, 0, "", 5]);
+    }
+    const jsonl = join(tmp(), "pretty.jsonl"); // a .jsonl name is JSONL, as ever
+    writeFileSync(jsonl, pretty);
+    expect(stdin("", "rows", jsonl, "--quiet").stderr.split("\n")[0]).toMatch(/pretty\.jsonl:1: rejected \(malformed_json\)/);
     // JSONL on stdin is read as ever, and a broken document is one rejection, not one per line.
     run = stdin(goodLines(2).join("\n"), "rows", "--quiet");
     expect([run.status, run.stderr]).toEqual([0, ""]);
@@ -403,8 +443,8 @@ describe("every reader reads the same lines", () => {
 
   it("opensDocument: only a first line of `{` or `[` alone (after a byte order mark, around blanks)", () => {
     const bytes = (text: string) => new TextEncoder().encode(text);
-    for (const text of ["{\n", "[\n", " { \r\n\"a\": 1}", `${BOM}[\n1]`, "{"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(true);
-    for (const text of ['{"a": 1}\n{\n', "{ \"a\"\n", "[1,\n2]", "\n{\n", "", "{}\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(false);
+    for (const text of ["{\n", "[\n", " { \r\n\"a\": 1}", `${BOM}[\n1]`, "{", "\n \r\n\t{\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(true);
+    for (const text of ['{"a": 1}\n{\n', "{ \"a\"\n", "[1,\n2]", "\n\n{}\n", "", "\n\n", "{}\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(false);
   });
 
   it("a pretty-printed JSON value in a JSONL file: its first line says what is likely wrong", async () => {

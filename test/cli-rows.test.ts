@@ -270,7 +270,7 @@ describe("rows: inputs and options", () => {
       ["rejected", "rollout_too_large"],
       ["ok", undefined],
     ]);
-    expect(reports[0].detail).toBe(`${300 << 20} bytes is more than a .json input may hold (256 MB); write it as one JSONL line`);
+    expect(reports[0].detail).toBe(`${300 << 20} bytes of one JSON value is more than JSON.parse takes (256 MB); write it as JSONL, one rollout a line`);
     expect(lines(read(join(dir, "rows")))).toHaveLength(5);
   });
 

@@ -48,6 +48,14 @@ export function parseInteger(option: string, text: string, { min = 1, max = Numb
   return value;
 }
 
+/** What an INPUT argument may be, for --help (the rules of src/formats/read.ts). */
+export function inputHelp(stdinDefault: boolean): string {
+  return (
+    ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout or an array of them), " +
+    `or - for stdin${stdinDefault ? " (the default)" : ""}; stdin, or a file of another name, is JSONL unless its first line is { or [ alone (one pretty-printed value)`
+  );
+}
+
 export function parseBackend(name: string): BackendName {
   if (name === "wasm" || name === "ts") return name;
   throw new UsageError(`unknown --backend '${name}': expected wasm or ts`);
@@ -79,7 +87,7 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
     }
   };
   const files = new Map<string, string>(); // inputs and output files, by identity
-  for (const input of inputs) {
+  for (const input of inputs.length === 0 ? ["-"] : inputs) { // none: stdin
     const id = input === "-" ? redirected(0) : identity(input);
     if (id !== null) files.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
   }

@@ -1,6 +1,8 @@
 // A progress bar on stderr for long `rows` runs: rollouts, MB read, rows, MB/s and an ETA from
 // the input size. Only on a terminal; never in pipes, logs or tests.
+import { fstatSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
+import { descriptorOf } from "../ingest/sink.js";
 
 interface Bar {
   start(total: number, value: number, payload: Record<string, unknown>): void;
@@ -25,6 +27,26 @@ export interface Progress {
   /** Writes lines (ending in a newline) above the bar: the bar steps aside and is drawn again below. */
   write(text: string): void;
   stop(): void;
+}
+
+/**
+ * Whether any of `outputs` (paths as the CLI takes them; undefined: stdout) is the terminal stderr
+ * is on: the bar would draw over what is written there. Compares the devices, so stdout, `-o
+ * /dev/pts/0` or `--report /dev/tty` all count.
+ */
+export function sharesStderrTerminal(outputs: readonly (string | undefined)[]): boolean {
+  const deviceOf = (path: string | undefined): number | null => {
+    try {
+      const fd = descriptorOf(path);
+      const stat = fd !== null ? fstatSync(fd) : statSync(path!);
+      return stat.isCharacterDevice() ? stat.rdev : null;
+    } catch {
+      return null;
+    }
+  };
+  const terminal = deviceOf("/dev/stderr");
+  // /dev/tty is the process's own terminal by another device number: take it for stderr's.
+  return terminal !== null && outputs.some((path) => path === "/dev/tty" || deviceOf(path) === terminal);
 }
 
 const MB = 1 << 20;

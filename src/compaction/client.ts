@@ -102,8 +102,9 @@ export interface ModelClient {
 
 /**
  * The part of `fetch` the client uses; global `fetch` is one. Declared here so the package's types
- * need neither the DOM's nor Node's globals. (The client also passes `signal`, an AbortSignal for
- * its deadline, which every fetch takes; it is left out of the type for the same reason.)
+ * need neither the DOM's nor Node's globals. The client also passes `signal`, an AbortSignal for
+ * its deadline (`timeoutMs`), left out of the type for the same reason: a fetch of your own must
+ * honour `init.signal`, or requests are never timed out.
  */
 export type FetchLike = (
   url: string,
@@ -125,12 +126,20 @@ export interface ModelClientOptions {
 
 const DEFAULT_TIMEOUT_MS = 600_000;
 
-/** An error's message with its cause's (Node's fetch says only "fetch failed"; the cause says why). */
+/**
+ * An error's message with its cause's (Node's fetch says only "fetch failed"; the cause says why:
+ * an error with a code, or, for a name with several addresses, an AggregateError of one each).
+ */
 function failureText(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
-  const cause = error.cause;
-  if (cause instanceof Error && cause.message !== "" && !error.message.includes(cause.message)) return `${error.message}: ${cause.message}`;
-  return error.message;
+  const why = causeText(error.cause);
+  return why === "" || error.message.includes(why) ? error.message : `${error.message}: ${why}`;
+}
+
+function causeText(cause: unknown): string {
+  if (!(cause instanceof Error)) return "";
+  if (cause instanceof AggregateError && cause.errors.length > 0) return [...new Set(cause.errors.map(causeText))].filter((t) => t !== "").join("; ");
+  return cause.message !== "" ? cause.message : String((cause as { code?: unknown }).code ?? "");
 }
 
 export function createModelClient(options: ModelClientOptions): ModelClient {

@@ -29,7 +29,9 @@ export function detectFormat(value: unknown): FormatName | null {
   if (isGymObserved(value)) return "gym-observed";
   // A `calls` field means a canonical rollout, however broken (the planner then names what is
   // wrong); neither Gym format has one, so a stray `response` cannot turn it into other data.
-  if (field(value, "calls") !== undefined) return "callforest";
+  // (`calls: null` is read as no calls.)
+  const calls = field(value, "calls");
+  if (calls !== undefined && calls !== null) return "callforest";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
   return null;
 }

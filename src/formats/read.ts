@@ -1,7 +1,7 @@
 // Reading input files as canonical rollouts, by the rules of ./text.ts: JSONL one value a line
 // (split on `\n` only, blank lines skipped but counted), a `.json` file as one value (or, when it
-// holds an array, one value per element), `-` = stdin (JSONL, or one value when it opens like a
-// pretty-printed one). JSONL is read as bytes in batches by src/ingest/batches.ts, the same line
+// holds an array, one value per element), `-` = stdin; an input named neither .json nor .jsonl is
+// JSONL, or one value when it opens like a pretty-printed one. JSONL is read as bytes in batches by src/ingest/batches.ts, the same line
 // splitter `rows` uses, so every command numbers lines alike.
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
@@ -12,7 +12,7 @@ import {
 } from "../ingest/batches.js";
 import { MAX_STRING_BYTES, tooLarge } from "../ingest/process.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
-import { isJsonName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
+import { isJsonName, isJsonlName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
 
 export type { ReadItem, ReadOptions } from "./text.js";
 
@@ -22,51 +22,54 @@ export async function* readRollouts(inputs: readonly string[], options: ReadOpti
   for (const file of files) {
     if (isJsonName(file)) {
       yield* parseJsonInput(file, await readBytes(file), options);
-    } else if (file === "-") {
-      const stdin = await openStdin();
-      if (stdin.document) yield* (await readDocument(stdin.source, options)).items;
-      else yield* readJsonLines(file, stdin.source, options);
-    } else {
-      yield* readJsonLines(file, await openFile(file), options);
+      continue;
     }
+    const input = await openInput(file);
+    if (input.document) yield* (await readDocument(file, input.source, options)).items;
+    else yield* readJsonLines(file, input.source, options);
   }
 }
 
 /**
- * Stdin, which has no name to tell JSONL from JSON by: JSONL, unless it opens like a
+ * A JSONL input (not `.json`): a `.jsonl` file as it is; any other (stdin, /dev/stdin, a pipe,
+ * a file of another name), which has no name to go by, is JSONL unless it opens like one
  * pretty-printed value (see sniffDocument). Throws a FileError when it cannot be read.
  */
-export async function openStdin(): Promise<{ document: boolean; source: ByteSource }> {
+export async function openInput(file: string): Promise<{ document: boolean; source: ByteSource }> {
+  let source: ByteSource;
   try {
-    return await sniffDocument(streamSource(process.stdin));
+    source = file === "-" ? streamSource(process.stdin) : await fileSource(file);
   } catch (error) {
-    throw asFileError("-", error);
+    throw asFileError(file, error);
+  }
+  if (isJsonlName(file)) return { document: false, source };
+  try {
+    return await sniffDocument(source);
+  } catch (error) {
+    await source.close(); // a read error in its first line
+    throw asFileError(file, error);
   }
 }
 
-/** The items of one JSON value read whole from stdin (as a `.json` file's, named `<stdin>`), and its size. */
-export async function readDocument(source: ByteSource, options: ReadOptions): Promise<{ items: ReadItem[]; bytes: number }> {
+/** The items of one JSON value read whole (as a `.json` file's), and its size. */
+export async function readDocument(file: string, source: ByteSource, options: ReadOptions): Promise<{ items: ReadItem[]; bytes: number }> {
+  const name = file === "-" ? "<stdin>" : file;
   let bytes: Uint8Array | null;
   try {
     bytes = await readWhole(source, MAX_STRING_BYTES);
   } catch (error) {
-    throw asFileError("-", error);
+    throw asFileError(file, error);
   } finally {
     await source.close();
   }
-  if (bytes === null) {
-    const detail = `more than ${MAX_STRING_BYTES >> 20} MB of one JSON value on stdin, more than JSON.parse takes; write it as JSONL, one rollout a line`;
-    return { items: [{ where: "<stdin>", result: tooLarge(detail) }], bytes: MAX_STRING_BYTES };
-  }
-  return { items: parseJsonInput("<stdin>", bytes, options), bytes: bytes.length };
+  if (bytes === null) return { items: [{ where: name, result: tooLarge(tooLargeDocument(null)) }], bytes: MAX_STRING_BYTES };
+  return { items: parseJsonInput(name, bytes, options), bytes: bytes.length };
 }
 
-async function openFile(file: string): Promise<ByteSource> {
-  try {
-    return await fileSource(file);
-  } catch (error) {
-    throw asFileError(file, error);
-  }
+/** Why one JSON value of `bytes` (null: more than the limit, size unknown) is refused: V8 takes no string that long. */
+export function tooLargeDocument(bytes: number | null): string {
+  const amount = bytes === null ? `over ${MAX_STRING_BYTES >> 20} MB` : `${bytes} bytes`;
+  return `${amount} of one JSON value is more than JSON.parse takes (${MAX_STRING_BYTES >> 20} MB); write it as JSONL, one rollout a line`;
 }
 
 /** A file that cannot be read is a FileError naming it; anything else goes on as it is. */

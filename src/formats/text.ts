@@ -27,6 +27,12 @@ export function isJsonName(name: string): boolean {
   return name !== "-" && name.toLowerCase().endsWith(".json");
 }
 
+/** A `.jsonl` (or `.ndjson`) input is JSONL by its name. */
+export function isJsonlName(name: string): boolean {
+  const lower = name.toLowerCase();
+  return name !== "-" && (lower.endsWith(".jsonl") || lower.endsWith(".ndjson"));
+}
+
 const SPACE = 32;
 const TAB = 9;
 const CR = 13;

@@ -147,15 +147,15 @@ function prepend(head: Uint8Array, source: ByteSource): ByteSource {
   };
 }
 
-/** The first `count` bytes of `source` (fewer at its end), or up to the first newline if `untilNewline`. */
-async function readUpTo(source: ByteSource, count: number, untilNewline = false): Promise<Uint8Array> {
+/** The first `count` bytes of `source` (fewer at its end), or fewer once `enough` says so. */
+async function readUpTo(source: ByteSource, count: number, enough?: (head: Uint8Array) => boolean): Promise<Uint8Array> {
   const head = new Uint8Array(count);
   let got = 0;
   while (got < count) {
     const n = await source.read(head, got, count - got);
     if (n === 0) break;
     got += n;
-    if (untilNewline && head.subarray(got - n, got).includes(NEWLINE)) break;
+    if (enough?.(head.subarray(0, got))) break;
   }
   return head.subarray(0, got);
 }
@@ -164,22 +164,38 @@ async function readUpTo(source: ByteSource, count: number, untilNewline = false)
 const SNIFF_BYTES = 64 << 10;
 
 /**
- * Whether a stream, which has no name to go by (stdin), holds one pretty-printed JSON value (or
- * array) rather than JSONL: its first line is `{` or `[` alone. As JSONL that line would be
- * malformed, so reading such input whole changes the reading of no valid JSONL. Reads the first
- * line (at most SNIFF_BYTES) to see; the source returned yields every byte again.
+ * Whether an input with no name to go by (stdin, /dev/stdin, a pipe) holds one pretty-printed
+ * JSON value (or array) rather than JSONL: its first line that is not blank is `{` or `[` alone.
+ * As JSONL that line would be malformed, so reading such input whole changes the reading of no
+ * valid JSONL. Reads that line (at most SNIFF_BYTES) to see; the source returned yields every
+ * byte again.
  */
 export async function sniffDocument(source: ByteSource): Promise<{ document: boolean; source: ByteSource }> {
-  const head = await readUpTo(source, SNIFF_BYTES, true);
+  const head = await readUpTo(source, SNIFF_BYTES, (bytes) => firstLine(bytes).complete);
   return { document: opensDocument(head), source: prepend(head, source) };
 }
 
-/** Whether `bytes` (the start of an input) begin with a line that is `{` or `[` alone. */
+/** Whether `bytes` (the start of an input) open with a line that is `{` or `[` alone (blank lines before it aside). */
 export function opensDocument(bytes: Uint8Array): boolean {
-  let end = bytes.indexOf(NEWLINE);
-  if (end < 0) end = bytes.length;
-  const line = new TextDecoder().decode(bytes.subarray(isByteOrderMark(bytes.subarray(0, 3)) ? 3 : 0, end)).replace(/^[ \t\r]+|[ \t\r]+$/g, "");
+  const { start, end } = firstLine(bytes);
+  const line = new TextDecoder().decode(bytes.subarray(start, end)).replace(/[ \t\r]+$/, "");
   return line === "{" || line === "[";
+}
+
+/**
+ * The first line of `bytes` that is not blank, after a byte order mark: [start, end) from its
+ * first non-blank byte to its newline (or the end of `bytes`, when `complete` is false).
+ */
+function firstLine(bytes: Uint8Array): { start: number; end: number; complete: boolean } {
+  let start = isByteOrderMark(bytes.subarray(0, 3)) ? 3 : 0;
+  while (start < bytes.length && isBlankByte(bytes[start])) start++;
+  const newline = bytes.indexOf(NEWLINE, start);
+  return newline < 0 ? { start, end: bytes.length, complete: false } : { start, end: newline, complete: true };
+}
+
+/** Space, tab, CR or LF: what blank lines hold (see src/formats/text.ts). */
+function isBlankByte(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === NEWLINE;
 }
 
 /** All of `source`, or null once it holds more than `limit` bytes (nothing more is read then). */

@@ -31,6 +31,8 @@ const REASONS: Record<string, string> = {
   EIO: "input/output error",
   ENAMETOOLONG: "name too long",
   ELOOP: "too many symbolic links",
+  EBADF: "not an open file descriptor",
+  ENXIO: "no such device or address",
   EADDRINUSE: "address already in use",
   EADDRNOTAVAIL: "address not available",
 };

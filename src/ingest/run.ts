@@ -1,9 +1,9 @@
 // `rows` end to end: input files -> batches of lines -> planned in-process (jobs 1) or on worker
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
-import { openStdin, readDocument, readRollouts } from "../formats/read.js";
+import { openInput, readDocument, readRollouts, tooLargeDocument } from "../formats/read.js";
 import { isJsonName } from "../formats/text.js";
-import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
+import { BufferPool, DEFAULT_CHUNK, batchBuffers, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
@@ -82,20 +82,14 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         await planJsonFile(file, options, await inProcess(), (piece) => write(piece, recycleLocal));
         continue;
       }
-      let source: ByteSource;
-      if (file === "-") {
-        const stdin = await openStdin();
-        if (stdin.document) {
-          await pool?.drain();
-          await planStdinDocument(stdin.source, options, await inProcess(), (piece) => write(piece, recycleLocal));
-          continue;
-        }
-        source = stdin.source;
-      } else {
-        source = await fileSource(file);
+      const input = await openInput(file);
+      if (input.document) {
+        await pool?.drain(); // keep input order
+        await planDocument(file, input.source, options, await inProcess(), (piece) => write(piece, recycleLocal));
+        continue;
       }
       const name = file === "-" ? "<stdin>" : file;
-      for await (const batch of readAhead(readBatches(source, buffers))) {
+      for await (const batch of readAhead(readBatches(input.source, buffers))) {
         if (pool !== null) {
           await pool.submit(batch, name);
         } else {
@@ -128,9 +122,9 @@ async function* readAhead<T>(source: AsyncGenerator<T>): AsyncGenerator<T> {
   }
 }
 
-/** Stdin that holds one pretty-printed value (see sniffDocument), as a `.json` file is planned. */
-async function planStdinDocument(source: ByteSource, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
-  const { items, bytes } = await readDocument(source, { from: options.from, ...processor.context });
+/** An input that holds one pretty-printed value (see openInput), as a `.json` file is planned. */
+async function planDocument(file: string, source: ByteSource, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
+  const { items, bytes } = await readDocument(file, source, { from: options.from, ...processor.context });
   for (const item of items) processor.record(item.result, item.where, item.line);
   await write(processor.takeAll(bytes));
 }
@@ -140,7 +134,7 @@ async function planJsonFile(file: string, options: IngestOptions, processor: Lin
   const size = statSync(file).size;
   if (size > MAX_STRING_BYTES) {
     // Read whole, it would be one string longer than V8 allows: reject it, go on with the rest.
-    processor.record(tooLarge(`${size} bytes is more than a .json input may hold (${MAX_STRING_BYTES >> 20} MB); write it as one JSONL line`), file, undefined);
+    processor.record(tooLarge(tooLargeDocument(size)), file, undefined);
   } else {
     const read = { from: options.from, ...processor.context };
     for await (const item of readRollouts([file], read)) processor.record(item.result, item.where, item.line);

@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { CoreUnavailableError } from "../core/errors.js";
 import { errorLine } from "../rejection.js";
-import { memoryLimitPages } from "../core/wasm-core.js";
+import { checkMaxMemory, memoryLimitPages } from "../core/wasm-core.js";
 import { formatFloat32 } from "../output.js";
 
 export interface ScanExports {
@@ -53,6 +53,7 @@ function compileOnce(url: URL): Promise<WebAssembly.Module> {
 
 /** A fresh instance (own linear memory). */
 export async function instantiateScan(options: ScanModuleOptions = {}): Promise<ScanExports> {
+  const limitPages = memoryLimitPages(checkMaxMemory(options.maxMemory));
   const module = await compileOnce(options.url ?? scanWasmUrl(options.simd ?? true));
   let memory: WebAssembly.Memory | null = null;
   // Addresses arrive as i32: `>>> 0` reads those past 2 GiB as the unsigned numbers they are.
@@ -76,8 +77,6 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
   }
   const exports = instance.exports as unknown as ScanExports;
   memory = exports.memory;
-  const maxMemory = options.maxMemory ?? 2 ** 32;
-  if (!(maxMemory > 0)) throw new Error(`maxMemory must be a positive number of bytes, got ${options.maxMemory}`);
-  exports.setMemoryLimit(memoryLimitPages(maxMemory));
+  exports.setMemoryLimit(limitPages);
   return exports;
 }

@@ -5,7 +5,7 @@
 // returned (a missing directory fails at once, before any work), a later stream error is kept
 // and rethrown by the next write() and by close() (a write waiting on 'drain' wakes up with it),
 // and close() after a failure closes what is left without masking it.
-import { accessSync, closeSync, constants, createWriteStream, openSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, createWriteStream, existsSync, openSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
@@ -17,25 +17,34 @@ export interface ByteSink {
   close(): Promise<void>;
 }
 
-const STDOUT_NAMES = new Set(["-", "/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"]);
-const STDERR_NAMES = new Set(["/dev/stderr", "/dev/fd/2", "/proc/self/fd/2"]);
+const DESCRIPTOR_PATH = /^\/(?:dev|proc\/self)\/fd\/(\d+)$/;
 
 /**
- * The standard stream an output path stands for (none, `-`, /dev/stdout, /dev/fd/1: stdout;
- * /dev/stderr, /dev/fd/2: stderr), or null for a file. Those are written through
- * process.stdout/stderr, never opened by name: opening truncates, which would empty the file the
- * shell appends them to (`2>>log`), and a socket's cannot be opened at all.
+ * The open descriptor an output path names: none, `-` and /dev/stdout are 1, /dev/stderr 2,
+ * /dev/fd/N and /proc/self/fd/N are N; null for a file. None is ever opened for writing as a file
+ * is, which truncates: that would empty the file the shell appends it to (`2>>log`, `3>>log`).
  */
-export function standardStream(path: string | undefined): "stdout" | "stderr" | null {
-  if (path === undefined || STDOUT_NAMES.has(path)) return "stdout";
-  return STDERR_NAMES.has(path) ? "stderr" : null;
+export function descriptorOf(path: string | undefined): number | null {
+  if (path === undefined || path === "-" || path === "/dev/stdout") return 1;
+  if (path === "/dev/stderr") return 2;
+  const match = DESCRIPTOR_PATH.exec(path);
+  return match === null ? null : Number(match[1]);
 }
 
-/** Opens `path` for writing (see standardStream). Throws a FileError when it cannot. */
+/** The standard stream an output path stands for (see descriptorOf), written through process.stdout/stderr. */
+export function standardStream(path: string | undefined): "stdout" | "stderr" | null {
+  const fd = descriptorOf(path);
+  return fd === 1 ? "stdout" : fd === 2 ? "stderr" : null;
+}
+
+/** Opens `path` for writing (see descriptorOf). Throws a FileError when it cannot. */
 export function openByteSink(path: string | undefined): ByteSink {
   const stream = standardStream(path);
+  const fd = descriptorOf(path);
   const name = stream === null ? path! : `<${stream}>`;
-  const out: Writable = stream === null ? openFileStream(name) : process[stream];
+  // Another descriptor is opened again by its name, appending: never truncated, and never written
+  // as a bare number (one the shell did not pass on may be the runtime's own).
+  const out: Writable = stream !== null ? process[stream] : openFileStream(name, fd !== null ? "a" : "w");
   let failure: FileError | null = null;
   const onError = (error: Error) => {
     failure ??= error instanceof FileError ? error : new FileError("write", name, error);
@@ -91,11 +100,11 @@ export function openByteSink(path: string | undefined): ByteSink {
   };
 }
 
-/** A write stream on `path`, emptied first. */
-function openFileStream(path: string): Writable {
+/** A write stream on `path`: emptied first ("w"), or appended to ("a"). */
+function openFileStream(path: string, flags: "w" | "a"): Writable {
   let fd: number;
   try {
-    fd = openSync(path, "w");
+    fd = openSync(path, flags);
   } catch (error) {
     throw new FileError("write", path, error);
   }
@@ -139,7 +148,10 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
 
 /** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
 function checkWritable(path: string): void {
-  if (standardStream(path) !== null) return;
+  if (standardStream(path) !== null) return; // process.stdout/stderr report their own failures
+  if (descriptorOf(path) !== null && !existsSync(path)) {
+    throw new FileError("write", path, Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }));
+  }
   try {
     if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);

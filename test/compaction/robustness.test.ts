@@ -64,6 +64,14 @@ describe("model client", () => {
     expect((error as Error).message).toMatch(new RegExp(`^POST ${baseUrl}/v1/responses: fetch failed: .*ECONNREFUSED`));
   });
 
+  it("a name with several addresses (localhost: ::1 and 127.0.0.1) says why for each", async () => {
+    const refused = (address: string) => Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: "ECONNREFUSED" });
+    const cause = new AggregateError([refused("::1:8000"), refused("127.0.0.1:8000")], ""); // Node's: no message of its own
+    const fetch = async () => Promise.reject(new TypeError("fetch failed", { cause }));
+    const error = await failureOf(createModelClient({ baseUrl: "http://localhost:8000", model: "m", fetch }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
+    expect((error as Error).message).toBe("POST http://localhost:8000/v1/responses: fetch failed: connect ECONNREFUSED ::1:8000; connect ECONNREFUSED 127.0.0.1:8000");
+  });
+
   it("a server that never answers times out as a retryable failure", async () => {
     const baseUrl = await serve((req) => req.resume());
     // (Were timeoutMs ignored, this would wait out the 10-minute default and fail on vitest's timeout.)

@@ -36,6 +36,7 @@ describe("auto detection", () => {
 
   it("reads anything with a calls field as canonical, however broken, even beside a response", async () => {
     const tail = 'no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)';
+    expect(detectFormat({ ...gymRow, calls: null })).toBe("gym-rollout"); // calls: null is no calls
     expect(toCanonical({ rollout_id: "r", reward: 0 })).toMatchObject({ ok: false, code: "unknown_format", detail: `not a known format: no calls[] (callforest), ${tail}` });
     const cf = await init();
     for (const value of [

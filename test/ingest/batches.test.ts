@@ -3,7 +3,8 @@
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import {
-  BufferPool, batchBuffers, batchLength, forEachLine, joinParts, lineParts, readBatches, streamSource, type Batch, type ByteSource,
+  BufferPool, batchBuffers, batchLength, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument, streamSource,
+  type Batch, type ByteSource,
 } from "../../src/ingest/batches.js";
 
 /** A source that hands out the input in reads of the given sizes (cycled), like a slow pipe. */
@@ -143,3 +144,27 @@ describe("readBatches", () => {
     expect(seen.size).toBeLessThanOrEqual(3);
   });
 });
+
+describe("sniffDocument and readWhole (an input with no name to go by)", () => {
+  const pretty = new TextEncoder().encode(`\n\n{\n  "a": [1, 2, 3]\n}\n`);
+
+  it("looks at the first line that is not blank, whatever the read sizes, and hands every byte on", async () => {
+    for (const sizes of [[1], [2, 1, 3], [4096]]) {
+      const sniffed = await sniffDocument(chunkedSource(pretty, sizes));
+      expect([sizes, sniffed.document]).toEqual([sizes, true]);
+      expect(Array.from((await readWhole(sniffed.source, 1 << 20))!)).toEqual(Array.from(pretty));
+    }
+    const jsonl = new TextEncoder().encode(`{"a": 1}\n{\n`);
+    const sniffed = await sniffDocument(chunkedSource(jsonl, [1]));
+    expect(sniffed.document).toBe(false);
+    expect(linesOf(await collect(sniffed.source, 64))).toEqual(expectedLines(`{"a": 1}\n{\n`));
+  });
+
+  it("reads no further than the limit: null once there is more", async () => {
+    expect(Array.from((await readWhole(chunkedSource(pretty, [3]), pretty.length))!)).toEqual(Array.from(pretty));
+    const source = chunkedSource(pretty, [3]);
+    expect(await readWhole(source, pretty.length - 1)).toBe(null);
+    expect((await readWhole(chunkedSource(new Uint8Array(0), [1]), 0))?.length).toBe(0);
+  });
+});
+

@@ -6,7 +6,7 @@ import { readRollouts, rolloutToJson } from "../../formats/read.js";
 import { errorLine, oneLine, rejectionLine } from "../../rejection.js";
 import { withSinks } from "../../ingest/sink.js";
 import { StrictFailure, UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, type ReadArguments } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, inputHelp, type ReadArguments } from "../inputs.js";
 
 interface ConvertOptions extends ReadArguments {
   to: string;
@@ -18,7 +18,7 @@ export function register(program: Command): void {
   const command = program
     .command("convert")
     .description("Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures) as canonical JSONL.")
-    .argument("[input...]", "JSONL files (one rollout a line), .json files (one rollout or an array of them), or - for stdin (default)")
+    .argument("[input...]", inputHelp(true))
     .option("--to <format>", "output format: callforest", "callforest")
     .option("-o, --output <file>", "write here instead of stdout")
     .option("--strict", "exit 1 when any input value was rejected");

@@ -14,9 +14,9 @@ import { rejectedReport, usePlan } from "../../formats/index.js";
 import { fileSafeId, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
-import { standardStream } from "../../ingest/sink.js";
+import { descriptorOf, standardStream } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, parseBackend, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, parseBackend, inputHelp, type InputOptions } from "../inputs.js";
 
 interface DrawOptions extends InputOptions {
   output: string;
@@ -30,7 +30,7 @@ export function register(program: Command): void {
       "Draw each rollout's call forest as SVG. One rollout: written to -o. Several: " +
         "<stem>.<rollout id>.svg beside -o (a repeated or missing id gets its position added).",
     )
-    .argument("<input>", ".jsonl (one rollout a line), .json (one rollout or an array of them), or - for stdin")
+    .argument("<input>", inputHelp(false))
     .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
     .option("--rollout <id>", "draw only the rollout with this rollout_id");
   addInputOptions(command).action(async (input: string, options: DrawOptions) => {
@@ -62,8 +62,19 @@ function severalName(output: string, id: string | null, position: number, used: 
   return join(dirname(output), name);
 }
 
+/** Appends to a descriptor's file (no truncation: a `3>>log` stays appended to). */
+function writeToDescriptor(path: string, svg: string): void {
+  try {
+    writeFileSync(path, svg, { flag: "a" });
+  } catch (error) {
+    throw new FileError("write", path, error);
+  }
+}
+
 async function draw(input: string, options: DrawOptions): Promise<void> {
-  const stream = standardStream(options.output); // -o -: stdout, as rows and convert read it
+  // -o -: stdout, as rows and convert read it; a descriptor (/dev/fd/3) is written where it is.
+  const fd = descriptorOf(options.output);
+  const stream = standardStream(options.output);
   const read = checkInputs([input], options);
   checkOutputs([input], [["-o", options.output]]);
   const cf = await init({ backend: parseBackend(options.backend) });
@@ -87,7 +98,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       first = item;
       continue;
     }
-    if (stream !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
+    if (fd !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
     if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!));
     write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item));
   }
@@ -97,6 +108,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   if (count === 1) {
     const svg = svgOf(cf, first!);
     if (stream !== null) process[stream].write(svg);
+    else if (fd !== null) writeToDescriptor(options.output, svg);
     else write(options.output, svg);
   }
 }

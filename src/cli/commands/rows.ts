@@ -4,12 +4,12 @@
 import { availableParallelism } from "node:os";
 import { Option, type Command } from "commander";
 import { inputSize, runRows } from "../../ingest/run.js";
-import { standardStream, withSinks } from "../../ingest/sink.js";
+import { withSinks } from "../../ingest/sink.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { StrictFailure, UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, type InputOptions } from "../inputs.js";
-import { startProgress } from "../progress.js";
+import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
+import { sharesStderrTerminal, startProgress } from "../progress.js";
 import { countOf } from "../../rejection.js";
 
 interface RowsOptions extends InputOptions {
@@ -28,7 +28,7 @@ export function register(program: Command): void {
   const command = program
     .command("rows")
     .description("Plan each rollout and write its training rows (one per leaf) as JSONL.")
-    .argument("[input...]", ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout or an array of them), or - for stdin (default)")
+    .argument("[input...]", inputHelp(true))
     .option("-o, --output <file>", "rows JSONL here instead of stdout")
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
@@ -65,15 +65,6 @@ function parseReader(text: string | undefined, backend: string): ReaderName {
   throw new UsageError(`unknown --reader '${text}': expected scan or json`);
 }
 
-/** Whether rows or reports go to a terminal (stdout's, or stderr): the bar would draw over them. */
-function writesToTerminal(options: RowsOptions): boolean {
-  const onTerminal = (path: string | undefined) => {
-    const stream = standardStream(path);
-    return stream === "stderr" || (stream === "stdout" && process.stdout.isTTY === true);
-  };
-  return onTerminal(options.output) || (options.report !== undefined && onTerminal(options.report));
-}
-
 async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
@@ -84,7 +75,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const read = checkInputs(inputs, options);
   checkOutputs(inputs, [["-o", options.output], ["--report", options.report ?? null]]);
   const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
-    const progress = startProgress(inputSize(inputs), options.quiet === true || writesToTerminal(options));
+    const progress = startProgress(inputSize(inputs), options.quiet === true || sharesStderrTerminal([options.output, ...(options.report === undefined ? [] : [options.report])]));
     try {
       return await runRows(
         inputs,

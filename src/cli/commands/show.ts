@@ -6,13 +6,13 @@ import { usePlan } from "../../formats/index.js";
 import { renderPlan } from "../../show.js";
 import { rejectionLine } from "../../rejection.js";
 import { outputFailed } from "../stdio.js";
-import { addInputOptions, checkInputs, parseBackend, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, parseBackend, inputHelp, type InputOptions } from "../inputs.js";
 
 export function register(program: Command): void {
   const command = program
     .command("show")
     .description("Print each rollout's call forest and rows table.")
-    .argument("<input...>", ".jsonl (one rollout a line), .json (one rollout or an array of them), or - for stdin");
+    .argument("<input...>", inputHelp(false));
   addInputOptions(command).action(async (inputs: string[], options: InputOptions) => {
     const read = checkInputs(inputs, options);
     const cf = await init({ backend: parseBackend(options.backend) });
