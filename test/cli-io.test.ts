@@ -9,10 +9,10 @@ import { describe, expect, it, vi } from "vitest";
 import { buildProgram, main } from "../src/cli/main.js";
 import { EX_SOFTWARE, StrictFailure, UsageError, failureOf } from "../src/cli/errors.js";
 import { readRollouts, type ReadItem } from "../src/formats/read.js";
-import { parseText } from "../src/formats/text.js";
+import { opensDocument, parseText } from "../src/formats/text.js";
 import { FileError } from "../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../src/ingest/sink.js";
-import { opensDocument, withoutLeadingMark } from "../src/ingest/batches.js";
+import { withoutLeadingMark } from "../src/ingest/batches.js";
 import { inputSize } from "../src/ingest/run.js";
 import { LOGIN_BUG } from "./support/fixtures.js";
 import { cli, goodLines, lines } from "./ingest/cli.js";
@@ -369,6 +369,17 @@ describe("every reader reads the same lines", () => {
     expect(got.page).toEqual(want);
     expect(got.rows).toEqual(want);
   };
+
+  it("a file named neither .json nor .jsonl goes by its first line, on every reader (the page too)", async () => {
+    const pretty = `\n${JSON.stringify([JSON.parse(a), JSON.parse(b)], null, 2)}\n`;
+    const document = await readers("rollouts.txt", pretty);
+    expect([document.read, document.page]).toEqual([[["rollouts.txt[0]", "ok"], ["rollouts.txt[1]", "ok"]], [["rollouts.txt[0]", "ok"], ["rollouts.txt[1]", "ok"]]]);
+    expect(document.rows).toEqual([["rollouts.txt", "ok"], ["rollouts.txt", "ok"]]); // reports of a value's elements have no line
+    expectEveryReader(await readers("rollouts.txt", `${a}\n${b}\n`), [["rollouts.txt:1", "ok"], ["rollouts.txt:2", "ok"]]);
+    const asJsonl = await readers("pretty.ndjson", pretty); // a JSONL name is JSONL, whatever it holds
+    expect([asJsonl.read[0], asJsonl.read.length > 10]).toEqual([["pretty.ndjson:2", "malformed_json"], true]);
+    expectEveryReader(asJsonl, asJsonl.read);
+  });
 
   it("a lone CR is not a line break (rows, show/draw/convert and the page agree)", async () => {
     const got = await readers("cr.jsonl", `${a}\r${b}\n${c}\r\n`);

@@ -164,9 +164,33 @@ export function* jsonlItems(name: string, input: Uint8Array, options: ReadOption
   }
 }
 
+/** Whether `bytes` (the start of an input) open with a line that is `{` or `[` alone (blank lines before it aside). */
+export function opensDocument(bytes: Uint8Array): boolean {
+  const { start, end } = firstContentLine(bytes);
+  const line = new TextDecoder().decode(bytes.subarray(start, end)).replace(/[ \t\r]+$/, "");
+  return line === "{" || line === "[";
+}
+
+/**
+ * The first line of `bytes` that is not blank, after a byte order mark: [start, end) from its
+ * first non-blank byte to its newline (or the end of `bytes`, when `complete` is false).
+ */
+export function firstContentLine(bytes: Uint8Array): { start: number; end: number; complete: boolean } {
+  let start = isByteOrderMark(bytes.subarray(0, 3)) ? 3 : 0;
+  while (start < bytes.length && isBlankByte(bytes[start])) start++;
+  const newline = bytes.indexOf(NEWLINE, start);
+  return newline < 0 ? { start, end: bytes.length, complete: false } : { start, end: newline, complete: true };
+}
+
+/** Space, tab, CR or LF: what blank lines hold (see isBlankLine). */
+function isBlankByte(byte: number): boolean {
+  return byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === NEWLINE;
+}
+
 /** A whole input held in memory (the page's dropped file), by the rules above. */
 export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
-  if (isJsonName(name)) return parseJsonInput(name, input, options);
   const bytes = typeof input === "string" ? encoder.encode(input) : input;
+  // As the CLI reads files: a name other than .json/.jsonl goes by its first line (see opensDocument).
+  if (isJsonName(name) || (!isJsonlName(name) && opensDocument(bytes))) return parseJsonInput(name, bytes, options);
   return Array.from(jsonlItems(name, bytes, options), ({ item }) => item);
 }

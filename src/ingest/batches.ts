@@ -10,7 +10,7 @@
 // worker thread without a copy.
 import { open } from "node:fs/promises";
 import { FileError } from "./file-error.js";
-import { isByteOrderMark } from "../formats/text.js";
+import { firstContentLine, isByteOrderMark, opensDocument } from "../formats/text.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -171,31 +171,8 @@ const SNIFF_BYTES = 64 << 10;
  * byte again.
  */
 export async function sniffDocument(source: ByteSource): Promise<{ document: boolean; source: ByteSource }> {
-  const head = await readUpTo(source, SNIFF_BYTES, (bytes) => firstLine(bytes).complete);
+  const head = await readUpTo(source, SNIFF_BYTES, (bytes) => firstContentLine(bytes).complete);
   return { document: opensDocument(head), source: prepend(head, source) };
-}
-
-/** Whether `bytes` (the start of an input) open with a line that is `{` or `[` alone (blank lines before it aside). */
-export function opensDocument(bytes: Uint8Array): boolean {
-  const { start, end } = firstLine(bytes);
-  const line = new TextDecoder().decode(bytes.subarray(start, end)).replace(/[ \t\r]+$/, "");
-  return line === "{" || line === "[";
-}
-
-/**
- * The first line of `bytes` that is not blank, after a byte order mark: [start, end) from its
- * first non-blank byte to its newline (or the end of `bytes`, when `complete` is false).
- */
-function firstLine(bytes: Uint8Array): { start: number; end: number; complete: boolean } {
-  let start = isByteOrderMark(bytes.subarray(0, 3)) ? 3 : 0;
-  while (start < bytes.length && isBlankByte(bytes[start])) start++;
-  const newline = bytes.indexOf(NEWLINE, start);
-  return newline < 0 ? { start, end: bytes.length, complete: false } : { start, end: newline, complete: true };
-}
-
-/** Space, tab, CR or LF: what blank lines hold (see src/formats/text.ts). */
-function isBlankByte(byte: number): boolean {
-  return byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === NEWLINE;
 }
 
 /** All of `source`, or null once it holds more than `limit` bytes (nothing more is read then). */

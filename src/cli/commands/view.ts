@@ -18,7 +18,7 @@ import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, parseInteger } from "../inputs.js";
 import type { FromOption } from "../../formats/index.js";
 import { isTokenFileName } from "../../formats/token-files.js";
-import { opensDocument } from "../../ingest/batches.js";
+import { opensDocument } from "../../formats/text.js";
 
 /** The built page; src/cli/commands and dist/cli/commands both sit three levels below the package. */
 export const PAGE_FILE = fileURLToPath(new URL("../../../dist/web/index.html", import.meta.url));
