@@ -2,7 +2,7 @@
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
 import { execFileSync, spawnSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -224,6 +224,17 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     }
   });
 
+  it("stdin redirected from a directory is refused as a named directory is, on every command that reads it", () => {
+    const dir = tmp();
+    const bin = join(ROOT, "bin/callforest.js");
+    for (const argv of [["rows"], ["rows", "-"], ["convert"], ["show", "-"], ["draw", "-", "-o", "-"]]) {
+      const run = spawnSync("bash", ["-c", `node "$CF" ${argv.join(" ")} <"$DIR"`], { encoding: "utf8", env: { ...process.env, CF: bin, DIR: dir } });
+      expect([argv.join(" "), run.status, run.stderr]).toEqual([argv.join(" "), 2, "callforest: cannot read <stdin>: is a directory\n"]);
+    }
+    const empty = spawnSync(process.execPath, [bin, "draw", "-", "-o", "-"], { input: "", encoding: "utf8" });
+    expect([empty.status, empty.stderr]).toEqual([2, "callforest: <stdin> holds no rollout\n"]);
+  });
+
   it("a note stays one line whatever the file name holds", async () => {
     const input = join(tmp(), "odd\nname.jsonl");
     writeFileSync(input, "not json\n");
@@ -234,13 +245,19 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
   });
 
   it("a read error in the middle of an input names the input, and closes it", async () => {
-    const open = () => readdirSync("/proc/self/fd").length;
-    const before = open();
+    // The descriptors this process holds on a process's memory file: none once each command is done.
+    const onMem = () =>
+      readdirSync("/proc/self/fd").filter((fd) => {
+        try {
+          return /^\/proc\/\d+\/mem$/.test(readlinkSync(`/proc/self/fd/${fd}`));
+        } catch {
+          return false; // closed meanwhile
+        }
+      });
     for (const command of ["rows", "show", "convert"]) {
       const r = await cli(command, "/proc/self/mem", ...(command === "rows" ? ["-o", join(tmp(), "rows.jsonl"), "--quiet"] : []));
-      expect([command, r.code, r.stderr]).toEqual([command, 2, "callforest: cannot read /proc/self/mem: input/output error\n"]);
+      expect([command, r.code, r.stderr, onMem()]).toEqual([command, 2, "callforest: cannot read /proc/self/mem: input/output error\n", []]);
     }
-    expect(open()).toBe(before);
   });
 
   it("show names file:line for a rollout the planner rejects, as for one the importer rejects", async () => {

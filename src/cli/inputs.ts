@@ -126,14 +126,15 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
   const from = parseFrom(options.from);
   if (from === null) throw new UsageError(`unknown --from format '${options.from}': expected ${FROM_OPTIONS.join(", ")}`);
   for (const input of inputs) {
-    if (input === "-") continue;
     let isDirectory: boolean;
     try {
-      isDirectory = statSync(input).isDirectory();
+      // Stdin redirected from a directory reads as empty: refuse it as a named one is.
+      isDirectory = input === "-" ? fstatSync(0).isDirectory() : statSync(input).isDirectory();
     } catch (error) {
+      if (input === "-") continue; // no stdin at all: it reads as empty
       throw new UsageError(`cannot read ${input}: ${reasonOf(error)}`);
     }
-    if (isDirectory) throw new UsageError(`cannot read ${input}: is a directory`);
+    if (isDirectory) throw new UsageError(`cannot read ${input === "-" ? "<stdin>" : input}: is a directory`);
   }
   if (options.tokens === undefined) {
     if (from === "gym-observed") throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");

@@ -37,6 +37,8 @@ const SPACE = 32;
 const TAB = 9;
 const CR = 13;
 const NEWLINE = 10;
+const OPEN_BRACE = 0x7b;
+const OPEN_BRACKET = 0x5b;
 
 /** Whether text[start, end) holds only spaces, tabs and CRs (a blank line). */
 export function isBlankLine(text: Uint8Array | string, start = 0, end = text.length): boolean {
@@ -164,27 +166,34 @@ export function* jsonlItems(name: string, input: Uint8Array, options: ReadOption
   }
 }
 
-/** Whether `bytes` (the start of an input) open with a line that is `{` or `[` alone (blank lines before it aside). */
+/** Whether `bytes` (a whole input) open with a line that is `{` or `[` alone, blank lines before it aside. */
 export function opensDocument(bytes: Uint8Array): boolean {
-  const { start, end } = firstContentLine(bytes);
-  const line = new TextDecoder().decode(bytes.subarray(start, end)).replace(/[ \t\r]+$/, "");
-  return line === "{" || line === "[";
+  const start = documentStart(withoutByteOrderMark(bytes), "blanks");
+  return start.opens ?? start.state === "opened"; // the input ends after `{` and blanks
 }
+
+/** Where documentStart is: among the blank lines before the first byte, or past a `{` or `[`. */
+export type DocumentSniff = "blanks" | "opened";
 
 /**
- * The first line of `bytes` that is not blank, after a byte order mark: [start, end) from its
- * first non-blank byte to its newline (or the end of `bytes`, when `complete` is false).
+ * Reads on from `state` through `bytes` (the next part of an input, byte order mark removed):
+ * `opens` is true once a `{` or `[` alone on its line is seen, false once anything else shows
+ * (a byte other than a blank before it, or after it on its line), null while it could go either
+ * way (only blanks so far, or a `{` and blanks) — then `state` is where the next part starts.
  */
-export function firstContentLine(bytes: Uint8Array): { start: number; end: number; complete: boolean } {
-  let start = isByteOrderMark(bytes.subarray(0, 3)) ? 3 : 0;
-  while (start < bytes.length && isBlankByte(bytes[start])) start++;
-  const newline = bytes.indexOf(NEWLINE, start);
-  return newline < 0 ? { start, end: bytes.length, complete: false } : { start, end: newline, complete: true };
-}
-
-/** Space, tab, CR or LF: what blank lines hold (see isBlankLine). */
-function isBlankByte(byte: number): boolean {
-  return byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === NEWLINE;
+export function documentStart(bytes: Uint8Array, state: DocumentSniff): { opens: boolean | null; state: DocumentSniff } {
+  for (const byte of bytes) {
+    if (state === "blanks") {
+      if (byte === SPACE || byte === TAB || byte === CR || byte === NEWLINE) continue;
+      if (byte !== OPEN_BRACE && byte !== OPEN_BRACKET) return { opens: false, state };
+      state = "opened";
+    } else if (byte === NEWLINE) {
+      return { opens: true, state };
+    } else if (byte !== SPACE && byte !== TAB && byte !== CR) {
+      return { opens: false, state };
+    }
+  }
+  return { opens: null, state };
 }
 
 /** A whole input held in memory (the page's dropped file), by the rules above. */

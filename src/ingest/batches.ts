@@ -10,7 +10,7 @@
 // worker thread without a copy.
 import { open } from "node:fs/promises";
 import { FileError } from "./file-error.js";
-import { firstContentLine, isByteOrderMark, opensDocument } from "../formats/text.js";
+import { documentStart, isByteOrderMark, type DocumentSniff } from "../formats/text.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -160,19 +160,46 @@ async function readUpTo(source: ByteSource, count: number, enough?: (head: Uint8
   return head.subarray(0, got);
 }
 
-/** How far sniffDocument reads to find the first line (a document's is one character). */
-const SNIFF_BYTES = 64 << 10;
+/** Whether `head` is the start of a byte order mark, and no more of it. */
+function isMarkStart(head: Uint8Array): boolean {
+  return head.length < 3 && head.every((byte, i) => byte === [0xef, 0xbb, 0xbf][i]);
+}
+
+/** sniffDocument reads in windows of this size, and gives up (JSONL) past SNIFF_LIMIT of blanks. */
+const SNIFF_WINDOW = 64 << 10;
+const SNIFF_LIMIT = 16 << 20;
 
 /**
  * Whether an input with no name to go by (stdin, /dev/stdin, a pipe) holds one pretty-printed
- * JSON value (or array) rather than JSONL: its first line that is not blank is `{` or `[` alone.
- * As JSONL that line would be malformed, so reading such input whole changes the reading of no
- * valid JSONL. Reads that line (at most SNIFF_BYTES) to see; the source returned yields every
- * byte again.
+ * JSON value (or array) rather than JSONL: its first line that is not blank is `{` or `[` alone
+ * (see documentStart). As JSONL that line would be malformed, so no valid JSONL reads differently.
+ * Reads only as far as it takes to tell (blank lines, then that line: at most SNIFF_LIMIT, past
+ * which it is JSONL); the source returned yields every byte again.
  */
 export async function sniffDocument(source: ByteSource): Promise<{ document: boolean; source: ByteSource }> {
-  const head = await readUpTo(source, SNIFF_BYTES, (bytes) => firstContentLine(bytes).complete);
-  return { document: opensDocument(head), source: prepend(head, source) };
+  const parts: Uint8Array[] = [];
+  let seen: { opens: boolean | null; state: DocumentSniff } = { opens: null, state: "blanks" };
+  let total = 0;
+  while (seen.opens === null && total < SNIFF_LIMIT) {
+    // Each read's new bytes are looked at once: the window so far up to `cursor` has been
+    // (-1: not even the byte order mark it may start the input with).
+    let cursor = parts.length === 0 ? -1 : 0;
+    const told = (head: Uint8Array) => {
+      if (cursor < 0) {
+        if (isMarkStart(head)) return false; // a mark's first bytes alone say nothing yet
+        cursor = isByteOrderMark(head) ? 3 : 0;
+      }
+      seen = documentStart(head.subarray(cursor), seen.state);
+      cursor = head.length;
+      return seen.opens !== null;
+    };
+    const window = await readUpTo(source, SNIFF_WINDOW, told);
+    parts.push(window);
+    total += window.length;
+    if (seen.opens === null && window.length < SNIFF_WINDOW) seen = { opens: seen.state === "opened", state: seen.state }; // the input ended
+  }
+  // Past SNIFF_LIMIT of blanks (or of `{` and blanks) it is JSONL, as it reads.
+  return { document: seen.opens === true, source: prepend(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), source) };
 }
 
 /** All of `source`, or null once it holds more than `limit` bytes (nothing more is read then). */

@@ -160,6 +160,25 @@ describe("sniffDocument and readWhole (an input with no name to go by)", () => {
     expect(linesOf(await collect(sniffed.source, 64))).toEqual(expectedLines(`{"a": 1}\n{\n`));
   });
 
+  it("decides by the whole first line that is not blank, however far it reaches (no window to fool)", async () => {
+    const encode = (text: string) => new TextEncoder().encode(text);
+    const sniff = async (text: string, sizes = [4096]) => {
+      const bytes = encode(text);
+      const sniffed = await sniffDocument(chunkedSource(bytes, sizes));
+      expect(Buffer.from((await readWhole(sniffed.source, bytes.length))!).equals(Buffer.from(bytes))).toBe(true); // every byte handed on
+      return sniffed.document;
+    };
+    const line = '{"rollout_id": "r", "calls": []}';
+    expect(await sniff(`${"\n".repeat(65_535)}${line}\n${line}\n`)).toBe(false); // valid JSONL after many blank lines
+    expect(await sniff(`{${" ".repeat(65_535)}"rollout_id": "r"}\n${line}\n`)).toBe(false); // `{` and blanks past a window, then more
+    expect(await sniff(`${"\n".repeat(65_536)}{\n}\n`)).toBe(true); // a document after a window of blank lines
+    expect(await sniff(`{${" ".repeat(70_000)}\n}`)).toBe(true);
+    expect(await sniff(`\uFEFF[\n1]`, [1])).toBe(true); // a mark read a byte at a time
+    expect(await sniff(`\uFEFF${line}\n`, [1, 2])).toBe(false);
+    expect(await sniff(`\uFEFF`, [1])).toBe(false);
+    expect(await sniff(`${" ".repeat(17 << 20)}{\n}`)).toBe(false); // past 16 MB of blanks it reads as JSONL
+  });
+
   it("reads no further than the limit: null once there is more", async () => {
     expect(Array.from((await readWhole(chunkedSource(pretty, [3]), pretty.length))!)).toEqual(Array.from(pretty));
     const source = chunkedSource(pretty, [3]);

@@ -29,7 +29,7 @@ export function register(program: Command): void {
 
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {
   if (options.to !== "callforest") throw new UsageError(`unknown --to format '${options.to}': expected callforest`);
-  const read = checkInputs(inputs, options);
+  const read = checkInputs(inputs.length === 0 ? ["-"] : inputs, options); // none: stdin
   checkOutputs(inputs, [["-o", options.output]]);
   let rejected = 0;
   let total = 0;

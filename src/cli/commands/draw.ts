@@ -103,7 +103,8 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
     write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item));
   }
   if (count === 0) {
-    throw new UsageError(options.rollout === undefined ? `${input} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${input}`);
+    const name = input === "-" ? "<stdin>" : input;
+    throw new UsageError(options.rollout === undefined ? `${name} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${name}`);
   }
   if (count === 1) {
     const svg = svgOf(cf, first!);

@@ -72,7 +72,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const chunk = options.batchBytes === undefined ? undefined : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
-  const read = checkInputs(inputs, options);
+  const read = checkInputs(inputs.length === 0 ? ["-"] : inputs, options); // none: stdin
   checkOutputs(inputs, [["-o", options.output], ["--report", options.report ?? null]]);
   const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
     const progress = startProgress(inputSize(inputs), options.quiet === true || sharesStderrTerminal([options.output, ...(options.report === undefined ? [] : [options.report])]));
