@@ -172,7 +172,7 @@ export function opensDocument(bytes: Uint8Array): boolean {
   return start.opens ?? start.state === "opened"; // the input ends after `{` and blanks
 }
 
-/** Where documentStart is: among the blank lines before the first byte, or past a `{` or `[`. */
+/** Where documentStart is: among the blanks before the first other byte, or just past a `{` or `[`. */
 export type DocumentSniff = "blanks" | "opened";
 
 /**
