@@ -173,6 +173,18 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       if (added > 0) expect(lines(logged)).toHaveLength(1 + added);
       else expect(logged).toContain("</svg>");
     }
+    // However the name is spelled: still the descriptor, still appended to.
+    for (const [command, added] of [
+      [`node "$CF" rows "$IN" -o /dev/null --report /dev//stderr 2>>"$LOG"`, 1],
+      [`cd /dev && node "$CF" rows "$IN" -o /dev/null --report stderr 2>>"$LOG"`, 1],
+      [`node "$CF" convert "$IN" -o /dev/./stdout >>"$LOG"`, 1],
+      [`node "$CF" rows "$IN" --quiet -o /proc/thread-self/fd/3 3>>"$LOG"`, 5],
+      [`node "$CF" rows "$IN" --quiet -o /dev/stdin <"$LOG"`, 5], // stdin's file, not an input here
+    ] as const) {
+      writeFileSync(log, "before\n");
+      run = sh(command);
+      expect([command, run.status, lines(readFileSync(log, "utf8"))[0], lines(readFileSync(log, "utf8")).length]).toEqual([command, 0, "before", 1 + added]);
+    }
     run = sh(`node "$CF" rows "$IN" -o /dev/fd/57`); // not open
     expect([run.status, run.stderr]).toEqual([2, "callforest: cannot write /dev/fd/57: not an open file descriptor\n"]);
     run = sh(`node "$CF" rows "$IN" --quiet -o /proc/self/fd/1 | wc -l`);
@@ -204,6 +216,19 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       expect([command, run.status, run.stderr]).toEqual([command, 2, expect.stringMatching(/: is also the input <stdin>; write the output somewhere else\n$/)]);
     }
     expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
+    // An output file that stdout or stderr already goes to would be emptied under the shell's redirection.
+    for (const [command, where] of [
+      [`node "$CF" rows "$IN" -o "$OUT" 2>>"$OUT"`, "-o OUT: is also where stderr goes"],
+      [`node "$CF" rows "$IN" -o /dev/null --report "$OUT" 2>>"$OUT"`, "--report OUT: is also where stderr goes"],
+      [`node "$CF" convert "$IN" -o "$OUT" >>"$OUT"`, "-o OUT: is also where stdout goes"],
+    ] as const) {
+      const out = join(dir, "out");
+      writeFileSync(out, "keep\n");
+      run = sh(command);
+      // The message goes to stderr, which is the file itself in the 2>> cases: kept, then the line.
+      const message = `callforest: ${where.replace("OUT", out)}; write the output somewhere else\n`;
+      expect([command, run.status, readFileSync(out, "utf8") + run.stderr]).toEqual([command, 2, `keep\n${message}`]);
+    }
     run = sh(`node "$CF" rows "$IN" --report /dev/stderr >"$OUT" 2>&1`);
     const shared = lines(readFileSync(join(dir, "out"), "utf8")).map((line) => JSON.parse(line) as { status?: string; loss_mask?: string });
     expect([run.status, shared.filter((o) => o.status === "ok").length, shared.filter((o) => o.loss_mask !== undefined).length > 2]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
@@ -217,7 +242,7 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       spawnSync("script", ["-qec", `node ${join(ROOT, "bin/callforest.js")} rows ${input} ${args}`, "/dev/null"], { encoding: "utf8" }).stdout;
     const BAR = "░";
     expect(onTerminal(`-o ${join(tmp(), "rows.jsonl")}`)).toContain(BAR); // the bar is drawn
-    for (const args of ["", `-o /dev/null --report /dev/stderr`, `-o /dev/null --report -`, `-o /dev/null --report /dev/tty`]) {
+    for (const args of ["", `-o /dev/null --report /dev/stderr`, `-o /dev/null --report -`, `-o /dev/null --report /dev/tty`, `-o /dev/fd/3 3>/dev/tty`]) {
       const shown = onTerminal(args);
       expect(shown, args).not.toContain(BAR);
       expect(shown, args).toContain('"rollout_id"');
@@ -473,6 +498,8 @@ describe("every reader reads the same lines", () => {
     const bytes = (text: string) => new TextEncoder().encode(text);
     for (const text of ["{\n", "[\n", " { \r\n\"a\": 1}", `${BOM}[\n1]`, "{", "\n \r\n\t{\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(true);
     for (const text of ['{"a": 1}\n{\n', "{ \"a\"\n", "[1,\n2]", "\n\n{}\n", "", "\n\n", "{}\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(false);
+    // Past 16 MB of blanks it is JSONL, as a stream is sniffed (view - and the page read it so too).
+    expect([opensDocument(bytes(`${" ".repeat((16 << 20) - 3)}{\n}`)), opensDocument(bytes(`${" ".repeat(16 << 20)}{\n}`))]).toEqual([true, false]);
   });
 
   it("a pretty-printed JSON value in a JSONL file: its first line says what is likely wrong", async () => {

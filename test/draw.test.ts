@@ -340,6 +340,17 @@ describe("callforest draw", () => {
     expect(existsSync(join(dir, "x.svg"))).toBe(false);
   });
 
+  it("refuses to write over its input under a name made from a rollout id", async () => {
+    const dir = tmp();
+    const input = join(dir, "forest.r1.svg"); // what `<stem>.<id>.svg` makes for -o forest.svg and rollout r1
+    const rollout = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8"));
+    const content = [JSON.stringify({ ...rollout, rollout_id: "r0" }), JSON.stringify({ ...rollout, rollout_id: "r1" })].join("\n") + "\n";
+    writeFileSync(input, content);
+    const r = await run(input, "-o", join(dir, "forest.svg"));
+    expect([r.code, r.stderr]).toEqual([2, `callforest: the SVG ${input}: is also the input ${input}; write the output somewhere else\n`]);
+    expect(readFileSync(input, "utf8")).toBe(content);
+  });
+
   it("refuses to write over its input (-o the input itself)", async () => {
     const input = join(tmp(), "s.json");
     writeFileSync(input, readFileSync(EXAMPLE_FILE));

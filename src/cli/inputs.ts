@@ -92,7 +92,13 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
     if (id !== null) files.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
   }
   const streams = new Map<string, string>(); // "stdout" / "stderr" -> the output on it
-  const streamFiles = new Map<string, string>(); // the file a stream output goes to -> that output
+  // The files stdout and stderr go to: an output file that is one of them would be emptied under
+  // the shell's redirection (`-o log 2>>log`), whatever writes to the stream.
+  const streamFiles = new Map<string, string>();
+  for (const [fd, where] of [[2, "where stderr goes"], [1, "where stdout goes"]] as const) {
+    const id = redirected(fd);
+    if (id !== null) streamFiles.set(id, where);
+  }
   const refuse = (named: string, other: string) => {
     throw new UsageError(`${named}: is also ${other}; write the output somewhere else`);
   };

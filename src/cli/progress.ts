@@ -46,7 +46,11 @@ export function sharesStderrTerminal(outputs: readonly (string | undefined)[]): 
   };
   const terminal = deviceOf("/dev/stderr");
   // /dev/tty is the process's own terminal by another device number: take it for stderr's.
-  return terminal !== null && outputs.some((path) => path === "/dev/tty" || deviceOf(path) === terminal);
+  const controlling = deviceOf("/dev/tty");
+  return terminal !== null && outputs.some((path) => {
+    const device = deviceOf(path);
+    return device !== null && (device === terminal || device === controlling);
+  });
 }
 
 const MB = 1 << 20;

@@ -166,10 +166,18 @@ export function* jsonlItems(name: string, input: Uint8Array, options: ReadOption
   }
 }
 
-/** Whether `bytes` (a whole input) open with a line that is `{` or `[` alone, blank lines before it aside. */
+/** How far into an input its first non-blank line is looked for: past this, the input is JSONL. */
+export const DOCUMENT_SNIFF_LIMIT = 16 << 20;
+
+/**
+ * Whether `bytes` (a whole input) open with a line that is `{` or `[` alone, blank lines before
+ * it aside, within DOCUMENT_SNIFF_LIMIT bytes (as sniffDocument reads a stream).
+ */
 export function opensDocument(bytes: Uint8Array): boolean {
-  const start = documentStart(withoutByteOrderMark(bytes), "blanks");
-  return start.opens ?? start.state === "opened"; // the input ends after `{` and blanks
+  const body = withoutByteOrderMark(bytes);
+  const start = documentStart(body.subarray(0, DOCUMENT_SNIFF_LIMIT - (bytes.length - body.length)), "blanks");
+  if (start.opens !== null) return start.opens;
+  return start.state === "opened" && bytes.length < DOCUMENT_SNIFF_LIMIT; // the input ends after `{` and blanks
 }
 
 /** Where documentStart is: among the blanks before the first other byte, or just past a `{` or `[`. */

@@ -10,7 +10,7 @@
 // worker thread without a copy.
 import { open } from "node:fs/promises";
 import { FileError } from "./file-error.js";
-import { documentStart, isByteOrderMark, type DocumentSniff } from "../formats/text.js";
+import { DOCUMENT_SNIFF_LIMIT, documentStart, isByteOrderMark, type DocumentSniff } from "../formats/text.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -165,22 +165,21 @@ function isMarkStart(head: Uint8Array): boolean {
   return head.length < 3 && head.every((byte, i) => byte === [0xef, 0xbb, 0xbf][i]);
 }
 
-/** sniffDocument reads in windows of this size, and gives up (JSONL) past SNIFF_LIMIT of blanks. */
+/** sniffDocument reads in windows of this size, and gives up (JSONL) past DOCUMENT_SNIFF_LIMIT. */
 const SNIFF_WINDOW = 64 << 10;
-const SNIFF_LIMIT = 16 << 20;
 
 /**
  * Whether an input with no name to go by (stdin, /dev/stdin, a pipe) holds one pretty-printed
  * JSON value (or array) rather than JSONL: its first line that is not blank is `{` or `[` alone
  * (see documentStart). As JSONL that line would be malformed, so no valid JSONL reads differently.
- * Reads only as far as it takes to tell (blank lines, then that line: at most SNIFF_LIMIT, past
- * which it is JSONL); the source returned yields every byte again.
+ * Reads only as far as it takes to tell (blank lines, then that line: at most
+ * DOCUMENT_SNIFF_LIMIT, past which it is JSONL); the source returned yields every byte again.
  */
 export async function sniffDocument(source: ByteSource): Promise<{ document: boolean; source: ByteSource }> {
   const parts: Uint8Array[] = [];
   let seen: { opens: boolean | null; state: DocumentSniff } = { opens: null, state: "blanks" };
   let total = 0;
-  while (seen.opens === null && total < SNIFF_LIMIT) {
+  while (seen.opens === null && total < DOCUMENT_SNIFF_LIMIT) {
     // Each read's new bytes are looked at once: the window so far up to `cursor` has been
     // (-1: not even the byte order mark it may start the input with).
     let cursor = parts.length === 0 ? -1 : 0;
@@ -198,7 +197,7 @@ export async function sniffDocument(source: ByteSource): Promise<{ document: boo
     total += window.length;
     if (seen.opens === null && window.length < SNIFF_WINDOW) seen = { opens: seen.state === "opened", state: seen.state }; // the input ended
   }
-  // Past SNIFF_LIMIT of blanks (or of `{` and blanks) it is JSONL, as it reads.
+  // Past DOCUMENT_SNIFF_LIMIT of blanks (or of `{` and blanks) it is JSONL, as it reads.
   return { document: seen.opens === true, source: prepend(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), source) };
 }
 

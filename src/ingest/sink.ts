@@ -17,17 +17,21 @@ export interface ByteSink {
   close(): Promise<void>;
 }
 
-const DESCRIPTOR_PATH = /^\/(?:dev|proc\/self)\/fd\/(\d+)$/;
+const DESCRIPTOR_PATH = /^\/(?:dev|proc\/self|proc\/thread-self)\/fd\/(\d+)$/;
+const STANDARD_NAMES: Record<string, number> = { "/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2 };
 
 /**
- * The open descriptor an output path names: none, `-` and /dev/stdout are 1, /dev/stderr 2,
- * /dev/fd/N and /proc/self/fd/N are N; null for a file. None is ever opened for writing as a file
- * is, which truncates: that would empty the file the shell appends it to (`2>>log`, `3>>log`).
+ * The open descriptor an output path names, however spelled (`/dev//stderr`, `stderr` in /dev):
+ * none and `-` are 1, /dev/stdin 0, /dev/stdout 1, /dev/stderr 2, /dev/fd/N and /proc/self/fd/N
+ * N; null for a file. None is ever opened for writing as a file is, which truncates: that would
+ * empty the file the shell appends it to (`2>>log`, `3>>log`).
  */
 export function descriptorOf(path: string | undefined): number | null {
-  if (path === undefined || path === "-" || path === "/dev/stdout") return 1;
-  if (path === "/dev/stderr") return 2;
-  const match = DESCRIPTOR_PATH.exec(path);
+  if (path === undefined || path === "-") return 1;
+  const absolute = resolve(path); // normalized: no `//`, `.` or `..`
+  const standard = STANDARD_NAMES[absolute];
+  if (standard !== undefined) return standard;
+  const match = DESCRIPTOR_PATH.exec(absolute);
   return match === null ? null : Number(match[1]);
 }
 

@@ -77,12 +77,14 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   const stream = standardStream(options.output);
   const read = checkInputs([input], options);
   checkOutputs([input], [["-o", options.output]]);
+  const name = input === "-" ? "<stdin>" : input;
   const cf = await init({ backend: parseBackend(options.backend) });
   const wanted = (item: ReadItem) => options.rollout === undefined || idOfItem(item) === options.rollout;
   const used = new Set<string>();
   let first: ReadItem | null = null;
   let count = 0;
   const write = (path: string, svg: string) => {
+    if (path !== options.output) checkOutputs([input], [["the SVG", path]]); // a name made from an id may be the input's
     try {
       writeFileSync(path, svg);
     } catch (error) {
@@ -98,12 +100,11 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       first = item;
       continue;
     }
-    if (fd !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID`);
+    if (fd !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${name} holds several rollouts: pick one with --rollout ID`);
     if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!));
     write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item));
   }
   if (count === 0) {
-    const name = input === "-" ? "<stdin>" : input;
     throw new UsageError(options.rollout === undefined ? `${name} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${name}`);
   }
   if (count === 1) {
