@@ -194,6 +194,18 @@ describe("the page", () => {
     expect((await rowsInDom()).length).toBe(5);
   });
 
+  it("reads a file named neither .json nor .jsonl by its first line, as the CLI does", async () => {
+    const file = join(dir, "rollouts.txt");
+    writeFileSync(file, `\n${JSON.stringify([example, { ...example, rollout_id: "second" }], null, 2)}\n`);
+    await page.setInputFiles("#file", file);
+    await nextLoad();
+    expect(await page.textContent("#status")).toBe("rollouts.txt: 2 rollouts");
+    expect(await page.$$eval("#rollout-select option", (os) => os.map((o) => o.textContent))).toEqual([
+      "rollouts.txt[0] · login-bug · 5 rows",
+      "rollouts.txt[1] · second · 5 rows",
+    ]);
+  });
+
   it("lists more rollouts than one call's arguments can hold (no spreading), and a failed open changes nothing", async () => {
     const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
     await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("many.jsonl", text), many);

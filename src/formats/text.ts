@@ -204,10 +204,17 @@ export function documentStart(bytes: Uint8Array, state: DocumentSniff): { opens:
   return { opens: null, state };
 }
 
+/**
+ * Whether a whole input held in memory is one JSON value rather than JSONL, as the CLI reads
+ * files: a `.json` name is, a `.jsonl` name is not, any other goes by its first line (opensDocument).
+ */
+export function holdsOneValue(name: string, bytes: Uint8Array): boolean {
+  return isJsonName(name) || (!isJsonlName(name) && opensDocument(bytes));
+}
+
 /** A whole input held in memory (the page's dropped file), by the rules above. */
 export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
   const bytes = typeof input === "string" ? encoder.encode(input) : input;
-  // As the CLI reads files: a name other than .json/.jsonl goes by its first line (see opensDocument).
-  if (isJsonName(name) || (!isJsonlName(name) && opensDocument(bytes))) return parseJsonInput(name, bytes, options);
+  if (holdsOneValue(name, bytes)) return parseJsonInput(name, bytes, options);
   return Array.from(jsonlItems(name, bytes, options), ({ item }) => item);
 }
