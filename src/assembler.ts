@@ -1,7 +1,7 @@
 // Assembles one rollout in a core, call by call: identity checks (ids, agents), staging, value
-// checks, linking; then the report's call counts, with the rows made by planned.ts. Used by plan() (which
-// copies a canonical object's arrays in, or lets a JS core read typed ones in place) and by the
-// builder (whose caller writes them in place).
+// checks, linking; then the report's call counts, the rows being made by planned.ts. Used by
+// plan() (which copies a canonical object's arrays in, or lets a JS core read typed ones in place)
+// and by the builder (whose caller writes them in place).
 import { Rejection, callName, describeValue, errorLine } from "./rejection.js";
 import { CoreMemoryError } from "./core/errors.js";
 import {
@@ -16,7 +16,6 @@ import { emptyReport, rejectionReport } from "./report.js";
 import type { RolloutHeader } from "./validate.js";
 import { plannedRollout, type CallTable } from "./planned.js";
 import type { AgentInfo, Diagnostic, Plan, PlanOptions } from "./types.js";
-
 
 /** Who a call is. */
 export interface CallIdentity {

@@ -60,10 +60,6 @@ function importsFor(limitPages: number): WebAssembly.Imports {
 
 const MAX_IDLE_INSTANCES = 2;
 
-/**
- * `maxMemory` bytes as 64 KiB pages: at least 1. The modules themselves stop at 65,535 pages
- * (4 GiB less 64 KiB, see assembly/pages.ts), whatever larger number they are given.
- */
 /** `init({ maxMemory })` as given (default 4 GiB); throws for what is not a positive whole number of bytes. */
 export function checkMaxMemory(maxMemory: number | undefined): number {
   const bytes = maxMemory ?? 2 ** 32;
@@ -73,6 +69,10 @@ export function checkMaxMemory(maxMemory: number | undefined): number {
   return bytes;
 }
 
+/**
+ * `maxMemory` bytes as 64 KiB pages: at least 1. The modules themselves stop at 65,535 pages
+ * (4 GiB less 64 KiB, see assembly/pages.ts), whatever larger number they are given.
+ */
 export function memoryLimitPages(maxMemory: number): number {
   return Math.min(65536, Math.max(1, Math.floor(maxMemory / 65536)));
 }

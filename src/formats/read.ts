@@ -1,8 +1,9 @@
 // Reading input files as canonical rollouts, by the rules of ./text.ts: JSONL one value a line
 // (split on `\n` only, blank lines skipped but counted), a `.json` file as one value (or, when it
-// holds an array, one value per element), `-` = stdin; an input named neither .json nor .jsonl is
-// JSONL, or one value when it opens like a pretty-printed one. JSONL is read as bytes in batches by src/ingest/batches.ts, the same line
-// splitter `rows` uses, so every command numbers lines alike.
+// holds an array, one value per element), `-` = stdin; an input named neither .json nor .jsonl
+// is JSONL, or one value when it opens like a pretty-printed one. JSONL is read as bytes in
+// batches by src/ingest/batches.ts, the same line splitter `rows` uses, so every command numbers
+// lines alike.
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
 import { formatFloat32 } from "../output.js";

@@ -1,9 +1,9 @@
 // `rows` end to end: input files -> batches of lines -> planned in-process (jobs 1) or on worker
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
-import { openInput, readDocument, readRollouts, tooLargeDocument } from "../formats/read.js";
+import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
 import { isJsonName } from "../formats/text.js";
-import { BufferPool, DEFAULT_CHUNK, batchBuffers, readBatches, type ByteSource } from "./batches.js";
+import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
@@ -132,12 +132,8 @@ async function planDocument(file: string, source: ByteSource, options: IngestOpt
 /** A `.json` file: one value (or an array of values), through JSON.parse, in-process. */
 async function planJsonFile(file: string, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
   const size = statSync(file).size;
-  if (size > MAX_STRING_BYTES) {
-    // Read whole, it would be one string longer than V8 allows: reject it, go on with the rest.
-    processor.record(tooLarge(tooLargeDocument(size)), file, undefined);
-  } else {
-    const read = { from: options.from, ...processor.context };
-    for await (const item of readRollouts([file], read)) processor.record(item.result, item.where, item.line);
-  }
+  if (size <= MAX_STRING_BYTES) return planDocument(file, await fileSource(file), options, processor, write);
+  // Read whole, it would be one string longer than V8 allows: reject it (saying its size), go on with the rest.
+  processor.record(tooLarge(tooLargeDocument(size)), file, undefined);
   await write(processor.takeAll(size));
 }
