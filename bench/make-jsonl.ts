@@ -19,8 +19,8 @@ export interface JsonlInput {
 }
 
 /**
- * What makes the file: this module, the generator and its random numbers, as compiled. A change to either makes a new
- * file rather than silently reusing one written by older code.
+ * What makes the file: this module, the generator and its random numbers, as compiled. A change
+ * to any of them makes a new file rather than silently reusing one written by older code.
  */
 function generatorVersion(): string {
   const hash = createHash("sha256");
