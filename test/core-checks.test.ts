@@ -231,6 +231,36 @@ describe("misuse of the API", () => {
     expect(third.stage(4, 0).tokens).not.toBe(second.stage(4, 0).tokens);
   });
 
+  it("a released core is pooled for the next plan unless a large rollout grew it past the pool's limit", () => {
+    const keepBytes = 4 * 2 ** 20;
+    const module = new WebAssembly.Module(readFileSync(new URL("../build/core-simd.wasm", import.meta.url)));
+    const pools: [string, { acquire(): ReturnType<TsCorePool["acquire"]> }][] = [
+      ["ts", new TsCorePool(keepBytes)],
+      ["wasm", new WasmCorePool(module, 2 ** 32, keepBytes)],
+    ];
+    const small = good;
+    const large: Rollout = {
+      rollout_id: "large",
+      reward: 0,
+      calls: [{ id: "c", agent: "main", prompt_token_ids: new Int32Array(2_000_000).fill(7), generation_token_ids: [1], generation_log_probs: [-1] }],
+    };
+    for (const [name, pool] of pools) {
+      // The memory a plan's rows are views into: the same buffer again means the same core.
+      const memoryOf = (rollout: Rollout) => {
+        const plan = planRollout(() => pool.acquire(), rollout);
+        expect([name, plan.report.status]).toEqual([name, "ok"]);
+        const buffer = plan.rows[0].tokenIds.buffer;
+        plan.release();
+        return buffer;
+      };
+      const first = memoryOf(small);
+      expect([name, memoryOf(small) === first]).toEqual([name, true]);
+      const grown = memoryOf(large);
+      expect([name, grown.byteLength > keepBytes]).toEqual([name, true]);
+      expect([name, memoryOf(small) === grown]).toEqual([name, false]);
+    }
+  });
+
   it("the WebAssembly builds export the commit() codes the host reads them by", () => {
     for (const build of ["core-simd", "core-scalar"]) {
       const module = new WebAssembly.Module(readFileSync(new URL(`../build/${build}.wasm`, import.meta.url)));

@@ -6,6 +6,7 @@ import {
   INVALID_LOGPROB,
   INVALID_TOKEN,
   NOT_LINKED,
+  POOLED_CORE_MAX_BYTES,
   type CoreForest,
   type CoreRow,
   type ForestCore,
@@ -382,6 +383,12 @@ export class TsCore implements ForestCore {
     return { leaf, pathStart, pathLength, tokenIds, logprobs, lossMask };
   }
 
+  /** Bytes held by the arrays kept from plan to plan (the token-sized ones: the rest is smaller). */
+  heldBytes(): number {
+    const arrays = [this.stageTokens, this.stageLogprobs, this.tokens, this.logprobs, this.rowTokens, this.rowLogprobs, this.rowMask];
+    return arrays.reduce((sum, array) => sum + array.byteLength, 0);
+  }
+
   release(): void {
     // Nothing to free: the arrays (rows' included) serve the next plan. TsCorePool's lease hands
     // the core on; the plan has emptied its rows by then (see PlannedRollout.release).
@@ -456,9 +463,12 @@ class TsCoreLease implements ForestCore {
 export class TsCorePool {
   private readonly idle: TsCore[] = [];
 
+  /** `keepBytes`: the most a released core may hold (TsCore.heldBytes) and still be pooled. */
+  constructor(private readonly keepBytes = POOLED_CORE_MAX_BYTES) {}
+
   acquire(): ForestCore {
     return new TsCoreLease(this.idle.pop() ?? new TsCore(), (core) => {
-      if (this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
+      if (core.heldBytes() <= this.keepBytes && this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
     });
   }
 }

@@ -7,6 +7,7 @@ import {
   type CoreForest,
   type CoreRow,
   type ForestCore,
+  POOLED_CORE_MAX_BYTES,
   type SizeHints,
   type StagedCall,
 } from "./types.js";
@@ -114,10 +115,14 @@ export class WasmCorePool {
   private readonly limitPages: number;
   private readonly imports: WebAssembly.Imports;
 
-  /** `maxMemory`: bytes of linear memory one instance may use (see InitOptions.maxMemory). */
+  /**
+   * `maxMemory`: bytes of linear memory one instance may use (see InitOptions.maxMemory);
+   * `keepBytes`: the most memory a released instance may hold and still be pooled.
+   */
   constructor(
     private readonly module: WebAssembly.Module,
     maxMemory = 2 ** 32,
+    private readonly keepBytes = POOLED_CORE_MAX_BYTES,
   ) {
     this.limitPages = memoryLimitPages(maxMemory);
     this.imports = importsFor(this.limitPages);
@@ -144,7 +149,8 @@ export class WasmCorePool {
     this.live++;
     return new WasmCore(instance, (done, reusable) => {
       this.live--;
-      if (reusable && this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
+      const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
+      if (reusable && small && this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
     });
   }
 }
