@@ -20,7 +20,7 @@ const POW10_INT: StaticArray<u64> = [1, 10, 100, 1000, 10000, 100000, 1000000, 1
   const negative = load<u8>(p) == 0x2d;
   if (negative) p++;
   let mantissa: u64 = 0;
-  let significant = 0; // digits taken into `mantissa` (leading zeros not counted); > 19: the host decides
+  let significant = 0; // digits taken into `mantissa` (leading zeros not counted); > 19 (or an exponent too long to hold): the host decides
   let exp10: i32 = 0;
   let x = load<u64>(p) ^ 0x3030303030303030;
   let n = <i32>(ctz(nonDigitBits(x)) >> 3);
@@ -88,7 +88,10 @@ const POW10_INT: StaticArray<u64> = [1, 10, 100, 1000, 10000, 100000, 1000000, 1
     while (true) {
       const digit = <u32>load<u8>(p) - 0x30;
       if (digit > 9) break;
+      // Past the cap (no i32 overflow) the exponent is not known: the host decides, since a
+      // fraction with as many leading zeros can bring even such an exponent back into range.
       if (e < 100000) e = e * 10 + <i32>digit;
+      else significant = 20;
       p++;
     }
     if (p == first) return NaN;

@@ -114,4 +114,32 @@ describe.each([true, false])("decimal → float32 (simd %s)", (simd) => {
       expectSameBits(actual as Float32Array, expected, texts);
     }
   });
+
+  it("reads an exponent too long to hold against a fraction's leading zeros exactly (finite or not)", () => {
+    const encoder = new TextEncoder();
+    const zeros = (n: number) => "0".repeat(n);
+    // Each exponent has more digits than the parser holds; the leading zeros bring some back into range.
+    const texts = [
+      `-0.${zeros(100_000)}1e1000000000`, // 10^(1e9 - 100001): -Infinity
+      `-0.${zeros(1000)}1e10002`, // 10^9001: -Infinity
+      `0.${zeros(1_000_000)}15e1000002`, // 1.5
+      `-0.${zeros(999_999)}25e+1000000`, // -0.25
+      `1e-${zeros(200_000)}1`, // leading zeros in the exponent: 0.1
+      `1e-1000000000`, // 0
+      `-0.0e99999999999`, // -0
+    ];
+    for (const text of texts) {
+      const expected = Math.fround(Number(text));
+      const result = scanner.scan(encoder.encode(`{"generation_log_probs":[-1,${text}]}`));
+      if (!result.ok) throw new Error(result.detail);
+      const actual = (result.value as { generation_log_probs: unknown[] }).generation_log_probs;
+      const label = `${text.slice(0, 12)}…${text.slice(-12)}`;
+      if (Number.isFinite(expected)) {
+        expect([label, actual instanceof Float32Array, Object.is(actual[1], expected)]).toEqual([label, true, true]);
+      } else {
+        // Not a float32: the array stays plain, for the planner to reject (invalid_logprob).
+        expect([label, actual instanceof Float32Array]).toEqual([label, false]);
+      }
+    }
+  });
 });

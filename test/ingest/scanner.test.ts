@@ -340,6 +340,26 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     expect(escaped.prompt_token_ids).toEqual([1, 2]);
   });
 
+  it("refuses number syntax JSON does not allow, in a short array and at every place of a long one (the SIMD blocks)", () => {
+    const tokenKeys = ["prompt_token_ids", "generation_token_ids"];
+    const cases: [keys: string[], entry: string][] = [
+      ...["01", "012345678", "00000000", "-01", "1,,2", "1,", "+1", "1 2"].map((entry): [string[], string] => [tokenKeys, entry]),
+      ...["-1e", "2E+", "-1.", "0.e5", "-.5", "1e+-2", "-01.5", "--1", "-", "1.5.2"].map((entry): [string[], string] => [[LOGPROB_KEY, ...tokenKeys], entry]),
+    ];
+    for (const [keys, entry] of cases) {
+      for (const key of keys) {
+        const filler = key === LOGPROB_KEY ? "-0.25" : "7";
+        for (const [before, after] of [[0, 0], [0, 40], [40, 0], ...Array.from({ length: 24 }, (_, i) => [i + 1, 40 - i])]) {
+          const items = [...Array(before).fill(filler), entry, ...Array(after).fill(filler)];
+          const text = `{"${key}":[${items.join(",")}]}`;
+          expect(() => JSON.parse(text)).toThrow(SyntaxError);
+          const result = scan(text);
+          expect([text, result.ok ? "ok" : result.code]).toEqual([text, "malformed_json"]);
+        }
+      }
+    }
+  });
+
   it("keeps __proto__ and constructor keys as plain own data, never reaching a prototype", () => {
     const text =
       '{"__proto__":{"prompt_token_ids":[1],"polluted":true},"constructor":{"prototype":{"generation_token_ids":[2]}},"calls":[{"__proto__":[3],"prompt_token_ids":[4]}]}';
