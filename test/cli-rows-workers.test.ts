@@ -2,6 +2,7 @@
 // batch size, or on the reader; and a real process reads stdin. Workers load dist/, so the suite
 // compiles src/ first (tsc, a few seconds).
 import { spawnSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ROOT } from "./support/fixtures.js";
@@ -67,6 +68,23 @@ describe("rows --jobs N", () => {
     const example = await cli("rows", login, "--quiet");
     expect(lines(example.stdout)).toHaveLength(5);
     expect(parallel.stdout).toBe(alone + example.stdout + alone);
+  });
+
+  it("keeps a document read whole (a pretty-printed rollout named neither .json nor .jsonl) in its place after heavy batches", async () => {
+    const dir = tempDir();
+    // Heavy lines last, so workers are still busy when the document comes.
+    const heavy = Array.from({ length: 6 }, (_, i) =>
+      JSON.stringify({ rollout_id: `heavy${i}`, reward: 0, calls: [{ id: "c", prompt_token_ids: Array(1_000_000).fill(5 + i), generation_token_ids: [1], generation_log_probs: [-1] }] }),
+    );
+    const { input: first } = await rowsOf(dir, "a", [...goodLines(20, 5), ...heavy].join("\n") + "\n", "--jobs", "1");
+    const doc = join(dir, "doc.txt");
+    writeFileSync(doc, JSON.stringify(JSON.parse(read(join(ROOT, "examples", "login-bug.json"))), null, 2));
+    const serial = await cli("rows", first, doc, "--jobs", "1", "--quiet");
+    const parallel = await cli("rows", first, doc, "--jobs", "3", "--batch-bytes", "4096", "--quiet");
+    expect(parallel.code).toBe(0);
+    const ids = lines(parallel.stdout).map((line) => (JSON.parse(line) as { rollout_id: string }).rollout_id);
+    expect(ids.slice(-11)).toEqual([...heavy.map((_, i) => `heavy${i}`), ...Array(5).fill("login-bug")]);
+    expect(parallel.stdout === serial.stdout).toBe(true);
   });
 
   it("runs as a real process on stdin with workers, exit codes and stderr as documented", () => {
