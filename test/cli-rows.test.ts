@@ -136,7 +136,28 @@ describe("rows: bad lines in a batch", () => {
     expect(big.length).toBeGreaterThan(1 << 20);
     const bigFast = await rowsOf(dir, "big", big + "\n", "--jobs", "1");
     expect(JSON.parse(bigFast.report).detail).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
+    // ... and its logprobs as float32, as README says (reading it again would undo bounded memory).
+    const bigFloat = big.replace('{"prompt_token_ids":[7]}', '{"generation_log_probs":[0.30000000000000004]}');
+    const bigFloatFast = await rowsOf(dir, "bigFloat", bigFloat + "\n", "--jobs", "1");
+    expect(JSON.parse(bigFloatFast.report).detail).toBe('calls[0]: id must be a non-empty string, got {"generation_log_probs":[0.3]}');
     expect(details[4]).toBe('call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number');
+  });
+
+  it("reads a long line in parts whole, even where a part is all blanks (inner spaces, a CR left alone by the split)", async () => {
+    const dir = tempDir();
+    const [head, tail] = [good[0].slice(0, good[0].indexOf('"calls"')), good[0].slice(good[0].indexOf('"calls"'))];
+    const padded = (length: number) => head + " ".repeat(length - head.length - tail.length) + tail;
+    // 10,000 inner spaces span whole 4 KB parts; lines of 8192 ± 2 bytes + CRLF put the CR at every place around a part's end.
+    const longLines = [padded(10_000 + good[0].length), ...[-2, -1, 0, 1, 2].map((d) => padded(8192 + d))];
+    const content = longLines.map((line) => line + "\r\n").join("") + good[1] + "\n";
+    const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
+    expect(lines(parsed.report)).toHaveLength(longLines.length + 1);
+    expect(lines(parsed.report).every((line) => JSON.parse(line).status === "ok")).toBe(true);
+    for (const jobs of ["1", "2"]) {
+      const fast = await rowsOf(dir, `fast${jobs}`, content, "--jobs", jobs, "--batch-bytes", "4096");
+      expect(fast.report).toBe(parsed.report);
+      expect(fast.rows).toBe(parsed.rows);
+    }
   });
 
   it("rejects a cut-off last line (no newline) with its line number", async () => {
