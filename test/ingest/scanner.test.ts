@@ -426,6 +426,11 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
       [encoder.encode('{"a":"é"} x'), /^not JSON at byte 11: unexpected 'x' after the JSON value/],
       [new Uint8Array([...encoder.encode('{"é":"'), 0xc3, 0x28, ...encoder.encode('"}')]), /^not JSON at byte 7: invalid UTF-8/],
       [new Uint8Array([...encoder.encode('{"a":"'), 0xed, 0xa0, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
+      // Past U+10FFFF, and overlong forms of 3 and 4 bytes:
+      [new Uint8Array([...encoder.encode('{"a":"'), 0xf4, 0x90, 0x80, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
+      [new Uint8Array([...encoder.encode('{"a":"'), 0xe0, 0x80, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
+      [new Uint8Array([...encoder.encode('{"a":"'), 0xf0, 0x80, 0x80, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
+      [new Uint8Array([...encoder.encode('{"a":"xy'), 0xc1, 0xbf, ...encoder.encode('"}')]), /^not JSON at byte 8: invalid UTF-8/],
       [encoder.encode('{"prompt_token_ids":[1,2]'), /^not JSON at byte 25: cut off/],
       [encoder.encode(""), /^not JSON at byte 0: cut off/],
       [encoder.encode('{"s":"a\tb"}'), /^not JSON at byte 7: unescaped control/],
