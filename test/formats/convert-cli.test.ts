@@ -83,6 +83,18 @@ describe("callforest convert", () => {
     ]);
   });
 
+  it("names the right line for a bad line longer than a read batch (2 MB), and converts the lines around it", async () => {
+    const dir = tmp();
+    const file = join(dir, "long.jsonl");
+    const [row] = readJsonl(COMPETITIVE_CODING);
+    const long = JSON.stringify({ ...row, padding: "x".repeat(5 << 20) });
+    writeFileSync(file, [JSON.stringify(row), `${long} x`, long, JSON.stringify(row)].join("\n") + "\n");
+    const r = await run(file);
+    expect(r.code).toBe(0);
+    expect(lines(r.stdout)).toHaveLength(3);
+    expect(lines(r.stderr)).toEqual([`${file}:2: rejected (malformed_json): not JSON at byte ${long.length + 1}: unexpected 'x' after the JSON value`]);
+  });
+
   it("a value it cannot write back (an unknown field nested 10,000 deep) is one line on stderr; the rest converts", async () => {
     const dir = tmp();
     const file = join(dir, "deep.jsonl");
