@@ -286,11 +286,13 @@ function timeOf(value: unknown, label: string): Time {
   if (match !== null) {
     const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
     const offset = match[8] !== undefined ? 0 : (match[9] === "-" ? -1 : 1) * (Number(match[10]) * 60 + Number(match[11])) * 60;
-    const ms = Date.UTC(year, month - 1, day, hour, minute, second);
-    const date = new Date(ms);
-    // Date.UTC rolls over out-of-range fields (month 13, day 32): only real dates are times.
-    if (date.getUTCMonth() === month - 1 && date.getUTCDate() === day && hour < 24 && minute < 60 && second < 61) {
-      return { seconds: ms / 1000 - offset, fraction: match[7] ?? "" };
+    const date = new Date(0);
+    date.setUTCFullYear(year, month - 1, day); // (Date.UTC would read years 0–99 as 1900–1999)
+    date.setUTCHours(hour, minute);
+    // Date rolls over out-of-range fields (month 13, day 32): only real dates are times. Seconds
+    // are added after that check, so a leap second (23:59:60 on a month's last day) is one too.
+    if (date.getUTCMonth() === month - 1 && date.getUTCDate() === day && hour < 24 && minute < 60 && second <= 60) {
+      return { seconds: date.getTime() / 1000 + second - offset, fraction: match[7] ?? "" };
     }
   }
   throw new FormatError("missing_field", `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time with a zone`);

@@ -158,6 +158,16 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
     // The same instant written in another zone is the same time: file order breaks the tie.
     const zoned = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T07:00:00+02:00", "2025-11-30T05:00:00Z"])) }));
     expect(zoned.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
+    // A zone west of UTC is behind it: 00:00:00.05-05:00 is 05:00:00.05Z, after 05:00:00.01Z.
+    const west = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T00:00:00.05-05:00", "2025-11-30T05:00:00.01Z"])) }));
+    expect(west.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
+    // Trailing zeros change nothing (.50 and .5 tie: file order), a basic-format zone and a leap second are times.
+    for (const [a, b] of [["2025-11-30T05:00:00.50Z", "2025-11-30T05:00:00.5Z"], ["2025-11-30T07:00:00+0200", "2025-11-30T05:00:00Z"]]) {
+      const tied = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([a, b])) }));
+      expect([a, b, ...tied.rollout.calls.slice(0, 2).map((c) => c.id)]).toEqual([a, b, first, second]);
+    }
+    const leap = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2016-12-31T23:59:60Z", "2016-12-31T23:59:59.5Z"])) }));
+    expect(leap.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // A number and an ISO time naming the same instant tie (file order decides); digits count as written.
     const mixed = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.05, "2025-11-30T05:00:00.05Z"])) }));
     expect(mixed.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
@@ -166,7 +176,10 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
     // Just before zero, written in exponent form: after -0.5, not a second early (rounding up).
     const negative = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([-1e-10, -0.5])) }));
     expect(negative.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
-    for (const bad of ["2025-11-30T05:00:00", "5", "2025-13-01T00:00:00Z", "yesterday"]) {
+    // Years below 100 are years, not 1900 + year.
+    const early = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["1999-01-01T00:00:00Z", "0099-01-01T00:00:00Z"])) }));
+    expect(early.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
+    for (const bad of ["2025-11-30T05:00:00", "5", "2025-13-01T00:00:00Z", "2025-02-29T00:00:00Z", "2025-11-30T24:00:00Z", "2025-11-30T05:60:00Z", "2025-11-30T05:00:61Z", "yesterday"]) {
       const result = toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([bad])) });
       expect(result.ok ? "accepted" : result.detail).toMatch(/created_at is .* expected a number or an ISO 8601 time with a zone$/);
     }
