@@ -412,7 +412,7 @@ describe("every reader reads the same lines", () => {
     expect(got.rows).toEqual(want);
   };
 
-  it("a file named neither .json nor .jsonl goes by its first line, on every reader (the page too)", async () => {
+  it("a file named neither .json nor .jsonl goes by its first line, on every reader (the page too); .JSON is .json", async () => {
     const pretty = `\n${JSON.stringify([JSON.parse(a), JSON.parse(b)], null, 2)}\n`;
     const document = await readers("rollouts.txt", pretty);
     expect([document.read, document.page]).toEqual([[["rollouts.txt[0]", "ok"], ["rollouts.txt[1]", "ok"]], [["rollouts.txt[0]", "ok"], ["rollouts.txt[1]", "ok"]]]);
@@ -421,6 +421,9 @@ describe("every reader reads the same lines", () => {
     const asJsonl = await readers("pretty.ndjson", pretty); // a JSONL name is JSONL, whatever it holds
     expect([asJsonl.read[0], asJsonl.read.length > 10]).toEqual([["pretty.ndjson:2", "malformed_json"], true]);
     expectEveryReader(asJsonl, asJsonl.read);
+    // `.JSON` is `.json`: a compact array on one line is one value, not a JSONL line.
+    const upper = await readers("ROLLOUTS.JSON", `${JSON.stringify([JSON.parse(a), JSON.parse(b)])}\n`);
+    expect([upper.read, upper.rows]).toEqual([[["ROLLOUTS.JSON[0]", "ok"], ["ROLLOUTS.JSON[1]", "ok"]], [["ROLLOUTS.JSON", "ok"], ["ROLLOUTS.JSON", "ok"]]]);
   });
 
   it("a lone CR is not a line break (rows, show/draw/convert and the page agree)", async () => {

@@ -104,13 +104,26 @@ describe("gym-rollout: competitive-coding-rollouts.jsonl (rollout rows)", () => 
     const row = clone(rows[2]);
     delete row._ng_rollout_index;
     expect(accepted(toCanonical(row)).rollout.rollout_id).toBe("resp_5f70aa83004948b48cf6953f9415e287");
+    // Only integers and non-empty strings are indices.
+    for (const task of ["", 1.5, null, true, {}, []]) {
+      const other = clone(rows[2]);
+      other._ng_task_index = task;
+      expect([task, accepted(toCanonical(other)).rollout.rollout_id]).toEqual([task, "resp_5f70aa83004948b48cf6953f9415e287"]);
+    }
+    const named = clone(rows[2]);
+    named._ng_task_index = "task-a";
+    expect(accepted(toCanonical(named)).rollout.rollout_id).toBe(`task-a-${rows[2]._ng_rollout_index}`);
   });
 
-  it("skips output items whose generation_token_ids is empty or absent", () => {
+  it("skips output items whose generation_token_ids is empty, null or absent", () => {
     const row = clone(rows[0]);
     row.response.output[0].generation_token_ids = [];
     row.response.output[0].prompt_token_ids = [1, 2];
     row.response.output[0].generation_log_probs = [];
+    expect(accepted(toCanonical(row)).rollout.calls).toHaveLength(1);
+    row.response.output[0].generation_token_ids = null;
+    expect(accepted(toCanonical(row)).rollout.calls).toHaveLength(1);
+    delete row.response.output[0].generation_token_ids;
     expect(accepted(toCanonical(row)).rollout.calls).toHaveLength(1);
   });
 
