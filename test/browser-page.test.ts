@@ -4,7 +4,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { request } from "node:http";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -405,6 +405,27 @@ describe("callforest view's server", () => {
     expect(await status(`LOCALHOST:${port}`, "/")).toBe(200);
     // On port 80 clients send no port; elsewhere the port must be there.
     expect([isOwnHost("127.0.0.1", 80), isOwnHost("localhost", 80), isOwnHost("localhost:80", 80), isOwnHost("localhost", 8080), isOwnHost(undefined, 80)]).toEqual([true, true, true, false, false]);
+  });
+
+  it("with --tokens, never serves a token file from outside the directory, however the name is encoded", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      writeFileSync(join(outside, "secret.tokens.jsonl"), "outside\n");
+      mkdirSync(join(outside, "tok"));
+      writeFileSync(join(outside, "tok", "inside.tokens.jsonl"), "inside\n");
+      const server = await startViewServer({ page: join(dir, "web/index.html"), input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed", port: 0 });
+      try {
+        const origin = new URL(server.url).origin;
+        expect(await (await fetch(`${origin}/tokens/inside.tokens.jsonl`)).text()).toBe("inside\n");
+        for (const path of ["/tokens/..%2Fsecret.tokens.jsonl", "/tokens/..%5Csecret.tokens.jsonl", "/tokens/%2E%2E%2Fsecret.tokens.jsonl", "/tokens/inside.tokens.jsonl%00"]) {
+          expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
+        }
+      } finally {
+        await server.close();
+      }
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   it("with --tokens, serves the directory's token files (and nothing else) and the page plans the capture", async () => {
