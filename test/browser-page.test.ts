@@ -3,7 +3,8 @@
 // One browser for the file; the page is built once into a temporary directory.
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { decode } from "fast-png";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, reportToJson, rowToJson } from "../src/index.js";
-import { isOwnHost, startViewServer, type ViewServer } from "../src/cli/commands/view.js";
+import { DEFAULT_PORT, isOwnHost, startViewServer, type ViewServer } from "../src/cli/commands/view.js";
 import { generateRollout } from "../bench/generate.js";
 import { readRollouts } from "../src/formats/read.js";
 import { tokenDirectory } from "../src/formats/tokens-dir.js";
@@ -326,6 +327,37 @@ describe("the page", () => {
       } finally {
         child.kill();
       }
+    }
+  });
+
+  it("view --port N refuses a taken port (exit 2); without --port a taken default port gives way to a free one", async () => {
+    const blocker = createServer();
+    blocker.listen(0, "127.0.0.1");
+    await once(blocker, "listening");
+    const taken = (blocker.address() as AddressInfo).port;
+    const view = (...args: string[]) => spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const refused = view("--port", String(taken));
+      const stderr: Buffer[] = [];
+      refused.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+      const timer = setTimeout(() => refused.kill(), 10_000); // serving instead would hang here
+      const [code] = (await once(refused, "exit")) as [number | null];
+      clearTimeout(timer);
+      expect([code, Buffer.concat(stderr).toString()]).toEqual([2, `callforest: --port ${taken}: already in use (--port 0 picks a free one)\n`]);
+    } finally {
+      blocker.close();
+    }
+    const defaultPort = createServer();
+    defaultPort.listen(DEFAULT_PORT, "127.0.0.1");
+    const [event] = await Promise.race([once(defaultPort, "listening").then(() => ["listening"]), once(defaultPort, "error").then(() => ["error"])]);
+    const child = view();
+    try {
+      const [url] = (await once(child.stdout, "data")) as [Buffer];
+      const port = Number(new URL(url.toString().trim()).port);
+      expect([event, port === DEFAULT_PORT, port > 0]).toEqual(["listening", false, true]);
+    } finally {
+      child.kill();
+      defaultPort.close();
     }
   });
 

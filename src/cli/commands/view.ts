@@ -22,7 +22,7 @@ import { opensDocument } from "../../formats/text.js";
 
 /** The built page; src/cli/commands and dist/cli/commands both sit three levels below the package. */
 export const PAGE_FILE = fileURLToPath(new URL("../../../dist/web/index.html", import.meta.url));
-const DEFAULT_PORT = 5178;
+export const DEFAULT_PORT = 5178;
 
 // The page only ever talks to its own origin (and data: URLs of its inlined assets).
 const CSP =
