@@ -277,6 +277,10 @@ describe("rows: inputs and options", () => {
       `${jsonl}:3: rejected (invalid_rollout): the value is an array, expected a JSON object`,
       "callforest: 1 of 3 rollouts rejected",
     ]);
+    // Every rollout rejected is no exception.
+    writeFileSync(jsonl, "[1]\n");
+    const all = await cli("rows", jsonl, "--strict", "--quiet", "-o", join(dir, "o"), "--jobs", "1");
+    expect([all.code, lines(all.stderr).at(-1)]).toEqual([1, "callforest: 1 of 1 rollout rejected"]);
   });
 
   it("rejects a .json input too large to read as one string, and goes on", async () => {
@@ -299,6 +303,7 @@ describe("rows: inputs and options", () => {
     for (const [argv, message] of [
       [["--jobs", "0"], "callforest: --jobs must be a positive integer, got '0'"],
       [["--jobs", "two"], "callforest: --jobs must be a positive integer, got 'two'"],
+      ...["1e2", "0x10", "+3", " 3", "2.0"].map((jobs) => [["--jobs", jobs], `callforest: --jobs must be a positive integer, got '${jobs}'`] as const),
       [["--batch-bytes", "5000000000"], "callforest: --batch-bytes must be at most 1073741824, got '5000000000'"],
       [["--mask-format", "bytes"], "callforest: unknown --mask-format 'bytes': expected bits or ints"],
       [["--backend", "gpu"], "callforest: unknown --backend 'gpu': expected wasm or ts"],

@@ -139,6 +139,9 @@ describe("callforest convert", () => {
       `${VLLM_ROUND_TRIP}: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
       "callforest: 1 of 6 input values rejected",
     ]);
+    // Every value rejected is no exception.
+    const all = await run("--strict", VLLM_ROUND_TRIP);
+    expect([all.code, all.stdout, lines(all.stderr).at(-1)]).toEqual([1, "", "callforest: 1 of 1 input values rejected"]);
   });
 
   it("reads a .json file holding an array as one value per element", async () => {
