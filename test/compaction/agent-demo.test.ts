@@ -29,6 +29,28 @@ describe("callforest agent-demo", () => {
     }
   });
 
+  it("takes its options: --actions-per-chunk, --seed, and each policy's own omissions", async () => {
+    // A chunk opens every N actions: new roots only at multiples of N (of 2 here, of 3 by default).
+    const rootsOf = (out: string) => /^roots: (.*)$/m.exec(out)![1].split(" ").map((id) => Number(id.slice("agent-c".length)));
+    const chunked = await agentDemo({ ...defaults, actionsPerChunk: "2" });
+    expect(chunked.split("\n")[0]).toBe("agent-demo: 10 calls, policy combined (recency/1), schedule turn_chunked(2), stop max_turns");
+    const [twos, threes] = [rootsOf(chunked), rootsOf(await agentDemo(defaults))];
+    expect([twos.length > 2, twos.every((call) => call % 2 === 0), threes.every((call) => call % 3 === 0)]).toEqual([true, true, true]);
+    expect(twos).not.toEqual(threes);
+    // Another seed, another episode.
+    const seeded = await Promise.all(["0", "1"].map((seed) => agentDemo({ ...defaults, seed })));
+    expect(seeded[0].replace(/agent-demo-\d/g, "")).not.toBe(seeded[1].replace(/agent-demo-\d/g, ""));
+    // Omitted images/reasoning at the boundaries: each policy omits its own kind only.
+    const omitted = async (policy: string) => {
+      const out = await agentDemo({ ...defaults, policy });
+      const columns = [...out.matchAll(/ (\d+)\/(\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]);
+      return [columns.some(([i]) => i > 0), columns.some(([, r]) => r > 0)];
+    };
+    expect(await omitted("reasoning")).toEqual([false, true]);
+    expect(await omitted("images")).toEqual([true, false]);
+    expect(await omitted("combined")).toEqual([true, true]);
+  });
+
   it("is registered as `callforest agent-demo`", async () => {
     const written: string[] = [];
     const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
