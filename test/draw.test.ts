@@ -121,6 +121,12 @@ describe("the worked example's picture", () => {
     const svg = draw(example);
     expect([...svg.matchAll(/class="cf-cut-mark" data-after="([^"]+)"/g)].map((m) => m[1])).toEqual(["C11"]);
     expect(svg).toContain("C10 was the last call of the old context, C11 starts a new tree");
+    // A try nobody kept (or an empty generation) before an agent's first real call cuts nothing.
+    const call = (id: string, prompt: number[], generated: number[], kept?: boolean) => ({
+      id, agent: "main", prompt_token_ids: prompt, generation_token_ids: generated, generation_log_probs: generated.map(() => -1), ...(kept === undefined ? {} : { kept }),
+    });
+    const retried = { rollout_id: "retried", reward: 0, calls: [call("A1", [1, 2], [3], false), call("A2", [1, 2], []), call("A3", [1, 2], [4]), call("A4", [1, 2, 4, 5], [6])] };
+    expect(draw(retried)).not.toContain('class="cf-cut-mark"');
   });
 
   it("draws each row's path with trained calls filled and context calls hollow (SPEC's table)", () => {
