@@ -291,6 +291,11 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const r = await cli("show", input);
     expect(r.code).toBe(0);
     expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(`${input}:2: rejected (invalid_token): call "a" (calls[0]): prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`);
+    // One blank line between rollouts, none before the first.
+    const alone = await cli("show", LOGIN_BUG);
+    expect(r.stdout.startsWith("\n")).toBe(false);
+    expect(r.stdout.endsWith(`\n\n${r.stdout.trimEnd().split("\n").at(-1)}\n`)).toBe(true);
+    expect(alone.stdout.includes("\n\n\n")).toBe(false);
   });
 
   it("an output that is also an input (or another output) is refused before anything is written", async () => {
