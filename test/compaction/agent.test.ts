@@ -49,6 +49,21 @@ describe("agent loop", () => {
     });
   });
 
+  it("records as appended items exactly what a continuation adds to its parent's input", async () => {
+    await withServer({ seed: 1 }, async (_server, model) => {
+      const result = await runAgent({ model, environment: createGridWorld({ seed: 2 }), compaction, maxTurns: 4 });
+      const [first, ...rest] = result.evidence.calls;
+      expect(first.appended_items).toBe(0);
+      expect(rest).toHaveLength(3);
+      for (const call of rest) {
+        const parent = result.evidence.calls.find((c) => c.call_id === call.parent_call)!;
+        expect(call.appended_items).toBe(call.view.input_items - parent.view.input_items);
+        // at least the parent's function call and the function output that answered it
+        expect(call.appended_items).toBeGreaterThanOrEqual(2);
+      }
+    });
+  });
+
   it("rejects a turn budget below one", async () => {
     await expect(runAgent({ model: null as never, environment: createGridWorld(), maxTurns: 0 })).rejects.toThrow(CompactionError);
   });

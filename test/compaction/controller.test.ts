@@ -4,6 +4,7 @@ import {
   ContextController,
   PrefixMismatchError,
   changedRanges,
+  checkRequiredPrefix,
   entryKeys,
   identityPolicy,
   materialize,
@@ -160,5 +161,20 @@ describe("controller", () => {
       { old_start: 1, old_end: 2, new_start: 1, new_end: 1 },
       { old_start: 3, old_end: 3, new_start: 2, new_end: 4 },
     ]);
+  });
+});
+
+describe("checkRequiredPrefix", () => {
+  it("accepts a prompt equal to or longer than the required prefix", () => {
+    expect(() => checkRequiredPrefix("c", [1, 2, 3], [1, 2, 3])).not.toThrow();
+    expect(() => checkRequiredPrefix("c", [1, 2, 3], [1, 2, 3, 4])).not.toThrow();
+    expect(() => checkRequiredPrefix("c", null, [])).not.toThrow();
+  });
+
+  it("refuses a prompt shorter than the required prefix, even when it matches as far as it goes", () => {
+    const shorter = () => checkRequiredPrefix("c", [1, 2, 3], [1, 2]);
+    expect(shorter).toThrow(PrefixMismatchError);
+    expect(shorter).toThrow("call c: observed prompt_token_ids (2 tokens) does not start with required_prefix_token_ids (3 tokens); observed prompt is shorter");
+    expect(() => checkRequiredPrefix("c", [1], [])).toThrow(/observed prompt is shorter$/);
   });
 });

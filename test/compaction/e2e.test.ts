@@ -55,6 +55,7 @@ function checkEvidenceShape(result: RunAgentResult) {
       expect(call.segment).toBe(previous.segment);
       expect(call.parent_call).toBe(previous.call_id);
       expect(call.required_prefix_length).toBe(previous.prompt_token_ids.length + previous.generation_token_ids.length);
+      expect(call.appended_items).toBe(call.view.input_items - previous.view.input_items);
       expect(call.appended_items).toBeGreaterThan(0);
     }
   });

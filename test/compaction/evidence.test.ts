@@ -68,6 +68,21 @@ describe("generation evidence", () => {
     expect(g).toEqual({ prompt_token_ids: [1, 2], generation_token_ids: [3, 4], generation_log_probs: [-1, -2] });
   });
 
+  it("accepts several output items carrying the same token evidence, and refuses ones that disagree on any field", () => {
+    const tokens = { prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-1] };
+    // a reasoning item and a function call of one response, each carrying token fields
+    const both = (reasoning: Record<string, unknown>): ResponsesResponse => {
+      const r = response(tokens);
+      r.output.unshift({ type: "reasoning", id: "rs", content: [{ type: "reasoning_text", text: "hm" }], ...reasoning } as never);
+      return r;
+    };
+    expect(extractGeneration("c0", both(tokens))).toEqual(tokens);
+    const differ = "call c0 (response resp_1): output items carry different token evidence";
+    expect(() => extractGeneration("c0", both({ ...tokens, generation_token_ids: [4] }))).toThrow(differ);
+    expect(() => extractGeneration("c0", both({ ...tokens, generation_log_probs: [-2] }))).toThrow(differ);
+    expect(() => extractGeneration("c0", both({ ...tokens, prompt_token_ids: [1, 9] }))).toThrow(differ);
+  });
+
   it("rejects malformed evidence with the call, the field and the counts", () => {
     expect(() => extractGeneration("c0", response({ generation_token_ids: [3], generation_log_probs: [-1] }))).toThrow(
       "call c0 (response resp_1): prompt_token_ids is missing",

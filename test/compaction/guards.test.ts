@@ -1,5 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
-import { CompactionError, identityPolicy, materialize, measureGuards, projectVisionTokens, validateGuards } from "../../src/compaction/index.js";
+import { CompactionError, identityPolicy, materialize, measureGuards, projectVisionTokens, rolling, runAgent, validateGuards, type ModelClient } from "../../src/compaction/index.js";
+import { hasGuards } from "../../src/compaction/guards.js";
+import { createGridWorld } from "../../src/compaction/testbed/index.js";
 import { sampleHistory } from "./fixtures.js";
 
 describe("guards", () => {
@@ -23,6 +25,39 @@ describe("guards", () => {
     const noTokenGuard = vi.fn(async () => 0);
     expect(await measureGuards({ maxActiveImages: 3 }, view, media, noTokenGuard)).toEqual([{ guard: "active_images", measured: 3, limit: 3, ok: true }]);
     expect(noTokenGuard).not.toHaveBeenCalled();
+  });
+
+  it("admits a total exactly at the limit: prompt + reserve <= maxTotalTokens", async () => {
+    const { history, media } = await sampleHistory(1);
+    const view = await materialize(identityPolicy().plan(history.entries()), history.entries(), media);
+    const config = { maxTotalTokens: 10, reserveGenerationTokens: 2 };
+    expect(await measureGuards(config, view, media, async () => 8)).toEqual([{ guard: "total_tokens", measured: 10, limit: 10, ok: true }]);
+    expect(await measureGuards(config, view, media, async () => 9)).toEqual([{ guard: "total_tokens", measured: 11, limit: 10, ok: false }]);
+  });
+
+  it("counts any one limit as a guard; the patch size alone is not one", () => {
+    for (const only of [{ maxTotalTokens: 0 }, { maxActiveImages: 0 }, { maxVisionTokens: 0 }]) expect(hasGuards(only)).toBe(true);
+    expect(hasGuards(undefined)).toBe(false);
+    expect(hasGuards({})).toBe(false);
+    expect(hasGuards({ patchSize: 16, reserveGenerationTokens: 64 })).toBe(false);
+  });
+
+  it("applies a vision-token limit configured on its own: the first call is rejected before it is sent", async () => {
+    // The grid world's first observation is an image; a zero vision budget cannot admit it.
+    const model: ModelClient = {
+      model: "unused",
+      respond: async () => {
+        throw new Error("sent a call the guard should have rejected");
+      },
+      countTokens: async () => 0,
+    };
+    const compaction = { policy: identityPolicy(), schedule: rolling(), guards: { maxVisionTokens: 0 } };
+    const result = await runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2 });
+    expect(result.stopReason).toBe("guard_rejected");
+    expect(result.evidence.calls).toEqual([]);
+    expect(result.evidence.guards).toEqual([
+      { call_id: "agent-c0", outcome: "reject", rounds: [{ view_digest: expect.any(String), checks: [{ guard: "vision_tokens", measured: 25, limit: 0, ok: false }] }] },
+    ]);
   });
 
   it("rejects limits that are not non-negative integers", () => {

@@ -3,7 +3,7 @@
 // that ends in the middle of a response's tool calls.
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import {
   EvidenceError,
   ModelHttpError,
@@ -109,8 +109,11 @@ describe("model client", () => {
   });
 });
 
-/** A scripted model: `outputs[n]` is the n-th response's output items (the last carries tokens). */
-function scripted(outputs: ResponsesResponse["output"][]): ModelClient {
+/**
+ * A scripted model: `outputs[n]` is the n-th response's output items (the last carries tokens);
+ * `id(n)` names the n-th response (from 1).
+ */
+function scripted(outputs: ResponsesResponse["output"][], id = (n: number) => `r${n}`): ModelClient {
   let n = 0;
   return {
     model: "fake",
@@ -118,7 +121,7 @@ function scripted(outputs: ResponsesResponse["output"][]): ModelClient {
       const output = outputs[Math.min(n, outputs.length - 1)].map((item) => (item && typeof item === "object" ? { ...item } : item));
       n++;
       Object.assign(output[output.length - 1], { prompt_token_ids: [1, 2, n], generation_token_ids: [5, 6], generation_log_probs: [-1, -1] });
-      return { id: `r${n}`, object: "response", model: "fake", status: "completed", output } as ResponsesResponse;
+      return { id: id(n), object: "response", model: "fake", status: "completed", output } as ResponsesResponse;
     },
     async countTokens() {
       return 0;
@@ -186,6 +189,41 @@ describe("runAgent", () => {
       ids.add(result.evidence.rollout_id);
     }
     expect(ids.size).toBe(3);
+  });
+
+  it("derives the default rollout id from every response id, not only the first", async () => {
+    const idOf = async (id?: (n: number) => string) =>
+      (await runAgent({ model: scripted([[move("south", 1)]], id), environment: createGridWorld(), maxTurns: 3 })).evidence.rollout_id;
+    const same = await idOf();
+    expect(await idOf()).toBe(same); // the same run gives the same id
+    // the same first response, different later ones: a different rollout
+    expect(await idOf((n) => (n === 1 ? "r1" : `other${n}`))).not.toBe(same);
+  });
+
+  it("caps the doubling retry delay at 5 s", async () => {
+    // Five transient failures, then an answer; the waits are recorded, not slept through.
+    const model = scripted([[move("south", 1)]]);
+    let failures = 0;
+    const flaky: ModelClient = {
+      ...model,
+      respond: async (call) => {
+        if (failures++ < 5) throw new ModelHttpError("HTTP 503: busy", 503, true);
+        return model.respond(call);
+      },
+    };
+    const delays: (number | undefined)[] = [];
+    const sleep = vi.spyOn(globalThis, "setTimeout").mockImplementation(((resolve: () => void, ms?: number) => {
+      delays.push(ms);
+      resolve();
+      return 0;
+    }) as unknown as typeof setTimeout);
+    try {
+      const result = await runAgent({ model: flaky, environment: createGridWorld(), maxTurns: 1, retries: 5, retryDelayMs: 4000 });
+      expect(result.evidence.calls[0].attempts).toBe(6);
+    } finally {
+      sleep.mockRestore();
+    }
+    expect(delays).toEqual([4000, 5000, 5000, 5000, 5000]);
   });
 
   it("refuses retries that are not a non-negative integer (NaN retried forever)", async () => {

@@ -73,6 +73,22 @@ describe("schedules", () => {
     expect(s.chunks()[0].closed_by).toBe("guard");
   });
 
+  it("a guard recompaction marks only the chunk it opens: the chunk after it opens normally", async () => {
+    const { history } = await sampleHistory(2);
+    const s = createScheduler(turnChunked(2), policy);
+    s.view(history.entries());
+    s.recordCall("c0", 1);
+    addTurn(history, 2);
+    expect(s.closeChunkEarly()).toBe(true);
+    expect(s.view(history.entries()).trigger).toBe("guard_recompaction");
+    s.recordCall("c1", 2); // fills the recompacted chunk
+    addTurn(history, 3);
+    const next = s.view(history.entries());
+    expect(next.trigger).toBe("chunk_opened");
+    expect(next.chunk).toBe(2);
+    expect(s.chunks().map((c) => c.closed_by)).toEqual(["guard", "full", null]);
+  });
+
   it("rejects a chunk size below one", () => {
     expect(() => turnChunked(0)).toThrow(CompactionError);
     expect(() => turnChunked(1.5)).toThrow(/actionsPerChunk must be a positive integer \(got 1.5\)/);
