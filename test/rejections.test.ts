@@ -109,6 +109,8 @@ const CASES: Case[] = [
   { name: "agent not listed", input: rollout([ok1, call("c2", [1], [2], { agent: "Z" })]), code: "unknown_agent", call: "c2" },
   { name: "default agent \"\" not listed", input: rollout([ok1, call("c2", [1], [2], { agent: undefined })]), code: "unknown_agent", call: "c2" },
   { name: "unkept call's agent not listed", input: rollout([ok1, call("c2", [1], [2], { agent: "Z", kept: false })]), code: "unknown_agent", call: "c2" },
+  { name: "an empty agents list lists nobody", input: rollout([ok1], { agents: [] }), code: "unknown_agent", call: "ok1" },
+  { name: "an empty agents list lists no default agent either", input: rollout([call("c1", [1], [2], { agent: undefined })], { agents: [] }), code: "unknown_agent", call: "c1" },
   // invalid_token
   { name: "negative token", input: rollout([ok1, call("c2", [1, -1], [2])]), code: "invalid_token", call: "c2" },
   { name: "token 2^31", input: rollout([ok1, call("c2", [1], [2 ** 31])]), code: "invalid_token", call: "c2" },
@@ -117,6 +119,7 @@ const CASES: Case[] = [
   { name: "token null", input: rollout([ok1, call("c2", [1], [null] as unknown as number[])]), code: "invalid_token", call: "c2" },
   { name: "negative in an Int32Array", input: rollout([ok1, call("c2", [], [], { prompt_token_ids: Int32Array.of(4, -3), generation_token_ids: Int32Array.of(1), generation_log_probs: [-1] })]), code: "invalid_token", call: "c2" },
   { name: "unkept call with a bad token", input: rollout([ok1, call("c2", [1], [-2], { kept: false })]), code: "invalid_token", call: "c2" },
+  { name: "unkept call with a bad token in an Int32Array generation", input: rollout([ok1, call("c2", [], [], { kept: false, prompt_token_ids: Int32Array.of(1), generation_token_ids: Int32Array.of(3, -2), generation_log_probs: [-1, -1] })]), code: "invalid_token", call: "c2" },
   // logprob_length_mismatch
   { name: "one logprob short", input: rollout([ok1, call("c2", [1], [2, 3], { generation_log_probs: [-1] })]), code: "logprob_length_mismatch", call: "c2" },
   { name: "logprobs for an empty generation", input: rollout([ok1, call("c2", [1], [], { generation_log_probs: [-1] })]), code: "logprob_length_mismatch", call: "c2" },
@@ -408,6 +411,7 @@ describe("CLI rows: rejected lines are reported, the other rollouts still give t
       [{ rollout_id: "r", reward: 1, calls: [call("c1", [1], [3], { id: undefined })] }, "calls[0]: id is missing (it must be a non-empty string)"],
       [{ rollout_id: "r", reward: 1, calls: [good], agents: [{ parent: null }] }, "agents[0].id is missing (it must be a string)"],
       [{ rollout_id: "r", reward: 1, calls: [call("c1", [1], [3], { generation_log_probs: null })] }, 'call "c1" (calls[0]): generation_log_probs must be an array, got null'],
+      [{ rollout_id: "r", reward: 1, calls: [good], agents: [{ id: "L", parent: null, mode: 5 }] }, 'agents[0] ("L"): mode must be a string'],
     ];
     const want = cases.map(([, detail]) => detail);
     for (const { name, cf } of backends) expect([name, ...cases.map(([r]) => cf.plan(r).report.detail)]).toEqual([name, ...want]);
@@ -415,6 +419,13 @@ describe("CLI rows: rejected lines are reported, the other rollouts still give t
     for (const args of [["--backend", "wasm"], ["--backend", "ts"], ["--reader", "json"]]) {
       const r = await runRows([input, ...args]);
       expect([args.join(" "), ...r.reports.map((report) => report.detail)]).toEqual([args.join(" "), ...want]);
+    }
+  });
+
+  test("the first bad token is named whichever array it is in: a typed prompt's before a plain generation's", () => {
+    const input = rollout([call("c1", [], [], { prompt_token_ids: Int32Array.of(4, -3), generation_token_ids: [1.5], generation_log_probs: [-1] })]);
+    for (const { name, cf } of backends) {
+      expect([name, cf.plan(input).report.detail]).toEqual([name, 'call "c1" (calls[0]): prompt_token_ids[1] is -3, not an integer in [0, 2^31-1]']);
     }
   });
 

@@ -163,6 +163,8 @@ function readRolloutFields(rollout: unknown): { id: string; reward: number; agen
       if (agents.parentOf.has(agent.id as string)) bad(`duplicate agent id ${agent.id}`);
       const parent = agent.parent === undefined ? null : agent.parent;
       if (parent !== null && typeof parent !== "string") bad(`agent ${agent.id}: parent not a string or null`);
+      // SPEC table: "mode free text" (optional)
+      if (agent.mode !== undefined && typeof agent.mode !== "string") bad(`agent ${agent.id}: mode not a string`);
       agents.parentOf.set(agent.id as string, parent as string | null);
     }
     for (const [id, parent] of agents.parentOf) {
