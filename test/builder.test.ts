@@ -4,6 +4,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest, type Rollout } from "../src/index.js";
 import { buildFrom, loadExample } from "./support/worked-example.js";
 
+const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
+
 
 describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("builder on $backend", (options) => {
   let cf: Callforest;
@@ -97,6 +99,25 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     const b = cf.builder({ rollout_id: "r", reward: 0 });
     expect(() => b.stage(-1, 2)).toThrow(RangeError);
     expect(() => b.commit({ id: "a" })).toThrow(/stage\(\) first/);
+  });
+
+  it("hands out room for every logprob when a call generates more than any before it but holds fewer tokens", () => {
+    const b = cf.builder({ rollout_id: "r", reward: 0 }); // no hints: the staging area grows as calls come
+    const fill = (prompt: number, generated: number, from: number) => {
+      const slot = b.stage(prompt, generated);
+      expect([slot.promptTokenIds.length, slot.generationTokenIds.length, slot.logprobs.length]).toEqual([prompt, generated, generated]);
+      slot.promptTokenIds.set(range(prompt, from));
+      slot.generationTokenIds.set(range(generated, from + prompt));
+      slot.logprobs.set(range(generated, 1).map((i) => -i));
+    };
+    fill(1000, 10, 1);
+    expect(b.commit({ id: "a" })).toBe(true);
+    fill(500, 300, 5000);
+    expect(b.commit({ id: "b" })).toBe(true);
+    const plan = b.finish();
+    const logprobs = plan.rows.map((row) => Array.from(row.logprobs.subarray(row.numTokens - 3)));
+    expect([plan.report.status, logprobs]).toEqual(["ok", [[-8, -9, -10], [-298, -299, -300]]]);
+    plan.release();
   });
 
   it("is three plain functions: they work detached, and nothing else of it shows", () => {

@@ -114,6 +114,47 @@ describe("ambiguous_parent", () => {
       'ambiguous_parent: call "c1" (calls[5]): earlier calls "a1" and "b1" have identical full sequences, and neither its agent nor its parent agent singles one out',
     );
   });
+
+  it("is settled by the parent agent's candidate, also when that agent is the first listed", () => {
+    const call = (id: string, agent: string, prompt: number[], generation: number[]) => ({
+      id, agent, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -1),
+    });
+    const rollout = {
+      rollout_id: "r",
+      reward: 0,
+      agents: [{ id: "L", parent: null }, { id: "B", parent: "L" }, { id: "F", parent: "L" }],
+      calls: [call("l1", "L", [1], [2]), call("b1", "B", [1], [2]), call("f1", "F", [1, 2, 3], [4])],
+    };
+    for (const { name, cf } of backends) {
+      const plan = cf.plan(rollout);
+      expect([name, plan.report.status, plan.rows.map((row) => row.calls.join(","))]).toEqual([name, "ok", ["b1", "l1,f1"]]);
+      plan.release();
+    }
+  });
+});
+
+describe("prefix comparison", () => {
+  it("finds where a run of one repeated token breaks, at every position of every SIMD step", () => {
+    // Runs make lanes of different blocks equal (a[8..11] == b[12..15]): a compare that mixed up
+    // its lanes would still see a match where the sequences differ.
+    for (let length = 1; length <= 48; length++) {
+      for (let breakAt = 0; breakAt < length; breakAt++) {
+        const run = Array<number>(length).fill(5);
+        const broken = run.map((token, i) => (i < breakAt ? token : 6));
+        for (const [first, second] of [[run, broken], [broken, run]]) {
+          const call = (id: string, prompt: number[], generation: number[]) => ({ id, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -1) });
+          const rollout = { rollout_id: "r", reward: 0, calls: [call("c1", first, [7]), call("c2", second, [7]), call("c3", [...second, 7, 9], [8])] };
+          const want = [["c1", [...first, 7]], ["c2,c3", [...second, 7, 9, 8]]];
+          for (const { name, cf } of backends) {
+            const plan = cf.plan(rollout);
+            const got = plan.rows.map((row) => [row.calls.join(","), Array.from(row.tokenIds)]);
+            plan.release();
+            if (JSON.stringify(got) !== JSON.stringify(want)) expect([name, length, breakAt, got]).toEqual([name, length, breakAt, want]);
+          }
+        }
+      }
+    }
+  });
 });
 
 describe("release()", () => {
