@@ -20,7 +20,9 @@ const POW10_INT: StaticArray<u64> = [1, 10, 100, 1000, 10000, 100000, 1000000, 1
   const negative = load<u8>(p) == 0x2d;
   if (negative) p++;
   let mantissa: u64 = 0;
-  let significant = 0; // digits taken into `mantissa` (leading zeros not counted); > 19 (or an exponent too long to hold): the host decides
+  // Digits taken into `mantissa` (leading zeros not counted); > 19 (or set so by an exponent too
+  // long to hold): the host decides.
+  let significant = 0;
   let exp10: i32 = 0;
   let x = load<u64>(p) ^ 0x3030303030303030;
   let n = <i32>(ctz(nonDigitBits(x)) >> 3);
