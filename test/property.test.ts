@@ -411,8 +411,9 @@ describe("generators", () => {
     const ref = reference(rollout);
     if (ref.status !== "ok") throw new Error(ref.message);
     // (the simulator has no agent that resumes another agent's context, so no walk subtleties,
-    // and every call adds a tool result or a task to its parent's sequence)
-    const { walkReadingsDiffer: _subtle, promptIsParentFull: _bare, ...f } = features(rollout, ref);
+    // every call adds a tool result or a task to its parent's sequence, and its twins are two
+    // new subagents, never the leader and one of its own)
+    const { walkReadingsDiffer: _subtle, promptIsParentFull: _bare, twinsByFirstListedAgent: _leaderTwin, ...f } = features(rollout, ref);
     for (const name of Object.keys(f) as (keyof typeof f)[]) expect({ [name]: f[name] > 0 }).toEqual({ [name]: true });
   });
 
@@ -443,6 +444,8 @@ function features(rollout: Rollout, ref: RefAccepted) {
   const eligible = ref.forest.filter((c) => c.eligible);
   let twinsBySameAgent = 0;
   let twinsByParentAgent = 0;
+  let twinsByFirstListedAgent = 0; // the parent agent that settles it is agents[0] (index 0 in the cores)
+  const firstListed = rollout.agents?.[0]?.id;
   for (const c of eligible) {
     if (c.parent === null) continue;
     const p = forestById.get(c.parent)!;
@@ -450,6 +453,7 @@ function features(rollout: Rollout, ref: RefAccepted) {
     if (!tied) continue;
     if (p.agent === c.agent) twinsBySameAgent++;
     else twinsByParentAgent++;
+    if (p.agent !== c.agent && p.agent === firstListed) twinsByFirstListedAgent++;
   }
   // SPEC's walk follows "the same agent as the current call"; count the calls where reading it
   // as "the same agent as the call being owned" would pick another child somewhere on the way
@@ -475,6 +479,7 @@ function features(rollout: Rollout, ref: RefAccepted) {
     emptyGenerations: ref.diagnostics.length,
     twinsBySameAgent,
     twinsByParentAgent,
+    twinsByFirstListedAgent,
     rerenderedForkRoots: eligible.filter((c) => c.root && agentMode.get(c.agent) === "fork").length,
     typedArrays: rollout.calls.filter((c) => c.prompt_token_ids instanceof Int32Array).length,
     background: (rollout.agents ?? []).filter((a) => a.mode === "background").length,

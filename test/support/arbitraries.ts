@@ -39,7 +39,13 @@ const generatedArb: fc.Arbitrary<Generated> = fc
   )
   .map((pairs) => ({ tokens: pairs.map((p) => p[0]), logprobs: pairs.map((p) => p[1]) }));
 
-export type TwinOutcome = "sameAgent" | "parentAgent" | "ambiguous" | "sameAgentTwice";
+/**
+ * Who settles a tie between twin calls: sameAgent (a twin continues itself), parentAgent (a child
+ * agent of a twin continues), spawnerIsTwin (the spawning agent itself made the other twin call, a
+ * new fork of it continues: its parent agent's call wins, the leader's included — agents[0]),
+ * ambiguous (a sibling continues: rejected), sameAgentTwice (one agent made both calls: rejected).
+ */
+export type TwinOutcome = "sameAgent" | "parentAgent" | "spawnerIsTwin" | "ambiguous" | "sameAgentTwice";
 
 export type Action =
   /** An agent continues its own context (tool result appended, then a generation). */
@@ -178,16 +184,16 @@ export function buildRollout(s: Scenario): Rollout {
         const prompt = act.asFork ? [...from.context, ...act.task] : [...s.subagentSystem, ...act.task];
         const mode = act.asFork ? "fork" : "fresh";
         const t1 = addAgent(mode, from.id, act.asFork ? from.system : s.subagentSystem);
-        const t2 = act.outcome === "sameAgentTwice" ? t1 : addAgent(mode, from.id, t1.system);
+        const t2 = act.outcome === "sameAgentTwice" ? t1 : act.outcome === "spawnerIsTwin" ? from : addAgent(mode, from.id, t1.system);
         call(t1, prompt, act.gen);
         call(t2, prompt, act.gen);
         const twinFull = [...prompt, ...act.gen.tokens];
         // sameAgent / sameAgentTwice: t1 continues; parentAgent: a child agent of t2 continues;
-        // ambiguous: a sibling of the twins (same parent agent) continues
+        // spawnerIsTwin and ambiguous: a new child of `from` continues (a sibling of the twins)
         const next =
           act.outcome === "parentAgent"
             ? addAgent("fork", t2.id, t2.system)
-            : act.outcome === "ambiguous"
+            : act.outcome === "ambiguous" || act.outcome === "spawnerIsTwin"
               ? addAgent("fork", from.id, from.system)
               : t1;
         call(next, [...twinFull, ...act.add], act.next);
@@ -275,8 +281,8 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
   const who = fc.nat(20);
   const add = tokensArb(0, 6);
   const outcomes: TwinOutcome[] = allowAmbiguous
-    ? ["sameAgent", "parentAgent", "ambiguous", "sameAgentTwice"]
-    : ["sameAgent", "parentAgent"];
+    ? ["sameAgent", "parentAgent", "spawnerIsTwin", "ambiguous", "sameAgentTwice"]
+    : ["sameAgent", "parentAgent", "spawnerIsTwin"];
   return fc.oneof(
     { weight: 10, arbitrary: fc.record({ kind: fc.constant("step" as const), who, add, gen: generatedArb }) },
     { weight: 2, arbitrary: fc.record({ kind: fc.constant("empty" as const), who, add }) },
