@@ -6,7 +6,7 @@ import {
   INVALID_LOGPROB,
   INVALID_TOKEN,
   NOT_LINKED,
-  POOLED_CORE_MAX_BYTES,
+  KEPT_MEMORY_MAX_BYTES,
   type CoreForest,
   type CoreRow,
   type ForestCore,
@@ -464,7 +464,7 @@ export class TsCorePool {
   private readonly idle: TsCore[] = [];
 
   /** `keepBytes`: the most a released core may hold (TsCore.heldBytes) and still be pooled. */
-  constructor(private readonly keepBytes = POOLED_CORE_MAX_BYTES) {}
+  constructor(private readonly keepBytes = KEPT_MEMORY_MAX_BYTES) {}
 
   acquire(): ForestCore {
     return new TsCoreLease(this.idle.pop() ?? new TsCore(), (core) => {

@@ -9,12 +9,12 @@ export const INVALID_LOGPROB = -4;
 export const NOT_LINKED = -5;
 
 /**
- * A released core goes back to its pool only while its working memory is at most this. A
- * WebAssembly memory never shrinks, so after one huge rollout the instance (or the TS core's
- * arrays) is left to the GC rather than held, gigabytes strong, for the small rollouts that follow;
- * the next huge one grows a fresh core, a small cost beside planning it.
+ * The most working memory an instance kept from one use to the next may hold. A WebAssembly
+ * memory never shrinks, so after one huge rollout the instance (a released core, the TS core's
+ * arrays, the CLI's line scanner) is left to the GC rather than held, gigabytes strong, for the
+ * small rollouts that follow; the next huge one grows a fresh one, a small cost beside reading it.
  */
-export const POOLED_CORE_MAX_BYTES = 256 * 2 ** 20;
+export const KEPT_MEMORY_MAX_BYTES = 256 * 2 ** 20;
 
 /**
  * Where the planner writes one call's arrays. Valid until the next stage()/commit(). The arrays

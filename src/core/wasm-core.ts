@@ -7,7 +7,7 @@ import {
   type CoreForest,
   type CoreRow,
   type ForestCore,
-  POOLED_CORE_MAX_BYTES,
+  KEPT_MEMORY_MAX_BYTES,
   type SizeHints,
   type StagedCall,
 } from "./types.js";
@@ -122,7 +122,7 @@ export class WasmCorePool {
   constructor(
     private readonly module: WebAssembly.Module,
     maxMemory = 2 ** 32,
-    private readonly keepBytes = POOLED_CORE_MAX_BYTES,
+    private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
   ) {
     this.limitPages = memoryLimitPages(maxMemory);
     this.imports = importsFor(this.limitPages);

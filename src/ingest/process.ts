@@ -7,6 +7,7 @@ import { rejectedReport, toCanonical, usePlan, type ConvertResult, type FormatCo
 import { isBlankLine, malformedJson, notJsonDetail, parseValue } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
+import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../rejection.js";
 import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
@@ -138,6 +139,8 @@ class RowBytes {
 
 export class LineProcessor {
   private scanner: LineScanner | null = null;
+  /** A scanner a line grew past this is replaced before the next line (see KEPT_MEMORY_MAX_BYTES). */
+  private readonly keepScannerBytes = KEPT_MEMORY_MAX_BYTES;
   private readonly rowBytes = new RowBytes();
   private reports = "";
   private notes = "";
@@ -226,6 +229,7 @@ export class LineProcessor {
     // arrays (a logprob shown rounded to float32): a small rejected line is read again as
     // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
     this.record(result, where, line, this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined);
+    if (this.scanner !== null && this.scanner.memoryBytes > this.keepScannerBytes) this.scanner = null;
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */

@@ -63,6 +63,11 @@ export class LineScanner {
     return this.scanInput(length);
   }
 
+  /** Bytes of linear memory it holds (grown to the largest line so far; never shrinks). */
+  get memoryBytes(): number {
+    return this.wasm.memory.buffer.byteLength;
+  }
+
   /**
    * Zero-copy input: a view of `length` bytes inside linear memory where a reader can put the
    * line itself, then call scanInput(length). Null when memory cannot hold it. The view (and the

@@ -71,6 +71,25 @@ describe("LineProcessor out of memory", () => {
     expect(internals.scanner).not.toBe(exhausted);
   });
 
+  it("lets go of a scanner a huge line grew (its memory never shrinks): the next line gets a fresh one", async () => {
+    const reference = await run(await LineProcessor.create(OPTIONS), batchOf([first, big, third]));
+    const processor = await LineProcessor.create(OPTIONS);
+    const internals = processor as unknown as { scanner: { memoryBytes: number } | null; keepScannerBytes: number };
+    const original = internals.scanner!;
+    internals.keepScannerBytes = 1 << 20; // (256 MiB in use) the other lines need far less
+    // ~1.2 MB of text and 0.8 MB of tokens: the scanner grows past 1 MiB for it.
+    const agent = JSON.parse(first).calls[0].agent;
+    const huge = JSON.stringify({ ...JSON.parse(first), rollout_id: "huge", calls: [{ id: "c", agent, prompt_token_ids: Array.from({ length: 200_000 }, (_, i) => i), generation_token_ids: [1], generation_log_probs: [-1] }] });
+    const result = await run(processor, batchOf([first, huge, big, third]));
+    expect(original.memoryBytes).toBeGreaterThan(1 << 20); // grown by the huge line ...
+    expect(internals.scanner).not.toBe(original); // ... and let go: later lines had a fresh one
+    expect(internals.scanner!.memoryBytes).toBeLessThanOrEqual(1 << 20);
+    expect(result.reports).toHaveLength(4);
+    const withoutLine = (report: string) => ({ ...JSON.parse(report), line: 0 });
+    expect([result.reports[0], result.reports[2], result.reports[3]].map(withoutLine)).toEqual(reference.reports.map(withoutLine));
+    expect(JSON.parse(result.reports[1])).toMatchObject({ rollout_id: "huge", status: "ok", rows: 1 });
+  });
+
   it("lets a WebAssembly trap through (a bug, not a rollout too large)", async () => {
     const processor = await LineProcessor.create(OPTIONS);
     const internals = processor as unknown as { scanner: { scan: (line: Uint8Array) => unknown } };
