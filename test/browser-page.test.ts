@@ -87,6 +87,9 @@ describe("the page", () => {
     await page.goto(view.url);
     await nextLoad();
     expect(await page.textContent("#backend")).toMatch(/^core: WebAssembly/);
+    // the first row's tokens are shown at once; one rollout needs no selector
+    expect(await page.textContent("#strip-title")).toMatch(/^row 0 · leaf C4 · /);
+    expect(await page.isHidden("#rollouts")).toBe(true);
     expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.backend)).toBe("wasm");
     expect(await rowsInDom()).toEqual([
       { leaf: "C4", trained: ["C2", "C4"], context: [] },
@@ -123,7 +126,10 @@ describe("the page", () => {
       return "prompt";
     };
     expect(strip.map((c) => c.kind)).toEqual(strip.map((_, i) => kindAt(i)));
-    expect(strip.filter((c) => c.kind === "trained").length).toBe(byId.get("C8")!.generationLength + byId.get("C9")!.generationLength);
+    const trained = byId.get("C8")!.generationLength + byId.get("C9")!.generationLength;
+    expect(strip.filter((c) => c.kind === "trained").length).toBe(trained);
+    // the title counts the loss mask's bits in SPEC's order (least significant first)
+    expect(await page.textContent("#strip-title")).toBe(`row 2 · leaf C9 · ${row.numTokens} tokens, ${trained} trained · reward ${row.reward}`);
     expect(strip.map((c) => c.lp)).toEqual(Array.from(row.logprobs, (lp, i) => (kindAt(i) === "prompt" ? null : lp.toFixed(2))));
     // trained tokens are drawn differently from context ones
     const colours = await page.$$eval("#strip .tok.trained, #strip .tok.context", (cells) => [...new Set(cells.map((c) => getComputedStyle(c).backgroundColor + c.className))]);
@@ -205,6 +211,7 @@ describe("the page", () => {
       "rollouts.txt[0] · login-bug · 5 rows",
       "rollouts.txt[1] · second · 5 rows",
     ]);
+    expect(await page.isHidden("#rollouts")).toBe(false);
   });
 
   it("lists more rollouts than one call's arguments can hold (no spreading), and a failed open changes nothing", async () => {
@@ -259,6 +266,9 @@ describe("the page", () => {
     await page.click('#rows-table tr[data-row="3"]');
     await page.click('#svg-host g.cf-call[data-index="5"] rect');
     expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
+    // a row's path beneath the calls shows that row
+    await page.click('#svg-host g.cf-row[data-row="3"] rect.cf-trained >> nth=0');
+    expect(await page.textContent("#strip-title")).toMatch(/^row 3 · leaf C10/);
   });
 
   it("opens a file dropped on the page", async () => {
@@ -273,6 +283,14 @@ describe("the page", () => {
     expect(await page.textContent("#status")).toBe("dropped.jsonl: 1 rollout");
     expect(await page.textContent("#report h2")).toBe("rollout dropped (line 1)");
     expect((await rowsInDom()).map((r) => r.leaf)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+  });
+
+  it("a file without rollouts says so and takes the previous file's views away", async () => {
+    await page.evaluate(() => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("empty.jsonl", "\n\n"));
+    await nextLoad();
+    expect(await page.textContent("#status.error")).toBe("empty.jsonl: no rollouts in this file");
+    expect(await page.isHidden("#views")).toBe(true);
+    expect(await page.$$eval("#svg-host *", (es) => es.length)).toBe(0);
   });
 
   it("renders a picture that is not blank", async () => {
@@ -304,6 +322,12 @@ describe("the page", () => {
     expect(download.suggestedFilename()).toBe("login-bug.svg");
     const saved = readFileSync(await download.path(), "utf8");
     expect(saved).toBe(readFileSync(join(ROOT, "test/__snapshots__/login-bug.svg"), "utf8"));
+    // an id that is no file name is made one as `draw` makes it
+    const odd = JSON.stringify({ ...example, rollout_id: "a/b c" }) + "\n";
+    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("odd.jsonl", text), odd);
+    await nextLoad();
+    const [renamed] = await Promise.all([page.waitForEvent("download"), page.click("#download-svg")]);
+    expect(renamed.suggestedFilename()).toBe("a_b_c.svg");
   });
 
   it("opens rollouts piped to `callforest view -`: JSONL, or one pretty-printed array", async () => {
@@ -373,6 +397,22 @@ describe("the page", () => {
     await other.close();
   });
 
+  it("says when ?input= cannot be loaded, and reads ?input= and files opened later as ?from= says", async () => {
+    const other = await context.newPage();
+    const home = view.url.split("?")[0];
+    await other.goto(`${home}?input=input%2Fmissing.jsonl`);
+    await other.waitForSelector("body[data-ready=true]");
+    expect(await other.textContent("#status.error")).toBe("cannot load input/missing.jsonl: HTTP 404");
+    // the worked example is canonical, not a Gym rollout: read as one, it is rejected
+    await other.goto(`${home}?input=input%2Flogin-bug.json&from=gym-rollout`);
+    await other.waitForSelector('body[data-loads="1"]');
+    expect(await other.textContent("#report .rejected .reason")).toBe("invalid_rollout");
+    await other.setInputFiles("#file", EXAMPLE_FILE);
+    await other.waitForSelector('body[data-loads="2"]');
+    expect(await other.textContent("#report .rejected .reason")).toBe("invalid_rollout");
+    await other.close();
+  });
+
   it("refuses a ?from= it does not know, and says so (opening nothing)", async () => {
     const other = await context.newPage();
     const home = view.url.split("?")[0];
@@ -414,6 +454,10 @@ describe("callforest view's server", () => {
     expect(home.status).toBe(200);
     expect(home.headers.get("content-security-policy")).toContain("default-src 'none'");
     expect(home.headers.get("content-security-policy")).toContain("connect-src 'self' data:");
+    // no <base> or form may point the page elsewhere, and nothing is sniffed into another type
+    expect(home.headers.get("content-security-policy")).toContain("base-uri 'none'; form-action 'none'");
+    expect(home.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(await (await fetch(`${origin}/index.html`)).text()).toBe(await home.text());
     expect(await (await fetch(`${origin}/input/login-bug.json`)).text()).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
     expect((await fetch(`${origin}/input/other.json`)).status).toBe(404);
     expect((await fetch(`${origin}/../package.json`)).status).toBe(404);
@@ -479,6 +523,25 @@ describe("callforest view's server", () => {
       const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
       expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(plan.rows.map((row) => rowToJson(row, "bits")).join("\n"));
       plan.release();
+      // ?tokens= is followed only to the page's own origin too
+      await tab.goto(`${origin}/?input=input%2Frollouts.jsonl&tokens=${encodeURIComponent("http://example.com/")}`);
+      await tab.waitForSelector("body[data-ready=true]");
+      expect(await tab.textContent("#status")).toBe("?tokens= must name a file on this page's own origin, not http://example.com");
+      await tab.close();
+    } finally {
+      await server.close();
+    }
+  });
+
+  it("serves an input whose name needs escaping in a URL (spaces, #, %), and the page opens it", async () => {
+    const input = join(dir, "my rollout #1 100%.jsonl");
+    writeFileSync(input, JSON.stringify(example) + "\n");
+    const server = await startViewServer({ page: join(dir, "web/index.html"), input, port: 0 });
+    try {
+      const tab = await context.newPage();
+      await tab.goto(server.url);
+      await tab.waitForSelector('body[data-loads="1"]');
+      expect(await tab.textContent("#status")).toBe("my rollout #1 100%.jsonl: 1 rollout");
       await tab.close();
     } finally {
       await server.close();

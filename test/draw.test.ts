@@ -2,13 +2,14 @@
 // determinism, what the picture marks (lanes, links, roots, leaves, cuts, rows), legibility at 500
 // calls, rejected rollouts, and the CLI's file naming. XML validity and rendered text sizes are
 // checked in a real browser in draw-render.test.ts.
-import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../src/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
 import { renderPlan } from "../src/show.js";
-import { BOX_W, COL, FONT } from "../src/draw/layout.js";
+import { BOX_W, COL, FONT, ROW_LABEL_CHARS } from "../src/draw/layout.js";
+import { clip, wrap } from "../src/draw/xml.js";
 import { main } from "../src/cli/main.js";
 import { captureOutput, type Captured } from "./support/capture.js";
 import { generateRollout } from "../bench/generate.js";
@@ -185,6 +186,26 @@ describe("large and unusual rollouts", () => {
     expect(callGroup(svg, "empty")).toBe("cf-call cf-is-unlinked");
     expect(svg).toMatch(/data-call="retry" data-index="\d+">[\s\S]*?not kept<\/text>/);
     expect(svg).toMatch(/data-call="empty" data-index="\d+">[\s\S]*?empty<\/text>/);
+    // The tooltips tell the two apart: an empty generation was kept.
+    expect(svg).toMatch(/data-call="retry" data-index="\d+"><title>[^<]* · not kept<\/title>/);
+    expect(svg).toMatch(/data-call="empty" data-index="\d+"><title>[^<]* · empty generation<\/title>/);
+  });
+
+  it("colours every lane from the palette, however many agents (the palette repeats)", () => {
+    const agents = Array.from({ length: 12 }, (_, i) => ({ id: `a${i}`, parent: null }));
+    const calls = agents.map((a, i) => ({ id: `c${i}`, agent: a.id, prompt_token_ids: [i], generation_token_ids: [7], generation_log_probs: [-1] }));
+    const svg = draw({ rollout_id: "twelve", reward: 0, agents, calls });
+    const colours = [...svg.matchAll(/\b(?:fill|stroke)="([^"]*)"/g)].map((m) => m[1]);
+    expect(colours.filter((c) => !/^(#[0-9a-f]{3}|#[0-9a-f]{6}|none)$/.test(c))).toEqual([]);
+  });
+
+  it("clips the label after a row's leaf to the room the layout keeps for it", () => {
+    const rollout = structuredClone(example);
+    rollout.agents![0].mode = "a leader with a very long mode name";
+    const labels = [...draw(rollout).matchAll(/<text [^>]*class="cf-dim">(C\d+ · [^<]*)<\/text>\n<\/g>/g)].map((m) => m[1]);
+    expect(labels).toHaveLength(5);
+    for (const label of labels) expect(Array.from(label).length).toBeLessThanOrEqual(ROW_LABEL_CHARS);
+    expect(labels).toContain("C10 · L · a leader …");
   });
 
 
@@ -200,11 +221,13 @@ describe("large and unusual rollouts", () => {
   it("escapes ids and labels, and replaces characters XML forbids", () => {
     const rollout = structuredClone(example);
     rollout.calls[0].id = `<b>&"x"\u0001`;
+    rollout.calls[1].id = "tab\tv\u000Bf\u000Cus\u001Fnon\uFFFE"; // a tab is fine in XML; the rest is not
     rollout.agents![0].mode = "lead<er>";
     const svg = draw(rollout);
     expect(svg).toContain("&lt;b&gt;&amp;&quot;x&quot;\uFFFD");
     expect(svg).toContain("L · lead&lt;er&gt;");
     expect(svg).not.toContain("\u0001");
+    expect(svg).toContain("tab\tv\uFFFDf\uFFFDus\uFFFDnon\uFFFD");
     expect(svg).not.toContain("<b>");
   });
 
@@ -217,6 +240,17 @@ describe("large and unusual rollouts", () => {
     expect(svg).toContain("rejected (logprob_length_mismatch):");
     expect(svg).toContain(`call at fault: calls[4] &quot;C5&quot;`);
     expect(svg).not.toContain("cf-call");
+    expect(svg).not.toContain("eligible"); // a rejected rollout has no counts to show
+  });
+
+  it("clips text only past its room, and wraps a long detail without losing a character", () => {
+    expect(clip("C12345678", 9)).toBe("C12345678");
+    expect(clip("C123456789", 9)).toBe("C1234567…");
+    const detail = "call \"C5\" (calls[4]): " + Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ") + " " + "x".repeat(150);
+    const lines = wrap(detail, 120);
+    expect(lines.length).toBeGreaterThan(2);
+    for (const line of lines) expect(line.length).toBeLessThanOrEqual(120);
+    expect(lines.join(" ").replace(/ /g, "")).toBe(detail.replace(/ /g, ""));
   });
 });
 
@@ -304,6 +338,26 @@ describe("callforest draw", () => {
     expect(readFileSync(join(dir, "pic.rollout.4.svg"), "utf8")).toContain("rejected (malformed_json):");
   });
 
+  it("never writes two rollouts to one file: a name already taken gets one more suffix; .SVG is the extension in any case", async () => {
+    const dir = tmp();
+    const input = join(dir, "clash.jsonl");
+    // the third's <stem>.<id>.svg and <stem>.<id>.<position>.svg are both the names of earlier ones
+    writeFileSync(input, ["r.2.3", "r.2", "r.2"].map((id) => JSON.stringify({ ...example, rollout_id: id })).join("\n") + "\n");
+    const r = await run(input, "-o", join(dir, "F.SVG"));
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    const names = ["F.r.2.3.svg", "F.r.2.svg", "F.r.2.3_.svg"];
+    expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
+    expect(readFileSync(join(dir, "F.r.2.3.svg"), "utf8")).toContain("rollout r.2.3");
+  });
+
+  it("--rollout finds a rollout the importer rejects by its id, and draws the rejection", async () => {
+    // a gym-observed capture without --tokens: rejected, but its rollout_id is known
+    const dir = tmp();
+    const r = await run(new URL("../examples/gym-observed/rollouts.jsonl", import.meta.url).pathname, "--rollout", "7-2", "-o", join(dir, "x.svg"));
+    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(readFileSync(join(dir, "x.svg"), "utf8")).toContain("rollout 7-2");
+  });
+
   it("counts a rollout_id that is missing, empty or not a string as missing (the rollout is drawn as rejected)", async () => {
     const dir = tmp();
     const input = join(dir, "ids.jsonl");
@@ -344,6 +398,19 @@ describe("callforest draw", () => {
     r = await run(join(dir, "missing.json"));
     expect([r.code, r.stderr]).toEqual([2, `callforest: cannot read ${join(dir, "missing.json")}: no such file\n`]);
     expect(existsSync(join(dir, "x.svg"))).toBe(false);
+  });
+
+  it("refuses several rollouts to -o /dev/fd/N, as to stdout (one descriptor holds one SVG)", async () => {
+    const dir = tmp();
+    const input = writeTwoRollouts(dir);
+    const fd = openSync(join(dir, "log"), "a");
+    try {
+      const r = await run(input, "-o", `/dev/fd/${fd}`);
+      expect([r.code, r.stderr]).toEqual([2, `callforest: -o /dev/fd/${fd} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID\n`]);
+    } finally {
+      closeSync(fd);
+    }
+    expect(readFileSync(join(dir, "log"), "utf8")).toBe("");
   });
 
   it("refuses to write over its input under a name made from a rollout id", async () => {

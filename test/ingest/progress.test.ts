@@ -28,6 +28,20 @@ describe("startProgress", () => {
     expect(drawn).toMatch(/13 rollouts \| 6\.0\/10\.0 MB \| 35 rows \| [\d.]+ MB\/s \| ETA/);
   });
 
+  it("shows the share of the input read and the speed over the time since the start", () => {
+    const now = vi.spyOn(Date, "now").mockReturnValue(1_000_000);
+    try {
+      const { stream, text } = fakeStream(true);
+      const progress = startProgress(10 << 20, false, stream);
+      now.mockReturnValue(1_002_000); // two seconds later: 6 MB read
+      progress.update({ rollouts: 13, rows: 35, bytes: 6 << 20 });
+      progress.stop();
+      expect(text()).toMatch(/ 60% \| 13 rollouts \| 6\.0\/10\.0 MB \| 35 rows \| 3\.0 MB\/s \| ETA/);
+    } finally {
+      now.mockRestore();
+    }
+  });
+
   it("writes notes above the bar: the bar steps aside and is drawn again below them", () => {
     const { stream, text } = fakeStream(true);
     const progress = startProgress(10 << 20, false, stream);
