@@ -179,6 +179,16 @@ describe("release()", () => {
       r.release();
     }
   });
+
+  it("empties every row of a plan, not only the first", () => {
+    for (const { name, cf } of backends) {
+      const plan = cf.plan(loadExample());
+      const rows = plan.rows;
+      plan.release();
+      expect([name, rows.map((row) => [row.tokenIds.length, row.logprobs.length, row.lossMask.length])]).toEqual([name, rows.map(() => [0, 0, 0])]);
+      expect([name, rows.map((row) => row.numTokens)]).toEqual([name, [8, 8, 19, 19, 9]]);
+    }
+  });
 });
 
 describe("the builder", () => {

@@ -152,6 +152,54 @@ describe("worked example through the CLI", () => {
     expect(run.stdout).toMatch(/3\s+C10\s+L\s+C1 C3 C7 C10\s+C1 C3 C7 C10\s+–/);
   });
 
+  it("show prints the whole forest and rows table exactly (marks, agents, alignment, token totals)", async () => {
+    const run = await captureOutput(() => main(["show", EXAMPLE_PATH]));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      [
+        "rollout login-bug: 12 calls, 12 eligible, 4 trees, 5 leaves, 5 rows",
+        "agents: L (leader), B (background) ← L, A (fresh) ← L, F (fork) ← L",
+        "",
+        "forest",
+        "  C1 [L · leader] 5+2 tokens  root, trained in row 3",
+        "  └─ C3 [L · leader] 8+2 tokens  trained in row 3",
+        "     └─ C7 [L · leader] 12+2 tokens  trained in row 3",
+        "        ├─ C8 [F · fork] 15+2 tokens  trained in row 2",
+        "        │  └─ C9 [F · fork] 18+1 tokens  leaf → row 2",
+        "        └─ C10 [L · leader] 16+3 tokens  leaf → row 3",
+        "  C2 [B · background] 3+2 tokens  root, trained in row 0",
+        "  └─ C4 [B · background] 7+1 tokens  leaf → row 0",
+        "  C5 [A · fresh] 3+2 tokens  root, trained in row 1",
+        "  └─ C6 [A · fresh] 6+2 tokens  leaf → row 1",
+        "  C11 [L · leader] 6+1 tokens  root, trained in row 4",
+        "  └─ C12 [L · leader] 8+1 tokens  leaf → row 4",
+        "",
+        "rows",
+        "  row  leaf  agent  path (root first)  trains        context only  tokens",
+        "  0    C4    B      C2 C4              C2 C4         –             8",
+        "  1    C6    A      C5 C6              C5 C6         –             8",
+        "  2    C9    F      C1 C3 C7 C8 C9     C8 C9         C1 C3 C7      19",
+        "  3    C10   L      C1 C3 C7 C10       C1 C3 C7 C10  –             19",
+        "  4    C12   L      C11 C12            C11 C12       –             9",
+        "",
+        "tokens: 21 generated, 21 trained, 63 in rows, 49 unique",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("show lists the calls it did not link, each with why (an unkept retry, an empty generation)", async () => {
+    const file = join(tmp(), "unlinked.json");
+    const rollout = loadExample() as Rollout & { calls: { kept?: boolean }[] };
+    rollout.calls.splice(1, 0, { ...structuredClone(rollout.calls[0]), id: "retry", kept: false });
+    rollout.calls.push({ id: "empty", agent: "L", prompt_token_ids: [1], generation_token_ids: [], generation_log_probs: [] });
+    writeFileSync(file, JSON.stringify(rollout));
+    const run = await captureOutput(() => main(["show", file]));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("\n  not linked: retry (not kept), empty (empty generation)\n");
+    expect(run.stdout).toContain("rollout login-bug: 14 calls, 12 eligible, 4 trees");
+  });
+
   it("show escapes control characters from the data (no forged lines, no terminal escapes) and counts in words", async () => {
     const file = join(tmp(), "names.jsonl");
     const rollout = {

@@ -1,8 +1,8 @@
 // Number exactness of assembly/scan's formatter: float32 → text exactly as formatFloat32 (the
 // shortest of toPrecision(1..9) that reads back), on a million random float32 values.
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { RowSerializer } from "../../src/ingest/serialize.js";
-import { formatFloat32, rowToJson } from "../../src/output.js";
+import { formatFloat32, fromBase64, maskBit, maskToInts, rowToJson, toBase64 } from "../../src/output.js";
 import type { Row } from "../../src/types.js";
 // Seeded, so a failure reproduces.
 import { mulberry32 as rng } from "../../src/random.js";
@@ -78,6 +78,29 @@ describe("formatFloat32 edge values", () => {
     const differing = Array.from(values).filter((x) => formatFloat32(x) !== shortestByTrying(x));
     expect(differing).toEqual([]);
     expect([formatFloat32(0.1), formatFloat32(Math.fround(0.1)), formatFloat32(Infinity)]).toEqual(["0.1", "0.1", "Infinity"]);
+  });
+});
+
+describe("base64 and mask bits without Buffer (the browser's loops)", () => {
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+
+  it("toBase64 and fromBase64 agree with Buffer at every length mod 3 and every byte value", () => {
+    // Every byte value, at lengths that end on a whole group, one byte past it (==) and two (=).
+    const all = Uint8Array.from({ length: 256 }, (_, i) => (i * 167 + 13) & 255);
+    const cases = [0, 1, 2, 3, 4, 5, 254, 255, 256].map((n) => all.subarray(0, n));
+    const withBuffer = cases.map((bytes) => toBase64(bytes));
+    vi.stubGlobal("Buffer", undefined);
+    expect(cases.map((bytes) => toBase64(bytes))).toEqual(withBuffer);
+    for (const [i, text] of withBuffer.entries()) expect(Array.from(fromBase64(text))).toEqual(Array.from(cases[i]));
+  });
+
+  it("maskBit reads SPEC's bit order (bit i is bit i % 8 of byte i / 8), as maskToInts does", () => {
+    const mask = Uint8Array.of(0b1000_0001, 0b0100_0000, 0b0000_0010);
+    expect(Array.from({ length: 24 }, (_, i) => maskBit(mask, i))).toEqual(Array.from(maskToInts(mask, 24)));
+    expect([0, 7, 14, 17].map((i) => maskBit(mask, i))).toEqual([1, 1, 1, 1]);
+    expect(Array.from({ length: 24 }, (_, i) => maskBit(mask, i)).filter((b) => b === 1)).toHaveLength(4);
   });
 });
 

@@ -111,6 +111,41 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
     }
   });
 
+  it("refuses a row whose tokens, logprobs or mask do not hold its numTokens, as rowToJson does", () => {
+    // Each array is checked on its own: any one of them short would write a row that lies.
+    const row = handRow(9, 4);
+    for (const bad of [{ ...row, logprobs: row.logprobs.subarray(0, 8) }, { ...row, lossMask: row.lossMask.subarray(0, 1) }, { ...row, tokenIds: row.tokenIds.subarray(1) }]) {
+      expect(() => rowToJson(bad)).toThrow("its arrays do not hold its 9 tokens");
+      expect(() => serializer.writeRow(bad, "bits", () => {})).toThrow("its arrays do not hold its 9 tokens");
+    }
+  });
+
+  it("never splits a surrogate pair where a long id is cut into slices", () => {
+    // The two prefixes put a high surrogate at the end of a slice for either slice length parity.
+    for (const prefix of ["", "x"]) {
+      const row = { ...handRow(3, 5), rolloutId: prefix + "😀".repeat(200_000) };
+      expectSameBytes(serialize(serializer, row, "bits").bytes, rowToJson(row, "bits") + "\n");
+    }
+  });
+
+  it("reserves room for each field's widest text: a chunk never overflows", async () => {
+    // The smallest chunk, so a field spans many; INT32_MIN, a 9-digit logprob below 1e-5 (the
+    // fast path's longest), and masks (base64 and 0/1) longer than a chunk.
+    const small = await RowSerializer.create({ simd, chunkBytes: 128 * 1024 });
+    const wide = handRow(100_000, 6);
+    wide.tokenIds.fill(-(2 ** 31));
+    wide.logprobs.fill(-0.0000012345678);
+    const zeros = { ...handRow(1_000_000, 7), tokenIds: new Int32Array(1_000_000), logprobs: new Float32Array(1_000_000) };
+    zeros.lossMask.fill(0b1010_0101);
+    for (const row of [wide, zeros]) {
+      for (const mask of ["bits", "ints"] as const) {
+        const { bytes, chunks } = serialize(small, row, mask);
+        expectSameBytes(bytes, rowToJson(row, mask) + "\n");
+        for (const size of chunks) expect(size).toBeLessThanOrEqual(128 * 1024);
+      }
+    }
+  });
+
   it("emits views over its own workspace, not copies (the receiver copies what it keeps)", () => {
     const views: Uint8Array[] = [];
     serializer.writeRow(handRow(300_001, 3), "bits", (chunk) => views.push(chunk));
