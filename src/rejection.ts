@@ -103,8 +103,8 @@ export function shortened(text: string): string {
 }
 
 /**
- * A rejection as one line of notes: `where: rejected (reason): detail`, with a format's own code
- * after the reason when it has one that differs (convert's lines).
+ * A rejection as one line of notes: `where: rejected (reason): detail`, with an importer's own
+ * code after the reason when it has one that differs.
  */
 export function rejectionLine(where: string, reason: string, detail: string | undefined, code?: string): string {
   const own = code === undefined || code === reason ? "" : `, ${code}`;

@@ -291,6 +291,10 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const r = await cli("show", input);
     expect(r.code).toBe(0);
     expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(`${input}:2: rejected (invalid_token): call "a" (calls[0]): prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`);
+    // An importer's rejection carries its own code too, as convert and rows say it.
+    const unknown = join(tmp(), "unknown.jsonl");
+    writeFileSync(unknown, "[1]\n");
+    expect((await cli("show", unknown)).stdout).toBe(`${unknown}:1: rejected (invalid_rollout, unknown_format): the value is an array, expected a JSON object\n`);
     // One blank line between rollouts, none before the first.
     const alone = await cli("show", LOGIN_BUG);
     expect(r.stdout.startsWith("\n")).toBe(false);

@@ -274,7 +274,7 @@ describe("rows: inputs and options", () => {
     const strict = await cli("rows", jsonl, "--strict", "--quiet", "-o", join(dir, "o"), "--jobs", "1");
     expect(strict.code).toBe(1);
     expect(lines(strict.stderr)).toEqual([
-      `${jsonl}:3: rejected (invalid_rollout): the value is an array, expected a JSON object`,
+      `${jsonl}:3: rejected (invalid_rollout, unknown_format): the value is an array, expected a JSON object`, // the importer's own code, as convert says it
       "callforest: 1 of 3 rollouts rejected",
     ]);
     // Every rollout rejected is no exception.

@@ -285,7 +285,7 @@ export class LineProcessor {
     }
     if (report.status === "rejected") {
       this.rejected++;
-      if (this.options.notes) this.notes += rejectionLine(where, report.reason!, report.detail) + "\n";
+      if (this.options.notes) this.notes += rejectionLine(where, report.reason!, report.detail, result.ok ? undefined : result.code) + "\n";
     }
     this.reports += reportToJson(report) + "\n";
   }

@@ -22,7 +22,7 @@ export function register(program: Command): void {
       if (!first) process.stdout.write("\n");
       first = false;
       if (!item.result.ok) {
-        process.stdout.write(rejectionLine(item.where, item.result.reason, item.result.detail) + "\n");
+        process.stdout.write(rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n");
         continue;
       }
       // A rejection names where it is, as an import rejection does.
