@@ -103,8 +103,9 @@ export interface ModelClient {
 /**
  * The part of `fetch` the client uses; global `fetch` is one. Declared here so the package's types
  * need neither the DOM's nor Node's globals. The client also passes `signal`, an AbortSignal for
- * its deadline (`timeoutMs`), left out of the type for the same reason: a fetch of your own must
- * honour `init.signal`, or requests are never timed out.
+ * its deadline (`timeoutMs`), left out of the type for the same reason: a fetch of your own should
+ * honour `init.signal` (the client stops waiting at the deadline either way, but only the fetch
+ * can close its connection).
  */
 export type FetchLike = (
   url: string,
@@ -142,6 +143,16 @@ function causeText(cause: unknown): string {
   return cause.message !== "" ? cause.message : String((cause as { code?: unknown }).code ?? "");
 }
 
+/** `work`, unless `signal` aborts first: the deadline holds even for a fetch that ignores its signal. */
+function beforeAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener("abort", onAbort, { once: true });
+    void work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 export function createModelClient(options: ModelClientOptions): ModelClient {
   const doFetch: FetchLike = options.fetch ?? globalThis.fetch;
   const root = options.baseUrl.replace(/\/+$/, "");
@@ -161,8 +172,14 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     let text: string;
     try {
       const init = { method: "POST", headers: { "content-type": "application/json", ...options.headers }, body: JSON.stringify(body), signal };
-      response = await doFetch(url, init);
-      text = await response.text(); // a connection cut mid-body is a lost connection too
+      // (a connection cut mid-body is a lost connection too)
+      [response, text] = await beforeAbort(
+        (async () => {
+          const answer = await doFetch(url, init);
+          return [answer, await answer.text()] as const;
+        })(),
+        signal,
+      );
     } catch (error) {
       throw lost(error);
     }

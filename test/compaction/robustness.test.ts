@@ -77,6 +77,11 @@ describe("model client", () => {
     // (Were timeoutMs ignored, this would wait out the 10-minute default and fail on vitest's timeout.)
     const error = await failureOf(createModelClient({ baseUrl, model: "m", timeoutMs: 200 }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
     expect(error).toMatchObject({ status: 0, retryable: true });
+    // A fetch of one's own that ignores init.signal still gives up at the deadline.
+    const deaf = async () => new Promise<never>(() => {});
+    const deafError = await failureOf(createModelClient({ baseUrl, model: "m", timeoutMs: 100, fetch: deaf }).respond({ endpoint: "responses", body: plainBody({ model: "m", input }) }));
+    expect(deafError).toMatchObject({ status: 0, retryable: true });
+    expect([(error as Error).message, (deafError as Error).message]).toEqual(Array(2).fill(`POST ${baseUrl}/v1/responses: The operation was aborted due to timeout`));
     for (const timeoutMs of [0, 1500.5, 2 ** 31, Number.POSITIVE_INFINITY]) {
       expect(() => createModelClient({ baseUrl, model: "m", timeoutMs })).toThrow(/timeoutMs must be a whole number of milliseconds from 1 to 2\^31-1/);
     }
