@@ -1,14 +1,12 @@
 // `rows --jobs N` on worker threads: the bytes of rows and reports do not depend on N, on the
-// batch size, or on the reader; and a real process reads stdin. Workers load dist/, so the suite
-// compiles src/ first (tsc, a few seconds).
+// batch size, or on the reader; and a real process reads stdin. Workers load dist/, which the
+// suite compiles from src/ before any test runs (test/support/global-setup.ts).
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ROOT } from "./support/fixtures.js";
-import { buildDist, cli, goodLines, lines, read, rowsOf, tempDir } from "./ingest/cli.js";
-
-beforeAll(buildDist);
+import { cli, goodLines, lines, read, rowsOf, tempDir } from "./ingest/cli.js";
 
 /**
  * A call whose logprobs are a value nested 4,000 deep: too deep for the main thread's stack to

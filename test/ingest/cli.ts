@@ -1,7 +1,6 @@
 // Runs the CLI in-process (main() from src/cli/main.ts) with stdout/stderr captured, and builds
 // the JSONL inputs the `rows` tests share.
-import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { vi } from "vitest";
 import { main } from "../../src/cli/main.js";
@@ -53,24 +52,4 @@ export async function rowsOf(dir: string, name: string, content: string | Uint8A
   const reportFile = join(dir, `${name}.report.jsonl`);
   const run = await cli("rows", input, "-o", rowsFile, "--report", reportFile, ...argv);
   return { run, rows: read(rowsFile), report: read(reportFile), input };
-}
-
-/**
- * Compiles src/ to dist/ (tsc only; the .wasm files are already in build/) so worker threads,
- * which load dist/ingest/worker.js, run the code under test. Type errors elsewhere do not stop
- * tsc from emitting; a missing worker file does stop the tests.
- */
-export function buildDist(): void {
-  try {
-    execFileSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json")], {
-      cwd: ROOT,
-      stdio: "pipe",
-    });
-  } catch {
-    // emitted anyway; checked below
-  }
-  const worker = join(ROOT, "dist", "ingest", "worker.js");
-  if (!existsSync(worker) || statSync(worker).mtimeMs < statSync(join(ROOT, "src", "ingest", "worker.ts")).mtimeMs) {
-    throw new Error("npm run build did not produce dist/ingest/worker.js");
-  }
 }

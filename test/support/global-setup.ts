@@ -1,0 +1,24 @@
+// Runs once before any test file: compiles src/ to dist/ (tsc only; the .wasm files are already
+// in build/) for the tests that run dist/ (worker threads load dist/ingest/worker.js; spawned CLIs
+// load dist/). Done here, not in one file's beforeAll, so that no test spawns a CLI while tsc
+// rewrites the files it loads.
+import { execFileSync } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { ROOT } from "./fixtures.js";
+
+/** Type errors elsewhere do not stop tsc from emitting; a missing worker file does stop the tests. */
+export function setup(): void {
+  try {
+    execFileSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json")], {
+      cwd: ROOT,
+      stdio: "pipe",
+    });
+  } catch {
+    // emitted anyway; checked below
+  }
+  const worker = join(ROOT, "dist", "ingest", "worker.js");
+  if (!existsSync(worker) || statSync(worker).mtimeMs < statSync(join(ROOT, "src", "ingest", "worker.ts")).mtimeMs) {
+    throw new Error("npm run build did not produce dist/ingest/worker.js");
+  }
+}
