@@ -13,7 +13,7 @@ import { decode } from "fast-png";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, reportToJson, rowToJson } from "../src/index.js";
-import { DEFAULT_PORT, isOwnHost, startViewServer, type ViewServer } from "../src/cli/commands/view.js";
+import { DEFAULT_PORT, isOwnHost, startViewServer, type ViewServer, type ViewServerOptions } from "../src/cli/commands/view.js";
 import { generateRollout } from "../bench/generate.js";
 import { readRollouts } from "../src/formats/read.js";
 import { tokenDirectory } from "../src/formats/tokens-dir.js";
@@ -448,6 +448,16 @@ describe("the page", () => {
 });
 
 describe("callforest view's server", () => {
+  /** Runs `use` with a server for the built page (any free port), closing it however `use` ends. */
+  async function withServer(options: Omit<ViewServerOptions, "page" | "port">, use: (server: ViewServer, origin: string) => Promise<void>): Promise<void> {
+    const server = await startViewServer({ page: join(dir, "web/index.html"), port: 0, ...options });
+    try {
+      await use(server, new URL(server.url).origin);
+    } finally {
+      await server.close();
+    }
+  }
+
   it("serves only the page (with a same-origin CSP) and the input", async () => {
     const origin = new URL(view.url).origin;
     const home = await fetch(`${origin}/`);
@@ -489,26 +499,20 @@ describe("callforest view's server", () => {
       writeFileSync(join(outside, "secret.tokens.jsonl"), "outside\n");
       mkdirSync(join(outside, "tok"));
       writeFileSync(join(outside, "tok", "inside.tokens.jsonl"), "inside\n");
-      const server = await startViewServer({ page: join(dir, "web/index.html"), input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed", port: 0 });
-      try {
-        const origin = new URL(server.url).origin;
+      await withServer({ input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed" }, async (_, origin) => {
         expect(await (await fetch(`${origin}/tokens/inside.tokens.jsonl`)).text()).toBe("inside\n");
         for (const path of ["/tokens/..%2Fsecret.tokens.jsonl", "/tokens/..%5Csecret.tokens.jsonl", "/tokens/%2E%2E%2Fsecret.tokens.jsonl", "/tokens/inside.tokens.jsonl%00"]) {
           expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
         }
-      } finally {
-        await server.close();
-      }
+      });
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
   });
 
   it("with --tokens, serves the directory's token files (and nothing else) and the page plans the capture", async () => {
-    const server = await startViewServer({ page: join(dir, "web/index.html"), input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed", port: 0 });
-    try {
+    await withServer({ input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed" }, async (server, origin) => {
       expect(server.url).toMatch(/\?input=input%2Frollouts\.jsonl&from=gym-observed&tokens=tokens%2F$/);
-      const origin = new URL(server.url).origin;
       expect(await (await fetch(`${origin}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
       for (const path of ["/tokens/README.md", "/tokens/..%2F..%2Fpackage.json", "/tokens/%2e%2e%2fx.tokens.jsonl", "/tokens/missing.tokens.jsonl", "/tokens/%E0%A4%A.tokens.jsonl"]) {
         expect([path, (await fetch(`${origin}${path}`)).status, (await fetch(`${origin}${path}`, { method: "HEAD" })).status]).toEqual([path, 404, 404]);
@@ -528,38 +532,29 @@ describe("callforest view's server", () => {
       await tab.waitForSelector("body[data-ready=true]");
       expect(await tab.textContent("#status")).toBe("?tokens= must name a file on this page's own origin, not http://example.com");
       await tab.close();
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it("serves an input whose name needs escaping in a URL (spaces, #, %), and the page opens it", async () => {
     const input = join(dir, "my rollout #1 100%.jsonl");
     writeFileSync(input, JSON.stringify(example) + "\n");
-    const server = await startViewServer({ page: join(dir, "web/index.html"), input, port: 0 });
-    try {
+    await withServer({ input }, async (server) => {
       const tab = await context.newPage();
       await tab.goto(server.url);
       await tab.waitForSelector('body[data-loads="1"]');
       expect(await tab.textContent("#status")).toBe("my rollout #1 100%.jsonl: 1 rollout");
       await tab.close();
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it("answers 404 for an input deleted after it started, and keeps serving", async () => {
     const input = join(dir, "gone.jsonl");
     writeFileSync(input, readFileSync(EXAMPLE_FILE, "utf8").replace(/\n/g, "") + "\n");
-    const server = await startViewServer({ page: join(dir, "web/index.html"), input, port: 0 });
-    try {
-      const origin = new URL(server.url).origin;
+    await withServer({ input }, async (_, origin) => {
       rmSync(input);
       expect((await fetch(`${origin}/input/gone.jsonl`)).status).toBe(404);
       expect((await fetch(`${origin}/`)).status).toBe(200);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it("fails in one line when the page is not built or the input is missing", async () => {
