@@ -4,7 +4,7 @@
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
 import { FROM_OPTIONS, parseFrom, rejectedReport, usePlan, type FromOption } from "../src/formats/index.js";
 import { XML_DECLARATION, faultOf, fileSafeId, renderSvg } from "../src/draw/index.js";
-import { holdsOneValue, jsonlItems, parseText, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
+import { holdsOneValue, jsonlItems, parseJsonInput, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
@@ -64,7 +64,7 @@ async function eachItem(name: string, text: string | Uint8Array, read: ReadOptio
   const bytes = typeof text === "string" ? new TextEncoder().encode(text) : text;
   if (holdsOneValue(name, bytes)) {
     // One JSON value: parsed whole either way, so its items are kept.
-    for (const item of parseText(name, bytes, read)) each(item, () => item);
+    for (const item of parseJsonInput(name, bytes, read)) each(item, () => item);
     return true;
   }
   let sliceStart = performance.now();

@@ -87,7 +87,7 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
     }
   };
   const files = new Map<string, string>(); // inputs and output files, by identity
-  for (const input of inputs.length === 0 ? ["-"] : inputs) { // none: stdin
+  for (const input of inputs) {
     const id = input === "-" ? redirected(0) : identity(input);
     if (id !== null) files.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
   }

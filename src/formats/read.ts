@@ -13,14 +13,13 @@ import {
 } from "../ingest/batches.js";
 import { MAX_STRING_BYTES, tooLarge } from "../ingest/process.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
-import { isJsonName, isJsonlName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
+import { inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
 
 export type { ReadItem, ReadOptions } from "./text.js";
 
 /** Every input value of every file in order, converted. A file that cannot be read throws a FileError. */
 export async function* readRollouts(inputs: readonly string[], options: ReadOptions = {}): AsyncGenerator<ReadItem> {
-  const files = inputs.length === 0 ? ["-"] : inputs;
-  for (const file of files) {
+  for (const file of inputsOrStdin(inputs)) {
     if (isJsonName(file)) {
       yield* parseJsonInput(file, await readBytes(file), options);
       continue;

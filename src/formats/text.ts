@@ -22,6 +22,11 @@ export interface ReadOptions extends FormatContext {
   from?: FromOption;
 }
 
+/** The inputs a command reads: the ones named, or stdin (`-`) when none is. */
+export function inputsOrStdin(inputs: readonly string[]): readonly string[] {
+  return inputs.length === 0 ? ["-"] : inputs;
+}
+
 /** A `.json` input holds one value (possibly pretty-printed), not JSONL; `-` (stdin) never does. */
 export function isJsonName(name: string): boolean {
   return name !== "-" && name.toLowerCase().endsWith(".json");

@@ -2,7 +2,7 @@
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
 import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
-import { isJsonName } from "../formats/text.js";
+import { inputsOrStdin, isJsonName } from "../formats/text.js";
 import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
@@ -65,7 +65,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
     sinks.progress?.(totals);
   };
 
-  const files = inputs.length === 0 ? ["-"] : inputs;
+  const files = inputsOrStdin(inputs);
   let local: LineProcessor | null = null;
   const inProcess = async () => (local ??= await LineProcessor.create(options));
   const recycleLocal = (buffer: ArrayBuffer) => local?.giveBlock(buffer);

@@ -3,6 +3,7 @@
 // file:line and reason, and the rest go on.
 import type { Command } from "commander";
 import { readRollouts, rolloutToJson } from "../../formats/read.js";
+import { inputsOrStdin } from "../../formats/text.js";
 import { errorLine, oneLine, rejectionLine } from "../../rejection.js";
 import { withSinks } from "../../ingest/sink.js";
 import { StrictFailure, UsageError } from "../errors.js";
@@ -29,8 +30,9 @@ export function register(program: Command): void {
 
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {
   if (options.to !== "callforest") throw new UsageError(`unknown --to format '${options.to}': expected callforest`);
-  const read = checkInputs(inputs.length === 0 ? ["-"] : inputs, options); // none: stdin
-  checkOutputs(inputs, [["-o", options.output]]);
+  const sources = inputsOrStdin(inputs);
+  const read = checkInputs(sources, options);
+  checkOutputs(sources, [["-o", options.output]]);
   let rejected = 0;
   let total = 0;
   await withSinks([options.output], async ([out]) => {

@@ -7,6 +7,7 @@ import { inputSize, runRows } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
+import { inputsOrStdin } from "../../formats/text.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
 import { sharesStderrTerminal, startProgress } from "../progress.js";
@@ -72,8 +73,9 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const chunk = options.batchBytes === undefined ? undefined : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
-  const read = checkInputs(inputs.length === 0 ? ["-"] : inputs, options); // none: stdin
-  checkOutputs(inputs, [["-o", options.output], ["--report", options.report ?? null]]);
+  const sources = inputsOrStdin(inputs);
+  const read = checkInputs(sources, options);
+  checkOutputs(sources, [["-o", options.output], ["--report", options.report ?? null]]);
   const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
     const progress = startProgress(inputSize(inputs), options.quiet === true || sharesStderrTerminal([options.output, ...(options.report === undefined ? [] : [options.report])]));
     try {
