@@ -1,6 +1,6 @@
 // Options and checks shared by the commands that read rollouts.
-import { fstatSync, statSync, type Stats } from "node:fs";
-import { resolve } from "node:path";
+import { fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
+import { basename, dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
@@ -75,7 +75,7 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
     try {
       return identityOf(statSync(path));
     } catch {
-      return `path:${resolve(path)}`; // not there yet: two outputs may still name it
+      return `path:${whereCreated(path)}`; // not there yet: two outputs may still name it
     }
   };
   /** The file a standard stream was redirected from or to (`rows - -o x < x` would empty x). */
@@ -125,6 +125,31 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
     if (other !== undefined) refuse(named, other);
     streamFiles.set(id, named);
   }
+}
+
+/**
+ * The real path a file that does not exist yet would be created at: a symbolic link (dangling, or
+ * to a missing file) is followed, and so is every link among its directories, so `-o d/x --report
+ * link-to-d/x` (or a dangling `--report` link to `-o`'s file) names one file, as it is.
+ */
+function whereCreated(path: string, depth = 0): string {
+  const absolute = resolve(path);
+  if (depth < 40) {
+    try {
+      if (lstatSync(absolute).isSymbolicLink()) return whereCreated(resolve(dirname(absolute), readlinkSync(absolute)), depth + 1);
+    } catch {
+      // not there at all
+    }
+  }
+  const parent = dirname(absolute);
+  if (parent === absolute) return absolute;
+  let realParent: string;
+  try {
+    realParent = realpathSync(parent);
+  } catch {
+    realParent = whereCreated(parent, depth + 1);
+  }
+  return resolve(realParent, basename(absolute));
 }
 
 /** Fails before any output is written when an input, `--from` or the token directory cannot be used. */

@@ -9,11 +9,13 @@ import type { Diagnostic, Rollout } from "../types.js";
 import { formatFloat32 } from "../output.js";
 import {
   BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument,
-  streamSource, type Batch, type ByteSource,
+  streamSource, type Batch, type ByteSource, type DroppedLine,
 } from "../ingest/batches.js";
 import { MAX_STRING_BYTES, tooLarge } from "../ingest/process.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
-import { inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, type ReadItem, type ReadOptions } from "./text.js";
+import {
+  MAX_TEXT_BYTES, inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, textTooLongDetail, type ReadItem, type ReadOptions,
+} from "./text.js";
 
 export type { ReadItem, ReadOptions } from "./text.js";
 
@@ -89,7 +91,7 @@ async function readBytes(file: string): Promise<Uint8Array> {
 async function* readJsonLines(file: string, source: ByteSource, options: ReadOptions): AsyncGenerator<ReadItem> {
   const name = file === "-" ? "<stdin>" : file;
   const pool = new BufferPool(DEFAULT_CHUNK, 2);
-  const batches = readBatches(source, pool);
+  const batches = readBatches(source, pool, MAX_TEXT_BYTES);
   try {
     for (;;) {
       let next: IteratorResult<Batch>;
@@ -102,7 +104,8 @@ async function* readJsonLines(file: string, source: ByteSource, options: ReadOpt
       const batch = next.value;
       const items: ReadItem[] = [];
       const add = (item: ReadItem | null) => item !== null && items.push(item);
-      if (batch.parts !== undefined) add(parseLine(name, joinParts(lineParts(batch)), batch.firstLine, options));
+      if (batch.dropped !== undefined) add(droppedLine(name, batch.dropped, batch.firstLine));
+      else if (batch.parts !== undefined) add(parseLine(name, joinParts(lineParts(batch)), batch.firstLine, options));
       else forEachLine(batch, (start, end, line) => add(parseLine(name, batch.bytes.subarray(start, end), line, options)));
       for (const buffer of batchBuffers(batch)) pool.give(buffer); // parsed: nothing refers to its bytes
       yield* items;
@@ -110,6 +113,12 @@ async function* readJsonLines(file: string, source: ByteSource, options: ReadOpt
   } finally {
     await batches.return(undefined); // stopped early: close the file
   }
+}
+
+/** A line too long to parse, dropped as it was read: rejected as parseLine would (blank: skipped). */
+function droppedLine(name: string, dropped: DroppedLine, line: number): ReadItem | null {
+  if (dropped.blank) return null;
+  return { where: `${name}:${line}`, line, result: tooLarge(textTooLongDetail(dropped.bytes)) };
 }
 
 /**

@@ -80,6 +80,14 @@ export function isStringTooLong(error: unknown): boolean {
 
 const TOO_LONG = Symbol("longer than a JS string");
 
+/** No text of more bytes decodes to a JS string: a UTF-16 unit takes at most 3 bytes of UTF-8. */
+export const MAX_TEXT_BYTES = 3 * (2 ** 29 - 24);
+
+/** Why `bytes` of text were not parsed: longer than a JS string can be. */
+export function textTooLongDetail(bytes: number): string {
+  return `${bytes} bytes of text are more than JSON.parse can read (a JavaScript string holds at most 2^29 - 24 characters); \`callforest rows\` reads longer lines when most of their bytes are token arrays`;
+}
+
 /** The text of `input`; null when its bytes are not UTF-8, TOO_LONG past V8's longest string. */
 function decode(input: Uint8Array | string): string | null | typeof TOO_LONG {
   if (typeof input === "string") return input;
@@ -102,8 +110,7 @@ function parseJson(input: Uint8Array | string | DecodedText): { ok: true; value:
   const text = decoded !== null ? decoded.text : decode(input as Uint8Array | string);
   const bytes = () => (decoded !== null ? decoded.bytes : typeof input === "string" ? encoder.encode(input) : (input as Uint8Array));
   if (text === TOO_LONG) {
-    const detail = `${(input as Uint8Array).length} bytes of text are more than JSON.parse can read (a JavaScript string holds at most 2^29 - 24 characters); \`callforest rows\` reads longer lines when most of their bytes are token arrays`;
-    return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId: null };
+    return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail: textTooLongDetail((input as Uint8Array).length), rolloutId: null };
   }
   if (text === null) return malformedJson(notJsonDetail(bytes(), () => "invalid UTF-8"));
   try {

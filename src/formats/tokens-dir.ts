@@ -1,5 +1,5 @@
 // The `--tokens DIR` source for gym-observed: `DIR/<rollout_id>.tokens.jsonl`, one entry a line.
-import { readFileSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readFileSync, constants } from "node:fs";
 import { join } from "node:path";
 import type { TokenEntries, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
@@ -17,11 +17,24 @@ export function tokenDirectory(dir: string): TokenSource {
       }
       const file = pathOf(rolloutId);
       let bytes: Buffer;
+      let fd: number;
       try {
-        bytes = readFileSync(file);
+        // Non-blocking open: a named pipe there must not hang the run before fstat refuses it.
+        fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
         throw new FormatError("unreadable_token_file", `cannot read ${file}: ${reasonOf(error)}`);
+      }
+      try {
+        // Only a regular file: a FIFO would block every rollout after it, /dev/zero never end.
+        const stat = fstatSync(fd);
+        if (!stat.isFile()) throw new FormatError("unreadable_token_file", `cannot read ${file}: ${stat.isDirectory() ? "is a directory" : "not a regular file"}`);
+        bytes = readFileSync(fd);
+      } catch (error) {
+        if (error instanceof FormatError) throw error;
+        throw new FormatError("unreadable_token_file", `cannot read ${file}: ${reasonOf(error)}`);
+      } finally {
+        closeSync(fd);
       }
       return tokenEntries(file, bytes);
     },

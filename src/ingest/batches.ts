@@ -6,11 +6,13 @@
 // the next buffer. A line longer than a buffer fills a list of full buffers and leaves as one
 // batch of those `parts`, never joined here: whoever plans it copies the parts straight into the
 // scanner's memory, so a line of n bytes costs n of memory in the reader (plus a chunk), whatever
-// the file size. Each batch owns its ArrayBuffers (byteOffset 0), so it can be transferred to a
-// worker thread without a copy.
+// the file size. A line longer than any reader takes is not kept at all: its bytes are dropped as
+// they are read and only its length is passed on (`dropped`), so no line, however long (a stray
+// binary file, /dev/zero), costs more than the reader's limit. Each batch owns its ArrayBuffers
+// (byteOffset 0), so it can be transferred to a worker thread without a copy.
 import { open } from "node:fs/promises";
 import { FileError } from "./file-error.js";
-import { DOCUMENT_SNIFF_LIMIT, documentStart, isByteOrderMark, type DocumentSniff } from "../formats/text.js";
+import { DOCUMENT_SNIFF_LIMIT, documentStart, isBlankLine, isByteOrderMark, type DocumentSniff } from "../formats/text.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -22,10 +24,22 @@ export interface Batch {
    * `\n` at the end of the last one, if the line has one); `lineCount` is then 1.
    */
   parts?: Uint8Array[];
+  /** One line longer than readBatches' `maxLineBytes`, dropped as it was read; `lineCount` is then 1. */
+  dropped?: DroppedLine;
   /** 1-based number of the first line in `bytes`. */
   firstLine: number;
   /** Number of lines in `bytes` (blank ones included), so line numbers stay true. */
   lineCount: number;
+}
+
+/** What is left of a line too long to keep. */
+export interface DroppedLine {
+  /** The line's length, without its `\n`. */
+  bytes: number;
+  /** Whether a `\n` ended it (not: the input ended). */
+  newline: boolean;
+  /** Whether every byte was a blank (such a line is skipped, as a short blank line is). */
+  blank: boolean;
 }
 
 /** Where bytes come from: reads up to `length` bytes into `into` at `offset`; 0 = end of input. */
@@ -41,6 +55,7 @@ const EMPTY = new Uint8Array(0);
 
 /** Bytes in the batch (its lines and their newlines). */
 export function batchLength(batch: Batch): number {
+  if (batch.dropped !== undefined) return batch.dropped.bytes + (batch.dropped.newline ? 1 : 0);
   return lineLength(batch.parts ?? batch.bytes);
 }
 
@@ -54,6 +69,7 @@ export function lineLength(line: Uint8Array | readonly Uint8Array[]): number {
 
 /** The buffers a batch owns (to transfer it, or give them back once it is planned). */
 export function batchBuffers(batch: Batch): ArrayBuffer[] {
+  if (batch.dropped !== undefined) return [];
   return (batch.parts ?? [batch.bytes]).map((part) => part.buffer as ArrayBuffer);
 }
 
@@ -217,9 +233,11 @@ export async function readWhole(source: ByteSource, limit: number): Promise<Uint
 
 /**
  * Batches of whole lines, in input order; each about a chunk (the pool's buffer size) of bytes,
- * or one line longer than that, in parts.
+ * or one line longer than that, in parts. A line of which more than `maxLineBytes` (past what
+ * the reader downstream could ever take) has been read without its end is dropped instead: lines
+ * up to `maxLineBytes` are always kept, lines over it by more than a chunk never.
  */
-export async function* readBatches(source: ByteSource, pool = new BufferPool(DEFAULT_CHUNK)): AsyncGenerator<Batch> {
+export async function* readBatches(source: ByteSource, pool = new BufferPool(DEFAULT_CHUNK), maxLineBytes = Infinity): AsyncGenerator<Batch> {
   source = withoutLeadingMark(source);
   const chunk = pool.size;
   let buffer = pool.take();
@@ -228,18 +246,46 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
   let nextLine = 1;
   // Full buffers holding the start of one line longer than a buffer (no newline in any of them).
   let pieces: Uint8Array[] = [];
-  /** The long line's batch: the pieces and `last`, which must own its buffer. */
+  let piecesBytes = 0;
+  // Set once the long line passes maxLineBytes: its pieces went back to the pool.
+  let dropped: DroppedLine | null = null;
+  /**
+   * The long line's batch: the pieces and `last`, which must own its buffer (a dropped line's
+   * last buffer goes back to the pool: the caller moves on to a fresh one).
+   */
   const longLine = (last: Uint8Array): Batch => {
+    if (dropped !== null) {
+      const newline = last.length > 0 && last[last.length - 1] === NEWLINE;
+      const line = last.subarray(0, last.length - (newline ? 1 : 0));
+      const batch = { bytes: EMPTY, dropped: { bytes: dropped.bytes + line.length, newline, blank: dropped.blank && isBlankLine(line) }, firstLine: nextLine, lineCount: 1 };
+      dropped = null;
+      pool.give(last.buffer as ArrayBuffer);
+      return batch;
+    }
     const parts = last.length > 0 ? [...pieces, last] : pieces;
     pieces = [];
+    piecesBytes = 0;
     return { bytes: EMPTY, parts, firstLine: nextLine, lineCount: 1 };
   };
   try {
     for (;;) {
       if (filled === buffer.length) {
         // Full and no newline (a newline would have sent a batch): part of one long line.
-        pieces.push(buffer);
-        buffer = pool.take();
+        if (dropped === null && piecesBytes + buffer.length > maxLineBytes) {
+          dropped = { bytes: piecesBytes, newline: false, blank: pieces.every((piece) => isBlankLine(piece)) };
+          for (const piece of pieces) pool.give(piece.buffer as ArrayBuffer);
+          pieces = [];
+          piecesBytes = 0;
+        }
+        if (dropped !== null) {
+          // Counted and let go: the same buffer takes the line's next bytes.
+          dropped.bytes += buffer.length;
+          dropped.blank &&= isBlankLine(buffer);
+        } else {
+          pieces.push(buffer);
+          piecesBytes += buffer.length;
+          buffer = pool.take();
+        }
         filled = 0;
       }
       const got = await source.read(buffer, filled, buffer.length - filled);
@@ -248,7 +294,7 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
       const newest = asBuffer(buffer.subarray(filled, filled + got)).lastIndexOf(NEWLINE);
       if (newest >= 0) lastNewline = filled + newest;
       filled += got;
-      if (pieces.length > 0) {
+      if (pieces.length > 0 || dropped !== null) {
         if (lastNewline < 0) continue;
         // The long line ends here: it leaves alone, with this buffer as its last part; the rest
         // (less than a chunk) moves to a fresh buffer.
@@ -275,7 +321,7 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
     }
     // What is left: whole lines not sent yet, and maybe a last line without a newline (a file
     // cut short, or just no final newline).
-    if (pieces.length > 0) {
+    if (pieces.length > 0 || dropped !== null) {
       yield longLine(buffer.subarray(0, filled));
     } else if (filled > 0) {
       const unterminated = buffer[filled - 1] === NEWLINE ? 0 : 1;

@@ -3,7 +3,7 @@
 // `maxBytes` of input (plus one batch) is out at a time, counted until its output is written.
 import { Worker } from "node:worker_threads";
 import { CoreUnavailableError } from "../core/errors.js";
-import { batchBuffers, batchLength, type Batch } from "./batches.js";
+import { batchBuffers, batchLength, type Batch, type DroppedLine } from "./batches.js";
 import type { IngestOptions, Piece } from "./process.js";
 
 export type ToWorker = BatchMessage | { blocks: ArrayBuffer[] };
@@ -14,6 +14,8 @@ export interface BatchMessage {
   buffers: ArrayBuffer[];
   lengths: number[];
   parts: boolean;
+  /** A line too long to keep (see Batch.dropped): no buffers then. */
+  dropped?: DroppedLine;
   firstLine: number;
   lineCount: number;
   name: string;
@@ -56,23 +58,31 @@ export class WorkerPool {
   private pumping = false;
   private closing = false;
 
+  /** Workers start as batches need them, up to `jobs` (a short input does not pay for them all). */
   constructor(
-    jobs: number,
-    options: IngestOptions,
+    private readonly jobs: number,
+    private readonly options: IngestOptions,
     private readonly write: (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => Promise<void>,
     private readonly maxBytes = 128 << 20,
     private readonly recycle: (buffer: ArrayBuffer) => void = () => {},
-  ) {
-    for (let i = 0; i < jobs; i++) {
-      const worker = new Worker(workerUrl(), { workerData: options });
-      const state: WorkerState = { worker, outstanding: 0 };
-      worker.on("message", (message: FromWorker) => this.receive(state, message));
-      worker.on("error", (error) => this.fail(error));
-      worker.on("exit", (code) => {
-        if (code !== 0 && !this.closing) this.fail(new Error(`a worker thread stopped (exit code ${code})`));
-      });
-      this.workers.push(state);
-    }
+  ) {}
+
+  private startWorker(): WorkerState {
+    const worker = new Worker(workerUrl(), { workerData: this.options });
+    const state: WorkerState = { worker, outstanding: 0 };
+    worker.on("message", (message: FromWorker) => this.receive(state, message));
+    worker.on("error", (error) => this.fail(error));
+    worker.on("exit", (code) => {
+      if (code !== 0 && !this.closing) this.fail(new Error(`a worker thread stopped (exit code ${code})`));
+    });
+    this.workers.push(state);
+    return state;
+  }
+
+  /** The worker with least to do; a new one while every worker is busy and fewer than `jobs` run. */
+  private leastBusy(): WorkerState {
+    const idle = this.workers.reduce<WorkerState | null>((a, b) => (a === null || b.outstanding < a.outstanding ? b : a), null);
+    return idle === null || (idle.outstanding > 0 && this.workers.length < this.jobs) ? this.startWorker() : idle;
   }
 
   private fail(error: Error): void {
@@ -151,7 +161,7 @@ export class WorkerPool {
   async submit(batch: Batch, name: string): Promise<void> {
     for (;;) {
       this.check();
-      const idle = this.workers.reduce((a, b) => (b.outstanding < a.outstanding ? b : a));
+      const idle = this.leastBusy();
       const bytes = batchLength(batch);
       const room = this.inFlight === 0 || this.inFlight + bytes <= this.maxBytes;
       if (idle.outstanding < PER_WORKER && room) {
@@ -159,12 +169,13 @@ export class WorkerPool {
         this.slots.set(seq, { bytes, pieces: [], worker: idle });
         this.inFlight += bytes;
         idle.outstanding++;
-        const parts = batch.parts ?? [batch.bytes];
+        const parts = batch.dropped !== undefined ? [] : (batch.parts ?? [batch.bytes]);
         const message: BatchMessage = {
           seq,
           buffers: batchBuffers(batch),
           lengths: parts.map((part) => part.length),
           parts: batch.parts !== undefined,
+          dropped: batch.dropped,
           firstLine: batch.firstLine,
           lineCount: batch.lineCount,
           name,

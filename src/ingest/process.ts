@@ -12,7 +12,7 @@ import { errorLine, rejectionLine } from "../rejection.js";
 import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
 import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch } from "./batches.js";
-import { LineScanner, type ScannedLine } from "./scanner.js";
+import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
 
 /** How lines are parsed: the WASM scanner (token arrays straight to typed arrays) or JSON.parse. */
@@ -57,6 +57,11 @@ const ENCODER = new TextEncoder();
 
 /** Lines longer than this never become JS strings (V8's limit is ~512 MB; copies double it). */
 export const MAX_STRING_BYTES = 256 << 20;
+/** The longest line `reader` could ever read: readBatches drops longer ones unread (see Batch.dropped). */
+export function maxLineBytes(reader: ReaderName): number {
+  return reader === "scan" ? SCANNER_MAX_LINE_BYTES : MAX_STRING_BYTES;
+}
+
 /** Rejected lines up to this size are read a second time, by JSON.parse, for their detail (see processLine). */
 const EXACT_AGAIN_BYTES = 1 << 20;
 /** Row bytes are handed on once this much is pending. */
@@ -66,6 +71,11 @@ const MAX_SPARE_BLOCKS = 64;
 
 function decode(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+}
+
+/** Why a line of `bytes` was not read by the JSON.parse reader. */
+function pastJsonReaderDetail(bytes: number): string {
+  return `the line has ${bytes} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`;
 }
 
 /** A rollout rejected because it does not fit (SPEC's table + rollout_too_large). */
@@ -170,6 +180,13 @@ export class LineProcessor {
   /** Plans every line of a batch; `flush` gets the output in order, the last piece with `last`. */
   async processBatch(batch: Batch, name: string, flush: Flush): Promise<void> {
     const context = this.context;
+    if (batch.dropped !== undefined) {
+      // Too long for this reader: rejected as it would be if it had been kept (blank: skipped).
+      const { bytes, blank } = batch.dropped;
+      if (!blank) this.record(tooLarge(this.options.reader === "scan" ? linePastScannerDetail(bytes) : pastJsonReaderDetail(bytes)), `${name}:${batch.firstLine}`, batch.firstLine);
+      await flush(this.take(batchLength(batch), true));
+      return;
+    }
     if (batch.parts !== undefined) {
       // One long line, still in the chunks it was read into (the scanner copies them in).
       await this.ensureScanner();
@@ -257,9 +274,7 @@ export class LineProcessor {
   /** The JSON.parse reader: bytes to a canonical rollout or a rejection. */
   private parseJson(line: Uint8Array | Uint8Array[], context: FormatContext): ConvertResult {
     const length = lineLength(line);
-    if (length > MAX_STRING_BYTES) {
-      return tooLarge(`the line has ${length} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`);
-    }
+    if (length > MAX_STRING_BYTES) return tooLarge(pastJsonReaderDetail(length));
     const bytes = line instanceof Uint8Array ? line : joinParts(line);
     // JSON text is UTF-8 (RFC 8259). The scanner checks it itself (strictly, like a fatal
     // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced. Node's

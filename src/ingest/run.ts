@@ -5,7 +5,7 @@ import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
 import { inputsOrStdin, isJsonName } from "../formats/text.js";
 import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
-import { LineProcessor, MAX_STRING_BYTES, tooLarge, type IngestOptions, type Piece } from "./process.js";
+import { LineProcessor, MAX_STRING_BYTES, maxLineBytes, tooLarge, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
 
 export interface RunOptions extends IngestOptions {
@@ -89,7 +89,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         continue;
       }
       const name = file === "-" ? "<stdin>" : file;
-      for await (const batch of readAhead(readBatches(input.source, buffers))) {
+      for await (const batch of readAhead(readBatches(input.source, buffers, maxLineBytes(options.reader)))) {
         if (pool !== null) {
           await pool.submit(batch, name);
         } else {

@@ -130,8 +130,16 @@ export class LineScanner {
 }
 
 function tooLargeLine(bytes: number): ScannedLine {
-  return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes does not fit in the scanner's memory` };
+  return { ok: false, code: "rollout_too_large", detail: linePastScannerDetail(bytes) };
 }
+
+/** Why a line of `bytes` was not read: it does not fit in the scanner's linear memory. */
+export function linePastScannerDetail(bytes: number): string {
+  return `a line of ${bytes} bytes does not fit in the scanner's memory`;
+}
+
+/** No line longer than this fits in a scanner: its linear memory holds at most 4 GiB, the line and more. */
+export const SCANNER_MAX_LINE_BYTES = 2 ** 32;
 
 function textTooLong(bytes: number, what: string): ScannedLine {
   return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes: ${what} is longer than a JavaScript string can be` };

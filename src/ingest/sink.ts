@@ -5,7 +5,7 @@
 // returned (a missing directory fails at once, before any work), a later stream error is kept
 // and rethrown by the next write() and by close() (a write waiting on 'drain' wakes up with it),
 // and close() after a failure closes what is left without masking it.
-import { accessSync, closeSync, constants, createWriteStream, existsSync, openSync, statSync } from "node:fs";
+import { accessSync, closeSync, constants, createWriteStream, existsSync, openSync, readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
@@ -150,10 +150,44 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
   return outcome.value;
 }
 
+/**
+ * Whether descriptor `fd` is the runtime's own rather than one the shell passed on: Node and libuv
+ * hold event fds, epoll fds and self-pipes (both ends of one pipe, one read-only and one
+ * write-only) from before any of our code runs, so `/dev/fd/N` for an N the shell did not open
+ * names one of them. Writing there loses the output silently, hangs, or crashes the process.
+ * Linux only (/proc); elsewhere nothing is refused.
+ */
+export function isRuntimeDescriptor(fd: number): boolean {
+  let target: string;
+  try {
+    target = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return false;
+  }
+  if (target.startsWith("anon_inode:")) return true;
+  if (!target.startsWith("pipe:")) return false;
+  const modes = new Set<number>();
+  try {
+    for (const other of readdirSync("/proc/self/fd")) {
+      try {
+        if (readlinkSync(`/proc/self/fd/${other}`) !== target) continue;
+        const flags = /flags:\s*([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${other}`, "utf8"));
+        if (flags !== null) modes.add(parseInt(flags[1], 8) & 3);
+      } catch {
+        // closed meanwhile
+      }
+    }
+  } catch {
+    return false;
+  }
+  return modes.has(0) && modes.has(1); // this process reads and writes the pipe: not a shell's
+}
+
 /** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
 function checkWritable(path: string): void {
   if (standardStream(path) !== null) return; // process.stdout/stderr report their own failures
-  if (descriptorOf(path) !== null && !existsSync(path)) {
+  const fd = descriptorOf(path);
+  if (fd !== null && (!existsSync(path) || (fd > 2 && isRuntimeDescriptor(fd)))) {
     throw new FileError("write", path, Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }));
   }
   try {

@@ -34,13 +34,18 @@ port.on("message", (received: ToWorker) => {
   queue = queue.then(async () => {
     if (processor === null) return;
     const views = message.buffers.map((buffer, i) => new Uint8Array(buffer, 0, message.lengths[i]));
-    const { firstLine, lineCount } = message;
-    const batch: Batch = message.parts ? { bytes: new Uint8Array(0), parts: views, firstLine, lineCount } : { bytes: views[0], firstLine, lineCount };
+    const { firstLine, lineCount, dropped } = message;
+    const batch: Batch =
+      dropped !== undefined
+        ? { bytes: new Uint8Array(0), dropped, firstLine, lineCount }
+        : message.parts
+          ? { bytes: new Uint8Array(0), parts: views, firstLine, lineCount }
+          : { bytes: views[0], firstLine, lineCount };
     try {
       await processor.processBatch(batch, message.name, (piece: Piece) => {
         const transfer = piece.rows.map((chunk) => chunk.buffer as ArrayBuffer);
         // The last piece takes the input buffers home for reuse.
-        if (piece.last) transfer.push(...message.buffers);
+        if (piece.last) for (const buffer of message.buffers) transfer.push(buffer); // not push(...): a line may come in 100,000s of parts
         post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffers: message.buffers } : {}) }, transfer);
       });
     } catch (error) {

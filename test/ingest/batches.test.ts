@@ -145,6 +145,62 @@ describe("readBatches", () => {
   });
 });
 
+describe("readBatches with maxLineBytes (a line longer than any reader takes)", () => {
+  /** Every buffer the pool hands out, to check how many a run needs. */
+  class CountingPool extends BufferPool {
+    readonly handedOut = new Set<ArrayBufferLike>();
+    override take(): Uint8Array {
+      const buffer = super.take();
+      this.handedOut.add(buffer.buffer);
+      return buffer;
+    }
+  }
+
+  async function read(text: string, maxLineBytes: number, chunk = 16, sizes = [7, 16, 5]) {
+    const pool = new CountingPool(chunk);
+    const batches: Batch[] = [];
+    for await (const batch of readBatches(chunkedSource(encode(text), sizes), pool, maxLineBytes)) batches.push(batch);
+    return { batches, buffers: pool.handedOut.size };
+  }
+
+  it("drops a line once more than the limit of it was read, keeping its place, length and end", async () => {
+    const long = "z".repeat(1000);
+    const { batches, buffers } = await read(`a\n${long}\n${"y".repeat(40)}\nb`, 64);
+    const dropped = batches.filter((batch) => batch.dropped !== undefined);
+    expect(dropped).toHaveLength(1);
+    expect(dropped[0]).toMatchObject({ firstLine: 2, lineCount: 1, dropped: { bytes: 1000, newline: true, blank: false } });
+    expect(batchLength(dropped[0])).toBe(1001);
+    expect(batchBuffers(dropped[0])).toEqual([]);
+    // The lines around it, the one kept in parts under the limit included, are whole.
+    const kept = batches.filter((batch) => batch.dropped === undefined);
+    const texts: [number, string][] = [];
+    for (const batch of kept) {
+      if (batch.parts !== undefined) texts.push([batch.firstLine, Buffer.from(joinParts(lineParts(batch))).toString("latin1")]);
+      else forEachLine(batch, (start, end, line) => texts.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]));
+    }
+    expect(texts).toEqual([
+      [1, "a"],
+      [3, "y".repeat(40)],
+      [4, "b"],
+    ]);
+    // Bounded: the 1000-byte line went through a few 16-byte buffers, not 63 of them.
+    expect(buffers).toBeLessThanOrEqual(8);
+  });
+
+  it("keeps every line up to the limit, and drops an unterminated last line or a blank one as such", async () => {
+    for (const length of [16, 48, 63, 64]) {
+      const { batches } = await read(`${"k".repeat(length)}\n`, 64);
+      expect(batches.some((batch) => batch.dropped !== undefined)).toBe(false);
+    }
+    const cut = await read(`a\n${"c".repeat(200)}`, 64);
+    expect(cut.batches.at(-1)).toMatchObject({ firstLine: 2, dropped: { bytes: 200, newline: false, blank: false } });
+    const blank = await read(`${" \t\r".repeat(100)}\nx\n`, 64);
+    expect(blank.batches[0]).toMatchObject({ firstLine: 1, dropped: { bytes: 300, newline: true, blank: true } });
+    const notQuiteBlank = await read(`${" ".repeat(150)}!${" ".repeat(150)}\n`, 64);
+    expect(notQuiteBlank.batches[0].dropped).toMatchObject({ bytes: 301, blank: false });
+  });
+});
+
 describe("sniffDocument and readWhole (an input with no name to go by)", () => {
   const pretty = new TextEncoder().encode(`\n\n{\n  "a": [1, 2, 3]\n}\n`);
 

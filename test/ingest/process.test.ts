@@ -99,3 +99,28 @@ describe("LineProcessor out of memory", () => {
     await expect(run(processor, batchOf([first]))).rejects.toThrow(WebAssembly.RuntimeError);
   });
 });
+
+describe("LineProcessor on a line the reader dropped unread (Batch.dropped)", () => {
+  const dropped = (bytes: number, blank = false): Batch => ({ bytes: new Uint8Array(0), dropped: { bytes, newline: true, blank }, firstLine: 7, lineCount: 1 });
+
+  it("rejects it with rollout_too_large in each reader's words, as if it had been kept", async () => {
+    for (const [reader, detail] of [
+      ["scan", "a line of 5000000000 bytes does not fit in the scanner's memory"],
+      ["json", "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads it"],
+    ] as const) {
+      const pieces: Piece[] = [];
+      await (await LineProcessor.create({ ...OPTIONS, reader })).processBatch(dropped(5e9), "in.jsonl", (piece) => {
+        pieces.push(piece);
+      });
+      expect(pieces).toHaveLength(1);
+      expect(pieces[0]).toMatchObject({ last: true, rollouts: 1, rejected: 1, rowCount: 0, bytes: 5e9 + 1, rows: [] });
+      expect(JSON.parse(pieces[0].reports)).toMatchObject({ rollout_id: null, line: 7, status: "rejected", reason: "rollout_too_large", detail, rows: 0 });
+      expect(pieces[0].notes).toBe(`in.jsonl:7: rejected (rollout_too_large): ${detail}\n`);
+    }
+  });
+
+  it("skips it without a report when it was all blanks, as a short blank line is", async () => {
+    const result = await run(await LineProcessor.create(OPTIONS), dropped(5e9, true));
+    expect(result).toEqual({ rows: "", reports: [], notes: "" });
+  });
+});
