@@ -2,7 +2,7 @@
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
 import { execFileSync, spawnSync } from "node:child_process";
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, readlinkSync, writeFileSync } from "node:fs";
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -185,6 +185,14 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       run = sh(command);
       expect([command, run.status, lines(readFileSync(log, "utf8"))[0], lines(readFileSync(log, "utf8")).length]).toEqual([command, 0, "before", 1 + added]);
     }
+    // Descriptors the shell did not open may still be open: Node's own event fds and self-pipes.
+    // Writing to one lost the rows, hung or crashed; each is refused like any descriptor not open.
+    for (let fd = 3; fd <= 12; fd++) {
+      for (const argv of [["rows", LOGIN_BUG, "--quiet", "-o", `/dev/fd/${fd}`], ["rows", LOGIN_BUG, "-o", "/dev/null", "--report", `/dev/fd/${fd}`], ["draw", LOGIN_BUG, "-o", `/dev/fd/${fd}`]]) {
+        const alone = spawnSync(process.execPath, [join(ROOT, "bin/callforest.js"), ...argv], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 20_000 });
+        expect([argv.join(" "), alone.status, alone.stderr]).toEqual([argv.join(" "), 2, expect.stringMatching(new RegExp(`^callforest: cannot write /dev/fd/${fd}: [^\n]+\n$`))]);
+      }
+    }
     run = sh(`node "$CF" rows "$IN" -o /dev/fd/57`); // not open
     expect([run.status, run.stderr]).toEqual([2, "callforest: cannot write /dev/fd/57: not an open file descriptor\n"]);
     run = sh(`node "$CF" rows "$IN" --quiet -o /proc/self/fd/1 | wc -l`);
@@ -316,6 +324,19 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       expect([r.code, r.stderr]).toEqual([2, message + "\n"]);
     }
     expect(readFileSync(input, "utf8")).toBe(before);
+    // Nor through a symbolic link: to the directory, or a link to a file not there yet.
+    mkdirSync(join(dir, "real"));
+    symlinkSync(join(dir, "real"), join(dir, "linked"));
+    symlinkSync(join(dir, "real", "y"), join(dir, "dangling"));
+    for (const [output, report] of [
+      [join(dir, "real", "x"), join(dir, "linked", "x")],
+      [join(dir, "real", "y"), join(dir, "dangling")],
+      [join(dir, "dangling"), join(dir, "linked", "y")],
+    ]) {
+      const r = await cli("rows", input, "-o", output, "--report", report, "--quiet");
+      expect([r.code, r.stderr]).toEqual([2, `callforest: --report ${report}: is also -o ${output}; write the output somewhere else\n`]);
+    }
+    expect(readdirSync(join(dir, "real"))).toEqual([]); // refused before anything was written
     // Devices are not files: /dev/null may take both outputs.
     const both = await cli("rows", input, "-o", "/dev/null", "--report", "/dev/null", "--quiet");
     expect([both.code, both.stderr]).toEqual([0, ""]);

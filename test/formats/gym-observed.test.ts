@@ -1,4 +1,5 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
@@ -420,6 +421,23 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       writeFileSync(join(dir, "7-2.tokens.jsonl"), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(OBSERVED_TOKENS)]));
       const withMark = toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) });
       expect(withMark.ok && withMark.rollout).toEqual(accepted(toCanonical(clone(row), "gym-observed", { tokens })).rollout);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a token file that is a named pipe (or a device) is refused unread, not waited on forever", () => {
+    const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      execFileSync("mkfifo", [join(dir, "7-2.tokens.jsonl")]); // no writer will ever come
+      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({
+        ok: false,
+        code: "unreadable_token_file",
+        detail: `gym-observed: cannot read ${join(dir, "7-2.tokens.jsonl")}: not a regular file`,
+      });
+      rmSync(join(dir, "7-2.tokens.jsonl"));
+      symlinkSync("/dev/zero", join(dir, "7-2.tokens.jsonl")); // would never end
+      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({ ok: false, code: "unreadable_token_file" });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
