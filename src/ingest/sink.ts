@@ -183,13 +183,16 @@ export function isRuntimeDescriptor(fd: number): boolean {
   return modes.has(0) && modes.has(1); // this process reads and writes the pipe: not a shell's
 }
 
+/** The error for `/dev/fd/N` when N is not a descriptor the shell opened ("not an open file descriptor"). */
+export function notOpenDescriptor(path: string): FileError {
+  return new FileError("write", path, Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }));
+}
+
 /** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
 function checkWritable(path: string): void {
   if (standardStream(path) !== null) return; // process.stdout/stderr report their own failures
   const fd = descriptorOf(path);
-  if (fd !== null && (!existsSync(path) || (fd > 2 && isRuntimeDescriptor(fd)))) {
-    throw new FileError("write", path, Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }));
-  }
+  if (fd !== null && (!existsSync(path) || (fd > 2 && isRuntimeDescriptor(fd)))) throw notOpenDescriptor(path);
   try {
     if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);
