@@ -18,6 +18,12 @@ export default class StuckFileWatchdog implements Reporter {
 
   onInit(vitest: Vitest): void {
     this.vitest = vitest;
+  }
+
+  /** Watching runs only while tests do (each run again in watch mode). */
+  onTestRunStart(): void {
+    clearInterval(this.timer);
+    this.startedAt.clear();
     this.timer = setInterval(() => this.check(), Math.min(CHECK_EVERY_MS, this.limitMs)).unref();
   }
 
