@@ -35,17 +35,20 @@ function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Ca
 }
 
 export async function initWith(loadModule: ModuleLoader, options: InitOptions = {}): Promise<Callforest> {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError(`init() takes an options object such as { backend: "ts" }, got ${typeof options === "string" ? JSON.stringify(options) : String(options)}`);
+  }
   const backend = options.backend ?? "wasm";
+  if (backend !== "wasm" && backend !== "ts") throw new Error(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
+  if (options.simd !== undefined && typeof options.simd !== "boolean") throw new Error(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
+  const maxMemory = checkMaxMemory(options.maxMemory);
   if (backend === "ts") {
-    const pool = new TsCorePool();
+    const pool = new TsCorePool(Math.min(maxMemory, 2 ** 32));
     return makeApi("ts", false, () => pool.acquire());
   }
-  if (backend !== "wasm") throw new Error(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
   if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
-  if (options.simd !== undefined && typeof options.simd !== "boolean") throw new Error(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
   const simd = options.simd ?? simdSupported();
   if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
-  const maxMemory = checkMaxMemory(options.maxMemory);
   const pool = new WasmCorePool(await loadModule(simd), maxMemory);
   return makeApi("wasm", simd, () => pool.acquire());
 }

@@ -8,6 +8,7 @@ import {
   AMBIGUOUS_PARENT,
   INVALID_LOGPROB,
   INVALID_TOKEN,
+  MAX_CALL_TOKENS,
   type ForestCore,
   type SizeHints,
   type StagedCall,
@@ -77,6 +78,13 @@ export function tooLargeRejection(error: unknown): Rejection {
   return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${errorLine(error)})`);
 }
 
+/** Token positions in the cores are 32-bit: a longer call cannot be planned (rollout_too_large). */
+function checkCallSize(promptLength: number, generationLength: number): void {
+  if (promptLength + generationLength > MAX_CALL_TOKENS) {
+    throw new CoreMemoryError(`a call of ${promptLength + generationLength} tokens: a core holds at most 2^31-1 tokens a call`);
+  }
+}
+
 export class RolloutAssembler {
   // Who each call is, in ledger order (plan() passes the call's shape, which holds the caller's
   // arrays: only ids, names and lengths are kept).
@@ -117,6 +125,7 @@ export class RolloutAssembler {
 
   /** Where to write the next call's prompt ++ generation and logprobs (see StagedCall). */
   stage(promptLength: number, generationLength: number): StagedCall {
+    checkCallSize(promptLength, generationLength);
     this.stagedPrompt = promptLength;
     this.stagedGeneration = generationLength;
     return this.core.stage(promptLength, generationLength);
@@ -166,6 +175,7 @@ export class RolloutAssembler {
   /** commit() for a call whose arrays the core reads in place (see readsArrays); no stage() before. */
   commitArrays(call: CallIdentity, agentIndex: number, arrays: { prompt: Int32Array; generation: Int32Array; logprobs: Float32Array }): boolean {
     if (this.rejection) return false;
+    checkCallSize(arrays.prompt.length, arrays.generation.length);
     this.stagedPrompt = arrays.prompt.length;
     this.stagedGeneration = arrays.generation.length;
     return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)));

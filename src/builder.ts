@@ -4,7 +4,7 @@
 import { Rejection, callName, describeValue } from "./rejection.js";
 import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf, type RolloutHeader } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
-import type { CoreFactory } from "./core/types.js";
+import { MAX_CALL_TOKENS, type CoreFactory } from "./core/types.js";
 import type { AgentInput, Plan, PlanOptions } from "./types.js";
 
 export interface BuilderHeader {
@@ -35,8 +35,6 @@ export interface RolloutBuilder {
   finish(options?: PlanOptions): Plan;
 }
 
-/** Token positions are i32 in the cores. */
-const MAX_CALL_TOKENS = 2 ** 31 - 1;
 
 export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
   // Three plain functions: they work detached (`const { stage } = builder`), and the state, the
@@ -100,18 +98,20 @@ class InPlaceBuilder implements RolloutBuilder {
     this.ensureOpen("commit");
     if (!this.staged) throw new Error("commit() needs a stage() first");
     if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept? }, got ${describeValue(meta)}`);
+    // Read once, before anything changes: a getter that throws leaves the builder as it was.
+    const { id, agent, kept } = meta;
     const index = this.calls++;
     this.staged = false;
     return this.guard((assembler) => {
-      const problem = callIdentityProblem(meta.id, meta.agent, meta.kept);
+      const problem = callIdentityProblem(id, agent, kept);
       if (problem !== null) {
-        assembler.reject(new Rejection("invalid_rollout", `${callName(meta.id, index)}: ${problem}`));
+        assembler.reject(new Rejection("invalid_rollout", `${callName(id, index)}: ${problem}`));
         return false;
       }
-      const agentName = meta.agent ?? "";
-      const agent = assembler.identify(meta.id, agentName);
-      if (agent === null) return false;
-      return assembler.commit({ id: meta.id, agent: agentName, kept: meta.kept !== false }, agent);
+      const agentName = agent ?? "";
+      const agentIndex = assembler.identify(id, agentName);
+      if (agentIndex === null) return false;
+      return assembler.commit({ id, agent: agentName, kept: kept !== false }, agentIndex);
     }, () => false);
   }
 

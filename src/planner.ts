@@ -128,7 +128,11 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
     assembleCalls(assembler, header.calls);
     return assembler.finish(header.calls.length, options);
   } catch (error) {
-    if (!isOutOfMemory(error)) throw error;
+    if (!isOutOfMemory(error)) {
+      // A caller's getter or Proxy threw (JS code, never inside the core): the core is intact.
+      core.release();
+      throw error;
+    }
     if (assembler) assembler.abandon();
     else core.release(false);
     return rejectedPlan(header.rolloutId, header.calls.length, tooLargeRejection(error), header.agents ?? [], options);

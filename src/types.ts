@@ -147,9 +147,11 @@ export interface InitOptions {
   /** WASM only: force the SIMD (true) or scalar (false) build; default: SIMD when supported. */
   simd?: boolean;
   /**
-   * WASM only: the most linear memory one plan's core instance may grow to, in bytes (default and
-   * ceiling 4 GiB). A rollout that needs more is rejected with `rollout_too_large`. Memory grows
-   * by doubling, so the cap is reached a little before the rollout's exact need.
+   * The most memory one plan's core may hold, in bytes (default and ceiling 4 GiB): on WASM its
+   * instance's linear memory, on TS its arrays. A rollout that needs more is rejected with
+   * `rollout_too_large`. Memory grows by doubling, so the cap is reached a little before the
+   * rollout's exact need; the two backends lay memory out differently, so near the cap one may
+   * take a rollout the other rejects.
    */
   maxMemory?: number;
 }

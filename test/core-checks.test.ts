@@ -228,9 +228,42 @@ describe("misuse of the API", () => {
     }
   });
 
-  it("a caller's getter that throws passes its error on, even a RangeError (it is not rollout_too_large)", () => {
+  it("a caller's getter that throws passes its error on, even a RangeError (it is not rollout_too_large), and gives its core back", () => {
     const call = { id: "c", prompt_token_ids: [1], generation_log_probs: [-1], get generation_token_ids(): number[] { throw new RangeError("my bug"); } };
-    for (const { cf } of backends) expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
+    for (const { name, cf } of backends) {
+      // The memory a plan's rows are views into: the same buffer again means the same pooled core.
+      const memoryOf = () => {
+        const plan = cf.plan(good);
+        const buffer = plan.rows[0].tokenIds.buffer;
+        plan.release();
+        return buffer;
+      };
+      const before = memoryOf();
+      expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
+      expect([name, memoryOf() === before]).toEqual([name, true]);
+    }
+  });
+
+  it("init() refuses what is not an options object, and checks every option whatever the backend", async () => {
+    await expect(init(null as never)).rejects.toThrow(new TypeError('init() takes an options object such as { backend: "ts" }, got null'));
+    await expect(init("ts" as never)).rejects.toThrow(new TypeError('init() takes an options object such as { backend: "ts" }, got "ts"'));
+    await expect(init({ backend: "ts", simd: "x" as never })).rejects.toThrow('simd must be true or false, got "x"');
+    await expect(init({ backend: "gpu" as never })).rejects.toThrow('unknown backend "gpu" (expected "wasm" or "ts")');
+  });
+
+  it("the builder: a commit() whose argument's getter throws changes nothing (the call can be committed again)", () => {
+    for (const { name, cf } of backends) {
+      const b = cf.builder({ rollout_id: "r", reward: 0 });
+      const slot = b.stage(1, 1);
+      slot.promptTokenIds.set([1]);
+      slot.generationTokenIds.set([2]);
+      const meta = { get id(): string { throw new Error("my getter"); } };
+      expect(() => b.commit(meta)).toThrow("my getter");
+      expect(b.commit({ id: "c" })).toBe(true);
+      const plan = b.finish();
+      expect([name, plan.report.status, plan.report.calls, plan.rows.length]).toEqual([name, "ok", 1, 1]);
+      plan.release();
+    }
   });
 
   it("the builder: kept must be a boolean (as in plan()), commit() needs its call's fields and a stage()", () => {
@@ -286,7 +319,7 @@ describe("misuse of the API", () => {
     const keepBytes = 4 * 2 ** 20;
     const module = new WebAssembly.Module(readFileSync(new URL("../build/core-simd.wasm", import.meta.url)));
     const pools: [string, { acquire(): ReturnType<TsCorePool["acquire"]> }][] = [
-      ["ts", new TsCorePool(keepBytes)],
+      ["ts", new TsCorePool(2 ** 32, keepBytes)],
       ["wasm", new WasmCorePool(module, 2 ** 32, keepBytes)],
     ];
     const small = good;

@@ -49,12 +49,13 @@ describe("odd token arrays", () => {
     }
   });
 
-  it("a sparse array claiming 4 G entries is invalid_token, without reserving gigabytes", async () => {
+  it("a sparse array claiming 4 G entries is rollout_too_large on both backends, without reserving gigabytes", async () => {
+    // (The WASM host once passed 2^32 tokens to the core as an i32, which wrapped to 0.)
     const sparse: number[] = [];
     sparse.length = 2 ** 32 - 1;
     for (const backend of BACKENDS) {
       const plan = (await init({ backend })).plan({ rollout_id: "r", reward: 0, calls: [call("a", sparse, [1])] });
-      expect(plan.report.detail).toBe('call "a" (calls[0]): prompt_token_ids[0] is undefined, not an integer in [0, 2^31-1]');
+      expect(plan.report.detail).toBe(`the rollout does not fit in one core's memory (a call of ${2 ** 32} tokens: a core holds at most 2^31-1 tokens a call)`);
     }
   });
 });
@@ -71,6 +72,24 @@ describe("memory limits (init({ maxMemory }))", () => {
     for (const maxMemory of [1.5, 0, -1, Number.NaN, 2 ** 53 + 2]) {
       await expect(init({ maxMemory })).rejects.toThrow(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${maxMemory}`);
     }
+  });
+
+  it("the TS backend keeps to maxMemory too: past it rollout_too_large, not a process the system kills", async () => {
+    const big = { rollout_id: "big", reward: 0, calls: [call("a", new Int32Array(5_000_000).fill(4), [2])] }; // 20 MB of tokens to store
+    for (const backend of BACKENDS) {
+      const cf = await init({ backend, maxMemory: 16 * MiB });
+      const plan = cf.plan(big);
+      expect([backend, plan.report.status, plan.report.reason, plan.rows.length]).toEqual([backend, "rejected", "rollout_too_large", 0]);
+      if (backend === "ts") expect(plan.report.detail).toBe("the rollout does not fit in one core's memory (the TypeScript core ran out of memory at init's maxMemory of 16777216 bytes)");
+      // The builder too, however large a call it is asked to stage, and the next rollout plans.
+      const builder = cf.builder({ rollout_id: "staged", reward: 0 });
+      builder.stage(5_000_000, 1);
+      expect(builder.commit({ id: "a" })).toBe(false);
+      expect([backend, builder.finish().report.reason]).toEqual([backend, "rollout_too_large"]);
+      expect([backend, reasonOf(cf.plan({ rollout_id: "small", reward: 0, calls: [call("a", [1, 2], [3])] }).report)]).toEqual([backend, "ok"]);
+    }
+    // The default is 4 GiB on both; the TS backend checks maxMemory as the WASM one does.
+    await expect(init({ backend: "ts", maxMemory: -1 })).rejects.toThrow("maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got -1");
   });
 
   it("size hints never make a rollout too large: a big unkept retry among many calls fits under 64 MiB", async () => {

@@ -1,6 +1,7 @@
 // The pure TypeScript core: the same algorithm as the WebAssembly core (assembly/), written for
 // reading. A prefix tree over the eligible calls' full sequences, walked once per call; edges
 // point into a store that holds each distinct token once.
+import { CoreMemoryError } from "./errors.js";
 import {
   AMBIGUOUS_PARENT,
   INVALID_LOGPROB,
@@ -20,12 +21,6 @@ const MAX_HINT = 2 ** 26;
 const NO_TOKENS = new Int32Array(0);
 const NO_LOGPROBS = new Float32Array(0);
 
-function grown<T extends Int32Array | Float32Array>(array: T, need: number): T {
-  if (need <= array.length) return array;
-  const bigger = new (array.constructor as { new (n: number): T })(Math.max(need, array.length * 2, 256));
-  bigger.set(array);
-  return bigger;
-}
 
 function reverseRange(values: number[], from: number, to: number): void {
   for (let i = from, j = to - 1; i < j; i++, j--) {
@@ -48,6 +43,9 @@ function setBits(mask: Uint8Array, start: number, end: number): void {
 }
 
 export class TsCore implements ForestCore {
+  /** `maxBytes`: the most its arrays may hold at once (init's maxMemory; default 4 GiB, as a WASM core's memory). */
+  constructor(private readonly maxBytes = 2 ** 32) {}
+
   private agentParents = new Int32Array(0);
   private stageTokens = new Int32Array(256);
   private stageLogprobs = new Float32Array(256);
@@ -98,15 +96,15 @@ export class TsCore implements ForestCore {
     this.logprobCount = 0;
     // Hints reserve up front, within reason (a wrong one must not allocate gigabytes).
     const hint = (n: number) => (n <= MAX_HINT ? n : 0);
-    this.logprobs = grown(this.logprobs, hint(hints.generated));
-    this.tokens = grown(this.tokens, hint(hints.longestCall));
+    this.logprobs = this.grow(this.logprobs, hint(hints.generated));
+    this.tokens = this.grow(this.tokens, hint(hints.longestCall));
     // (Not the staging area: typed arrays are read in place, so stage() grows it only if used.)
     this.newNode(0, 0, 0, -1);
   }
 
   stage(prompt: number, generated: number): StagedCall {
-    this.stageTokens = grown(this.stageTokens, prompt + generated);
-    this.stageLogprobs = grown(this.stageLogprobs, generated);
+    this.stageTokens = this.grow(this.stageTokens, prompt + generated);
+    this.stageLogprobs = this.grow(this.stageLogprobs, generated);
     const s = this.staging;
     if (s.tokens !== this.stageTokens || s.logprobs !== this.stageLogprobs) this.staging = { tokens: this.stageTokens, logprobs: this.stageLogprobs };
     return this.staging;
@@ -213,7 +211,7 @@ export class TsCore implements ForestCore {
   /** Appends tokens [from, to) of the call (prompt ++ generation) to the store; returns where. */
   private storeTokens(from: number, to: number, prompt: number): number {
     const at = this.tokenCount;
-    this.tokens = grown(this.tokens, at + to - from);
+    this.tokens = this.grow(this.tokens, at + to - from);
     if (from < prompt) this.tokens.set(this.promptSource.subarray(from, Math.min(to, prompt)), at);
     if (to > prompt) this.tokens.set(this.generationSource.subarray(Math.max(from, prompt) - prompt, to - prompt), at + Math.max(0, prompt - from));
     this.tokenCount = at + to - from;
@@ -224,7 +222,7 @@ export class TsCore implements ForestCore {
     this.invalidTokenAt = -1;
     const c = this.callCount++;
     const full = prompt + generated;
-    this.logprobs = grown(this.logprobs, this.logprobCount + generated);
+    this.logprobs = this.grow(this.logprobs, this.logprobCount + generated);
     this.logprobs.set(this.logprobSource.subarray(0, generated), this.logprobCount);
     this.callFull[c] = full;
     this.callPrompt[c] = prompt;
@@ -340,13 +338,14 @@ export class TsCore implements ForestCore {
       maskTotal += (this.callFull[leaf] + 7) >> 3;
     }
     // Room for every row at once, before any row is made (the rows are views into it). Not
-    // grown() (which copies): the old rows are gone.
+    // grow() (which copies): the old rows are gone.
     if (this.rowTokens.length < total) {
-      const size = Math.max(total, this.rowTokens.length * 2);
+      // Tokens and logprobs side by side: 8 bytes a row token.
+      const size = this.roomFor(this.rowTokens.byteLength + this.rowLogprobs.byteLength, 8, total, Math.max(total, this.rowTokens.length * 2));
       this.rowTokens = new Int32Array(size);
       this.rowLogprobs = new Float32Array(size);
     }
-    if (this.rowMask.length < maskTotal) this.rowMask = new Uint8Array(Math.max(maskTotal, this.rowMask.length * 2));
+    if (this.rowMask.length < maskTotal) this.rowMask = new Uint8Array(this.roomFor(this.rowMask.byteLength, 1, maskTotal, Math.max(maskTotal, this.rowMask.length * 2)));
     this.rowAt = 0;
     this.maskAt = 0;
     const paths: number[] = [];
@@ -384,6 +383,32 @@ export class TsCore implements ForestCore {
   }
 
   /** Bytes held by the arrays kept from plan to plan (the token-sized ones: the rest is smaller). */
+  /**
+   * `array`, or a copy with room for `need` elements (doubling, within the budget). Past the
+   * budget: a CoreMemoryError, which rejects the rollout with rollout_too_large, as a WASM core's
+   * memory limit does, rather than letting the process grow until the system kills it.
+   */
+  private grow<T extends Int32Array | Float32Array>(array: T, need: number): T {
+    if (need <= array.length) return array;
+    const size = this.roomFor(array.byteLength, array.BYTES_PER_ELEMENT, need, Math.max(need, array.length * 2, 256));
+    const bigger = new (array.constructor as { new (n: number): T })(size);
+    bigger.set(array);
+    return bigger;
+  }
+
+  /**
+   * How many elements of `bytesPerElement` to allocate in place of arrays holding `replacedBytes`:
+   * `wanted`, or fewer but at least `need` if the budget is short; throws past it.
+   */
+  private roomFor(replacedBytes: number, bytesPerElement: number, need: number, wanted: number): number {
+    const left = Math.floor((this.maxBytes - this.heldBytes() + replacedBytes) / bytesPerElement);
+    if (need > left) {
+      const limit = this.maxBytes === 2 ** 32 ? "4 GiB, as a WebAssembly core's" : `init's maxMemory of ${this.maxBytes} bytes`;
+      throw new CoreMemoryError(`the TypeScript core ran out of memory at ${limit}`);
+    }
+    return Math.min(wanted, left);
+  }
+
   heldBytes(): number {
     const arrays = [this.stageTokens, this.stageLogprobs, this.tokens, this.logprobs, this.rowTokens, this.rowLogprobs, this.rowMask];
     return arrays.reduce((sum, array) => sum + array.byteLength, 0);
@@ -463,11 +488,17 @@ class TsCoreLease implements ForestCore {
 export class TsCorePool {
   private readonly idle: TsCore[] = [];
 
-  /** `keepBytes`: the most a released core may hold (TsCore.heldBytes) and still be pooled. */
-  constructor(private readonly keepBytes = KEPT_MEMORY_MAX_BYTES) {}
+  /**
+   * `maxBytes`: each core's budget (init's maxMemory, at most 4 GiB as for a WASM core);
+   * `keepBytes`: the most a released core may hold (TsCore.heldBytes) and still be pooled.
+   */
+  constructor(
+    private readonly maxBytes = 2 ** 32,
+    private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
+  ) {}
 
   acquire(): ForestCore {
-    return new TsCoreLease(this.idle.pop() ?? new TsCore(), (core) => {
+    return new TsCoreLease(this.idle.pop() ?? new TsCore(this.maxBytes), (core) => {
       if (core.heldBytes() <= this.keepBytes && this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
     });
   }

@@ -21,6 +21,9 @@ export const KEPT_MEMORY_MAX_BYTES = 256 * 2 ** 20;
  * may be longer than asked for (cores reuse them from call to call); only the first P + G tokens
  * and G logprobs count.
  */
+/** Token positions are i32 in the cores: the most tokens one call (prompt ++ generation) may hold. */
+export const MAX_CALL_TOKENS = 2 ** 31 - 1;
+
 export interface StagedCall {
   /** prompt ++ generation: prompt at [0, P), generation at [P, P + G). */
   tokens: Int32Array;
