@@ -240,7 +240,11 @@ describe("misuse of the API", () => {
       };
       const before = memoryOf();
       expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
-      expect([name, memoryOf() === before]).toEqual([name, true]);
+      // Read once to size the plan, then it throws: by then a core was taken.
+      let reads = 0;
+      const late = { id: "c", prompt_token_ids: [1], generation_log_probs: [-1], get generation_token_ids(): number[] { if (reads++ > 0) throw new RangeError("my late bug"); return [2]; } };
+      expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [late] })).toThrow("my late bug");
+      expect([name, reads, memoryOf() === before]).toEqual([name, 2, true]);
     }
   });
 
