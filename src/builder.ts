@@ -35,7 +35,6 @@ export interface RolloutBuilder {
   finish(options?: PlanOptions): Plan;
 }
 
-
 export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
   // Three plain functions: they work detached (`const { stage } = builder`), and the state, the
   // core included, stays out of sight of JSON.stringify and console.log.

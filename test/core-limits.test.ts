@@ -88,6 +88,12 @@ describe("memory limits (init({ maxMemory }))", () => {
       expect([backend, builder.finish().report.reason]).toEqual([backend, "rollout_too_large"]);
       expect([backend, reasonOf(cf.plan({ rollout_id: "small", reward: 0, calls: [call("a", [1, 2], [3])] }).report)]).toEqual([backend, "ok"]);
     }
+    // Size hints are only hints: unkept retries hinting 24 MB of logprobs do not make a 16 MiB core refuse a small rollout.
+    const retries = Array.from({ length: 6 }, (_, i) => ({ ...call(`r${i}`, [], new Int32Array(1_000_000).fill(3)), kept: false, generation_log_probs: new Float32Array(1_000_000) }));
+    for (const backend of BACKENDS) {
+      const plan = (await init({ backend, maxMemory: 16 * MiB })).plan({ rollout_id: "hinted", reward: 0, calls: [...retries, call("a", [1, 2], [3])] });
+      expect([backend, reasonOf(plan.report)]).toEqual([backend, "ok"]);
+    }
     // The default is 4 GiB on both; the TS backend checks maxMemory as the WASM one does.
     await expect(init({ backend: "ts", maxMemory: -1 })).rejects.toThrow("maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got -1");
   });

@@ -21,7 +21,6 @@ const MAX_HINT = 2 ** 26;
 const NO_TOKENS = new Int32Array(0);
 const NO_LOGPROBS = new Float32Array(0);
 
-
 function reverseRange(values: number[], from: number, to: number): void {
   for (let i = from, j = to - 1; i < j; i++, j--) {
     const swap = values[i];
@@ -94,8 +93,9 @@ export class TsCore implements ForestCore {
     this.nodeCount = 0;
     this.tokenCount = 0;
     this.logprobCount = 0;
-    // Hints reserve up front, within reason (a wrong one must not allocate gigabytes).
-    const hint = (n: number) => (n <= MAX_HINT ? n : 0);
+    // Hints reserve up front, within reason (a wrong one must not allocate gigabytes, nor take
+    // more than a quarter of the budget each: a hint never makes a rollout too large).
+    const hint = (n: number) => (n <= MAX_HINT && n * 4 <= this.maxBytes / 4 ? n : 0);
     this.logprobs = this.grow(this.logprobs, hint(hints.generated));
     this.tokens = this.grow(this.tokens, hint(hints.longestCall));
     // (Not the staging area: typed arrays are read in place, so stage() grows it only if used.)
@@ -382,7 +382,6 @@ export class TsCore implements ForestCore {
     return { leaf, pathStart, pathLength, tokenIds, logprobs, lossMask };
   }
 
-  /** Bytes held by the arrays kept from plan to plan (the token-sized ones: the rest is smaller). */
   /**
    * `array`, or a copy with room for `need` elements (doubling, within the budget). Past the
    * budget: a CoreMemoryError, which rejects the rollout with rollout_too_large, as a WASM core's
@@ -409,6 +408,7 @@ export class TsCore implements ForestCore {
     return Math.min(wanted, left);
   }
 
+  /** Bytes held by the arrays kept from plan to plan (the token-sized ones: the rest is smaller). */
   heldBytes(): number {
     const arrays = [this.stageTokens, this.stageLogprobs, this.tokens, this.logprobs, this.rowTokens, this.rowLogprobs, this.rowMask];
     return arrays.reduce((sum, array) => sum + array.byteLength, 0);
