@@ -143,7 +143,7 @@ class InPlaceBuilder implements RolloutBuilder {
 
 function checkStageLengths(promptLength: number, generationLength: number): void {
   for (const [name, n] of [["promptLength", promptLength], ["generationLength", generationLength]] as const) {
-    if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
+    if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${describeValue(n)}`);
   }
   if (promptLength + generationLength > MAX_CALL_TOKENS) {
     throw new RangeError(`a call holds at most 2^31-1 tokens, got ${promptLength} + ${generationLength}`);

@@ -255,6 +255,16 @@ describe("misuse of the API", () => {
     await expect(init({ backend: "gpu" as never })).rejects.toThrow('unknown backend "gpu" (expected "wasm" or "ts")');
   });
 
+  it("the builder: stage() lengths that are not non-negative integers are a RangeError saying what they were", () => {
+    for (const { cf } of backends) {
+      const b = cf.builder({ rollout_id: "r", reward: 0 });
+      expect(() => b.stage("3" as never, 0)).toThrow(new RangeError('promptLength must be a non-negative integer, got "3"'));
+      expect(() => b.stage(1, -1)).toThrow(new RangeError("generationLength must be a non-negative integer, got -1"));
+      expect(() => b.stage(1.5, 0)).toThrow(new RangeError("promptLength must be a non-negative integer, got 1.5"));
+      expect(() => b.stage(2 ** 31, 0)).toThrow(new RangeError(`a call holds at most 2^31-1 tokens, got ${2 ** 31} + 0`));
+    }
+  });
+
   it("the builder: a commit() whose argument's getter throws changes nothing (the call can be committed again)", () => {
     for (const { name, cf } of backends) {
       const b = cf.builder({ rollout_id: "r", reward: 0 });
