@@ -4,7 +4,7 @@ import { planRollout } from "./planner.js";
 import { createBuilder } from "./builder.js";
 import { TsCorePool } from "./core/ts-core.js";
 import { WasmCorePool, checkMaxMemory } from "./core/wasm-core.js";
-import type { CoreFactory } from "./core/types.js";
+import { WASM_MEMORY_MAX_BYTES, type CoreFactory } from "./core/types.js";
 import type { BackendName, Callforest, InitOptions } from "./types.js";
 
 export type { Callforest } from "./types.js";
@@ -43,7 +43,7 @@ export async function initWith(loadModule: ModuleLoader, options: InitOptions = 
   if (options.simd !== undefined && typeof options.simd !== "boolean") throw new Error(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
   const maxMemory = checkMaxMemory(options.maxMemory);
   if (backend === "ts") {
-    const pool = new TsCorePool(Math.min(maxMemory, 2 ** 32));
+    const pool = new TsCorePool(Math.min(maxMemory, WASM_MEMORY_MAX_BYTES));
     return makeApi("ts", false, () => pool.acquire());
   }
   if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');

@@ -7,6 +7,7 @@ import {
   INVALID_LOGPROB,
   INVALID_TOKEN,
   NOT_LINKED,
+  WASM_MEMORY_MAX_BYTES,
   KEPT_MEMORY_MAX_BYTES,
   type CoreForest,
   type CoreRow,
@@ -43,7 +44,7 @@ function setBits(mask: Uint8Array, start: number, end: number): void {
 
 export class TsCore implements ForestCore {
   /** `maxBytes`: the most its arrays may hold at once (init's maxMemory; default 4 GiB, as a WASM core's memory). */
-  constructor(private readonly maxBytes = 2 ** 32) {}
+  constructor(private readonly maxBytes = WASM_MEMORY_MAX_BYTES) {}
 
   private agentParents = new Int32Array(0);
   private stageTokens = new Int32Array(256);
@@ -402,7 +403,7 @@ export class TsCore implements ForestCore {
   private roomFor(replacedBytes: number, bytesPerElement: number, need: number, wanted: number): number {
     const left = Math.floor((this.maxBytes - this.heldBytes() + replacedBytes) / bytesPerElement);
     if (need > left) {
-      const limit = this.maxBytes === 2 ** 32 ? "4 GiB, as a WebAssembly core's" : `init's maxMemory of ${this.maxBytes} bytes`;
+      const limit = this.maxBytes === WASM_MEMORY_MAX_BYTES ? "4 GiB, as a WebAssembly core's" : `init's maxMemory of ${this.maxBytes} bytes`;
       throw new CoreMemoryError(`the TypeScript core ran out of memory at ${limit}`);
     }
     return Math.min(wanted, left);
@@ -493,7 +494,7 @@ export class TsCorePool {
    * `keepBytes`: the most a released core may hold (TsCore.heldBytes) and still be pooled.
    */
   constructor(
-    private readonly maxBytes = 2 ** 32,
+    private readonly maxBytes = WASM_MEMORY_MAX_BYTES,
     private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
   ) {}
 

@@ -21,6 +21,12 @@ export const KEPT_MEMORY_MAX_BYTES = 256 * 2 ** 20;
  * may be longer than asked for (cores reuse them from call to call); only the first P + G tokens
  * and G logprobs count.
  */
+/**
+ * All a wasm32 linear memory can address: the most a core may hold (init's maxMemory at most; the
+ * TS core keeps to it too) and the most a line scanner can.
+ */
+export const WASM_MEMORY_MAX_BYTES = 2 ** 32;
+
 /** Token positions are i32 in the cores: the most tokens one call (prompt ++ generation) may hold. */
 export const MAX_CALL_TOKENS = 2 ** 31 - 1;
 

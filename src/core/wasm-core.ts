@@ -7,6 +7,7 @@ import {
   type CoreForest,
   type CoreRow,
   type ForestCore,
+  WASM_MEMORY_MAX_BYTES,
   KEPT_MEMORY_MAX_BYTES,
   type SizeHints,
   type StagedCall,
@@ -63,7 +64,7 @@ const MAX_IDLE_INSTANCES = 2;
 
 /** `init({ maxMemory })` as given (default 4 GiB); throws for what is not a positive whole number of bytes. */
 export function checkMaxMemory(maxMemory: number | undefined): number {
-  const bytes = maxMemory ?? 2 ** 32;
+  const bytes = maxMemory ?? WASM_MEMORY_MAX_BYTES;
   if (!(bytes > 0 && (Number.isSafeInteger(bytes) || bytes === Infinity))) {
     throw new Error(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${maxMemory}`);
   }
@@ -121,7 +122,7 @@ export class WasmCorePool {
    */
   constructor(
     private readonly module: WebAssembly.Module,
-    maxMemory = 2 ** 32,
+    maxMemory = WASM_MEMORY_MAX_BYTES,
     private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
   ) {
     this.limitPages = memoryLimitPages(maxMemory);

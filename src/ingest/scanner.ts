@@ -5,6 +5,7 @@
 import { isStringTooLong, notJsonDetail } from "../formats/text.js";
 import { errorLine } from "../rejection.js";
 import { lineLength } from "./batches.js";
+import { WASM_MEMORY_MAX_BYTES } from "../core/types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
 export type ScannedLine =
@@ -139,7 +140,7 @@ export function linePastScannerDetail(bytes: number): string {
 }
 
 /** No line longer than this fits in a scanner: its linear memory holds at most 4 GiB, the line and more. */
-export const SCANNER_MAX_LINE_BYTES = 2 ** 32;
+export const SCANNER_MAX_LINE_BYTES = WASM_MEMORY_MAX_BYTES;
 
 function textTooLong(bytes: number, what: string): ScannedLine {
   return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes: ${what} is longer than a JavaScript string can be` };

@@ -157,7 +157,7 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
  * names one of them. Writing there loses the output silently, hangs, or crashes the process.
  * Linux only (/proc); elsewhere nothing is refused.
  */
-export function isRuntimeDescriptor(fd: number): boolean {
+function isRuntimeDescriptor(fd: number): boolean {
   let target: string;
   try {
     target = readlinkSync(`/proc/self/fd/${fd}`);
@@ -184,15 +184,21 @@ export function isRuntimeDescriptor(fd: number): boolean {
 }
 
 /** The error for `/dev/fd/N` when N is not a descriptor the shell opened ("not an open file descriptor"). */
-export function notOpenDescriptor(path: string): FileError {
+function notOpenDescriptor(path: string): FileError {
   return new FileError("write", path, Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }));
+}
+
+/** Throws for `/dev/fd/N` (N > 2) when N is one of the runtime's own descriptors (see isRuntimeDescriptor). */
+export function refuseRuntimeDescriptor(path: string): void {
+  const fd = descriptorOf(path);
+  if (fd !== null && fd > 2 && isRuntimeDescriptor(fd)) throw notOpenDescriptor(path);
 }
 
 /** Throws the FileError that opening `path` for writing would, without opening (or truncating) it. */
 function checkWritable(path: string): void {
   if (standardStream(path) !== null) return; // process.stdout/stderr report their own failures
-  const fd = descriptorOf(path);
-  if (fd !== null && (!existsSync(path) || (fd > 2 && isRuntimeDescriptor(fd)))) throw notOpenDescriptor(path);
+  if (descriptorOf(path) !== null && !existsSync(path)) throw notOpenDescriptor(path);
+  refuseRuntimeDescriptor(path);
   try {
     if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);

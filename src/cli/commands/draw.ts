@@ -14,7 +14,7 @@ import { rejectedReport, usePlan } from "../../formats/index.js";
 import { fileSafeId, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
-import { descriptorOf, isRuntimeDescriptor, notOpenDescriptor, standardStream } from "../../ingest/sink.js";
+import { descriptorOf, refuseRuntimeDescriptor, standardStream } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, checkOutputs, parseBackend, inputHelp, type InputOptions } from "../inputs.js";
 
@@ -64,8 +64,7 @@ function severalName(output: string, id: string | null, position: number, used: 
 
 /** Appends to a descriptor's file (no truncation: a `3>>log` stays appended to). */
 function writeToDescriptor(path: string, svg: string): void {
-  const fd = descriptorOf(path);
-  if (fd !== null && fd > 2 && isRuntimeDescriptor(fd)) throw notOpenDescriptor(path);
+  refuseRuntimeDescriptor(path);
   try {
     writeFileSync(path, svg, { flag: "a" });
   } catch (error) {
