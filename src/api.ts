@@ -39,8 +39,8 @@ export async function initWith(loadModule: ModuleLoader, options: InitOptions = 
     throw new TypeError(`init() takes an options object such as { backend: "ts" }, got ${typeof options === "string" ? JSON.stringify(options) : String(options)}`);
   }
   const backend = options.backend ?? "wasm";
-  if (backend !== "wasm" && backend !== "ts") throw new Error(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
-  if (options.simd !== undefined && typeof options.simd !== "boolean") throw new Error(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
+  if (backend !== "wasm" && backend !== "ts") throw new TypeError(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
+  if (options.simd !== undefined && typeof options.simd !== "boolean") throw new TypeError(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
   const maxMemory = checkMaxMemory(options.maxMemory);
   if (backend === "ts") {
     const pool = new TsCorePool(Math.min(maxMemory, WASM_MEMORY_MAX_BYTES));

@@ -40,6 +40,9 @@ export async function loadWasm(url: string | URL): Promise<WebAssembly.Module> {
 
 /** Loads a backend: WebAssembly by default (SIMD when supported), or `{ backend: "ts" }`. */
 export function init(options: BrowserInitOptions = {}): Promise<Callforest> {
-  const urlOf = options.wasmUrl ?? defaultWasmUrl;
+  if (options?.wasmUrl !== undefined && typeof options.wasmUrl !== "function") {
+    return Promise.reject(new TypeError(`wasmUrl must be a function from simd (true or false) to the .wasm file's URL, got ${typeof options.wasmUrl}`));
+  }
+  const urlOf = options?.wasmUrl ?? defaultWasmUrl;
   return initWith((simd) => loadWasm(urlOf(simd)), options);
 }

@@ -5,6 +5,7 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it, vi } from "vitest";
 import { init, rowToJson, type Callforest } from "../src/index.js";
+import { init as browserInit } from "../src/browser.js";
 import type { Plan, Rollout } from "../src/types.js";
 import { acceptedRolloutArb } from "./support/arbitraries.js";
 import { buildFrom, loadExample, typedExample } from "./support/worked-example.js";
@@ -251,8 +252,22 @@ describe("misuse of the API", () => {
   it("init() refuses what is not an options object, and checks every option whatever the backend", async () => {
     await expect(init(null as never)).rejects.toThrow(new TypeError('init() takes an options object such as { backend: "ts" }, got null'));
     await expect(init("ts" as never)).rejects.toThrow(new TypeError('init() takes an options object such as { backend: "ts" }, got "ts"'));
-    await expect(init({ backend: "ts", simd: "x" as never })).rejects.toThrow('simd must be true or false, got "x"');
-    await expect(init({ backend: "gpu" as never })).rejects.toThrow('unknown backend "gpu" (expected "wasm" or "ts")');
+    // Misused options are TypeErrors (a maxMemory number out of range a RangeError), as Node's own checks.
+    for (const [options, message] of [
+      [{ backend: "ts", simd: "x" }, 'simd must be true or false, got "x"'],
+      [{ simd: "x" }, 'simd must be true or false, got "x"'],
+      [{ backend: "gpu" }, 'unknown backend "gpu" (expected "wasm" or "ts")'],
+      [{ maxMemory: "16" }, 'maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got "16"'],
+      [{ backend: "ts", maxMemory: true }, "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got true"],
+    ] as const) {
+      const error = await init(options as never).catch((e: unknown) => e);
+      expect([options, error instanceof TypeError, (error as Error).message]).toEqual([options, true, message]);
+    }
+    const range = await init({ backend: "ts", maxMemory: 0.5 }).catch((e: unknown) => e);
+    expect([range instanceof RangeError, (range as Error).message]).toEqual([true, "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got 0.5"]);
+    // The browser entry's own option (its loader runs here too: it uses no Node built-in).
+    const url = await browserInit({ wasmUrl: "core.wasm" as never }).catch((e: unknown) => e);
+    expect([url instanceof TypeError, (url as Error).message]).toEqual([true, "wasmUrl must be a function from simd (true or false) to the .wasm file's URL, got string"]);
   });
 
   it("the builder: stage() lengths that are not non-negative integers are a RangeError saying what they were", () => {

@@ -66,7 +66,9 @@ const MAX_IDLE_INSTANCES = 2;
 export function checkMaxMemory(maxMemory: number | undefined): number {
   const bytes = maxMemory ?? WASM_MEMORY_MAX_BYTES;
   if (!(bytes > 0 && (Number.isSafeInteger(bytes) || bytes === Infinity))) {
-    throw new Error(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${maxMemory}`);
+    // (A number out of range is a RangeError, anything else a TypeError, as Node's own checks.)
+    const ErrorClass = typeof bytes === "number" ? RangeError : TypeError;
+    throw new ErrorClass(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${typeof bytes === "string" ? JSON.stringify(bytes) : String(maxMemory)}`);
   }
   return bytes;
 }
