@@ -132,9 +132,15 @@ export function formatF32(x: f32, at: usize): usize {
   // back as x: most precisions are rejected with integer work only.
   const bound = (t9 >> 23) + 2; // m >= 2^23, so this is at least t9/m + 2
   const target = reinterpret<f32>(magnitude);
-  // Shortest first: keep 1, 2, ... 8 of the 9 digits (dropping 8 ... 1 of them).
-  let div: u32 = 100000000;
-  for (let dropped = 8; dropped >= 1; dropped--) {
+  // Shortest first: keep 1, 2, ... 8 of the 9 digits (dropping 8 ... 1 of them). A candidate
+  // that drops 3 or more digits is t9 moved by its last three digits (r3) plus a multiple of
+  // 1,000, so it is at least min(r3, 1000 - r3) from t9: when that exceeds `bound`, candidate()
+  // would refuse all six, and the common case (most logprobs need 7-9 digits) skips their
+  // divisions.
+  const r3 = t9 % 1000;
+  let dropped = r3 > bound && r3 < 1000 - bound ? 2 : 8;
+  let div: u32 = dropped == 2 ? 100 : 100000000;
+  for (; dropped >= 1; dropped--) {
     const d = candidate(t9, div, bound);
     if (d != 0 && roundTrips(d, e10 + dropped - 8, target)) return emit(at, bits, d, e10 + dropped - 8);
     div /= 10;
