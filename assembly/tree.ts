@@ -164,7 +164,7 @@ function chooseParent(c: i32, candidates: i32): i32 {
 }
 
 /**
- * Records the staged call as eligible call number `c` and links it. Returns its parent, -1 for a
+ * Records the staged call as the next eligible call and links it. Returns its parent, -1 for a
  * root, INVALID_TOKEN (see invalidTokenAt; the forest is then unusable, the rollout is
  * rejected), or AMBIGUOUS_PARENT when the parent is ambiguous (see ambiguousFirst/ambiguousSecond). Logprobs
  * are not looked at here: the caller checks them (commit in index.ts, which rejects the call

@@ -33,7 +33,6 @@ let outOfMemory = false;
 let metaStart: usize = 0;
 let metaEnd: usize = 0;
 let tableStart: usize = 0;
-let parsedCount: i32 = 0;
 
 export function setPrefixByte(index: i32, byte: u8): void {
   store<u8>(prefix + index, byte);

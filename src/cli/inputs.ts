@@ -4,6 +4,7 @@ import { basename, dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
+import { inputName } from "../formats/text.js";
 import type { ReadOptions } from "../formats/read.js";
 import { reasonOf } from "../ingest/file-error.js";
 import { standardStream } from "../ingest/sink.js";
@@ -89,7 +90,7 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
   const files = new Map<string, string>(); // inputs and output files, by identity
   for (const input of inputs) {
     const id = input === "-" ? redirected(0) : identity(input);
-    if (id !== null) files.set(id, input === "-" ? "the input <stdin>" : `the input ${input}`);
+    if (id !== null) files.set(id, `the input ${inputName(input)}`);
   }
   const streams = new Map<string, string>(); // "stdout" / "stderr" -> the output on it
   // The files stdout and stderr go to: an output file that is one of them would be emptied under
@@ -165,7 +166,7 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
       if (input === "-") continue; // no stdin at all: it reads as empty
       throw new UsageError(`cannot read ${input}: ${reasonOf(error)}`);
     }
-    if (isDirectory) throw new UsageError(`cannot read ${input === "-" ? "<stdin>" : input}: is a directory`);
+    if (isDirectory) throw new UsageError(`cannot read ${inputName(input)}: is a directory`);
   }
   if (options.tokens === undefined) {
     if (from === "gym-observed") throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");

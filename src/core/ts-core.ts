@@ -9,6 +9,7 @@ import {
   NOT_LINKED,
   WASM_MEMORY_MAX_BYTES,
   KEPT_MEMORY_MAX_BYTES,
+  MAX_IDLE_CORES,
   type CoreForest,
   type CoreRow,
   type ForestCore,
@@ -420,8 +421,6 @@ export class TsCore implements ForestCore {
     // the core on; the plan has emptied its rows by then (see PlannedRollout.release).
   }
 }
-
-const MAX_IDLE_CORES = 2;
 
 /**
  * One plan's hold on a pooled core. After release() it lets go of the core, which may serve the

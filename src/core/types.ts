@@ -16,11 +16,9 @@ export const NOT_LINKED = -5;
  */
 export const KEPT_MEMORY_MAX_BYTES = 256 * 2 ** 20;
 
-/**
- * Where the planner writes one call's arrays. Valid until the next stage()/commit(). The arrays
- * may be longer than asked for (cores reuse them from call to call); only the first P + G tokens
- * and G logprobs count.
- */
+/** Released cores (TsCorePool) or instances (WasmCorePool) kept idle for the next plan. */
+export const MAX_IDLE_CORES = 2;
+
 /**
  * All a wasm32 linear memory can address: the most a core may hold (init's maxMemory at most; the
  * TS core keeps to it too) and the most a line scanner can.
@@ -30,6 +28,11 @@ export const WASM_MEMORY_MAX_BYTES = 2 ** 32;
 /** Token positions are i32 in the cores: the most tokens one call (prompt ++ generation) may hold. */
 export const MAX_CALL_TOKENS = 2 ** 31 - 1;
 
+/**
+ * Where the planner writes one call's arrays. Valid until the next stage()/commit(). The arrays
+ * may be longer than asked for (cores reuse them from call to call); only the first P + G tokens
+ * and G logprobs count.
+ */
 export interface StagedCall {
   /** prompt ++ generation: prompt at [0, P), generation at [P, P + G). */
   tokens: Int32Array;

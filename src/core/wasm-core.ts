@@ -9,6 +9,7 @@ import {
   type ForestCore,
   WASM_MEMORY_MAX_BYTES,
   KEPT_MEMORY_MAX_BYTES,
+  MAX_IDLE_CORES,
   type SizeHints,
   type StagedCall,
 } from "./types.js";
@@ -42,6 +43,11 @@ const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
 
+/** A WebAssembly page, the unit of linear memory. */
+const PAGE_BYTES = 65536;
+/** The pages of a 4 GiB (wasm32's whole) memory. */
+const MAX_PAGES = WASM_MEMORY_MAX_BYTES / PAGE_BYTES;
+
 /** `bytes` (a whole number of KiB) in the largest binary unit that divides it. */
 function binarySize(bytes: number): string {
   for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20]] as const) if (bytes % size === 0) return `${bytes / size} ${unit}`;
@@ -50,7 +56,7 @@ function binarySize(bytes: number): string {
 
 /** The module's one import: `abort`, called when its memory cannot grow within `limitPages`. */
 function importsFor(limitPages: number): WebAssembly.Imports {
-  const limit = limitPages === 65536 ? "4 GiB, the most a WebAssembly memory holds" : `init's maxMemory of ${binarySize(limitPages * 65536)}`;
+  const limit = limitPages === MAX_PAGES ? "4 GiB, the most a WebAssembly memory holds" : `init's maxMemory of ${binarySize(limitPages * PAGE_BYTES)}`;
   return {
     env: {
       abort(): never {
@@ -59,8 +65,6 @@ function importsFor(limitPages: number): WebAssembly.Imports {
     },
   };
 }
-
-const MAX_IDLE_INSTANCES = 2;
 
 /** `init({ maxMemory })` as given (default 4 GiB); throws for what is not a positive whole number of bytes. */
 export function checkMaxMemory(maxMemory: number | undefined): number {
@@ -78,7 +82,7 @@ export function checkMaxMemory(maxMemory: number | undefined): number {
  * (4 GiB less 64 KiB, see assembly/pages.ts), whatever larger number they are given.
  */
 export function memoryLimitPages(maxMemory: number): number {
-  return Math.min(65536, Math.max(1, Math.floor(maxMemory / 65536)));
+  return Math.min(MAX_PAGES, Math.max(1, Math.floor(maxMemory / PAGE_BYTES)));
 }
 
 /**
@@ -153,7 +157,7 @@ export class WasmCorePool {
     return new WasmCore(instance, (done, reusable) => {
       this.live--;
       const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
-      if (reusable && small && this.idle.length < MAX_IDLE_INSTANCES) this.idle.push(done);
+      if (reusable && small && this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
     });
   }
 }

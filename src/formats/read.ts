@@ -11,10 +11,11 @@ import {
   BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument,
   streamSource, type Batch, type ByteSource, type DroppedLine,
 } from "../ingest/batches.js";
-import { MAX_STRING_BYTES, tooLarge } from "../ingest/process.js";
+import { MAX_STRING_BYTES } from "../ingest/process.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
 import {
-  MAX_TEXT_BYTES, inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, textTooLongDetail, type ReadItem, type ReadOptions,
+  MAX_TEXT_BYTES, inputName, inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, textTooLongDetail, tooLarge, type ReadItem,
+  type ReadOptions,
 } from "./text.js";
 
 export type { ReadItem, ReadOptions } from "./text.js";
@@ -55,7 +56,7 @@ export async function openInput(file: string): Promise<{ document: boolean; sour
 
 /** The items of one JSON value read whole (as a `.json` file's), and its size. */
 export async function readDocument(file: string, source: ByteSource, options: ReadOptions): Promise<{ items: ReadItem[]; bytes: number }> {
-  const name = file === "-" ? "<stdin>" : file;
+  const name = inputName(file);
   let bytes: Uint8Array | null;
   try {
     bytes = await readWhole(source, MAX_STRING_BYTES);
@@ -76,8 +77,8 @@ export function tooLargeDocument(bytes: number | null): string {
 
 /** A file that cannot be read is a FileError naming it; anything else goes on as it is. */
 function asFileError(file: string, error: unknown): unknown {
-  const tooLarge = (error as { code?: unknown } | null)?.code === "ERR_FS_FILE_TOO_LARGE"; // a .json over 2 GiB
-  return isSystemError(error) || tooLarge ? new FileError("read", file === "-" ? "<stdin>" : file, error) : error;
+  const fileTooLarge = (error as { code?: unknown } | null)?.code === "ERR_FS_FILE_TOO_LARGE"; // a .json over 2 GiB
+  return isSystemError(error) || fileTooLarge ? new FileError("read", inputName(file), error) : error;
 }
 
 async function readBytes(file: string): Promise<Uint8Array> {
@@ -89,7 +90,7 @@ async function readBytes(file: string): Promise<Uint8Array> {
 }
 
 async function* readJsonLines(file: string, source: ByteSource, options: ReadOptions): AsyncGenerator<ReadItem> {
-  const name = file === "-" ? "<stdin>" : file;
+  const name = inputName(file);
   const pool = new BufferPool(DEFAULT_CHUNK, 2);
   const batches = readBatches(source, pool, MAX_TEXT_BYTES);
   try {

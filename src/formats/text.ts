@@ -27,6 +27,11 @@ export function inputsOrStdin(inputs: readonly string[]): readonly string[] {
   return inputs.length === 0 ? ["-"] : inputs;
 }
 
+/** How messages name an input: its path, or `<stdin>` for `-`. */
+export function inputName(input: string): string {
+  return input === "-" ? "<stdin>" : input;
+}
+
 /** A `.json` input holds one value (possibly pretty-printed), not JSONL; `-` (stdin) never does. */
 export function isJsonName(name: string): boolean {
   return name !== "-" && name.toLowerCase().endsWith(".json");
@@ -57,6 +62,11 @@ export function isBlankLine(text: Uint8Array | string, start = 0, end = text.len
 /** SPEC's malformed_json rejection with `detail`. */
 export function malformedJson(detail: string): FormatRejection {
   return { ok: false, format: null, reason: "malformed_json", code: "malformed_json", detail, rolloutId: null };
+}
+
+/** A rollout rejected because it does not fit (SPEC's table + rollout_too_large). */
+export function tooLarge(detail: string, rolloutId: string | null = null): FormatRejection {
+  return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId };
 }
 
 /**
@@ -109,9 +119,7 @@ function parseJson(input: Uint8Array | string | DecodedText): { ok: true; value:
   const decoded = typeof input === "object" && !(input instanceof Uint8Array) ? input : null;
   const text = decoded !== null ? decoded.text : decode(input as Uint8Array | string);
   const bytes = () => (decoded !== null ? decoded.bytes : typeof input === "string" ? encoder.encode(input) : (input as Uint8Array));
-  if (text === TOO_LONG) {
-    return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail: textTooLongDetail((input as Uint8Array).length), rolloutId: null };
-  }
+  if (text === TOO_LONG) return tooLarge(textTooLongDetail((input as Uint8Array).length));
   if (text === null) return malformedJson(notJsonDetail(bytes(), () => "invalid UTF-8"));
   try {
     return { ok: true, value: JSON.parse(text) };
@@ -224,7 +232,10 @@ export function holdsOneValue(name: string, bytes: Uint8Array): boolean {
   return isJsonName(name) || (!isJsonlName(name) && opensDocument(bytes));
 }
 
-/** A whole input held in memory (the page's dropped file), by the rules above. */
+/**
+ * A whole input held in memory, by the rules above, all at once (the page reads a dropped file
+ * the same way but a slice at a time, through holdsOneValue and jsonlItems: see web/main.ts).
+ */
 export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
   const bytes = typeof input === "string" ? encoder.encode(input) : input;
   if (holdsOneValue(name, bytes)) return parseJsonInput(name, bytes, options);

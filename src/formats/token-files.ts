@@ -47,7 +47,7 @@ export function memoryTokenSource(files: ReadonlyMap<string, Uint8Array>): Token
 const encoder = new TextEncoder();
 
 /** JSONL text to parsed lines (1-based numbers); blank lines (the rows command's rule) are skipped. */
-export function parseJsonLines(text: string): TokenLine[] {
+function parseJsonLines(text: string): TokenLine[] {
   const out: TokenLine[] = [];
   const lines = text.split("\n");
   for (let i = 0; i < lines.length; i++) {

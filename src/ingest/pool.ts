@@ -1,6 +1,6 @@
 // Worker threads for `rows --jobs N`: batches go out to whichever worker has least to do, their
 // output comes back in pieces and leaves in input order. Memory stays bounded: at most
-// `maxBytes` of input (plus one batch) is out at a time, counted until its output is written.
+// MAX_IN_FLIGHT_BYTES of input (plus one batch) is out at a time, counted until its output is written.
 import { Worker } from "node:worker_threads";
 import { CoreUnavailableError } from "../core/errors.js";
 import { batchBuffers, batchLength, type Batch, type DroppedLine } from "./batches.js";
@@ -28,8 +28,11 @@ export type FromWorker =
 /** Batches a worker may hold at once: one running, one waiting (so it never idles between batches). */
 const PER_WORKER = 2;
 
+/** Input bytes out with the workers at a time (more waits until earlier output is written). */
+const MAX_IN_FLIGHT_BYTES = 128 << 20;
+
 /** The compiled worker: next to this module in dist/, or dist/ingest when running from src/ (tests). */
-export function workerUrl(): URL {
+function workerUrl(): URL {
   const here = import.meta.url;
   if (here.endsWith(".ts")) return new URL("../../dist/ingest/worker.js", here);
   return new URL("./worker.js", here);
@@ -63,7 +66,6 @@ export class WorkerPool {
     private readonly jobs: number,
     private readonly options: IngestOptions,
     private readonly write: (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => Promise<void>,
-    private readonly maxBytes = 128 << 20,
     private readonly recycle: (buffer: ArrayBuffer) => void = () => {},
   ) {}
 
@@ -81,8 +83,8 @@ export class WorkerPool {
 
   /** The worker with least to do; a new one while every worker is busy and fewer than `jobs` run. */
   private leastBusy(): WorkerState {
-    const idle = this.workers.reduce<WorkerState | null>((a, b) => (a === null || b.outstanding < a.outstanding ? b : a), null);
-    return idle === null || (idle.outstanding > 0 && this.workers.length < this.jobs) ? this.startWorker() : idle;
+    const least = this.workers.reduce<WorkerState | null>((a, b) => (a === null || b.outstanding < a.outstanding ? b : a), null);
+    return least === null || (least.outstanding > 0 && this.workers.length < this.jobs) ? this.startWorker() : least;
   }
 
   private fail(error: Error): void {
@@ -161,14 +163,14 @@ export class WorkerPool {
   async submit(batch: Batch, name: string): Promise<void> {
     for (;;) {
       this.check();
-      const idle = this.leastBusy();
+      const target = this.leastBusy();
       const bytes = batchLength(batch);
-      const room = this.inFlight === 0 || this.inFlight + bytes <= this.maxBytes;
-      if (idle.outstanding < PER_WORKER && room) {
+      const room = this.inFlight === 0 || this.inFlight + bytes <= MAX_IN_FLIGHT_BYTES;
+      if (target.outstanding < PER_WORKER && room) {
         const seq = this.nextSubmit++;
-        this.slots.set(seq, { bytes, pieces: [], worker: idle });
+        this.slots.set(seq, { bytes, pieces: [], worker: target });
         this.inFlight += bytes;
-        idle.outstanding++;
+        target.outstanding++;
         const parts = batch.dropped !== undefined ? [] : (batch.parts ?? [batch.bytes]);
         const message: BatchMessage = {
           seq,
@@ -180,7 +182,7 @@ export class WorkerPool {
           lineCount: batch.lineCount,
           name,
         };
-        idle.worker.postMessage(message, message.buffers);
+        target.worker.postMessage(message, message.buffers);
         return;
       }
       await this.waitForChange();

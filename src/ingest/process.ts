@@ -3,8 +3,8 @@
 // the output cannot depend on N.
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
-import { rejectedReport, toCanonical, usePlan, type ConvertResult, type FormatContext, type FormatRejection, type FromOption } from "../formats/index.js";
-import { isBlankLine, malformedJson, notJsonDetail, parseValue } from "../formats/text.js";
+import { rejectedReport, toCanonical, usePlan, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
+import { isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
@@ -76,11 +76,6 @@ function decode(bytes: Uint8Array): string {
 /** Why a line of `bytes` was not read by the JSON.parse reader. */
 function pastJsonReaderDetail(bytes: number): string {
   return `the line has ${bytes} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads it`;
-}
-
-/** A rollout rejected because it does not fit (SPEC's table + rollout_too_large). */
-export function tooLarge(detail: string, rolloutId: string | null = null): ConvertResult {
-  return { ok: false, format: null, reason: "rollout_too_large", code: "rollout_too_large", detail, rolloutId };
 }
 
 /**
@@ -179,7 +174,6 @@ export class LineProcessor {
 
   /** Plans every line of a batch; `flush` gets the output in order, the last piece with `last`. */
   async processBatch(batch: Batch, name: string, flush: Flush): Promise<void> {
-    const context = this.context;
     if (batch.dropped !== undefined) {
       // Too long for this reader: rejected as it would be if it had been kept (blank: skipped).
       const { bytes, blank } = batch.dropped;
@@ -190,7 +184,7 @@ export class LineProcessor {
     if (batch.parts !== undefined) {
       // One long line, still in the chunks it was read into (the scanner copies them in).
       await this.ensureScanner();
-      this.processLine(lineParts(batch), `${name}:${batch.firstLine}`, batch.firstLine, context);
+      this.processLine(lineParts(batch), `${name}:${batch.firstLine}`, batch.firstLine);
       await flush(this.take(batchLength(batch), true));
       return;
     }
@@ -199,14 +193,14 @@ export class LineProcessor {
     for (let i = 0; i < lines.length; i += 3) {
       const [start, end, line] = [lines[i], lines[i + 1], lines[i + 2]];
       if (this.scanner === null) await this.ensureScanner(); // no await per line otherwise
-      this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line, context);
+      this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line);
       // Hand on output as it grows (a huge rollout's rows, or many small ones).
       if (this.rowBytes.size >= FLUSH_BYTES) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
   }
 
-  /** A scanner that ran out of memory is replaced before the next line. */
+  /** For `scan`: a scanner again once the last one was dropped (out of memory, or grown past keepScannerBytes). */
   private async ensureScanner(): Promise<void> {
     if (this.scanner === null && this.options.reader === "scan") this.scanner = await LineScanner.create();
   }
@@ -233,11 +227,11 @@ export class LineProcessor {
    * One input line without its `\n` (a long one in parts); blank lines are skipped (no report,
    * line numbers kept).
    */
-  private processLine(bytes: Uint8Array | Uint8Array[], where: string, line: number, context: FormatContext): void {
+  private processLine(bytes: Uint8Array | Uint8Array[], where: string, line: number): void {
     if (bytes instanceof Uint8Array ? isBlankLine(bytes) : bytes.every((part) => isBlankLine(part))) return;
     let result: ConvertResult;
     try {
-      result = this.parse(bytes, context);
+      result = this.parse(bytes);
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       result = tooLarge(`the line does not fit in memory (${errorLine(error)})`);
@@ -250,7 +244,7 @@ export class LineProcessor {
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
-  private parse(line: Uint8Array | Uint8Array[], context: FormatContext): ConvertResult {
+  private parse(line: Uint8Array | Uint8Array[]): ConvertResult {
     if (this.scanner !== null) {
       let scanned: ScannedLine;
       try {
@@ -260,7 +254,7 @@ export class LineProcessor {
         this.scanner = null; // an instance that failed half-way is not reused
         return tooLarge(`the line does not fit in the scanner's memory (${errorLine(error)})`);
       }
-      if (scanned.ok) return toCanonical(scanned.value, this.options.from, context);
+      if (scanned.ok) return toCanonical(scanned.value, this.options.from, this.context);
       if (scanned.code === "rollout_too_large") {
         // Its memory grew as far as it could and can never shrink: the next line gets a fresh one.
         this.scanner = null;
@@ -268,11 +262,11 @@ export class LineProcessor {
       }
       return malformedJson(scanned.detail);
     }
-    return this.parseJson(line, context);
+    return this.parseJson(line);
   }
 
   /** The JSON.parse reader: bytes to a canonical rollout or a rejection. */
-  private parseJson(line: Uint8Array | Uint8Array[], context: FormatContext): ConvertResult {
+  private parseJson(line: Uint8Array | Uint8Array[]): ConvertResult {
     const length = lineLength(line);
     if (length > MAX_STRING_BYTES) return tooLarge(pastJsonReaderDetail(length));
     const bytes = line instanceof Uint8Array ? line : joinParts(line);
@@ -280,7 +274,7 @@ export class LineProcessor {
     // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced. Node's
     // check and decode are faster than parseValue's TextDecoder (~20% on an 80 MB line).
     if (!isUtf8(bytes)) return malformedJson(notJsonDetail(bytes, () => "invalid UTF-8"));
-    return parseValue({ text: decode(bytes), bytes }, this.options.from, context);
+    return parseValue({ text: decode(bytes), bytes }, this.options.from, this.context);
   }
 
   /**
@@ -292,7 +286,7 @@ export class LineProcessor {
     let report = this.plan(result, line);
     if (report.status === "rejected" && rereadable !== undefined && report.reason !== "malformed_json" && report.reason !== "rollout_too_large") {
       try {
-        const again = this.plan(this.parseJson(rereadable, this.context), line, false);
+        const again = this.plan(this.parseJson(rereadable), line, false);
         if (again.reason === report.reason) report = again;
       } catch (error) {
         if (!isOutOfMemory(error)) throw error; // too large to read twice: the first words stand
@@ -324,7 +318,7 @@ export class LineProcessor {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
         if (!isOutOfMemory(error)) throw error;
         this.rowBytes.rollback(mark);
-        report = rejectedReport(tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id) as FormatRejection, line);
+        report = rejectedReport(tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id), line);
       }
     } else {
       report = rejectedReport(result, line);

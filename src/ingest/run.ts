@@ -2,10 +2,10 @@
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
 import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
-import { inputsOrStdin, isJsonName } from "../formats/text.js";
+import { inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
 import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
-import { LineProcessor, MAX_STRING_BYTES, maxLineBytes, tooLarge, type IngestOptions, type Piece } from "./process.js";
+import { LineProcessor, MAX_STRING_BYTES, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
 
 export interface RunOptions extends IngestOptions {
@@ -13,8 +13,6 @@ export interface RunOptions extends IngestOptions {
   jobs: number;
   /** Batch size in bytes (tests use small ones). */
   chunk?: number;
-  /** Input bytes out at a time with workers (before their output is written). */
-  maxInFlight?: number;
 }
 
 export interface RunSinks {
@@ -74,7 +72,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   // Input that fits in one batch gains nothing from workers but their start-up time.
   const size = inputSize(files);
   const jobs = size !== null && size <= chunk ? 1 : options.jobs;
-  const pool = jobs > 1 ? new WorkerPool(jobs, options, write, options.maxInFlight, (b) => buffers.give(b)) : null;
+  const pool = jobs > 1 ? new WorkerPool(jobs, options, write, (b) => buffers.give(b)) : null;
   try {
     for (const file of files) {
       if (isJsonName(file)) {
@@ -88,7 +86,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         await planDocument(file, input.source, options, await inProcess(), (piece) => write(piece, recycleLocal));
         continue;
       }
-      const name = file === "-" ? "<stdin>" : file;
+      const name = inputName(file);
       for await (const batch of readAhead(readBatches(input.source, buffers, maxLineBytes(options.reader)))) {
         if (pool !== null) {
           await pool.submit(batch, name);

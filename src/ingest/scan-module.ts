@@ -33,7 +33,7 @@ export interface ScanModuleOptions {
   maxMemory?: number;
 }
 
-export function scanWasmUrl(simd: boolean): URL {
+function scanWasmUrl(simd: boolean): URL {
   return new URL(`../../build/scan-${simd ? "simd" : "scalar"}.wasm`, import.meta.url);
 }
 

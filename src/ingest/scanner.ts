@@ -17,6 +17,9 @@ export type LineScannerOptions = ScanModuleOptions;
 
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 const ARRAY_KEYS = new Set(["prompt_token_ids", "generation_token_ids", "generation_log_probs"]);
+// assembly/scan/scan.ts's STATUS_OK (scan()'s result) and KIND_I32 (an array table entry's kind).
+const STATUS_OK = 0;
+const KIND_I32 = 0;
 const NONCE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
 /** 16 random characters (the scanner puts `\u0000` before them): no line can guess them, so no user string is taken for a placeholder. */
@@ -82,7 +85,7 @@ export class LineScanner {
   /** Scans the `length` bytes written into inputBuffer(length). */
   scanInput(length: number): ScannedLine {
     const wasm = this.wasm;
-    if (wasm.scan(length) !== 0) return tooLargeLine(length); // not STATUS_OK (assembly/scan/scan.ts)
+    if (wasm.scan(length) !== STATUS_OK) return tooLargeLine(length);
     const buffer = wasm.memory.buffer;
     const metaLength = wasm.metaLength();
     let value: unknown;
@@ -122,7 +125,7 @@ export class LineScanner {
           const address = entries[index * 3];
           const length = entries[index * 3 + 1];
           // `key` is one of three plain names: assignment cannot reach a prototype.
-          object[key] = entries[index * 3 + 2] === 0 ? new Int32Array(buffer, address, length) : new Float32Array(buffer, address, length);
+          object[key] = entries[index * 3 + 2] === KIND_I32 ? new Int32Array(buffer, address, length) : new Float32Array(buffer, address, length);
           left--;
         }
       }

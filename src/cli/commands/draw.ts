@@ -11,6 +11,7 @@ import type { Command } from "commander";
 import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
 import { rejectedReport, usePlan } from "../../formats/index.js";
+import { inputName } from "../../formats/text.js";
 import { fileSafeId, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
@@ -78,7 +79,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   const stream = standardStream(options.output);
   const read = checkInputs([input], options);
   checkOutputs([input], [["-o", options.output]]);
-  const name = input === "-" ? "<stdin>" : input;
+  const name = inputName(input);
   const cf = await init({ backend: parseBackend(options.backend) });
   const wanted = (item: ReadItem) => options.rollout === undefined || idOfItem(item) === options.rollout;
   const used = new Set<string>();

@@ -5,6 +5,7 @@ import { availableParallelism } from "node:os";
 import { Option, type Command } from "commander";
 import { inputSize, runRows } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
+import { DEFAULT_CHUNK } from "../../ingest/batches.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output.js";
 import { inputsOrStdin } from "../../formats/text.js";
@@ -34,7 +35,7 @@ export function register(program: Command): void {
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
     .option("--strict", "exit 1 when any rollout was rejected")
-    .option("--jobs <n>", "worker threads planning rollouts (default: the number of cores; 1 = no workers; small inputs, at most one 2 MB batch, run in-process)")
+    .option("--jobs <n>", `worker threads planning rollouts (default: the number of cores; 1 = no workers; small inputs, at most one ${DEFAULT_CHUNK >> 20} MB batch, run in-process)`)
     .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report, and --strict says why it exits 1)")
     // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
     .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
