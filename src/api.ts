@@ -3,7 +3,8 @@
 import { planRollout } from "./planner.js";
 import { createBuilder } from "./builder.js";
 import { TsCorePool } from "./core/ts-core.js";
-import { WasmCorePool, checkMaxMemory } from "./core/wasm-core.js";
+import { WasmCorePool } from "./core/wasm-core.js";
+import { checkMaxMemory } from "./core/memory.js";
 import { WASM_MEMORY_MAX_BYTES, type CoreFactory } from "./core/types.js";
 import type { BackendName, Callforest, InitOptions } from "./types.js";
 

@@ -13,6 +13,7 @@ import {
   type SizeHints,
   type StagedCall,
 } from "./types.js";
+import { MAX_PAGES, PAGE_BYTES, memoryLimitPages } from "./memory.js";
 
 interface CoreExports {
   memory: WebAssembly.Memory;
@@ -43,11 +44,6 @@ const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
 
-/** A WebAssembly page, the unit of linear memory. */
-const PAGE_BYTES = 65536;
-/** The pages of a 4 GiB (wasm32's whole) memory. */
-const MAX_PAGES = WASM_MEMORY_MAX_BYTES / PAGE_BYTES;
-
 /** `bytes` (a whole number of KiB) in the largest binary unit that divides it. */
 function binarySize(bytes: number): string {
   for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20]] as const) if (bytes % size === 0) return `${bytes / size} ${unit}`;
@@ -64,25 +60,6 @@ function importsFor(limitPages: number): WebAssembly.Imports {
       },
     },
   };
-}
-
-/** `init({ maxMemory })` as given (default 4 GiB); throws for what is not a positive whole number of bytes. */
-export function checkMaxMemory(maxMemory: number | undefined): number {
-  const bytes = maxMemory ?? WASM_MEMORY_MAX_BYTES;
-  if (!(bytes > 0 && (Number.isSafeInteger(bytes) || bytes === Infinity))) {
-    // (A number out of range is a RangeError, anything else a TypeError, as Node's own checks.)
-    const ErrorClass = typeof bytes === "number" ? RangeError : TypeError;
-    throw new ErrorClass(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${typeof bytes === "string" ? JSON.stringify(bytes) : String(maxMemory)}`);
-  }
-  return bytes;
-}
-
-/**
- * `maxMemory` bytes as 64 KiB pages: at least 1. The modules themselves stop at 65,535 pages
- * (4 GiB less 64 KiB, see assembly/pages.ts), whatever larger number they are given.
- */
-export function memoryLimitPages(maxMemory: number): number {
-  return Math.min(MAX_PAGES, Math.max(1, Math.floor(maxMemory / PAGE_BYTES)));
 }
 
 /**

@@ -11,10 +11,9 @@ import {
   BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument,
   streamSource, type Batch, type ByteSource, type DroppedLine,
 } from "../ingest/batches.js";
-import { MAX_STRING_BYTES } from "../ingest/process.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
 import {
-  MAX_TEXT_BYTES, inputName, inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, textTooLongDetail, tooLarge, type ReadItem,
+  MAX_STRING_BYTES, MAX_TEXT_BYTES, inputName, inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, textTooLongDetail, tooLarge, type ReadItem,
   type ReadOptions,
 } from "./text.js";
 

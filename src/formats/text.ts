@@ -5,7 +5,7 @@
 // true). JSON text is UTF-8 (RFC 8259): invalid UTF-8 is `malformed_json`, never silently
 // replaced; a byte order mark opening the input is skipped (RFC 8259 allows a reader to).
 // Free of Node APIs, so the browser build uses it too.
-import { describeNotJson } from "../ingest/scan-errors.js";
+import { describeNotJson } from "./not-json.js";
 import { toCanonical } from "./index.js";
 import type { ConvertResult, FormatContext, FormatRejection, FromOption } from "./types.js";
 import { errorLine } from "../rejection.js";
@@ -92,6 +92,12 @@ const TOO_LONG = Symbol("longer than a JS string");
 
 /** No text of more bytes decodes to a JS string: a UTF-16 unit takes at most 3 bytes of UTF-8. */
 export const MAX_TEXT_BYTES = 3 * (2 ** 29 - 24);
+
+/**
+ * What the JSON.parse readers take as one string (rows' JSON.parse reader, `.json` files): V8's
+ * limit is ~512 M characters, and a parse holds copies, so they stop well before it.
+ */
+export const MAX_STRING_BYTES = 256 << 20;
 
 /** Why `bytes` of text were not parsed: longer than a JS string can be. */
 export function textTooLongDetail(bytes: number): string {

@@ -4,7 +4,7 @@
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
 import { rejectedReport, toCanonical, usePlan, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
-import { isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
+import { MAX_STRING_BYTES, isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
@@ -55,8 +55,6 @@ export type Flush = (piece: Piece) => void | Promise<void>;
 
 const ENCODER = new TextEncoder();
 
-/** Lines longer than this never become JS strings (V8's limit is ~512 MB; copies double it). */
-export const MAX_STRING_BYTES = 256 << 20;
 /** The longest line `reader` could ever read: readBatches drops longer ones unread (see Batch.dropped). */
 export function maxLineBytes(reader: ReaderName): number {
   return reader === "scan" ? SCANNER_MAX_LINE_BYTES : MAX_STRING_BYTES;

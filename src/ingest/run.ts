@@ -2,10 +2,10 @@
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
 import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
-import { inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
+import { MAX_STRING_BYTES, inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
 import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
-import { LineProcessor, MAX_STRING_BYTES, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
+import { LineProcessor, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
 
 export interface RunOptions extends IngestOptions {

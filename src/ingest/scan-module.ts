@@ -4,7 +4,7 @@
 import { readFile } from "node:fs/promises";
 import { CoreUnavailableError } from "../core/errors.js";
 import { errorLine } from "../rejection.js";
-import { checkMaxMemory, memoryLimitPages } from "../core/wasm-core.js";
+import { checkMaxMemory, memoryLimitPages } from "../core/memory.js";
 import { formatFloat32 } from "../output.js";
 
 export interface ScanExports {
