@@ -132,6 +132,34 @@ function cpuCeiling(oneJob: IngestResult, twoJobs: IngestResult): string[] {
   ];
 }
 
+// Plain work with no callforest code in it: a loop of integer arithmetic (bound by the core) and
+// copies of a 64 MB buffer (bound by memory bandwidth), each about a second.
+const COMPUTE_PROBE = "let x = 0; for (let i = 0; i < 6e8; i++) x = (x + i * 7) | 0; if (x === 1) console.log(x);";
+const MEMORY_PROBE = "const a = new Uint8Array(64 << 20).fill(1), b = new Uint8Array(64 << 20); for (let i = 0; i < 120; i++) b.set(a);";
+
+/**
+ * How much more two cores get done than one here, for each probe: the work of two copies run at
+ * once over the time of one alone (2 = perfect). What two jobs can gain is bounded by these,
+ * whatever the scheduling. Medians of `repeats`.
+ */
+async function machineScaling(repeats: number): Promise<{ compute: number; memory: number }> {
+  const timed = async (commands: string[][]) => {
+    const started = process.hrtime.bigint();
+    await runTogether(commands);
+    return Number(process.hrtime.bigint() - started) / 1e9;
+  };
+  const scaling = async (probe: string) => {
+    const ratios: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      const alone = await timed([["-e", probe]]);
+      const paired = await timed([["-e", probe], ["-e", probe]]);
+      ratios.push((2 * alone) / paired);
+    }
+    return median(ratios);
+  };
+  return { compute: await scaling(COMPUTE_PROBE), memory: await scaling(MEMORY_PROBE) };
+}
+
 export async function runIngestBench(options: { megabytes?: number; repeats?: number; log?: (s: string) => void } = {}): Promise<{ table: string; results: IngestResult[] }> {
   const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
   const megabytes = options.megabytes ?? Number(process.env.INGEST_BENCH_MB ?? 1024);
@@ -176,6 +204,8 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
     }
   }
   for (const path of [reportOf(""), reportOf("-half1"), reportOf("-half2"), ...halves]) rmSync(path, { force: true });
+  const scaling = await machineScaling(repeats);
+  log(`  two cores at once: ${scaling.compute.toFixed(2)}× a compute loop's work, ${scaling.memory.toFixed(2)}× a 64 MB copy's`);
   const results: IngestResult[] = configs.map((config, i) => {
     const m = median(seconds[i]);
     return {
@@ -209,6 +239,9 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
     ...rowsOf,
     "",
     ...cpuCeiling(results[ONE_JOB], results[TWO_JOBS]),
+    `This machine's two cores at once (plain work, no callforest code, median of ${repeats}): ${scaling.compute.toFixed(2)}× the work of one ` +
+      `for a compute loop, ${scaling.memory.toFixed(2)}× for copies of a 64 MB buffer (memory bandwidth).`,
+    "",
     `The reference row is two processes that share nothing, each on half the file: ${(oneJob / results[HALVES].median).toFixed(2)}× over --jobs 1 ` +
       `(--jobs 2: ${(oneJob / results[TWO_JOBS].median).toFixed(2)}×).`,
     "",
