@@ -9,7 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import { buildProgram, main } from "../src/cli/main.js";
 import { EX_SOFTWARE, StrictFailure, UsageError, failureOf } from "../src/cli/errors.js";
 import { readRollouts, type ReadItem } from "../src/formats/read.js";
-import { opensDocument, parseText } from "../src/formats/text.js";
+import { holdsOneValue, jsonlItems, opensDocument, parseJsonInput } from "../src/formats/text.js";
 import { FileError } from "../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../src/ingest/sink.js";
 import { withoutLeadingMark } from "../src/ingest/batches.js";
@@ -409,6 +409,13 @@ describe("exit codes", () => {
   });
 });
 
+/** A dropped file's items as the page reads them (web/main.ts's eachItem, all at once rather than in slices). */
+function pageItems(name: string, content: Uint8Array | string): ReadItem[] {
+  const bytes = typeof content === "string" ? new TextEncoder().encode(content) : content;
+  if (holdsOneValue(name, bytes)) return parseJsonInput(name, bytes);
+  return Array.from(jsonlItems(name, bytes), ({ item }) => item);
+}
+
 /** What each reader makes of `content` as a file named `name`: [where, reason or "ok"] per item. */
 async function readers(name: string, content: Uint8Array | string) {
   const dir = tmp();
@@ -417,7 +424,7 @@ async function readers(name: string, content: Uint8Array | string) {
   const summary = (items: ReadItem[]) => items.map((i) => [i.where.slice(dir.length + 1), i.result.ok ? "ok" : i.result.reason]);
   const read: ReadItem[] = [];
   for await (const item of readRollouts([file])) read.push(item);
-  const page = parseText(file, typeof content === "string" ? content : new Uint8Array(content));
+  const page = pageItems(file, typeof content === "string" ? content : new Uint8Array(content));
   const report = join(dir, "report.jsonl");
   const rows = await cli("rows", file, "-o", join(dir, "rows.jsonl"), "--report", report);
   expect(rows.code).toBe(0);

@@ -237,13 +237,3 @@ export function documentStart(bytes: Uint8Array, state: DocumentSniff): { opens:
 export function holdsOneValue(name: string, bytes: Uint8Array): boolean {
   return isJsonName(name) || (!isJsonlName(name) && opensDocument(bytes));
 }
-
-/**
- * A whole input held in memory, by the rules above, all at once (the page reads a dropped file
- * the same way but a slice at a time, through holdsOneValue and jsonlItems: see web/main.ts).
- */
-export function parseText(name: string, input: Uint8Array | string, options: ReadOptions = {}): ReadItem[] {
-  const bytes = typeof input === "string" ? encoder.encode(input) : input;
-  if (holdsOneValue(name, bytes)) return parseJsonInput(name, bytes, options);
-  return Array.from(jsonlItems(name, bytes, options), ({ item }) => item);
-}
