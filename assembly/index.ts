@@ -1,12 +1,12 @@
 // callforest's WebAssembly core: the host stages one call at a time into linear memory, commits
 // it (checks + linking), then asks for the rows. One instance serves one plan at a time; `begin`
 // resets its heap. See src/core/wasm-core.ts for the host side of this protocol.
-import { Vec, heapReset, pastReserveBudget, vecAt, vecReserve, vecRestart } from "./vec";
+import { Vec, heapReset, pastReserveBudget, vecAt, vecGrow, vecReserve, vecRestart } from "./vec";
 import { setPageLimit } from "./pages";
 import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
-  AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, treeReset,
+  AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, mediaMismatch, treeReset,
 } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
@@ -14,6 +14,8 @@ export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
+/** The next commit's media triples (item, offset, length); emptied by every commit. */
+const STAGE_MEDIA = changetype<Vec>(memory.data(offsetof<Vec>()));
 
 /** Caps this instance's linear memory (64 KiB pages); past it a plan aborts (rollout_too_large). */
 export function setMemoryLimit(pages: i32): void {
@@ -42,6 +44,7 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
   }
   vecRestart(STAGE_TOKENS, 2, longestHint);
   vecRestart(STAGE_LOGPROBS, 2, min(longestHint, generatedHint));
+  vecRestart(STAGE_MEDIA, 2, 0);
   treeReset(agents, callsHint, generatedHint, longestHint);
   return vecAt(AGENT_PARENTS, 0);
 }
@@ -77,6 +80,16 @@ export function stagedLogprobCapacity(): i32 {
   return STAGE_LOGPROBS.cap;
 }
 
+/**
+ * Room for the next commit's `count` media occurrences; the host writes their (item, offset,
+ * length) triples at the address returned. Without it a call has none.
+ */
+export function stageMedia(count: i32): usize {
+  STAGE_MEDIA.len = 0;
+  vecGrow(STAGE_MEDIA, count * 3);
+  return STAGE_MEDIA.ptr;
+}
+
 /** Index of the first staged token outside [0, 2^31-1], or -1. */
 export function checkStagedTokens(count: i32): i32 {
   return firstNegative(STAGE_TOKENS.ptr, count);
@@ -87,6 +100,12 @@ export function checkStagedTokens(count: i32): i32 {
  * eligible call. Returns the parent (>= -1) or one of the codes above.
  */
 export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
+  const result = check(prompt, generated, agent, link);
+  STAGE_MEDIA.len = 0;
+  return result;
+}
+
+function check(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
   if (!link) {
     badIndex = firstNegative(STAGE_TOKENS.ptr, prompt + generated);
     if (badIndex >= 0) return INVALID_TOKEN;
@@ -95,7 +114,7 @@ export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32
   }
   // Linking checks the tokens as it goes (see tree.ts insert), so the tokens are read once.
   const logprobAt = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
-  const parent = linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent);
+  const parent = linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent, STAGE_MEDIA);
   if (parent == INVALID_TOKEN) {
     badIndex = invalidTokenAt;
     return INVALID_TOKEN;
@@ -109,6 +128,11 @@ export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32
 
 export function lastBadIndex(): i32 {
   return badIndex;
+}
+
+/** After a commit that linked: 1 when SPEC's media_mismatch holds for the call. */
+export function lastMediaMismatch(): bool {
+  return mediaMismatch;
 }
 
 export function ambiguousCandidates(second: bool): i32 {

@@ -14,6 +14,7 @@ export const C_LP: i32 = 12; // offset of its logprobs in LOGPROBS
 export const C_PARENT: i32 = 16; // parent call, -1 for a root
 export const C_END_NODE: i32 = 20; // tree node where full(c) ends
 export const C_END_NEXT: i32 = 24; // next call ending at the same node, -1 at the end
+export const C_MEDIA: i32 = 28; // offset of its media triples in MEDIA (they run to the next call's)
 
 // Node record (32 bytes). The edge into a node holds tokens [depth - edgeLen, depth) of every
 // sequence through it; they are stored at TOKENS[edgeOff .. edgeOff + edgeLen).
@@ -28,12 +29,19 @@ export const NODES = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const AGENT_PARENTS = changetype<Vec>(memory.data(offsetof<Vec>()));
+/** Every linked call's media occurrences, in ledger order: (item, offset, length) triples of i32. */
+export const MEDIA = changetype<Vec>(memory.data(offsetof<Vec>()));
 
 /** Two of the tied candidates when linking reports an ambiguous parent. */
 export let ambiguousFirst: i32 = -1;
 export let ambiguousSecond: i32 = -1;
 /** After linkCall returned INVALID_TOKEN: index of the first negative token of the call. */
 export let invalidTokenAt: i32 = -1;
+/**
+ * After linkCall: true when no candidate of the longest token-prefix length agreed on media
+ * (SPEC's media_mismatch), so the call was linked to a shorter one or became a root.
+ */
+export let mediaMismatch: bool = false;
 
 // @ts-ignore: decorator
 @inline export function callField(c: i32, field: i32): i32 {
@@ -63,6 +71,7 @@ export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longe
   vecRestart(LOGPROBS, 2, generatedHint);
   vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);
+  vecRestart(MEDIA, 2, 0);
   childrenReset(callsHint * 2 + 1);
   newNode(0, 0, 0, -1); // the root: the empty sequence
 }
@@ -133,14 +142,48 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
   return best;
 }
 
-/** SPEC's tie-break among calls with identical full sequences; AMBIGUOUS_PARENT when it stays ambiguous. */
-function chooseParent(c: i32, candidates: i32): i32 {
-  if (callField(candidates, C_END_NEXT) < 0) return candidates;
+/** Media triples (i32s) of linked call `x`: they run from its C_MEDIA to the next call's. */
+function mediaInts(x: i32): i32 {
+  const end = x + 1 < CALLS.len ? callField(x + 1, C_MEDIA) : MEDIA.len;
+  return end - callField(x, C_MEDIA);
+}
+
+/**
+ * SPEC's media clause: media(p) == media(c) before len(full(p)). p's occurrences all lie in its
+ * prompt, so they must be c's first ones exactly, and c's next one must start at or past full(p).
+ */
+function mediaAgree(p: i32, c: i32): bool {
+  const pInts = mediaInts(p);
+  const cInts = mediaInts(c);
+  if (pInts > cInts) return false;
+  const pAt = vecAt(MEDIA, callField(p, C_MEDIA));
+  const cAt = vecAt(MEDIA, callField(c, C_MEDIA));
+  if (pInts > 0 && memory.compare(pAt, cAt, (<usize>pInts) << 2) != 0) return false;
+  // The next occurrence's offset (the middle i32 of its triple).
+  return pInts == cInts || load<i32>(cAt + ((<usize>(pInts + 1)) << 2)) >= callField(p, C_FULL);
+}
+
+/**
+ * SPEC's tie-break among calls with identical full sequences (a list through C_END_NEXT), among
+ * those whose media agree with c's when `byMedia`; AMBIGUOUS_PARENT when it stays ambiguous.
+ */
+function chooseParent(c: i32, candidates: i32, byMedia: bool): i32 {
+  if (!byMedia && callField(candidates, C_END_NEXT) < 0) return candidates;
+  let first = -1;
+  let second = -1;
+  let agreeing = 0;
+  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
+    if (byMedia && !mediaAgree(x, c)) continue;
+    if (first < 0) first = x;
+    else if (second < 0) second = x;
+    agreeing++;
+  }
+  if (agreeing == 1) return first;
   const agent = callField(c, C_AGENT);
   let pick = -1;
   let count = 0;
   for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
-    if (callField(x, C_AGENT) == agent) {
+    if (callField(x, C_AGENT) == agent && (!byMedia || mediaAgree(x, c))) {
       pick = x;
       count++;
     }
@@ -150,7 +193,7 @@ function chooseParent(c: i32, candidates: i32): i32 {
     const parentAgent = agent < AGENT_PARENTS.len ? load<i32>(vecAt(AGENT_PARENTS, agent)) : -1;
     if (parentAgent >= 0) {
       for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
-        if (callField(x, C_AGENT) == parentAgent) {
+        if (callField(x, C_AGENT) == parentAgent && (!byMedia || mediaAgree(x, c))) {
           pick = x;
           count++;
         }
@@ -158,19 +201,41 @@ function chooseParent(c: i32, candidates: i32): i32 {
     }
   }
   if (count == 1) return pick;
-  ambiguousFirst = candidates;
-  ambiguousSecond = callField(candidates, C_END_NEXT);
+  ambiguousFirst = first;
+  ambiguousSecond = second;
   return AMBIGUOUS_PARENT;
+}
+
+/** True when some call of the list through C_END_NEXT agrees with c on media. */
+function anyAgrees(candidates: i32, c: i32): bool {
+  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) if (mediaAgree(x, c)) return true;
+  return false;
+}
+
+/**
+ * Linking with the media clause: from `best` (the deepest node where an earlier full sequence
+ * ends inside c's prompt) up, the first node with a call whose media agree holds the candidates.
+ * Cost: the media compared, never tokens (the walk up passes only nodes already on c's path).
+ */
+function linkByMedia(c: i32, best: i32): i32 {
+  for (let node = best; node > 0; node = nodeField(node, N_PARENT)) {
+    const head = nodeField(node, N_END_HEAD);
+    if (head < 0) continue;
+    if (anyAgrees(head, c)) return chooseParent(c, head, true);
+    if (node == best) mediaMismatch = true;
+  }
+  return -1;
 }
 
 /**
  * Records the staged call as the next eligible call and links it. Returns its parent, -1 for a
  * root, INVALID_TOKEN (see invalidTokenAt; the forest is then unusable, the rollout is
- * rejected), or AMBIGUOUS_PARENT when the parent is ambiguous (see ambiguousFirst/ambiguousSecond). Logprobs
+ * rejected), or AMBIGUOUS_PARENT when the parent is ambiguous (see ambiguousFirst/ambiguousSecond).
+ * `media` holds the call's media triples (see MEDIA); linking compares them (see mediaMismatch). Logprobs
  * are not looked at here: the caller checks them (commit in index.ts, which rejects the call
  * after linking when one is not finite).
  */
-export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, generated: i32, agent: i32): i32 {
+export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, generated: i32, agent: i32, media: Vec): i32 {
   const c = vecGrow(CALLS, 1);
   const full = prompt + generated;
   setCallField(c, C_FULL, full);
@@ -179,9 +244,14 @@ export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, gene
   const lp = vecGrow(LOGPROBS, generated);
   memory.copy(vecAt(LOGPROBS, lp), stagedLogprobs, (<usize>generated) << 2);
   setCallField(c, C_LP, lp);
+  const mediaAt = vecGrow(MEDIA, media.len);
+  memory.copy(vecAt(MEDIA, mediaAt), media.ptr, (<usize>media.len) << 2);
+  setCallField(c, C_MEDIA, mediaAt);
   const best = insert(c, staged, prompt, full);
   if (invalidTokenAt >= 0) return INVALID_TOKEN;
-  const parent = best < 0 ? -1 : chooseParent(c, nodeField(best, N_END_HEAD));
+  mediaMismatch = false;
+  // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
+  const parent = best < 0 ? -1 : MEDIA.len == 0 ? chooseParent(c, nodeField(best, N_END_HEAD), false) : linkByMedia(c, best);
   setCallField(c, C_PARENT, parent);
   return parent;
 }

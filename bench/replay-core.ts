@@ -34,6 +34,12 @@ export class ReplayCore implements ForestCore {
     return -1;
   }
 
+  stageMedia(): void {}
+
+  lastMediaMismatch(): boolean {
+    return false;
+  }
+
   commit(_prompt: number, _generated: number, _agent: number, link: boolean): number {
     return link ? -1 : NOT_LINKED; // the parents come with the recorded forest
   }
@@ -67,6 +73,8 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
         stage: (prompt: number, generated: number) => core.stage(prompt, generated),
         staged: () => core.staged(),
         checkStagedTokens: (count: number) => core.checkStagedTokens(count),
+        stageMedia: (triples: Int32Array) => core.stageMedia(triples),
+        lastMediaMismatch: () => core.lastMediaMismatch(),
         commit: (prompt: number, generated: number, agent: number, link: boolean) => core.commit(prompt, generated, agent, link),
         lastBadIndex: () => core.lastBadIndex(),
         ambiguousCandidates: () => core.ambiguousCandidates(),

@@ -16,13 +16,15 @@ import {
 import { emptyReport, rejectionReport } from "./report.js";
 import type { RolloutHeader } from "./validate.js";
 import { plannedRollout, type CallTable } from "./planned.js";
-import type { AgentInfo, Diagnostic, Plan, PlanOptions } from "./types.js";
+import { MediaNumbers } from "./media.js";
+import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions } from "./types.js";
 
-/** Who a call is. */
+/** Who a call is, and the media in its prompt (checked: see readMedia; none when absent). */
 export interface CallIdentity {
   id: string;
   agent: string;
   kept: boolean;
+  media?: MediaItem[] | null;
 }
 
 /** The caller's own arrays, when it has them, to quote the original value of a bad entry. */
@@ -88,7 +90,17 @@ function checkCallSize(promptLength: number, generationLength: number): void {
 export class RolloutAssembler {
   // Who each call is, in ledger order (plan() passes the call's shape, which holds the caller's
   // arrays: only ids, names and lengths are kept).
-  private readonly calls: CallTable = { ids: [], agentNames: [], kept: [], promptLengths: [], generationLengths: [], eligible: [] };
+  private readonly calls: CallTable = {
+    ids: [],
+    agentNames: [],
+    kept: [],
+    promptLengths: [],
+    generationLengths: [],
+    eligible: [],
+    media: [],
+    mediaMismatch: [],
+  };
+  private readonly mediaNumbers = new MediaNumbers();
   private readonly diagnostics: Diagnostic[] = [];
   private readonly seen = new Map<string, number>();
   private readonly agentIndex: Map<string, number>;
@@ -131,6 +143,11 @@ export class RolloutAssembler {
     return this.core.stage(promptLength, generationLength);
   }
 
+  /** Prompt tokens of the staged call. */
+  get stagedPromptLength(): number {
+    return this.stagedPrompt;
+  }
+
   /** Index of the first negative among the first `count` staged tokens (default all), or -1. */
   checkStagedTokens(count = this.stagedPrompt + this.stagedGeneration): number {
     return this.core.checkStagedTokens(count);
@@ -164,6 +181,7 @@ export class RolloutAssembler {
    */
   commit(call: CallIdentity, agentIndex: number, source?: ValueSource): boolean {
     if (this.rejection) return false;
+    this.stageMedia(call);
     return this.record(call, source, this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, this.isEligible(call)));
   }
 
@@ -178,7 +196,27 @@ export class RolloutAssembler {
     checkCallSize(arrays.prompt.length, arrays.generation.length);
     this.stagedPrompt = arrays.prompt.length;
     this.stagedGeneration = arrays.generation.length;
+    this.stageMedia(call);
     return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)));
+  }
+
+  /** Hands the core the media of a call it will link (the others' media play no part in linking). */
+  private stageMedia(call: CallIdentity): void {
+    if (call.media && this.isEligible(call)) this.core.stageMedia(this.mediaNumbers.triples(call.media));
+  }
+
+  /**
+   * Rejects the staged call for its media (`problem`, from readMedia) — unless one of its staged
+   * values is bad, which SPEC's order puts first (the cores would have found those at commit).
+   */
+  rejectMedia(id: string, problem: string): void {
+    const tokenAt = this.checkStagedTokens();
+    const staged = this.core.staged();
+    if (tokenAt >= 0) return this.reject(invalidToken(this.where(id), tokenAt, this.stagedPrompt, staged.tokens[tokenAt]));
+    for (let i = 0; i < this.stagedGeneration; i++) {
+      if (!Number.isFinite(staged.logprobs[i])) return this.reject(invalidLogprob(this.where(id), i, staged.logprobs[i]));
+    }
+    this.reject(new Rejection("invalid_media", `${this.where(id)}: ${problem}`));
   }
 
   /** SPEC's eligible call: kept, with generated tokens (the call being committed). */
@@ -214,9 +252,14 @@ export class RolloutAssembler {
       return false;
     }
     const calls = this.calls;
+    const eligible = this.isEligible(call);
+    const mediaMismatch = eligible && this.core.lastMediaMismatch();
     this.seen.set(id, calls.ids.length);
-    if (this.isEligible(call)) calls.eligible.push(calls.ids.length);
+    if (eligible) calls.eligible.push(calls.ids.length);
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
+    if (mediaMismatch) this.diagnostics.push({ code: "media_mismatch", call: id });
+    calls.media.push(call.media ?? null);
+    calls.mediaMismatch.push(mediaMismatch);
     calls.ids.push(id);
     calls.agentNames.push(call.agent);
     calls.kept.push(kept);

@@ -5,7 +5,8 @@ import { Rejection, callName, describeValue } from "./rejection.js";
 import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf, type RolloutHeader } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import { MAX_CALL_TOKENS, type CoreFactory } from "./core/types.js";
-import type { AgentInput, Plan, PlanOptions } from "./types.js";
+import { readMedia } from "./media.js";
+import type { AgentInput, MediaItem, Plan, PlanOptions } from "./types.js";
 
 export interface BuilderHeader {
   rollout_id: string;
@@ -24,6 +25,8 @@ export interface CallMeta {
   id: string;
   agent?: string;
   kept?: boolean;
+  /** The media whose placeholder tokens stand in the staged prompt (SPEC `calls[].media`). */
+  media?: readonly MediaItem[] | null;
 }
 
 export interface RolloutBuilder {
@@ -96,9 +99,9 @@ class InPlaceBuilder implements RolloutBuilder {
   commit(meta: CallMeta): boolean {
     this.ensureOpen("commit");
     if (!this.staged) throw new Error("commit() needs a stage() first");
-    if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept? }, got ${describeValue(meta)}`);
+    if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept?, media? }, got ${describeValue(meta)}`);
     // Read once, before anything changes: a getter that throws leaves the builder as it was.
-    const { id, agent, kept } = meta;
+    const { id, agent, kept, media: mediaValue } = meta;
     const index = this.calls++;
     this.staged = false;
     return this.guard((assembler) => {
@@ -110,7 +113,12 @@ class InPlaceBuilder implements RolloutBuilder {
       const agentName = agent ?? "";
       const agentIndex = assembler.identify(id, agentName);
       if (agentIndex === null) return false;
-      return assembler.commit({ id, agent: agentName, kept: kept !== false }, agentIndex);
+      const media = readMedia(mediaValue, assembler.stagedPromptLength);
+      if (typeof media === "string") {
+        assembler.rejectMedia(id, media);
+        return false;
+      }
+      return assembler.commit({ id, agent: agentName, kept: kept !== false, media }, agentIndex);
     }, () => false);
   }
 

@@ -1,5 +1,5 @@
 // Serialization of rows and reports as SPEC's JSONL.
-import type { Report, Row } from "./types.js";
+import type { MediaItem, Report, Row } from "./types.js";
 
 export type MaskFormat = "bits" | "ints";
 
@@ -86,6 +86,12 @@ function floatList(values: Float32Array): string {
   return out + "]";
 }
 
+/** A row's media as SPEC's JSON: `{id, offset, length}` objects in that key order. */
+export function mediaList(media: readonly MediaItem[]): string {
+  if (media.length === 0) return "[]";
+  return JSON.stringify(media.map(({ id, offset, length }) => ({ id, offset, length })));
+}
+
 /** Throws unless the row's arrays hold its numTokens tokens (a released plan's rows hold none). */
 export function checkRowArrays(row: Row): void {
   if (row.tokenIds.length !== row.numTokens || row.logprobs.length !== row.numTokens || row.lossMask.length !== (row.numTokens + 7) >> 3) {
@@ -107,7 +113,8 @@ export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
     `"agent":${JSON.stringify(row.agent)},"calls":${JSON.stringify(row.calls)},` +
     `"trained":${JSON.stringify(row.trained)},"context":${JSON.stringify(row.context)},` +
     `"num_tokens":${row.numTokens},"token_ids":[${row.tokenIds.join(",")}],` +
-    `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${JSON.stringify(row.reward)}}`
+    `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${JSON.stringify(row.reward)},` +
+    `"media":${mediaList(row.media)}}`
   );
 }
 

@@ -1,7 +1,7 @@
 // A linked forest as a Plan: the report's counts, one row per leaf with its path split into the
 // calls it trains and the calls it only reads, and (on demand) every call of the rollout.
 import type { CoreForest, ForestCore } from "./core/types.js";
-import type { AgentInfo, ForestCall, Plan, Report, Row } from "./types.js";
+import type { AgentInfo, ForestCall, MediaItem, Plan, Report, Row } from "./types.js";
 
 /**
  * What the assembler kept of each committed call, in ledger order. Its own lists, not the
@@ -15,6 +15,15 @@ export interface CallTable {
   readonly generationLengths: number[];
   /** Ledger index of each eligible call, in eligible order (the core numbers calls this way). */
   readonly eligible: number[];
+  /** Each call's media occurrences (checked copies), null when it has none. */
+  readonly media: (MediaItem[] | null)[];
+  /** Whether SPEC's media_mismatch holds for each call. */
+  readonly mediaMismatch: boolean[];
+}
+
+/** A fresh copy of a call's occurrences (callers may change what a plan gives them). */
+function mediaOf(media: MediaItem[] | null): MediaItem[] {
+  return media === null ? [] : media.map(({ id, offset, length }) => ({ id, offset, length }));
 }
 
 /** The rollout-wide values every row repeats. */
@@ -56,7 +65,7 @@ function countLinkedTokens(calls: CallTable, forest: CoreForest, report: Report)
 
 /** One row per leaf, its arrays the core's; adds the trained and row tokens to the report. */
 function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, report: Report): Row[] {
-  const { ids, agentNames, eligible, generationLengths } = calls;
+  const { ids, agentNames, eligible, generationLengths, media } = calls;
   const { rolloutId, reward } = header;
   return forest.rows.map((coreRow, index) => {
     const path: string[] = [];
@@ -89,6 +98,7 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
       tokenIds: coreRow.tokenIds,
       logprobs: coreRow.logprobs,
       lossMask: coreRow.lossMask,
+      media: mediaOf(media[leaf]),
     };
   });
 }
@@ -116,6 +126,8 @@ function describeForest(calls: CallTable, forest: CoreForest): ForestCall[] {
       root: e !== undefined && parent < 0,
       leaf: e !== undefined && children[e].length === 0,
       ownerRow: e === undefined ? -1 : forest.ownerRows[e],
+      media: mediaOf(calls.media[index]),
+      mediaMismatch: calls.mediaMismatch[index],
     };
   });
 }

@@ -3,8 +3,9 @@
 // in place (the TS one), hands it the typed arrays — and lets the assembler link.
 import { Rejection, callLabel } from "./rejection.js";
 import { checkCallShape, checkHeader, checkPlanOptions, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
-import { RolloutAssembler, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
+import { RolloutAssembler, type CallIdentity, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory, SizeHints } from "./core/types.js";
+import { readMedia } from "./media.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "./types.js";
 
 /** Copies token IDs into the core; returns the index of the first invalid plain-array value, or -1. */
@@ -72,11 +73,14 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     if (shape instanceof Rejection) return assembler.reject(shape);
     const agent = assembler.identify(shape.id, shape.agent);
     if (agent === null) return;
+    const media = readMedia(shape.media, shape.prompt.length);
+    const identity: CallIdentity = { id: shape.id, agent: shape.agent, kept: shape.kept, media: typeof media === "string" ? null : media };
 
-    // A JS core reads typed arrays where they are (no copy); anything else is copied in.
+    // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so
+    // is a call with bad media: its values are checked first, on the staged copy).
     const { prompt, generation, logprobs } = shape;
-    if (assembler.readsArrays && prompt instanceof Int32Array && generation instanceof Int32Array && logprobs instanceof Float32Array && logprobs.length === generation.length) {
-      if (!assembler.commitArrays(shape, agent, { prompt, generation, logprobs })) return;
+    if (assembler.readsArrays && typeof media !== "string" && prompt instanceof Int32Array && generation instanceof Int32Array && logprobs instanceof Float32Array && logprobs.length === generation.length) {
+      if (!assembler.commitArrays(identity, agent, { prompt, generation, logprobs })) return;
       continue;
     }
     const promptLength = shape.prompt.length;
@@ -107,7 +111,8 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
       if (badTokenAt >= 0) return assembler.reject(badToken(calls[i], i, shape, badTokenAt));
       return assembler.reject(invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
     }
-    if (!assembler.commit(shape, agent, shape)) return;
+    if (typeof media === "string") return assembler.rejectMedia(shape.id, media);
+    if (!assembler.commit(identity, agent, shape)) return;
   }
 }
 

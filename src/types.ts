@@ -17,6 +17,18 @@ export interface CanonicalCall {
   generation_log_probs: Logprobs;
   /** `false` marks a try that no agent kept (a retry): ignored entirely. Default true. */
   kept?: boolean;
+  /** The media whose placeholder tokens stand in the prompt (SPEC "Input"); none when absent or null. */
+  media?: readonly MediaItem[] | null;
+}
+
+/**
+ * One media occurrence (SPEC `calls[].media`): item `id` (a content digest: equal content, equal
+ * id) stands in `prompt_token_ids[offset : offset + length]`.
+ */
+export interface MediaItem {
+  id: string;
+  offset: number;
+  length: number;
 }
 
 export interface AgentInfo {
@@ -45,6 +57,7 @@ export type RejectionCode =
   | "invalid_token"
   | "logprob_length_mismatch"
   | "invalid_logprob"
+  | "invalid_media"
   | "ambiguous_parent"
   | "no_trainable_calls"
   | "rollout_too_large";
@@ -101,6 +114,8 @@ export interface Row {
   logprobs: Float32Array;
   /** Bitset, SPEC's bit order: bit i is bit (i % 8) of byte (i >> 3). */
   lossMask: Uint8Array;
+  /** The leaf's media occurrences; their offsets index tokenIds. Empty when none. */
+  media: MediaItem[];
 }
 
 /** What the planner learned about one call of the rollout (all calls, in ledger order). */
@@ -121,6 +136,14 @@ export interface ForestCall {
   leaf: boolean;
   /** Row number of the row that trains this call; -1 when not eligible. */
   ownerRow: number;
+  /** The call's media occurrences (in its prompt), as given. */
+  media: MediaItem[];
+  /**
+   * True when tokens alone would have linked this call elsewhere: no earlier call of the longest
+   * token-prefix length agrees on media (SPEC's `media_mismatch`). Such a call is a root, or
+   * continues a shorter call that still had the same media.
+   */
+  mediaMismatch: boolean;
 }
 
 /**

@@ -20,6 +20,8 @@ export interface CallShape {
   generation: TokenIds;
   logprobs: Logprobs;
   kept: boolean;
+  /** `media` as given: checked by readMedia once the values are (SPEC's order of rejections). */
+  media: unknown;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -108,7 +110,7 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   const invalid = (detail: string) => new Rejection("invalid_rollout", `${callLabel(call, index)}: ${detail}`);
   if (!isRecord(call)) return invalid(`a call must be a JSON object, got ${describeValue(call)}`);
   const { id, agent, prompt_token_ids: prompt, generation_token_ids: generation } = call;
-  const { generation_log_probs: logprobs, kept } = call;
+  const { generation_log_probs: logprobs, kept, media } = call;
   const problem = callIdentityProblem(id, agent, kept);
   if (problem !== null) return invalid(problem);
   if (!isTokenArray(prompt)) return invalid(mustBe("prompt_token_ids", "an array", prompt));
@@ -118,5 +120,5 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   if (!isLogprobArray(logprobs)) {
     return invalid(mustBe("generation_log_probs", "an array", logprobs));
   }
-  return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false };
+  return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false, media };
 }

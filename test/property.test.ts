@@ -111,10 +111,8 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
     status: undefined,
     rollout_id: undefined,
   });
-  // "at least empty_generation for each kept call that generated nothing"
-  expect(diagnostics.filter((d) => d.code === "empty_generation").map((d) => ({ code: d.code, call: d.call }))).toEqual(
-    expected.diagnostics,
-  );
+  // "at least empty_generation for each kept call that generated nothing, and media_mismatch"
+  expect(diagnostics.map((d) => ({ code: d.code, call: d.call }))).toEqual(expected.diagnostics);
   expect(plan.rows.length).toBe(expected.rows.length);
   plan.rows.forEach((row, i) => {
     const want = expected.rows[i];
@@ -128,6 +126,7 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
       context: row.context,
       reward: row.reward,
       numTokens: row.numTokens,
+      media: row.media,
     }).toEqual({
       index: want.index,
       rolloutId: expected.rollout_id,
@@ -138,6 +137,7 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
       context: want.context,
       reward: want.reward,
       numTokens: want.num_tokens,
+      media: want.media,
     });
     expect(row.tokenIds).toBeInstanceOf(Int32Array);
     expect(row.logprobs).toBeInstanceOf(Float32Array);
@@ -162,6 +162,8 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
       root: c.root,
       leaf: c.leaf,
       ownerRow: c.ownerRow,
+      media: c.media,
+      mediaMismatch: c.mediaMismatch,
     })),
   ).toEqual(expected.forest);
 }
@@ -412,8 +414,18 @@ describe("generators", () => {
     if (ref.status !== "ok") throw new Error(ref.message);
     // (the simulator has no agent that resumes another agent's context, so no walk subtleties,
     // every call adds a tool result or a task to its parent's sequence, and its twins are two
-    // new subagents, never the leader and one of its own)
-    const { walkReadingsDiffer: _subtle, promptIsParentFull: _bare, twinsByFirstListedAgent: _leaderTwin, ...f } = features(rollout, ref);
+    // new subagents, never the leader and one of its own; it is text only: generateMediaRollout
+    // makes the bench's media)
+    const {
+      walkReadingsDiffer: _subtle,
+      promptIsParentFull: _bare,
+      twinsByFirstListedAgent: _leaderTwin,
+      callsWithMedia: _media,
+      mediaMismatchRoots: _swapRoots,
+      mediaMismatchShorterParent: _swapParents,
+      mediaSettledTies: _mediaTies,
+      ...f
+    } = features(rollout, ref);
     for (const name of Object.keys(f) as (keyof typeof f)[]) expect({ [name]: f[name] > 0 }).toEqual({ [name]: true });
   });
 
@@ -433,6 +445,13 @@ describe("generators", () => {
     for (const [name, total] of Object.entries(totals)) expect({ [name]: total > 0 }).toEqual({ [name]: true });
   });
 });
+
+/** Calls whose parent ties another earlier call by tokens, when the media clause rules that one out. */
+function mediaSettledTies(rollout: Rollout, ref: RefAccepted): number {
+  const stripped = reference({ ...rollout, calls: rollout.calls.map(({ media: _media, ...c }) => c) });
+  if (stripped.status === "ok") return 0;
+  return stripped.reason === "ambiguous_parent" ? 1 : 0;
+}
 
 /** Counts of the SPEC situations a rollout exercises, read off the input and the reference. */
 function features(rollout: Rollout, ref: RefAccepted) {
@@ -476,7 +495,13 @@ function features(rollout: Rollout, ref: RefAccepted) {
     rootsBeyondFirst: ref.counts.roots - 1,
     sharedCalls: ref.rows.filter((r) => r.context.length > 0).length,
     unkept: ref.forest.filter((c) => !c.kept).length,
-    emptyGenerations: ref.diagnostics.length,
+    emptyGenerations: ref.diagnostics.filter((d) => d.code === "empty_generation").length,
+    callsWithMedia: ref.forest.filter((c) => c.media.length > 0).length,
+    // SPEC's media clause: a swapped image makes a new root, or a shorter parent that still had it
+    mediaMismatchRoots: ref.forest.filter((c) => c.mediaMismatch && c.root).length,
+    mediaMismatchShorterParent: ref.forest.filter((c) => c.mediaMismatch && !c.root).length,
+    // twins that tokens tie and media settle (the other twin's image differs)
+    mediaSettledTies: mediaSettledTies(rollout, ref),
     twinsBySameAgent,
     twinsByParentAgent,
     twinsByFirstListedAgent,

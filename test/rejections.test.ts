@@ -132,6 +132,43 @@ const CASES: Case[] = [
   { name: "logprob a string", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: ["-1"] })]), code: "invalid_logprob", call: "c2" },
   { name: "logprob a bigint", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: [-1n] })]), code: "invalid_logprob", call: "c2", apiOnly: true },
   { name: "logprob null", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: [null] })]), code: "invalid_logprob", call: "c2" },
+  // invalid_media (SPEC "Input", calls[].media): each rule, on kept and unkept calls
+  ...(
+    [
+      ["not an array", "sha256:aa"],
+      ["an object, not a list", { id: "x", offset: 0, length: 1 }],
+      ["an item not an object", [null]],
+      ["an item a list", [["x", 0, 1]]],
+      ["id missing", [{ offset: 0, length: 1 }]],
+      ["id empty", [{ id: "", offset: 0, length: 1 }]],
+      ["id a number", [{ id: 7, offset: 0, length: 1 }]],
+      ["offset missing", [{ id: "x", length: 1 }]],
+      ["offset fractional", [{ id: "x", offset: 0.5, length: 1 }]],
+      ["offset a string", [{ id: "x", offset: "0", length: 1 }]],
+      ["offset negative", [{ id: "x", offset: -1, length: 1 }]],
+      ["length 0", [{ id: "x", offset: 0, length: 0 }]],
+      ["length negative", [{ id: "x", offset: 0, length: -2 }]],
+      ["length not an integer", [{ id: "x", offset: 0, length: 1.5 }]],
+      ["spans unordered", [{ id: "x", offset: 2, length: 1 }, { id: "y", offset: 0, length: 1 }]],
+      ["spans overlapping", [{ id: "x", offset: 0, length: 2 }, { id: "y", offset: 1, length: 1 }]],
+      ["span past the prompt", [{ id: "x", offset: 2, length: 2 }]],
+      ["span starting at the prompt's end", [{ id: "x", offset: 3, length: 1 }]],
+    ] as const
+  ).flatMap(([what, media]): Case[] => [
+    { name: `media ${what}`, input: rollout([ok1, call("c2", [1, 2, 3], [4], { media })]), code: "invalid_media", call: "c2" },
+    { name: `media ${what}, unkept call`, input: rollout([ok1, call("c2", [1, 2, 3], [4], { media, kept: false })]), code: "invalid_media", call: "c2" },
+  ]),
+  { name: "media on typed arrays", input: rollout([ok1, call("c2", [], [], { prompt_token_ids: Int32Array.of(1, 2), generation_token_ids: Int32Array.of(3), generation_log_probs: Float32Array.of(-1), media: [{ id: "x", offset: 1, length: 2 }] })]), code: "invalid_media", call: "c2" },
+  { name: "bad logprob before bad media", input: rollout([ok1, call("c2", [1, 2, 3], [4], { generation_log_probs: [Number.NaN], media: 5 })]), code: "invalid_logprob", call: "c2" },
+  { name: "bad Float64Array logprob before bad media", input: rollout([ok1, call("c2", [1, 2, 3], [4], { generation_log_probs: Float64Array.of(1e39), media: 5 })]), code: "invalid_logprob", call: "c2" },
+  { name: "bad token in an Int32Array before bad media", input: rollout([ok1, call("c2", [], [], { prompt_token_ids: Int32Array.of(1, -2), generation_token_ids: Int32Array.of(3), generation_log_probs: Float32Array.of(-1), media: 5 })]), code: "invalid_token", call: "c2" },
+  { name: "logprob count before bad media", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: [], media: 5 })]), code: "logprob_length_mismatch", call: "c2" },
+  {
+    name: "bad media before a later ambiguity",
+    input: rollout([ok1, call("a1", [9], [8], { agent: "A" }), call("b1", [9], [8], { agent: "B", media: [{ id: "x", offset: 1, length: 1 }] }), call("c1", [9, 8], [6], { agent: "C" })]),
+    code: "invalid_media",
+    call: "b1",
+  },
   // ambiguous_parent: twins A and B; C (parent agent L) continues their shared full sequence
   {
     name: "twins continued by a sibling agent",

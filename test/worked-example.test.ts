@@ -120,7 +120,7 @@ describe("worked example through the CLI", () => {
         const want = EXPECTED_ROWS[i];
         expect(Object.keys(line)).toEqual([
           "rollout_id", "row", "leaf", "agent", "calls", "trained", "context",
-          "num_tokens", "token_ids", "logprobs", "loss_mask", "reward",
+          "num_tokens", "token_ids", "logprobs", "loss_mask", "reward", "media",
         ]);
         expect(line).toEqual({
           rollout_id: "login-bug",
@@ -136,6 +136,7 @@ describe("worked example through the CLI", () => {
           logprobs: want.logprobs,
           loss_mask: Buffer.from(packMask(want.mask)).toString("base64"),
           reward: 1,
+          media: [],
         });
       });
       const reports = readFileSync(reportFile, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));

@@ -54,6 +54,9 @@ export class TsCore implements ForestCore {
   /** Set by link(): the first token of the call outside [0, 2^31-1], or -1. */
   private invalidTokenAt = -1;
   private ambiguous: [number, number] = [-1, -1];
+  /** The next commit's media triples (see stageMedia); emptied by every commit. */
+  private stagedMedia: Int32Array = NO_TOKENS;
+  private mediaMismatch = false;
 
   // Eligible calls, in ledger order.
   private callFull: number[] = [];
@@ -63,6 +66,10 @@ export class TsCore implements ForestCore {
   private callParent: number[] = [];
   private callEndNode: number[] = [];
   private callEndNext: number[] = [];
+  /** Where each call's media triples start in `media` (they run to the next call's start). */
+  private callMedia: number[] = [];
+  /** Every linked call's media triples (item, offset, length), in ledger order. */
+  private media: number[] = [];
 
   // Tree nodes; node 0 is the root (the empty sequence).
   private nodeEdgeOff: number[] = [];
@@ -95,6 +102,8 @@ export class TsCore implements ForestCore {
     this.nodeCount = 0;
     this.tokenCount = 0;
     this.logprobCount = 0;
+    this.media.length = 0; // small: no capacity worth keeping
+    this.stagedMedia = NO_TOKENS;
     // Hints reserve up front, within reason (a wrong one must not allocate gigabytes, nor take
     // more than a quarter of the budget each: a hint never makes a rollout too large).
     const hint = (n: number) => (n <= MAX_HINT && n * 4 <= this.maxBytes / 4 ? n : 0);
@@ -142,6 +151,14 @@ export class TsCore implements ForestCore {
     return -1;
   }
 
+  stageMedia(triples: Int32Array): void {
+    this.stagedMedia = triples.slice();
+  }
+
+  lastMediaMismatch(): boolean {
+    return this.mediaMismatch;
+  }
+
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
     this.promptSource = this.stageTokens;
     this.generationSource = this.stageTokens.subarray(prompt, prompt + generated);
@@ -163,6 +180,14 @@ export class TsCore implements ForestCore {
   }
 
   private commitSources(prompt: number, generated: number, agent: number, link: boolean): number {
+    try {
+      return this.checkAndLink(prompt, generated, agent, link);
+    } finally {
+      this.stagedMedia = NO_TOKENS;
+    }
+  }
+
+  private checkAndLink(prompt: number, generated: number, agent: number, link: boolean): number {
     if (!link) {
       this.badIndex = this.firstNegative(0, prompt + generated, prompt);
       if (this.badIndex >= 0) return INVALID_TOKEN;
@@ -231,6 +256,8 @@ export class TsCore implements ForestCore {
     this.callAgent[c] = agent;
     this.callLpOff[c] = this.logprobCount;
     this.logprobCount += generated;
+    this.callMedia[c] = this.media.length;
+    for (const value of this.stagedMedia) this.media.push(value);
 
     // Walk full(c) down the tree, inserting what is new. `best` is the deepest node at depth
     // <= len(prompt) where an earlier full sequence ends: those calls are the candidates.
@@ -282,19 +309,60 @@ export class TsCore implements ForestCore {
     this.callEndNext[c] = this.nodeEndHead[node];
     this.nodeEndHead[node] = c;
 
-    const parent = best < 0 ? -1 : this.chooseParent(c, this.nodeEndHead[best]);
+    this.mediaMismatch = false;
+    // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
+    const parent = best < 0 ? -1 : this.media.length === 0 ? this.chooseParent(c, this.nodeEndHead[best], false) : this.linkByMedia(c, best);
     this.callParent[c] = parent;
     return parent;
   }
 
-  /** SPEC's tie-break among calls with identical full sequences (a list through callEndNext). */
-  private chooseParent(c: number, candidates: number): number {
-    if (this.callEndNext[candidates] < 0) return candidates;
-    const pickBy = (agent: number): number[] => {
-      const picked: number[] = [];
-      for (let x = candidates; x >= 0; x = this.callEndNext[x]) if (this.callAgent[x] === agent) picked.push(x);
-      return picked;
-    };
+  /** Number of media triple values (3 per occurrence) of linked call x. */
+  private mediaInts(x: number): number {
+    const end = x + 1 < this.callCount ? this.callMedia[x + 1] : this.media.length;
+    return end - this.callMedia[x];
+  }
+
+  /**
+   * SPEC's media clause: media(p) == media(c) before len(full(p)). p's occurrences all lie in its
+   * prompt, so they must be c's first ones exactly, and c's next one must start at or past full(p).
+   */
+  private mediaAgree(p: number, c: number): boolean {
+    const pInts = this.mediaInts(p);
+    const cInts = this.mediaInts(c);
+    if (pInts > cInts) return false;
+    const media = this.media;
+    const pAt = this.callMedia[p];
+    const cAt = this.callMedia[c];
+    for (let i = 0; i < pInts; i++) if (media[pAt + i] !== media[cAt + i]) return false;
+    return pInts === cInts || media[cAt + pInts + 1] >= this.callFull[p];
+  }
+
+  /**
+   * Linking with the media clause: from `best` (the deepest node where an earlier full sequence
+   * ends inside c's prompt) up, the first node with a call whose media agree holds the candidates.
+   */
+  private linkByMedia(c: number, best: number): number {
+    for (let node = best; node > 0; node = this.nodeParent[node]) {
+      const head = this.nodeEndHead[node];
+      if (head < 0) continue;
+      let agrees = false;
+      for (let x = head; x >= 0 && !agrees; x = this.callEndNext[x]) agrees = this.mediaAgree(x, c);
+      if (agrees) return this.chooseParent(c, head, true);
+      if (node === best) this.mediaMismatch = true;
+    }
+    return -1;
+  }
+
+  /**
+   * SPEC's tie-break among calls with identical full sequences (a list through callEndNext), among
+   * those whose media agree with c's when `byMedia`.
+   */
+  private chooseParent(c: number, candidates: number, byMedia: boolean): number {
+    if (!byMedia && this.callEndNext[candidates] < 0) return candidates;
+    const agreeing: number[] = [];
+    for (let x = candidates; x >= 0; x = this.callEndNext[x]) if (!byMedia || this.mediaAgree(x, c)) agreeing.push(x);
+    if (agreeing.length === 1) return agreeing[0];
+    const pickBy = (agent: number): number[] => agreeing.filter((x) => this.callAgent[x] === agent);
     let picked = pickBy(this.callAgent[c]);
     if (picked.length === 0) {
       // Agents past the table (unlisted ones) have no parent agent.
@@ -302,7 +370,7 @@ export class TsCore implements ForestCore {
       if (parentAgent >= 0) picked = pickBy(parentAgent);
     }
     if (picked.length === 1) return picked[0];
-    this.ambiguous = [candidates, this.callEndNext[candidates]];
+    this.ambiguous = [agreeing[0], agreeing[1]];
     return AMBIGUOUS_PARENT;
   }
 
@@ -451,6 +519,14 @@ class TsCoreLease implements ForestCore {
 
   checkStagedTokens(count: number): number {
     return this.held().checkStagedTokens(count);
+  }
+
+  stageMedia(triples: Int32Array): void {
+    this.held().stageMedia(triples);
+  }
+
+  lastMediaMismatch(): boolean {
+    return this.held().lastMediaMismatch();
   }
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {

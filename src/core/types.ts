@@ -81,6 +81,14 @@ export interface ForestCore {
   staged(): StagedCall;
   /** Index of the first staged token outside [0, 2^31-1] among the first `count`, or -1. */
   checkStagedTokens(count: number): number;
+  /**
+   * The media of the call about to be committed, as (item, offset, length) triples, `item` the
+   * rollout's number for the media id (equal ids, equal numbers). Applies to the next commit()
+   * or commitArrays() only; a call committed without it has no media.
+   */
+  stageMedia(triples: Int32Array): void;
+  /** After a commit that linked: whether SPEC's media_mismatch holds for the call. */
+  lastMediaMismatch(): boolean;
   /** Checks the staged call; links it as the next eligible call when `link`. See the codes above. */
   commit(prompt: number, generated: number, agent: number, link: boolean): number;
   /**

@@ -24,6 +24,8 @@ interface CoreExports {
   stagedTokenCapacity(): number;
   stagedLogprobCapacity(): number;
   checkStagedTokens(count: number): number;
+  stageMedia(count: number): number;
+  lastMediaMismatch(): number;
   commit(prompt: number, generated: number, agent: number, link: number): number;
   lastBadIndex(): number;
   ambiguousCandidates(second: number): number;
@@ -188,6 +190,16 @@ class WasmCore implements ForestCore {
 
   checkStagedTokens(count: number): number {
     return this.core.checkStagedTokens(count);
+  }
+
+  stageMedia(triples: Int32Array): void {
+    const at = this.core.stageMedia(triples.length / 3);
+    // After the call: staging may have grown memory.
+    this.instance.heap32().set(triples, at >>> 2);
+  }
+
+  lastMediaMismatch(): boolean {
+    return this.core.lastMediaMismatch() !== 0;
   }
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {

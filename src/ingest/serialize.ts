@@ -2,7 +2,7 @@
 // (src/output.ts), written as bounded Uint8Array chunks: a row can be longer than V8's maximum
 // string length, so it is never one string. Token ids, logprobs (shortest float32 text, as
 // formatFloat32) and the mask are formatted by assembly/scan in linear memory.
-import { checkRowArrays, type MaskFormat } from "../output.js";
+import { checkRowArrays, mediaList, type MaskFormat } from "../output.js";
 import type { Row } from "../types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
@@ -74,7 +74,7 @@ export class RowSerializer {
     this.text(`],"loss_mask":`);
     if (maskFormat === "bits") this.maskBase64(row.lossMask);
     else this.maskInts(row.lossMask, row.numTokens);
-    this.text(`,"reward":${JSON.stringify(row.reward)}}\n`);
+    this.text(`,"reward":${JSON.stringify(row.reward)},"media":${mediaList(row.media)}}\n`);
     this.flush();
     this.emit = () => {};
   }

@@ -50,6 +50,7 @@ function rowWith(logprobs: Float32Array): Row {
     trained: ["c"],
     context: [],
     reward: 1,
+    media: [],
     numTokens: logprobs.length,
     tokenIds: new Int32Array(logprobs.length),
     logprobs,

@@ -48,6 +48,7 @@ function handRow(numTokens: number, seed: number): Row {
     trained: ["C3", 'x"y'],
     context: ["C1"],
     reward: -0.125,
+    media: [],
     numTokens,
     tokenIds,
     logprobs,

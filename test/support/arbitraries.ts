@@ -2,7 +2,7 @@
 // (leader steps, fresh/fork/background subagents, compaction, twins, retries, ...) that a small
 // interpreter turns into calls in ledger order, so shrinking removes whole actions.
 import fc from "fast-check";
-import type { AgentInfo, CanonicalCall, RejectionCode, Rollout } from "../../src/types.js";
+import type { AgentInfo, CanonicalCall, MediaItem, RejectionCode, Rollout } from "../../src/types.js";
 import { reference } from "./reference.js";
 
 type Tokens = number[];
@@ -69,7 +69,19 @@ export type Action =
    * fork's sequence) and the fork continue the fork's call, in either order. The ownership walk
    * then passes from one agent into another before it has to choose.
    */
-  | { kind: "handoff"; who: number; fork: Generated; add: [Tokens, Tokens, Tokens]; gens: [Generated, Generated]; forkFirst: boolean };
+  | { kind: "handoff"; who: number; fork: Generated; add: [Tokens, Tokens, Tokens]; gens: [Generated, Generated]; forkFirst: boolean }
+  /** An agent's context gets an image (begin, pad × size, end placeholder tokens), then a generation. */
+  | { kind: "image"; who: number; size: number; content: number; gen: Generated }
+  /**
+   * The harness replaces an agent's latest image in place with another of the same size (same
+   * tokens, other media), then the agent goes on: tokens alone would link it under the old image.
+   */
+  | { kind: "swap"; who: number; content: number; add: Tokens; gen: Generated }
+  /**
+   * Two forks of an agent that differ only in the image they append (same size, same tokens, same
+   * generation), then a sibling continues one of them: media settle what tokens tie.
+   */
+  | { kind: "mediaTwins"; from: number; size: number; contents: [number, number]; gen: Generated; pick: boolean; add: Tokens; next: Generated };
 
 export interface Scenario {
   /** listed: `agents` given; unlisted: calls name agents, no `agents`; anonymous: no agent names. */
@@ -94,6 +106,8 @@ interface AgentState {
   system: Tokens;
   /** The agent's current context: its last full sequence (or last prompt, after an empty call). */
   context: Tokens;
+  /** The media occurrences in `context`. */
+  media: MediaItem[];
 }
 
 interface PlainCall {
@@ -103,7 +117,13 @@ interface PlainCall {
   generation: Tokens;
   logprobs: number[];
   kept: boolean;
+  media: MediaItem[];
 }
+
+// Placeholder tokens of an image (as a chat template renders one): begin, pad × size, end.
+const IMAGE_BEGIN = 151652;
+const IMAGE_PAD = 151655;
+const IMAGE_END = 151653;
 
 const ID_SUFFIXES = ["", "-ä", '"q"', "/x\\y", " 🙂", "\n"];
 
@@ -113,11 +133,12 @@ export function buildRollout(s: Scenario): Rollout {
   const agents: AgentState[] = [];
   const calls: PlainCall[] = [];
   const addAgent = (mode: string, parent: string | null, system: Tokens): AgentState => {
-    const a = { id: named ? (agents.length === 0 ? "L" : `a${agents.length}`) : "", parent, mode, system, context: [] };
+    const a: AgentState = { id: named ? (agents.length === 0 ? "L" : `a${agents.length}`) : "", parent, mode, system, context: [], media: [] };
     agents.push(a);
     return a;
   };
-  const call = (a: AgentState, prompt: Tokens, gen: Generated | null, kept = true): PlainCall => {
+  // A call's media: those of the context its prompt extends (`media`, default the agent's own).
+  const call = (a: AgentState, prompt: Tokens, gen: Generated | null, kept = true, media = a.media): PlainCall => {
     const n = calls.length + 1;
     const c: PlainCall = {
       id: `c${n}${s.fancyIds ? ID_SUFFIXES[n % ID_SUFFIXES.length] : ""}`,
@@ -126,11 +147,21 @@ export function buildRollout(s: Scenario): Rollout {
       generation: gen ? gen.tokens : [],
       logprobs: gen ? gen.logprobs : [],
       kept,
+      media: media.filter((m) => m.offset + m.length <= prompt.length),
     };
     calls.push(c);
-    if (kept) a.context = [...prompt, ...c.generation];
+    if (kept) {
+      a.context = [...prompt, ...c.generation];
+      a.media = c.media;
+    }
     return c;
   };
+  const mediaId = (content: number) => `sha256:${content.toString(16).padStart(4, "0")}${s.fancyIds ? ID_SUFFIXES[content % ID_SUFFIXES.length] : ""}`;
+  /** `context` with an image appended: its placeholder run and its occurrence. */
+  const withImage = (context: Tokens, media: MediaItem[], size: number, content: number) => ({
+    tokens: [...context, IMAGE_BEGIN, ...new Array<number>(size).fill(IMAGE_PAD), IMAGE_END],
+    media: [...media, { id: mediaId(content), offset: context.length + 1, length: size }],
+  });
   const pick = (i: number) => agents[i % agents.length];
 
   const leader = addAgent("leader", null, s.leaderSystem);
@@ -162,13 +193,13 @@ export function buildRollout(s: Scenario): Rollout {
           history[at] = act.rerender.token !== history[at] ? act.rerender.token : history[at] === 0 ? 1 : history[at] - 1;
         }
         const a = addAgent("fork", from.id, from.system);
-        call(a, [...history, ...act.task], act.gen);
+        call(a, [...history, ...act.task], act.gen, true, from.media); // a fork inherits the images
         break;
       }
       case "compact": {
         const a = pick(act.who);
         call(a, [...a.context, ...act.ask], act.summary);
-        call(a, [...a.system, ...act.summary.tokens, ...act.after], act.gen);
+        call(a, [...a.system, ...act.summary.tokens, ...act.after], act.gen, true, []); // compaction drops the images
         break;
       }
       case "retry": {
@@ -185,8 +216,9 @@ export function buildRollout(s: Scenario): Rollout {
         const mode = act.asFork ? "fork" : "fresh";
         const t1 = addAgent(mode, from.id, act.asFork ? from.system : s.subagentSystem);
         const t2 = act.outcome === "sameAgentTwice" ? t1 : act.outcome === "spawnerIsTwin" ? from : addAgent(mode, from.id, t1.system);
-        call(t1, prompt, act.gen);
-        call(t2, prompt, act.gen);
+        const twinMedia = act.asFork ? from.media : [];
+        call(t1, prompt, act.gen, true, twinMedia);
+        call(t2, prompt, act.gen, true, twinMedia);
         const twinFull = [...prompt, ...act.gen.tokens];
         // sameAgent / sameAgentTwice: t1 continues; parentAgent: a child agent of t2 continues;
         // spawnerIsTwin and ambiguous: a new child of `from` continues (a sibling of the twins)
@@ -196,23 +228,52 @@ export function buildRollout(s: Scenario): Rollout {
             : act.outcome === "ambiguous" || act.outcome === "spawnerIsTwin"
               ? addAgent("fork", from.id, from.system)
               : t1;
-        call(next, [...twinFull, ...act.add], act.next);
+        call(next, [...twinFull, ...act.add], act.next, true, twinMedia);
+        break;
+      }
+      case "image": {
+        const a = pick(act.who);
+        const shown = withImage(a.context, a.media, act.size, act.content);
+        call(a, shown.tokens, act.gen, true, shown.media);
+        break;
+      }
+      case "swap": {
+        const a = pick(act.who);
+        const media = a.media.slice();
+        const last = media.length - 1;
+        if (last >= 0) media[last] = { ...media[last], id: mediaId(act.content) };
+        call(a, [...a.context, ...act.add], act.gen, true, media);
+        break;
+      }
+      case "mediaTwins": {
+        const from = pick(act.from);
+        const twins = act.contents.map((content) => {
+          const shown = withImage(from.context, from.media, act.size, content);
+          const t = addAgent("fork", from.id, from.system);
+          call(t, shown.tokens, act.gen, true, shown.media);
+          return t;
+        });
+        // A sibling continues one twin: its tokens tie both, its media only the one it extends.
+        const chosen = twins[act.pick ? 1 : 0];
+        const next = addAgent("fork", from.id, from.system);
+        call(next, [...chosen.context, ...act.add], act.next, true, chosen.media);
         break;
       }
       case "handoff": {
         const a = pick(act.who);
         const f = addAgent("fork", a.id, a.system);
-        call(f, [...a.context, ...act.add[0]], act.fork);
+        call(f, [...a.context, ...act.add[0]], act.fork, true, a.media);
         const shared = f.context;
+        const sharedMedia = f.media;
         const order = act.forkFirst ? [f, a] : [a, f];
-        order.forEach((agent, i) => call(agent, [...shared, ...act.add[i + 1]], act.gens[i]));
+        order.forEach((agent, i) => call(agent, [...shared, ...act.add[i + 1]], act.gens[i], true, sharedMedia));
         break;
       }
       case "cross": {
         const eligible = calls.filter((c) => c.kept && c.generation.length > 0);
         const target = eligible[act.target % eligible.length];
         const a = pick(act.who);
-        call(a, [...target.prompt, ...target.generation, ...act.add], act.gen);
+        call(a, [...target.prompt, ...target.generation, ...act.add], act.gen, true, target.media);
         break;
       }
     }
@@ -243,6 +304,9 @@ export function buildRollout(s: Scenario): Rollout {
     if (!c.kept) out.kept = false;
     else if (i % 5 === 3) out.kept = true;
     if (i % 7 === 2) (out as unknown as Record<string, unknown>).finish_reason = "stop"; // unknown fields are ignored
+    // Media as a rollout may give them: absent, [] or null when there are none.
+    if (c.media.length > 0) out.media = c.media;
+    else if (i % 3 === 1) out.media = i % 2 === 0 ? [] : null;
     return out;
   });
   const rollout: Rollout = { rollout_id: `r-${calls.length}-${s.agentsMode}`, reward: s.reward, calls: canonical };
@@ -350,6 +414,24 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
         forkFirst: fc.boolean(),
       }),
     },
+    {
+      weight: 3,
+      arbitrary: fc.record({ kind: fc.constant("image" as const), who, size: fc.integer({ min: 1, max: 6 }), content: fc.nat(40), gen: generatedArb }),
+    },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant("swap" as const), who, content: fc.nat(40), add, gen: generatedArb }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        kind: fc.constant("mediaTwins" as const),
+        from: who,
+        size: fc.integer({ min: 1, max: 4 }),
+        contents: fc.tuple(fc.nat(40), fc.nat(40)),
+        gen: generatedArb,
+        pick: fc.boolean(),
+        add: tokensArb(0, 3),
+        next: generatedArb,
+      }),
+    },
   );
 }
 
@@ -418,6 +500,27 @@ type Fault = (r: Mutable, k: number, pick: number) => { code: InvalidCase["code"
 
 const BAD_TOKENS: unknown[] = [-1, MAX_TOKEN + 1, 1.5, Number.NaN, "7", null, 1e20, -0.5, Number.POSITIVE_INFINITY, true];
 const BAD_LOGPROBS: unknown[] = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e39, -1e39, "x", null, -3.5e38];
+
+/** Media that SPEC's `invalid_media` rejects, for a prompt of `n` tokens (SPEC "Input", `calls[].media`). */
+const BAD_MEDIA: ((n: number) => unknown)[] = [
+  () => "sha256:aaaa",
+  () => ({ id: "x", offset: 0, length: 1 }),
+  () => [null],
+  () => [[0, 1]],
+  () => [{ offset: 0, length: 1 }],
+  () => [{ id: "", offset: 0, length: 1 }],
+  () => [{ id: 7, offset: 0, length: 1 }],
+  () => [{ id: "x", offset: 0.5, length: 1 }],
+  () => [{ id: "x", offset: -1, length: 1 }],
+  () => [{ id: "x", offset: "0", length: 1 }],
+  () => [{ id: "x", offset: 0, length: 0 }],
+  () => [{ id: "x", offset: 0, length: 1.5 }],
+  () => [{ id: "x", offset: 0 }],
+  (n) => [{ id: "x", offset: n, length: 1 }], // past the prompt
+  (n) => [{ id: "x", offset: Math.max(0, n - 1), length: 2 }], // ends past it
+  (n) => [{ id: "x", offset: Math.min(2, n), length: 1 }, { id: "y", offset: 0, length: 1 }], // unordered
+  () => [{ id: "x", offset: 0, length: 2 }, { id: "y", offset: 1, length: 1 }], // overlapping
+];
 
 const ROLLOUT_FAULTS: ((r: Mutable) => unknown)[] = [
   (r) => (delete r.rollout_id, r),
@@ -514,6 +617,12 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
     } else list[pick % list.length] = bad;
     c.generation_log_probs = list;
     return { code: "invalid_logprob", call: c.id as string, what: `call ${k} logprob ${String(bad)}` };
+  },
+  invalid_media: (r, k, pick) => {
+    const c = r.calls[k];
+    const fault = BAD_MEDIA[pick % BAD_MEDIA.length];
+    c.media = fault((c.prompt_token_ids as ArrayLike<number>).length);
+    return { code: "invalid_media", call: c.id as string, what: `call ${k} media fault ${pick % BAD_MEDIA.length}` };
   },
   ambiguous_parent: (r, k, pick) => {
     // two agents' calls with one identical full sequence, then a third agent continues it

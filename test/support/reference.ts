@@ -1,4 +1,5 @@
-// A small, obviously-correct reference implementation of SPEC.md (spec v1), for tests only.
+// A small, obviously-correct reference implementation of SPEC.md (spec v2: media-aware linking),
+// for tests only.
 // Quadratic on purpose: every pair of calls is compared token by token, plain arrays
 // everywhere, no hashing, no tries. Each rule quotes the SPEC sentence it implements.
 //
@@ -25,6 +26,14 @@ export interface RefRow {
   /** 0/1 per token. */
   loss_mask: number[];
   reward: number;
+  /** "media is media(l): the leaf's occurrences" */
+  media: RefMedia[];
+}
+
+export interface RefMedia {
+  id: string;
+  offset: number;
+  length: number;
 }
 
 export interface RefCall {
@@ -40,6 +49,8 @@ export interface RefCall {
   root: boolean;
   leaf: boolean;
   ownerRow: number;
+  media: RefMedia[];
+  mediaMismatch: boolean;
 }
 
 export interface RefCounts {
@@ -90,6 +101,7 @@ interface Call {
   kept: boolean;
   /** SPEC: "full(c) = prompt(c) ++ generation(c)" */
   full: number[];
+  media: RefMedia[];
 }
 
 const MAX_TOKEN = 2 ** 31 - 1;
@@ -225,10 +237,12 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
       throw new Rejection("invalid_logprob", callId, index, `call ${callId}: invalid logprob ${String(lp)}`);
     }
   }
+  const media = readMediaList(raw.media, prompt.length, callId, index);
   return {
     id: callId,
     agent,
     index,
+    media,
     prompt: prompt as number[],
     generation: generation as number[],
     logprobs: (logprobs as number[]).map((x) => Math.fround(x)),
@@ -238,11 +252,63 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
   };
 }
 
-/** SPEC "Linking": the parent of eligible call `c` among the earlier eligible calls, or null. */
-function linkParent(c: Call, earlierEligible: Call[], agents: Agents): Call | null {
-  // "the candidates are the eligible calls p that come earlier in ledger order and whose full(p)
-  // is a prefix of prompt(c) (equal length allowed)"
-  const candidates = earlierEligible.filter((p) => isPrefix(full(p), c.prompt));
+/**
+ * SPEC table: "calls[].media | array of {id, offset, length} | optional, default []: ... id is a
+ * non-empty string ...; offset >= 0 and length >= 1 are integers; spans are ascending, do not
+ * overlap, and end inside the prompt". (`null` counts as none, as the README says.)
+ */
+function readMediaList(value: unknown, promptLength: number, id: string, index: number): RefMedia[] {
+  const bad = (what: string): never => {
+    throw new Rejection("invalid_media", id, index, `call ${id}: ${what}`);
+  };
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) bad("media is not an array");
+  const items: RefMedia[] = [];
+  for (const item of value as unknown[]) {
+    if (!isObject(item)) bad("media item not an object");
+    const m = item as Record<string, unknown>;
+    if (typeof m.id !== "string" || m.id.length === 0) bad("media id not a non-empty string");
+    if (typeof m.offset !== "number" || !Number.isInteger(m.offset) || m.offset < 0) bad("media offset not an integer >= 0");
+    if (typeof m.length !== "number" || !Number.isInteger(m.length) || m.length < 1) bad("media length not an integer >= 1");
+    const span = { id: m.id as string, offset: m.offset as number, length: m.length as number };
+    const before = items[items.length - 1];
+    if (before && span.offset < before.offset + before.length) bad("media spans not ascending or overlapping");
+    if (span.offset + span.length > promptLength) bad("media span past the prompt");
+    items.push(span);
+  }
+  return items;
+}
+
+/** SPEC: "media(c) before n = its occurrences with offset < n" */
+function mediaBefore(c: Call, n: number): RefMedia[] {
+  return c.media.filter((m) => m.offset < n);
+}
+
+/** SPEC: "media(p) == media(c) before len(full(p)) (same ids, offsets and lengths, in order)" */
+function mediaAgree(p: Call, c: Call): boolean {
+  const before = mediaBefore(c, full(p).length);
+  return (
+    before.length === p.media.length &&
+    before.every((m, i) => m.id === p.media[i].id && m.offset === p.media[i].offset && m.length === p.media[i].length)
+  );
+}
+
+/**
+ * SPEC "Linking": the parent of eligible call `c` among the earlier eligible calls, or null; and
+ * whether SPEC's media_mismatch holds for c.
+ */
+function linkParent(c: Call, earlierEligible: Call[], agents: Agents): { parent: Call | null; mediaMismatch: boolean } {
+  // "When no earlier call of the longest token-prefix length agrees on media (so tokens alone
+  // would have linked c elsewhere), the report gets a media_mismatch diagnostic for c."
+  const byTokens = earlierEligible.filter((p) => isPrefix(full(p), c.prompt));
+  const longestByTokens = Math.max(0, ...byTokens.map((p) => full(p).length));
+  const mediaMismatch = byTokens.length > 0 && !byTokens.some((p) => full(p).length === longestByTokens && mediaAgree(p, c));
+  return { parent: linkAmong(c, byTokens.filter((p) => mediaAgree(p, c)), agents), mediaMismatch };
+}
+
+function linkAmong(c: Call, candidates: Call[], agents: Agents): Call | null {
+  // "the candidates are the eligible calls p that come earlier in ledger order, whose full(p) is
+  // a prefix of prompt(c) (equal length allowed), and whose media agree" (filtered by the caller)
   // "No candidate: c is a root."
   if (candidates.length === 0) return null;
   // "Otherwise take the candidates with the longest full sequence. One left: that is the parent."
@@ -271,13 +337,16 @@ function plan(rollout: unknown): RefAccepted {
   const calls: Call[] = [];
   const eligible: Call[] = [];
   const parent = new Map<Call, Call | null>();
+  const mismatched = new Set<Call>();
   const seen = new Set<string>();
   for (let index = 0; index < rawCalls.length; index++) {
     const c = readCall(rawCalls[index], index, seen, agents); // a hole in the array is no call: invalid
     calls.push(c);
     // SPEC: "eligible | kept (kept is not false) and with at least one generated token"
     if (c.kept && c.generation.length > 0) {
-      parent.set(c, linkParent(c, eligible, agents));
+      const link = linkParent(c, eligible, agents);
+      parent.set(c, link.parent);
+      if (link.mediaMismatch) mismatched.add(c);
       eligible.push(c);
     }
   }
@@ -339,6 +408,8 @@ function plan(rollout: unknown): RefAccepted {
       loss_mask: mask,
       // "reward is the rollout's reward."
       reward,
+      // "media is media(l): the leaf's occurrences, whose offsets index token_ids"
+      media: leaf.media,
     };
   });
   const rowOf = new Map(leaves.map((l, i) => [l, i]));
@@ -369,10 +440,11 @@ function plan(rollout: unknown): RefAccepted {
         }),
       ),
     },
-    // "at least empty_generation for each kept call that generated nothing"
+    // "at least empty_generation for each kept call that generated nothing, and media_mismatch as
+    // defined under Linking" (in ledger order: a call has at most one of the two)
     diagnostics: calls
-      .filter((c) => c.kept && c.generation.length === 0)
-      .map((c) => ({ code: "empty_generation", call: c.id })),
+      .filter((c) => (c.kept && c.generation.length === 0) || mismatched.has(c))
+      .map((c) => ({ code: mismatched.has(c) ? "media_mismatch" : "empty_generation", call: c.id })),
     rows,
     forest: calls.map((c) => {
       const isEligible = parent.has(c);
@@ -390,6 +462,8 @@ function plan(rollout: unknown): RefAccepted {
         root: isEligible && p === null,
         leaf: isEligible && children.get(c)!.length === 0,
         ownerRow: isEligible ? rowOf.get(owner.get(c)!)! : -1,
+        media: c.media,
+        mediaMismatch: mismatched.has(c),
       };
     }),
   };

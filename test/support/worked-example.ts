@@ -98,7 +98,7 @@ export function buildFrom(cf: Callforest, rollout: Rollout, options: { callsHint
     slot.promptTokenIds.set(call.prompt_token_ids);
     slot.generationTokenIds.set(call.generation_token_ids);
     slot.logprobs.set(call.generation_log_probs);
-    b.commit({ id: call.id, agent: call.agent, kept: call.kept });
+    b.commit({ id: call.id, agent: call.agent, kept: call.kept, media: call.media });
   }
   return b.finish();
 }
