@@ -307,7 +307,7 @@ describe("rows: inputs and options", () => {
       [["--batch-bytes", "5000000000"], "callforest: --batch-bytes must be at most 1073741824, got '5000000000'"],
       [["--mask-format", "bytes"], "callforest: unknown --mask-format 'bytes': expected bits or ints"],
       [["--backend", "gpu"], "callforest: unknown --backend 'gpu': expected wasm or ts"],
-      [["--from", "csv"], "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, auto"],
+      [["--from", "csv"], "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, gym-compaction, auto"],
       [["--bogus"], "callforest: unknown option '--bogus'"], // commander's own errors read alike
     ] as const) {
       const run = await cli("rows", LOGIN_BUG, ...argv);

@@ -11,10 +11,12 @@ import { standardStream } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
 import { UsageError } from "./errors.js";
 
-/** `--from` and `--tokens`: what every command that reads rollouts takes. */
+/** `--from` and `--tokens` (what every command that reads rollouts takes), and `--media-token`. */
 export interface ReadArguments {
   from: string;
   tokens?: string;
+  /** `--media-token ID[,ID...]`, on the commands that add it (see addInputOptions). */
+  mediaToken?: string;
 }
 
 /** ReadArguments and `--backend`: the commands that also plan. */
@@ -22,13 +24,32 @@ export interface InputOptions extends ReadArguments {
   backend: string;
 }
 
-/** Adds `--from` and `--tokens` (and, unless `backend` is false, `--backend`). */
-export function addInputOptions(command: Command, { backend = true } = {}): Command {
+/**
+ * Adds `--from` and `--tokens` (and, unless `backend` is false, `--backend`; with `media`,
+ * `--media-token`: only the commands that convert in this process, not `view`, whose page reads
+ * its input itself).
+ */
+export function addInputOptions(command: Command, { backend = true, media = false } = {}): Command {
   command
     .option("--from <format>", `input format: ${FROM_OPTIONS.join(", ")}`, "auto")
     .option("--tokens <dir>", "gym-observed: directory of <rollout_id>.tokens.jsonl token entries");
+  if (media) {
+    command.option("--media-token <ids>", "gym-compaction: the model's media placeholder token id(s), comma-separated; each media occurrence is placed on a run of them in the prompt");
+  }
   if (backend) addBackendOption(command);
   return command;
+}
+
+/** The largest token id SPEC allows (2^31 - 1). */
+const MAX_TOKEN_ID = 0x7fffffff;
+
+/** `--media-token ID[,ID...]`: token ids in [0, 2^31-1], decimal digits only, or a UsageError. */
+export function parseMediaTokens(text: string): number[] {
+  const parts = text.split(",");
+  if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= MAX_TOKEN_ID)) {
+    throw new UsageError(`--media-token must be token ids (integers in [0, ${MAX_TOKEN_ID}]) separated by commas, got '${text}'`);
+  }
+  return parts.map(Number);
 }
 
 /** `--backend wasm|ts`, default wasm (read it with parseBackend). */
@@ -153,10 +174,14 @@ function whereCreated(path: string, depth = 0): string {
   return resolve(realParent, basename(absolute));
 }
 
-/** Fails before any output is written when an input, `--from` or the token directory cannot be used. */
+/**
+ * Fails before any output is written when an input, `--from`, `--media-token` or the token
+ * directory cannot be used.
+ */
 export function checkInputs(inputs: readonly string[], options: ReadArguments): ReadOptions & { from: FromOption } {
   const from = parseFrom(options.from);
   if (from === null) throw new UsageError(`unknown --from format '${options.from}': expected ${FROM_OPTIONS.join(", ")}`);
+  const media = options.mediaToken === undefined ? {} : { mediaTokens: parseMediaTokens(options.mediaToken) };
   for (const input of inputs) {
     let isDirectory: boolean;
     try {
@@ -170,7 +195,7 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
   }
   if (options.tokens === undefined) {
     if (from === "gym-observed") throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");
-    return { from };
+    return { from, ...media };
   }
   let tokensIsDirectory = false;
   try {
@@ -180,5 +205,5 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
     throw new UsageError(`--tokens ${options.tokens}: ${reason === "no such file" ? "no such directory" : reason}`);
   }
   if (!tokensIsDirectory) throw new UsageError(`--tokens ${options.tokens}: not a directory`);
-  return { from, tokens: tokenDirectory(options.tokens) };
+  return { from, tokens: tokenDirectory(options.tokens), ...media };
 }

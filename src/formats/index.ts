@@ -1,7 +1,7 @@
 // Turning one parsed JSON value into SPEC's canonical rollout, whatever format it came in.
 //
 // The `rows` command (and any reader) calls, per input value:
-//   const result = toCanonical(value, from, { tokens });   // from: FromOption, default "auto"
+//   const result = toCanonical(value, from, { tokens, mediaTokens });   // from: FromOption, default "auto"
 //   if (result.ok) report = usePlan(cf, result, line, (plan, report) => ...)   // report: withImport's
 //   else report = rejectedReport(result, line);
 // Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
@@ -11,6 +11,7 @@ import type { Callforest, Plan, Report } from "../types.js";
 import { rejectionReport } from "../report.js";
 import { callAtFault } from "../rejection.js";
 import { fromCallforest } from "./callforest.js";
+import { contractRolloutId, fromGymCompaction, isGymCompaction } from "./gym-compaction.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
 import { FROM_OPTIONS, type ConvertResult, type Converted, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
@@ -21,7 +22,8 @@ export * from "./types.js";
 /**
  * Which format a value is in, or null. A value shaped like SPEC's canonical rollout (a rollout_id
  * and a calls[] array) is canonical whatever else it carries, since SPEC ignores unknown fields;
- * then the most specific Gym shape first (an observed row also has a response).
+ * then the most specific Gym shape first (an observed row also has a response, and a compaction
+ * response is a Responses object too).
  */
 export function detectFormat(value: unknown): FormatName | null {
   if (!isObject(value)) return null;
@@ -32,6 +34,7 @@ export function detectFormat(value: unknown): FormatName | null {
   // (`calls: null` is read as no calls.)
   const calls = field(value, "calls");
   if (calls !== undefined && calls !== null) return "callforest";
+  if (isGymCompaction(value)) return "gym-compaction";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
   return null;
 }
@@ -57,6 +60,10 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
     if (format === "gym-observed") {
       const { rollout, diagnostics, sources } = fromGymObserved(value, context);
       return { ok: true, format, rollout, diagnostics, sources };
+    }
+    if (format === "gym-compaction") {
+      const { rollout, diagnostics } = fromGymCompaction(value, context);
+      return { ok: true, format, rollout, diagnostics };
     }
     const { rollout, diagnostics } = format === "callforest" ? fromCallforest(value) : fromGymRollout(value);
     return { ok: true, format, rollout, diagnostics };
@@ -87,6 +94,8 @@ function knownRolloutId(value: unknown): string | null {
   const capture = field(value, "ng_model_call_capture");
   const captured = isObject(capture) ? field(capture, "rollout_id") : undefined;
   if (isNonEmptyString(captured)) return captured;
+  const logical = contractRolloutId(value);
+  if (logical !== null) return logical;
   const response = isBareResponse(value) ? value : field(value, "response");
   const responseId = isObject(response) ? field(response, "id") : undefined;
   return isNonEmptyString(responseId) ? responseId : null;

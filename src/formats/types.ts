@@ -3,11 +3,11 @@
 import type { Diagnostic, RejectionCode, Rollout } from "../types.js";
 
 /** The formats an adapter exists for. */
-export type FormatName = "callforest" | "gym-rollout" | "gym-observed";
+export type FormatName = "callforest" | "gym-rollout" | "gym-observed" | "gym-compaction";
 /** What `--from` accepts: a format, or `auto` (detect per value). */
 export type FromOption = FormatName | "auto";
 
-export const FORMAT_NAMES: readonly FormatName[] = ["callforest", "gym-rollout", "gym-observed"];
+export const FORMAT_NAMES: readonly FormatName[] = ["callforest", "gym-rollout", "gym-observed", "gym-compaction"];
 export const FROM_OPTIONS: readonly FromOption[] = [...FORMAT_NAMES, "auto"];
 
 /** A token file's line: its value, or why it is not JSON (`not JSON at byte N: ...`, as every reader says it). */
@@ -35,6 +35,11 @@ export interface TokenSource {
 export interface FormatContext {
   /** Token entries for gym-observed (`--tokens DIR`). */
   tokens?: TokenSource;
+  /**
+   * The model's media placeholder token ids (`--media-token ID[,ID...]`): gym-compaction places
+   * each media occurrence on a maximal run of them in the prompt, when the capture gives no span.
+   */
+  mediaTokens?: readonly number[];
 }
 
 /** An accepted value: SPEC's canonical rollout plus notes to add to its report. */

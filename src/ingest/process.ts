@@ -30,6 +30,8 @@ export interface IngestOptions {
   from: FromOption;
   /** gym-observed: the `--tokens DIR`. */
   tokensDir?: string;
+  /** gym-compaction: the `--media-token` ids (see FormatContext.mediaTokens). */
+  mediaTokens?: readonly number[];
   maskFormat: MaskFormat;
   /** Write a one-line note per rejection (for stderr, when there is no report file). */
   notes: boolean;
@@ -151,7 +153,7 @@ export class LineProcessor {
   private rejected = 0;
   private rowCount = 0;
   private bytesDone = 0;
-  /** Where gym-observed token entries come from (`--tokens DIR`), for every reader. */
+  /** Where gym-observed token entries come from (`--tokens DIR`) and the `--media-token` ids, for every reader. */
   readonly context: FormatContext;
 
   private constructor(
@@ -159,7 +161,10 @@ export class LineProcessor {
     private readonly serializer: RowSerializer,
     private readonly options: IngestOptions,
   ) {
-    this.context = options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) };
+    this.context = {
+      ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }),
+      ...(options.mediaTokens === undefined ? {} : { mediaTokens: options.mediaTokens }),
+    };
   }
 
   /** Its own instances: the core (per `backend`), the row writer and, for `scan`, the scanner. */

@@ -209,7 +209,7 @@ describe("callforest convert", () => {
 
 describe("callforest convert: usage errors exit 2 with one line and no output", () => {
   const cases: [string, string[], string][] = [
-    ["bad --from", ["--from", "gym", COMPETITIVE_CODING], "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, auto"],
+    ["bad --from", ["--from", "gym", COMPETITIVE_CODING], "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, gym-compaction, auto"],
     ["bad --to", ["--to", "rows", COMPETITIVE_CODING], "callforest: unknown --to format 'rows': expected callforest"],
     ["gym-observed without --tokens", ["--from", "gym-observed", OBSERVED_ROWS], "callforest: --from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)"],
     ["--tokens not a directory", ["--tokens", OBSERVED_TOKENS, OBSERVED_ROWS], `callforest: --tokens ${OBSERVED_TOKENS}: not a directory`],

@@ -77,7 +77,7 @@ describe("auto detection", () => {
   });
 
   it("parses --from values", () => {
-    expect(FROM_OPTIONS).toEqual(["callforest", "gym-rollout", "gym-observed", "auto"]);
+    expect(FROM_OPTIONS).toEqual(["callforest", "gym-rollout", "gym-observed", "gym-compaction", "auto"]);
     for (const name of FROM_OPTIONS) expect(parseFrom(name)).toBe(name);
     expect(parseFrom("gym")).toBeNull();
     expect(parseFrom("")).toBeNull();

@@ -18,12 +18,12 @@ interface ConvertOptions extends ReadArguments {
 export function register(program: Command): void {
   const command = program
     .command("convert")
-    .description("Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures) as canonical JSONL.")
+    .description("Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures, compaction-agent responses) as canonical JSONL.")
     .argument("[input...]", inputHelp(true))
     .option("--to <format>", "output format: callforest", "callforest")
     .option("-o, --output <file>", "write here instead of stdout")
     .option("--strict", "exit 1 when any input value was rejected");
-  addInputOptions(command, { backend: false }).action(async (inputs: string[], options: ConvertOptions) => {
+  addInputOptions(command, { backend: false, media: true }).action(async (inputs: string[], options: ConvertOptions) => {
     await convert(inputs, options);
   });
 }

@@ -43,7 +43,7 @@ export function register(program: Command): void {
     .addOption(new Option("--writer <name>", "wasm (WASM row writer) or js (rowToJson)").hideHelp())
     // Small batches let tests spread a small input over many batches and workers.
     .addOption(new Option("--batch-bytes <n>", "bytes of input per batch").hideHelp());
-  addInputOptions(command).action(async (inputs: string[], options: RowsOptions) => {
+  addInputOptions(command, { media: true }).action(async (inputs: string[], options: RowsOptions) => {
     await rows(inputs, options);
   });
 }
@@ -82,7 +82,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
     try {
       return await runRows(
         inputs,
-        { reader, writer, backend, from: read.from, tokensDir: options.tokens, maskFormat, notes: reportOut === null, jobs, chunk },
+        { reader, writer, backend, from: read.from, tokensDir: options.tokens, mediaTokens: read.mediaTokens, maskFormat, notes: reportOut === null, jobs, chunk },
         {
           rows: rowsOut!,
           report: reportOut,
