@@ -4,7 +4,7 @@ import { pathToFileURL } from "node:url";
 import { Bench } from "tinybench";
 import { init, type Callforest } from "callforest";
 import type { Rollout } from "../src/types.js";
-import { eligibleTokens, generateDeepRollout, generateSmallRollouts } from "./generate.js";
+import { eligibleTokens, generateDeepRollout, generateMediaRollout, generateSmallRollouts } from "./generate.js";
 import { loadExampleRollout } from "./example.js";
 import { ReplayCore, recordForests } from "./replay-core.js";
 import { planRollout } from "../src/planner.js";
@@ -107,10 +107,12 @@ export async function runCoreBench(log: (line: string) => void = console.log): P
   log("generating workloads ...");
   const deep = generateDeepRollout({ targetTokens: 10_000_000 });
   const small = generateSmallRollouts(1000, 1);
+  const media = generateMediaRollout();
   const workloads: Workload[] = [
     { name: "(a) worked example", rollouts: [typed(example)], tokens: eligibleTokens(example), iterations: 20_000 },
     { name: "(b) deep rollout", rollouts: [deep], tokens: eligibleTokens(deep), iterations: 30 },
     { name: "(c) 1,000 small rollouts", rollouts: small, tokens: small.reduce((n, r) => n + eligibleTokens(r), 0), iterations: 40 },
+    { name: "(d) media-heavy rollout (150 turns, a screenshot each)", rollouts: [media], tokens: eligibleTokens(media), iterations: 200 },
   ];
   const backends: [string, Callforest][] = [
     ["wasm", await init({ backend: "wasm", simd: true })],

@@ -352,3 +352,38 @@ export function eligibleTokens(rollout: Rollout): number {
   }
   return n;
 }
+
+/**
+ * A multimodal rollout: a leader whose every turn appends a tool result and a screenshot
+ * (begin, `imageTokens` pads, end) and then generates; every `swapEvery`-th turn the harness
+ * replaces the latest screenshot in place (same size, new image), so tokens alone would link
+ * the next call under the stale one. Typed arrays; deterministic per seed.
+ */
+export function generateMediaRollout(options: { turns?: number; imageTokens?: number; swapEvery?: number; seed?: number } = {}): Rollout {
+  const { turns = 150, imageTokens = 256, swapEvery = 10, seed = 1 } = options;
+  const rand = rngFrom(seed);
+  const tokens = (n: number) => Array.from({ length: n }, () => 10 + Math.floor(rand() * 150_000));
+  let context = tokens(1200);
+  const media: { id: string; offset: number; length: number }[] = [];
+  let images = 0;
+  const calls: Rollout["calls"] = [];
+  for (let turn = 0; turn < turns; turn++) {
+    if (turn > 0 && turn % swapEvery === 0) media[media.length - 1] = { ...media[media.length - 1], id: `sha256:${(images++).toString(16).padStart(8, "0")}` };
+    else {
+      context = [...context, ...tokens(40 + Math.floor(rand() * 200)), 151652];
+      media.push({ id: `sha256:${(images++).toString(16).padStart(8, "0")}`, offset: context.length, length: imageTokens });
+      context = [...context, ...new Array<number>(imageTokens).fill(151655), 151653];
+    }
+    const generation = tokens(20 + Math.floor(rand() * 120));
+    calls.push({
+      id: `m${turn + 1}`,
+      agent: "L",
+      prompt_token_ids: Int32Array.from(context),
+      generation_token_ids: Int32Array.from(generation),
+      generation_log_probs: Float32Array.from(generation, () => -rand() * 3),
+      media: media.slice(),
+    });
+    context = [...context, ...generation];
+  }
+  return { rollout_id: `media-${seed}`, reward: 1, agents: [{ id: "L", parent: null, mode: "leader" }], calls };
+}
