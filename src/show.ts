@@ -1,18 +1,21 @@
-// A plan as text for a terminal: the forest (trees with agents, parent links, roots and leaves
-// marked) and the rows table, as in SPEC's worked example.
+// A plan as text for a terminal: the forest (trees with agents, parent links, roots, leaves and
+// media mismatches marked, each call's media listed) and the rows table, as in SPEC's worked example.
 // Every name from the data goes through oneLine: an id holding a newline or an escape sequence
 // must not forge a line or drive the terminal.
 import { agentLabel } from "./draw/layout.js";
+import { mediaList, mediaNamer } from "./draw/media.js";
 import { countOf, oneLine as safe } from "./rejection.js";
 import type { AgentInfo, ForestCall, Plan } from "./types.js";
 
-function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>): string {
+function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>, mediaName: (id: string) => string): string {
   const marks: string[] = [];
   if (call.root) marks.push("root");
+  if (call.mediaMismatch) marks.push("media mismatch");
   if (call.leaf) marks.push(`leaf → row ${call.ownerRow}`);
   else marks.push(`trained in row ${call.ownerRow}`);
   const tokens = `${call.promptLength}+${call.generationLength} tokens`;
-  return `${safe(call.id)} [${safe(agentLabel(call.agent, agents.get(call.agent)))}] ${tokens}  ${marks.join(", ")}`;
+  const media = call.media.length > 0 ? `  ${safe(mediaList(call.media, mediaName))}` : "";
+  return `${safe(call.id)} [${safe(agentLabel(call.agent, agents.get(call.agent)))}] ${tokens}  ${marks.join(", ")}${media}`;
 }
 
 function table(header: string[], body: string[][]): string[] {
@@ -40,13 +43,14 @@ export function renderPlan(plan: Plan): string {
   out.push("", "forest");
   const agents = new Map(plan.agents.map((a) => [a.id, a]));
   const byId = new Map(plan.forest.map((c) => [c.id, c]));
+  const mediaName = mediaNamer(plan.forest);
   // Depth first with an explicit stack: a chain of thousands of calls must not overflow the call stack.
   const walk = (root: ForestCall) => {
     const stack: [ForestCall, string, boolean, boolean][] = [[root, "", true, true]];
     while (stack.length > 0) {
       const [call, prefix, last, top] = stack.pop()!;
       const branch = top ? "" : last ? "└─ " : "├─ ";
-      out.push(`  ${prefix}${branch}${callLine(call, agents)}`);
+      out.push(`  ${prefix}${branch}${callLine(call, agents, mediaName)}`);
       const childPrefix = top ? prefix : prefix + (last ? "   " : "│  ");
       for (let i = call.children.length - 1; i >= 0; i--) {
         stack.push([byId.get(call.children[i])!, childPrefix, i === call.children.length - 1, false]);
@@ -58,6 +62,12 @@ export function renderPlan(plan: Plan): string {
   if (unlinked.length > 0) {
     const why = (c: ForestCall) => (c.kept ? "empty generation" : "not kept");
     out.push(`  not linked: ${unlinked.map((c) => `${safe(c.id)} (${why(c)})`).join(", ")}`);
+  }
+  const mismatched = plan.forest.filter((c) => c.mediaMismatch);
+  if (mismatched.length > 0) {
+    // Said once, not on every marked call: what the mark means and what it did.
+    const list = safe(mismatched.map((c) => c.id).join(", "));
+    out.push(`  media mismatch (${list}): the call's tokens extend an earlier call whose media differ, so it is a root or continues a shorter call`);
   }
   out.push("", "rows");
   const body = plan.rows.map((row) => [

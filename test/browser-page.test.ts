@@ -18,6 +18,9 @@ import { generateRollout } from "../bench/generate.js";
 import { readRollouts } from "../src/formats/read.js";
 import { tokenDirectory } from "../src/formats/tokens-dir.js";
 import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS } from "./support/fixtures.js";
+import { MEDIA_CUT_REASON } from "../src/draw/media.js";
+import { FROM_OPTIONS } from "../src/formats/index.js";
+import { SWAP_FILE } from "./support/media-rollouts.js";
 import type { Rollout } from "../src/types.js";
 
 const LAUNCH = {
@@ -135,6 +138,53 @@ describe("the page", () => {
     const colours = await page.$$eval("#strip .tok.trained, #strip .tok.context", (cells) => [...new Set(cells.map((c) => getComputedStyle(c).backgroundColor + c.className))]);
     expect(new Set(colours.map((c) => c.replace(/tok.*/, ""))).size).toBe(2);
     plan.release();
+  });
+
+  it("marks a media cut in the picture and each row's media placeholders in the token strip (screenshot-swap)", async () => {
+    await page.setInputFiles("#file", SWAP_FILE);
+    await nextLoad();
+    expect(await rowsInDom()).toEqual([
+      { leaf: "C2", trained: ["C1", "C2"], context: [] },
+      { leaf: "C4", trained: ["C3", "C4"], context: [] },
+    ]);
+    // C3 becomes a root because its screenshot changed: a media cut, with the reason in its tooltip
+    const cuts = await page.$$eval("#svg-host .cf-cut-mark", (gs) => gs.map((g) => ({ after: g.getAttribute("data-after"), reason: g.getAttribute("data-reason"), title: g.querySelector("title")!.textContent })));
+    expect(cuts).toEqual([{ after: "C3", reason: "media", title: expect.stringContaining(MEDIA_CUT_REASON) }]);
+    expect(await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(["C3"]);
+    expect(await page.$$eval("#report .diagnostics li", (lis) => lis.map((li) => li.textContent))).toEqual(["media_mismatch · C3"]);
+    // row 0's placeholders (prompt positions 3–5) are outlined after a tag naming the old screenshot
+    const strip = () =>
+      page.$$eval("#strip", ([host]) => ({
+        tags: Array.from(host.querySelectorAll(".media-tag"), (t) => ({ text: t.textContent, title: (t as HTMLElement).title })),
+        media: Array.from(host.querySelectorAll(".tok"), (c, i) => (c.classList.contains("media") ? i : -1)).filter((i) => i >= 0),
+        titles: Array.from(host.querySelectorAll(".tok.media"), (c) => (c as HTMLElement).title),
+        outline: getComputedStyle(host.querySelector(".tok.media")!).outlineStyle,
+        plain: getComputedStyle(host.querySelector(".tok:not(.media)")!).outlineStyle,
+      }));
+    let shown = await strip();
+    expect(shown.tags).toEqual([{ text: "sha256:aaaa", title: "media sha256:aaaa · 3 placeholder tokens from #3" }]);
+    expect(shown.media).toEqual([3, 4, 5]);
+    expect(shown.titles[0]).toMatch(/^#3 token 901 · prompt · loss mask 0 · media sha256:aaaa, placeholder 1 of 3$/);
+    expect([shown.outline, shown.plain]).toEqual(["dashed", "none"]);
+    await page.click('#rows-table tr[data-row="1"]');
+    shown = await strip();
+    expect(shown.tags.map((t) => t.text)).toEqual(["sha256:bbbb"]);
+    expect(shown.media).toEqual([3, 4, 5]);
+  });
+
+  it("keeps a media id as text in the strip and the picture (markup in an id stays inert)", async () => {
+    const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
+    const nasty = `<img src=x onerror="alert(1)">&amp;"'`;
+    for (const call of swap.calls.slice(2)) call.media = [{ id: nasty, offset: 3, length: 3 }];
+    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("nasty.jsonl", text), JSON.stringify(swap) + "\n");
+    await nextLoad();
+    expect(await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(["C3"]);
+    expect(await page.$$eval('#svg-host g[data-call="C3"] title', (ts) => ts[0].textContent)).toContain(`media <img src=x o…amp;"'@3+3`);
+    await page.click('#rows-table tr[data-row="1"]');
+    expect(await page.$$eval("#strip .media-tag", (ts) => ts.map((t) => [t.textContent, (t as HTMLElement).title]))).toEqual([
+      [`<img src=x o…amp;"'`, `media ${nasty} · 3 placeholder tokens from #3`],
+    ]);
+    expect(await page.$$eval("#strip img, #svg-host img", (es) => es.length)).toBe(0);
   });
 
   it("plans a generated 300-call rollout exactly as Node does (token ids, masks, logprobs)", async () => {
@@ -418,7 +468,8 @@ describe("the page", () => {
     const home = view.url.split("?")[0];
     await other.goto(`${home}?input=input%2Flogin-bug.json&from=bogus`);
     await other.waitForSelector("body[data-ready=true]");
-    expect(await other.textContent("#status")).toBe("?from=bogus is not one of callforest, gym-rollout, gym-observed, auto: nothing opened (open a file to read it as auto)");
+    expect(await other.textContent("#status")).toBe(`?from=bogus is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`);
+    expect(FROM_OPTIONS.slice(0, 3)).toEqual(["callforest", "gym-rollout", "gym-observed"]);
     expect(await other.isHidden("#views")).toBe(true);
     await other.close();
   });

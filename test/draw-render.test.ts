@@ -8,6 +8,7 @@ import { init, type Callforest } from "../src/index.js";
 import { renderSvg } from "../src/draw/index.js";
 import { generateRollout } from "../bench/generate.js";
 import type { Rollout } from "../src/types.js";
+import { SWAP_FILE } from "./support/media-rollouts.js";
 
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",
@@ -61,7 +62,11 @@ describe("SVG validity", () => {
     for (const c of noAgents.calls) delete c.agent;
     const rejected = structuredClone(example);
     rejected.calls[2].prompt_token_ids = [1, -5];
-    const svgs = [draw(example), draw(nasty), draw(noAgents), draw(rejected), draw(generateRollout({ calls: 500, seed: 3 }))];
+    // a media cut, with a media id that needs escaping in C3's and C4's tooltips
+    const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
+    for (const call of swap.calls.slice(2)) call.media = [{ id: `]]><!--<&>"\u0001`, offset: 3, length: 3 }];
+    const svgs = [draw(example), draw(nasty), draw(noAgents), draw(rejected), draw(generateRollout({ calls: 500, seed: 3 })), draw(swap)];
+    expect(svgs[5]).toContain('data-reason="media"');
     for (const svg of svgs) expect(await xmlProblem(svg)).toBe("");
   });
 });

@@ -1,7 +1,9 @@
 // A row's tokens as a strip: each token with its id and logprob; generated tokens of trained
 // calls highlighted (loss mask 1), generated tokens of context calls dim, prompt tokens plain.
-// A call's span starts with a small tag naming the call.
+// A call's span starts with a small tag naming the call. A media item's placeholder tokens (the
+// row's media occurrences) are outlined, after a tag with the item's short id (whole in its title).
 import { formatFloat32, maskBit, type ForestCall, type Row } from "../src/browser.js";
+import { mediaNamer } from "../src/draw/index.js";
 
 /** Tokens drawn before a "show all" button; the DOM stays quick for long rows. */
 export const STRIP_LIMIT = 20_000;
@@ -15,6 +17,10 @@ export function renderStrip(host: HTMLElement, row: Row, forest: readonly Forest
     const call = byId.get(id)!;
     owner.fill(k, call.promptLength, call.promptLength + call.generationLength);
   });
+  // Which media occurrence each position is a placeholder of, -1 for none.
+  const placeholder = new Int32Array(row.numTokens).fill(-1);
+  row.media.forEach((item, m) => placeholder.fill(m, item.offset, item.offset + item.length));
+  const mediaName = mediaNamer(forest);
   const trained = new Set(row.trained);
   const shown = Math.min(row.numTokens, limit);
   const fragment = document.createDocumentFragment();
@@ -28,10 +34,21 @@ export function renderStrip(host: HTMLElement, row: Row, forest: readonly Forest
       fragment.append(tag);
     }
     previous = k;
+    const m = placeholder[i];
+    const item = m >= 0 ? row.media[m] : null;
+    if (item !== null && i === item.offset) {
+      const tag = document.createElement("span");
+      tag.className = "media-tag";
+      tag.dataset.media = String(m);
+      tag.textContent = mediaName(item.id);
+      tag.title = `media ${item.id} · ${item.length} placeholder tokens from #${item.offset}`;
+      fragment.append(tag);
+    }
     const cell = document.createElement("span");
     const bit = maskBit(row.lossMask, i);
     const kind = k < 0 ? "prompt" : bit === 1 ? "trained" : "context";
-    cell.className = `tok ${kind}`;
+    cell.className = item === null ? `tok ${kind}` : `tok ${kind} media`;
+    if (item !== null) cell.dataset.media = String(m);
     cell.dataset.mask = String(bit);
     const id = document.createElement("b");
     id.textContent = String(row.tokenIds[i]);
@@ -47,6 +64,7 @@ export function renderStrip(host: HTMLElement, row: Row, forest: readonly Forest
     } else {
       cell.title = `#${i} token ${row.tokenIds[i]} · prompt · loss mask 0`;
     }
+    if (item !== null) cell.title += ` · media ${item.id}, placeholder ${i - item.offset + 1} of ${item.length}`;
     fragment.append(cell);
   }
   host.append(fragment);

@@ -31,6 +31,8 @@ export const LABEL_EVERY = 20;
 export const ROW_LABEL_CHARS = 20;
 /** Wide enough for the legend (1,023 px of marks and labels from the margin) and the header. */
 export const MIN_WIDTH = 1056;
+/** What the legend's "media cut" item takes (8 px mark, 6, 9 characters, 18), drawn only in a picture with a media cut. */
+export const MEDIA_CUT_LEGEND_W = 96;
 
 export interface Lane {
   agent: string;
@@ -42,8 +44,14 @@ export interface Lane {
 
 export interface Cut {
   agent: string;
-  /** The call before the cut (the old context's last call) and the new root after it. */
-  before: string;
+  /**
+   * "context": `after` is a root although its agent had calls before (compaction, or a history
+   * not resent exactly). "media": tokens alone would have linked `after` elsewhere, but its media
+   * disagree (SPEC's media_mismatch): it is a root, or continues a shorter call.
+   */
+  reason: "context" | "media";
+  /** A context cut: the old context's last call in the lane. A media cut: `after`'s parent, if any. */
+  before: string | null;
   after: string;
   x: number;
   y: number;
@@ -96,23 +104,25 @@ export function layout(plan: DrawablePlan): Layout {
   const x = new Map<string, number>();
   for (const call of plan.forest) x.set(call.id, columnX(gutter, call.index));
 
-  // A cut: an agent's eligible call that is a root although the agent had eligible calls before
-  // (a compaction summary ended the old tree, or the history was not resent exactly).
+  // A context cut: an agent's eligible call that is a root although the agent had eligible calls
+  // before (a compaction summary ended the old tree, or the history was not resent exactly).
+  // A media cut: a call kept off the parent its tokens point to because the media differ; it
+  // wins over a context cut at the same call, media being the reason that call is a root.
   const cuts: Cut[] = [];
   const lastEligible = new Map<string, ForestCall>();
   for (const call of plan.forest) {
     if (!call.eligible) continue;
     const before = lastEligible.get(call.agent);
-    if (before !== undefined && call.root) {
-      const lane = laneOf.get(call.agent)!;
-      cuts.push({ agent: call.agent, before: before.id, after: call.id, x: x.get(call.id)! - (COL - BOX_W) / 2, y: lane.y });
-    }
+    const at = { agent: call.agent, after: call.id, x: x.get(call.id)! - (COL - BOX_W) / 2, y: laneOf.get(call.agent)!.y };
+    if (call.mediaMismatch) cuts.push({ ...at, reason: "media", before: call.parent });
+    else if (before !== undefined && call.root) cuts.push({ ...at, reason: "context", before: before.id });
     lastEligible.set(call.agent, call);
   }
 
   const columns = plan.forest.length;
+  const legendWidth = cuts.some((cut) => cut.reason === "media") ? MIN_WIDTH + MEDIA_CUT_LEGEND_W : MIN_WIDTH;
   // Room after the last column for a row's leaf label (see rows() in svg.ts).
-  const width = Math.max(MIN_WIDTH, MARGIN + gutter + columns * COL + ROW_LABEL_CHARS * CHAR + MARGIN);
+  const width = Math.max(legendWidth, MARGIN + gutter + columns * COL + ROW_LABEL_CHARS * CHAR + MARGIN);
   const rowsTop = HEADER_H + lanes.length * LANE_H + 40;
   const height = rowsTop + plan.rows.length * ROW_H + MARGIN;
   return { width, height, gutter, lanes, laneOf, x, cuts, rowsTop };

@@ -1,6 +1,6 @@
 // A plan as one standalone SVG: lanes of calls in ledger order with links to parents, roots,
-// leaves and context cuts marked, and beneath, each row's path (trained calls filled, context
-// calls hollow). Same plan, same bytes: no clock, no randomness, integer coordinates only.
+// leaves, context cuts and media cuts marked, and beneath, each row's path (trained calls filled,
+// context calls hollow). Same plan, same bytes: no clock, no randomness, integer coordinates only.
 import type { ForestCall } from "../types.js";
 import { countOf } from "../rejection.js";
 import { faultOf } from "./fault.js";
@@ -19,10 +19,12 @@ import {
   ROW_LABEL_CHARS,
   agentName,
   layout,
+  type Cut,
   type DrawablePlan,
   type Layout,
 } from "./layout.js";
 import { clip, wrap, xmlText } from "./xml.js";
+import { MEDIA_CUT_REASON, mediaList, mediaNamer } from "./media.js";
 
 export type { DrawablePlan } from "./layout.js";
 
@@ -53,6 +55,11 @@ const STYLE = [
   `.cf-forest .cf-context{fill:#fff;stroke-width:1.5}`,
   `.cf-forest .cf-trained{stroke-width:1.5}`,
 ].join("");
+/** Only in a picture with a media cut: a rollout without media keeps its bytes (and snapshot). */
+const MEDIA_STYLE = [
+  `.cf-forest .cf-media-cut{stroke:#8e44ad;stroke-width:2;stroke-dasharray:2 3}`,
+  `.cf-forest .cf-media{fill:#8e44ad}`,
+].join("");
 
 function colourOf(index: number): string {
   return PALETTE[index % PALETTE.length];
@@ -82,7 +89,7 @@ function header(plan: DrawablePlan, width: number): string[] {
 }
 
 /** The key to the marks, drawn with the same shapes as the picture. */
-function legend(): string[] {
+function legend(mediaCuts: boolean): string[] {
   const y = MARGIN + 44;
   const out: string[] = [];
   let x = MARGIN;
@@ -97,6 +104,8 @@ function legend(): string[] {
   item(`<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-trained" fill="#888" stroke="#888"/>`, "trained", 18);
   item(`<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-context" stroke="#888"/>`, "context only", 18);
   item(`<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-unlinked"/>`, "not kept / empty", 18);
+  // last, so a picture without one draws the legend it always did (MEDIA_CUT_LEGEND_W pays for it)
+  if (mediaCuts) item(`<path d="M${x + 4},${y - 1} V${y + 15}" class="cf-media-cut"/>`, "media cut", 8);
   return out;
 }
 
@@ -166,16 +175,27 @@ function links(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>): st
   return out;
 }
 
-function cuts(l: Layout): string[] {
-  return l.cuts.map(
-    (cut) =>
-      `<g class="cf-cut-mark" data-after="${xmlText(cut.after)}"><title>${xmlText(
-        `context cut in ${agentName(cut.agent)}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`,
-      )}</title><path d="M${cut.x},${cut.y + 4} V${cut.y + LANE_H - 4}" class="cf-cut"/>${text(cut.x + 3, cut.y + LANE_H - 4, "cut", "cf-bad")}</g>`,
-  );
+function cutTitle(cut: Cut): string {
+  if (cut.reason === "context") {
+    return `context cut in ${agentName(cut.agent)}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`;
+  }
+  const then = cut.before === null ? "so it starts a new tree" : `so it continues ${cut.before}, a shorter call whose media agree`;
+  return `media cut in ${agentName(cut.agent)} before ${cut.after}: ${MEDIA_CUT_REASON}, ${then}`;
 }
 
-function callTitle(call: ForestCall, label: string): string {
+function cuts(l: Layout): string[] {
+  return l.cuts.map((cut) => {
+    const [line, label, labelClass] = cut.reason === "context" ? ["cf-cut", "cut", "cf-bad"] : ["cf-media-cut", "media cut", "cf-media"];
+    // A context cut's group keeps its old attributes exactly (the snapshot); a media cut says what it is.
+    const kind = cut.reason === "context" ? `class="cf-cut-mark"` : `class="cf-cut-mark cf-is-media-cut" data-reason="media"`;
+    return (
+      `<g ${kind} data-after="${xmlText(cut.after)}"><title>${xmlText(cutTitle(cut))}</title>` +
+      `<path d="M${cut.x},${cut.y + 4} V${cut.y + LANE_H - 4}" class="${line}"/>${text(cut.x + 3, cut.y + LANE_H - 4, label, labelClass)}</g>`
+    );
+  });
+}
+
+function callTitle(call: ForestCall, label: string, mediaName: (id: string) => string): string {
   const parts = [`${call.id} · ${label}`, `calls[${call.index}]`];
   parts.push(`${call.promptLength} prompt + ${call.generationLength} generated tokens`);
   if (!call.kept) parts.push("not kept");
@@ -184,19 +204,22 @@ function callTitle(call: ForestCall, label: string): string {
     parts.push(call.root ? "root" : `continues ${call.parent}`);
     if (call.leaf) parts.push(`leaf of row ${call.ownerRow}`);
     parts.push(`trained in row ${call.ownerRow}`);
+    if (call.mediaMismatch) parts.push(`media cut: ${MEDIA_CUT_REASON}`);
   }
+  if (call.media.length > 0) parts.push(mediaList(call.media, mediaName));
   return parts.join(" · ");
 }
 
 function calls(plan: DrawablePlan, l: Layout): string[] {
   const out: string[] = [];
+  const mediaName = mediaNamer(plan.forest);
   for (const call of plan.forest) {
     const lane = l.laneOf.get(call.agent)!;
     const x = l.x.get(call.id)!;
     const y = lane.y + BOX_TOP;
     const colour = colourOf(lane.colour);
-    const classes = ["cf-call", call.root ? "cf-is-root" : "", call.leaf ? "cf-is-leaf" : "", call.eligible ? "" : "cf-is-unlinked"];
-    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, lane.label))}</title>`);
+    const classes = ["cf-call", call.root ? "cf-is-root" : "", call.leaf ? "cf-is-leaf" : "", call.eligible ? "" : "cf-is-unlinked", call.mediaMismatch ? "cf-is-media-mismatch" : ""];
+    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, lane.label, mediaName))}</title>`);
     if (call.eligible) {
       out.push(`<rect x="${x}" y="${y}" width="${BOX_W}" height="${BOX_H}" rx="3" class="cf-box" fill="${colour}" fill-opacity="0.2" stroke="${colour}"/>`);
     } else {
@@ -264,6 +287,7 @@ function rejection(plan: DrawablePlan): { body: string[]; height: number } {
 export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string {
   const l = layout(plan);
   const rejected = plan.report.status === "rejected";
+  const mediaCuts = l.cuts.some((cut) => cut.reason === "media");
   const width = rejected ? Math.max(960, 2 * MARGIN + 125 * CHAR) : l.width;
   let height = l.height;
   const body: string[] = header(plan, width);
@@ -275,7 +299,7 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
     const byId = new Map(plan.forest.map((c) => [c.id, c]));
     // Appended part by part, never spread into push(): a part has one element per call or row,
     // more than a function call takes arguments in a large rollout.
-    for (const part of [legend(), lanes(plan, l), cuts(l), links(plan, l, byId), calls(plan, l), rows(plan, l, byId)]) {
+    for (const part of [legend(mediaCuts), lanes(plan, l), cuts(l), links(plan, l, byId), calls(plan, l), rows(plan, l, byId)]) {
       for (const element of part) body.push(element);
     }
   }
@@ -285,7 +309,7 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
     `<svg xmlns="http://www.w3.org/2000/svg" class="cf-forest" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
       `font-family="${FONT_FAMILY}" font-size="${FONT}" role="img">`,
     `<title>${xmlText(`callforest: rollout ${id}`)}</title>`,
-    `<style>${STYLE}</style>`,
+    `<style>${STYLE}${mediaCuts ? MEDIA_STYLE : ""}</style>`,
     `<defs><marker id="cf-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker></defs>`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
     ...body,

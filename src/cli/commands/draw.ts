@@ -34,7 +34,7 @@ export function register(program: Command): void {
     .argument("<input>", inputHelp(false))
     .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
     .option("--rollout <id>", "draw only the rollout with this rollout_id");
-  addInputOptions(command).action(async (input: string, options: DrawOptions) => {
+  addInputOptions(command, { media: true }).action(async (input: string, options: DrawOptions) => {
     await draw(input, options);
   });
 }

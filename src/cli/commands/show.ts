@@ -13,7 +13,7 @@ export function register(program: Command): void {
     .command("show")
     .description("Print each rollout's call forest and rows table.")
     .argument("<input...>", inputHelp(false));
-  addInputOptions(command).action(async (inputs: string[], options: InputOptions) => {
+  addInputOptions(command, { media: true }).action(async (inputs: string[], options: InputOptions) => {
     const read = checkInputs(inputs, options);
     const cf = await init({ backend: parseBackend(options.backend) });
     let first = true;
