@@ -10,6 +10,7 @@ import { CompactionError, ModelHttpError } from "./errors.js";
 import {
   EVIDENCE_SCHEMA_VERSION,
   extractGeneration,
+  isTokenId,
   rolloutFromEvidence,
   type AttemptRecord,
   type CallEvidence,
@@ -20,6 +21,7 @@ import { hasGuards, measureGuards, validateGuards, type GuardConfig, type GuardE
 import { SemanticHistory, type HistoryEntry, type UserPart } from "./history.js";
 import { entryKeys, materialize, type MaterializedView } from "./materialize.js";
 import { MediaStore, type MediaRecord } from "./media.js";
+import { mediaSpans } from "./media-spans.js";
 import { identityPolicy, type Policy } from "./policies.js";
 import type { ResponsesResponse, TokenizeBody } from "./responses.js";
 import { createScheduler, type ScheduleConfig, type ScheduledView, type Scheduler } from "./schedules.js";
@@ -65,6 +67,8 @@ export interface RunAgentResult {
 interface Run {
   opts: RunAgentOptions;
   agent: string;
+  /** The model client's image placeholder token (null: not known). */
+  imagePlaceholderToken: number | null;
   compaction: CompactionOptions | null;
   guards: GuardConfig | undefined;
   history: SemanticHistory;
@@ -247,6 +251,8 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
   if (!cv) return "guard_rejected";
   const sent = await send(run, callId, cv);
   const generation = extractGeneration(callId, sent.response);
+  // Checked now, not only when the rollout is built: a prompt whose placeholder runs do not match the images shown stops the run at this call.
+  if (run.imagePlaceholderToken !== null) mediaSpans(`call ${callId}`, generation.prompt_token_ids, cv.view.mediaIds, run.imagePlaceholderToken);
   const output = appendOutput(run, sent.response, turn);
   run.lastResponse = sent.response;
   const { prepared, view, scheduled } = cv;
@@ -290,11 +296,16 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
   for (const [name, value] of [["agent", opts.agent], ["rolloutId", opts.rolloutId]] as const) {
     if (value !== undefined && (typeof value !== "string" || value === "")) throw new CompactionError(`runAgent: ${name} must be a non-empty string (got ${JSON.stringify(value)})`);
   }
+  const placeholder = opts.model?.imagePlaceholderToken;
+  if (placeholder !== undefined && !isTokenId(placeholder)) {
+    throw new CompactionError(`runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`);
+  }
   const compaction = opts.compaction || null;
   const policy = compaction ? compaction.policy : identityPolicy();
   const run: Run = {
     opts,
     agent: opts.agent ?? "agent",
+    imagePlaceholderToken: placeholder ?? null,
     compaction,
     guards: compaction?.guards ? validateGuards(compaction.guards) : undefined,
     history: new SemanticHistory(),
@@ -336,6 +347,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
     chunks: compaction ? run.scheduler.chunks() : [],
     guards: run.guardLog,
     media: run.mediaOrder,
+    image_placeholder_token: run.imagePlaceholderToken,
   };
   return { response: run.lastResponse, evidence, rollout: rolloutFromEvidence(evidence), stopReason, history: run.history, media: run.media };
 }

@@ -2,6 +2,7 @@
 // every key it sets; the plain builder has no way to add `required_prefix_token_ids`, and the
 // sender refuses any key outside its endpoint's list before anything goes on the wire.
 import { CompactionError, ModelHttpError } from "./errors.js";
+import { isTokenId } from "./evidence.js";
 import {
   COMPACTION_BODY_KEYS,
   TOKENIZE_BODY_KEYS,
@@ -95,6 +96,8 @@ function nonFinite(value: unknown): string | null {
 
 export interface ModelClient {
   readonly model: string;
+  /** See ModelClientOptions.imagePlaceholderToken. */
+  readonly imagePlaceholderToken?: number;
   respond(call: ModelCall): Promise<ResponsesResponse>;
   /** Prompt token count the server would build for this request (the `/tokenize` preflight). */
   countTokens(body: TokenizeBody): Promise<number>;
@@ -123,6 +126,13 @@ export interface ModelClientOptions {
    * request is aborted and fails as a retryable ModelHttpError (status 0), like a lost connection.
    */
   timeoutMs?: number;
+  /**
+   * The token the model's chat template repeats for each image (Qwen2-VL's `<|image_pad|>`, the
+   * test bed's `server.imagePlaceholderToken`). With it the rollout says where each image stands
+   * in each prompt, so callforest never links a call under an image it did not see; without it
+   * the rollout gives no media and links by tokens alone.
+   */
+  imagePlaceholderToken?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 600_000;
@@ -161,6 +171,10 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
   if (!(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= 2 ** 31 - 1)) {
     throw new CompactionError(`model client: timeoutMs must be a whole number of milliseconds from 1 to 2^31-1, got ${options.timeoutMs}`);
   }
+  const placeholder = options.imagePlaceholderToken;
+  if (placeholder !== undefined && !isTokenId(placeholder)) {
+    throw new CompactionError(`model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`);
+  }
   async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];
@@ -194,6 +208,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
   }
   return {
     model: options.model,
+    ...(placeholder !== undefined ? { imagePlaceholderToken: placeholder } : {}),
     async respond(call) {
       return (await post(call.endpoint, call.body)) as ResponsesResponse;
     },

@@ -6,6 +6,7 @@ import type { BoundaryRecord } from "./controller.js";
 import { EvidenceError } from "./errors.js";
 import type { GuardConfig, GuardEvaluation } from "./guards.js";
 import type { MediaRecord } from "./media.js";
+import { mediaSpans } from "./media-spans.js";
 import type { PolicyIdentity, ViewCounts } from "./policies.js";
 import type { OutputItem, ResponsesResponse } from "./responses.js";
 import type { ChunkRecord, ScheduleConfig, ViewTrigger } from "./schedules.js";
@@ -33,7 +34,8 @@ export interface CallEvidence extends GenerationEvidence {
    * The acknowledged call whose prompt + generation this call's prompt was required to start with
    * (null at a rewrite boundary). This is the session's lineage, not the rows': callforest links
    * by SPEC's token-prefix rule, so a boundary whose rewrite changed no token of an earlier call's
-   * sequence (say, dropped reasoning the model never wrote) is still linked under that call.
+   * sequence (say, dropped reasoning the model never wrote) is still linked under that call —
+   * unless an image there changed (a screenshot swapped in place): the media tell it apart.
    */
   parent_call: string | null;
   required_prefix_length: number;
@@ -43,7 +45,7 @@ export interface CallEvidence extends GenerationEvidence {
   /** Policy decision that produced the view (null when compaction is off). */
   decision: (PolicyIdentity & { trigger: ViewTrigger; chunk: number | null }) | null;
   view: { input_items: number; retained: ViewCounts; omitted: ViewCounts };
-  /** Media ids in order of occurrence in the request. */
+  /** Media ids in order of occurrence in the request (the rollout's `media` locates each one in the prompt). */
   media: string[];
   /** Lineage delta: items appended since the parent call's request (0 for a segment start). */
   appended_items: number;
@@ -78,10 +80,22 @@ export interface EvidenceRecord {
   guards: GuardEvaluation[];
   /** Every image the rollout stored, in order of first occurrence. */
   media: MediaRecord[];
+  /**
+   * The token the model's template repeats for each image (the model client's
+   * `imagePlaceholderToken`): the rollout's media spans are its runs. Null when not known: the
+   * rollout then gives no media and callforest links its calls by tokens alone. Records written
+   * before this field read as null.
+   */
+  image_placeholder_token: number | null;
+}
+
+/** An integer in [0, 2^31-1], SPEC's token id range. */
+export function isTokenId(v: unknown): v is number {
+  return Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0x7fffffff;
 }
 
 function isTokenIdList(v: unknown): v is number[] {
-  return Array.isArray(v) && v.every((t) => Number.isInteger(t) && t >= 0 && t <= 0x7fffffff);
+  return Array.isArray(v) && v.every(isTokenId);
 }
 
 function isLogprobArray(v: unknown): v is number[] {
@@ -196,7 +210,7 @@ export function validateEvidence(value: unknown): EvidenceRecord {
     }
     if (c.parent_call !== null && !ids.has(c.parent_call as string)) fail(`calls[${i}].parent_call`, `names ${String(c.parent_call)}, not an earlier call`);
     ids.add(id);
-    arr(`calls[${i}].media`, c.media);
+    arr(`calls[${i}].media`, c.media).forEach((m, j) => str(`calls[${i}].media[${j}]`, m));
   });
   arr("boundaries", e.boundaries).forEach((raw, i) => {
     const b = obj(`boundaries[${i}]`, raw);
@@ -207,22 +221,29 @@ export function validateEvidence(value: unknown): EvidenceRecord {
   arr("chunks", e.chunks);
   arr("guards", e.guards);
   arr("media", e.media);
+  const token = e.image_placeholder_token;
+  if (token !== undefined && token !== null && !isTokenId(token)) fail("image_placeholder_token", "must be null or an integer in [0, 2^31-1]");
   return value as EvidenceRecord;
 }
 
-/** SPEC's canonical rollout, built from the evidence alone (validated first). */
+/**
+ * SPEC's canonical rollout, built from the evidence alone (validated first). Every call gives its
+ * `media` (`[]` when it showed none, or when the evidence names no image placeholder token).
+ */
 export function rolloutFromEvidence(value: unknown): Rollout {
   const e = validateEvidence(value);
+  const token = e.image_placeholder_token ?? null;
   return {
     rollout_id: e.rollout_id,
     reward: e.reward,
     agents: [{ id: e.agent, parent: null, mode: "leader" }],
-    calls: e.calls.map((c) => ({
+    calls: e.calls.map((c, i) => ({
       id: c.call_id,
       agent: c.agent,
       prompt_token_ids: c.prompt_token_ids,
       generation_token_ids: c.generation_token_ids,
       generation_log_probs: c.generation_log_probs,
+      media: token === null ? [] : mediaSpans(`evidence calls[${i}] (${c.call_id})`, c.prompt_token_ids, c.media, token),
     })),
   };
 }

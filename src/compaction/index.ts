@@ -23,6 +23,7 @@ export { entryItem, entryKeys, materialize, type MaterializedView } from "./mate
 export { MediaStore, pngSize, type MediaRecord } from "./media.js";
 export {
   identityPolicy,
+  latestScreenshotPolicy,
   omittedImagesMarker,
   policyIdentity,
   recencyPolicy,

@@ -1,6 +1,6 @@
 // Materialization: a view plan becomes Responses API `input` items, byte-for-byte deterministic.
 import { canonicalJson, sha256Hex, utf8 } from "./digest.js";
-import type { HistoryEntry } from "./history.js";
+import type { HistoryEntry, UserPart } from "./history.js";
 import type { MediaStore } from "./media.js";
 import type { ViewPlan } from "./policies.js";
 import type { InputItem, InputImage, InputText } from "./responses.js";
@@ -50,12 +50,27 @@ function shownMedia(entry: HistoryEntry, dropImages: boolean): string[] {
   return entry.parts.flatMap((p) => (p.type === "image" ? [p.mediaId] : []));
 }
 
+/** A user entry showing `images` where its first image stood, instead of its own (a screen's newest screenshot). */
+function withImages(entry: HistoryEntry, images: readonly string[]): HistoryEntry {
+  if (entry.kind !== "user") return entry;
+  const parts: UserPart[] = [];
+  let placed = false;
+  for (const part of entry.parts) {
+    if (part.type === "text") parts.push(part);
+    else if (!placed) {
+      for (const mediaId of images) parts.push({ type: "image", mediaId });
+      placed = true;
+    }
+  }
+  return { ...entry, parts };
+}
+
 export async function materialize(plan: ViewPlan, entries: readonly HistoryEntry[], media: MediaStore): Promise<MaterializedView> {
   const input: InputItem[] = [];
   const itemKeys: string[] = [];
   const mediaIds: string[] = [];
   for (const view of plan.items) {
-    const entry = entries[view.entry];
+    const entry = view.images ? withImages(entries[view.entry], view.images) : entries[view.entry];
     const item = entryItem(entry, media, view.dropImages === true, view.marker);
     if (!item) continue;
     input.push(item);

@@ -10,11 +10,15 @@ export interface PolicyIdentity {
   config_digest: string;
 }
 
-/** One shown history entry; `dropImages` replaces its images by `marker` text (or nothing). */
+/**
+ * One shown history entry; `dropImages` replaces its images by `marker` text (or nothing);
+ * `images` shows these media ids where its first image stood, instead of its own images.
+ */
 export interface ViewItem {
   entry: number;
   dropImages?: true;
   marker?: string;
+  images?: string[];
 }
 
 export interface ViewCounts {
@@ -52,7 +56,7 @@ function count(entries: readonly HistoryEntry[], items: readonly ViewItem[]): Vi
     if (entry.kind === "reasoning") c.reasoning++;
     if (isImageGroup(entry) && !item.dropImages) {
       c.imageGroups++;
-      c.images += imagesOf(entry).length;
+      c.images += item.images?.length ?? imagesOf(entry).length;
     }
   }
   return c;
@@ -187,6 +191,32 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
         if (isImageGroup(entry)) run = null; // a kept image group ends the run
         items.push({ entry: entry.seq });
       }
+      return planOf(identity, entries, items);
+    },
+  };
+}
+
+/**
+ * A computer-use harness's screen: one screenshot slot, where the first image stood, that always
+ * shows the newest image; every later image group keeps its text and loses its images (no
+ * marker). Each new screenshot replaces the old one in place: a same-size image has the same
+ * tokens, so only the media tell the two contexts apart.
+ */
+export function latestScreenshotPolicy(): Policy {
+  const identity = policyIdentity("latest_screenshot", "1", {});
+  return {
+    name: "latest_screenshot",
+    version: "1",
+    config: {},
+    identity,
+    plan(entries) {
+      const groups = entries.filter(isImageGroup);
+      const screen = groups[0]?.seq;
+      const latest = groups.length ? imagesOf(groups[groups.length - 1]).slice(-1) : [];
+      const items = entries.map((e): ViewItem => {
+        if (e.seq === screen) return { entry: e.seq, images: latest };
+        return isImageGroup(e) ? { entry: e.seq, dropImages: true } : { entry: e.seq };
+      });
       return planOf(identity, entries, items);
     },
   };

@@ -59,6 +59,7 @@ function record(): EvidenceRecord {
     chunks: [],
     guards: [],
     media: [],
+    image_placeholder_token: null,
   };
 }
 
@@ -106,8 +107,8 @@ describe("evidence records", () => {
       reward: 1,
       agents: [{ id: "agent", parent: null, mode: "leader" }],
       calls: [
-        { id: "a", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] },
-        { id: "b", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] },
+        { id: "a", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5], media: [] },
+        { id: "b", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5], media: [] },
       ],
     });
   });
@@ -127,6 +128,9 @@ describe("evidence records", () => {
     expect(bad((e) => (e.calls[0].agent = "other"))).toThrow(/calls\[0\].agent: is "other", not the record's agent "agent"/);
     expect(bad((e) => (e.reward = Number.NaN))).toThrow("evidence reward: must be a finite number");
     expect(bad((e) => e.boundaries.push({ first_call: "zz" } as never))).toThrow("evidence boundaries[0].first_call: names zz, not a recorded call");
+    expect(bad((e) => (e.calls[1].media = ["sha256:aa", ""]))).toThrow("evidence calls[1].media[1]: must be a non-empty string");
+    expect(bad((e) => (e.image_placeholder_token = -1))).toThrow("evidence image_placeholder_token: must be null or an integer in [0, 2^31-1]");
+    expect(bad((e) => delete (e as Partial<EvidenceRecord>).image_placeholder_token)).not.toThrow(); // written before the field
     expect(() => rolloutFromEvidence("nope")).toThrow("evidence record: must be an object");
   });
 });

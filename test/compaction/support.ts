@@ -9,7 +9,7 @@ import { init, type Callforest, type Rollout } from "../../src/index.js";
 export async function withServer<T>(options: ModelServerOptions, fn: (server: ModelServer, model: ModelClient) => Promise<T>): Promise<T> {
   const server = await startModelServer(options);
   try {
-    return await fn(server, createModelClient({ baseUrl: server.url, model: server.model }));
+    return await fn(server, createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: server.imagePlaceholderToken }));
   } finally {
     await server.close();
   }

@@ -79,7 +79,7 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const server = await startModelServer({ seed });
   let out = "";
   try {
-    const model = createModelClient({ baseUrl: server.url, model: server.model });
+    const model = createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: server.imagePlaceholderToken });
     const result = await runAgent({ model, environment: createGridWorld({ seed }), compaction: { policy, schedule }, maxTurns: turns, rolloutId: `agent-demo-${seed}` });
     const e = result.evidence;
     const scheduleText = schedule.type === "rolling" ? "rolling" : `turn_chunked(${schedule.actionsPerChunk})`;

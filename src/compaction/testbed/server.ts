@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { COMPACTION_BODY_KEYS, PLAIN_BODY_KEYS, TOKENIZE_BODY_KEYS, type FunctionTool, type InputItem, type OutputItem, type ResponsesResponse } from "../responses.js";
 import { hashTokens, sample } from "./sampler.js";
-import { renderPrompt, renderWithPrefix, TemplateError, type RenderRequest } from "./template.js";
+import { renderPrompt, renderWithPrefix, SPECIAL, TemplateError, type RenderRequest } from "./template.js";
 
 /** Faults injected into the n-th generation request (1-based, both generation endpoints count). */
 export type Fault =
@@ -41,6 +41,8 @@ export interface ModelServer {
   /** `http://127.0.0.1:<port>` */
   url: string;
   model: string;
+  /** The token the template repeats for each image (`SPECIAL.imagePad`): give it to the model client. */
+  imagePlaceholderToken: number;
   /** Every request received, in order. */
   requests: RecordedRequest[];
   close(): Promise<void>;
@@ -234,6 +236,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   return {
     url: `http://127.0.0.1:${port}`,
     model,
+    imagePlaceholderToken: SPECIAL.imagePad,
     requests,
     close: () =>
       new Promise<void>((resolve, reject) => {
