@@ -86,6 +86,7 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
             ownerRows: forest.ownerRows.slice(),
             paths: Array.from(forest.paths),
             rows: forest.rows.map((row) => ({ ...row, tokenIds: row.tokenIds.slice(), logprobs: row.logprobs.slice(), lossMask: row.lossMask.slice() })),
+            packed: [],
           };
           return forest;
         },

@@ -10,6 +10,7 @@ import {
   INVALID_TOKEN,
   MAX_CALL_TOKENS,
   type ForestCore,
+  type PackRequest,
   type SizeHints,
   type StagedCall,
 } from "./core/types.js";
@@ -17,6 +18,7 @@ import { emptyReport, rejectionReport } from "./report.js";
 import type { RolloutHeader } from "./validate.js";
 import { plannedRollout, type CallTable } from "./planned.js";
 import { MediaNumbers } from "./media.js";
+import { layOutBins, layOutTrees, leafPastCapacity, type ForestShape, type RecordLayout } from "./packing.js";
 import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions } from "./types.js";
 
 /** Who a call is, and the media in its prompt (checked: see readMedia; none when absent). */
@@ -59,7 +61,7 @@ export function rejectedPlan(
 ): Plan {
   const report = rejectionReport(rolloutId, calls, rejection.code, rejection.detail, options.line);
   report.diagnostics = diagnostics;
-  return { report, rows: [], forest: [], agents, release() {} };
+  return { report, rows: [], forest: [], trees: [], bins: [], agents, release() {} };
 }
 
 /**
@@ -87,6 +89,25 @@ function checkCallSize(promptLength: number, generationLength: number): void {
   }
 }
 
+/** A layout as the cores take it (see PackRequest). */
+function packRequest(records: RecordLayout[]): PackRequest {
+  const count = records.reduce((n, r) => n + r.segments.length, 0);
+  const segments = new Int32Array(3 * count);
+  const recordStarts = new Int32Array(records.length + 1);
+  let s = 0;
+  records.forEach((record, r) => {
+    recordStarts[r] = s;
+    for (const segment of record.segments) {
+      segments[3 * s] = segment.call;
+      segments[3 * s + 1] = segment.from;
+      segments[3 * s + 2] = segment.trained ? 1 : 0;
+      s++;
+    }
+  });
+  recordStarts[records.length] = s;
+  return { segments, recordStarts, recordTokens: Int32Array.from(records, (r) => r.numTokens) };
+}
+
 export class RolloutAssembler {
   // Who each call is, in ledger order (plan() passes the call's shape, which holds the caller's
   // arrays: only ids, names and lengths are kept).
@@ -101,6 +122,8 @@ export class RolloutAssembler {
     mediaMismatch: [],
   };
   private readonly mediaNumbers = new MediaNumbers();
+  /** Each eligible call's parent (eligible index, -1 for a root), as the core linked it. */
+  private readonly parents: number[] = [];
   private readonly diagnostics: Diagnostic[] = [];
   private readonly seen = new Map<string, number>();
   private readonly agentIndex: Map<string, number>;
@@ -255,7 +278,10 @@ export class RolloutAssembler {
     const eligible = this.isEligible(call);
     const mediaMismatch = eligible && this.core.lastMediaMismatch();
     this.seen.set(id, calls.ids.length);
-    if (eligible) calls.eligible.push(calls.ids.length);
+    if (eligible) {
+      calls.eligible.push(calls.ids.length);
+      this.parents.push(result);
+    }
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
     if (mediaMismatch) this.diagnostics.push({ code: "media_mismatch", call: id });
     calls.media.push(call.media ?? null);
@@ -280,6 +306,8 @@ export class RolloutAssembler {
         : `none of the ${totalCalls} calls is kept with generated tokens`;
       this.rejection = new Rejection("no_trainable_calls", detail);
     }
+    const shape = this.forestShape();
+    if (!this.rejection && options.capacity !== undefined) this.rejection = this.capacityProblem(shape, options.capacity);
     if (this.rejection) {
       this.core.release();
       // What the calls read before the problem showed (for no_trainable_calls: every call's
@@ -290,7 +318,29 @@ export class RolloutAssembler {
     report.diagnostics = this.diagnostics;
     // A header of its own: the caller's (this.header) holds the calls and their arrays.
     const { rolloutId, reward } = this.header;
-    return plannedRollout(this.calls, this.core.finish(), { rolloutId, reward, agents }, report, this.core);
+    const layouts = {
+      trees: options.trees ? layOutTrees(shape) : null,
+      bins: options.capacity !== undefined ? layOutBins(shape, options.capacity) : null,
+    };
+    const requests = [layouts.trees, layouts.bins].filter((l): l is RecordLayout[] => l !== null).map(packRequest);
+    return plannedRollout(this.calls, this.core.finish(requests), { rolloutId, reward, agents }, report, this.core, layouts);
+  }
+
+  /** The linked forest as the packer sees it (eligible calls, in ledger order). */
+  private forestShape(): ForestShape {
+    const { eligible, promptLengths, generationLengths } = this.calls;
+    return { parents: this.parents, fullLengths: eligible.map((i) => promptLengths[i] + generationLengths[i]) };
+  }
+
+  /** SPEC's row_exceeds_capacity: a leaf longer than the bins' capacity, or null. */
+  private capacityProblem(shape: ForestShape, capacity: number): Rejection | null {
+    const leaf = leafPastCapacity(shape, capacity);
+    if (leaf < 0) return null;
+    const index = this.calls.eligible[leaf];
+    return new Rejection(
+      "row_exceeds_capacity",
+      `leaf ${callName(this.calls.ids[index], index)} holds ${shape.fullLengths[leaf]} tokens, more than the capacity of ${capacity}`,
+    );
   }
 
   /** Gives the core back after a failure (it is not reused). */

@@ -1,5 +1,5 @@
 // Serialization of rows and reports as SPEC's JSONL.
-import type { MediaItem, Report, Row } from "./types.js";
+import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, Report, Row } from "./types.js";
 
 export type MaskFormat = "bits" | "ints";
 
@@ -118,6 +118,47 @@ export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
   );
 }
 
+/** Throws unless a packed record's arrays hold its numTokens tokens (see checkRowArrays). */
+export function checkPackedArrays(record: PackedTree | PackedBin): void {
+  const n = record.numTokens;
+  if (record.tokenIds.length !== n || record.positionIds.length !== n || record.logprobs.length !== n || record.lossMask.length !== (n + 7) >> 3) {
+    throw new Error(`packed record ${record.index} of ${JSON.stringify(record.rolloutId)}: its arrays do not hold its ${n} tokens (was its plan released? write records before release())`);
+  }
+}
+
+/** SPEC's segments list: `{call, parent, start, length, end}` (bins: `tree`, `trained` too). */
+export function segmentList(segments: readonly (PackedSegment | BinSegment)[]): string {
+  let out = "[";
+  segments.forEach((s, i) => {
+    out += `${i === 0 ? "" : ","}{"call":${JSON.stringify(s.call)},"parent":${s.parent},"start":${s.start},"length":${s.length},"end":${s.end}`;
+    if ("tree" in s) out += `,"tree":${s.tree},"trained":${s.trained}`;
+    out += "}";
+  });
+  return out + "]";
+}
+
+/** A packed record's head, up to its token arrays: what names it, in SPEC's field order. */
+export function packedHead(record: PackedTree | PackedBin): string {
+  const names =
+    "root" in record
+      ? `"tree":${record.index},"root":${JSON.stringify(record.root)},"agent":${JSON.stringify(record.agent)}`
+      : `"bin":${record.index},"roots":${JSON.stringify(record.roots)}`;
+  return `{"rollout_id":${JSON.stringify(record.rolloutId)},${names},"calls":${JSON.stringify(record.calls)},"num_tokens":${record.numTokens}`;
+}
+
+/** One packed tree or bin as a JSONL line (no trailing newline), SPEC's field order. */
+export function packedToJson(record: PackedTree | PackedBin, maskFormat: MaskFormat = "bits"): string {
+  if (maskFormat !== "bits" && maskFormat !== "ints") throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
+  checkPackedArrays(record);
+  const mask = maskFormat === "bits" ? JSON.stringify(toBase64(record.lossMask)) : "[" + maskToInts(record.lossMask, record.numTokens).join(",") + "]";
+  return (
+    packedHead(record) +
+    `,"token_ids":[${record.tokenIds.join(",")}],"position_ids":[${record.positionIds.join(",")}],` +
+    `"logprobs":${floatList(record.logprobs)},"loss_mask":${mask},"segments":${segmentList(record.segments)},` +
+    `"media":${mediaList(record.media)},"reward":${JSON.stringify(record.reward)}}`
+  );
+}
+
 /** One report as a JSONL line (no trailing newline), SPEC's field order. */
 export function reportToJson(report: Report): string {
   const ordered: Record<string, unknown> = { rollout_id: report.rollout_id, status: report.status };
@@ -134,9 +175,10 @@ export function reportToJson(report: Report): string {
     "trained_tokens",
     "row_tokens",
     "unique_tokens",
+    "packed_tokens",
     "diagnostics",
   ] as const) {
-    ordered[key] = report[key];
+    if (report[key] !== undefined) ordered[key] = report[key];
   }
   return JSON.stringify(ordered);
 }

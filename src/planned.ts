@@ -1,7 +1,8 @@
 // A linked forest as a Plan: the report's counts, one row per leaf with its path split into the
 // calls it trains and the calls it only reads, and (on demand) every call of the rollout.
-import type { CoreForest, ForestCore } from "./core/types.js";
-import type { AgentInfo, ForestCall, MediaItem, Plan, Report, Row } from "./types.js";
+import type { CoreForest, CorePacked, ForestCore } from "./core/types.js";
+import type { RecordLayout, SegmentLayout } from "./packing.js";
+import type { AgentInfo, BinSegment, ForestCall, MediaItem, PackedBin, PackedTree, Plan, Report, Row } from "./types.js";
 
 /**
  * What the assembler kept of each committed call, in ledger order. Its own lists, not the
@@ -37,13 +38,76 @@ export interface PlanHeader {
  * The plan of a forest the core linked. `report` comes with the call counts and diagnostics; the
  * token counts, roots, leaves and rows are added here. The plan holds `core` until release().
  */
-export function plannedRollout(calls: CallTable, forest: CoreForest, header: PlanHeader, report: Report, core: ForestCore): Plan {
+export function plannedRollout(
+  calls: CallTable,
+  forest: CoreForest,
+  header: PlanHeader,
+  report: Report,
+  core: ForestCore,
+  layouts: { trees: RecordLayout[] | null; bins: RecordLayout[] | null },
+): Plan {
   report.eligible = calls.eligible.length;
   countLinkedTokens(calls, forest, report);
   const rows = makeRows(calls, forest, header, report);
   report.leaves = rows.length;
   report.rows = rows.length;
-  return new PlannedRollout(report, rows, header.agents, () => describeForest(calls, forest), core);
+  // The core filled the layouts' records in the order they were asked for: trees, then bins.
+  let next = 0;
+  const trees = layouts.trees ? makeTrees(calls, layouts.trees, forest.packed[next++], header) : [];
+  const bins = layouts.bins ? makeBins(calls, layouts.bins, forest.packed[next++], header) : [];
+  if (layouts.bins) report.packed_tokens = bins.reduce((n, bin) => n + bin.numTokens, 0);
+  return new PlannedRollout(report, rows, trees, bins, header.agents, () => describeForest(calls, forest), core);
+}
+
+/** A packed record's fields but its segments and what names it. */
+function packedFields(calls: CallTable, record: RecordLayout, arrays: CorePacked, header: PlanHeader) {
+  const { ids, eligible } = calls;
+  return {
+    rolloutId: header.rolloutId,
+    calls: record.segments.map((s) => ids[eligible[s.call]]),
+    reward: header.reward,
+    numTokens: record.numTokens,
+    ...arrays,
+    media: packedMedia(calls, record.segments),
+  };
+}
+
+/** SPEC: each occurrence once, in the segment of the first call whose prompt has it. */
+function packedMedia(calls: CallTable, segments: readonly SegmentLayout[]): MediaItem[] {
+  const out: MediaItem[] = [];
+  for (const s of segments) {
+    for (const { id, offset, length } of calls.media[calls.eligible[s.call]] ?? []) {
+      // Occurrences before `from` are the parent's (the media clause made them equal).
+      if (offset >= s.from) out.push({ id, offset: s.start + offset - s.from, length });
+    }
+  }
+  return out;
+}
+
+function makeTrees(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader): PackedTree[] {
+  const { ids, agentNames, eligible } = calls;
+  return records.map((record, index) => {
+    const root = eligible[record.segments[0].call];
+    return {
+      index,
+      root: ids[root],
+      agent: agentNames[root],
+      ...packedFields(calls, record, arrays[index], header),
+      segments: record.segments.map((s) => ({ call: ids[eligible[s.call]], parent: s.parent, start: s.start, length: s.length, end: s.end })),
+    };
+  });
+}
+
+function makeBins(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader): PackedBin[] {
+  const { ids, eligible } = calls;
+  return records.map((record, index) => ({
+    index,
+    roots: record.segments.filter((s) => s.parent < 0).map((s) => ids[eligible[s.call]]),
+    ...packedFields(calls, record, arrays[index], header),
+    segments: record.segments.map(
+      (s): BinSegment => ({ call: ids[eligible[s.call]], parent: s.parent, start: s.start, length: s.length, end: s.end, tree: s.tree, trained: s.trained }),
+    ),
+  }));
 }
 
 /** Roots, generated tokens, and distinct tokens (a child adds what extends its parent's sequence). */
@@ -147,6 +211,8 @@ class PlannedRollout implements Plan {
   constructor(
     readonly report: Report,
     readonly rows: Row[],
+    readonly trees: PackedTree[],
+    readonly bins: PackedBin[],
     readonly agents: AgentInfo[],
     describeForest: () => ForestCall[],
     core: ForestCore,
@@ -169,6 +235,12 @@ class PlannedRollout implements Plan {
       row.tokenIds = RELEASED_TOKENS;
       row.logprobs = RELEASED_LOGPROBS;
       row.lossMask = RELEASED_MASK;
+    }
+    for (const record of [...this.trees, ...this.bins]) {
+      record.tokenIds = RELEASED_TOKENS;
+      record.positionIds = RELEASED_TOKENS;
+      record.logprobs = RELEASED_LOGPROBS;
+      record.lossMask = RELEASED_MASK;
     }
     this.#core.release();
   }

@@ -25,6 +25,30 @@ function table(header: string[], body: string[][]): string[] {
   return [line(header), ...body.map(line)];
 }
 
+/**
+ * The packed layout (SPEC "Packed trees", as its worked example tabulates tree 0): each tree's (or,
+ * with a capacity, each bin's) segments, and what packing saves.
+ */
+function packedTables(plan: Plan): string[] {
+  const out: string[] = [];
+  const binned = plan.bins.length > 0;
+  const records = binned ? plan.bins : plan.trees;
+  for (const record of records) {
+    const name = "root" in record ? `tree ${record.index} (root ${safe(record.root)})` : `bin ${record.index} (roots ${safe(record.roots.join(" "))})`;
+    out.push("", `${name}: ${countOf(record.numTokens, "token")}`);
+    const body = record.segments.map((s, i) => {
+      const cells = [String(i), safe(s.call), String(s.parent), String(s.start), String(s.length), String(s.end)];
+      if ("trained" in s) cells.push(`${s.tree}`, s.trained ? "yes" : "context");
+      return cells;
+    });
+    const header = ["segment", "call", "parent", "start", "length", "end", ...(binned ? ["tree", "trained"] : [])];
+    for (const line of table(header, body)) out.push(`  ${line}`);
+  }
+  const packed = records.reduce((n, r) => n + r.numTokens, 0);
+  out.push("", `packed: ${packed} tokens in ${countOf(records.length, binned ? "bin" : "tree")}, for ${plan.report.row_tokens} in rows`);
+  return out;
+}
+
 export function renderPlan(plan: Plan): string {
   const { report } = plan;
   const out: string[] = [];
@@ -87,5 +111,6 @@ export function renderPlan(plan: Plan): string {
     `tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
       `${report.row_tokens} in rows, ${report.unique_tokens} unique`,
   );
+  if (plan.trees.length > 0 || plan.bins.length > 0) out.push(...packedTables(plan));
   return out.join("\n") + "\n";
 }

@@ -60,6 +60,7 @@ export type RejectionCode =
   | "invalid_media"
   | "ambiguous_parent"
   | "no_trainable_calls"
+  | "row_exceeds_capacity"
   | "rollout_too_large";
 
 /** A note about a call that does not reject the rollout (e.g. `empty_generation`). */
@@ -86,6 +87,8 @@ export interface Report {
   trained_tokens: number;
   row_tokens: number;
   unique_tokens: number;
+  /** Only when bins were asked for: the sum of the bins' num_tokens. */
+  packed_tokens?: number;
   diagnostics: Diagnostic[];
 }
 
@@ -116,6 +119,60 @@ export interface Row {
   lossMask: Uint8Array;
   /** The leaf's media occurrences; their offsets index tokenIds. Empty when none. */
   media: MediaItem[];
+}
+
+/** One segment of a packed record (SPEC "Packed trees"): what `call` adds to its parent's sequence. */
+export interface PackedSegment {
+  call: string;
+  /** Index of the parent's segment in this record; -1 for a tree's (or a piece's) root. */
+  parent: number;
+  /** The segment holds packed tokens [start, start + length). */
+  start: number;
+  length: number;
+  /** Packed index just past the segment's whole subtree (the attention rule's bound). */
+  end: number;
+}
+
+/** A segment of a bin: also which tree it is from and whether this bin trains its call. */
+export interface BinSegment extends PackedSegment {
+  tree: number;
+  trained: boolean;
+}
+
+/** The arrays every packed record has (views valid until `plan.release()`, as rows' are). */
+interface PackedArrays {
+  rolloutId: string;
+  /** Call ids of the segments, in pre-order. */
+  calls: string[];
+  reward: number;
+  numTokens: number;
+  tokenIds: Int32Array;
+  /** Each token's index in the full sequence of its own call. */
+  positionIds: Int32Array;
+  /** Each call's generation logprobs on its generated tokens, 0 elsewhere. */
+  logprobs: Float32Array;
+  /** Bitset, SPEC's bit order: 1 on the generated tokens of the calls this record trains. */
+  lossMask: Uint8Array;
+  /** The record's media occurrences, each once, offsets packed indices. */
+  media: MediaItem[];
+}
+
+/** One tree of the forest, every token once (SPEC "Packed trees"). */
+export interface PackedTree extends PackedArrays {
+  /** 0-based, in the ledger order of the roots. */
+  index: number;
+  root: string;
+  /** The root's agent. */
+  agent: string;
+  segments: PackedSegment[];
+}
+
+/** Packed pieces of trees that fit a capacity (SPEC "Bins"). */
+export interface PackedBin extends PackedArrays {
+  index: number;
+  /** The pieces' roots, in order. */
+  roots: string[];
+  segments: BinSegment[];
 }
 
 /** What the planner learned about one call of the rollout (all calls, in ledger order). */
@@ -156,6 +213,10 @@ export interface Plan {
   rows: Row[];
   /** Every call in ledger order; empty when the rollout was rejected. */
   forest: ForestCall[];
+  /** One packed record per tree, when asked for (`{ trees: true }`); else empty. */
+  trees: PackedTree[];
+  /** Bins of at most `capacity` tokens, when asked for (`{ capacity }`); else empty. */
+  bins: PackedBin[];
   /** The rollout's agents as given (empty when it lists none). */
   agents: AgentInfo[];
   /** Frees the plan's memory. Row arrays must not be used afterwards. Idempotent. */
@@ -182,6 +243,13 @@ export interface InitOptions {
 export interface PlanOptions {
   /** Input line number to put in the report. */
   line?: number;
+  /** Also lay the forest out as packed trees (`plan.trees`). */
+  trees?: boolean;
+  /**
+   * Also lay it out as bins of at most this many tokens (`plan.bins`, `report.packed_tokens`); a
+   * leaf longer than that rejects the rollout (`row_exceeds_capacity`).
+   */
+  capacity?: number;
 }
 
 /**

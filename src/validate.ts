@@ -103,6 +103,13 @@ export function checkPlanOptions(options: PlanOptions | null | undefined, caller
   if (options.line !== undefined && !(Number.isInteger(options.line) && options.line >= 1)) {
     throw new TypeError(`${caller}: options.line must be a positive integer, got ${JSON.stringify(options.line)}`);
   }
+  if (options.trees !== undefined && typeof options.trees !== "boolean") {
+    throw new TypeError(`${caller}: options.trees must be a boolean, got ${describeValue(options.trees)}`);
+  }
+  const capacity = options.capacity;
+  if (capacity !== undefined && !(Number.isInteger(capacity) && capacity >= 1 && capacity <= 2 ** 31 - 1)) {
+    throw new TypeError(`${caller}: options.capacity must be a positive integer (tokens a bin holds), got ${describeValue(capacity)}`);
+  }
   return options;
 }
 

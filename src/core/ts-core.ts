@@ -11,7 +11,9 @@ import {
   KEPT_MEMORY_MAX_BYTES,
   MAX_IDLE_CORES,
   type CoreForest,
+  type CorePacked,
   type CoreRow,
+  type PackRequest,
   type ForestCore,
   type SizeHints,
   type StagedCall,
@@ -374,7 +376,51 @@ export class TsCore implements ForestCore {
     return AMBIGUOUS_PARENT;
   }
 
-  finish(): CoreForest {
+  finish(packs: readonly PackRequest[] = []): CoreForest {
+    const forest = this.buildRows();
+    forest.packed = packs.map((request) => this.pack(request));
+    return forest;
+  }
+
+  /** Fills a request's records (fresh arrays per plan: packed layouts are asked for, not the norm). */
+  private pack(request: PackRequest): CorePacked[] {
+    const { segments, recordStarts, recordTokens } = request;
+    return Array.from(recordTokens, (tokens, r) => {
+      const record: CorePacked = {
+        tokenIds: new Int32Array(tokens),
+        positionIds: new Int32Array(tokens),
+        logprobs: new Float32Array(tokens),
+        lossMask: new Uint8Array((tokens + 7) >> 3),
+      };
+      let at = 0;
+      for (let s = recordStarts[r]; s < recordStarts[r + 1]; s++) {
+        this.writeSegment(segments[3 * s], segments[3 * s + 1], segments[3 * s + 2] !== 0, at, record);
+        at += this.callFull[segments[3 * s]] - segments[3 * s + 1];
+      }
+      return record;
+    });
+  }
+
+  /** Writes full(call)[from:] at packed index `at`: tokens, positions, logprobs, mask bits. */
+  private writeSegment(call: number, from: number, trained: boolean, at: number, record: CorePacked): void {
+    const full = this.callFull[call];
+    const prompt = this.callPrompt[call];
+    for (let node = this.callEndNode[call]; node > 0; node = this.nodeParent[node]) {
+      const depth = this.nodeDepth[node];
+      if (depth <= from) break;
+      const edgeStart = depth - this.nodeEdgeLen[node];
+      const low = Math.max(edgeStart, from);
+      const off = this.nodeEdgeOff[node] + low - edgeStart;
+      record.tokenIds.set(this.tokens.subarray(off, off + depth - low), at + low - from);
+    }
+    for (let k = 0; k < full - from; k++) record.positionIds[at + k] = from + k;
+    const generatedAt = at + prompt - from;
+    const lp = this.callLpOff[call];
+    record.logprobs.set(this.logprobs.subarray(lp, lp + full - prompt), generatedAt);
+    if (trained) setBits(record.lossMask, generatedAt, at + full - from);
+  }
+
+  private buildRows(): CoreForest {
     const n = this.callCount;
     const parents = new Int32Array(n);
     for (let c = 0; c < n; c++) parents[c] = this.callParent[c];
@@ -420,7 +466,7 @@ export class TsCore implements ForestCore {
     this.maskAt = 0;
     const paths: number[] = [];
     const rows: CoreRow[] = leaves.map((leaf, row) => this.buildRow(leaf, row, parents, ownerRows, paths));
-    return { parents, ownerRows, paths, rows };
+    return { parents, ownerRows, paths, rows, packed: [] };
   }
 
   private buildRow(leaf: number, row: number, parents: Int32Array, ownerRows: Int32Array, paths: number[]): CoreRow {
@@ -545,8 +591,8 @@ class TsCoreLease implements ForestCore {
     return this.held().ambiguousCandidates();
   }
 
-  finish(): CoreForest {
-    return this.held().finish();
+  finish(packs?: readonly PackRequest[]): CoreForest {
+    return this.held().finish(packs);
   }
 
   release(reusable = true): void {

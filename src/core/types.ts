@@ -51,6 +51,26 @@ export interface CoreRow {
   lossMask: Uint8Array;
 }
 
+/**
+ * Packed records to fill at finish() (src/packing.ts lays them out): record r holds segments
+ * [recordStarts[r], recordStarts[r + 1]); segment s is the triple at 3s of `segments`: eligible
+ * call, `from` (it holds full(call)[from:]), trained (1) or not (0).
+ */
+export interface PackRequest {
+  segments: Int32Array;
+  recordStarts: Int32Array;
+  /** Each record's tokens (the sum of its segments' lengths). */
+  recordTokens: Int32Array;
+}
+
+/** One packed record's arrays (views valid until release(), as rows' are). */
+export interface CorePacked {
+  tokenIds: Int32Array;
+  positionIds: Int32Array;
+  logprobs: Float32Array;
+  lossMask: Uint8Array;
+}
+
 export interface CoreForest {
   /** Parent's eligible index for each eligible call, -1 for roots. */
   parents: Int32Array;
@@ -59,6 +79,8 @@ export interface CoreForest {
   /** Where the rows' paths are (see CoreRow); read only while the plan is built. */
   paths: ArrayLike<number>;
   rows: CoreRow[];
+  /** For each PackRequest given to finish(), its records' arrays. */
+  packed: CorePacked[][];
 }
 
 /** What a core may reserve up front (0 = unknown). Hints, not limits: the data decides. */
@@ -101,8 +123,8 @@ export interface ForestCore {
   lastBadIndex(): number;
   /** After AMBIGUOUS_PARENT: two of the tied candidates (eligible indices). */
   ambiguousCandidates(): [number, number];
-  /** Builds the rows. Their arrays stay valid until release(). */
-  finish(): CoreForest;
+  /** Builds the rows, and the packed records asked for. Their arrays stay valid until release(). */
+  finish(packs?: readonly PackRequest[]): CoreForest;
   /**
    * Gives the core's memory back; the rows' arrays must not be used afterwards. `reusable`
    * false (after a failure) drops the core instead of recycling it.

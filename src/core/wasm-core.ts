@@ -5,7 +5,9 @@ import { CoreMemoryError, CoreUnavailableError } from "./errors.js";
 import { errorLine } from "../rejection.js";
 import {
   type CoreForest,
+  type CorePacked,
   type CoreRow,
+  type PackRequest,
   type ForestCore,
   WASM_MEMORY_MAX_BYTES,
   KEPT_MEMORY_MAX_BYTES,
@@ -30,6 +32,8 @@ interface CoreExports {
   lastBadIndex(): number;
   ambiguousCandidates(second: number): number;
   finish(): number;
+  packLayoutAddress(segments: number, records: number): number;
+  pack(): number;
   linksAddress(): number;
   rowTableAddress(): number;
   pathBufferAddress(): number;
@@ -45,6 +49,28 @@ const ROW_TOKENS = 3;
 const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
+
+// Packed record table layout shared with assembly/packed.ts (P_*, there in bytes), in i32 units.
+const PACK_RECORD = 4;
+const PACK_TOKEN_PTR = 0;
+const PACK_POSITION_PTR = 1;
+const PACK_LOGPROB_PTR = 2;
+const PACK_MASK_PTR = 3;
+
+/** Views of a request's records, from the table at i32 index `table`. */
+function packedViews(heap: Int32Array, request: PackRequest, table: number): CorePacked[] {
+  const out: CorePacked[] = [];
+  request.recordTokens.forEach((tokens, r) => {
+    const at = table + r * PACK_RECORD;
+    out.push({
+      tokenIds: new Int32Array(heap.buffer, heap[at + PACK_TOKEN_PTR] >>> 0, tokens),
+      positionIds: new Int32Array(heap.buffer, heap[at + PACK_POSITION_PTR] >>> 0, tokens),
+      logprobs: new Float32Array(heap.buffer, heap[at + PACK_LOGPROB_PTR] >>> 0, tokens),
+      lossMask: new Uint8Array(heap.buffer, heap[at + PACK_MASK_PTR] >>> 0, (tokens + 7) >> 3),
+    });
+  });
+  return out;
+}
 
 /** `bytes` (a whole number of KiB) in the largest binary unit that divides it. */
 function binarySize(bytes: number): string {
@@ -216,9 +242,17 @@ class WasmCore implements ForestCore {
     return [this.core.ambiguousCandidates(0), this.core.ambiguousCandidates(1)];
   }
 
-  finish(): CoreForest {
+  finish(packs: readonly PackRequest[] = []): CoreForest {
     const rowCount = this.core.finish();
-    // Memory does not grow after finish(), so these views stay valid until release().
+    // Packing may grow memory: every pack runs before any view is made.
+    const packTables = packs.map((request) => {
+      const at = this.core.packLayoutAddress(request.segments.length / 3, request.recordStarts.length - 1) >>> 2;
+      const heap = this.instance.heap32();
+      heap.set(request.segments, at);
+      heap.set(request.recordStarts, at + request.segments.length);
+      return this.core.pack() >>> 2;
+    });
+    // Memory does not grow after this, so these views stay valid until release().
     const heap = this.instance.heap32();
     const buffer = heap.buffer;
     const n = this.linked;
@@ -240,7 +274,8 @@ class WasmCore implements ForestCore {
         lossMask: new Uint8Array(buffer, heap[at + ROW_MASK_PTR] >>> 0, (tokens + 7) >> 3),
       });
     }
-    return { parents: links.subarray(0, n), ownerRows: links.subarray(n), paths: heap, rows };
+    const packed = packs.map((request, i) => packedViews(heap, request, packTables[i]));
+    return { parents: links.subarray(0, n), ownerRows: links.subarray(n), paths: heap, rows, packed };
   }
 
   release(reusable = true): void {

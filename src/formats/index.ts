@@ -7,7 +7,7 @@
 // Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
 // tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
 // Node APIs so the browser build can use it.
-import type { Callforest, Plan, Report } from "../types.js";
+import type { Callforest, Plan, PlanOptions, Report } from "../types.js";
 import { rejectionReport } from "../report.js";
 import { callAtFault } from "../rejection.js";
 import { fromCallforest } from "./callforest.js";
@@ -110,8 +110,14 @@ export function rejectedReport(rejection: FormatRejection, line?: number): Repor
  * Plans an imported rollout and hands `use` the plan and its report (withImport's: the import's
  * diagnostics and token sources in), then releases the plan.
  */
-export function usePlan<T>(cf: Callforest, imported: Converted, line: number | undefined, use: (plan: Plan, report: Report) => T): T {
-  const plan = cf.plan(imported.rollout, line === undefined ? {} : { line });
+export function usePlan<T>(
+  cf: Callforest,
+  imported: Converted,
+  line: number | undefined,
+  use: (plan: Plan, report: Report) => T,
+  layout: Omit<PlanOptions, "line"> = {},
+): T {
+  const plan = cf.plan(imported.rollout, line === undefined ? layout : { ...layout, line });
   try {
     return use(plan, withImport(plan.report, imported));
   } finally {

@@ -9,7 +9,7 @@ import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../rejection.js";
-import { reportToJson, rowToJson, type MaskFormat } from "../output.js";
+import { packedToJson, reportToJson, rowToJson, type MaskFormat } from "../output.js";
 import type { BackendName, Report } from "../types.js";
 import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch } from "./batches.js";
 import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
@@ -33,6 +33,10 @@ export interface IngestOptions {
   /** gym-compaction: the `--media-token` ids (see FormatContext.mediaTokens). */
   mediaTokens?: readonly number[];
   maskFormat: MaskFormat;
+  /** What to write: rows (default), or packed records (trees; bins with `capacity`). */
+  layout?: "rows" | "packed";
+  /** Bins of at most this many tokens (with layout "packed"); reports get packed_tokens. */
+  capacity?: number;
   /** Write a one-line note per rejection (for stderr, when there is no report file). */
   notes: boolean;
 }
@@ -308,15 +312,26 @@ export class LineProcessor {
     if (result.ok) {
       const mark = this.rowBytes.mark();
       try {
+        const { layout = "rows", capacity, writer, maskFormat } = this.options;
+        const planOptions = layout === "rows" ? {} : capacity === undefined ? { trees: true } : { capacity };
         report = usePlan(this.cf, result, line, (plan, report) => {
           if (!writeRows) return report;
-          for (const row of plan.rows) {
-            if (this.options.writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, this.options.maskFormat) + "\n"));
-            else this.serializer.writeRow(row, this.options.maskFormat, this.rowBytes.add);
+          if (layout === "rows") {
+            for (const row of plan.rows) {
+              if (writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, maskFormat) + "\n"));
+              else this.serializer.writeRow(row, maskFormat, this.rowBytes.add);
+            }
+            this.rowCount += plan.rows.length;
+            return report;
           }
-          this.rowCount += plan.rows.length;
+          const records = capacity === undefined ? plan.trees : plan.bins;
+          for (const record of records) {
+            if (writer === "js") this.rowBytes.add(ENCODER.encode(packedToJson(record, maskFormat) + "\n"));
+            else this.serializer.writePacked(record, maskFormat, this.rowBytes.add);
+          }
+          this.rowCount += records.length;
           return report;
-        });
+        }, planOptions);
       } catch (error) {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
         if (!isOutOfMemory(error)) throw error;

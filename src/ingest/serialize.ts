@@ -2,8 +2,8 @@
 // (src/output.ts), written as bounded Uint8Array chunks: a row can be longer than V8's maximum
 // string length, so it is never one string. Token ids, logprobs (shortest float32 text, as
 // formatFloat32) and the mask are formatted by assembly/scan in linear memory.
-import { checkRowArrays, mediaList, type MaskFormat } from "../output.js";
-import type { Row } from "../types.js";
+import { checkPackedArrays, checkRowArrays, mediaList, packedHead, segmentList, type MaskFormat } from "../output.js";
+import type { PackedBin, PackedTree, Row } from "../types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
 export interface RowSerializerOptions extends ScanModuleOptions {
@@ -75,6 +75,25 @@ export class RowSerializer {
     if (maskFormat === "bits") this.maskBase64(row.lossMask);
     else this.maskInts(row.lossMask, row.numTokens);
     this.text(`,"reward":${JSON.stringify(row.reward)},"media":${mediaList(row.media)}}\n`);
+    this.flush();
+    this.emit = () => {};
+  }
+
+  /** Writes `packedToJson(record, maskFormat) + "\n"` through `emit` (see writeRow). */
+  writePacked(record: PackedTree | PackedBin, maskFormat: MaskFormat, emit: EmitChunk): void {
+    checkPackedArrays(record);
+    this.emit = emit;
+    this.used = 0;
+    this.text(packedHead(record) + `,"token_ids":[`);
+    this.numbers(record.tokenIds, this.stagedInts, MAX_INT_TEXT, this.wasm.formatInts);
+    this.text(`],"position_ids":[`);
+    this.numbers(record.positionIds, this.stagedInts, MAX_INT_TEXT, this.wasm.formatInts);
+    this.text(`],"logprobs":[`);
+    this.numbers(record.logprobs, this.stagedFloats, MAX_FLOAT_TEXT, this.wasm.formatFloats);
+    this.text(`],"loss_mask":`);
+    if (maskFormat === "bits") this.maskBase64(record.lossMask);
+    else this.maskInts(record.lossMask, record.numTokens);
+    this.text(`,"segments":${segmentList(record.segments)},"media":${mediaList(record.media)},"reward":${JSON.stringify(record.reward)}}\n`);
     this.flush();
     this.emit = () => {};
   }

@@ -473,7 +473,7 @@ export function acceptedRolloutArb(options: Omit<RolloutArbOptions, "allowAmbigu
 
 export interface InvalidCase {
   rollout: unknown;
-  code: Exclude<RejectionCode, "malformed_json" | "rollout_too_large">;
+  code: Exclude<RejectionCode, "malformed_json" | "rollout_too_large" | "row_exceeds_capacity">;
   /** The call the rejection is about (null: rollout-level, or the call has no usable id). */
   call: string | null;
   what: string;

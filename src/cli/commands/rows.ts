@@ -24,6 +24,8 @@ interface RowsOptions extends InputOptions {
   reader?: string;
   writer?: string;
   batchBytes?: string;
+  layout?: string;
+  capacity?: string;
 }
 
 export function register(program: Command): void {
@@ -33,6 +35,8 @@ export function register(program: Command): void {
     .argument("[input...]", inputHelp(true))
     .option("-o, --output <file>", "rows JSONL here instead of stdout")
     .option("--report <file>", "one report line per input rollout, in input order")
+    .option("--layout <layout>", "rows (one per leaf, SPEC's rows) or packed (one record per tree, every token once)")
+    .option("--capacity <tokens>", "packed records as bins of at most this many tokens (implies --layout packed; reports get packed_tokens)")
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
     .option("--strict", "exit 1 when any rollout was rejected")
     .option("--jobs <n>", `worker threads planning rollouts (default: the number of cores; 1 = no workers; small inputs, at most one ${DEFAULT_CHUNK >> 20} MB batch, run in-process)`)
@@ -46,6 +50,14 @@ export function register(program: Command): void {
   addInputOptions(command, { media: true }).action(async (inputs: string[], options: RowsOptions) => {
     await rows(inputs, options);
   });
+}
+
+/** --layout and --capacity: what the rows output holds. */
+function parseLayout(layout: string | undefined, capacity: string | undefined): { layout: "rows" | "packed"; capacity?: number } {
+  if (layout !== undefined && layout !== "rows" && layout !== "packed") throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  if (capacity === undefined) return { layout: layout ?? "rows" };
+  if (layout === "rows") throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
+  return { layout: "packed", capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
 }
 
 function parseMaskFormat(text: string): MaskFormat {
@@ -70,6 +82,7 @@ function parseReader(text: string | undefined, backend: string): ReaderName {
 async function rows(inputs: string[], options: RowsOptions): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
+  const { layout, capacity } = parseLayout(options.layout, options.capacity);
   const jobs = options.jobs === undefined ? availableParallelism() : parseInteger("--jobs", options.jobs);
   const chunk = options.batchBytes === undefined ? undefined : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
   const reader = parseReader(options.reader, backend);
@@ -82,7 +95,7 @@ async function rows(inputs: string[], options: RowsOptions): Promise<void> {
     try {
       return await runRows(
         inputs,
-        { reader, writer, backend, from: read.from, tokensDir: options.tokens, mediaTokens: read.mediaTokens, maskFormat, notes: reportOut === null, jobs, chunk },
+        { reader, writer, backend, from: read.from, tokensDir: options.tokens, mediaTokens: read.mediaTokens, maskFormat, layout, capacity, notes: reportOut === null, jobs, chunk },
         {
           rows: rowsOut!,
           report: reportOut,

@@ -6,14 +6,34 @@ import { usePlan } from "../../formats/index.js";
 import { renderPlan } from "../../show.js";
 import { rejectionLine } from "../../rejection.js";
 import { outputFailed } from "../stdio.js";
-import { addInputOptions, checkInputs, parseBackend, inputHelp, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
+import { UsageError } from "../errors.js";
+
+interface ShowOptions extends InputOptions {
+  layout?: string;
+  capacity?: string;
+}
+
+/** --layout packed: the trees' segment tables; --capacity N: the bins'. */
+function layoutOptions(options: ShowOptions): { trees?: boolean; capacity?: number } {
+  const { layout, capacity } = options;
+  if (layout !== undefined && layout !== "rows" && layout !== "packed") throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  if (capacity !== undefined) {
+    if (layout === "rows") throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
+    return { capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
+  }
+  return layout === "packed" ? { trees: true } : {};
+}
 
 export function register(program: Command): void {
   const command = program
     .command("show")
     .description("Print each rollout's call forest and rows table.")
-    .argument("<input...>", inputHelp(false));
-  addInputOptions(command, { media: true }).action(async (inputs: string[], options: InputOptions) => {
+    .argument("<input...>", inputHelp(false))
+    .option("--layout <layout>", "rows (default), or packed: also each tree's segment table")
+    .option("--capacity <tokens>", "with --layout packed: the bins' segment tables instead (at most this many tokens each)");
+  addInputOptions(command, { media: true }).action(async (inputs: string[], options: ShowOptions) => {
+    const layout = layoutOptions(options);
     const read = checkInputs(inputs, options);
     const cf = await init({ backend: parseBackend(options.backend) });
     let first = true;
@@ -28,7 +48,7 @@ export function register(program: Command): void {
       // A rejection names where it is, as an import rejection does.
       const text = usePlan(cf, item.result, item.line, (plan, report) =>
         report.status === "rejected" ? rejectionLine(item.where, report.reason!, report.detail) + "\n" : renderPlan(plan),
-      );
+      layout);
       process.stdout.write(text);
     }
   });
