@@ -84,3 +84,18 @@ export function setBits(mask: usize, from: i32, to: i32): void {
   memory.fill(mask + <usize>firstByte + 1, 0xff, <usize>(lastByte - firstByte - 1));
   store<u8>(mask + <usize>lastByte, load<u8>(mask + <usize>lastByte) | <u8>tailBits);
 }
+
+/** Writes first, first + 1, ..., first + n - 1 as i32 at `p` (a segment's position ids). */
+export function fillAscending(p: usize, first: i32, n: i32): void {
+  let i: i32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let lanes = i32x4.add(i32x4.splat(first), v128(0, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0));
+    const step = i32x4.splat(4);
+    while (i + 4 <= n) {
+      v128.store(p + ((<usize>i) << 2), lanes);
+      lanes = i32x4.add(lanes, step);
+      i += 4;
+    }
+  }
+  for (; i < n; i++) store<i32>(p + ((<usize>i) << 2), first + i);
+}

@@ -2,7 +2,7 @@
 // (src/packing.ts: which call, from which depth of its full sequence, trained or not); this fills
 // every record's token IDs, position ids, logprobs and bitset loss mask in one block.
 import { allocBytes, vecAt } from "./vec";
-import { setBits } from "./compare";
+import { fillAscending, setBits } from "./compare";
 import {
   LOGPROBS, TOKENS,
   C_END_NODE, C_FULL, C_LP, C_PROMPT,
@@ -110,7 +110,7 @@ function writeSegment(s: i32, at: i32, tokenPtr: usize, positionPtr: usize, logp
       (<usize>(depth - low)) << 2,
     );
   }
-  for (let k = 0, n = full - from; k < n; k++) store<i32>(i32At(positionPtr, at + k), from + k);
+  fillAscending(i32At(positionPtr, at), from, full - from);
   const generatedAt = at + prompt - from;
   memory.fill(i32At(logprobPtr, at), 0, (<usize>(prompt - from)) << 2);
   memory.copy(i32At(logprobPtr, generatedAt), vecAt(LOGPROBS, callField(call, C_LP)), (<usize>(full - prompt)) << 2);

@@ -387,3 +387,31 @@ export function generateMediaRollout(options: { turns?: number; imageTokens?: nu
   }
   return { rollout_id: `media-${seed}`, reward: 1, agents: [{ id: "L", parent: null, mode: "leader" }], calls };
 }
+
+/**
+ * A fork-heavy rollout: a leader that forks often (each fork resends its whole history), with
+ * contexts compacted near 24K tokens, so trees are wide and deep and rows repeat much context.
+ */
+export function generateForkHeavyRollout(options: { calls?: number; seed?: number } = {}): Rollout {
+  const seed = options.seed ?? 1;
+  return simulate({
+    seed,
+    rolloutId: `fork-heavy-${seed}`,
+    calls: options.calls ?? 400,
+    arrays: "typed",
+    startWith: ["fork", "fork", "fork"],
+    sizes: { system: [1500, 2000], task: [50, 200], tool: [100, 1200], generation: [30, 400], summary: [300, 600], maxContext: 24_000 },
+    features: {
+      leaderStep: 20,
+      subagentStep: 25,
+      fork: 12,
+      fresh: 1,
+      background: 0.5,
+      rerenderedFork: 0.2,
+      twins: 0,
+      retry: 0.5,
+      emptyGeneration: 0.2,
+      compactEarly: 0.2,
+    },
+  });
+}

@@ -2,11 +2,16 @@
 import { coreTable, runCoreBench } from "./core.js";
 import { runScanBench, scanTable } from "./scan.js";
 import { runIngestBench } from "./ingest.js";
+import { packedTable, runPackedBench } from "./packed.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
 console.log("\n### Core: plan() + reading every row's arrays (medians, tokens per second)\n");
 console.log(coreTable(core));
+
+const packed = await runPackedBench(log);
+console.log("\n### Packed layouts: tokens and attention saved, and what packing adds to plan() (medians)\n");
+console.log(packedTable(packed));
 
 const scan = await runScanBench(log);
 console.log("\n### Reading and writing bytes: scanner and row serializer vs JSON (medians)\n");

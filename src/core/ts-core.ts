@@ -96,6 +96,13 @@ export class TsCore implements ForestCore {
   private rowMask = new Uint8Array(1024);
   private rowAt = 0;
   private maskAt = 0;
+  // Packed records' output, reused like the rows' (valid until release()).
+  private packTokens = new Int32Array(0);
+  private packPositions = new Int32Array(0);
+  private packLogprobs = new Float32Array(0);
+  private packMask = new Uint8Array(0);
+  private packAt = 0;
+  private packMaskAt = 0;
 
   begin(agentParents: Int32Array, hints: SizeHints): void {
     this.agentParents = agentParents.slice();
@@ -378,27 +385,55 @@ export class TsCore implements ForestCore {
 
   finish(packs: readonly PackRequest[] = []): CoreForest {
     const forest = this.buildRows();
-    forest.packed = packs.map((request) => this.pack(request));
+    forest.packed = packs.map((request, i) => this.pack(request, i === 0));
     return forest;
   }
 
-  /** Fills a request's records (fresh arrays per plan: packed layouts are asked for, not the norm). */
-  private pack(request: PackRequest): CorePacked[] {
+  /** Fills a request's records: views into arrays kept from plan to plan, as rows' are. */
+  private pack(request: PackRequest, first: boolean): CorePacked[] {
     const { segments, recordStarts, recordTokens } = request;
+    let total = 0;
+    let maskTotal = 0;
+    for (const tokens of recordTokens) {
+      total += tokens;
+      maskTotal += (tokens + 7) >> 3;
+    }
+    // Later requests of one finish() go after the earlier ones (their views must stay valid).
+    if (first) this.packAt = this.packMaskAt = 0;
+    this.packTokens = this.growKept(this.packTokens, this.packAt + total);
+    this.packPositions = this.growKept(this.packPositions, this.packAt + total);
+    this.packLogprobs = this.growKept(this.packLogprobs, this.packAt + total);
+    if (this.packMask.length < this.packMaskAt + maskTotal) {
+      const bigger = new Uint8Array(this.roomFor(this.packMask.byteLength, 1, this.packMaskAt + maskTotal, Math.max(this.packMaskAt + maskTotal, this.packMask.length * 2)));
+      bigger.set(this.packMask.subarray(0, this.packMaskAt));
+      this.packMask = bigger;
+    }
     return Array.from(recordTokens, (tokens, r) => {
+      const at = this.packAt;
+      const maskAt = this.packMaskAt;
+      this.packAt += tokens;
+      this.packMaskAt += (tokens + 7) >> 3;
       const record: CorePacked = {
-        tokenIds: new Int32Array(tokens),
-        positionIds: new Int32Array(tokens),
-        logprobs: new Float32Array(tokens),
-        lossMask: new Uint8Array((tokens + 7) >> 3),
+        tokenIds: this.packTokens.subarray(at, at + tokens),
+        positionIds: this.packPositions.subarray(at, at + tokens),
+        logprobs: this.packLogprobs.subarray(at, at + tokens).fill(0),
+        lossMask: this.packMask.subarray(maskAt, this.packMaskAt).fill(0),
       };
-      let at = 0;
+      let offset = 0;
       for (let s = recordStarts[r]; s < recordStarts[r + 1]; s++) {
-        this.writeSegment(segments[3 * s], segments[3 * s + 1], segments[3 * s + 2] !== 0, at, record);
-        at += this.callFull[segments[3 * s]] - segments[3 * s + 1];
+        this.writeSegment(segments[3 * s], segments[3 * s + 1], segments[3 * s + 2] !== 0, offset, record);
+        offset += this.callFull[segments[3 * s]] - segments[3 * s + 1];
       }
       return record;
     });
+  }
+
+  /** `array` with room for `need` elements, keeping its first `packAt` (growing within the budget). */
+  private growKept<T extends Int32Array | Float32Array>(array: T, need: number): T {
+    if (need <= array.length) return array;
+    const bigger = new (array.constructor as { new (n: number): T })(this.roomFor(array.byteLength, array.BYTES_PER_ELEMENT, need, Math.max(need, array.length * 2)));
+    bigger.set(array.subarray(0, this.packAt));
+    return bigger;
   }
 
   /** Writes full(call)[from:] at packed index `at`: tokens, positions, logprobs, mask bits. */
@@ -526,7 +561,10 @@ export class TsCore implements ForestCore {
 
   /** Bytes held by the arrays kept from plan to plan (the token-sized ones: the rest is smaller). */
   heldBytes(): number {
-    const arrays = [this.stageTokens, this.stageLogprobs, this.tokens, this.logprobs, this.rowTokens, this.rowLogprobs, this.rowMask];
+    const arrays = [
+      this.stageTokens, this.stageLogprobs, this.tokens, this.logprobs, this.rowTokens, this.rowLogprobs, this.rowMask,
+      this.packTokens, this.packPositions, this.packLogprobs, this.packMask,
+    ];
     return arrays.reduce((sum, array) => sum + array.byteLength, 0);
   }
 
