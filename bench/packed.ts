@@ -6,7 +6,7 @@ import { init, type Callforest } from "callforest";
 import type { Plan, Rollout } from "../src/types.js";
 import { generateDeepRollout, generateForkHeavyRollout, generateSmallRollouts } from "./generate.js";
 
-const CAPACITIES = [2048, 8192, 32768];
+const CAPACITIES = [2048, 8192, 32768, 131072];
 
 interface Workload {
   name: string;

@@ -112,45 +112,48 @@ export function leafPastCapacity(shape: ForestShape, capacity: number): number {
 
 /**
  * Bins of at most `capacity` tokens (no leaf may be longer: see leafPastCapacity). Each tree is
- * cut into pieces by leaves, in pre-order: a piece is the union of its leaves' paths, and takes the
- * next leaf while what that leaf adds still fits. A call is trained in the first piece that holds
- * it, and the piece that trains a leaf holds its whole path. As each leaf's path is counted at most
- * once, the pieces hold at most row_tokens tokens. Pieces then go into bins first-fit, in order:
- * pieces of small trees share a bin.
+ * cut into pieces by leaves: a piece is the union of its leaves' paths (so it is closed under
+ * parents, and the piece that trains a leaf holds its whole path). Leaves are taken in pre-order,
+ * each into the piece of its tree where it adds the fewest tokens (what its path adds to what the
+ * piece holds) and still fits, else into a new piece; as no leaf's path is counted twice, the
+ * pieces hold at most row_tokens. A call is trained in the first piece that holds it. Pieces then
+ * go into bins first-fit, in order: small trees and pieces share a bin.
  */
 export function layOutBins(shape: ForestShape, capacity: number): RecordLayout[] {
   const { children, roots } = childLists(shape);
   const fullOf = (c: number) => shape.fullLengths[c];
   const pieces: Piece[] = [];
   roots.forEach((root, tree) => {
-    const trainedBefore = new Set<number>();
-    let piece: Piece = { tree, calls: [], trained: [], tokens: 0 };
-    let held = new Set<number>();
-    for (const leaf of preOrder(root, children).filter((c) => children[c].length === 0)) {
-      // The leaf's path below what the piece holds already: what the leaf adds to it.
-      const path: number[] = [];
-      for (let a = leaf; a >= 0 && !held.has(a); a = shape.parents[a]) path.push(a);
-      const adds = () => {
-        const joinedAt = shape.parents[path[path.length - 1]];
-        return fullOf(leaf) - (joinedAt < 0 ? 0 : fullOf(joinedAt));
+    const order = preOrder(root, children);
+    const open: { held: Set<number>; tokens: number }[] = [];
+    for (const leaf of order.filter((c) => children[c].length === 0)) {
+      // What the leaf's path adds to a piece: full(leaf) past its deepest call already held.
+      const adds = (held: Set<number>) => {
+        let a = leaf;
+        while (a >= 0 && !held.has(a)) a = shape.parents[a];
+        return fullOf(leaf) - (a < 0 ? 0 : fullOf(a));
       };
-      if (piece.calls.length > 0 && piece.tokens + adds() > capacity) {
-        pieces.push(piece);
-        piece = { tree, calls: [], trained: [], tokens: 0 };
-        held = new Set();
-        path.length = 0;
-        for (let a = leaf; a >= 0; a = shape.parents[a]) path.push(a);
+      let best = -1;
+      let bestAdds = Infinity;
+      open.forEach((piece, i) => {
+        const n = adds(piece.held);
+        if (piece.tokens + n <= capacity && n < bestAdds) [best, bestAdds] = [i, n];
+      });
+      if (best < 0) {
+        open.push({ held: new Set(), tokens: 0 });
+        best = open.length - 1;
+        bestAdds = fullOf(leaf);
       }
-      for (let i = path.length - 1; i >= 0; i--) {
-        const call = path[i];
-        piece.calls.push(call);
-        piece.trained.push(!trainedBefore.has(call));
-        trainedBefore.add(call);
-        held.add(call);
-      }
-      piece.tokens += adds();
+      const piece = open[best];
+      for (let a = leaf; a >= 0 && !piece.held.has(a); a = shape.parents[a]) piece.held.add(a);
+      piece.tokens += bestAdds;
     }
-    pieces.push(piece);
+    const trained = new Set<number>();
+    for (const piece of open) {
+      const calls = order.filter((c) => piece.held.has(c)); // pre-order: parents first
+      pieces.push({ tree, calls, trained: calls.map((c) => !trained.has(c)), tokens: piece.tokens });
+      for (const c of calls) trained.add(c);
+    }
   });
 
   const bins: { pieces: Piece[]; tokens: number }[] = [];
