@@ -19,7 +19,7 @@ import type { RolloutHeader } from "./validate.js";
 import { plannedRollout, type CallTable } from "./planned.js";
 import { MediaNumbers } from "./media.js";
 import { layOutBins, layOutTrees, leafPastCapacity, type ForestShape, type RecordLayout } from "./packing.js";
-import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions } from "./types.js";
+import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions, RejectionCode, RoutedExperts } from "./types.js";
 
 /** Who a call is, and the media in its prompt (checked: see readMedia; none when absent). */
 export interface CallIdentity {
@@ -27,6 +27,8 @@ export interface CallIdentity {
   agent: string;
   kept: boolean;
   media?: MediaItem[] | null;
+  /** Checked by readRoutedExperts; none when absent. */
+  routedExperts?: RoutedExperts | null;
 }
 
 /** The caller's own arrays, when it has them, to quote the original value of a bad entry. */
@@ -120,8 +122,13 @@ export class RolloutAssembler {
     eligible: [],
     media: [],
     mediaMismatch: [],
+    routedExperts: [],
   };
   private readonly mediaNumbers = new MediaNumbers();
+  /** The first call that gave routed experts, and their shape (SPEC: L × K the same for all). */
+  private expertShape: { call: string; layers: number; topk: number } | null = null;
+  /** Whether the first eligible call gave routed experts (then all must). */
+  private eligibleGiveExperts: { call: string; give: boolean } | null = null;
   /** Each eligible call's parent (eligible index, -1 for a root), as the core linked it. */
   private readonly parents: number[] = [];
   private readonly diagnostics: Diagnostic[] = [];
@@ -169,6 +176,11 @@ export class RolloutAssembler {
   /** Prompt tokens of the staged call. */
   get stagedPromptLength(): number {
     return this.stagedPrompt;
+  }
+
+  /** Generated tokens of the staged call. */
+  get stagedGenerationLength(): number {
+    return this.stagedGeneration;
   }
 
   /** Index of the first negative among the first `count` staged tokens (default all), or -1. */
@@ -223,23 +235,49 @@ export class RolloutAssembler {
     return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)));
   }
 
+  /**
+   * SPEC's invalid_routed_experts across calls, for the next call (`eligible`: kept, with generated
+   * tokens): every call's L × K the same, and the eligible calls all giving them or none. Null when
+   * they agree. The caller rejects with rejectAfterValues, as for the call's own checks.
+   */
+  expertsProblem(id: string, experts: RoutedExperts | null, eligible: boolean): string | null {
+    const shape = this.expertShape;
+    if (experts !== null && shape !== null && experts.layers * experts.topk !== shape.layers * shape.topk) {
+      return `routed_experts has ${experts.layers}x${experts.topk} per token, where ${shape.call} has ${shape.layers}x${shape.topk}`;
+    }
+    const first = this.eligibleGiveExperts;
+    if (eligible && first !== null && (experts !== null) !== first.give) {
+      const earlier = JSON.stringify(first.call);
+      return experts !== null ? `it gives routed_experts, but the eligible call ${earlier} before it does not` : `it gives no routed_experts, but the eligible call ${earlier} before it does`;
+    }
+    void id;
+    return null;
+  }
+
+  /** Remembers what a recorded call's experts require of the later ones (see expertsProblem). */
+  private noteExperts(call: CallIdentity, eligible: boolean): void {
+    const experts = call.routedExperts ?? null;
+    if (experts !== null && this.expertShape === null) this.expertShape = { call: JSON.stringify(call.id), layers: experts.layers, topk: experts.topk };
+    if (eligible && this.eligibleGiveExperts === null) this.eligibleGiveExperts = { call: call.id, give: experts !== null };
+  }
+
   /** Hands the core the media of a call it will link (the others' media play no part in linking). */
   private stageMedia(call: CallIdentity): void {
     if (call.media && this.isEligible(call)) this.core.stageMedia(this.mediaNumbers.triples(call.media));
   }
 
   /**
-   * Rejects the staged call for its media (`problem`, from readMedia) — unless one of its staged
-   * values is bad, which SPEC's order puts first (the cores would have found those at commit).
+   * Rejects the staged call with `code` for `problem` (its media or routed experts) — unless one of
+   * its staged values is bad, which SPEC's order puts first (the cores would find those at commit).
    */
-  rejectMedia(id: string, problem: string): void {
+  rejectAfterValues(id: string, code: RejectionCode, problem: string): void {
     const tokenAt = this.checkStagedTokens();
     const staged = this.core.staged();
     if (tokenAt >= 0) return this.reject(invalidToken(this.where(id), tokenAt, this.stagedPrompt, staged.tokens[tokenAt]));
     for (let i = 0; i < this.stagedGeneration; i++) {
       if (!Number.isFinite(staged.logprobs[i])) return this.reject(invalidLogprob(this.where(id), i, staged.logprobs[i]));
     }
-    this.reject(new Rejection("invalid_media", `${this.where(id)}: ${problem}`));
+    this.reject(new Rejection(code, `${this.where(id)}: ${problem}`));
   }
 
   /** SPEC's eligible call: kept, with generated tokens (the call being committed). */
@@ -284,7 +322,9 @@ export class RolloutAssembler {
     }
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
     if (mediaMismatch) this.diagnostics.push({ code: "media_mismatch", call: id });
+    this.noteExperts(call, eligible);
     calls.media.push(call.media ?? null);
+    calls.routedExperts.push(eligible ? (call.routedExperts ?? null) : null);
     calls.mediaMismatch.push(mediaMismatch);
     calls.ids.push(id);
     calls.agentNames.push(call.agent);

@@ -6,6 +6,7 @@ import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf, type R
 import { RolloutAssembler, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import { MAX_CALL_TOKENS, type CoreFactory } from "./core/types.js";
 import { readMedia } from "./media.js";
+import { readRoutedExperts } from "./routed-experts.js";
 import type { AgentInput, MediaItem, Plan, PlanOptions } from "./types.js";
 
 export interface BuilderHeader {
@@ -27,6 +28,8 @@ export interface CallMeta {
   kept?: boolean;
   /** The media whose placeholder tokens stand in the staged prompt (SPEC `calls[].media`). */
   media?: readonly MediaItem[] | null;
+  /** MoE router choices for the staged call's tokens (SPEC `calls[].routed_experts`). */
+  routed_experts?: string | readonly (readonly (readonly number[])[])[] | null;
 }
 
 export interface RolloutBuilder {
@@ -99,9 +102,9 @@ class InPlaceBuilder implements RolloutBuilder {
   commit(meta: CallMeta): boolean {
     this.ensureOpen("commit");
     if (!this.staged) throw new Error("commit() needs a stage() first");
-    if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept?, media? }, got ${describeValue(meta)}`);
+    if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got ${describeValue(meta)}`);
     // Read once, before anything changes: a getter that throws leaves the builder as it was.
-    const { id, agent, kept, media: mediaValue } = meta;
+    const { id, agent, kept, media: mediaValue, routed_experts: expertsValue } = meta;
     const index = this.calls++;
     this.staged = false;
     return this.guard((assembler) => {
@@ -113,12 +116,19 @@ class InPlaceBuilder implements RolloutBuilder {
       const agentName = agent ?? "";
       const agentIndex = assembler.identify(id, agentName);
       if (agentIndex === null) return false;
-      const media = readMedia(mediaValue, assembler.stagedPromptLength);
-      if (typeof media === "string") {
-        assembler.rejectMedia(id, media);
+      const experts = readRoutedExperts(expertsValue, assembler.stagedPromptLength + assembler.stagedGenerationLength);
+      const eligible = kept !== false && assembler.stagedGenerationLength > 0;
+      const expertsProblem = typeof experts === "string" ? experts : assembler.expertsProblem(id, experts, eligible);
+      if (expertsProblem !== null) {
+        assembler.rejectAfterValues(id, "invalid_routed_experts", expertsProblem);
         return false;
       }
-      return assembler.commit({ id, agent: agentName, kept: kept !== false, media }, agentIndex);
+      const media = readMedia(mediaValue, assembler.stagedPromptLength);
+      if (typeof media === "string") {
+        assembler.rejectAfterValues(id, "invalid_media", media);
+        return false;
+      }
+      return assembler.commit({ id, agent: agentName, kept: kept !== false, media, routedExperts: experts as Exclude<typeof experts, string> }, agentIndex);
     }, () => false);
   }
 

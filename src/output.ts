@@ -1,5 +1,9 @@
 // Serialization of rows and reports as SPEC's JSONL.
-import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, Report, Row } from "./types.js";
+import { fromBase64, toBase64 } from "./base64.js";
+import { encodeRoutedExperts } from "./routed-experts.js";
+import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, Report, RoutedExperts, Row } from "./types.js";
+
+export { fromBase64, toBase64 };
 
 export type MaskFormat = "bits" | "ints";
 
@@ -23,49 +27,6 @@ export function formatFloat32(x: number): string {
     else low = middle + 1;
   }
   return String(Number(x.toPrecision(low)));
-}
-
-const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/** Standard base64 (with padding); uses Node's Buffer when present, a portable loop otherwise. */
-export function toBase64(bytes: Uint8Array): string {
-  const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
-  if (NodeBuffer) return NodeBuffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64");
-  let out = "";
-  let i = 0;
-  for (; i + 2 < bytes.length; i += 3) {
-    const n = (bytes[i] << 16) | (bytes[i + 1] << 8) | bytes[i + 2];
-    out += BASE64[n >> 18] + BASE64[(n >> 12) & 63] + BASE64[(n >> 6) & 63] + BASE64[n & 63];
-  }
-  const rest = bytes.length - i;
-  if (rest === 1) {
-    const n = bytes[i] << 16;
-    out += BASE64[n >> 18] + BASE64[(n >> 12) & 63] + "==";
-  } else if (rest === 2) {
-    const n = (bytes[i] << 16) | (bytes[i + 1] << 8);
-    out += BASE64[n >> 18] + BASE64[(n >> 12) & 63] + BASE64[(n >> 6) & 63] + "=";
-  }
-  return out;
-}
-
-/** Decodes a base64 bitset back to bytes (for tests and tools reading our output). */
-export function fromBase64(text: string): Uint8Array {
-  const NodeBuffer = (globalThis as { Buffer?: typeof Buffer }).Buffer;
-  if (NodeBuffer) return new Uint8Array(NodeBuffer.from(text, "base64"));
-  const clean = text.replace(/=+$/, "");
-  const out = new Uint8Array((clean.length * 3) >> 2);
-  let bits = 0;
-  let value = 0;
-  let o = 0;
-  for (const ch of clean) {
-    value = (value << 6) | BASE64.indexOf(ch);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[o++] = (value >> bits) & 255;
-    }
-  }
-  return out;
 }
 
 /** Bit i of a SPEC bitset. */
@@ -92,6 +53,13 @@ export function mediaList(media: readonly MediaItem[]): string {
   return JSON.stringify(media.map(({ id, offset, length }) => ({ id, offset, length })));
 }
 
+/** `,"routed_experts":"nrlre1:…"` when a row or record has them (SPEC: only when the rollout gives them). */
+export function expertsField(experts: RoutedExperts | undefined): string {
+  if (experts === undefined) return "";
+  const data = experts.data instanceof Int8Array ? Int16Array.from(experts.data) : experts.data;
+  return `,"routed_experts":"${encodeRoutedExperts(data, experts.tokens, experts.layers, experts.topk)}"`;
+}
+
 /** Throws unless the row's arrays hold its numTokens tokens (a released plan's rows hold none). */
 export function checkRowArrays(row: Row): void {
   if (row.tokenIds.length !== row.numTokens || row.logprobs.length !== row.numTokens || row.lossMask.length !== (row.numTokens + 7) >> 3) {
@@ -114,7 +82,7 @@ export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
     `"trained":${JSON.stringify(row.trained)},"context":${JSON.stringify(row.context)},` +
     `"num_tokens":${row.numTokens},"token_ids":[${row.tokenIds.join(",")}],` +
     `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${JSON.stringify(row.reward)},` +
-    `"media":${mediaList(row.media)}}`
+    `"media":${mediaList(row.media)}${expertsField(row.routedExperts)}}`
   );
 }
 
@@ -155,7 +123,7 @@ export function packedToJson(record: PackedTree | PackedBin, maskFormat: MaskFor
     packedHead(record) +
     `,"token_ids":[${record.tokenIds.join(",")}],"position_ids":[${record.positionIds.join(",")}],` +
     `"logprobs":${floatList(record.logprobs)},"loss_mask":${mask},"segments":${segmentList(record.segments)},` +
-    `"media":${mediaList(record.media)},"reward":${JSON.stringify(record.reward)}}`
+    `"media":${mediaList(record.media)},"reward":${JSON.stringify(record.reward)}${expertsField(record.routedExperts)}}`
   );
 }
 

@@ -2,7 +2,8 @@
 // calls it trains and the calls it only reads, and (on demand) every call of the rollout.
 import type { CoreForest, CorePacked, ForestCore } from "./core/types.js";
 import type { RecordLayout, SegmentLayout } from "./packing.js";
-import type { AgentInfo, BinSegment, ForestCall, MediaItem, PackedBin, PackedTree, Plan, Report, Row } from "./types.js";
+import type { AgentInfo, BinSegment, ForestCall, MediaItem, PackedBin, PackedTree, Plan, Report, RoutedExperts, Row } from "./types.js";
+import { copyToken, expertArray, needsInt32 } from "./routed-experts.js";
 
 /**
  * What the assembler kept of each committed call, in ledger order. Its own lists, not the
@@ -20,6 +21,8 @@ export interface CallTable {
   readonly media: (MediaItem[] | null)[];
   /** Whether SPEC's media_mismatch holds for each call. */
   readonly mediaMismatch: boolean[];
+  /** Each eligible call's routed experts (null for the others, and when the rollout gives none). */
+  readonly routedExperts: (RoutedExperts | null)[];
 }
 
 /** A fresh copy of a call's occurrences (callers may change what a plan gives them). */
@@ -53,14 +56,15 @@ export function plannedRollout(
   report.rows = rows.length;
   // The core filled the layouts' records in the order they were asked for: trees, then bins.
   let next = 0;
-  const trees = layouts.trees ? makeTrees(calls, layouts.trees, forest.packed[next++], header) : [];
-  const bins = layouts.bins ? makeBins(calls, layouts.bins, forest.packed[next++], header) : [];
+  const firstChild = layouts.trees || layouts.bins ? firstChildren(forest.parents) : new Int32Array(0);
+  const trees = layouts.trees ? makeTrees(calls, layouts.trees, forest.packed[next++], header, firstChild) : [];
+  const bins = layouts.bins ? makeBins(calls, layouts.bins, forest.packed[next++], header, firstChild) : [];
   if (layouts.bins) report.packed_tokens = bins.reduce((n, bin) => n + bin.numTokens, 0);
   return new PlannedRollout(report, rows, trees, bins, header.agents, () => describeForest(calls, forest), core);
 }
 
 /** A packed record's fields but its segments and what names it. */
-function packedFields(calls: CallTable, record: RecordLayout, arrays: CorePacked, header: PlanHeader) {
+function packedFields(calls: CallTable, record: RecordLayout, arrays: CorePacked, header: PlanHeader, firstChild: Int32Array) {
   const { ids, eligible } = calls;
   return {
     rolloutId: header.rolloutId,
@@ -69,6 +73,7 @@ function packedFields(calls: CallTable, record: RecordLayout, arrays: CorePacked
     numTokens: record.numTokens,
     ...arrays,
     media: packedMedia(calls, record.segments),
+    ...packedExperts(calls, record, firstChild),
   };
 }
 
@@ -84,7 +89,7 @@ function packedMedia(calls: CallTable, segments: readonly SegmentLayout[]): Medi
   return out;
 }
 
-function makeTrees(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader): PackedTree[] {
+function makeTrees(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader, firstChild: Int32Array): PackedTree[] {
   const { ids, agentNames, eligible } = calls;
   return records.map((record, index) => {
     const root = eligible[record.segments[0].call];
@@ -92,18 +97,18 @@ function makeTrees(calls: CallTable, records: RecordLayout[], arrays: CorePacked
       index,
       root: ids[root],
       agent: agentNames[root],
-      ...packedFields(calls, record, arrays[index], header),
+      ...packedFields(calls, record, arrays[index], header, firstChild),
       segments: record.segments.map((s) => ({ call: ids[eligible[s.call]], parent: s.parent, start: s.start, length: s.length, end: s.end })),
     };
   });
 }
 
-function makeBins(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader): PackedBin[] {
+function makeBins(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader, firstChild: Int32Array): PackedBin[] {
   const { ids, eligible } = calls;
   return records.map((record, index) => ({
     index,
     roots: record.segments.filter((s) => s.parent < 0).map((s) => ids[eligible[s.call]]),
-    ...packedFields(calls, record, arrays[index], header),
+    ...packedFields(calls, record, arrays[index], header, firstChild),
     segments: record.segments.map(
       (s): BinSegment => ({ call: ids[eligible[s.call]], parent: s.parent, start: s.start, length: s.length, end: s.end, tree: s.tree, trained: s.trained }),
     ),
@@ -163,8 +168,53 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
       logprobs: coreRow.logprobs,
       lossMask: coreRow.lossMask,
       media: mediaOf(media[leaf]),
+      ...rowExperts(calls.routedExperts[leaf], coreRow.tokenIds.length),
     };
   });
+}
+
+/**
+ * SPEC "Rows": the first num_tokens entries of the leaf's routed experts (its prefill routed every
+ * earlier token of the row), int16 unless a wider type is needed. Absent when the rollout has none.
+ */
+function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExperts?: RoutedExperts } {
+  if (experts === null) return {};
+  const { layers, topk } = experts;
+  const width = layers * topk;
+  const wide = needsInt32(experts, tokens);
+  const data = (experts.data instanceof Int16Array && !wide) || (experts.data instanceof Int32Array && wide)
+    ? experts.data.subarray(0, tokens * width)
+    : expertArray(tokens, layers, topk, wide).map((_, i) => experts.data[i]);
+  return { routedExperts: { tokens, layers, topk, data } };
+}
+
+/**
+ * SPEC "Packed trees": each token of segment x gets x's entry at its position — but the last
+ * token of a segment whose call has children, which decode never routed for real: that one comes
+ * from the first child's array (its prefill routed it).
+ */
+function packedExperts(calls: CallTable, record: RecordLayout, firstChild: Int32Array): { routedExperts?: RoutedExperts } {
+  const all = calls.routedExperts;
+  const first = all[calls.eligible[record.segments[0].call]];
+  if (!first) return {};
+  const { layers, topk } = first;
+  const width = layers * topk;
+  const wide = record.segments.some((s) => needsInt32(all[calls.eligible[s.call]]!, s.from + s.length));
+  const data = expertArray(record.numTokens, layers, topk, wide);
+  for (const s of record.segments) {
+    const own = all[calls.eligible[s.call]]!;
+    for (let k = 0; k < s.length; k++) copyToken(own, s.from + k, data, (s.start + k) * width);
+    const child = firstChild[s.call];
+    if (child >= 0) copyToken(all[calls.eligible[child]]!, s.from + s.length - 1, data, (s.start + s.length - 1) * width);
+  }
+  return { routedExperts: { tokens: record.numTokens, layers, topk, data } };
+}
+
+/** Each eligible call's first child in ledger order (-1: a leaf). */
+function firstChildren(parents: ArrayLike<number>): Int32Array {
+  const first = new Int32Array(parents.length).fill(-1);
+  for (let c = parents.length - 1; c >= 0; c--) if (parents[c] >= 0) first[parents[c]] = c;
+  return first;
 }
 
 /** Every call of the rollout in ledger order, linked or not (plan.forest). */

@@ -6,6 +6,7 @@ import { checkCallShape, checkHeader, checkPlanOptions, isTokenArray, rolloutIdO
 import { RolloutAssembler, type CallIdentity, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
 import type { CoreFactory, SizeHints } from "./core/types.js";
 import { readMedia } from "./media.js";
+import { readRoutedExperts } from "./routed-experts.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "./types.js";
 
 /** Copies token IDs into the core; returns the index of the first invalid plain-array value, or -1. */
@@ -73,13 +74,28 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     if (shape instanceof Rejection) return assembler.reject(shape);
     const agent = assembler.identify(shape.id, shape.agent);
     if (agent === null) return;
+    // Checked now, rejected after the values (SPEC's order): see rejectAfterValues.
+    const experts = readRoutedExperts(shape.routedExperts, shape.prompt.length + shape.generation.length);
     const media = readMedia(shape.media, shape.prompt.length);
-    const identity: CallIdentity = { id: shape.id, agent: shape.agent, kept: shape.kept, media: typeof media === "string" ? null : media };
+    const eligible = shape.kept && shape.generation.length > 0;
+    const across = typeof experts === "string" ? null : assembler.expertsProblem(shape.id, experts, eligible);
+    const problem =
+      typeof experts === "string" ? { code: "invalid_routed_experts" as const, detail: experts }
+      : across !== null ? { code: "invalid_routed_experts" as const, detail: across }
+      : typeof media === "string" ? { code: "invalid_media" as const, detail: media }
+      : null;
+    const identity: CallIdentity = {
+      id: shape.id,
+      agent: shape.agent,
+      kept: shape.kept,
+      media: typeof media === "string" ? null : media,
+      routedExperts: typeof experts === "string" ? null : experts,
+    };
 
     // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so
-    // is a call with bad media: its values are checked first, on the staged copy).
+    // is a call with bad media or experts: its values are checked first, on the staged copy).
     const { prompt, generation, logprobs } = shape;
-    if (assembler.readsArrays && typeof media !== "string" && prompt instanceof Int32Array && generation instanceof Int32Array && logprobs instanceof Float32Array && logprobs.length === generation.length) {
+    if (assembler.readsArrays && problem === null && prompt instanceof Int32Array && generation instanceof Int32Array && logprobs instanceof Float32Array && logprobs.length === generation.length) {
       if (!assembler.commitArrays(identity, agent, { prompt, generation, logprobs })) return;
       continue;
     }
@@ -111,7 +127,7 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
       if (badTokenAt >= 0) return assembler.reject(badToken(calls[i], i, shape, badTokenAt));
       return assembler.reject(invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
     }
-    if (typeof media === "string") return assembler.rejectMedia(shape.id, media);
+    if (problem !== null) return assembler.rejectAfterValues(shape.id, problem.code, problem.detail);
     if (!assembler.commit(identity, agent, shape)) return;
   }
 }

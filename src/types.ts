@@ -19,6 +19,19 @@ export interface CanonicalCall {
   kept?: boolean;
   /** The media whose placeholder tokens stand in the prompt (SPEC "Input"); none when absent or null. */
   media?: readonly MediaItem[] | null;
+  /** MoE router choices for every token of prompt ++ generation: an `nrlre1:` envelope or [S][L][K] lists. */
+  routed_experts?: string | readonly (readonly (readonly number[])[])[] | null;
+}
+
+/**
+ * MoE routed experts (SPEC `calls[].routed_experts`): `tokens` × `layers` × `topk` expert ids in C
+ * order — token t's at [t·L·K, (t+1)·L·K). Written as SPEC's envelope (`nrlre1:int16:…`).
+ */
+export interface RoutedExperts {
+  tokens: number;
+  layers: number;
+  topk: number;
+  data: Int8Array | Int16Array | Int32Array;
 }
 
 /**
@@ -57,6 +70,7 @@ export type RejectionCode =
   | "invalid_token"
   | "logprob_length_mismatch"
   | "invalid_logprob"
+  | "invalid_routed_experts"
   | "invalid_media"
   | "ambiguous_parent"
   | "no_trainable_calls"
@@ -119,6 +133,8 @@ export interface Row {
   lossMask: Uint8Array;
   /** The leaf's media occurrences; their offsets index tokenIds. Empty when none. */
   media: MediaItem[];
+  /** Only when the rollout gives them: the leaf's routed experts for the row's tokens (int16 or int32). */
+  routedExperts?: RoutedExperts;
 }
 
 /** One segment of a packed record (SPEC "Packed trees"): what `call` adds to its parent's sequence. */
@@ -155,6 +171,8 @@ interface PackedArrays {
   lossMask: Uint8Array;
   /** The record's media occurrences, each once, offsets packed indices. */
   media: MediaItem[];
+  /** Only when the rollout gives them: each packed token's routed experts (SPEC's rule). */
+  routedExperts?: RoutedExperts;
 }
 
 /** One tree of the forest, every token once (SPEC "Packed trees"). */

@@ -22,6 +22,8 @@ export interface CallShape {
   kept: boolean;
   /** `media` as given: checked by readMedia once the values are (SPEC's order of rejections). */
   media: unknown;
+  /** `routed_experts` as given: checked by readRoutedExperts, also after the values. */
+  routedExperts: unknown;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -117,7 +119,7 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   const invalid = (detail: string) => new Rejection("invalid_rollout", `${callLabel(call, index)}: ${detail}`);
   if (!isRecord(call)) return invalid(`a call must be a JSON object, got ${describeValue(call)}`);
   const { id, agent, prompt_token_ids: prompt, generation_token_ids: generation } = call;
-  const { generation_log_probs: logprobs, kept, media } = call;
+  const { generation_log_probs: logprobs, kept, media, routed_experts: routedExperts } = call;
   const problem = callIdentityProblem(id, agent, kept);
   if (problem !== null) return invalid(problem);
   if (!isTokenArray(prompt)) return invalid(mustBe("prompt_token_ids", "an array", prompt));
@@ -127,5 +129,5 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   if (!isLogprobArray(logprobs)) {
     return invalid(mustBe("generation_log_probs", "an array", logprobs));
   }
-  return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false, media };
+  return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false, media, routedExperts };
 }

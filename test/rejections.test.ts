@@ -132,6 +132,26 @@ const CASES: Case[] = [
   { name: "logprob a string", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: ["-1"] })]), code: "invalid_logprob", call: "c2" },
   { name: "logprob a bigint", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: [-1n] })]), code: "invalid_logprob", call: "c2", apiOnly: true },
   { name: "logprob null", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: [null] })]), code: "invalid_logprob", call: "c2" },
+  // invalid_routed_experts (SPEC "Input", calls[].routed_experts)
+  { name: "routed experts not an envelope", input: rollout([ok1, call("c2", [1], [2], { routed_experts: "nrlre2:int16:2x1x1:AAAAAA==" })]), code: "invalid_routed_experts", call: "c2" },
+  { name: "routed experts with a payload of the wrong size", input: rollout([ok1, call("c2", [1], [2], { routed_experts: "nrlre1:int16:2x1x2:AAABAAIA" })]), code: "invalid_routed_experts", call: "c2" },
+  { name: "routed experts covering too few tokens", input: rollout([ok1, call("c2", [1, 2], [3], { routed_experts: "nrlre1:int16:2x1x2:AAABAAIAAwA=" })]), code: "invalid_routed_experts", call: "c2" },
+  { name: "routed experts ragged lists", input: rollout([ok1, call("c2", [1], [2], { routed_experts: [[[0, 1]], [[2]]] })]), code: "invalid_routed_experts", call: "c2" },
+  { name: "routed experts a number", input: rollout([ok1, call("c2", [1], [2], { routed_experts: 5 })]), code: "invalid_routed_experts", call: "c2" },
+  {
+    name: "routed experts given by one eligible call and not another",
+    input: rollout([call("c1", [1], [2], { routed_experts: [[[1]], [[2]]] }), call("c2", [1, 2], [3])]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
+    name: "routed experts of another L x K",
+    input: rollout([call("c1", [1], [2], { routed_experts: [[[1]], [[2]]] }), call("c2", [1, 2], [3], { routed_experts: [[[1, 2]], [[2, 3]], [[3, 4]]] })]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  { name: "bad routed experts before bad media", input: rollout([ok1, call("c2", [1], [2], { routed_experts: 5, media: 5 })]), code: "invalid_routed_experts", call: "c2" },
+  { name: "bad logprob before bad routed experts", input: rollout([ok1, call("c2", [1], [2], { routed_experts: 5, generation_log_probs: [Number.NaN] })]), code: "invalid_logprob", call: "c2" },
   // invalid_media (SPEC "Input", calls[].media): each rule, on kept and unkept calls
   ...(
     [

@@ -618,6 +618,23 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
     c.generation_log_probs = list;
     return { code: "invalid_logprob", call: c.id as string, what: `call ${k} logprob ${String(bad)}` };
   },
+  invalid_routed_experts: (r, k, pick) => {
+    const c = r.calls[k];
+    const full = (c.prompt_token_ids as ArrayLike<number>).length + (c.generation_token_ids as ArrayLike<number>).length;
+    const bad: unknown[] = [
+      "nrlre1:int16:1x1x1:AAAA", // 3 bytes where 2 belong
+      "nrlre2:int16:1x1x1:AAA=",
+      `nrlre1:int64:${full}x1x1:`,
+      7,
+      { S: 1 },
+      [[[0, 1]], [[2]]], // ragged
+      [[["x"]]],
+      `nrlre1:int8:${Math.max(0, full - 1)}x1x1:${Buffer.alloc(Math.max(0, full - 1)).toString("base64")}`, // one token short
+      Array.from({ length: Math.max(0, full - 1) }, () => [[1]]),
+    ];
+    c.routed_experts = full === 0 ? bad[0] : bad[pick % bad.length];
+    return { code: "invalid_routed_experts", call: c.id as string, what: `call ${k} routed_experts fault ${pick % bad.length}` };
+  },
   invalid_media: (r, k, pick) => {
     const c = r.calls[k];
     const fault = BAD_MEDIA[pick % BAD_MEDIA.length];

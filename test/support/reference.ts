@@ -237,6 +237,7 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
       throw new Rejection("invalid_logprob", callId, index, `call ${callId}: invalid logprob ${String(lp)}`);
     }
   }
+  checkRoutedExperts(raw.routed_experts, prompt.length + generation.length, callId, index);
   const media = readMediaList(raw.media, prompt.length, callId, index);
   return {
     id: callId,
@@ -250,6 +251,41 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
     kept: raw.kept !== false,
     full: [...(prompt as number[]), ...(generation as number[])],
   };
+}
+
+/**
+ * SPEC table: "calls[].routed_experts | string or array | optional: ... in NeMo RL's envelope
+ * nrlre1:<dtype>:<S>x<L>x<K>:<base64> (dtype int8, int16 or int32; S >= len(full(c)) tokens ...;
+ * little-endian C-order bytes) or as nested integer lists [S][L][K]". (One call's own rules: the
+ * rules across calls are checked by tests of their own.)
+ */
+function checkRoutedExperts(value: unknown, fullLength: number, id: string, index: number): void {
+  const bad = (what: string): never => {
+    throw new Rejection("invalid_routed_experts", id, index, `call ${id}: ${what}`);
+  };
+  if (value === undefined || value === null) return;
+  if (typeof value === "string") {
+    const m = /^nrlre1:(int8|int16|int32):(\d+)x(\d+)x(\d+):([A-Za-z0-9+/]*={0,2})$/.exec(value);
+    if (!m) bad("not an nrlre1 envelope");
+    const [, type, s, l, k, payload] = m as RegExpExecArray;
+    const size = { int8: 1, int16: 2, int32: 4 }[type as "int8"];
+    if (Number(l) < 1 || Number(k) < 1) bad("L or K is 0");
+    if (Buffer.from(payload, "base64").length !== Number(s) * Number(l) * Number(k) * size) bad("payload length");
+    if (Number(s) < fullLength) bad("covers too few tokens");
+    return;
+  }
+  if (!Array.isArray(value)) bad("neither a string nor an array");
+  const lists = value as unknown[];
+  if (lists.length < fullLength) bad("covers too few tokens");
+  const layers = (lists[0] as unknown[] | undefined)?.length ?? 0;
+  const topk = ((lists[0] as unknown[][] | undefined)?.[0] as unknown[] | undefined)?.length ?? 0;
+  for (const perToken of lists) {
+    if (!Array.isArray(perToken) || perToken.length !== layers || layers === 0) bad("ragged layers");
+    for (const chosen of perToken as unknown[]) {
+      if (!Array.isArray(chosen) || chosen.length !== topk || topk === 0) bad("ragged top-k");
+      for (const e of chosen as unknown[]) if (typeof e !== "number" || !Number.isInteger(e) || e < -(2 ** 31) || e >= 2 ** 31) bad("not an int32");
+    }
+  }
 }
 
 /**
