@@ -47,6 +47,14 @@ function floatList(values: Float32Array): string {
   return out + "]";
 }
 
+/**
+ * A reward as JSON: the number as given, and -0 as "-0" (JSON.stringify writes 0), so that every
+ * number callforest writes reads back as the same value — logprobs keep their sign of zero too.
+ */
+export function rewardText(reward: number): string {
+  return Object.is(reward, -0) ? "-0" : JSON.stringify(reward);
+}
+
 /** A row's media as SPEC's JSON: `{id, offset, length}` objects in that key order. */
 export function mediaList(media: readonly MediaItem[]): string {
   if (media.length === 0) return "[]";
@@ -81,7 +89,7 @@ export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
     `"agent":${JSON.stringify(row.agent)},"calls":${JSON.stringify(row.calls)},` +
     `"trained":${JSON.stringify(row.trained)},"context":${JSON.stringify(row.context)},` +
     `"num_tokens":${row.numTokens},"token_ids":[${row.tokenIds.join(",")}],` +
-    `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${JSON.stringify(row.reward)},` +
+    `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${rewardText(row.reward)},` +
     `"media":${mediaList(row.media)}${expertsField(row.routedExperts)}}`
   );
 }
@@ -123,7 +131,7 @@ export function packedToJson(record: PackedTree | PackedBin, maskFormat: MaskFor
     packedHead(record) +
     `,"token_ids":[${record.tokenIds.join(",")}],"position_ids":[${record.positionIds.join(",")}],` +
     `"logprobs":${floatList(record.logprobs)},"loss_mask":${mask},"segments":${segmentList(record.segments)},` +
-    `"media":${mediaList(record.media)},"reward":${JSON.stringify(record.reward)}${expertsField(record.routedExperts)}}`
+    `"media":${mediaList(record.media)},"reward":${rewardText(record.reward)}${expertsField(record.routedExperts)}}`
   );
 }
 

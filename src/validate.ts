@@ -34,6 +34,21 @@ export function isTokenArray(value: unknown): value is TokenIds {
   return Array.isArray(value) || value instanceof Int32Array;
 }
 
+/**
+ * A typed array whose buffer was detached (transferred to a worker, or a WebAssembly memory that
+ * grew under it): it reads as empty, and copying from it throws. (`ArrayBuffer.prototype.detached`
+ * is newer than Node 20; a view over a detached buffer cannot be made.)
+ */
+function isDetached(value: unknown): boolean {
+  if (!ArrayBuffer.isView(value) || value.byteLength !== 0) return false;
+  try {
+    new Uint8Array(value.buffer);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 function isLogprobArray(value: unknown): value is Logprobs {
   return Array.isArray(value) || value instanceof Float32Array || value instanceof Float64Array;
 }
@@ -122,6 +137,9 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   const { generation_log_probs: logprobs, kept, media, routed_experts: routedExperts } = call;
   const problem = callIdentityProblem(id, agent, kept);
   if (problem !== null) return invalid(problem);
+  for (const [name, array] of [["prompt_token_ids", prompt], ["generation_token_ids", generation], ["generation_log_probs", logprobs]] as const) {
+    if (isDetached(array)) return invalid(`${name} is a typed array whose buffer was detached (transferred, or a WebAssembly memory grew under it)`);
+  }
   if (!isTokenArray(prompt)) return invalid(mustBe("prompt_token_ids", "an array", prompt));
   if (!isTokenArray(generation)) {
     return invalid(mustBe("generation_token_ids", "an array", generation));

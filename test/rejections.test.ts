@@ -79,6 +79,13 @@ function circular(): Record<string, unknown> {
   return o;
 }
 
+/** An Int32Array whose buffer was transferred away (it reads as empty, and copying it throws). */
+function detached(): Int32Array {
+  const array = Int32Array.of(1, 2, 3);
+  structuredClone(array.buffer, { transfer: [array.buffer] });
+  return array;
+}
+
 /** Hand-written cases: one or more per code, and the validation order SPEC's checks imply. */
 const CASES: Case[] = [
   // invalid_rollout: rollout level
@@ -101,6 +108,8 @@ const CASES: Case[] = [
   { name: "kept a string", input: rollout([ok1, call("c2", [1], [2], { kept: "false" })]), code: "invalid_rollout", call: "c2" },
   { name: "a hole in the calls array", input: rollout([ok1, , call("c3", [1, 2, 3], [4])]), code: "invalid_rollout", call: null },
   { name: "tokens in a BigInt64Array", input: rollout([ok1, call("c2", [], [2], { prompt_token_ids: BigInt64Array.of(1n) })]), code: "invalid_rollout", call: "c2", apiOnly: true },
+  { name: "prompt a detached Int32Array", input: rollout([ok1, call("c2", [], [2], { prompt_token_ids: detached() })]), code: "invalid_rollout", call: "c2", apiOnly: true },
+  { name: "logprobs a detached Float32Array", input: rollout([ok1, call("c2", [1], [2], { generation_log_probs: (() => { const a = Float32Array.of(-1); structuredClone(a.buffer, { transfer: [a.buffer] }); return a; })() })]), code: "invalid_rollout", call: "c2", apiOnly: true },
   { name: "prompt a self-referencing object", input: rollout([ok1, call("c2", [], [2], { prompt_token_ids: circular() })]), code: "invalid_rollout", call: "c2", apiOnly: true },
   // duplicate_call_id (an unkept call's id counts too)
   { name: "two calls share an id", input: rollout([ok1, call("c2", [1], [2]), call("c2", [1, 2], [3])]), code: "duplicate_call_id", call: "c2" },
