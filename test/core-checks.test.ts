@@ -300,7 +300,7 @@ describe("misuse of the API", () => {
       const b = cf.builder({ rollout_id: "r", reward: 0 });
       expect(() => b.commit({ id: "early" })).toThrow("commit() needs a stage() first");
       b.stage(1, 1);
-      expect(() => b.commit(undefined as never)).toThrow("commit() takes the call's { id, agent?, kept?, media? }, got undefined");
+      expect(() => b.commit(undefined as never)).toThrow("commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got undefined");
       const slot = b.stage(1, 1);
       slot.promptTokenIds.set([1]);
       slot.generationTokenIds.set([2]);

@@ -102,6 +102,8 @@ interface Call {
   /** SPEC: "full(c) = prompt(c) ++ generation(c)" */
   full: number[];
   media: RefMedia[];
+  /** L × K of its routed experts, null when it gives none. */
+  expertsPerToken: number | null;
 }
 
 const MAX_TOKEN = 2 ** 31 - 1;
@@ -129,6 +131,17 @@ function isTokenList(x: unknown): x is ArrayLike<unknown> {
 // types.ts: Logprobs = readonly number[] | Float32Array | Float64Array.
 function isLogprobList(x: unknown): x is ArrayLike<unknown> {
   return Array.isArray(x) || x instanceof Float32Array || x instanceof Float64Array;
+}
+
+/** A typed array over a detached buffer (transferred away): it reads as empty; README: invalid_rollout. */
+function isDetached(x: unknown): boolean {
+  if (!ArrayBuffer.isView(x)) return false;
+  try {
+    new Uint8Array(x.buffer);
+    return false;
+  } catch {
+    return true;
+  }
 }
 
 function toPlain(list: ArrayLike<unknown>): unknown[] {
@@ -200,6 +213,7 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
   // SPEC table: "calls[].agent | string | optional, default """
   if (raw.agent !== undefined && typeof raw.agent !== "string") bad("agent is not a string");
   // SPEC table: "prompt_token_ids | array of integers ... | required (may be empty)"; same for generation
+  for (const field of ["prompt_token_ids", "generation_token_ids", "generation_log_probs"]) if (isDetached(raw[field])) bad(`${field} is detached`);
   if (!isTokenList(raw.prompt_token_ids)) bad("prompt_token_ids missing or not an array");
   if (!isTokenList(raw.generation_token_ids)) bad("generation_token_ids missing or not an array");
   // SPEC table: "generation_log_probs | array of finite numbers | required"
@@ -237,13 +251,14 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
       throw new Rejection("invalid_logprob", callId, index, `call ${callId}: invalid logprob ${String(lp)}`);
     }
   }
-  checkRoutedExperts(raw.routed_experts, prompt.length + generation.length, callId, index);
+  const experts = checkRoutedExperts(raw.routed_experts, prompt.length + generation.length, callId, index);
   const media = readMediaList(raw.media, prompt.length, callId, index);
   return {
     id: callId,
     agent,
     index,
     media,
+    expertsPerToken: experts?.perToken ?? null,
     prompt: prompt as number[],
     generation: generation as number[],
     logprobs: (logprobs as number[]).map((x) => Math.fround(x)),
@@ -259,11 +274,11 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
  * little-endian C-order bytes) or as nested integer lists [S][L][K]". (One call's own rules: the
  * rules across calls are checked by tests of their own.)
  */
-function checkRoutedExperts(value: unknown, fullLength: number, id: string, index: number): void {
+function checkRoutedExperts(value: unknown, fullLength: number, id: string, index: number): { perToken: number } | null {
   const bad = (what: string): never => {
     throw new Rejection("invalid_routed_experts", id, index, `call ${id}: ${what}`);
   };
-  if (value === undefined || value === null) return;
+  if (value === undefined || value === null) return null;
   if (typeof value === "string") {
     const m = /^nrlre1:(int8|int16|int32):(\d+)x(\d+)x(\d+):([A-Za-z0-9+/]*={0,2})$/.exec(value);
     if (!m) bad("not an nrlre1 envelope");
@@ -272,7 +287,7 @@ function checkRoutedExperts(value: unknown, fullLength: number, id: string, inde
     if (Number(l) < 1 || Number(k) < 1) bad("L or K is 0");
     if (Buffer.from(payload, "base64").length !== Number(s) * Number(l) * Number(k) * size) bad("payload length");
     if (Number(s) < fullLength) bad("covers too few tokens");
-    return;
+    return { perToken: Number(l) * Number(k) };
   }
   if (!Array.isArray(value)) bad("neither a string nor an array");
   const lists = value as unknown[];
@@ -286,6 +301,7 @@ function checkRoutedExperts(value: unknown, fullLength: number, id: string, inde
       for (const e of chosen as unknown[]) if (typeof e !== "number" || !Number.isInteger(e) || e < -(2 ** 31) || e >= 2 ** 31) bad("not an int32");
     }
   }
+  return { perToken: layers * topk };
 }
 
 /**
@@ -377,6 +393,17 @@ function plan(rollout: unknown): RefAccepted {
   const seen = new Set<string>();
   for (let index = 0; index < rawCalls.length; index++) {
     const c = readCall(rawCalls[index], index, seen, agents); // a hole in the array is no call: invalid
+    // SPEC: invalid_routed_experts when "its L × K differs from another call's; or some eligible
+    // calls give it and others do not" (reported at the first call that breaks the rule)
+    const earlierExperts = calls.find((x) => x.expertsPerToken !== null);
+    const firstEligible = calls.find((x) => x.kept && x.generation.length > 0);
+    const eligibleNow = c.kept && c.generation.length > 0;
+    if (
+      (c.expertsPerToken !== null && earlierExperts && earlierExperts.expertsPerToken !== c.expertsPerToken) ||
+      (eligibleNow && firstEligible && (firstEligible.expertsPerToken !== null) !== (c.expertsPerToken !== null))
+    ) {
+      throw new Rejection("invalid_routed_experts", c.id, index, `call ${c.id}: routed experts disagree with an earlier call's`);
+    }
     calls.push(c);
     // SPEC: "eligible | kept (kept is not false) and with at least one generated token"
     if (c.kept && c.generation.length > 0) {
