@@ -16,6 +16,12 @@ export class ReplayCore implements ForestCore {
   /** `forests`: one per rollout, in the order the rollouts will be planned (then again from the start). */
   constructor(private readonly forests: readonly CoreForest[]) {}
 
+  readonly memoryLimit = 2 ** 32;
+
+  minimumBytes(): number {
+    return 0;
+  }
+
   begin(): void {}
 
   stage(prompt: number, generated: number): StagedCall {
@@ -69,6 +75,8 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
     const plan = planRollout(() => {
       const core = pool.acquire();
       return {
+        memoryLimit: core.memoryLimit,
+        minimumBytes: (hints: SizeHints) => core.minimumBytes(hints),
         begin: (agentParents: Int32Array, hints: SizeHints) => core.begin(agentParents, hints),
         stage: (prompt: number, generated: number) => core.stage(prompt, generated),
         staged: () => core.staged(),

@@ -4,7 +4,8 @@
 import { Rejection, callLabel } from "./rejection.js";
 import { checkCallShape, checkHeader, checkPlanOptions, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
 import { RolloutAssembler, type CallIdentity, invalidLogprob, invalidToken, isOutOfMemory, rejectedPlan, tooLargeRejection } from "./assembler.js";
-import type { CoreFactory, SizeHints } from "./core/types.js";
+import { MAX_CALL_TOKENS, type CoreFactory, type SizeHints } from "./core/types.js";
+import { CoreMemoryError } from "./core/errors.js";
 import { readMedia } from "./media.js";
 import { readRoutedExperts } from "./routed-experts.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "./types.js";
@@ -143,6 +144,14 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
   const hints = sizeHints(header.calls);
   // Outside the try: no core to be had (too many live plans) is the caller's problem, not the rollout's.
   const core = makeCore();
+  // A call too long for the core whatever else happens: refused before its arrays are copied in.
+  const need = core.minimumBytes(hints);
+  const limit = core.memoryLimit;
+  if (hints.longestCall <= MAX_CALL_TOKENS && need > limit) {
+    core.release();
+    const why = `its longest call has ${hints.longestCall} tokens, which need at least ${need} bytes of core memory, more than its ${limit}`;
+    return rejectedPlan(header.rolloutId, header.calls.length, tooLargeRejection(new CoreMemoryError(why)), header.agents ?? [], options);
+  }
   let assembler: RolloutAssembler | null = null;
   try {
     assembler = new RolloutAssembler(core, header, hints);

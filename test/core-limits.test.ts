@@ -80,7 +80,9 @@ describe("memory limits (init({ maxMemory }))", () => {
       const cf = await init({ backend, maxMemory: 16 * MiB });
       const plan = cf.plan(big);
       expect([backend, plan.report.status, plan.report.reason, plan.rows.length]).toEqual([backend, "rejected", "rollout_too_large", 0]);
-      if (backend === "ts") expect(plan.report.detail).toBe("the rollout does not fit in one core's memory (the TypeScript core ran out of memory at init's maxMemory of 16777216 bytes)");
+      // Refused before the call is copied in: its tokens alone need more than the core may hold.
+      const bytes = backend === "ts" ? 12 * 5_000_001 : 16 * 5_000_001;
+      expect(plan.report.detail).toBe(`the rollout does not fit in one core's memory (its longest call has 5000001 tokens, which need at least ${bytes} bytes of core memory, more than its 16777216)`);
       // The builder too, however large a call it is asked to stage, and the next rollout plans.
       const builder = cf.builder({ rollout_id: "staged", reward: 0 });
       builder.stage(5_000_000, 1);
@@ -207,5 +209,23 @@ describe("plans and the caller's arrays", () => {
       gc();
       expect([backend, refs.map((ref) => ref.deref() === undefined)]).toEqual([backend, [true, true]]);
     }
+  });
+});
+
+describe("a call too long for the core", () => {
+  it("is rollout_too_large before its arrays are copied in, naming the bound", async () => {
+    const { init } = await import("../src/index.js");
+    // WASM stages the longest call, stores it and writes it in a row: 16 bytes a token at least.
+    const cf = await init({ maxMemory: 2 ** 20 });
+    const tokens = new Int32Array(70_000);
+    const plan = cf.plan({ rollout_id: "long", reward: 0, calls: [{ id: "c", prompt_token_ids: tokens, generation_token_ids: [1], generation_log_probs: [-1] }] });
+    expect([plan.report.reason, plan.report.detail]).toEqual([
+      "rollout_too_large",
+      "the rollout does not fit in one core's memory (its longest call has 70001 tokens, which need at least 1120016 bytes of core memory, more than its 1048576)",
+    ]);
+    // and the core it did not use serves the next plan
+    const small = cf.plan({ rollout_id: "s", reward: 0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] });
+    expect(small.report.status).toBe("ok");
+    small.release();
   });
 });

@@ -49,6 +49,18 @@ export class TsCore implements ForestCore {
   /** `maxBytes`: the most its arrays may hold at once (init's maxMemory; default 4 GiB, as a WASM core's memory). */
   constructor(private readonly maxBytes = WASM_MEMORY_MAX_BYTES) {}
 
+  get memoryLimit(): number {
+    return this.maxBytes;
+  }
+
+  /**
+   * The token store holds the longest call's tokens (4 bytes a token; typed arrays are read in
+   * place, unstaged) and some row holds them with their logprobs (8).
+   */
+  minimumBytes(hints: SizeHints): number {
+    return 12 * hints.longestCall;
+  }
+
   private agentParents = new Int32Array(0);
   private stageTokens = new Int32Array(256);
   private stageLogprobs = new Float32Array(256);
@@ -587,6 +599,14 @@ class TsCoreLease implements ForestCore {
   private held(): TsCore {
     if (this.core === null) throw new Error("this core was released");
     return this.core;
+  }
+
+  get memoryLimit(): number {
+    return this.held().memoryLimit;
+  }
+
+  minimumBytes(hints: SizeHints): number {
+    return this.held().minimumBytes(hints);
   }
 
   begin(agentParents: Int32Array, hints: SizeHints): void {

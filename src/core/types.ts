@@ -94,6 +94,12 @@ export interface SizeHints {
 
 export interface ForestCore {
   /**
+   * The fewest bytes this core needs for a rollout of these sizes (what any plan of it must hold
+   * at once), to refuse one that cannot fit before copying gigabytes into it; and its limit.
+   */
+  minimumBytes(hints: SizeHints): number;
+  readonly memoryLimit: number;
+  /**
    * Starts a plan. `agentParents[a]` is the parent agent of agent a (-1: none; agents past the
    * end of the table have none); hints size the core's memory up front.
    */

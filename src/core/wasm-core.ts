@@ -159,7 +159,7 @@ export class WasmCorePool {
   acquire(): ForestCore {
     const instance = this.idle.pop() ?? this.instantiate();
     this.live++;
-    return new WasmCore(instance, (done, reusable) => {
+    return new WasmCore(instance, this.limitPages * PAGE_BYTES, (done, reusable) => {
       this.live--;
       const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
       if (reusable && small && this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
@@ -175,9 +175,18 @@ class WasmCore implements ForestCore {
 
   constructor(
     private readonly instance: CoreInstance,
+    readonly memoryLimit: number,
     private readonly giveBack: (instance: CoreInstance, reusable: boolean) => void,
   ) {
     this.core = instance.exports;
+  }
+
+  /**
+   * The longest call is staged (4 bytes a token) and stored (4), and some row holds it with its
+   * logprobs (8): 16 bytes a token of it, whatever the rest of the rollout.
+   */
+  minimumBytes(hints: SizeHints): number {
+    return 16 * hints.longestCall;
   }
 
   begin(agentParents: Int32Array, hints: SizeHints): void {
