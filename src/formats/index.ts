@@ -7,12 +7,13 @@
 // Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
 // tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
 // Node APIs so the browser build can use it.
-import type { Callforest, Plan, PlanOptions, Report } from "../types.js";
+import type { Callforest, ForestCall, Plan, PlanOptions, Report } from "../types.js";
 import { rejectionReport } from "../report.js";
 import { callAtFault } from "../rejection.js";
 import { fromCallforest } from "./callforest.js";
 import { contractRolloutId, fromGymCompaction, isGymCompaction } from "./gym-compaction.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
+import { recordedParentNotes } from "./gym-capture/recorded-lineage.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
 import { FROM_OPTIONS, type ConvertResult, type Converted, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
 import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
@@ -58,8 +59,8 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
   try {
     if (!isObject(value)) throw new FormatError("invalid_value", `the value is ${show(value)}, expected a JSON object`);
     if (format === "gym-observed") {
-      const { rollout, diagnostics, sources } = fromGymObserved(value, context);
-      return { ok: true, format, rollout, diagnostics, sources };
+      const { rollout, diagnostics, sources, recordedParents } = fromGymObserved(value, context);
+      return { ok: true, format, rollout, diagnostics, sources, recordedParents };
     }
     if (format === "gym-compaction") {
       const { rollout, diagnostics } = fromGymCompaction(value, context);
@@ -119,18 +120,28 @@ export function usePlan<T>(
 ): T {
   const plan = cf.plan(imported.rollout, line === undefined ? layout : { ...layout, line });
   try {
-    return use(plan, withImport(plan.report, imported));
+    // The forest is built on first access: only a capture that recorded parents asks for it.
+    const forest = imported.recordedParents?.size ? plan.forest : undefined;
+    return use(plan, withImport(plan.report, imported, forest));
   } finally {
     plan.release();
   }
 }
 
 /**
- * The core's report for an imported rollout: the import diagnostics in front of its own, and a
- * rejection that names a call also names where that call's tokens were read (gym-observed).
+ * The core's report for an imported rollout: the import diagnostics in front of its own (with,
+ * given the forest, `recorded_parent_differs` where a recorded parent is not the exact-prefix
+ * one), and a rejection that names a call also names where that call's tokens were read
+ * (gym-observed).
  */
-export function withImport(report: Report, imported: Pick<Converted, "diagnostics" | "sources">): Report {
-  const { diagnostics, sources } = imported;
+export function withImport(
+  report: Report,
+  imported: Pick<Converted, "diagnostics" | "sources" | "recordedParents">,
+  forest?: readonly ForestCall[],
+): Report {
+  const { sources, recordedParents } = imported;
+  const lineage = recordedParents !== undefined && forest !== undefined && report.status === "ok" ? recordedParentNotes(recordedParents, forest) : [];
+  const diagnostics = lineage.length === 0 ? imported.diagnostics : [...imported.diagnostics, ...lineage];
   let out = diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
   const fault = report.status === "rejected" && report.detail !== undefined ? callAtFault(report.detail) : null;
   const source = fault?.id != null ? sources?.get(fault.id) : undefined;

@@ -1,6 +1,8 @@
 // The `--tokens DIR` source for gym-observed: `DIR/<rollout_id>.tokens.jsonl`, one entry a line.
-import { closeSync, fstatSync, openSync, readFileSync, constants } from "node:fs";
-import { join } from "node:path";
+// Only files inside DIR are read: a token file that is a symlink resolving outside DIR's real
+// path is refused (a link in DIR must not hand out /etc/passwd or another user's captures).
+import { closeSync, fstatSync, openSync, readFileSync, realpathSync, constants } from "node:fs";
+import { join, sep } from "node:path";
 import type { TokenEntries, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
 import { reasonOf } from "../ingest/file-error.js";
@@ -8,6 +10,17 @@ import { TOKEN_FILE_SUFFIX, tokenEntries } from "./token-files.js";
 
 export function tokenDirectory(dir: string): TokenSource {
   const pathOf = (rolloutId: string) => join(dir, `${rolloutId}${TOKEN_FILE_SUFFIX}`);
+  let root: string | undefined; // DIR's real path with a trailing separator, resolved once
+  const rootOf = (file: string): string => {
+    if (root !== undefined) return root;
+    try {
+      const real = realpathSync(dir);
+      root = real.endsWith(sep) ? real : real + sep;
+      return root;
+    } catch (error) {
+      throw new FormatError("unreadable_token_file", `cannot read ${file}: ${dir}: ${reasonOf(error)}`);
+    }
+  };
   return {
     describe: pathOf,
     load(rolloutId: string): TokenEntries | null {
@@ -16,11 +29,22 @@ export function tokenDirectory(dir: string): TokenSource {
         throw new FormatError("unsafe_rollout_id", `rollout id ${JSON.stringify(rolloutId)} cannot name a token file`);
       }
       const file = pathOf(rolloutId);
+      let real: string;
+      try {
+        real = realpathSync(file);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+        throw new FormatError("unreadable_token_file", `cannot read ${file}: ${reasonOf(error)}`);
+      }
+      if (!real.startsWith(rootOf(file))) {
+        throw new FormatError("token_file_outside_dir", `${file} is a symlink to ${real}, outside ${dir}`);
+      }
       let bytes: Buffer;
       let fd: number;
       try {
-        // Non-blocking open: a named pipe there must not hang the run before fstat refuses it.
-        fd = openSync(file, constants.O_RDONLY | constants.O_NONBLOCK);
+        // The resolved path, not following a link swapped in since; non-blocking, so a named
+        // pipe there does not hang the run before fstat refuses it.
+        fd = openSync(real, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
         throw new FormatError("unreadable_token_file", `cannot read ${file}: ${reasonOf(error)}`);

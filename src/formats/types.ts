@@ -54,6 +54,11 @@ export interface Converted {
    * (gym-observed: `token-file:line`). A rejection naming the call then names that place too.
    */
   sources?: ReadonlyMap<string, string>;
+  /**
+   * The parents the capture recorded, by call id (gym-observed: Gym's `parent_call_id`), with
+   * where. Evidence only: withImport compares them with the forest's exact-prefix parents.
+   */
+  recordedParents?: ReadonlyMap<string, { parent: string; where: string }>;
 }
 
 /** A value that could not be turned into a canonical rollout. */

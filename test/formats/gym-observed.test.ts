@@ -93,7 +93,11 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
   it("turns the unlisted entry, the compaction, other records and both gaps lists into diagnostics", () => {
     expect(result.diagnostics).toEqual([
       { code: "unowned_call", call: "mc-leader-retry", detail: `${OBSERVED_TOKENS}:2: no agent_invocation lists it` },
-      { code: "context_compaction", call: "mc-leader-3-summary", detail: "invocation inv-leader, trigger auto" },
+      {
+        code: "context_compaction",
+        call: "mc-leader-3-summary",
+        detail: "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
+      },
       { code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1" },
       { code: "subagent_parent_unavailable", call: null, detail: "invocation inv-bg" },
       { code: "model_call_ownership_unavailable", call: null, detail: "capture:mc-leader-retry:call_index=2" },
@@ -436,8 +440,8 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
         detail: `gym-observed: cannot read ${join(dir, "7-2.tokens.jsonl")}: not a regular file`,
       });
       rmSync(join(dir, "7-2.tokens.jsonl"));
-      symlinkSync("/dev/zero", join(dir, "7-2.tokens.jsonl")); // would never end
-      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({ ok: false, code: "unreadable_token_file" });
+      symlinkSync("/dev/zero", join(dir, "7-2.tokens.jsonl")); // would never end; and it is outside DIR
+      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({ ok: false, code: "token_file_outside_dir" });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -483,6 +487,10 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     const converted = accepted(toCanonical(value, "gym-observed", { tokens }));
     expect(converted.diagnostics).toContainEqual({ code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1, future_kind: 1, unknown: 1" });
     expect(converted.diagnostics).toContainEqual({ code: "observation_gap", call: null, detail: "ng_agent_observations.gaps[1] is \"not a gap\"" });
-    expect(converted.diagnostics).toContainEqual({ code: "context_compaction", call: null, detail: "invocation inv-leader, trigger auto" });
+    expect(converted.diagnostics).toContainEqual({
+      code: "context_compaction",
+      call: null,
+      detail: "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
+    });
   });
 });
