@@ -3,6 +3,7 @@ import { coreTable, runCoreBench } from "./core.js";
 import { runScanBench, scanTable } from "./scan.js";
 import { runIngestBench } from "./ingest.js";
 import { packedTable, runPackedBench } from "./packed.js";
+import { runExpertsBench } from "./experts.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
@@ -12,6 +13,9 @@ console.log(coreTable(core));
 const packed = await runPackedBench(log);
 console.log("\n### Packed layouts: tokens and attention saved, and what packing adds to plan() (medians)\n");
 console.log(packedTable(packed));
+
+console.log("\n### Routed experts (48 layers × top-8, int16) through `callforest rows --jobs 1`\n");
+console.log(runExpertsBench(log));
 
 const scan = await runScanBench(log);
 console.log("\n### Reading and writing bytes: scanner and row serializer vs JSON (medians)\n");
