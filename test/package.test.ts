@@ -2,7 +2,7 @@
 // quick-start demo, and loading from CommonJS (possible only because init() uses no top-level await).
 import { describe, expect, it } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -48,7 +48,16 @@ describe("the built package", () => {
     expect([...files].filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.startsWith("node_modules/"))).toEqual([]);
   });
 
-  it("runs the README's compaction snippet against the exported test bed", () => {
+  it("runs the README's example as written and prints what the README shows", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const example = /## Example\n\n```js\n([\s\S]*?)```\n\nprints\n\n```\n([\s\S]*?)```/.exec(readme);
+    expect(example, "README.md has an ## Example with a js block and what it prints").not.toBeNull();
+    const result = run(["--input-type=module", "-e", example![1]]);
+    expect(result.stderr).toBe("");
+    expect(result.stdout).toBe(example![2]);
+  });
+
+  it("runs the compaction snippet against the exported test bed", () => {
     const script = `
       import { createModelClient, recencyPolicy, turnChunked, runAgent } from "callforest/compaction";
       import { startModelServer, createGridWorld } from "callforest/compaction/testbed";
