@@ -136,6 +136,13 @@ describe("the built package", () => {
     }
   });
 
+  it("prints its version, and show reads stdin when given no file", () => {
+    const version = run(["bin/callforest.js", "--version"]);
+    expect([version.status, version.stdout.trim()]).toEqual([0, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version]);
+    const show = spawnSync(process.execPath, ["bin/callforest.js", "show"], { cwd: root, encoding: "utf8", input: readFileSync(join(root, "examples/login-bug.json")) });
+    expect([show.status, show.stdout.split("\n")[0]]).toEqual([0, "rollout login-bug: 12 calls, 12 eligible, 4 trees, 5 leaves, 5 rows"]);
+  });
+
   it("answers --help for every command and exits 2 on bad arguments", () => {
     for (const command of ["rows", "show", "demo", "convert", "draw", "view", "agent-demo"]) {
       const help = run(["bin/callforest.js", command, "--help"]);

@@ -1,4 +1,5 @@
 // The `callforest` command line: one module per command under ./commands.
+import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "commander";
 import { failureOf } from "./errors.js";
 import { outputFailureOf, watchStdio } from "./stdio.js";
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
     .showHelpAfterError(false)
     // commander's own argument errors read like every other one: `callforest: ...`, one line.
     .configureOutput({ outputError: (text, write) => write(`callforest: ${text.replace(/^error: /, "")}`) })
+    .version(packageVersion(), "-V, --version", "print callforest's version")
     .exitOverride();
   registerRows(program);
   registerShow(program);
@@ -25,6 +27,11 @@ export function buildProgram(): Command {
   registerDraw(program);
   registerView(program);
   return program;
+}
+
+/** The version in the package's package.json (beside dist/ and src/ alike). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 }
 
 /** Runs the CLI; resolves to the process exit code. */

@@ -4,6 +4,7 @@ import { init } from "../../index.js";
 import { readRollouts } from "../../formats/read.js";
 import { usePlan } from "../../formats/index.js";
 import { renderPlan } from "../../show.js";
+import { inputsOrStdin } from "../../formats/text.js";
 import { rejectionLine } from "../../rejection.js";
 import { outputFailed } from "../stdio.js";
 import { addInputOptions, checkInputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
@@ -29,11 +30,12 @@ export function register(program: Command): void {
   const command = program
     .command("show")
     .description("Print each rollout's call forest and rows table.")
-    .argument("<input...>", inputHelp(false))
+    .argument("[input...]", inputHelp(true))
     .option("--layout <layout>", "rows (default), or packed: also each tree's segment table")
     .option("--capacity <tokens>", "with --layout packed: the bins' segment tables instead (at most this many tokens each)");
   addInputOptions(command, { media: true }).action(async (inputs: string[], options: ShowOptions) => {
     const layout = layoutOptions(options);
+    inputs = [...inputsOrStdin(inputs)];
     const read = checkInputs(inputs, options);
     const cf = await init({ backend: parseBackend(options.backend) });
     let first = true;
