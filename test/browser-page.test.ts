@@ -5,7 +5,7 @@ import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -51,6 +51,11 @@ async function nextLoad(): Promise<void> {
   await page.waitForSelector(`body[data-loads="${loads}"]`);
 }
 
+/** A `view` URL without its query or last slash: where the server's paths start (after the per-run secret). */
+function baseOf(url: string): string {
+  return url.split("?")[0].replace(/\/$/, "");
+}
+
 function asJson(rollout: Rollout): string {
   return JSON.stringify(rollout, (_k, v: unknown) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v));
 }
@@ -86,7 +91,7 @@ function rowsInDom(): Promise<{ leaf: string; trained: string[]; context: string
 
 describe("the page", () => {
   it("opens the file `callforest view` preloads and shows the worked example's five rows", async () => {
-    expect(view.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/\?input=input%2Flogin-bug\.json$/);
+    expect(view.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/[A-Za-z0-9_-]{24}\/\?input=input%2Flogin-bug\.json$/);
     await page.goto(view.url);
     await nextLoad();
     expect(await page.textContent("#backend")).toMatch(/^core: WebAssembly/);
@@ -390,7 +395,7 @@ describe("the page", () => {
       try {
         child.stdin.end(piped);
         const [url] = (await once(child.stdout, "data")) as [Buffer];
-        expect(url.toString()).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/\\?input=input%2F${name.replace(".", "\\.")}\n$`));
+        expect(url.toString()).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/[A-Za-z0-9_-]{24}/\\?input=input%2F${name.replace(".", "\\.")}\n$`));
         // Its own tab: the built page of the package (dist/web), served by another server.
         const tab = await context.newPage();
         await tab.goto(url.toString().trim());
@@ -476,7 +481,7 @@ describe("the page", () => {
 
   it("sent no request outside its own origin", () => {
     const origin = new URL(view.url).origin;
-    expect(requests).toContain(`${origin}/input/login-bug.json`);
+    expect(requests).toContain(`${baseOf(view.url)}/input/login-bug.json`);
     expect(requests.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith("data:"))).toEqual([]);
   });
 
@@ -498,38 +503,64 @@ describe("the page", () => {
   });
 });
 
+describe("the page opened from disk", () => {
+  it("refuses ?input= (and fetches nothing), saying why", async () => {
+    const local = await context.newPage();
+    const seen: string[] = [];
+    local.on("request", (request) => seen.push(request.url()));
+    const page = `file://${join(dir, "web/index.html")}`;
+    await local.goto(`${page}?input=${encodeURIComponent("/etc/passwd")}`);
+    await local.waitForSelector("body[data-ready=true]");
+    expect(await local.textContent("#status.error")).toBe("?input= is not followed on a page opened from disk (file:): open the file with the button, or drop it here");
+    expect(seen.filter((url) => !url.startsWith("data:"))).toEqual([`${page}?input=${encodeURIComponent("/etc/passwd")}`]);
+    await local.close();
+  });
+
+  it("refuses to run inside a frame (a <meta> CSP cannot say frame-ancestors)", async () => {
+    const framing = join(dir, "framing.html");
+    writeFileSync(framing, `<iframe src="web/index.html"></iframe>`);
+    const local = await context.newPage();
+    await local.goto(`file://${framing}`);
+    const inner = local.frames().find((f) => f !== local.mainFrame())!;
+    await inner.waitForSelector("body[data-ready=framed]");
+    expect(await inner.textContent("#framed")).toBe("callforest refuses to run inside a frame: open it in its own tab.");
+    expect(await inner.$("#file")).toBeNull();
+    await local.close();
+  });
+});
+
 describe("callforest view's server", () => {
   /** Runs `use` with a server for the built page (any free port), closing it however `use` ends. */
-  async function withServer(options: Omit<ViewServerOptions, "page" | "port">, use: (server: ViewServer, origin: string) => Promise<void>): Promise<void> {
+  async function withServer(options: Omit<ViewServerOptions, "page" | "port">, use: (server: ViewServer, base: string) => Promise<void>): Promise<void> {
     const server = await startViewServer({ page: join(dir, "web/index.html"), port: 0, ...options });
     try {
-      await use(server, new URL(server.url).origin);
+      await use(server, baseOf(server.url));
     } finally {
       await server.close();
     }
   }
 
   it("serves only the page (with a same-origin CSP) and the input", async () => {
-    const origin = new URL(view.url).origin;
-    const home = await fetch(`${origin}/`);
+    const base = baseOf(view.url);
+    const home = await fetch(`${base}/`);
     expect(home.status).toBe(200);
     expect(home.headers.get("content-security-policy")).toContain("default-src 'none'");
     expect(home.headers.get("content-security-policy")).toContain("connect-src 'self' data:");
     // no <base> or form may point the page elsewhere, and nothing is sniffed into another type
     expect(home.headers.get("content-security-policy")).toContain("base-uri 'none'; form-action 'none'");
     expect(home.headers.get("x-content-type-options")).toBe("nosniff");
-    expect(await (await fetch(`${origin}/index.html`)).text()).toBe(await home.text());
-    expect(await (await fetch(`${origin}/input/login-bug.json`)).text()).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
-    expect((await fetch(`${origin}/input/other.json`)).status).toBe(404);
-    expect((await fetch(`${origin}/../package.json`)).status).toBe(404);
-    expect((await fetch(`${origin}/`, { method: "POST" })).status).toBe(405);
+    expect(await (await fetch(`${base}/index.html`)).text()).toBe(await home.text());
+    expect(await (await fetch(`${base}/input/login-bug.json`)).text()).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
+    expect((await fetch(`${base}/input/other.json`)).status).toBe(404);
+    expect((await fetch(`${base}/../package.json`)).status).toBe(404);
+    expect((await fetch(`${base}/`, { method: "POST" })).status).toBe(405);
   });
 
   it("answers 403 to a request that names another host (DNS rebinding), whatever the path", async () => {
-    const { port } = new URL(view.url);
+    const { port, pathname: home } = new URL(view.url);
     const status = (host: string, path: string) =>
       new Promise<number>((resolve, reject) => {
-        request({ host: "127.0.0.1", port, path, headers: { host } }, (response) => {
+        request({ host: "127.0.0.1", port, path: home.slice(0, -1) + path, headers: { host } }, (response) => {
           response.resume();
           resolve(response.statusCode!);
         }).on("error", reject).end();
@@ -544,16 +575,73 @@ describe("callforest view's server", () => {
     expect([isOwnHost("127.0.0.1", 80), isOwnHost("localhost", 80), isOwnHost("localhost:80", 80), isOwnHost("localhost", 8080), isOwnHost(undefined, 80)]).toEqual([true, true, true, false, false]);
   });
 
+  it("serves nothing without the per-run secret in the path (404), and a new secret each run", async () => {
+    const { origin, pathname } = new URL(view.url);
+    expect(pathname).toMatch(/^\/[A-Za-z0-9_-]{24}\/$/);
+    for (const path of ["/", "/index.html", "/input/login-bug.json", `${pathname.slice(0, -2)}/`, `${pathname.slice(0, -1)}x/`, `/x${pathname}`, pathname.slice(0, -1)]) {
+      expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
+    }
+    expect((await fetch(`${origin}${pathname}input/login-bug.json`)).status).toBe(200);
+    await withServer({}, async (server) => expect(new URL(server.url).pathname).not.toBe(pathname));
+  });
+
+  it("may not be framed: X-Frame-Options DENY and CSP frame-ancestors 'none' on every response, and Chromium obeys", async () => {
+    const base = baseOf(view.url);
+    for (const path of ["/", "/input/login-bug.json", "/nope"]) {
+      const response = await fetch(`${base}${path}`);
+      expect([path, response.headers.get("x-frame-options"), response.headers.get("content-security-policy")]).toEqual([path, "DENY", expect.stringContaining("frame-ancestors 'none'")]);
+    }
+    // Another local site framing the page gets no page in its frame.
+    const framer = createServer((_, response) => response.writeHead(200, { "Content-Type": "text/html" }).end(`<iframe src="${view.url}"></iframe>`));
+    framer.listen(0, "127.0.0.1");
+    await once(framer, "listening");
+    const tab = await context.newPage();
+    try {
+      await tab.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
+      await tab.waitForTimeout(500);
+      const inner = tab.frames().find((f) => f !== tab.mainFrame())!;
+      expect(await inner.evaluate(() => document.body?.dataset.ready ?? "no page").catch(() => "blocked")).not.toBe("true");
+      expect(await inner.$("#file").catch(() => null)).toBeNull();
+    } finally {
+      await tab.close();
+      framer.close();
+    }
+  });
+
+  it("with --tokens, never serves a symlink that resolves outside the directory (404), but serves one inside", async () => {
+    const outside = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+    try {
+      writeFileSync(join(outside, "secret.txt"), "outside\n");
+      mkdirSync(join(outside, "tok"));
+      writeFileSync(join(outside, "tok", "real.tokens.jsonl"), "inside\n");
+      symlinkSync(join(outside, "secret.txt"), join(outside, "tok", "pw.tokens.jsonl"));
+      symlinkSync("/etc/passwd", join(outside, "tok", "etc.tokens.jsonl"));
+      symlinkSync("real.tokens.jsonl", join(outside, "tok", "alias.tokens.jsonl"));
+      execFileSync("mkfifo", [join(outside, "tok", "fifo.tokens.jsonl")]);
+      // DIR itself through a symlink: its real path is what files must stay in
+      symlinkSync(join(outside, "tok"), join(outside, "link"));
+      await withServer({ input: OBSERVED_ROWS, tokensDir: join(outside, "link"), from: "gym-observed" }, async (_, base) => {
+        for (const name of ["pw", "etc", "fifo"]) {
+          for (const method of ["GET", "HEAD"]) expect([name, method, (await fetch(`${base}/tokens/${name}.tokens.jsonl`, { method })).status]).toEqual([name, method, 404]);
+        }
+        expect(await (await fetch(`${base}/tokens/alias.tokens.jsonl`)).text()).toBe("inside\n");
+        expect(await (await fetch(`${base}/tokens/real.tokens.jsonl`)).text()).toBe("inside\n");
+      });
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
+  });
+
   it("with --tokens, never serves a token file from outside the directory, however the name is encoded", async () => {
     const outside = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
     try {
       writeFileSync(join(outside, "secret.tokens.jsonl"), "outside\n");
       mkdirSync(join(outside, "tok"));
       writeFileSync(join(outside, "tok", "inside.tokens.jsonl"), "inside\n");
-      await withServer({ input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed" }, async (_, origin) => {
-        expect(await (await fetch(`${origin}/tokens/inside.tokens.jsonl`)).text()).toBe("inside\n");
+      await withServer({ input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed" }, async (_, base) => {
+        expect(await (await fetch(`${base}/tokens/inside.tokens.jsonl`)).text()).toBe("inside\n");
         for (const path of ["/tokens/..%2Fsecret.tokens.jsonl", "/tokens/..%5Csecret.tokens.jsonl", "/tokens/%2E%2E%2Fsecret.tokens.jsonl", "/tokens/inside.tokens.jsonl%00"]) {
-          expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
+          expect([path, (await fetch(`${base}${path}`)).status]).toEqual([path, 404]);
         }
       });
     } finally {
@@ -562,13 +650,13 @@ describe("callforest view's server", () => {
   });
 
   it("with --tokens, serves the directory's token files (and nothing else) and the page plans the capture", async () => {
-    await withServer({ input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed" }, async (server, origin) => {
+    await withServer({ input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed" }, async (server, base) => {
       expect(server.url).toMatch(/\?input=input%2Frollouts\.jsonl&from=gym-observed&tokens=tokens%2F$/);
-      expect(await (await fetch(`${origin}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
+      expect(await (await fetch(`${base}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
       for (const path of ["/tokens/README.md", "/tokens/..%2F..%2Fpackage.json", "/tokens/%2e%2e%2fx.tokens.jsonl", "/tokens/missing.tokens.jsonl", "/tokens/%E0%A4%A.tokens.jsonl"]) {
-        expect([path, (await fetch(`${origin}${path}`)).status, (await fetch(`${origin}${path}`, { method: "HEAD" })).status]).toEqual([path, 404, 404]);
+        expect([path, (await fetch(`${base}${path}`)).status, (await fetch(`${base}${path}`, { method: "HEAD" })).status]).toEqual([path, 404, 404]);
       }
-      expect((await fetch(`${origin}/tokens/7-2.tokens.jsonl`, { method: "HEAD" })).status).toBe(200);
+      expect((await fetch(`${base}/tokens/7-2.tokens.jsonl`, { method: "HEAD" })).status).toBe(200);
       const tab = await context.newPage();
       await tab.goto(server.url);
       await tab.waitForSelector('body[data-loads="1"]');
@@ -579,7 +667,7 @@ describe("callforest view's server", () => {
       expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(plan.rows.map((row) => rowToJson(row, "bits")).join("\n"));
       plan.release();
       // ?tokens= is followed only to the page's own origin too
-      await tab.goto(`${origin}/?input=input%2Frollouts.jsonl&tokens=${encodeURIComponent("http://example.com/")}`);
+      await tab.goto(`${base}/?input=input%2Frollouts.jsonl&tokens=${encodeURIComponent("http://example.com/")}`);
       await tab.waitForSelector("body[data-ready=true]");
       expect(await tab.textContent("#status")).toBe("?tokens= must name a file on this page's own origin, not http://example.com");
       await tab.close();
@@ -601,10 +689,10 @@ describe("callforest view's server", () => {
   it("answers 404 for an input deleted after it started, and keeps serving", async () => {
     const input = join(dir, "gone.jsonl");
     writeFileSync(input, readFileSync(EXAMPLE_FILE, "utf8").replace(/\n/g, "") + "\n");
-    await withServer({ input }, async (_, origin) => {
+    await withServer({ input }, async (_, base) => {
       rmSync(input);
-      expect((await fetch(`${origin}/input/gone.jsonl`)).status).toBe(404);
-      expect((await fetch(`${origin}/`)).status).toBe(200);
+      expect((await fetch(`${base}/input/gone.jsonl`)).status).toBe(404);
+      expect((await fetch(`${base}/`)).status).toBe(200);
     });
   });
 

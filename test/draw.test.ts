@@ -9,7 +9,10 @@ import { init, type Callforest } from "../src/index.js";
 import { faultOf, renderSvg } from "../src/draw/index.js";
 import { renderPlan } from "../src/show.js";
 import { BOX_W, COL, FONT, ROW_LABEL_CHARS } from "../src/draw/layout.js";
-import { clip, wrap } from "../src/draw/xml.js";
+import { clip, clipMiddle, wrap } from "../src/draw/xml.js";
+import { laneColour } from "../src/draw/colours.js";
+import { renderPackedSvg } from "../src/draw/packed.js";
+import { layout } from "../src/draw/layout.js";
 import { main } from "../src/cli/main.js";
 import { captureOutput, type Captured } from "./support/capture.js";
 import { generateRollout } from "../bench/generate.js";
@@ -191,12 +194,26 @@ describe("large and unusual rollouts", () => {
     expect(svg).toMatch(/data-call="empty" data-index="\d+"><title>[^<]* · empty generation<\/title>/);
   });
 
-  it("colours every lane from the palette, however many agents (the palette repeats)", () => {
-    const agents = Array.from({ length: 12 }, (_, i) => ({ id: `a${i}`, parent: null }));
+  it("gives every lane its own colour, however many agents (no fork lane in the leader's blue)", () => {
+    const agents = Array.from({ length: 300 }, (_, i) => ({ id: `a${i}`, parent: null }));
     const calls = agents.map((a, i) => ({ id: `c${i}`, agent: a.id, prompt_token_ids: [i], generation_token_ids: [7], generation_log_probs: [-1] }));
-    const svg = draw({ rollout_id: "twelve", reward: 0, agents, calls });
+    const svg = draw({ rollout_id: "many", reward: 0, agents, calls });
     const colours = [...svg.matchAll(/\b(?:fill|stroke)="([^"]*)"/g)].map((m) => m[1]);
     expect(colours.filter((c) => !/^(#[0-9a-f]{3}|#[0-9a-f]{6}|none)$/.test(c))).toEqual([]);
+    const bars = [...svg.matchAll(/<rect x="8" y="\d+" width="4" height="\d+" fill="(#[0-9a-f]{6})"\/>/g)].map((m) => m[1]);
+    expect(bars.length).toBe(300);
+    expect(new Set(bars).size).toBe(300);
+    expect(new Set(Array.from({ length: 5000 }, (_, i) => laneColour(i))).size).toBe(5000);
+    expect(laneColour(0)).toBe("#4e79a7"); // the first ten stay Tableau 10 (the snapshot's colours)
+  });
+
+  it("cuts long ids in the middle, so ids that share a prefix stay apart", () => {
+    expect(clipMiddle("mc-leader-3", 9)).toBe("mc-l…er-3");
+    expect(clipMiddle("mc-leader-3", 11)).toBe("mc-leader-3");
+    const ids = ["mc-leader-1", "mc-leader-2", "mc-leader-3"];
+    const rollout = { rollout_id: "ids", reward: 0, calls: ids.map((id, i) => ({ id, agent: "L", prompt_token_ids: Array.from({ length: i + 1 }, (_, k) => k), generation_token_ids: [i + 1], generation_log_probs: [-1] })) };
+    const labels = [...draw(rollout).matchAll(/data-call="mc-leader-\d" data-index="\d+"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g)].map((m) => m[1]);
+    expect(labels).toEqual(["mc-l…er-1", "mc-l…er-2", "mc-l…er-3"]);
   });
 
   it("clips the label after a row's leaf to the room the layout keeps for it", () => {
@@ -270,6 +287,73 @@ describe("large rollouts", () => {
     plan.release();
     expect(text).toContain("c2999");
     expect(text.split("\n").filter((line) => line.includes("└─ c2999"))).toHaveLength(1);
+  });
+});
+
+describe("fitted, collapsed and windowed pictures", () => {
+  const big = generateRollout({ calls: 1000, seed: 7 });
+
+  it("--fit WIDTH: exactly that wide, every call drawn (as a mark), the same bytes each time", () => {
+    const plan = cf.plan(big);
+    try {
+      const svg = renderSvg(plan, { fit: 1400 });
+      expect(/<svg [^>]*width="(\d+)"/.exec(svg)![1]).toBe("1400");
+      expect(svg.match(/<g class="cf-call[^"]*" data-call=/g)).toHaveLength(1000);
+      const xs = [...svg.matchAll(/<rect x="(\d+)" y="\d+" width="(\d+)" height="\d+" class="cf-box cf-mark"/g)].map((m) => Number(m[1]) + Number(m[2]));
+      expect(Math.max(...xs)).toBeLessThanOrEqual(1400);
+      expect(svg).not.toMatch(/ (?:x|y|width|height)="-?\d+\.\d/); // integer positions, however narrow the columns
+      expect(renderSvg(plan, { fit: 1400 })).toBe(svg);
+      // a small rollout is never zoomed in: fit is the detail picture, only as wide as asked
+      const example1 = cf.plan(example);
+      expect(renderSvg(example1, { fit: 1400 }).replace(/width="1400"|viewBox="0 0 1400 /g, "")).toContain('class="cf-box" fill="#4e79a7"');
+      example1.release();
+    } finally {
+      plan.release();
+    }
+  });
+
+  it("draws a collapsed lane's calls (and its subagents') as ticks, and a window only what is in it", () => {
+    const plan = cf.plan(big);
+    try {
+      const leader = plan.agents[0].id;
+      const l = layout(plan, { collapsed: new Set([leader]) });
+      expect(l.lanes.map((lane) => lane.agent)).toEqual([leader]);
+      const svg = renderSvg(plan, { layout: l });
+      expect(svg).not.toContain('class="cf-call');
+      expect(svg.match(/class="cf-tick"/g)).toHaveLength(1000);
+      const window = { x: 2000, y: 0, width: 1000, height: 800 };
+      const part = renderSvg(plan, { window });
+      const drawn = [...part.matchAll(/data-index="(\d+)"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) => Number(m[2]));
+      expect(drawn.length).toBeGreaterThan(0);
+      expect(drawn.length).toBeLessThan(100);
+      for (const x of drawn) expect(x).toBeGreaterThanOrEqual(window.x - 88);
+      expect(/<svg [^>]*width="(\d+)"/.exec(part)![1]).toBe(/<svg [^>]*width="(\d+)"/.exec(renderSvg(plan))![1]);
+    } finally {
+      plan.release();
+    }
+  });
+
+  it("draw --fit and --layout packed write those pictures; a bad --fit or --layout is a usage error", async () => {
+    const dir = tmp();
+    const fitted = await run(EXAMPLE_FILE.pathname, "--fit", "800", "-o", join(dir, "fit.svg"));
+    expect(fitted.code).toBe(0);
+    expect(/<svg [^>]*width="(\d+)"/.exec(readFileSync(join(dir, "fit.svg"), "utf8"))![1]).toBe("800");
+    const packed = await run(EXAMPLE_FILE.pathname, "--layout", "packed", "-o", join(dir, "packed.svg"));
+    expect(packed.code).toBe(0);
+    const svg = readFileSync(join(dir, "packed.svg"), "utf8");
+    const plan = cf.plan(example, { trees: true });
+    expect(svg).toBe(renderPackedSvg({ report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }));
+    plan.release();
+    expect([...svg.matchAll(/<g class="cf-segment" data-tree="0" data-segment="\d+" data-call="(C\d+)" data-parent="(-?\d+)" data-start="(\d+)" data-length="(\d+)" data-end="(\d+)"/g)].map((m) => m.slice(1).join(" "))).toEqual([
+      "C1 -1 0 7 24", "C3 0 7 3 24", "C7 1 10 4 24", "C8 2 14 3 19", "C9 3 17 2 19", "C10 2 19 5 24",
+    ]);
+    for (const [args, message] of [
+      [["--fit", "100"], "--fit must be an integer >= 320, got '100'"],
+      [["--layout", "bins"], "unknown --layout 'bins': expected rows or packed"],
+    ] as const) {
+      const bad = await run(EXAMPLE_FILE.pathname, ...args, "-o", join(dir, "x.svg"));
+      expect([bad.code, bad.stderr]).toEqual([2, `callforest: ${message}\n`]);
+    }
   });
 });
 

@@ -2,12 +2,17 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import { FROM_OPTIONS, parseFrom, rejectedReport, usePlan, type FromOption } from "../src/formats/index.js";
-import { XML_DECLARATION, faultOf, fileSafeId, renderSvg } from "../src/draw/index.js";
+import { FROM_OPTIONS, parseFrom, rejectedReport, usePlan, withImport, type FromOption } from "../src/formats/index.js";
+import { XML_DECLARATION, faultOf, fileSafeId, renderPackedSvg, renderSvg, savingsLine, savingsOf, type DrawablePlan } from "../src/draw/index.js";
 import { holdsOneValue, jsonlItems, parseJsonInput, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
+import { ForestViewer, ZOOM_STEP } from "./viewer.js";
+import { Minimap } from "./minimap.js";
+import { Finder } from "./finder.js";
+import { renderDetails } from "./details.js";
+import { TokenizerPicker } from "./tokenizer.js";
 
 /**
  * One rollout of the open file: where it is and its report. Its parsed value is not kept (a
@@ -25,10 +30,14 @@ interface State {
   entries: Entry[];
   selected: number;
   plan: Plan | null;
-  svg: string;
+  /** What the picture draws (the plan's, or a rejected rollout's report alone). */
+  drawable: DrawablePlan | null;
+  /** The selected call's index, -1 for none; the row shown, -1 for none. */
+  call: number;
+  row: number;
 }
 
-const state: State = { cf: null, entries: [], selected: -1, plan: null, svg: "" };
+const state: State = { cf: null, entries: [], selected: -1, plan: null, drawable: null, call: -1, row: -1 };
 
 /** Resolves once state.cf is set: a file opened while the core loads waits for it. */
 let coreReady!: () => void;
@@ -85,9 +94,25 @@ async function eachItem(name: string, text: string | Uint8Array, read: ReadOptio
 /** Each rollout of a file with its report (its value is read again when shown). Null: superseded. */
 async function planEntries(cf: Callforest, name: string, text: string | Uint8Array, read: ReadOptions, open: number): Promise<Entry[] | null> {
   const entries: Entry[] = [];
-  const planned = await eachItem(name, text, read, open, "planning", (item, again) => entries.push({ where: item.where, report: reportOf(cf, item), load: again }));
+  firstPlan?.release();
+  firstPlan = null;
+  const planned = await eachItem(name, text, read, open, "planning", (item, again) => {
+    // The first rollout is shown at once: its plan (with the packed trees) is kept for that, not made twice.
+    if (entries.length === 0 && item.result.ok) {
+      const plan = cf.plan(item.result.rollout, { ...(item.line === undefined ? {} : { line: item.line }), trees: true });
+      firstPlan = plan;
+      entries.push({ where: item.where, report: withImport(plan.report, item.result), load: again });
+    } else entries.push({ where: item.where, report: reportOf(cf, item), load: again });
+  });
+  if (!planned) {
+    (firstPlan as Plan | null)?.release(); // (assigned in the callback: TypeScript cannot see it)
+    firstPlan = null;
+  }
   return planned ? entries : null;
 }
+
+/** The first rollout's plan of the file being opened, until showRollout(0) takes it. */
+let firstPlan: Plan | null = null;
 
 /**
  * Plans every rollout of a file for its report, then shows the first one. The file is read by the
@@ -101,6 +126,7 @@ async function openText(name: string, text: string | Uint8Array, read: ReadOptio
   // Without token files, the page's own advice on where gym-observed tokens come from.
   const entries = await planEntries(cf, name, text, { tokens: memoryTokenSource(new Map()), ...read }, open);
   if (entries === null) return; // another file was opened meanwhile
+  performance.mark("callforest:planned");
   const options = document.createDocumentFragment(); // appended one by one: no argument spreading
   entries.forEach((entry, i) => {
     const option = document.createElement("option");
@@ -120,17 +146,59 @@ async function openText(name: string, text: string | Uint8Array, read: ReadOptio
   if (state.entries.length === 0) {
     clearViews();
     setStatus(`${name}: no rollouts in this file`, true);
-  } else showRollout(0);
+  } else await showRollout(0);
   document.body.dataset.loads = String(Number(document.body.dataset.loads ?? "0") + 1);
 }
 
 function clearViews(): void {
-  for (const id of ["report", "svg-host", "rows-table", "strip"]) element(id).replaceChildren();
+  for (const id of ["report", "rows-table", "strip", "details", "packed-host"]) element(id).replaceChildren();
+  viewer().clear();
+  state.drawable = null;
   element("strip-title").textContent = "";
+  element("savings").textContent = "";
   element("views").hidden = true;
 }
 
-function showRollout(index: number): void {
+let forestViewer: ForestViewer | null = null;
+/** The picture's viewer, made on first use (it measures its box). */
+function viewer(): ForestViewer {
+  forestViewer ??= new ForestViewer(element("svg-host"), new Minimap(element<HTMLCanvasElement>("minimap")), element("zoom-level"));
+  return forestViewer;
+}
+let finder: Finder | null = null;
+let tokenizer: TokenizerPicker | null = null;
+
+/** The packed layout instead of the forest, when "Packed view" is on. */
+function showPacked(): void {
+  const on = element<HTMLInputElement>("packed-toggle").checked && state.plan !== null;
+  element("packed-host").hidden = !on;
+  element("svg-host").hidden = on;
+  element("minimap").hidden = on || state.plan === null;
+  if (!on || state.plan === null) return element("packed-host").replaceChildren();
+  const plan = state.plan;
+  const width = Math.max(720, element("picture").clientWidth - 2);
+  element("packed-host").innerHTML = renderPackedSvg({ report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }, { width, declaration: false });
+}
+
+/** Selects a call: marked in the picture with its path, children and owner row; its details and owner row's tokens shown. */
+function selectCall(index: number, scroll = true): void {
+  const plan = state.plan;
+  if (plan === null || plan.forest[index] === undefined) return;
+  const owner = plan.forest[index].ownerRow;
+  state.call = index;
+  viewer().select({ call: index, row: owner }, scroll);
+  renderDetails(element("details"), plan, index, tokenizer?.decoder ?? null);
+  if (owner >= 0) showRow(owner, false);
+}
+
+function selectRow(index: number, scroll = true): void {
+  state.call = -1;
+  element("details").replaceChildren();
+  viewer().select({ call: -1, row: index }, scroll);
+  showRow(index, false);
+}
+
+async function showRollout(index: number): Promise<void> {
   state.plan?.release();
   state.plan = null;
   state.selected = index;
@@ -138,28 +206,51 @@ function showRollout(index: number): void {
   const entry = state.entries[index];
   const report = entry.report;
   const item = entry.load();
-  let drawable;
+  let drawable: DrawablePlan;
+  const kept = index === 0 ? firstPlan : null;
+  firstPlan = null;
+  if (kept !== null && report.status !== "ok") kept.release();
   if (item.result.ok && report.status === "ok") {
-    state.plan = state.cf!.plan(item.result.rollout, { line: item.line });
+    // With the packed trees: the savings line and the packed view need them.
+    state.plan = kept ?? state.cf!.plan(item.result.rollout, { line: item.line, trees: true });
     drawable = { report, forest: state.plan.forest, agents: state.plan.agents, rows: state.plan.rows };
   } else {
     drawable = { report, forest: [], agents: [], rows: [] };
   }
+  state.drawable = drawable;
+  state.call = -1;
+  state.row = -1;
   const fault = faultOf(report);
   const faultCall = fault !== null && item.result.ok ? item.result.rollout.calls[fault.index] : undefined;
   renderReport(element("report"), report, fault, faultCall);
-  state.svg = renderSvg(drawable, { declaration: false }); // inline; the download adds the declaration
-  element("svg-host").innerHTML = state.svg;
-  renderRowsTable(element("rows-table"), state.plan, (row) => showRow(row));
-  element("views").hidden = false;
+  element("views").hidden = false; // before the viewer measures its box
+  element("details").replaceChildren();
+  element("toolbar").hidden = state.plan === null;
+  element("svg-host").hidden = false;
+  viewer().show(drawable);
+  finder!.reset(drawable.forest, drawable.rows.length);
+  element("savings").textContent = state.plan === null ? "" : `packed: ${savingsLine(savingsOf(state.plan))}`;
+  showPacked();
   element("rows-section").hidden = state.plan === null;
   element("tokens-section").hidden = state.plan === null;
-  if (state.plan !== null && state.plan.rows.length > 0) showRow(0);
+  element("rows-table").replaceChildren();
+  element("strip").replaceChildren();
+  if (state.plan === null) return;
+  // The picture is painted first; the rows table and a long row's tokens (thousands of cells)
+  // come a frame later.
+  const plan = state.plan;
+  await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+  if (state.plan !== plan) return; // another rollout was shown meanwhile
+  renderRowsTable(element("rows-table"), plan, (row) => selectRow(row, true));
+  if (plan.rows.length > 0 && state.row < 0) showRow(0);
 }
 
-function showRow(index: number): void {
+/** Shows a row's tokens (and marks it in the rows table; `mark`: in the picture too). */
+function showRow(index: number, mark = true): void {
   const plan = state.plan!;
   const row = plan.rows[index];
+  state.row = index;
+  if (mark) viewer().select({ call: state.call, row: index }, false);
   for (const tr of element("rows-table").querySelectorAll("tr[data-row]")) {
     tr.classList.toggle("selected", (tr as HTMLElement).dataset.row === String(index));
   }
@@ -167,7 +258,7 @@ function showRow(index: number): void {
   for (let i = 0; i < row.numTokens; i++) trainedTokens += (row.lossMask[i >> 3] >> (i & 7)) & 1;
   element("strip-title").textContent =
     `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens, ${trainedTokens} trained · reward ${row.reward}`;
-  renderStrip(element("strip"), row, plan.forest);
+  renderStrip(element("strip"), row, plan.forest, undefined, tokenizer?.decoder ?? null);
 }
 
 /**
@@ -208,6 +299,7 @@ async function openUrl(path: string, from: FromOption, tokensBase: string | null
   if (!response.ok) throw new Error(`cannot load ${path}: HTTP ${response.status}`);
   const name = decodeURIComponent(url.pathname.split("/").pop() || path);
   const bytes = new Uint8Array(await response.arrayBuffer());
+  performance.mark("callforest:fetched");
   const tokens = new Map<string, Uint8Array>();
   let source = memoryTokenSource(tokens);
   if (tokensBase !== null) {
@@ -236,9 +328,11 @@ async function openExample(): Promise<void> {
 }
 
 function downloadSvg(): void {
-  if (state.svg === "") return;
+  if (state.drawable === null) return;
+  // The whole picture at the detail scale, as `callforest draw` writes it (not the zoomed window).
+  const svg = renderSvg(state.drawable, { declaration: false });
   const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([`${XML_DECLARATION}\n${state.svg}`], { type: "image/svg+xml" }));
+  link.href = URL.createObjectURL(new Blob([`${XML_DECLARATION}\n${svg}`], { type: "image/svg+xml" }));
   const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
   link.download = `${fileSafeId(id)}.svg`; // as `draw` names files
   link.click();
@@ -253,20 +347,58 @@ function wire(): void {
   });
   element("example").addEventListener("click", () => openExample().catch(fail));
   element("download-svg").addEventListener("click", downloadSvg);
-  // Clicking a row's path in the picture, or a call box, shows that row's tokens (a call's: the row that trains it).
+  // Clicking a call (or its tick in a collapsed lane) selects it and shows the tokens of the row
+  // that trains it; clicking a row's path shows that row.
   element("svg-host").addEventListener("click", (event) => {
     const plan = state.plan;
     const target = event.target as Element;
     if (plan === null) return;
     const row = target.closest("g.cf-row")?.getAttribute("data-row");
     // By index: an id the SVG had to alter (characters XML forbids, a CR) would match no call.
-    const index = target.closest("g.cf-call")?.getAttribute("data-index");
-    const owner = index == null ? -1 : plan.forest[Number(index)]?.ownerRow ?? -1;
-    if (row != null) showRow(Number(row));
-    else if (owner >= 0) showRow(owner);
+    const index = target.closest("g.cf-call, .cf-tick")?.getAttribute("data-index");
+    if (index != null) selectCall(Number(index), false);
+    else if (row != null) selectRow(Number(row), false);
   });
+  element("zoom-fit").addEventListener("click", () => viewer().fit());
+  element("zoom-in").addEventListener("click", () => viewer().zoomBy(ZOOM_STEP));
+  element("zoom-out").addEventListener("click", () => viewer().zoomBy(1 / ZOOM_STEP));
+  element("zoom-detail").addEventListener("click", () => viewer().detail());
+  element("collapse-all").addEventListener("click", () => viewer().collapseAll());
+  element("expand-all").addEventListener("click", () => viewer().expandAll());
+  element("packed-toggle").addEventListener("change", showPacked);
+  finder = new Finder(element<HTMLDataListElement>("find-list"));
+  const find = element<HTMLInputElement>("find");
+  const runFind = () => {
+    const result = finder!.find(find.value);
+    const found = result.found;
+    element("find-status").textContent = found === null ? (find.value.trim() === "" ? "" : "no match") : result.matches > 1 ? `${result.nth} of ${result.matches} (Enter: next)` : "";
+    if (found === null || state.plan === null) return;
+    element<HTMLInputElement>("packed-toggle").checked = false;
+    showPacked();
+    if (found.kind === "row") selectRow(found.row);
+    else selectCall(found.kind === "call" ? found.index : found.first);
+  };
+  find.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") runFind();
+  });
+  // A pick from the suggestions (the datalist) finds at once; typing waits for Enter.
+  find.addEventListener("input", (event) => {
+    if ((event as InputEvent).inputType === "insertReplacementText" || !(event instanceof InputEvent)) runFind();
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "/" && !(event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement)) {
+      event.preventDefault();
+      find.focus();
+    }
+  });
+  tokenizer = new TokenizerPicker(element<HTMLSelectElement>("tokenizer"), element<HTMLInputElement>("tokenizer-file"), (text, error) => setStatus(text, error));
+  tokenizer.onChange = () => {
+    if (state.plan === null) return;
+    if (state.row >= 0) showRow(state.row, false);
+    if (state.call >= 0) renderDetails(element("details"), state.plan, state.call, tokenizer!.decoder);
+  };
   element<HTMLSelectElement>("rollout-select").addEventListener("change", (event) => {
-    showRollout(Number((event.target as HTMLSelectElement).value));
+    void showRollout(Number((event.target as HTMLSelectElement).value));
   });
   document.addEventListener("dragover", (event) => {
     event.preventDefault();
@@ -281,12 +413,15 @@ function wire(): void {
   });
 }
 
-/** For tests and the console: the selected rollout's rows and report as the CLI writes them. */
+/** For tests and the console: the selected rollout's rows and report as the CLI writes them, and the picture's state. */
 export interface PageHandle {
   backend: string;
   openText(name: string, text: string | Uint8Array, read?: ReadOptions): Promise<void>;
   rowsJsonl(): string;
   reportJson(): string;
+  /** The picture: its zoom, the last draw's time, where each lane and call is. */
+  picture(): { col: number; fitCol: number; labels: boolean; drawMs: number; width: number; lanes: { agent: string; y: number; height: number; collapsed: boolean }[] } | null;
+  callBox(index: number): { x: number; y: number; width: number; height: number; folded: boolean } | null;
 }
 
 declare global {
@@ -295,7 +430,25 @@ declare global {
   }
 }
 
+/**
+ * True when another page frames this one (it could trick clicks into it). A server says so with
+ * headers (`callforest view` does), but a <meta> CSP cannot carry frame-ancestors, so a page
+ * opened from disk or any static server checks for itself.
+ */
+function framed(): boolean {
+  try {
+    return window.top !== window.self;
+  } catch {
+    return true; // a cross-origin parent
+  }
+}
+
 async function start(): Promise<void> {
+  if (framed()) {
+    document.body.replaceChildren(Object.assign(document.createElement("p"), { id: "framed", textContent: "callforest refuses to run inside a frame: open it in its own tab." }));
+    document.body.dataset.ready = "framed";
+    return;
+  }
   wire();
   try {
     state.cf = await init();
@@ -305,6 +458,7 @@ async function start(): Promise<void> {
     console.warn("callforest: WebAssembly core unavailable, using the TypeScript backend:", error);
   }
   coreReady();
+  performance.mark("callforest:core");
   const backend = state.cf.backend === "wasm" ? `WebAssembly${state.cf.simd ? " (SIMD)" : ""}` : "TypeScript";
   element("backend").textContent = `core: ${backend}`;
   window.callforest = {
@@ -312,6 +466,19 @@ async function start(): Promise<void> {
     openText,
     rowsJsonl: () => (state.plan?.rows ?? []).map((row) => rowToJson(row, "bits")).join("\n"),
     reportJson: () => (state.selected < 0 ? "" : reportToJson(state.entries[state.selected].report)),
+    picture: () => {
+      const l = viewer().current;
+      if (l === null) return null;
+      const zoom = viewer().zoom;
+      return { ...zoom, drawMs: viewer().lastDrawMs, width: l.width, lanes: l.lanes.map((lane) => ({ agent: lane.agent, y: lane.y, height: lane.height, collapsed: lane.collapsed })) };
+    },
+    callBox: (index) => {
+      const l = viewer().current;
+      const call = state.plan?.forest[index];
+      if (l === null || call === undefined) return null;
+      const lane = l.laneOf.get(call.agent)!;
+      return { x: l.x.get(call.id)!, y: lane.y + l.scale.boxTop, width: l.scale.boxW, height: l.scale.boxH, folded: l.folded.has(call.agent) };
+    },
   };
   const query = new URLSearchParams(location.search);
   const from = parseFrom(query.get("from") ?? "auto");
@@ -319,11 +486,22 @@ async function start(): Promise<void> {
   const input = query.get("input");
   // A file the user opened while the core loaded is newer than the page's own ?input=.
   const userOpened = opens > 0;
-  if (from === null) {
+  if (input !== null && location.protocol === "file:") {
+    // From disk, "its own origin" is every file on the machine: ?input=/etc/passwd would be read.
+    setStatus("?input= is not followed on a page opened from disk (file:): open the file with the button, or drop it here", true);
+  } else if (from === null) {
     setStatus(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`, true);
   } else if (input !== null && !userOpened) {
     try {
       await openUrl(input, pageFrom, query.get("tokens"));
+    } catch (error) {
+      setStatus(error instanceof Error ? error.message : String(error), true);
+    }
+  }
+  const tokenizerQuery = query.get("tokenizer");
+  if (tokenizerQuery !== null && location.protocol !== "file:") {
+    try {
+      await tokenizer!.fromQuery(tokenizerQuery, ownUrl);
     } catch (error) {
       setStatus(error instanceof Error ? error.message : String(error), true);
     }

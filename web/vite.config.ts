@@ -29,13 +29,35 @@ function inlineEntry(): Plugin {
   };
 }
 
+/**
+ * The page writes no Arrow or Parquet, and is one file: the package's columnar writers (loaded on
+ * first use by the library, megabytes with apache-arrow and parquet-wasm's 5 MB .wasm) are a stub
+ * here that says so, so the dynamic imports that lazy-load them add nothing to the page.
+ */
+function withoutColumnar(): Plugin {
+  const STUB = "\0callforest-page-no-columnar";
+  const lazy = new Set(["./writer.js", "./arrow.js", "parquet-wasm/esm"]);
+  return {
+    name: "callforest-page-no-columnar",
+    enforce: "pre",
+    resolveId(source, importer) {
+      return importer !== undefined && /[\\/]src[\\/]columnar[\\/]/.test(importer) && lazy.has(source) ? STUB : null;
+    },
+    load(id) {
+      if (id !== STUB) return null;
+      const no = `() => { throw new Error("the callforest page writes no Arrow or Parquet: use the package's toArrowTable / toParquet"); }`;
+      return `const no = ${no};\nexport class ColumnarWriter { constructor() { no(); } }\nexport class GroupCutter { constructor() { no(); } }\nexport const tableOf = no;\nexport default no;\n`;
+    },
+  };
+}
+
 export default defineConfig({
   root: fileURLToPath(new URL(".", import.meta.url)),
   base: "./",
   logLevel: "warn",
   clearScreen: false,
   publicDir: false,
-  plugins: [inlineEntry()],
+  plugins: [withoutColumnar(), inlineEntry()],
   build: {
     outDir: fileURLToPath(new URL("../dist/web", import.meta.url)),
     emptyOutDir: true,
@@ -44,5 +66,7 @@ export default defineConfig({
     sourcemap: false,
     reportCompressedSize: false,
     assetsInlineLimit: () => true,
+    // One chunk: a page inlined into its HTML cannot load more (what would be lazy is stubbed above).
+    rolldownOptions: { output: { codeSplitting: false } },
   },
 });

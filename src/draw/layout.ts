@@ -1,6 +1,14 @@
-// Where everything goes in the picture: one lane per agent, one column per call in ledger order,
-// one line per row. Pure geometry (integers only), so the SVG is the same bytes for the same plan.
+// Where everything goes in the picture: one lane per agent (subagents under their parents), one
+// column per call in ledger order, one line per row, at a scale (detail, or zoomed out to marks).
+// Pure geometry, integers only, so the SVG is the same bytes for the same plan and options.
 import type { AgentInfo, ForestCall, Report, Row } from "../types.js";
+import { laneColour } from "./colours.js";
+import { legendLines } from "./legend.js";
+import { CHAR, MARGIN } from "./metrics.js";
+import { COL, DETAIL, columnLeft, scaleAt, type Scale } from "./scale.js";
+
+export { BOX_W, COL } from "./scale.js";
+export { CHAR, FONT, MARGIN } from "./metrics.js";
 
 /** What the renderer needs of a plan (token arrays are not drawn). */
 export interface DrawablePlan {
@@ -10,36 +18,45 @@ export interface DrawablePlan {
   rows: readonly Pick<Row, "index" | "leaf" | "agent" | "calls" | "trained" | "context" | "numTokens">[];
 }
 
-/** Font size everywhere, in px. Constant: big rollouts get wider, never smaller. */
-export const FONT = 11;
-/** Advance of one monospace character at FONT, rounded up. */
-export const CHAR = 7;
-export const MARGIN = 16;
-/** Column step and call box size. */
-export const COL = 88;
-export const BOX_W = 72;
-export const BOX_H = 32;
-export const LANE_H = 64;
-/** Offset of a call box below its lane's top (room for arcs and repeated labels). */
-export const BOX_TOP = 20;
-export const ROW_H = 22;
-export const ROW_BOX_H = 14;
+/** The detail scale's sizes, as the picture always had them. */
+export const BOX_H = DETAIL.boxH;
+export const LANE_H = DETAIL.laneH;
+export const BOX_TOP = DETAIL.boxTop;
+export const ROW_H = DETAIL.rowH;
+export const ROW_BOX_H = DETAIL.rowBoxH;
+/** Title, counts and one line of legend. */
 export const HEADER_H = 76;
-/** Lane labels repeat every this many columns, so a scrolled view still names its lanes. */
-export const LABEL_EVERY = 20;
+/** Height of each further line of legend (a narrow, fitted picture). */
+export const LEGEND_LINE_H = 22;
+/** Lane labels repeat about every this many px (20 detail columns), so a scrolled view still names its lanes. */
+export const LABEL_EVERY_PX = 20 * COL;
 /** Characters of the label drawn after a row's leaf. */
 export const ROW_LABEL_CHARS = 20;
 /** Wide enough for the legend (1,023 px of marks and labels from the margin) and the header. */
 export const MIN_WIDTH = 1056;
 /** What the legend's "media cut" item takes (8 px mark, 6, 9 characters, 18), drawn only in a picture with a media cut. */
 export const MEDIA_CUT_LEGEND_W = 96;
+/** The narrowest picture `fit` makes. */
+export const MIN_FIT_WIDTH = 320;
 
 export interface Lane {
   agent: string;
+  /** `name · mode` (the name alone without a mode). */
   label: string;
-  /** Index into the colour palette. */
-  colour: number;
+  name: string;
+  mode: string;
+  colour: string;
+  /** Levels of parent agents above this one. */
+  depth: number;
   y: number;
+  height: number;
+  /** Collapsed: its calls and its subagents' lanes are folded into this thin lane. */
+  collapsed: boolean;
+  /** Agents folded into a collapsed lane (itself included) and their calls; 1 and its own calls otherwise. */
+  agents: number;
+  calls: number;
+  /** Agents below this one (any depth): what collapsing it folds away. */
+  subagents: number;
 }
 
 export interface Cut {
@@ -57,16 +74,37 @@ export interface Cut {
   y: number;
 }
 
+export interface LayoutOptions {
+  /** The scale to draw at (default: detail). Ignored with `fit`. */
+  scale?: Scale;
+  /** Zoom out (never in) so the picture is this many px wide, every column in view. */
+  fit?: number;
+  /** Compact scales only: lane height (the page fits lanes to its height). */
+  laneH?: number;
+  /** Agents whose lanes are collapsed, each with its subagents. */
+  collapsed?: ReadonlySet<string>;
+}
+
 export interface Layout {
+  scale: Scale;
   width: number;
   height: number;
   gutter: number;
+  /** Left edge of column 0. */
+  left: number;
+  /** Top of the first lane (below title, counts and legend). */
+  lanesTop: number;
+  /** Lanes drawn, top to bottom (a collapsed lane's subagents have none). */
   lanes: Lane[];
+  /** Each agent's lane: a folded agent's is the collapsed lane it is folded into. */
   laneOf: Map<string, Lane>;
+  /** Agents folded into a collapsed lane: their calls are drawn as ticks there, not as boxes. */
+  folded: Set<string>;
   /** Left edge of each call's column, by call id. */
   x: Map<string, number>;
   cuts: Cut[];
   rowsTop: number;
+  mediaCuts: boolean;
 }
 
 /** An agent's name for people: the unnamed agent ("") is "(no agent)". */
@@ -79,30 +117,132 @@ export function agentLabel(agent: string, info: AgentInfo | undefined): string {
   return info?.mode ? `${name} · ${info.mode}` : name;
 }
 
+/** Left edge of column `index` at the detail scale. */
 export function columnX(gutter: number, index: number): number {
   return MARGIN + gutter + index * COL;
 }
 
-export function layout(plan: DrawablePlan): Layout {
-  // Lanes: the listed agents in their order, then any other agent in order of first call.
-  // (Maps and sets, not array searches: a rollout may have as many agents as calls.)
+/**
+ * Agents in lane order: depth first from each agent without a (known) parent, children in the
+ * order listed, unlisted agents in order of first call. Iterative: a chain of subagents may be
+ * deeper than the stack. Returns each agent with its depth and its count of subagents.
+ */
+export function laneOrder(plan: Pick<DrawablePlan, "agents" | "forest">): { agent: string; depth: number; subagents: number; parent: string | null }[] {
   const listed = new Map(plan.agents.map((a) => [a.id, a]));
-  const seen = new Set(listed.keys());
-  const order: string[] = [...seen];
+  const all: string[] = [...listed.keys()];
+  const seen = new Set(all);
   for (const call of plan.forest) {
     if (seen.has(call.agent)) continue;
     seen.add(call.agent);
-    order.push(call.agent);
+    all.push(call.agent);
   }
-  const labels = order.map((agent) => agentLabel(agent, listed.get(agent)));
+  const children = new Map<string, string[]>();
+  const roots: string[] = [];
+  for (const agent of all) {
+    const parent = listed.get(agent)?.parent ?? null;
+    if (parent === null || parent === agent || !seen.has(parent)) roots.push(agent);
+    else {
+      let list = children.get(parent);
+      if (list === undefined) children.set(parent, (list = []));
+      list.push(agent);
+    }
+  }
+  const out: { agent: string; depth: number; subagents: number; parent: string | null }[] = [];
+  const placed = new Set<string>();
+  const visit = (start: string) => {
+    const stack: { agent: string; depth: number }[] = [{ agent: start, depth: 0 }];
+    while (stack.length > 0) {
+      const { agent, depth } = stack.pop()!;
+      if (placed.has(agent)) continue;
+      placed.add(agent);
+      out.push({ agent, depth, subagents: 0, parent: listed.get(agent)?.parent ?? null });
+      const kids = children.get(agent) ?? [];
+      for (let i = kids.length - 1; i >= 0; i--) stack.push({ agent: kids[i], depth: depth + 1 });
+    }
+  };
+  for (const root of roots) visit(root);
+  // Agents on a parent cycle are reachable from no root: each starts its own lane group.
+  for (const agent of all) visit(agent);
+  // Subagent counts: in pre-order, an agent's subtree is the run of deeper entries after it.
+  const open: number[] = [];
+  out.forEach((entry, i) => {
+    while (open.length > 0 && out[open[open.length - 1]].depth >= entry.depth) open.pop();
+    for (const j of open) out[j].subagents++;
+    open.push(i);
+  });
+  return out;
+}
+
+export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout {
+  const listed = new Map(plan.agents.map((a) => [a.id, a]));
+  const order = laneOrder(plan);
+  const labels = order.map(({ agent }) => agentLabel(agent, listed.get(agent)));
   const rowLabelChars = plan.rows.length === 0 ? 0 : `row ${plan.rows.length - 1}`.length;
   const widest = labels.reduce((most, l) => Math.max(most, Array.from(l).length), Math.max(8, rowLabelChars));
   const gutter = Math.min(widest, 32) * CHAR + 24;
+  const left = MARGIN + gutter;
+  const columns = plan.forest.length;
+  const mediaCuts = plan.forest.some((call) => call.eligible && call.mediaMismatch);
+  const legendWidth = mediaCuts ? MIN_WIDTH + MEDIA_CUT_LEGEND_W : MIN_WIDTH;
+  // Room after the last column for a row's leaf label (see rows() in svg.ts).
+  const tail = ROW_LABEL_CHARS * CHAR + MARGIN;
 
-  const lanes: Lane[] = order.map((agent, i) => ({ agent, label: labels[i], colour: i, y: HEADER_H + i * LANE_H }));
-  const laneOf = new Map(lanes.map((l) => [l.agent, l]));
+  let scale = options.scale ?? DETAIL;
+  let width: number;
+  if (options.fit !== undefined) {
+    const room = options.fit - left - tail;
+    scale = scaleAt(Math.min(COL, room / Math.max(1, columns)), options.laneH);
+    width = options.fit;
+  } else {
+    if (options.laneH !== undefined && !scale.labels) scale = scaleAt(scale.col, options.laneH);
+    width = Math.max(legendWidth, left + Math.round(columns * scale.col) + tail);
+  }
+  const lanesTop = HEADER_H + (legendLines(mediaCuts, width) - 1) * LEGEND_LINE_H;
+
+  // Lanes, with collapsed ones folding their subagents (an agent folded into an ancestor's lane
+  // is not looked at again: its own collapse changes nothing while the ancestor's holds).
+  const collapsed = options.collapsed ?? new Set<string>();
+  const callsOf = new Map<string, number>();
+  for (const call of plan.forest) callsOf.set(call.agent, (callsOf.get(call.agent) ?? 0) + 1);
+  const lanes: Lane[] = [];
+  const laneOf = new Map<string, Lane>();
+  const folded = new Set<string>();
+  let y = lanesTop;
+  for (let i = 0; i < order.length; i++) {
+    const { agent, depth, subagents } = order[i];
+    const info = listed.get(agent);
+    const isCollapsed = collapsed.has(agent);
+    const lane: Lane = {
+      agent,
+      label: labels[i],
+      name: agentName(agent),
+      mode: info?.mode ?? "",
+      colour: laneColour(i),
+      depth,
+      y,
+      height: isCollapsed ? scale.collapsedH : scale.laneH,
+      collapsed: isCollapsed,
+      agents: 1,
+      calls: callsOf.get(agent) ?? 0,
+      subagents,
+    };
+    lanes.push(lane);
+    laneOf.set(agent, lane);
+    if (isCollapsed) {
+      folded.add(agent);
+      for (let j = i + 1; j <= i + subagents; j++) {
+        folded.add(order[j].agent);
+        laneOf.set(order[j].agent, lane);
+        lane.agents++;
+        lane.calls += callsOf.get(order[j].agent) ?? 0;
+      }
+      i += subagents;
+    }
+    y += lane.height;
+  }
+
   const x = new Map<string, number>();
-  for (const call of plan.forest) x.set(call.id, columnX(gutter, call.index));
+  for (const call of plan.forest) x.set(call.id, columnLeft(left, call.index, scale));
 
   // A context cut: an agent's eligible call that is a root although the agent had eligible calls
   // before (a compaction summary ended the old tree, or the history was not resent exactly).
@@ -110,20 +250,18 @@ export function layout(plan: DrawablePlan): Layout {
   // wins over a context cut at the same call, media being the reason that call is a root.
   const cuts: Cut[] = [];
   const lastEligible = new Map<string, ForestCall>();
+  const gap = Math.round((scale.col - scale.boxW) / 2);
   for (const call of plan.forest) {
     if (!call.eligible) continue;
     const before = lastEligible.get(call.agent);
-    const at = { agent: call.agent, after: call.id, x: x.get(call.id)! - (COL - BOX_W) / 2, y: laneOf.get(call.agent)!.y };
+    lastEligible.set(call.agent, call);
+    if (folded.has(call.agent)) continue;
+    const at = { agent: call.agent, after: call.id, x: x.get(call.id)! - gap, y: laneOf.get(call.agent)!.y };
     if (call.mediaMismatch) cuts.push({ ...at, reason: "media", before: call.parent });
     else if (before !== undefined && call.root) cuts.push({ ...at, reason: "context", before: before.id });
-    lastEligible.set(call.agent, call);
   }
 
-  const columns = plan.forest.length;
-  const legendWidth = cuts.some((cut) => cut.reason === "media") ? MIN_WIDTH + MEDIA_CUT_LEGEND_W : MIN_WIDTH;
-  // Room after the last column for a row's leaf label (see rows() in svg.ts).
-  const width = Math.max(legendWidth, MARGIN + gutter + columns * COL + ROW_LABEL_CHARS * CHAR + MARGIN);
-  const rowsTop = HEADER_H + lanes.length * LANE_H + 40;
-  const height = rowsTop + plan.rows.length * ROW_H + MARGIN;
-  return { width, height, gutter, lanes, laneOf, x, cuts, rowsTop };
+  const rowsTop = y + (scale.labels ? 40 : 30);
+  const height = rowsTop + plan.rows.length * scale.rowH + MARGIN;
+  return { scale, width, height, gutter, left, lanesTop, lanes, laneOf, folded, x, cuts, rowsTop, mediaCuts };
 }

@@ -37,3 +37,16 @@ export function wrap(text: string, width: number): string[] {
   if (rest.length > 0 || lines.length === 0) lines.push(rest);
   return lines;
 }
+
+/**
+ * Shortens text to at most `max` characters by cutting the middle (`mc-…der-3`): ids that share a
+ * prefix (`mc-leader-1`, `mc-leader-2`) keep the end that tells them apart. Counts code points.
+ */
+export function clipMiddle(text: string, max: number): string {
+  const chars = Array.from(text);
+  if (chars.length <= max) return text;
+  if (max <= 1) return "…";
+  const tail = Math.ceil((max - 1) / 2); // the end tells ids apart more often than the start
+  const head = max - 1 - tail;
+  return chars.slice(0, head).join("") + "…" + chars.slice(chars.length - tail).join("");
+}

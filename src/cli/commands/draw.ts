@@ -1,4 +1,6 @@
-// `callforest draw`: one SVG picture per rollout (lanes of calls, links, cuts, rows).
+// `callforest draw`: one SVG picture per rollout (lanes of calls, links, cuts, rows). --fit WIDTH
+// zooms out (calls become marks) until the picture is WIDTH px wide; --layout packed draws the
+// packed trees instead (segments, their parents, what they save).
 //
 // File names: with one rollout drawn (after --rollout), the SVG goes to -o exactly (default
 // forest.svg; `-o -` = stdout). With several, each goes beside it as <stem>.<rollout id>.svg
@@ -12,16 +14,34 @@ import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
 import { rejectedReport, usePlan } from "../../formats/index.js";
 import { inputName } from "../../formats/text.js";
-import { fileSafeId, renderSvg } from "../../draw/index.js";
+import { MIN_FIT_WIDTH, fileSafeId, renderPackedSvg, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../validate.js";
 import { FileError } from "../../ingest/file-error.js";
 import { descriptorOf, refuseRuntimeDescriptor, standardStream } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, parseBackend, inputHelp, type InputOptions } from "../inputs.js";
+import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
 
 interface DrawOptions extends InputOptions {
   output: string;
   rollout?: string;
+  fit?: string;
+  layout?: string;
+}
+
+/** What to draw, from --layout and --fit. */
+interface Picture {
+  packed: boolean;
+  fit?: number;
+}
+
+/** Widest --fit: past this a fitted picture is no overview any more. */
+const MAX_FIT_WIDTH = 100_000;
+
+function pictureOf(options: DrawOptions): Picture {
+  const { layout } = options;
+  if (layout !== undefined && layout !== "rows" && layout !== "packed") throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  const fit = options.fit === undefined ? undefined : parseInteger("--fit", options.fit, { min: MIN_FIT_WIDTH, max: MAX_FIT_WIDTH });
+  return { packed: layout === "packed", fit };
 }
 
 export function register(program: Command): void {
@@ -33,7 +53,9 @@ export function register(program: Command): void {
     )
     .argument("<input>", inputHelp(false))
     .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
-    .option("--rollout <id>", "draw only the rollout with this rollout_id");
+    .option("--rollout <id>", "draw only the rollout with this rollout_id")
+    .option("--fit <width>", `zoom out until the picture is this many px wide (calls become marks); at least ${MIN_FIT_WIDTH}`)
+    .option("--layout <layout>", "rows (default: the forest and each row's path), or packed: each tree's segments and what packing saves");
   addInputOptions(command, { media: true }).action(async (input: string, options: DrawOptions) => {
     await draw(input, options);
   });
@@ -45,9 +67,12 @@ function idOfItem(item: ReadItem): string | null {
   return item.result.ok ? rolloutIdOf(item.result.rollout) : item.result.rolloutId;
 }
 
-function svgOf(cf: Callforest, item: ReadItem): string {
+function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
   if (!item.result.ok) return renderSvg({ report: rejectedReport(item.result, item.line), forest: [], agents: [], rows: [] });
-  return usePlan(cf, item.result, item.line, (plan, report) => renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }));
+  if (picture.packed) {
+    return usePlan(cf, item.result, item.line, (plan, report) => renderPackedSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }, { width: picture.fit }), { trees: true });
+  }
+  return usePlan(cf, item.result, item.line, (plan, report) => renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }, { fit: picture.fit }));
 }
 
 /** The file for the `position`-th (1-based) of several rollouts; see the header comment. */
@@ -77,6 +102,7 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   // -o -: stdout, as rows and convert read it; a descriptor (/dev/fd/3) is written where it is.
   const fd = descriptorOf(options.output);
   const stream = standardStream(options.output);
+  const picture = pictureOf(options);
   const read = checkInputs([input], options);
   checkOutputs([input], [["-o", options.output]]);
   const name = inputName(input);
@@ -103,14 +129,14 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       continue;
     }
     if (fd !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${name} holds several rollouts: pick one with --rollout ID`);
-    if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!));
-    write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item));
+    if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!, picture));
+    write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item, picture));
   }
   if (count === 0) {
     throw new UsageError(options.rollout === undefined ? `${name} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${name}`);
   }
   if (count === 1) {
-    const svg = svgOf(cf, first!);
+    const svg = svgOf(cf, first!, picture);
     if (stream !== null) process[stream].write(svg);
     else if (fd !== null) writeToDescriptor(options.output, svg);
     else write(options.output, svg);
