@@ -6,11 +6,10 @@ import { compactionBody, plainBody, tokenizeBody, type ModelCall, type ModelClie
 import { ContextController, type PreparedCall } from "./controller.js";
 import { canonicalJson, sha256Hex } from "./digest.js";
 import type { Environment, Observation } from "./environment.js";
-import { CompactionError, ModelHttpError } from "./errors.js";
+import { CompactionError, HttpError } from "./errors.js";
 import {
   EVIDENCE_SCHEMA_VERSION,
   extractGeneration,
-  isTokenId,
   rolloutFromEvidence,
   type AttemptRecord,
   type CallEvidence,
@@ -25,6 +24,11 @@ import { mediaSpans } from "./media-spans.js";
 import { identityPolicy, type Policy } from "./policies.js";
 import type { ResponsesResponse, TokenizeBody } from "./responses.js";
 import { createScheduler, type ScheduleConfig, type ScheduledView, type Scheduler } from "./schedules.js";
+import { isTokenId } from "./token-rules.js";
+import { ProvenanceRecorder } from "./provenance.js";
+import { withPartialRun } from "./partial.js";
+import { resourcesEnvironment, type GymRunBody, type ResourcesServer, type ResourcesSession } from "./resources.js";
+import { gymResponse, transportResponse, type GymResponse, type GymResponseInputs, type TurnRecord } from "./gym-response.js";
 
 export interface CompactionOptions {
   policy: Policy;
@@ -32,9 +36,26 @@ export interface CompactionOptions {
   guards?: GuardConfig;
 }
 
+/** Scoring through a Gym resources server (Gym's `/run`): seed, tools, `/verify`. */
+export interface ResourcesOptions {
+  server: ResourcesServer;
+  /** The Gym run body: `responses_create_params` (input, tools, instructions, other params) and the task's fields. */
+  runBody: GymRunBody;
+  /** Gym's `skip_verification`: no `/verify`; the reward is `skipVerificationReward` (default 0). */
+  skipVerification?: boolean;
+  skipVerificationReward?: number;
+  /** A tool answer's text as an observation (default: the text itself, as Gym's agent shows it; see jsonObservation). */
+  observe?: (text: string, tool: string) => Observation | Promise<Observation>;
+}
+
 export interface RunAgentOptions {
   model: ModelClient;
-  environment: Environment;
+  /** Tools, task and reward (give this or `resources`). */
+  environment?: Environment;
+  /** Run the episode against a Gym resources server instead of `environment` (see ResourcesOptions). */
+  resources?: ResourcesOptions;
+  /** Also return Gym's ContextCompactedResponse (`gymResponse`); always built with `resources`. */
+  gymResponse?: boolean;
   /** Off when absent or false: plain `POST /v1/responses`, no compaction machinery on the wire. */
   compaction?: CompactionOptions | false;
   maxTurns: number;
@@ -55,6 +76,14 @@ export interface RunAgentOptions {
 export interface RunAgentResult {
   /** The last model response (null if no call was made). */
   response: ResponsesResponse | null;
+  /** What Gym's agent returns from `/v1/responses` (a ContextCompactedResponse with compaction on), when asked for or scored. */
+  gymResponse?: GymResponse;
+  /**
+   * With `resources`: what Gym's `/run` returns. The verify response with `response` replaced by
+   * the transport projection (compaction on), or, when verification is skipped, the run body with
+   * the full response, the skip reward and `verification_skipped: true`.
+   */
+  row?: Record<string, unknown>;
   evidence: EvidenceRecord;
   /** SPEC's canonical rollout, built from `evidence` alone. */
   rollout: Rollout;
@@ -81,6 +110,15 @@ interface Run {
   attempts: AttemptRecord[];
   guardLog: GuardEvaluation[];
   lastResponse: ResponsesResponse | null;
+  provenance: ProvenanceRecorder;
+  /** Per call, what Gym's response needs beyond the evidence. */
+  turns: TurnRecord[];
+  /** The call being made (for a failure's partial run). */
+  current: string | null;
+  environment: Environment;
+  /** The resources server's session (with `resources`). */
+  session: ResourcesSession | null;
+  params: Readonly<Record<string, unknown>> | undefined;
 }
 
 /** What one call will send: the scheduled view, its materialization, the controller's verdict. */
@@ -131,10 +169,11 @@ function requestParts(run: Run, view: MaterializedView): RequestParts {
   return {
     model: opts.model.model,
     input: view.input,
-    instructions: opts.environment.instructions,
-    tools: opts.environment.tools,
+    instructions: run.environment.instructions,
+    tools: run.environment.tools,
     maxOutputTokens: opts.maxOutputTokens,
     temperature: opts.temperature,
+    params: run.params,
   };
 }
 
@@ -189,7 +228,7 @@ async function admit(run: Run, callId: string, entries: readonly HistoryEntry[],
 
 /** Whether a failed request may be tried again (attempt counts from 1); waits before it if so. */
 async function retryAfter(run: Run, error: unknown, attempt: number): Promise<boolean> {
-  if (!(error instanceof ModelHttpError && error.retryable) || attempt > (run.opts.retries ?? 2)) return false;
+  if (!(error instanceof HttpError && error.retryable) || attempt > (run.opts.retries ?? 2)) return false;
   const delay = Math.min((run.opts.retryDelayMs ?? 200) * 2 ** (attempt - 1), 5_000);
   if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
   return true;
@@ -212,15 +251,19 @@ async function send(run: Run, callId: string, cv: CallView): Promise<{ response:
   }
 }
 
-/** The `/tokenize` preflight, under the same retry policy as the calls themselves. */
-async function countTokens(run: Run, body: TokenizeBody): Promise<number> {
+/** `work` under the retry policy of the model calls (the `/tokenize` preflight, resources-server requests). */
+async function retrying<T>(run: Run, work: () => Promise<T> | T): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await run.opts.model.countTokens(body);
+      return await work();
     } catch (error) {
       if (!(await retryAfter(run, error, attempt))) throw error;
     }
   }
+}
+
+function countTokens(run: Run, body: TokenizeBody): Promise<number> {
+  return retrying(run, () => run.opts.model.countTokens(body));
 }
 
 /** Runs the model's function calls; returns how many ran and whether the episode ended. */
@@ -234,7 +277,7 @@ async function act(run: Run, output: readonly HistoryEntry[], turn: number): Pro
     } catch {
       // the environment gets the raw text and can answer with an error observation
     }
-    const obs = await run.opts.environment.call(entry.name, args);
+    const obs = await retrying(run, () => run.environment.call(entry.name, args));
     await appendObservation(run, obs, turn, { callId: entry.callId, name: entry.name });
     actions++;
     // The episode is over: the response's later calls are not run (they could undo the end).
@@ -246,15 +289,18 @@ async function act(run: Run, output: readonly HistoryEntry[], turn: number): Pro
 /** One model call: view, guards, send, evidence, actions. Returns why the run stops, or null to go on. */
 async function step(run: Run, turn: number): Promise<StopReason | null> {
   const callId = `${run.agent}-c${turn}`;
+  run.current = callId;
   const entries = run.history.entries();
   const cv = await admit(run, callId, entries, await viewForCall(run, callId, entries));
   if (!cv) return "guard_rejected";
   const sent = await send(run, callId, cv);
   const generation = extractGeneration(callId, sent.response);
+  run.provenance.note(`call ${callId} (response ${sent.response.id})`, sent.response);
   // Checked now, not only when the rollout is built: a prompt whose placeholder runs do not match the images shown stops the run at this call.
   if (run.imagePlaceholderToken !== null) mediaSpans(`call ${callId}`, generation.prompt_token_ids, cv.view.mediaIds, run.imagePlaceholderToken);
   const output = appendOutput(run, sent.response, turn);
   run.lastResponse = sent.response;
+  run.turns.push({ callId, turn, plan: cv.scheduled.plan, output: output.map((e) => e.seq), finishReason: sent.response.incomplete_details?.reason ?? null, usage: sent.response.usage });
   const { prepared, view, scheduled } = cv;
   if (prepared) run.controller.acknowledge(prepared, view, entryKeys(output, run.media), generation.prompt_token_ids, generation.generation_token_ids);
   const parent = prepared?.parentCall ? run.calls.find((c) => c.call_id === prepared.parentCall) : undefined;
@@ -278,12 +324,13 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
   });
   const { actions, done } = await act(run, output, turn);
   run.scheduler.recordCall(callId, actions);
+  run.current = null;
   // No action: the model is done, unless the server cut its answer off (max_output_tokens).
   if (actions === 0) return sent.response.status === "incomplete" ? "output_truncated" : "final_message";
   return done ? "environment_done" : null;
 }
 
-export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
+function checkOptions(opts: RunAgentOptions): void {
   if (!Number.isInteger(opts.maxTurns) || opts.maxTurns < 1) throw new CompactionError(`runAgent: maxTurns must be a positive integer (got ${opts.maxTurns})`);
   // NaN would retry forever (attempt > NaN is never true).
   if (opts.retries !== undefined && !(Number.isInteger(opts.retries) && opts.retries >= 0)) {
@@ -296,16 +343,31 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
   for (const [name, value] of [["agent", opts.agent], ["rolloutId", opts.rolloutId]] as const) {
     if (value !== undefined && (typeof value !== "string" || value === "")) throw new CompactionError(`runAgent: ${name} must be a non-empty string (got ${JSON.stringify(value)})`);
   }
+  if (!opts.environment === !opts.resources) throw new CompactionError("runAgent: give exactly one of environment and resources");
+  const skipReward = opts.resources?.skipVerificationReward;
+  if (skipReward !== undefined && !Number.isFinite(skipReward)) throw new CompactionError(`runAgent: resources.skipVerificationReward must be a finite number (got ${skipReward})`);
   const placeholder = opts.model?.imagePlaceholderToken;
   if (placeholder !== undefined && !isTokenId(placeholder)) {
     throw new CompactionError(`runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`);
   }
+}
+
+function newRun(opts: RunAgentOptions): Run {
   const compaction = opts.compaction || null;
   const policy = compaction ? compaction.policy : identityPolicy();
-  const run: Run = {
+  const resources = opts.resources;
+  const session = resources ? resources.server.session() : null;
+  const environment = session ? resourcesEnvironment(session, resources!.runBody, resources!.observe) : opts.environment!;
+  let params: Record<string, unknown> | undefined;
+  if (resources) {
+    // The run body's other request params travel with every model call, as in Gym's agent.
+    const { input: _input, tools: _tools, instructions: _instructions, model: _model, ...rest } = resources.runBody.responses_create_params;
+    params = rest;
+  }
+  return {
     opts,
     agent: opts.agent ?? "agent",
-    imagePlaceholderToken: placeholder ?? null,
+    imagePlaceholderToken: opts.model?.imagePlaceholderToken ?? null,
     compaction,
     guards: compaction?.guards ? validateGuards(compaction.guards) : undefined,
     history: new SemanticHistory(),
@@ -317,39 +379,109 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
     attempts: [],
     guardLog: [],
     lastResponse: null,
+    provenance: new ProvenanceRecorder(opts.model?.model ?? ""),
+    turns: [],
+    current: null,
+    environment,
+    session,
+    params,
   };
-  await appendObservation(run, await opts.environment.start(), -1);
-  let stopReason: StopReason = "max_turns";
-  for (let turn = 0; turn < opts.maxTurns; turn++) {
-    const stop = await step(run, turn);
-    if (stop) {
-      stopReason = stop;
-      break;
-    }
-  }
-  run.scheduler.finish();
+}
 
-  const evidence: EvidenceRecord = {
+function gymInputs(run: Run, evidence: EvidenceRecord): GymResponseInputs {
+  return {
+    evidence,
+    entries: run.history.entries(),
+    media: run.media,
+    turns: run.turns,
+    model: run.opts.model.model,
+    compaction: run.compaction,
+    instructions: run.environment.instructions,
+    tools: run.environment.tools,
+    params: run.params ?? {},
+    maxOutputTokens: run.opts.maxOutputTokens,
+    temperature: run.opts.temperature,
+  };
+}
+
+async function evidenceOf(run: Run, stopReason: StopReason, reward: number): Promise<EvidenceRecord> {
+  const { compaction, opts } = run;
+  return {
     schema_version: EVIDENCE_SCHEMA_VERSION,
     rollout_id: opts.rolloutId ?? (await defaultRolloutId(run.calls)),
-    reward: opts.environment.reward(),
+    reward,
     agent: run.agent,
     stop_reason: stopReason,
     compaction: {
       enabled: !!compaction,
-      policy: compaction ? policy.identity : null,
+      policy: compaction ? compaction.policy.identity : null,
       schedule: compaction ? compaction.schedule : null,
       guards: run.guards ?? null,
     },
-    calls: run.calls,
-    attempts: run.attempts,
+    calls: [...run.calls],
+    attempts: [...run.attempts],
     boundaries: [...run.controller.boundaries],
     chunks: compaction ? run.scheduler.chunks() : [],
-    guards: run.guardLog,
-    media: run.mediaOrder,
+    guards: [...run.guardLog],
+    media: [...run.mediaOrder],
     image_placeholder_token: run.imagePlaceholderToken,
+    provenance: run.provenance.record(),
   };
-  return { response: run.lastResponse, evidence, rollout: rolloutFromEvidence(evidence), stopReason, history: run.history, media: run.media };
+}
+
+/** The error, carrying what the run recorded before it (`error.partial`). */
+async function failed(run: Run, error: unknown): Promise<Error> {
+  const evidence = await evidenceOf(run, "failed", 0);
+  let rollout: Rollout | null = null;
+  let rolloutError: string | null = null;
+  try {
+    rollout = rolloutFromEvidence(evidence);
+  } catch (e) {
+    rolloutError = e instanceof Error ? e.message : String(e);
+  }
+  return withPartialRun(error, { complete: false, failed_call: run.current, evidence, rollout, rollout_error: rolloutError });
+}
+
+/** Gym's `/run` after the episode: `/verify` (or its skip), the reward, and the row it returns. */
+async function score(run: Run, response: GymResponse): Promise<{ reward: number; row: Record<string, unknown> }> {
+  const resources = run.opts.resources!;
+  const runBody = resources.runBody as Record<string, unknown>;
+  if (resources.skipVerification) {
+    const reward = resources.skipVerificationReward ?? 0;
+    return { reward, row: { ...runBody, response, reward, verification_skipped: true } };
+  }
+  const verified = await retrying(run, () => run.session!.verify({ ...runBody, response }));
+  const row = run.compaction ? { ...verified, response: await transportResponse(response) } : verified;
+  return { reward: verified.reward, row };
+}
+
+export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
+  checkOptions(opts);
+  const run = newRun(opts);
+  try {
+    await appendObservation(run, await retrying(run, () => run.environment.start()), -1);
+    let stopReason: StopReason = "max_turns";
+    for (let turn = 0; turn < opts.maxTurns; turn++) {
+      const stop = await step(run, turn);
+      if (stop) {
+        stopReason = stop;
+        break;
+      }
+    }
+    run.scheduler.finish();
+    const evidence = await evidenceOf(run, stopReason, opts.resources ? 0 : run.environment.reward());
+    const result: RunAgentResult = { response: run.lastResponse, evidence, rollout: null as unknown as Rollout, stopReason, history: run.history, media: run.media };
+    if (opts.gymResponse || opts.resources) result.gymResponse = await gymResponse(gymInputs(run, evidence));
+    if (opts.resources) {
+      const { reward, row } = await score(run, result.gymResponse!);
+      evidence.reward = reward;
+      result.row = row;
+    }
+    result.rollout = rolloutFromEvidence(evidence);
+    return result;
+  } catch (error) {
+    throw await failed(run, error);
+  }
 }
 
 /**

@@ -2,7 +2,9 @@
 // every key it sets; the plain builder has no way to add `required_prefix_token_ids`, and the
 // sender refuses any key outside its endpoint's list before anything goes on the wire.
 import { CompactionError, ModelHttpError } from "./errors.js";
-import { isTokenId } from "./evidence.js";
+import { isTokenId } from "./token-rules.js";
+import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, checkHttpOptions, parseAnswer, postJson, type FetchLike } from "./http.js";
+export type { FetchLike } from "./http.js";
 import {
   COMPACTION_BODY_KEYS,
   TOKENIZE_BODY_KEYS,
@@ -22,6 +24,8 @@ export interface RequestParts {
   tools?: FunctionTool[];
   maxOutputTokens?: number;
   temperature?: number;
+  /** Other Responses create params (a Gym run body's `responses_create_params`), sent as given after the keys above. */
+  params?: Readonly<Record<string, unknown>>;
 }
 
 /** The body a plain agent sends to `POST /v1/responses`: only keys that have a value. */
@@ -31,6 +35,7 @@ export function plainBody(parts: RequestParts): PlainResponsesBody {
   if (parts.tools !== undefined && parts.tools.length > 0) body.tools = parts.tools;
   if (parts.maxOutputTokens !== undefined) body.max_output_tokens = parts.maxOutputTokens;
   if (parts.temperature !== undefined) body.temperature = parts.temperature;
+  for (const [key, value] of Object.entries(parts.params ?? {})) if (!(key in body) && value !== undefined) body[key] = value;
   return body;
 }
 
@@ -41,13 +46,9 @@ export function compactionBody(parts: RequestParts, requiredPrefix: readonly num
   return body;
 }
 
-/** The body of the `/tokenize` preflight for a request (same input, same prefix). */
+/** The body of the `/tokenize` preflight for a request: Gym's adapter takes the same body as the generation. */
 export function tokenizeBody(parts: RequestParts, requiredPrefix: readonly number[] | null): TokenizeBody {
-  const body: TokenizeBody = { model: parts.model, input: parts.input };
-  if (parts.instructions !== undefined) body.instructions = parts.instructions;
-  if (parts.tools !== undefined && parts.tools.length > 0) body.tools = parts.tools;
-  if (requiredPrefix !== null) body.required_prefix_token_ids = [...requiredPrefix];
-  return body;
+  return compactionBody(parts, requiredPrefix);
 }
 
 export type ModelCall =
@@ -103,18 +104,6 @@ export interface ModelClient {
   countTokens(body: TokenizeBody): Promise<number>;
 }
 
-/**
- * The part of `fetch` the client uses; global `fetch` is one. Declared here so the package's types
- * need neither the DOM's nor Node's globals. The client also passes `signal`, an AbortSignal for
- * its deadline (`timeoutMs`), left out of the type for the same reason: a fetch of your own should
- * honour `init.signal` (the client stops waiting at the deadline either way, but only the fetch
- * can close its connection).
- */
-export type FetchLike = (
-  url: string,
-  init: { method: string; headers: Record<string, string>; body: string },
-) => Promise<{ ok: boolean; status: number; text(): Promise<string> }>;
-
 export interface ModelClientOptions {
   /** Server root, e.g. `http://127.0.0.1:8000` (no trailing `/v1`). */
   baseUrl: string;
@@ -126,6 +115,10 @@ export interface ModelClientOptions {
    * request is aborted and fails as a retryable ModelHttpError (status 0), like a lost connection.
    */
   timeoutMs?: number;
+  /** Bytes an answer may have (default 64 MiB). A longer one is aborted as it arrives: a ResponseTooLargeError, not retried. */
+  maxResponseBytes?: number;
+  /** Follow HTTP redirects (default false: a 3xx answer is a ModelHttpError naming its Location). */
+  followRedirects?: boolean;
   /**
    * The token the model's chat template repeats for each image (Qwen2-VL's `<|image_pad|>`, the
    * test bed's `server.imagePlaceholderToken`). With it the rollout says where each image stands
@@ -135,76 +128,37 @@ export interface ModelClientOptions {
   imagePlaceholderToken?: number;
 }
 
-const DEFAULT_TIMEOUT_MS = 600_000;
-
 /**
- * An error's message with its cause's (Node's fetch says only "fetch failed"; the cause says why:
- * an error with a code, or, for a name with several addresses, an AggregateError of one each).
+ * The prompt length in a `/tokenize` answer: Gym's adapter answers `{tokens}`, vLLM answers
+ * `{count, max_model_len, tokens}` (its count must then be the tokens' length).
  */
-function failureText(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const why = causeText(error.cause);
-  return why === "" || error.message.includes(why) ? error.message : `${error.message}: ${why}`;
-}
-
-function causeText(cause: unknown): string {
-  if (!(cause instanceof Error)) return "";
-  if (cause instanceof AggregateError && cause.errors.length > 0) return [...new Set(cause.errors.map(causeText))].filter((t) => t !== "").join("; ");
-  return cause.message !== "" ? cause.message : String((cause as { code?: unknown }).code ?? "");
-}
-
-/** `work`, unless `signal` aborts first: the deadline holds even for a fetch that ignores its signal. */
-function beforeAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener("abort", onAbort, { once: true });
-    void work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
+export function tokenCountOf(url: string, answer: unknown): number {
+  const refuse = (why: string) => new ModelHttpError(`POST ${url}: ${why}, expected {tokens} or {count, max_model_len, tokens}`, 200, false);
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) throw refuse(`the answer is ${JSON.stringify(answer)?.slice(0, 80)}`);
+  const { tokens, count } = answer as { tokens?: unknown; count?: unknown };
+  if (!Array.isArray(tokens) || !tokens.every(isTokenId)) throw refuse(`the answer's tokens is ${JSON.stringify(tokens)?.slice(0, 80) ?? "missing"}`);
+  if (count !== undefined && count !== tokens.length) throw refuse(`the answer's count ${JSON.stringify(count)} is not its ${tokens.length} tokens`);
+  return tokens.length;
 }
 
 export function createModelClient(options: ModelClientOptions): ModelClient {
-  const doFetch: FetchLike = options.fetch ?? globalThis.fetch;
   const root = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  // What a timer can wait (AbortSignal.timeout turns more into 1 ms, and refuses a fraction).
-  if (!(Number.isInteger(timeoutMs) && timeoutMs > 0 && timeoutMs <= 2 ** 31 - 1)) {
-    throw new CompactionError(`model client: timeoutMs must be a whole number of milliseconds from 1 to 2^31-1, got ${options.timeoutMs}`);
+  const maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+  try {
+    checkHttpOptions("model client", timeoutMs, maxResponseBytes);
+  } catch (error) {
+    throw new CompactionError((error as Error).message);
   }
   const placeholder = options.imagePlaceholderToken;
   if (placeholder !== undefined && !isTokenId(placeholder)) {
     throw new CompactionError(`model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`);
   }
+  const http = { fetch: options.fetch ?? (globalThis.fetch as unknown as FetchLike), headers: options.headers, timeoutMs, maxResponseBytes, followRedirects: options.followRedirects === true };
   async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];
-    const lost = (error: unknown) => new ModelHttpError(`POST ${url}: ${failureText(error)}`, 0, true);
-    // One deadline for the whole exchange: a server that sends headers and then stalls is as
-    // lost as one that never answers.
-    const signal = AbortSignal.timeout(timeoutMs);
-    let response: Awaited<ReturnType<FetchLike>>;
-    let text: string;
-    try {
-      const init = { method: "POST", headers: { "content-type": "application/json", ...options.headers }, body: JSON.stringify(body), signal };
-      // (a connection cut mid-body is a lost connection too)
-      [response, text] = await beforeAbort(
-        (async () => {
-          const answer = await doFetch(url, init);
-          return [answer, await answer.text()] as const;
-        })(),
-        signal,
-      );
-    } catch (error) {
-      throw lost(error);
-    }
-    if (!response.ok) {
-      throw new ModelHttpError(`POST ${url}: HTTP ${response.status}: ${text.slice(0, 300)}`, response.status, response.status >= 500);
-    }
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new ModelHttpError(`POST ${url}: response is not JSON: ${text.slice(0, 100)}`, response.status, false);
-    }
+    return parseAnswer(url, await postJson(url, body, http, ModelHttpError), ModelHttpError);
   }
   return {
     model: options.model,
@@ -213,12 +167,7 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
       return (await post(call.endpoint, call.body)) as ResponsesResponse;
     },
     async countTokens(body) {
-      const answer = (await post("tokenize", body)) as { count?: unknown } | null;
-      const count = typeof answer === "object" && answer !== null ? answer.count : undefined;
-      if (typeof count !== "number" || !Number.isSafeInteger(count) || count < 0) {
-        throw new ModelHttpError(`POST ${root}/tokenize: the answer's count is ${JSON.stringify(count)}, expected a token count`, 200, false);
-      }
-      return count;
+      return tokenCountOf(root + ENDPOINT_PATHS.tokenize, await post("tokenize", body));
     },
   };
 }

@@ -3,7 +3,7 @@ import type { FunctionTool } from "./responses.js";
 
 export interface ObservationImage {
   bytes: Uint8Array;
-  mime: "image/png";
+  mime: "image/png" | "image/jpeg" | "image/webp";
 }
 
 export interface Observation {

@@ -1,8 +1,20 @@
 // Errors of the compaction runtime. Each names what failed and where (call id, field, counts).
+import type { PartialRun } from "./partial.js";
 
 /** Bad configuration or misuse of the runtime (a policy knob out of range, an unknown tool). */
 export class CompactionError extends Error {
-  override readonly name = "CompactionError";
+  override readonly name: string = "CompactionError";
+}
+
+/** A `context_history` block (Gym's agent configuration) that Gym would refuse; `path` names the key. */
+export class ConfigError extends CompactionError {
+  override readonly name = "ConfigError";
+  constructor(
+    readonly path: string,
+    what: string,
+  ) {
+    super(`context_history config: ${path}: ${what}`);
+  }
 }
 
 /** Generation evidence that cannot be trusted: missing token ids, a logprob count mismatch, a bad record. */
@@ -22,9 +34,9 @@ export class PrefixMismatchError extends Error {
   }
 }
 
-/** A model-server HTTP failure. `retryable` is true for transport errors and 5xx answers. */
-export class ModelHttpError extends Error {
-  override readonly name = "ModelHttpError";
+/** An HTTP exchange that failed. `retryable` is true for transport errors and 5xx answers. */
+export class HttpError extends Error {
+  override readonly name: string = "HttpError";
   constructor(
     message: string,
     readonly status: number,
@@ -32,4 +44,31 @@ export class ModelHttpError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A model-server HTTP failure (`/v1/responses`, `/v1/responses/context-compaction`, `/tokenize`). */
+export class ModelHttpError extends HttpError {
+  override readonly name: string = "ModelHttpError";
+}
+
+/** A resources-server failure (`/seed_session`, a tool, `/verify`, `/aggregate_metrics`), or an answer of the wrong shape. */
+export class ResourcesServerError extends HttpError {
+  override readonly name = "ResourcesServerError";
+}
+
+/** An answer longer than the client's `maxResponseBytes`: the body was aborted, and it is not retried. */
+export class ResponseTooLargeError extends ModelHttpError {
+  override readonly name = "ResponseTooLargeError";
+  constructor(
+    message: string,
+    status: number,
+    readonly limit: number,
+  ) {
+    super(message, status, false);
+  }
+}
+
+/** The error runAgent threw, with what the run had recorded before it (see `partialRunOf`). */
+export interface ErrorWithPartialRun extends Error {
+  partial: PartialRun;
 }

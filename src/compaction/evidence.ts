@@ -10,6 +10,9 @@ import { mediaSpans } from "./media-spans.js";
 import type { PolicyIdentity, ViewCounts } from "./policies.js";
 import type { OutputItem, ResponsesResponse } from "./responses.js";
 import type { ChunkRecord, ScheduleConfig, ViewTrigger } from "./schedules.js";
+import { firstBad, isFloat32Logprob, isTokenId } from "./token-rules.js";
+import type { Provenance } from "./provenance.js";
+import { expandEvidence, isPackedEvidence } from "./evidence-packing.js";
 
 export const EVIDENCE_SCHEMA_VERSION = 1;
 
@@ -58,8 +61,8 @@ export interface AttemptRecord {
   error?: string;
 }
 
-/** Why an episode ended; `output_truncated`: the last response was cut off (status "incomplete") with no action in it. */
-export type StopReason = "max_turns" | "final_message" | "output_truncated" | "environment_done" | "guard_rejected";
+/** Why an episode ended (`failed`: only in the evidence of a partial run, see partialRunOf); `output_truncated`: the last response was cut off (status "incomplete") with no action in it. */
+export type StopReason = "max_turns" | "final_message" | "output_truncated" | "environment_done" | "guard_rejected" | "failed";
 
 export interface EvidenceRecord {
   schema_version: typeof EVIDENCE_SCHEMA_VERSION;
@@ -87,35 +90,42 @@ export interface EvidenceRecord {
    * before this field read as null.
    */
   image_placeholder_token: number | null;
+  /**
+   * What generated the tokens: the model, and the tokenizer, chat template and processor when the
+   * server reported them (`complete: false` lists what it did not). Absent in records written
+   * before the field.
+   */
+  provenance?: Provenance;
 }
 
-/** An integer in [0, 2^31-1], SPEC's token id range. */
-export function isTokenId(v: unknown): v is number {
-  return Number.isInteger(v) && (v as number) >= 0 && (v as number) <= 0x7fffffff;
+export { isTokenId } from "./token-rules.js";
+
+/** A logprob's value as the message shows it, and why the planner would refuse it. */
+function badLogprob(value: unknown): string {
+  if (typeof value === "number" && Number.isFinite(value)) return `${value} overflows float32`;
+  return `${JSON.stringify(value) ?? String(value)} is not a finite number`;
 }
 
-function isTokenIdList(v: unknown): v is number[] {
-  return Array.isArray(v) && v.every(isTokenId);
-}
-
-function isLogprobArray(v: unknown): v is number[] {
-  return Array.isArray(v) && v.every((x) => typeof x === "number" && Number.isFinite(x));
-}
-
+/** The planner's rules (token ids in [0, 2^31-1], logprobs finite as float32), with the index and value of the first break. */
 function checkGeneration(where: string, g: Partial<Record<keyof GenerationEvidence, unknown>>): GenerationEvidence {
   for (const key of ["prompt_token_ids", "generation_token_ids"] as const) {
-    if (g[key] === undefined) throw new EvidenceError(`${where}: ${key} is missing`);
-    if (!isTokenIdList(g[key])) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1]`);
+    const ids = g[key];
+    if (ids === undefined) throw new EvidenceError(`${where}: ${key} is missing`);
+    if (!Array.isArray(ids)) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1]`);
+    const bad = firstBad(ids, isTokenId);
+    if (bad >= 0) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1] (${key}[${bad}] is ${JSON.stringify(ids[bad]) ?? String(ids[bad])})`);
   }
-  if (g.generation_log_probs === undefined) throw new EvidenceError(`${where}: generation_log_probs is missing`);
-  if (!isLogprobArray(g.generation_log_probs)) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers`);
-  const ids = g.generation_token_ids as number[];
   const lps = g.generation_log_probs;
+  if (lps === undefined) throw new EvidenceError(`${where}: generation_log_probs is missing`);
+  if (!Array.isArray(lps)) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers in float32 range`);
+  const bad = firstBad(lps, isFloat32Logprob);
+  if (bad >= 0) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[${bad}]: ${badLogprob(lps[bad])})`);
+  const ids = g.generation_token_ids as number[];
   if (lps.length !== ids.length) {
     throw new EvidenceError(`${where}: ${lps.length} generation_log_probs for ${ids.length} generation_token_ids`);
   }
   if (ids.length === 0) throw new EvidenceError(`${where}: generation_token_ids is empty`);
-  return { prompt_token_ids: g.prompt_token_ids as number[], generation_token_ids: ids, generation_log_probs: lps };
+  return { prompt_token_ids: g.prompt_token_ids as number[], generation_token_ids: ids, generation_log_probs: lps as number[] };
 }
 
 /**
@@ -185,8 +195,22 @@ function arr(path: string, v: unknown): unknown[] {
   return v;
 }
 
-/** Checks an evidence record read back from anywhere; throws EvidenceError naming the first bad field. */
+/** Where `observed` first differs from `prefix` ("first difference at token i" or "is shorter"), or null when it starts with it. */
+function prefixBreak(prefix: readonly number[], observed: readonly number[]): string | null {
+  const n = Math.min(prefix.length, observed.length);
+  for (let i = 0; i < n; i++) if (prefix[i] !== observed[i]) return `first difference at token ${i}`;
+  return observed.length < prefix.length ? "it is shorter" : null;
+}
+
+/**
+ * Checks an evidence record read back from anywhere (a packed one is expanded first); throws
+ * EvidenceError naming the first bad field. Beyond shapes it holds the record to what the planner
+ * will assume: token and logprob values in the planner's ranges, every continuation starting with
+ * its parent's exact tokens (and as many as it recorded), media ids from the media table, and
+ * boundary and chunk records that name recorded calls. Returns the (expanded) record.
+ */
 export function validateEvidence(value: unknown): EvidenceRecord {
+  if (isPackedEvidence(value)) value = expandEvidence(value);
   const e = obj("record", value);
   if (e.schema_version !== EVIDENCE_SCHEMA_VERSION) {
     fail("schema_version", `unsupported ${JSON.stringify(e.schema_version)} (this reader knows ${EVIDENCE_SCHEMA_VERSION})`);
@@ -194,36 +218,68 @@ export function validateEvidence(value: unknown): EvidenceRecord {
   str("rollout_id", e.rollout_id);
   if (typeof e.reward !== "number" || !Number.isFinite(e.reward)) fail("reward", "must be a finite number");
   const agent = str("agent", e.agent);
+  const mediaTable = new Set(arr("media", e.media).map((raw, i) => str(`media[${i}].id`, obj(`media[${i}]`, raw).id)));
   const calls = arr("calls", e.calls);
-  const ids = new Set<string>();
+  const byId = new Map<string, CallEvidence>();
   calls.forEach((raw, i) => {
     const c = obj(`calls[${i}]`, raw);
     const id = str(`calls[${i}].call_id`, c.call_id);
-    if (ids.has(id)) fail(`calls[${i}].call_id`, `duplicate call id ${id}`);
+    if (byId.has(id)) fail(`calls[${i}].call_id`, `duplicate call id ${id}`);
     // (The id joins the earlier ones only after its parent is checked: a call is not its own parent.)
     if (c.agent !== agent) fail(`calls[${i}].agent`, `is ${JSON.stringify(c.agent)}, not the record's agent ${JSON.stringify(agent)}`);
     if (!Number.isInteger(c.segment)) fail(`calls[${i}].segment`, "must be an integer");
+    let g: GenerationEvidence;
     try {
-      checkGeneration(`calls[${i}] (${id})`, c);
+      g = checkGeneration(`calls[${i}] (${id})`, c);
     } catch (error) {
       throw new EvidenceError(`evidence ${(error as Error).message}`);
     }
-    if (c.parent_call !== null && !ids.has(c.parent_call as string)) fail(`calls[${i}].parent_call`, `names ${String(c.parent_call)}, not an earlier call`);
-    ids.add(id);
-    arr(`calls[${i}].media`, c.media).forEach((m, j) => str(`calls[${i}].media[${j}]`, m));
+    checkLineage(i, id, c, g.prompt_token_ids, byId);
+    arr(`calls[${i}].media`, c.media).forEach((m, j) => {
+      const mediaId = str(`calls[${i}].media[${j}]`, m);
+      if (!mediaTable.has(mediaId)) fail(`calls[${i}] (${id}).media[${j}]`, `${mediaId} is not in the media table`);
+    });
+    byId.set(id, c as unknown as CallEvidence);
   });
   arr("boundaries", e.boundaries).forEach((raw, i) => {
     const b = obj(`boundaries[${i}]`, raw);
-    const first = str(`boundaries[${i}].first_call`, b.first_call);
-    if (!ids.has(first)) fail(`boundaries[${i}].first_call`, `names ${first}, not a recorded call`);
+    for (const key of ["first_call", "previous_call"] as const) {
+      const named = str(`boundaries[${i}].${key}`, b[key]);
+      if (!byId.has(named)) fail(`boundaries[${i}].${key}`, `names ${named}, not a recorded call`);
+    }
+  });
+  arr("chunks", e.chunks).forEach((raw, i) => {
+    const c = obj(`chunks[${i}]`, raw);
+    for (const key of ["first_call", "last_call"] as const) {
+      if (c[key] === null) continue;
+      const named = str(`chunks[${i}].${key}`, c[key]);
+      if (!byId.has(named)) fail(`chunks[${i}].${key}`, `names ${named}, not a recorded call`);
+    }
   });
   arr("attempts", e.attempts);
-  arr("chunks", e.chunks);
   arr("guards", e.guards);
-  arr("media", e.media);
   const token = e.image_placeholder_token;
   if (token !== undefined && token !== null && !isTokenId(token)) fail("image_placeholder_token", "must be null or an integer in [0, 2^31-1]");
   return value as EvidenceRecord;
+}
+
+/**
+ * A continuation (a call with a parent) must start with its parent's prompt + generation, and
+ * record exactly that many tokens as its required prefix; a call without one required none.
+ */
+function checkLineage(i: number, id: string, c: Record<string, unknown>, prompt: readonly number[], earlier: ReadonlyMap<string, CallEvidence>): void {
+  const required = c.required_prefix_length;
+  if (!Number.isSafeInteger(required) || (required as number) < 0) fail(`calls[${i}] (${id}).required_prefix_length`, "must be a non-negative integer");
+  if (c.parent_call === null) {
+    if (required !== 0) fail(`calls[${i}] (${id}).required_prefix_length`, `is ${required} but the call has no parent_call`);
+    return;
+  }
+  const parent = earlier.get(c.parent_call as string);
+  if (!parent) fail(`calls[${i}].parent_call`, `names ${String(c.parent_call)}, not an earlier call`);
+  const full = parent.prompt_token_ids.length + parent.generation_token_ids.length;
+  if (required !== full) fail(`calls[${i}] (${id}).required_prefix_length`, `is ${required}, but parent_call ${parent.call_id} holds ${full} tokens`);
+  const why = prefixBreak([...parent.prompt_token_ids, ...parent.generation_token_ids], prompt);
+  if (why !== null) fail(`calls[${i}] (${id}).prompt_token_ids`, `does not start with parent_call ${parent.call_id}'s ${full} tokens (${why})`);
 }
 
 /**

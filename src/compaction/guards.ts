@@ -12,7 +12,9 @@ export interface GuardConfig {
   maxActiveImages?: number;
   /** Limit on projected vision tokens of the request's images. */
   maxVisionTokens?: number;
-  /** Side in pixels of one vision patch for the projection (default 16). */
+  /** Gym's projection: this many vision tokens per image. When unset, each image's own size is projected in patches. */
+  projectedVisionTokensPerImage?: number;
+  /** Side in pixels of one vision patch for the size projection (default 16). */
   patchSize?: number;
 }
 
@@ -49,7 +51,7 @@ export function projectVisionTokens(width: number, height: number, patchSize = 1
 }
 
 export function validateGuards(config: GuardConfig): GuardConfig {
-  for (const key of ["maxTotalTokens", "reserveGenerationTokens", "maxActiveImages", "maxVisionTokens", "patchSize"] as const) {
+  for (const key of ["maxTotalTokens", "reserveGenerationTokens", "maxActiveImages", "maxVisionTokens", "projectedVisionTokensPerImage", "patchSize"] as const) {
     const v = config[key];
     if (v !== undefined && (!Number.isInteger(v) || v < (key === "patchSize" ? 1 : 0))) {
       throw new CompactionError(`guards: ${key} must be a ${key === "patchSize" ? "positive" : "non-negative"} integer (got ${v})`);
@@ -79,9 +81,10 @@ export async function measureGuards(
   }
   if (config.maxVisionTokens !== undefined) {
     let measured = 0;
+    const perImage = config.projectedVisionTokensPerImage;
     for (const id of view.mediaIds) {
       const r = media.record(id);
-      measured += projectVisionTokens(r.width, r.height, config.patchSize ?? 16);
+      measured += perImage ?? projectVisionTokens(r.width, r.height, config.patchSize ?? 16);
     }
     checks.push({ guard: "vision_tokens", measured, limit: config.maxVisionTokens, ok: measured <= config.maxVisionTokens });
   }

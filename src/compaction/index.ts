@@ -1,38 +1,31 @@
 // callforest/compaction: an agent runtime that compacts its context (old images, old reasoning)
-// while keeping exact token evidence, so its rollouts train without re-tokenizing.
-export { runAgent, type CompactionOptions, type RunAgentOptions, type RunAgentResult } from "./agent.js";
-export { createModelClient, plainBody, compactionBody, tokenizeBody, assertBodyKeys, ENDPOINT_PATHS, type ModelCall, type ModelClient, type FetchLike, type ModelClientOptions, type RequestParts } from "./client.js";
-export { ContextController, changedRanges, checkRequiredPrefix, type BoundaryRecord, type BoundaryReason, type ChangedRange, type PreparedCall, type ViewDecision } from "./controller.js";
-export { canonicalJson, sha256Hex } from "./digest.js";
+// while keeping exact token evidence, so its rollouts train without re-tokenizing. This is the
+// public surface; everything else is internal to its modules.
+export { runAgent, type CompactionOptions, type ResourcesOptions, type RunAgentOptions, type RunAgentResult } from "./agent.js";
+export { createModelClient, type ModelCall, type ModelClient, type ModelClientOptions } from "./client.js";
+export type { FetchLike } from "./http.js";
+export { createResourcesServer, jsonObservation, type AggregateMetrics, type GymRunBody, type ResourcesServer, type ResourcesServerOptions, type VerifyResponse } from "./resources.js";
+export { identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy, type PolicyIdentity, type RecencyConfig } from "./policies.js";
+export { rolling, turnChunked, type ScheduleConfig } from "./schedules.js";
+export type { GuardConfig } from "./guards.js";
+export { compactionOf, normalizeContextHistory, parseContextHistory, type ContextHistoryConfig } from "./gym-config.js";
+export { rolloutFromEvidence, validateEvidence, type CallEvidence, type EvidenceRecord, type StopReason } from "./evidence.js";
+export { expandEvidence, packEvidence, type PackedEvidenceRecord } from "./evidence-packing.js";
+export { transportResponse, type GymResponse } from "./gym-response.js";
+export { partialRunOf, type PartialRun } from "./partial.js";
+export type { Provenance } from "./provenance.js";
+export type { BoundaryRecord } from "./controller.js";
+export type { ChunkRecord } from "./schedules.js";
+export type { GuardEvaluation } from "./guards.js";
 export type { Environment, Observation, ObservationImage } from "./environment.js";
-export { CompactionError, EvidenceError, ModelHttpError, PrefixMismatchError } from "./errors.js";
+export type { FunctionTool, InputItem, ResponsesResponse } from "./responses.js";
 export {
-  EVIDENCE_SCHEMA_VERSION,
-  extractGeneration,
-  rolloutFromEvidence,
-  validateEvidence,
-  type AttemptRecord,
-  type CallEvidence,
-  type EvidenceRecord,
-  type GenerationEvidence,
-  type StopReason,
-} from "./evidence.js";
-export { measureGuards, projectVisionTokens, validateGuards, type GuardCheck, type GuardConfig, type GuardEvaluation, type GuardOutcome, type GuardRound } from "./guards.js";
-export { SemanticHistory, imagesOf, isImageGroup, type HistoryEntry, type NewEntry, type Origin, type UserPart } from "./history.js";
-export { entryItem, entryKeys, materialize, type MaterializedView } from "./materialize.js";
-export { MediaStore, pngSize, type MediaRecord } from "./media.js";
-export {
-  identityPolicy,
-  latestScreenshotPolicy,
-  omittedImagesMarker,
-  policyIdentity,
-  recencyPolicy,
-  type Policy,
-  type PolicyIdentity,
-  type RecencyConfig,
-  type ViewCounts,
-  type ViewItem,
-  type ViewPlan,
-} from "./policies.js";
-export * from "./responses.js";
-export { createScheduler, rolling, turnChunked, type ChunkRecord, type ScheduleConfig, type ScheduledView, type Scheduler, type ViewTrigger } from "./schedules.js";
+  CompactionError,
+  ConfigError,
+  EvidenceError,
+  HttpError,
+  ModelHttpError,
+  PrefixMismatchError,
+  ResourcesServerError,
+  ResponseTooLargeError,
+} from "./errors.js";

@@ -1,7 +1,9 @@
 // Content-addressed media store: each image's bytes are kept once, under the SHA-256 of the bytes.
+// PNG, JPEG and WebP, their sizes (for the vision-token guard) read by image-size.
 import { sha256Hex } from "./digest.js";
 import { CompactionError } from "./errors.js";
 import { toBase64 } from "../output.js";
+import { imageSize } from "image-size";
 
 export interface MediaRecord {
   /** `sha256:<hex>` of the bytes: stable across runs and processes. */
@@ -12,37 +14,55 @@ export interface MediaRecord {
   byteLength: number;
 }
 
-const PNG_SIGNATURE = [137, 80, 78, 71, 13, 10, 26, 10];
+/** The image types a request can carry, by mime type, as image-size names them. */
+export const IMAGE_TYPES = { "image/png": "png", "image/jpeg": "jpg", "image/webp": "webp" } as const;
+export type ImageMime = keyof typeof IMAGE_TYPES;
 
-/** PNG's largest width or height (2^31 - 1). */
-const PNG_MAX_SIDE = 0x7fffffff;
+const MAX_SIDE = 0x7fffffff;
 
 /**
- * Width and height from a PNG's IHDR chunk; throws on bytes that are not a PNG: no signature, no
- * complete 13-byte IHDR first (33 bytes with its CRC), or a side outside [1, 2^31-1] (PNG's rule).
+ * Width and height of a PNG, JPEG or WebP image, read by image-size; throws CompactionError when
+ * the bytes are not an image of `mime` (or of no type image-size knows), or the size is not one.
  */
+export function imageDimensions(bytes: Uint8Array, mime: ImageMime): { width: number; height: number } {
+  const expected = IMAGE_TYPES[mime];
+  const refuse = (why: string) => new CompactionError(`media: ${bytes.length} bytes are not a valid ${mime} image: ${why}`);
+  let size: { width?: number; height?: number; type?: string };
+  try {
+    size = imageSize(bytes);
+  } catch (error) {
+    throw refuse(error instanceof Error ? error.message : String(error));
+  }
+  if (size.type !== expected) throw refuse(`its bytes are ${size.type ?? "not an image"}`);
+  const { width, height } = size;
+  if (!Number.isInteger(width) || !Number.isInteger(height) || width! < 1 || height! < 1 || width! > MAX_SIDE || height! > MAX_SIDE) {
+    throw refuse(`${width}x${height} is not an image size`);
+  }
+  return { width: width!, height: height! };
+}
+
+/** Width and height of a PNG (see imageDimensions). */
 export function pngSize(bytes: Uint8Array): { width: number; height: number } {
-  const notPng = (why: string) => new CompactionError(`media: not a PNG image (${bytes.length} bytes): ${why}`);
-  if (bytes.length < 33 || !PNG_SIGNATURE.every((b, i) => bytes[i] === b)) throw notPng("no PNG signature and header");
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (view.getUint32(8) !== 13 || String.fromCharCode(bytes[12], bytes[13], bytes[14], bytes[15]) !== "IHDR") throw notPng("the first chunk is not a 13-byte IHDR");
-  const width = view.getUint32(16);
-  const height = view.getUint32(20);
-  if (width < 1 || height < 1 || width > PNG_MAX_SIDE || height > PNG_MAX_SIDE) throw notPng(`${width}x${height} is not a PNG size`);
-  return { width, height };
+  return imageDimensions(bytes, "image/png");
+}
+
+/** The mime type of a `data:` URL's image, if it is one of IMAGE_TYPES. */
+export function dataUrlImage(url: string): { mime: ImageMime; base64: string } | null {
+  const match = /^data:(image\/(?:png|jpeg|webp));base64,(.+)$/.exec(url);
+  return match ? { mime: match[1] as ImageMime, base64: match[2] } : null;
 }
 
 export class MediaStore {
   private readonly records = new Map<string, MediaRecord>();
   private readonly data = new Map<string, Uint8Array>();
 
-  /** Stores the bytes (once) and returns their record. Only PNG is accepted: its size is read from the bytes. */
-  async put(bytes: Uint8Array, mime = "image/png"): Promise<MediaRecord> {
-    if (mime !== "image/png") throw new CompactionError(`media: unsupported mime type ${mime} (only image/png)`);
+  /** Stores the bytes (once) and returns their record. PNG, JPEG and WebP: the size is read from the bytes. */
+  async put(bytes: Uint8Array, mime: string = "image/png"): Promise<MediaRecord> {
+    if (!(mime in IMAGE_TYPES)) throw new CompactionError(`media: unsupported mime type ${mime} (expected ${Object.keys(IMAGE_TYPES).join(", ")})`);
     // A copy first, and everything from it: the caller may reuse its buffer, even while we hash
     // (and a Node Buffer's slice() is a view, not a copy).
     const own = new Uint8Array(bytes);
-    const { width, height } = pngSize(own);
+    const { width, height } = imageDimensions(own, mime as ImageMime);
     const id = `sha256:${await sha256Hex(own)}`;
     const known = this.records.get(id);
     if (known) return known;

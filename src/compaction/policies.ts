@@ -38,15 +38,18 @@ export interface ViewPlan {
 export interface Policy {
   readonly name: string;
   readonly version: string;
-  /** Plain data; its canonical JSON digest identifies the policy's decisions. */
+  /** Gym's form of the policy block, `{type, config}` (`{type}` for identity): what `config_digest` digests. */
   readonly config: Readonly<Record<string, unknown>>;
   readonly identity: PolicyIdentity;
   plan(entries: readonly HistoryEntry[]): ViewPlan;
 }
 
-/** Name, version and `sha256:` digest of the canonical JSON of the config. */
-export function policyIdentity(name: string, version: string, config: Readonly<Record<string, unknown>>): PolicyIdentity {
-  return Object.freeze({ name, version, config_digest: `sha256:${sha256HexSync(canonicalJson(config))}` });
+/**
+ * Name, version and config digest: SHA-256 hex of the canonical JSON of Gym's form of the policy
+ * block (`{type, config}`), as Gym's `_config_digest` computes it, so an equal policy has Gym's id.
+ */
+export function policyIdentity(name: string, version: string, gymForm: Readonly<Record<string, unknown>>): PolicyIdentity {
+  return Object.freeze({ name, version, config_digest: sha256HexSync(canonicalJson(gymForm)) });
 }
 
 function count(entries: readonly HistoryEntry[], items: readonly ViewItem[]): ViewCounts {
@@ -76,13 +79,14 @@ export function planOf(policy: PolicyIdentity, entries: readonly HistoryEntry[],
   return { policy, items, retained, omitted: subtract(totals(entries), retained) };
 }
 
-/** Shows everything. */
+/** Shows everything (Gym's `identity`, version 1). */
 export function identityPolicy(): Policy {
-  const identity = policyIdentity("identity", "1", {});
+  const config = { type: "identity" };
+  const identity = policyIdentity("identity", "1", config);
   return {
     name: "identity",
     version: "1",
-    config: {},
+    config,
     identity,
     plan: (entries) => planOf(identity, entries, entries.map((_, i) => ({ entry: i }))),
   };
@@ -90,24 +94,30 @@ export function identityPolicy(): Policy {
 
 export interface RecencyImagesConfig {
   enabled: boolean;
-  /** Image groups (observations with images) to keep, counted from the newest. */
+  /** Image groups (observations with images) to keep, counted from the newest. Groups the next action responds to are always kept. */
   keepLastGroups: number;
   /** Always keep the images of the initial context (the task). */
   protectInitialContext: boolean;
+  /** Text put in place of each run of omitted image groups (null: none). Default Gym's "[Earlier image omitted]". */
+  omissionMarker: string | null;
 }
 
 export interface RecencyReasoningConfig {
   enabled: boolean;
-  /** Always keep the first reasoning block. */
+  /** Always keep the first turn's reasoning. */
   keepFirstBlock: boolean;
-  /** Reasoning blocks to keep, counted from the newest. */
+  /** Turns whose reasoning to keep, counted from the newest. */
   keepLastBlocks: number;
 }
 
 export interface RecencyConfig {
+  /** Present: on (unless `enabled: false`). Setting a knob while `enabled` is false is an error, as in Gym. */
   images?: Partial<RecencyImagesConfig>;
   reasoning?: Partial<RecencyReasoningConfig>;
 }
+
+/** Gym's default omission marker. */
+export const OMISSION_MARKER = "[Earlier image omitted]";
 
 /** A recency setting: a non-negative integer, `fallback` when unset. */
 function configCount(name: string, value: unknown, fallback: number): number {
@@ -124,71 +134,84 @@ function flag(name: string, value: unknown, fallback: boolean): boolean {
   return v;
 }
 
-function pluralImages(n: number): string {
-  return n === 1 ? "1 earlier image" : `${n} earlier images`;
+/** Gym's rule: a knob of a half that is switched off is a mistake, not a default. */
+function checkDisabledHalf(half: string, given: Readonly<Record<string, unknown>> | undefined, enabled: boolean): void {
+  const set = Object.keys(given ?? {}).filter((k) => k !== "enabled" && (given as Record<string, unknown>)[k] !== undefined);
+  if (!enabled && set.length) throw new CompactionError(`recency policy: ${half}.${set[0]} is set but ${half}.enabled is false`);
 }
 
-/** The text that stands in for a run of omitted images. */
-export function omittedImagesMarker(images: number): string {
-  return `[${pluralImages(images)} omitted]`;
+/** The model call after which the newest observations came (the history's pending groups condition the next one). */
+function latestTurn(entries: readonly HistoryEntry[]): number {
+  let turn = -1;
+  for (const e of entries) if (e.origin === "model") turn = Math.max(turn, e.turn);
+  return turn;
 }
 
 /**
- * Keeps the newest image groups and reasoning blocks; each half can be switched on alone.
- * A run of consecutive omitted image groups becomes one text marker at the run's first group.
+ * Gym's `recency` policy (version 2): keeps the newest image groups and the newest turns'
+ * reasoning; each half can be switched on alone. Image groups the next action responds to (the
+ * observations since the last model call, or the task before the first) are always kept. A run
+ * of consecutive omitted image groups becomes one `omissionMarker` text where its first image stood.
  */
 export function recencyPolicy(config: RecencyConfig = {}): Policy {
+  const imagesOn = flag("images.enabled", config.images?.enabled, config.images !== undefined);
+  const reasoningOn = flag("reasoning.enabled", config.reasoning?.enabled, config.reasoning !== undefined);
+  checkDisabledHalf("images", config.images, imagesOn);
+  checkDisabledHalf("reasoning", config.reasoning, reasoningOn);
+  if (!imagesOn && !reasoningOn) throw new CompactionError("recency policy: images or reasoning must be enabled");
+  const marker = config.images?.omissionMarker === undefined ? OMISSION_MARKER : config.images.omissionMarker;
+  if (marker !== null && typeof marker !== "string") throw new CompactionError(`recency policy: images.omissionMarker must be a string or null (got ${JSON.stringify(marker)})`);
   const images: RecencyImagesConfig = {
-    enabled: flag("images.enabled", config.images?.enabled, config.images !== undefined),
+    enabled: imagesOn,
     keepLastGroups: configCount("images.keepLastGroups", config.images?.keepLastGroups, 3),
     protectInitialContext: flag("images.protectInitialContext", config.images?.protectInitialContext, true),
+    omissionMarker: marker,
   };
   const reasoning: RecencyReasoningConfig = {
-    enabled: flag("reasoning.enabled", config.reasoning?.enabled, config.reasoning !== undefined),
+    enabled: reasoningOn,
     keepFirstBlock: flag("reasoning.keepFirstBlock", config.reasoning?.keepFirstBlock, false),
     keepLastBlocks: configCount("reasoning.keepLastBlocks", config.reasoning?.keepLastBlocks, 3),
   };
-  const normalized = { images: { ...images }, reasoning: { ...reasoning } };
-  const identity = policyIdentity("recency", "1", normalized);
+  // Gym's RecencyHistoryPolicyConfig.model_dump(): every key, snake_case.
+  const gymConfig = {
+    images: { enabled: images.enabled, protect_initial_context: images.protectInitialContext, keep_last_groups: images.keepLastGroups, omission_marker: images.omissionMarker },
+    reasoning: { enabled: reasoning.enabled, keep_first_block: reasoning.keepFirstBlock, keep_last_blocks: reasoning.keepLastBlocks },
+  };
+  const form = { type: "recency", config: gymConfig };
+  const identity = policyIdentity("recency", "2", form);
+  const lastN = <T>(xs: readonly T[], n: number): T[] => (n > 0 ? xs.slice(-n) : []);
   return {
     name: "recency",
-    version: "1",
-    config: normalized,
+    version: "2",
+    config: form,
     identity,
     plan(entries) {
       const dropGroup = new Set<number>();
       if (images.enabled) {
+        const latest = latestTurn(entries);
+        const pending = (e: HistoryEntry) => (latest < 0 ? e.origin === "initial" : e.origin === "environment" && e.turn === latest);
         const candidates = entries.filter((e) => isImageGroup(e) && !(images.protectInitialContext && e.origin === "initial"));
-        const cut = Math.max(0, candidates.length - images.keepLastGroups);
-        for (const e of candidates.slice(0, cut)) dropGroup.add(e.seq);
+        const kept = new Set(lastN(candidates, images.keepLastGroups).map((e) => e.seq));
+        for (const e of candidates) if (!kept.has(e.seq) && !pending(e)) dropGroup.add(e.seq);
       }
       const dropReasoning = new Set<number>();
       if (reasoning.enabled) {
-        const blocks = entries.filter((e) => e.kind === "reasoning");
-        const keepFrom = Math.max(0, blocks.length - reasoning.keepLastBlocks);
-        blocks.forEach((e, i) => {
-          if (i < keepFrom && !(reasoning.keepFirstBlock && i === 0)) dropReasoning.add(e.seq);
-        });
+        // Reasoning is kept or dropped a turn at a time.
+        const turns = [...new Set(entries.filter((e) => e.kind === "reasoning").map((e) => e.turn))];
+        const keep = new Set(lastN(reasoning.keepFirstBlock ? turns.slice(1) : turns, reasoning.keepLastBlocks));
+        if (reasoning.keepFirstBlock && turns.length) keep.add(turns[0]);
+        for (const e of entries) if (e.kind === "reasoning" && !keep.has(e.turn)) dropReasoning.add(e.seq);
       }
       const items: ViewItem[] = [];
-      let run: ViewItem | null = null;
-      let runImages = 0;
+      let inRun = false;
       for (const entry of entries) {
         if (dropReasoning.has(entry.seq)) continue;
         if (dropGroup.has(entry.seq)) {
-          const n = imagesOf(entry).length;
-          if (run) {
-            runImages += n;
-            run.marker = omittedImagesMarker(runImages);
-            items.push({ entry: entry.seq, dropImages: true });
-          } else {
-            runImages = n;
-            run = { entry: entry.seq, dropImages: true, marker: omittedImagesMarker(n) };
-            items.push(run);
-          }
+          items.push(!inRun && images.omissionMarker !== null ? { entry: entry.seq, dropImages: true, marker: images.omissionMarker } : { entry: entry.seq, dropImages: true });
+          inRun = true;
           continue;
         }
-        if (isImageGroup(entry)) run = null; // a kept image group ends the run
+        if (isImageGroup(entry)) inRun = false; // a kept image group ends the run
         items.push({ entry: entry.seq });
       }
       return planOf(identity, entries, items);
@@ -203,11 +226,12 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
  * tokens, so only the media tell the two contexts apart.
  */
 export function latestScreenshotPolicy(): Policy {
-  const identity = policyIdentity("latest_screenshot", "1", {});
+  const config = { type: "latest_screenshot" };
+  const identity = policyIdentity("latest_screenshot", "1", config);
   return {
     name: "latest_screenshot",
     version: "1",
-    config: {},
+    config,
     identity,
     plan(entries) {
       const groups = entries.filter(isImageGroup);

@@ -68,6 +68,8 @@ export interface PlainResponsesBody {
   tools?: FunctionTool[];
   max_output_tokens?: number;
   temperature?: number;
+  /** Any other Responses create parameter (RESPONSES_CREATE_PARAMS_KEYS), passed through as given. */
+  [param: string]: unknown;
 }
 
 /** Body of `POST /v1/responses/context-compaction`: the plain fields plus the exact-prefix requirement. */
@@ -75,21 +77,26 @@ export interface CompactionResponsesBody extends PlainResponsesBody {
   required_prefix_token_ids?: number[];
 }
 
-/** Body of the server's `POST /tokenize` preflight (diagnostic only). */
-export interface TokenizeBody {
-  model: string;
-  input: InputItem[];
-  instructions?: string;
-  tools?: FunctionTool[];
+/** Body of the model server's `POST /tokenize` preflight (Gym's adapter: Responses create params; diagnostic only). */
+export interface TokenizeBody extends PlainResponsesBody {
   required_prefix_token_ids?: number[];
 }
 
-/** Keys `POST /v1/responses` may carry; the client refuses to send anything else there. */
-export const PLAIN_BODY_KEYS: readonly string[] = ["model", "input", "instructions", "tools", "max_output_tokens", "temperature"];
-/** Keys `POST /v1/responses/context-compaction` may carry. */
-export const COMPACTION_BODY_KEYS: readonly string[] = [...PLAIN_BODY_KEYS, "required_prefix_token_ids"];
-/** Keys `POST /tokenize` may carry (the preflight that checks a compaction's prefix). */
-export const TOKENIZE_BODY_KEYS: readonly string[] = ["model", "input", "instructions", "tools", "required_prefix_token_ids"];
+/**
+ * The keys of Responses create params (Gym's NeMoGymResponseCreateParamsNonStreaming, extra="forbid"):
+ * what `POST /v1/responses` accepts, and what the client refuses to send anything outside of.
+ */
+export const RESPONSES_CREATE_PARAMS_KEYS: readonly string[] = [
+  "background", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model",
+  "parallel_tool_calls", "previous_response_id", "prompt", "reasoning", "service_tier", "store", "context_management",
+  "conversation", "moderation", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "stream_options",
+  "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user", "stream",
+];
+/** Keys `POST /v1/responses` may carry. */
+export const PLAIN_BODY_KEYS: readonly string[] = RESPONSES_CREATE_PARAMS_KEYS;
+/** Keys `POST /v1/responses/context-compaction` and the adapter's `POST /tokenize` may carry (Gym's VLLMContextCompactionResponseCreateParams). */
+export const COMPACTION_BODY_KEYS: readonly string[] = [...RESPONSES_CREATE_PARAMS_KEYS, "required_prefix_token_ids"];
+export const TOKENIZE_BODY_KEYS: readonly string[] = COMPACTION_BODY_KEYS;
 
 /** vLLM's token-output fields, carried on the output item that ends a generation. */
 export interface TokenFields {
@@ -112,4 +119,10 @@ export interface ResponsesResponse {
   status: string;
   output: OutputItem[];
   usage?: { input_tokens: number; output_tokens: number; total_tokens: number };
+  incomplete_details?: { reason?: string } | null;
+  /**
+   * Identities of what built the prompt, when the server reports them (vLLM does not): the
+   * evidence's provenance records them, or says which are missing.
+   */
+  generation_provenance?: { tokenizer?: string; chat_template?: string; processor?: string };
 }

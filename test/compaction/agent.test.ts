@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { CompactionError, identityPolicy, imagesOf, recencyPolicy, rolling, runAgent, type Environment } from "../../src/compaction/index.js";
+import { runAgent } from "../../src/compaction/agent.js";
+import { type Environment } from "../../src/compaction/environment.js";
+import { CompactionError } from "../../src/compaction/errors.js";
+import { imagesOf } from "../../src/compaction/history.js";
+import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";
+import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
 import { expectTrainsOnceAlongLineage, withServer } from "./support.js";
 

@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, sha256Hex } from "../../src/compaction/index.js";
+import { canonicalJson, sha256Hex } from "../../src/compaction/digest.js";
 import { sha256HexSync } from "../../src/compaction/digest.js";
 
 describe("digests", () => {

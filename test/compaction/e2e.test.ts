@@ -1,24 +1,17 @@
-// End to end: the grid-world agent against the test-bed server, under every policy, both
-// schedules, with and without guards; the evidence becomes a canonical rollout, both core
-// backends plan it, and every sampled token is trained exactly once along the recorded lineage.
+// End to end: the grid-world agent against the test-bed servers, scored through the grid world's
+// resources server as Gym's agent runs an episode, under every policy, both schedules, with and
+// without guards; the evidence becomes a canonical rollout, both core backends plan it, and every
+// sampled token is trained exactly once along the recorded lineage.
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  canonicalJson,
-  identityPolicy,
-  recencyPolicy,
-  rolling,
-  rolloutFromEvidence,
-  runAgent,
-  turnChunked,
-  validateEvidence,
-  type GuardConfig,
-  type Policy,
-  type RunAgentResult,
-  type ScheduleConfig,
-} from "../../src/compaction/index.js";
+import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
+import { canonicalJson } from "../../src/compaction/digest.js";
+import { rolloutFromEvidence, validateEvidence } from "../../src/compaction/evidence.js";
+import { type GuardConfig } from "../../src/compaction/guards.js";
+import { identityPolicy, recencyPolicy, type Policy } from "../../src/compaction/policies.js";
+import { rolling, turnChunked, type ScheduleConfig } from "../../src/compaction/schedules.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
-import { expectTrainsOnceAlongLineage, withServer } from "./support.js";
+import { expectTrainsOnceAlongLineage, scoredGridWorld, withServer } from "./support.js";
 
 const KEEP_GROUPS = 2;
 const KEEP_BLOCKS = 2;
@@ -104,14 +97,11 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
       await withServer({ seed: 11 }, async (_server, model) => {
         const policy = POLICIES[policyName]();
         const schedule = SCHEDULES[scheduleName]();
-        const result = await runAgent({
-          model,
-          environment: createGridWorld({ seed: 4 }),
-          compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) },
-          maxTurns: TURNS,
-          maxOutputTokens: 64,
-        });
+        const result = await scoredGridWorld(model, { seed: 4 }, { compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) }, maxTurns: TURNS, maxOutputTokens: 64 });
         const e = result.evidence;
+        const paths = result.resourceRequests.map((r) => r.path);
+        expect([paths[0], paths[paths.length - 1]]).toEqual(["/seed_session", "/verify"]);
+        expect(result.row?.reward).toBe(e.reward);
         checkEvidenceShape(result);
         await expectTrainsOnceAlongLineage(e, result.rollout);
 
@@ -157,7 +147,7 @@ describe("retries", () => {
   it("a boundary pending on a failed call is the same boundary when the call is retried, recorded once", async () => {
     const run = (faults: Record<number, "http_500">) =>
       withServer({ seed: 11, faults }, async (server, model) => {
-        const result = await runAgent({ model, environment: createGridWorld({ seed: 4 }), compaction: { policy: recencyPolicy({ images }), schedule: rolling() }, maxTurns: 8 });
+        const result = await scoredGridWorld(model, { seed: 4 }, { compaction: { policy: recencyPolicy({ images }), schedule: rolling() }, maxTurns: 8 });
         return { ...result, requests: server.requests };
       });
     const clean = await run({});

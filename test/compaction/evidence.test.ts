@@ -1,17 +1,10 @@
 import { describe, expect, it } from "vitest";
-import {
-  EVIDENCE_SCHEMA_VERSION,
-  EvidenceError,
-  PrefixMismatchError,
-  extractGeneration,
-  recencyPolicy,
-  rolloutFromEvidence,
-  runAgent,
-  turnChunked,
-  validateEvidence,
-  type EvidenceRecord,
-  type ResponsesResponse,
-} from "../../src/compaction/index.js";
+import { runAgent } from "../../src/compaction/agent.js";
+import { EvidenceError, PrefixMismatchError } from "../../src/compaction/errors.js";
+import { EVIDENCE_SCHEMA_VERSION, extractGeneration, rolloutFromEvidence, validateEvidence, type EvidenceRecord } from "../../src/compaction/evidence.js";
+import { recencyPolicy } from "../../src/compaction/policies.js";
+import { type ResponsesResponse } from "../../src/compaction/responses.js";
+import { turnChunked } from "../../src/compaction/schedules.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
 import { withServer } from "./support.js";
 
@@ -26,6 +19,7 @@ function response(fields: Record<string, unknown>): ResponsesResponse {
 }
 
 function record(): EvidenceRecord {
+  // b continues a: its prompt starts with a's 3 tokens (prompt + generation), the prefix it required.
   const call = (id: string, parent: string | null) => ({
     call_id: id,
     turn: 0,
@@ -35,14 +29,14 @@ function record(): EvidenceRecord {
     attempts: 1,
     segment: 0,
     parent_call: parent,
-    required_prefix_length: 0,
+    required_prefix_length: parent ? 3 : 0,
     view_digest: "sha256:0",
     request_digest: "sha256:1",
     decision: null,
     view: { input_items: 1, retained: { images: 0, imageGroups: 0, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } },
     media: [],
     appended_items: 0,
-    prompt_token_ids: [1, 2],
+    prompt_token_ids: parent ? [1, 2, 3, 4] : [1, 2],
     generation_token_ids: [3],
     generation_log_probs: [-0.5],
   });
@@ -108,7 +102,7 @@ describe("evidence records", () => {
       agents: [{ id: "agent", parent: null, mode: "leader" }],
       calls: [
         { id: "a", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5], media: [] },
-        { id: "b", agent: "agent", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5], media: [] },
+        { id: "b", agent: "agent", prompt_token_ids: [1, 2, 3, 4], generation_token_ids: [3], generation_log_probs: [-0.5], media: [] },
       ],
     });
   });
@@ -128,10 +122,47 @@ describe("evidence records", () => {
     expect(bad((e) => (e.calls[0].agent = "other"))).toThrow(/calls\[0\].agent: is "other", not the record's agent "agent"/);
     expect(bad((e) => (e.reward = Number.NaN))).toThrow("evidence reward: must be a finite number");
     expect(bad((e) => e.boundaries.push({ first_call: "zz" } as never))).toThrow("evidence boundaries[0].first_call: names zz, not a recorded call");
-    expect(bad((e) => (e.calls[1].media = ["sha256:aa", ""]))).toThrow("evidence calls[1].media[1]: must be a non-empty string");
+    expect(bad((e) => (e.calls[1].media = ["", "sha256:aa"]))).toThrow("evidence calls[1].media[0]: must be a non-empty string");
     expect(bad((e) => (e.image_placeholder_token = -1))).toThrow("evidence image_placeholder_token: must be null or an integer in [0, 2^31-1]");
     expect(bad((e) => delete (e as Partial<EvidenceRecord>).image_placeholder_token)).not.toThrow(); // written before the field
     expect(() => rolloutFromEvidence("nope")).toThrow("evidence record: must be an object");
+  });
+});
+
+describe("evidence the planner would reject is refused where it is taken (issue 18.3, 19.6)", () => {
+  const bad = (mutate: (e: EvidenceRecord) => void) => {
+    const e = record();
+    mutate(e);
+    return () => validateEvidence(e);
+  };
+
+  it("applies the planner's float32 and token-range rules, naming the call, the field and the value", () => {
+    // -1e39 is finite as a double but -Infinity as the planner's float32
+    expect(() => extractGeneration("c0", response({ prompt_token_ids: [1], generation_token_ids: [3], generation_log_probs: [-1e39] }))).toThrow(
+      "call c0 (response resp_1): generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[0]: -1e+39 overflows float32)",
+    );
+    expect(() => extractGeneration("c0", response({ prompt_token_ids: [1, 2 ** 31], generation_token_ids: [3], generation_log_probs: [-1] }))).toThrow(
+      "call c0 (response resp_1): prompt_token_ids must be an array of integers in [0, 2^31-1] (prompt_token_ids[1] is 2147483648)",
+    );
+    expect(bad((e) => (e.calls[1].generation_log_probs = [-3.5e38]))).toThrow("evidence calls[1] (b): generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[0]: -3.5e+38 overflows float32)");
+    // the largest float32 is still one
+    expect(bad((e) => (e.calls[1].generation_log_probs = [-3.4028234663852886e38]))).not.toThrow();
+  });
+
+  it("a continuation must start with its parent's exact tokens, and record that many as its prefix", () => {
+    expect(bad((e) => (e.calls[1].prompt_token_ids = [1, 9, 3, 4]))).toThrow("evidence calls[1] (b).prompt_token_ids: does not start with parent_call a's 3 tokens (first difference at token 1)");
+    expect(bad((e) => (e.calls[1].prompt_token_ids = [1, 2]))).toThrow("evidence calls[1] (b).prompt_token_ids: does not start with parent_call a's 3 tokens (it is shorter)");
+    expect(bad((e) => (e.calls[1].required_prefix_length = 2))).toThrow("evidence calls[1] (b).required_prefix_length: is 2, but parent_call a holds 3 tokens");
+    expect(bad((e) => (e.calls[0].required_prefix_length = 2))).toThrow("evidence calls[0] (a).required_prefix_length: is 2 but the call has no parent_call");
+  });
+
+  it("media must come from the media table; boundaries and chunks must name recorded calls", () => {
+    expect(bad((e) => (e.calls[1].media = ["sha256:aa"]))).toThrow("evidence calls[1] (b).media[0]: sha256:aa is not in the media table");
+    expect(bad((e) => e.boundaries.push({ first_call: "b", previous_call: "zz" } as never))).toThrow("evidence boundaries[0].previous_call: names zz, not a recorded call");
+    expect(bad((e) => e.chunks.push({ chunk: 0, base_entries: 1, first_call: "a", last_call: "q", actions: 1, closed_by: "full" }))).toThrow(
+      "evidence chunks[0].last_call: names q, not a recorded call",
+    );
+    expect(bad((e) => e.chunks.push({ chunk: 0, base_entries: 1, first_call: null, last_call: null, actions: 0, closed_by: "end" }))).not.toThrow();
   });
 });
 

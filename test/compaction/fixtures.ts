@@ -1,6 +1,7 @@
 // A hand-built history: the task with one image, then turns of reasoning, a function call, its
 // output and an image observation.
-import { MediaStore, SemanticHistory } from "../../src/compaction/index.js";
+import { SemanticHistory } from "../../src/compaction/history.js";
+import { MediaStore } from "../../src/compaction/media.js";
 import { png } from "./support.js";
 
 export async function sampleHistory(turns: number): Promise<{ history: SemanticHistory; media: MediaStore; images: string[] }> {

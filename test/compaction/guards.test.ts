@@ -1,5 +1,11 @@
 import { describe, expect, it, vi } from "vitest";
-import { CompactionError, identityPolicy, materialize, measureGuards, projectVisionTokens, rolling, runAgent, validateGuards, type ModelClient } from "../../src/compaction/index.js";
+import { runAgent } from "../../src/compaction/agent.js";
+import { type ModelClient } from "../../src/compaction/client.js";
+import { CompactionError } from "../../src/compaction/errors.js";
+import { measureGuards, projectVisionTokens, validateGuards } from "../../src/compaction/guards.js";
+import { materialize } from "../../src/compaction/materialize.js";
+import { identityPolicy } from "../../src/compaction/policies.js";
+import { rolling } from "../../src/compaction/schedules.js";
 import { hasGuards } from "../../src/compaction/guards.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
 import { sampleHistory } from "./fixtures.js";

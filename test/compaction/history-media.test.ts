@@ -1,6 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { CompactionError, MediaStore, SemanticHistory, imagesOf, isImageGroup, pngSize } from "../../src/compaction/index.js";
+import { CompactionError } from "../../src/compaction/errors.js";
+import { SemanticHistory, imagesOf, isImageGroup } from "../../src/compaction/history.js";
+import { MediaStore, pngSize } from "../../src/compaction/media.js";
 import { png } from "./support.js";
 
 describe("media store", () => {
@@ -40,9 +42,9 @@ describe("media store", () => {
     expect(Buffer.from(store.bytes(id)).equals(Buffer.from(png(4, 4, 1)))).toBe(true);
   });
 
-  it("rejects bytes that are not a PNG and unknown ids", async () => {
+  it("rejects bytes that are not an image of their mime type, and unknown ids", async () => {
     const store = new MediaStore();
-    await expect(store.put(new Uint8Array([1, 2, 3]))).rejects.toThrow(/not a PNG image \(3 bytes\)/);
+    await expect(store.put(new Uint8Array([1, 2, 3]))).rejects.toThrow(/^media: 3 bytes are not a valid image\/png image: /);
     const good = png(4, 4, 1);
     const edited = (at: number, value: number[]) => {
       const copy = good.slice();
@@ -50,14 +52,15 @@ describe("media store", () => {
       return copy;
     };
     for (const [bad, why] of [
-      [good.subarray(0, 24), /no PNG signature and header/],
-      [edited(8, [0, 0, 0, 12]), /the first chunk is not a 13-byte IHDR/],
-      [edited(16, [0, 0, 0, 0]), /0x4 is not a PNG size/],
-      [edited(20, [255, 255, 255, 255]), /4x4294967295 is not a PNG size/],
+      [edited(0, [0, 0, 0, 0]), /unsupported file type/],
+      [edited(16, [0, 0, 0, 0]), /0x4 is not an image size/],
+      [edited(20, [255, 255, 255, 255]), /4x4294967295 is not an image size/],
     ] as const) {
       await expect(store.put(bad)).rejects.toThrow(why);
     }
-    await expect(store.put(png(2, 2, 0), "image/jpeg")).rejects.toThrow(/unsupported mime type image\/jpeg/);
+    // a PNG is not a JPEG, whatever the caller says; and only three types are known
+    await expect(store.put(png(2, 2, 0), "image/jpeg")).rejects.toThrow("its bytes are png");
+    await expect(store.put(png(2, 2, 0), "image/gif")).rejects.toThrow(/unsupported mime type image\/gif/);
     expect(() => store.record("sha256:00")).toThrow(/unknown media id sha256:00/);
   });
 });
@@ -93,5 +96,25 @@ describe("semantic history", () => {
     expect(snapshot).toHaveLength(1);
     expect(() => history.append({ kind: "user", origin: "initial", turn: -1, parts: [] })).toThrow(CompactionError);
     expect(() => history.at(9)).toThrow(/no entry 9 \(history has 2\)/);
+  });
+});
+
+describe("media formats (issue 19.8)", () => {
+  // Smallest real files of each format, made by hand: a 3x2 baseline JPEG header and a 5x4 lossy WebP (VP8).
+  const jpeg = Uint8Array.from([
+    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00,
+    0xff, 0xc0, 0x00, 0x11, 0x08, 0x00, 0x02, 0x00, 0x03, 0x03, 0x01, 0x22, 0x00, 0x02, 0x11, 0x01, 0x03, 0x11, 0x01, 0xff, 0xd9,
+  ]);
+  const webp = Uint8Array.from([
+    0x52, 0x49, 0x46, 0x46, 0x24, 0x00, 0x00, 0x00, 0x57, 0x45, 0x42, 0x50, 0x56, 0x50, 0x38, 0x20, 0x18, 0x00, 0x00, 0x00,
+    0x30, 0x01, 0x00, 0x9d, 0x01, 0x2a, 0x05, 0x00, 0x04, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+  ]);
+
+  it("stores JPEG and WebP with their sizes read by image-size, and refuses a mime type their bytes are not", async () => {
+    const store = new MediaStore();
+    expect(await store.put(jpeg, "image/jpeg")).toMatchObject({ mime: "image/jpeg", width: 3, height: 2 });
+    expect(await store.put(webp, "image/webp")).toMatchObject({ mime: "image/webp", width: 5, height: 4 });
+    await expect(store.put(jpeg, "image/webp")).rejects.toThrow("its bytes are jpg");
+    expect(store.dataUrl((await store.put(jpeg, "image/jpeg")).id)).toMatch(/^data:image\/jpeg;base64,\/9j\//);
   });
 });

@@ -1,7 +1,9 @@
 // 100-turn runs: compaction keeps the active context bounded, and the long compacted rollouts
 // still train every sampled token exactly once.
 import { beforeAll, describe, expect, it } from "vitest";
-import { identityPolicy, recencyPolicy, rolling, runAgent, turnChunked, type RunAgentResult, type ScheduleConfig } from "../../src/compaction/index.js";
+import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
+import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";
+import { rolling, turnChunked, type ScheduleConfig } from "../../src/compaction/schedules.js";
 import { createGridWorld, SPECIAL } from "../../src/compaction/testbed/index.js";
 import { expectTrainsOnceAlongLineage, withServer } from "./support.js";
 

@@ -2,21 +2,13 @@
 // the server reported — one image or several, after compaction dropped some, in fresh contexts —
 // and `[]` when the runtime cannot say (no placeholder token) or the call showed none.
 import { describe, expect, it } from "vitest";
-import {
-  CompactionError,
-  EVIDENCE_SCHEMA_VERSION,
-  EvidenceError,
-  createModelClient,
-  identityPolicy,
-  recencyPolicy,
-  rolloutFromEvidence,
-  rolling,
-  runAgent,
-  type CallEvidence,
-  type Environment,
-  type EvidenceRecord,
-  type RunAgentResult,
-} from "../../src/compaction/index.js";
+import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
+import { createModelClient } from "../../src/compaction/client.js";
+import { type Environment } from "../../src/compaction/environment.js";
+import { CompactionError, EvidenceError } from "../../src/compaction/errors.js";
+import { EVIDENCE_SCHEMA_VERSION, rolloutFromEvidence, type CallEvidence, type EvidenceRecord } from "../../src/compaction/evidence.js";
+import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";
+import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld, SPECIAL } from "../../src/compaction/testbed/index.js";
 import type { MediaItem } from "../../src/types.js";
 import { png, withServer } from "./support.js";
@@ -59,7 +51,8 @@ function evidenceOf(prompt: number[], media: string[], token: number | null): Ev
     boundaries: [],
     chunks: [],
     guards: [],
-    media: [],
+    // (validateEvidence holds every call's media to the table)
+    media: [...new Set(call.media)].map((id) => ({ id, mime: "image/png", width: 16, height: 16, byteLength: 1 })),
     image_placeholder_token: token,
   };
 }

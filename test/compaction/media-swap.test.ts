@@ -2,7 +2,10 @@
 // where the first one stood. A same-size image has the same tokens, so only the rollout's media
 // keep callforest from linking a call under the stale screenshot (SPEC "Linking", media clause).
 import { describe, expect, it } from "vitest";
-import { latestScreenshotPolicy, materialize, rolling, runAgent, type RunAgentResult } from "../../src/compaction/index.js";
+import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
+import { materialize } from "../../src/compaction/materialize.js";
+import { latestScreenshotPolicy } from "../../src/compaction/policies.js";
+import { rolling } from "../../src/compaction/schedules.js";
 import { createScreen } from "../../src/compaction/testbed/index.js";
 import type { Rollout } from "../../src/index.js";
 import { sampleHistory } from "./fixtures.js";

@@ -2,7 +2,10 @@
 // key, accepted by a server that answers 422 to unknown fields.
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { canonicalJson, runAgent, type Environment, type InputItem, type OutputItem, type ResponsesResponse } from "../../src/compaction/index.js";
+import { runAgent } from "../../src/compaction/agent.js";
+import { canonicalJson } from "../../src/compaction/digest.js";
+import { type Environment } from "../../src/compaction/environment.js";
+import { type InputItem, type OutputItem, type ResponsesResponse } from "../../src/compaction/responses.js";
 import { createGridWorld, type RecordedRequest } from "../../src/compaction/testbed/index.js";
 import { backends, withServer } from "./support.js";
 

@@ -4,20 +4,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import {
-  EvidenceError,
-  ModelHttpError,
-  assertBodyKeys,
-  compactionBody,
-  createModelClient,
-  identityPolicy,
-  plainBody,
-  rolling,
-  runAgent,
-  type InputItem,
-  type ModelClient,
-  type ResponsesResponse,
-} from "../../src/compaction/index.js";
+import { runAgent } from "../../src/compaction/agent.js";
+import { assertBodyKeys, compactionBody, createModelClient, plainBody, type ModelClient } from "../../src/compaction/client.js";
+import { EvidenceError, ModelHttpError } from "../../src/compaction/errors.js";
+import { identityPolicy } from "../../src/compaction/policies.js";
+import { type InputItem, type ResponsesResponse } from "../../src/compaction/responses.js";
+import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld, startModelServer } from "../../src/compaction/testbed/index.js";
 
 const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }];
@@ -88,13 +80,13 @@ describe("model client", () => {
   });
 
   it("a /tokenize answer without a token count is refused, not read as one", async () => {
-    for (const answer of ["null", '{"count":-3}', '{"count":1.5}', '{"n":4}']) {
+    for (const answer of ["null", '{"count":-3}', '{"count":1.5}', '{"n":4}', '{"tokens":[1,-2]}', '{"count":3,"max_model_len":9,"tokens":[1,2]}']) {
       const baseUrl = await serve((req, res) => {
         req.resume();
         req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(answer));
       });
       const error = await failureOf(createModelClient({ baseUrl, model: "m" }).countTokens({ model: "m", input }));
-      expect([answer, error instanceof ModelHttpError, (error as Error).message]).toEqual([answer, true, expect.stringMatching(/expected a token count$/)]);
+      expect([answer, error instanceof ModelHttpError, (error as Error).message]).toEqual([answer, true, expect.stringMatching(/expected \{tokens\} or \{count, max_model_len, tokens\}$/)]);
     }
   });
 

@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { CompactionError, SemanticHistory, createScheduler, recencyPolicy, rolling, turnChunked } from "../../src/compaction/index.js";
+import { CompactionError } from "../../src/compaction/errors.js";
+import { SemanticHistory } from "../../src/compaction/history.js";
+import { recencyPolicy } from "../../src/compaction/policies.js";
+import { createScheduler, rolling, turnChunked } from "../../src/compaction/schedules.js";
 import { sampleHistory } from "./fixtures.js";
 
 /** Appends one more turn (reasoning, call, output) to a history. */

@@ -2,8 +2,11 @@
 // checks every end-to-end run must pass.
 import { expect } from "vitest";
 import { encode as encodePng } from "fast-png";
-import { createModelClient, type EvidenceRecord, type ModelClient } from "../../src/compaction/index.js";
-import { startModelServer, type ModelServer, type ModelServerOptions } from "../../src/compaction/testbed/index.js";
+import { createModelClient, type ModelClient } from "../../src/compaction/client.js";
+import { type EvidenceRecord } from "../../src/compaction/evidence.js";
+import { gridWorldRunBody, startGridWorldResources, startModelServer, type GridWorldOptions, type ModelServer, type ModelServerOptions, type ResourcesTestServer } from "../../src/compaction/testbed/index.js";
+import { runAgent, type RunAgentOptions, type RunAgentResult } from "../../src/compaction/agent.js";
+import { createResourcesServer, jsonObservation } from "../../src/compaction/resources.js";
 import { init, type Callforest, type Rollout } from "../../src/index.js";
 
 export async function withServer<T>(options: ModelServerOptions, fn: (server: ModelServer, model: ModelClient) => Promise<T>): Promise<T> {
@@ -13,6 +16,24 @@ export async function withServer<T>(options: ModelServerOptions, fn: (server: Mo
   } finally {
     await server.close();
   }
+}
+
+export async function withResources<T>(fn: (resources: ResourcesTestServer) => Promise<T>): Promise<T> {
+  const resources = await startGridWorldResources();
+  try {
+    return await fn(resources);
+  } finally {
+    await resources.close();
+  }
+}
+
+/** A grid-world episode scored through the test bed's resources server, as Gym's agent runs one. */
+export async function scoredGridWorld(model: ModelClient, grid: GridWorldOptions, options: Omit<RunAgentOptions, "model" | "environment" | "resources">): Promise<RunAgentResult & { resourceRequests: ResourcesTestServer["requests"] }> {
+  return withResources(async (resources) => {
+    const runBody = await gridWorldRunBody(grid);
+    const result = await runAgent({ ...options, model, resources: { server: createResourcesServer({ baseUrl: resources.url }), runBody, observe: jsonObservation } });
+    return { ...result, resourceRequests: resources.requests };
+  });
 }
 
 let cores: Promise<Callforest[]> | null = null;

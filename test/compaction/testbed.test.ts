@@ -1,7 +1,8 @@
 import { decode as decodePng } from "fast-png";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
-import { compactionBody, plainBody, type InputItem, type OutputItem, type ResponsesResponse } from "../../src/compaction/index.js";
+import { compactionBody, plainBody } from "../../src/compaction/client.js";
+import { type InputItem, type OutputItem, type ResponsesResponse } from "../../src/compaction/responses.js";
 import { createGridWorld, encodeText, renderPrompt, SPECIAL } from "../../src/compaction/testbed/index.js";
 import { withServer } from "./support.js";
 
@@ -93,6 +94,47 @@ describe("test-bed model server", () => {
     await withServer({ strict: false }, async (server) => {
       expect((await post(server.url, "/v1/responses")).status).toBe(200);
     });
+  });
+
+  it("answers /tokenize as Gym's adapter does ({tokens}) and as vLLM does ({count, max_model_len, tokens}), and 422s any other shape", async () => {
+    await withServer({ maxModelLen: 4096 }, async (server) => {
+      const post = async (body: unknown) => {
+        const answer = await fetch(server.url + "/tokenize", { method: "POST", body: JSON.stringify(body) });
+        return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+      };
+      const adapter = await post({ model: server.model, input: [task], tools, temperature: 0.5, parallel_tool_calls: true });
+      expect(adapter.status).toBe(200);
+      expect(Object.keys(adapter.body)).toEqual(["tokens"]);
+      expect(adapter.body.tokens).toEqual(renderPrompt({ input: [task], tools }));
+      // the same request in the chat form Gym's adapter forwards upstream to vLLM
+      const chatTools = tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } }));
+      const chat = await post({ model: server.model, messages: [{ role: "user", content: [{ type: "text", text: "Explore." }] }], tools: chatTools, add_generation_prompt: true });
+      expect(chat).toEqual({ status: 200, body: { count: (adapter.body.tokens as number[]).length, max_model_len: 4096, tokens: adapter.body.tokens } });
+      expect((await post({ prompt: "Moved north." })).body).toEqual({ count: encodeText("Moved north.").length, max_model_len: 4096, tokens: encodeText("Moved north.") });
+      for (const bad of [{ model: server.model }, { prompt: "x", messages: [] }, { prompt: "x", echo: true }, { messages: [{ role: "narrator", content: "x" }] }, { model: server.model, input: [task], seed: 1 }]) {
+        expect((await post(bad)).status, JSON.stringify(bad)).toBe(422);
+      }
+      expect((await post({ model: "other", prompt: "x" })).status).toBe(404);
+    });
+  });
+
+  it("takes every Responses create parameter Gym's adapter takes, and nothing else", async () => {
+    await withServer({}, async (server) => {
+      const post = (path: string, body: unknown) => fetch(server.url + path, { method: "POST", body: JSON.stringify(body) }).then((r) => r.status);
+      const params = { model: server.model, input: [task], tools, top_p: 0.9, tool_choice: "auto", parallel_tool_calls: true, metadata: { k: "v" }, store: false };
+      expect(await post("/v1/responses", params)).toBe(200);
+      expect(await post("/v1/responses/context-compaction", { ...params, required_prefix_token_ids: null })).toBe(200);
+      expect(await post("/v1/responses", { ...params, required_prefix_token_ids: null })).toBe(422);
+      expect(await post("/v1/responses", { ...params, input: [{ type: "message", role: "user", content: [{ type: "image", url: "x" }] }] })).toBe(422);
+    });
+  });
+
+  it("reports provenance only when told to (vLLM reports none)", async () => {
+    const body = plainBody({ model: "testbed-model", input: [task] });
+    await withServer({}, async (_server, model) => expect((await model.respond({ endpoint: "responses", body })).generation_provenance).toBeUndefined());
+    await withServer({ provenance: { tokenizer: "o200k_base", chat_template: "harmony-testbed" } }, async (_server, model) =>
+      expect((await model.respond({ endpoint: "responses", body })).generation_provenance).toEqual({ tokenizer: "o200k_base", chat_template: "harmony-testbed" }),
+    );
   });
 
   it("rejects prompts longer than the model's context", async () => {

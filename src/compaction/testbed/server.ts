@@ -1,12 +1,19 @@
-// A deterministic model server on node:http that behaves like vLLM's Responses endpoint with
-// token output: `POST /v1/responses`, `POST /v1/responses/context-compaction` (honouring
-// `required_prefix_token_ids`) and `POST /tokenize`. Unknown body fields get 422, as vLLM's
-// pydantic models (extra="forbid") answer.
+// A deterministic model server on node:http that answers as Gym's vLLM model server does:
+// `POST /v1/responses`, `POST /v1/responses/context-compaction` (honouring
+// `required_prefix_token_ids`), both with the Responses create params Gym's adapter takes, and
+// `POST /tokenize` in both forms: Gym's adapter (Responses params → `{tokens}`) and vLLM's own
+// (`prompt` or `messages` → `{count, max_model_len, tokens}`). Anything else gets 422, as the real
+// servers' pydantic models (extra="forbid") answer.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { COMPACTION_BODY_KEYS, PLAIN_BODY_KEYS, TOKENIZE_BODY_KEYS, type FunctionTool, type InputItem, type OutputItem, type ResponsesResponse } from "../responses.js";
 import { hashTokens, sample } from "./sampler.js";
-import { renderPrompt, renderWithPrefix, SPECIAL, TemplateError, type RenderRequest } from "./template.js";
+import { encodeText, renderPrompt, renderWithPrefix, SPECIAL, TemplateError, type RenderRequest } from "./template.js";
+import { ChatFormError, chatToRender } from "./chat.js";
+
+/** vLLM's TokenizeChatRequest keys (plus NeMo RL's required prefix) and TokenizeCompletionRequest keys. */
+const VLLM_TOKENIZE_CHAT_KEYS = ["model", "messages", "add_generation_prompt", "continue_final_message", "add_special_tokens", "chat_template", "chat_template_kwargs", "mm_processor_kwargs", "tools", "return_token_strs", "required_prefix_token_ids"];
+const VLLM_TOKENIZE_PROMPT_KEYS = ["model", "prompt", "add_special_tokens", "return_token_strs"];
 
 /** Faults injected into the n-th generation request (1-based, both generation endpoints count). */
 export type Fault =
@@ -29,6 +36,8 @@ export interface ModelServerOptions {
   reasoningWords?: [number, number];
   maxModelLen?: number;
   faults?: Record<number, Fault>;
+  /** Identities to report on every response (`generation_provenance`); vLLM reports none (the default). */
+  provenance?: { tokenizer?: string; chat_template?: string; processor?: string };
 }
 
 export interface RecordedRequest {
@@ -86,7 +95,7 @@ function isTokenList(v: unknown): v is number[] {
 function checkItem(item: unknown, i: number): InputItem {
   const it = item as Record<string, unknown>;
   const fail = (what: string): never => {
-    throw badRequest(`input[${i}]: ${what}`);
+    throw new HttpError(422, { detail: [{ type: "value_error", loc: ["body", "input", i], msg: what }] });
   };
   if (!it || typeof it !== "object") fail("must be an object");
   switch (it.type) {
@@ -122,22 +131,31 @@ interface Parsed extends RenderRequest {
   prefix: number[] | null;
 }
 
+function invalid(loc: string, msg: string): HttpError {
+  return new HttpError(422, { detail: [{ type: "value_error", loc: ["body", loc], msg }] });
+}
+
 function parse(body: Record<string, unknown>, served: string): Parsed {
-  if (typeof body.model !== "string") throw badRequest("model must be a string");
+  if (typeof body.model !== "string") throw invalid("model", "model must be a string");
   if (body.model !== served) throw new HttpError(404, { error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError", code: 404 } });
-  if (!Array.isArray(body.input)) throw badRequest("input must be an array of items");
+  if (!Array.isArray(body.input)) throw invalid("input", "input must be an array of items");
   const input = body.input.map(checkItem);
-  if (body.instructions !== undefined && typeof body.instructions !== "string") throw badRequest("instructions must be a string");
-  if (body.tools !== undefined && !Array.isArray(body.tools)) throw badRequest("tools must be an array");
+  if (body.instructions !== undefined && typeof body.instructions !== "string") throw invalid("instructions", "instructions must be a string");
+  if (body.tools !== undefined && !Array.isArray(body.tools)) throw invalid("tools", "tools must be an array");
   const prefix = body.required_prefix_token_ids;
-  if (prefix !== undefined && !isTokenList(prefix)) throw badRequest("required_prefix_token_ids must be an array of token ids");
+  if (prefix !== undefined && prefix !== null && !isTokenList(prefix)) throw invalid("required_prefix_token_ids", "required_prefix_token_ids must be an array of token ids");
   return {
     model: body.model,
     input,
     instructions: body.instructions as string | undefined,
     tools: body.tools as FunctionTool[] | undefined,
-    prefix: (prefix as number[] | undefined) ?? null,
+    prefix: (prefix as number[] | null | undefined) ?? null,
   };
+}
+
+/** The model named in a vLLM-form request, if any, must be the served one. */
+function checkModel(body: Record<string, unknown>, served: string): void {
+  if (body.model !== undefined && body.model !== served) throw new HttpError(404, { error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 } });
 }
 
 function prompt(parsed: Parsed, honourPrefix: boolean, maxModelLen: number): number[] {
@@ -177,6 +195,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       status: "completed",
       output: s.output,
       usage: { input_tokens: promptIds.length, output_tokens: s.generationIds.length, total_tokens: promptIds.length + s.generationIds.length },
+      ...(options.provenance ? { generation_provenance: { ...options.provenance } } : {}),
     };
   }
 
@@ -190,12 +209,39 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       if (fault === "http_500") throw new HttpError(500, { error: { message: "injected failure", type: "InternalServerError", code: 500 } });
       return generate(parsed, fault);
     }
-    if (path === "/tokenize") {
-      checkKeys(body, TOKENIZE_BODY_KEYS, strict);
-      const tokens = prompt(parse(body, model), true, Number.MAX_SAFE_INTEGER);
-      return { count: tokens.length, max_model_len: maxModelLen, tokens };
-    }
+    if (path === "/tokenize") return tokenize(body);
     throw new HttpError(404, { detail: "Not Found" });
+  }
+
+  /** Gym's adapter form (Responses params: `{tokens}`), or vLLM's (`prompt` or `messages`: `{count, max_model_len, tokens}`). */
+  function tokenize(body: Record<string, unknown>): unknown {
+    const forms = ["input", "messages", "prompt"].filter((k) => k in body);
+    if (forms.length !== 1) throw new HttpError(422, { detail: [{ type: "missing", loc: ["body"], msg: `a /tokenize body has exactly one of input (Gym's adapter), messages or prompt (vLLM); this one has ${forms.length ? forms.join(" and ") : "none"}` }] });
+    if (forms[0] === "input") {
+      checkKeys(body, TOKENIZE_BODY_KEYS, strict);
+      return { tokens: prompt(parse(body, model), true, Number.MAX_SAFE_INTEGER) };
+    }
+    checkModel(body, model);
+    let tokens: number[];
+    if (forms[0] === "prompt") {
+      checkKeys(body, VLLM_TOKENIZE_PROMPT_KEYS, strict);
+      if (typeof body.prompt === "string") tokens = encodeText(body.prompt);
+      else if (isTokenList(body.prompt)) tokens = body.prompt;
+      else throw invalid("prompt", "prompt must be a string or token ids");
+    } else {
+      checkKeys(body, VLLM_TOKENIZE_CHAT_KEYS, strict);
+      let request: RenderRequest;
+      try {
+        request = chatToRender(body.messages, body.tools);
+      } catch (error) {
+        if (error instanceof ChatFormError) throw invalid("messages", error.message);
+        throw error;
+      }
+      const prefix = body.required_prefix_token_ids;
+      if (prefix !== undefined && prefix !== null && !isTokenList(prefix)) throw invalid("required_prefix_token_ids", "required_prefix_token_ids must be an array of token ids");
+      tokens = prompt({ ...request, tools: request.tools ? [...request.tools] : undefined, model, prefix: (prefix as number[] | null | undefined) ?? null }, true, Number.MAX_SAFE_INTEGER);
+    }
+    return { count: tokens.length, max_model_len: maxModelLen, tokens };
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse) {

@@ -4,7 +4,7 @@
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import { canonicalJson } from "../digest.js";
 import { projectVisionTokens } from "../guards.js";
-import { pngSize } from "../media.js";
+import { dataUrlImage, imageDimensions } from "../media.js";
 import type { FunctionTool, InputItem } from "../responses.js";
 
 /** gpt-oss harmony special token IDs; image tokens use three reserved IDs. */
@@ -42,13 +42,19 @@ function decodeBase64(text: string): Uint8Array {
 
 const imageTokenCache = new Map<string, number>();
 
-/** Vision tokens of a data-URL PNG (one per 16-pixel patch). */
+/** Vision tokens of a data-URL PNG, JPEG or WebP image (one per 16-pixel patch). */
 export function imageTokenCount(url: string): number {
   let n = imageTokenCache.get(url);
   if (n === undefined) {
-    const match = /^data:image\/png;base64,(.+)$/.exec(url);
-    if (!match) throw new TemplateError(`input_image.image_url must be a base64 PNG data URL`);
-    const { width, height } = pngSize(decodeBase64(match[1]));
+    const image = dataUrlImage(url);
+    if (!image) throw new TemplateError(`input_image.image_url must be a base64 PNG, JPEG or WebP data URL`);
+    let size: { width: number; height: number };
+    try {
+      size = imageDimensions(decodeBase64(image.base64), image.mime);
+    } catch (error) {
+      throw new TemplateError((error as Error).message);
+    }
+    const { width, height } = size;
     n = projectVisionTokens(width, height, PATCH_SIZE);
     if (imageTokenCache.size > 10_000) imageTokenCache.clear();
     imageTokenCache.set(url, n);
