@@ -122,3 +122,15 @@ describe("media names", () => {
     expect(name("screens/other-session/x/step-7.png")).toBe("screens/othe…-7.png");
   });
 });
+
+describe("a capture's compaction records", () => {
+  it("label the call they name (draw reads the report's context_compaction diagnostics)", async () => {
+    const { execFileSync } = await import("node:child_process");
+    const svg = execFileSync(process.execPath, ["bin/callforest.js", "draw", "examples/gym-capture/rollouts.jsonl", "--tokens", "examples/gym-capture", "--rollout", "12-0", "-o", "-"], {
+      cwd: new URL("..", import.meta.url).pathname,
+      encoding: "utf8",
+    });
+    expect(svg).toMatch(/<title>[^<]*· compaction: [^<]*<\/title>/);
+    expect(svg).toContain(">compacted</text>");
+  });
+});

@@ -275,8 +275,9 @@ function cuts(l: Layout, view: View): string[] {
 }
 
 /** A call's tooltip: what it is and where it went. */
-export function callTitle(call: ForestCall, label: string, mediaName: (id: string) => string): string {
+export function callTitle(call: ForestCall, label: string, mediaName: (id: string) => string, compaction?: string): string {
   const parts = [`${call.id} · ${label}`, `calls[${call.index}]`];
+  if (compaction !== undefined) parts.push(compaction === "" ? "compaction" : `compaction: ${compaction}`);
   parts.push(`${call.promptLength} prompt + ${call.generationLength} generated tokens`);
   if (!call.kept) parts.push("not kept");
   else if (!call.eligible) parts.push("empty generation");
@@ -295,6 +296,9 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
   const s = l.scale;
   const mediaName = mediaNamer(plan.forest);
   const boxChars = Math.floor((s.boxW - 8) / CHAR);
+  // Calls a capture's own compaction records name (diagnostic context_compaction): labelled.
+  const compactions = new Map<string, string>();
+  for (const d of plan.report.diagnostics) if (d.code === "context_compaction" && d.call !== null) compactions.set(d.call, d.detail ?? "");
   for (const call of plan.forest) {
     const lane = l.laneOf.get(call.agent)!;
     const { x, y, w, h } = spot(l, call);
@@ -306,7 +310,7 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
       continue;
     }
     const classes = ["cf-call", call.root ? "cf-is-root" : "", call.leaf ? "cf-is-leaf" : "", call.eligible ? "" : "cf-is-unlinked", call.mediaMismatch ? "cf-is-media-mismatch" : ""];
-    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, label, mediaName))}</title>`);
+    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, label, mediaName, compactions.get(call.id)))}</title>`);
     if (!s.labels) {
       out.push(
         call.eligible
@@ -324,7 +328,8 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
       out.push(`<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-unlinked"/>`);
     }
     out.push(text(x + 6, y + 13, clipMiddle(call.id, boxChars)));
-    const second = !call.kept ? "not kept" : !call.eligible ? "empty" : `row ${call.ownerRow}`;
+    // A capture's compaction call says so where the row number would be (the tooltip has both).
+    const second = !call.kept ? "not kept" : !call.eligible ? "empty" : compactions.has(call.id) ? "compacted" : `row ${call.ownerRow}`;
     out.push(text(x + 6, y + 27, clip(second, boxChars), "cf-dim"));
     if (call.root) out.push(`<circle cx="${x}" cy="${y + h / 2}" r="4" class="cf-root"/>`);
     if (call.leaf) out.push(`<rect x="${x + w - 5}" y="${y}" width="5" height="${h}" class="cf-leaf"/>`);
