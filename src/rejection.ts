@@ -71,7 +71,7 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
     if (Array.isArray(item)) {
       for (let i = 0; i < item.length; i++) visit(item[i], depth + 1);
     } else {
-      for (const key in item) if (Object.prototype.hasOwnProperty.call(item, key)) visit((item as Record<string, unknown>)[key], depth + 1);
+      for (const key in item) if (Object.hasOwn(item, key)) visit((item as Record<string, unknown>)[key], depth + 1);
     }
   }
   return false;

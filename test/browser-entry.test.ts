@@ -20,8 +20,11 @@ import type { Rollout } from "../src/types.js";
 import type * as NodeEntry from "../src/index.js";
 import type * as BrowserEntry from "../src/browser.js";
 type MissingFromBrowser = Exclude<keyof typeof NodeEntry, keyof typeof BrowserEntry>;
+// Compile-time checks (tsc fails on a mismatch), used so the linter knows they are meant.
 const sameValues: [MissingFromBrowser] extends [never] ? true : MissingFromBrowser = true;
 type BuilderTypes = [BrowserEntry.RolloutBuilder, BrowserEntry.BuilderHeader, BrowserEntry.CallMeta, BrowserEntry.CallSlot];
+void sameValues;
+export type { BuilderTypes };
 
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",

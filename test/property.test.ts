@@ -447,7 +447,7 @@ describe("generators", () => {
 });
 
 /** Calls whose parent ties another earlier call by tokens, when the media clause rules that one out. */
-function mediaSettledTies(rollout: Rollout, ref: RefAccepted): number {
+function mediaSettledTies(rollout: Rollout): number {
   const stripped = reference({ ...rollout, calls: rollout.calls.map(({ media: _media, ...c }) => c) });
   if (stripped.status === "ok") return 0;
   return stripped.reason === "ambiguous_parent" ? 1 : 0;
@@ -501,7 +501,7 @@ function features(rollout: Rollout, ref: RefAccepted) {
     mediaMismatchRoots: ref.forest.filter((c) => c.mediaMismatch && c.root).length,
     mediaMismatchShorterParent: ref.forest.filter((c) => c.mediaMismatch && !c.root).length,
     // twins that tokens tie and media settle (the other twin's image differs)
-    mediaSettledTies: mediaSettledTies(rollout, ref),
+    mediaSettledTies: mediaSettledTies(rollout),
     twinsBySameAgent,
     twinsByParentAgent,
     twinsByFirstListedAgent,

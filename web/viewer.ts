@@ -5,7 +5,7 @@
 import { COL, MAX_COL, layout, renderSvg, scaleAt, type DrawablePlan, type Layout, type Window } from "../src/draw/index.js";
 import type { ForestCall } from "../src/browser.js";
 import { renderGutter } from "./gutter.js";
-import { Minimap } from "./minimap.js";
+import type { Minimap } from "./minimap.js";
 
 /** Zoom steps of the buttons and keys. */
 const STEP = 1.6;

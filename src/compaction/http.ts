@@ -1,7 +1,7 @@
 // One JSON POST over fetch, bounded: a deadline for the whole exchange, a size limit on the answer
 // (the body is aborted when it passes it), and no redirects unless asked. Shared by the model
 // client and the resources-server client, each with its own error class.
-import { HttpError, ResponseTooLargeError } from "./errors.js";
+import { type HttpError, ResponseTooLargeError } from "./errors.js";
 
 /** A body stream as fetch gives it (only what the reader uses). */
 export interface BodyStreamLike {

@@ -220,7 +220,6 @@ function links(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, vie
     const c = spot(l, call);
     const p = spot(l, parent);
     const cy = c.y + Math.round(c.h / 2);
-    const py = p.y + Math.round(p.h / 2);
     let d: string;
     let bounds: [number, number, number, number];
     if (childLane === parentLane && laneSlot.get(call.id)! - laneSlot.get(parent.id)! > 1) {

@@ -2,7 +2,7 @@
 // fast path failed, so its message can name the byte offset (JSON.parse names UTF-16 positions,
 // and not always).
 
-const enum Ch {
+enum Ch {
   Quote = 0x22,
   Backslash = 0x5c,
 }
@@ -143,7 +143,7 @@ class Checker {
         } else {
           open.push(c);
           if (c === 0x7b) this.key();
-          continue value;
+          continue;
         }
       } else if (c === Ch.Quote) this.string();
       else if (c === 0x2d || (c >= 0x30 && c <= 0x39)) this.number();

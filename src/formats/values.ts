@@ -30,7 +30,7 @@ export function isNonEmptyString(value: unknown): value is string {
 
 /** Own property only: keys like `__proto__` or `constructor` never reach the prototype chain. */
 export function field(object: JsonObject, key: string): unknown {
-  return Object.prototype.hasOwnProperty.call(object, key) ? object[key] : undefined;
+  return  Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
 /** A short rendering of a value for messages (never the whole value). */

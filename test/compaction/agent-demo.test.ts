@@ -21,8 +21,8 @@ describe("callforest agent-demo", () => {
     expect(report[3]).toBe(report[4]);
     // the invariant in words, the legends, and images stored vs shown
     expect(out).toContain(`every sampled token trained exactly once: ${report[4]} of ${report[3]}\n`);
-    expect(out).toMatch(/^  tokens: the row's length; trained: its tokens with loss mask 1/m);
-    expect(out).toMatch(/^  reason: why the context is not a continuation/m);
+    expect(out).toMatch(/^ {2}tokens: the row's length; trained: its tokens with loss mask 1/m);
+    expect(out).toMatch(/^ {2}reason: why the context is not a continuation/m);
     expect(out).toMatch(/^images: \d+ distinct images stored, each once by content; the last request showed \d+ images \(a repeated image counts each time it is shown\)$/m);
     expect(await agentDemo(defaults)).toBe(out); // deterministic
   });
@@ -58,7 +58,7 @@ describe("callforest agent-demo", () => {
 
   it("takes the keep counts and Gym's guards", async () => {
     const keepOne = await agentDemo({ ...defaults, keepImages: "1", keepReasoning: "0", schedule: "rolling" });
-    const shown = (out: string) => [...out.matchAll(/^  \d+ +agent-c\d+ +agent-c\d+ .* \d+>(\d+) +(\d+)\/\d+$/gm)].map((m) => Number(m[1]));
+    const shown = (out: string) => [...out.matchAll(/^ {2}\d+ +agent-c\d+ +agent-c\d+ .* \d+>(\d+) +(\d+)\/\d+$/gm)].map((m) => Number(m[1]));
     expect(Math.max(...shown(keepOne))).toBeLessThanOrEqual(2); // the task's image and the newest group
     const guarded = await agentDemo({ ...defaults, guards: "max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25" });
     expect(guarded.split("\n")[0]).toBe("agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), guards max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25, stop max_turns");

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
-import { type Environment } from "../../src/compaction/environment.js";
+import type { Environment } from "../../src/compaction/environment.js";
 import { CompactionError } from "../../src/compaction/errors.js";
 import { imagesOf } from "../../src/compaction/history.js";
 import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";

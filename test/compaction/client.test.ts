@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { assertBodyKeys, compactionBody, createModelClient, plainBody } from "../../src/compaction/client.js";
 import { CompactionError, ModelHttpError } from "../../src/compaction/errors.js";
-import { type InputItem } from "../../src/compaction/responses.js";
+import type { InputItem } from "../../src/compaction/responses.js";
 import { withServer } from "./support.js";
 
 const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }];

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { ContextController, changedRanges, checkRequiredPrefix, type ViewDecision } from "../../src/compaction/controller.js";
 import { PrefixMismatchError } from "../../src/compaction/errors.js";
-import { type HistoryEntry } from "../../src/compaction/history.js";
+import type { HistoryEntry } from "../../src/compaction/history.js";
 import { entryKeys, materialize, type MaterializedView } from "../../src/compaction/materialize.js";
 import { identityPolicy, recencyPolicy, type Policy } from "../../src/compaction/policies.js";
 import { sampleHistory } from "./fixtures.js";

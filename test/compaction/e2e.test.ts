@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
 import { canonicalJson } from "../../src/compaction/digest.js";
 import { rolloutFromEvidence, validateEvidence } from "../../src/compaction/evidence.js";
-import { type GuardConfig } from "../../src/compaction/guards.js";
+import type { GuardConfig } from "../../src/compaction/guards.js";
 import { identityPolicy, recencyPolicy, type Policy } from "../../src/compaction/policies.js";
 import { rolling, turnChunked, type ScheduleConfig } from "../../src/compaction/schedules.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";

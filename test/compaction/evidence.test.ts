@@ -3,7 +3,7 @@ import { runAgent } from "../../src/compaction/agent.js";
 import { EvidenceError, PrefixMismatchError } from "../../src/compaction/errors.js";
 import { EVIDENCE_SCHEMA_VERSION, extractGeneration, rolloutFromEvidence, validateEvidence, type EvidenceRecord } from "../../src/compaction/evidence.js";
 import { recencyPolicy } from "../../src/compaction/policies.js";
-import { type ResponsesResponse } from "../../src/compaction/responses.js";
+import type { ResponsesResponse } from "../../src/compaction/responses.js";
 import { turnChunked } from "../../src/compaction/schedules.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
 import { withServer } from "./support.js";

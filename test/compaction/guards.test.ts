@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
-import { type ModelClient } from "../../src/compaction/client.js";
+import type { ModelClient } from "../../src/compaction/client.js";
 import { CompactionError } from "../../src/compaction/errors.js";
 import { measureGuards, projectVisionTokens, validateGuards } from "../../src/compaction/guards.js";
 import { materialize } from "../../src/compaction/materialize.js";

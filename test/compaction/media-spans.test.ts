@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
 import { createModelClient } from "../../src/compaction/client.js";
-import { type Environment } from "../../src/compaction/environment.js";
+import type { Environment } from "../../src/compaction/environment.js";
 import { CompactionError, EvidenceError } from "../../src/compaction/errors.js";
 import { EVIDENCE_SCHEMA_VERSION, rolloutFromEvidence, type CallEvidence, type EvidenceRecord } from "../../src/compaction/evidence.js";
 import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";

@@ -4,8 +4,8 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
 import { canonicalJson } from "../../src/compaction/digest.js";
-import { type Environment } from "../../src/compaction/environment.js";
-import { type InputItem, type OutputItem, type ResponsesResponse } from "../../src/compaction/responses.js";
+import type { Environment } from "../../src/compaction/environment.js";
+import type { InputItem, OutputItem, ResponsesResponse } from "../../src/compaction/responses.js";
 import { createGridWorld, type RecordedRequest } from "../../src/compaction/testbed/index.js";
 import { backends, withServer } from "./support.js";
 

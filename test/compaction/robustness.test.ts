@@ -8,7 +8,7 @@ import { runAgent } from "../../src/compaction/agent.js";
 import { assertBodyKeys, compactionBody, createModelClient, plainBody, type ModelClient } from "../../src/compaction/client.js";
 import { EvidenceError, ModelHttpError } from "../../src/compaction/errors.js";
 import { identityPolicy } from "../../src/compaction/policies.js";
-import { type InputItem, type ResponsesResponse } from "../../src/compaction/responses.js";
+import type { InputItem, ResponsesResponse } from "../../src/compaction/responses.js";
 import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld, startModelServer } from "../../src/compaction/testbed/index.js";
 

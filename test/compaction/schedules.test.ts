@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { CompactionError } from "../../src/compaction/errors.js";
-import { SemanticHistory } from "../../src/compaction/history.js";
+import type { SemanticHistory } from "../../src/compaction/history.js";
 import { recencyPolicy } from "../../src/compaction/policies.js";
 import { createScheduler, rolling, turnChunked } from "../../src/compaction/schedules.js";
 import { sampleHistory } from "./fixtures.js";

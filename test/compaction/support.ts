@@ -3,7 +3,7 @@
 import { expect } from "vitest";
 import { encode as encodePng } from "fast-png";
 import { createModelClient, type ModelClient } from "../../src/compaction/client.js";
-import { type EvidenceRecord } from "../../src/compaction/evidence.js";
+import type { EvidenceRecord } from "../../src/compaction/evidence.js";
 import { gridWorldRunBody, startGridWorldResources, startModelServer, type GridWorldOptions, type ModelServer, type ModelServerOptions, type ResourcesTestServer } from "../../src/compaction/testbed/index.js";
 import { runAgent, type RunAgentOptions, type RunAgentResult } from "../../src/compaction/agent.js";
 import { createResourcesServer, jsonObservation } from "../../src/compaction/resources.js";

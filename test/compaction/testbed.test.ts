@@ -2,7 +2,7 @@ import { decode as decodePng } from "fast-png";
 import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
 import { compactionBody, plainBody } from "../../src/compaction/client.js";
-import { type InputItem, type OutputItem, type ResponsesResponse } from "../../src/compaction/responses.js";
+import type { InputItem, OutputItem, ResponsesResponse } from "../../src/compaction/responses.js";
 import { createGridWorld, encodeText, renderPrompt, SPECIAL } from "../../src/compaction/testbed/index.js";
 import { withServer } from "./support.js";
 

@@ -176,6 +176,7 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
     // A number and an ISO time naming the same instant tie (file order decides); digits count as written.
     const mixed = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.05, "2025-11-30T05:00:00.05Z"])) }));
     expect(mixed.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
+    // biome-ignore lint/correctness/noPrecisionLoss: the digits as written are what is compared
     const close = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.0999999999, 1764478800.09])) }));
     expect(close.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // Just before zero, written in exponent form: after -0.5, not a second early (rounding up).

@@ -6,7 +6,7 @@ import { vi } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
-import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
+import { LOGIN_BUG } from "../support/fixtures.js";
 import { tempDirs } from "../support/temp-dirs.js";
 
 export interface Run {

@@ -246,7 +246,7 @@ function same(a: unknown, b: unknown, path = "$"): string | null {
   return Object.is(a, b) ? null : `${path}: ${String(a)} vs ${String(b)}`;
 }
 
-function valueOf(result: ScannedLine): unknown {
+function scannedValue(result: ScannedLine): unknown {
   if (!result.ok) throw new Error(`${result.code}: ${result.detail}`);
   return result.value;
 }
@@ -274,7 +274,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     fc.assert(
       fc.property(lineArb, fc.array(ws, { minLength: 1, maxLength: 7 }), (node, spaces) => {
         const text = write(node, spaces);
-        const diff = same(valueOf(scan(text)), expected(node));
+        const diff = same(scannedValue(scan(text)), expected(node));
         if (diff) throw new Error(`${diff}\nline: ${text}`);
         // The model itself agrees with JSON.parse when nothing is typed.
         expect(same(JSON.parse(text), expected(node, undefined, false))).toBeNull();
@@ -299,7 +299,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
         const parsed = JSON.parse(text);
         const plain = items.every(([t]) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31);
         const want = { ...parsed, prompt_token_ids: plain ? Int32Array.from(parsed.prompt_token_ids) : parsed.prompt_token_ids, generation_log_probs: Float32Array.from(parsed.generation_log_probs) };
-        const diff = same(valueOf(scan(text)), want);
+        const diff = same(scannedValue(scan(text)), want);
         if (diff) throw new Error(`${diff}\nline: ${text}`);
       }),
       { numRuns: simd ? 600 : 200 },
@@ -307,7 +307,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
 
   it("hands out views over its own linear memory, typed per key", () => {
-    const value = valueOf(scan('{"calls":[{"prompt_token_ids":[5,6],"generation_token_ids":[7],"generation_log_probs":[-0.5]}]}')) as {
+    const value = scannedValue(scan('{"calls":[{"prompt_token_ids":[5,6],"generation_token_ids":[7],"generation_log_probs":[-0.5]}]}')) as {
       calls: { prompt_token_ids: Int32Array; generation_token_ids: Int32Array; generation_log_probs: Float32Array }[];
     };
     const call = value.calls[0];
@@ -326,17 +326,17 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
         expect(result.ok).toBe(false); // not JSON at all
         continue;
       }
-      const value = valueOf(result) as { prompt_token_ids: unknown; generation_token_ids: unknown };
+      const value = scannedValue(result) as { prompt_token_ids: unknown; generation_token_ids: unknown };
       expect(value.prompt_token_ids).toEqual(JSON.parse(text).prompt_token_ids);
       expect(Array.isArray(value.prompt_token_ids)).toBe(true);
       expect(value.generation_token_ids).toBeInstanceOf(Int32Array);
     }
     for (const bad of ['"0.5"', "null", "1e39", "-1e400", "[0]"]) {
-      const value = valueOf(scan(`{"generation_log_probs":[-0.5,${bad}]}`)) as { generation_log_probs: unknown };
+      const value = scannedValue(scan(`{"generation_log_probs":[-0.5,${bad}]}`)) as { generation_log_probs: unknown };
       expect(Array.isArray(value.generation_log_probs)).toBe(true);
     }
     // Escaped key names are the same key to JSON.parse; the scanner leaves them plain (the planner checks them).
-    const escaped = valueOf(scan('{"prompt\\u005ftoken_ids":[1,2]}')) as { prompt_token_ids: unknown };
+    const escaped = scannedValue(scan('{"prompt\\u005ftoken_ids":[1,2]}')) as { prompt_token_ids: unknown };
     expect(escaped.prompt_token_ids).toEqual([1, 2]);
   });
 
@@ -363,7 +363,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   it("keeps __proto__ and constructor keys as plain own data, never reaching a prototype", () => {
     const text =
       '{"__proto__":{"prompt_token_ids":[1],"polluted":true},"constructor":{"prototype":{"generation_token_ids":[2]}},"calls":[{"__proto__":[3],"prompt_token_ids":[4]}]}';
-    const value = valueOf(scan(text)) as Record<string, any>;
+    const value = scannedValue(scan(text)) as Record<string, any>;
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
     expect(Object.keys(value)).toEqual(["__proto__", "constructor", "calls"]);
@@ -374,7 +374,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
 
   it("does not take a user string for a placeholder", () => {
-    const value = valueOf(scan('{"a":{"prompt_token_ids":"\\u0000"},"b":{"prompt_token_ids":[9]},"c":{"generation_token_ids":"\\u00000"}}')) as Record<string, any>;
+    const value = scannedValue(scan('{"a":{"prompt_token_ids":"\\u0000"},"b":{"prompt_token_ids":[9]},"c":{"generation_token_ids":"\\u00000"}}')) as Record<string, any>;
     expect(value.a.prompt_token_ids).toBe("\u0000");
     expect(value.c.generation_token_ids).toBe("\u00000");
     expect(Array.from(value.b.prompt_token_ids)).toEqual([9]);
@@ -382,13 +382,13 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
 
   it("finds arrays at any depth (100,000 nested arrays) without recursion", () => {
     const depth = 100_000;
-    let value = valueOf(scan("[".repeat(depth) + '{"generation_token_ids":[1,2]}' + "]".repeat(depth)));
+    let value = scannedValue(scan("[".repeat(depth) + '{"generation_token_ids":[1,2]}' + "]".repeat(depth)));
     for (let d = 0; d < depth; d++) value = (value as unknown[])[0];
     expect(Array.from((value as { generation_token_ids: Int32Array }).generation_token_ids)).toEqual([1, 2]);
   });
 
   it("uses the last of repeated keys, as JSON.parse does", () => {
-    const value = valueOf(scan('{"prompt_token_ids":[1,2],"prompt_token_ids":[3],"generation_log_probs":[0.5],"generation_log_probs":null}')) as Record<string, any>;
+    const value = scannedValue(scan('{"prompt_token_ids":[1,2],"prompt_token_ids":[3],"generation_log_probs":[0.5],"generation_log_probs":null}')) as Record<string, any>;
     expect(Array.from(value.prompt_token_ids)).toEqual([3]);
     expect(value.generation_log_probs).toBeNull();
   });
@@ -398,7 +398,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     const whole = readFileSync(GYM_SAMPLES + "/vllm-round-trip.json", "utf8"); // newlines are JSON whitespace
     let typed = 0;
     for (const text of [...lines, whole, whole.replace(/\n/g, "\r\n")]) {
-      const value = valueOf(scan(text));
+      const value = scannedValue(scan(text));
       const diff = same(value, typedLikeOracle(text));
       if (diff) throw new Error(diff);
       typed += JSON.stringify(value, (_k, v) => (ArrayBuffer.isView(v) ? "TYPED" : v)).split("TYPED").length - 1;
@@ -409,7 +409,7 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   it("gives the planner the same rows as the JSON.parse path for a real Gym rollout", async () => {
     const cf = await init();
     const text = readFileSync(GYM_SAMPLES + "/competitive-coding-rollouts.jsonl", "utf8").split("\n")[0];
-    const fast = toCanonical(valueOf(scan(text)), "auto");
+    const fast = toCanonical(scannedValue(scan(text)), "auto");
     const slow = toCanonical(JSON.parse(text), "auto");
     if (!fast.ok || !slow.ok) throw new Error("rejected");
     const a = cf.plan(fast.rollout), b = cf.plan(slow.rollout);
@@ -451,12 +451,12 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   it("grows its memory for a large line and stays correct afterwards", () => {
     const tokens = Array.from({ length: 2_000_000 }, (_, i) => (i * 7919) % 200_000);
     const text = `{"calls":[{"prompt_token_ids":[${tokens.join(",")}],"generation_token_ids":[1],"generation_log_probs":[-0.25]}]}`;
-    const value = valueOf(scan(text)) as { calls: { prompt_token_ids: Int32Array }[] };
+    const value = scannedValue(scan(text)) as { calls: { prompt_token_ids: Int32Array }[] };
     const got = value.calls[0].prompt_token_ids;
     expect(got.length).toBe(tokens.length);
     expect(got[1_999_999]).toBe(tokens[1_999_999]);
     expect(same(got, Int32Array.from(tokens))).toBeNull();
-    const small = valueOf(scan('{"prompt_token_ids":[42]}')) as { prompt_token_ids: Int32Array };
+    const small = scannedValue(scan('{"prompt_token_ids":[42]}')) as { prompt_token_ids: Int32Array };
     expect(Array.from(small.prompt_token_ids)).toEqual([42]);
   });
 });
@@ -468,8 +468,8 @@ describe("LineScanner zero-copy input", () => {
     const bytes = encoder.encode(text);
     const input = scanner.inputBuffer(bytes.length)!;
     input.set(bytes);
-    const value = valueOf(scanner.scanInput(bytes.length));
-    expect(same(value, valueOf(scanner.scan(bytes)))).toBeNull();
+    const value = scannedValue(scanner.scanInput(bytes.length));
+    expect(same(value, scannedValue(scanner.scan(bytes)))).toBeNull();
     const bad = encoder.encode('{"a":[1,2}');
     scanner.inputBuffer(bad.length)!.set(bad);
     const result = scanner.scanInput(bad.length);
@@ -490,7 +490,7 @@ describe("LineScanner memory cap", () => {
         expect(result.detail).toMatch(/^a line of \d+ bytes does not fit/);
       }
     }
-    const small = valueOf(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2]}'))) as { prompt_token_ids: Int32Array };
+    const small = scannedValue(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2]}'))) as { prompt_token_ids: Int32Array };
     expect(Array.from(small.prompt_token_ids)).toEqual([1, 2]);
   });
 });
@@ -499,7 +499,7 @@ describe("LineScanner with huge lines", () => {
   it("never grows to the full 4 GiB (its u32 end of memory would wrap to 0 and refuse every later line)", async () => {
     const scanner = await LineScanner.create();
     expect(scanner.inputBuffer(2 ** 32 - 70_000)).toBeNull();
-    const small = valueOf(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2,3]}'))) as { prompt_token_ids: Int32Array };
+    const small = scannedValue(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2,3]}'))) as { prompt_token_ids: Int32Array };
     expect(Array.from(small.prompt_token_ids)).toEqual([1, 2, 3]);
   });
 
@@ -512,7 +512,7 @@ describe("LineScanner with huge lines", () => {
     const result = scanner.scan([encoder.encode('{"rollout_id":"e","x":['), body, encoder.encode("{}]}")]);
     expect(result).toMatchObject({ ok: false, code: "rollout_too_large" });
     expect(result.ok ? "" : result.detail).toMatch(/^a line of \d+ bytes: its text without the token arrays \(\d+ bytes\) is longer than a JavaScript string can be$/);
-    expect(valueOf(scanner.scan(encoder.encode('{"a":[1]}')))).toEqual({ a: [1] });
+    expect(scannedValue(scanner.scan(encoder.encode('{"a":[1]}')))).toEqual({ a: [1] });
   }, 60_000);
 
   it("reads a line whose metadata and array table lie past 2 GiB of linear memory, given in parts", async () => {
@@ -523,7 +523,7 @@ describe("LineScanner with huge lines", () => {
     const body = Buffer.alloc(count * 2 - 1, "0,");
     const tail = encoder.encode('],"id":"c"}]}');
     const scanner = await LineScanner.create();
-    const value = valueOf(scanner.scan([head, body, tail])) as { rollout_id: string; calls: { id: string; prompt_token_ids: Int32Array; generation_log_probs: Float32Array }[] };
+    const value = scannedValue(scanner.scan([head, body, tail])) as { rollout_id: string; calls: { id: string; prompt_token_ids: Int32Array; generation_log_probs: Float32Array }[] };
     expect(value.rollout_id).toBe("big");
     expect(value.calls[0].id).toBe("c");
     expect(Array.from(value.calls[0].prompt_token_ids)).toEqual([7]);

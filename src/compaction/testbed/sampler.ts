@@ -61,7 +61,7 @@ export function sample(seed: number, prompt: readonly number[], tools: readonly 
     const text = Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ");
     output.push({ type: "reasoning", id: `rs_${id}`, summary: [], content: [{ type: "reasoning_text", text: text[0].toUpperCase() + text.slice(1) + "." }], status: "completed" });
   }
-  if (tools && tools.length) {
+  if (tools?.length) {
     const tool = rand() < 0.8 ? tools[0] : tools[Math.floor(rand() * tools.length)];
     output.push({ type: "function_call", id: `fc_${id}`, call_id: `call_${id}`, name: tool.name, arguments: argumentsFor(tool, rand), status: "completed" });
   } else {

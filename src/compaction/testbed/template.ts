@@ -71,7 +71,7 @@ export function generationPrompt(): number[] {
 
 function header(instructions: string | undefined, tools: readonly FunctionTool[] | undefined): number[][] {
   const chunks = [[SPECIAL.start, ...encodeText("system"), SPECIAL.message, ...encodeText(instructions ?? "You are a helpful assistant."), SPECIAL.end]];
-  if (tools && tools.length) {
+  if (tools?.length) {
     const text = "# Tools\n" + tools.map((t) => `functions.${t.name}: ${t.description}\n${canonicalJson(t.parameters)}`).join("\n");
     chunks.push([SPECIAL.start, ...encodeText("developer"), SPECIAL.message, ...encodeText(text), SPECIAL.end]);
   }
