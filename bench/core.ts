@@ -7,7 +7,7 @@ import type { Rollout } from "../src/types.js";
 import { eligibleTokens, generateDeepRollout, generateMediaRollout, generateSmallRollouts } from "./generate.js";
 import { loadExampleRollout } from "./example.js";
 import { ReplayCore, recordForests } from "./replay-core.js";
-import { planRollout } from "../src/planner.js";
+import { planRollout } from "../src/plan/plan-rollout.js";
 import type { Plan } from "../src/types.js";
 
 interface Workload {

@@ -6,7 +6,7 @@
 // infinitely fast WebAssembly core could gain over the TS backend.
 import { NOT_LINKED, type CoreForest, type ForestCore, type SizeHints, type StagedCall } from "../src/core/types.js";
 import { TsCorePool } from "../src/core/ts-core.js";
-import { planRollout } from "../src/planner.js";
+import { planRollout } from "../src/plan/plan-rollout.js";
 import type { Rollout } from "../src/types.js";
 
 export class ReplayCore implements ForestCore {

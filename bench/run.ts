@@ -2,6 +2,7 @@
 import { coreTable, runCoreBench } from "./core.js";
 import { runScanBench, scanTable } from "./scan.js";
 import { runIngestBench } from "./ingest.js";
+import { runColumnarBench } from "./columnar.js";
 import { packedTable, runPackedBench } from "./packed.js";
 import { runExpertsBench } from "./experts.js";
 
@@ -24,3 +25,9 @@ console.log(scanTable(scan));
 const ingest = await runIngestBench({ log });
 console.log("\n### End to end: `callforest rows` on a generated ~1 GB JSONL file\n");
 console.log(ingest.table);
+
+const columnar = await runColumnarBench({ log });
+console.log(
+  "\n### Columnar output: `rows -o rows.parquet` vs `-o rows.jsonl`, the trainer's read, and the default --jobs\n",
+);
+console.log(columnar.table);

@@ -7,7 +7,7 @@ import { Bench } from "tinybench";
 import { init } from "callforest";
 import { LineScanner } from "../src/ingest/scanner.js";
 import { RowSerializer } from "../src/ingest/serialize.js";
-import { rowToJson } from "../src/output.js";
+import { rowToJson } from "../src/output/jsonl.js";
 import type { Rollout, Row } from "../src/types.js";
 import { eligibleTokens, generateDeepRollout } from "./generate.js";
 

@@ -1,7 +1,7 @@
 // init(): picks a backend and returns the planning API. Environment-neutral: the entry points
 // (src/index.ts for Node, src/browser.ts for browsers) supply how the .wasm bytes are loaded.
-import { planRollout } from "./planner.js";
-import { createBuilder } from "./builder.js";
+import { planRollout } from "./plan/plan-rollout.js";
+import { createBuilder } from "./plan/builder.js";
 import { TsCorePool } from "./core/ts-core.js";
 import { WasmCorePool } from "./core/wasm-core.js";
 import { checkMaxMemory } from "./core/memory.js";

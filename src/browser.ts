@@ -6,10 +6,14 @@
 // they inline it). `init({ wasmUrl })` overrides where the files are; the TS backend needs none.
 import { initWith } from "./api.js";
 import type { Callforest, InitOptions } from "./types.js";
+import { columnarApi } from "./columnar/api.js";
+import { loadParquet } from "./columnar/load-browser.js";
 
-export type { BuilderHeader, CallMeta, CallSlot, RolloutBuilder } from "./builder.js";
-export * from "./types.js";
-export { rowToJson, reportToJson, formatFloat32, toBase64, fromBase64, maskToInts, maskBit, type MaskFormat } from "./output.js";
+export * from "./exports.js";
+export { setParquetWasmUrl } from "./columnar/load-browser.js";
+
+/** Columns (SPEC "Columnar output"), as in the Node entry; parquet-wasm's .wasm is fetched on the first Parquet write. */
+export const { toArrowTable, toArrowIPC, toParquet, createColumnarWriter } = columnarApi(loadParquet);
 
 export interface BrowserInitOptions extends InitOptions {
   /** Where the compiled core is, for builds that host the .wasm files elsewhere. */

@@ -3,10 +3,13 @@ import { readFile } from "node:fs/promises";
 import { initWith } from "./api.js";
 import { wasmUrl } from "./core/wasm-file.js";
 import type { Callforest, InitOptions } from "./types.js";
+import { columnarApi } from "./columnar/api.js";
+import { loadParquet } from "./columnar/load-node.js";
 
-export type { BuilderHeader, CallMeta, CallSlot, RolloutBuilder } from "./builder.js";
-export * from "./types.js";
-export { rowToJson, reportToJson, formatFloat32, toBase64, fromBase64, maskToInts, maskBit, type MaskFormat } from "./output.js";
+export * from "./exports.js";
+
+/** Columns (SPEC "Columnar output"): plans, rows or packed records as Arrow tables, Arrow IPC, Parquet, or a streaming writer. */
+export const { toArrowTable, toArrowIPC, toParquet, createColumnarWriter } = columnarApi(loadParquet);
 
 async function loadModule(simd: boolean): Promise<WebAssembly.Module> {
   return WebAssembly.compile(await readFile(wasmUrl(simd)));

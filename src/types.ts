@@ -1,6 +1,5 @@
 // Public types of callforest. SPEC.md (shared with the project) is the source of truth for
 // every field and rule named here.
-import type { BuilderHeader, RolloutBuilder } from "./builder.js";
 
 /** Token IDs as a caller may hold them: a plain array, or an Int32Array. */
 export type TokenIds = readonly number[] | Int32Array;
@@ -285,4 +284,38 @@ export interface Callforest {
    * memory on the WASM backend), commit() links it, finish() gives the Plan.
    */
   builder(header: BuilderHeader, options?: { callsHint?: number }): RolloutBuilder;
+}
+
+// The builder (Callforest.builder): a rollout assembled in place, call by call.
+
+export interface BuilderHeader {
+  rollout_id: string;
+  reward: number;
+  agents?: AgentInput[];
+}
+
+/** One call's arrays, to fill before commit(). Valid until the next stage(), commit() or finish(). */
+export interface CallSlot {
+  promptTokenIds: Int32Array;
+  generationTokenIds: Int32Array;
+  logprobs: Float32Array;
+}
+
+export interface CallMeta {
+  id: string;
+  agent?: string;
+  kept?: boolean;
+  /** The media whose placeholder tokens stand in the staged prompt (SPEC `calls[].media`). */
+  media?: readonly MediaItem[] | null;
+  /** MoE router choices for the staged call's tokens (SPEC `calls[].routed_experts`). */
+  routed_experts?: string | readonly (readonly (readonly number[])[])[] | null;
+}
+
+export interface RolloutBuilder {
+  /** Views for the next call: prompt and generation token IDs, and the generation's logprobs. */
+  stage(promptLength: number, generationLength: number): CallSlot;
+  /** Checks and links the staged call. False once the rollout is rejected (later calls are ignored). */
+  commit(meta: CallMeta): boolean;
+  /** The plan (rows and report, or the rejection). Ends the builder. */
+  finish(options?: PlanOptions): Plan;
 }

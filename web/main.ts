@@ -2,7 +2,7 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import { FROM_OPTIONS, parseFrom, rejectedReport, usePlan, withImport, type FromOption } from "../src/formats/index.js";
+import { FROM_OPTIONS, parseFrom, reportOfImportRejection, usePlan, withImport, type FromOption } from "../src/formats/index.js";
 import { XML_DECLARATION, faultOf, fileSafeId, renderPackedSvg, renderSvg, savingsLine, savingsOf, type DrawablePlan } from "../src/draw/index.js";
 import { holdsOneValue, jsonlItems, parseJsonInput, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
@@ -54,7 +54,7 @@ function setStatus(text: string, error = false): void {
 }
 
 function reportOf(cf: Callforest, item: LoadedItem): Report {
-  if (!item.result.ok) return rejectedReport(item.result, item.line);
+  if (!item.result.ok) return reportOfImportRejection(item.result, item.line);
   return usePlan(cf, item.result, item.line, (_plan, report) => report);
 }
 

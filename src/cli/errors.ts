@@ -7,7 +7,7 @@
 //   141 an output is a pipe its reader closed (`| head`): no message, as a process SIGPIPE ended
 import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
 import { CoreUnavailableError } from "../core/errors.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 
 /** Bad arguments or unreadable files: exit 2. */
 export class UsageError extends Error {

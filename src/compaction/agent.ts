@@ -21,20 +21,17 @@ import { SemanticHistory, type HistoryEntry, type UserPart } from "./history.js"
 import { entryKeys, materialize, type MaterializedView } from "./materialize.js";
 import { MediaStore, type MediaRecord } from "./media.js";
 import { mediaSpans } from "./media-spans.js";
-import { identityPolicy, type Policy } from "./policies.js";
+import { identityPolicy, } from "./policies.js";
 import type { ResponsesResponse, TokenizeBody } from "./responses.js";
-import { createScheduler, type ScheduleConfig, type ScheduledView, type Scheduler } from "./schedules.js";
+import { createScheduler, type ScheduledView, type Scheduler } from "./schedules.js";
 import { isTokenId } from "./token-rules.js";
 import { ProvenanceRecorder } from "./provenance.js";
 import { withPartialRun } from "./partial.js";
 import { resourcesEnvironment, type GymRunBody, type ResourcesServer, type ResourcesSession } from "./resources.js";
 import { gymResponse, transportResponse, type GymResponse, type GymResponseInputs, type TurnRecord } from "./gym-response.js";
 
-export interface CompactionOptions {
-  policy: Policy;
-  schedule: ScheduleConfig;
-  guards?: GuardConfig;
-}
+import type { CompactionOptions } from "./options.js";
+export type { CompactionOptions };
 
 /** Scoring through a Gym resources server (Gym's `/run`): seed, tools, `/verify`. */
 export interface ResourcesOptions {

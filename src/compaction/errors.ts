@@ -1,5 +1,4 @@
 // Errors of the compaction runtime. Each names what failed and where (call id, field, counts).
-import type { PartialRun } from "./partial.js";
 
 /** Bad configuration or misuse of the runtime (a policy knob out of range, an unknown tool). */
 export class CompactionError extends Error {
@@ -68,7 +67,3 @@ export class ResponseTooLargeError extends ModelHttpError {
   }
 }
 
-/** The error runAgent threw, with what the run had recorded before it (see `partialRunOf`). */
-export interface ErrorWithPartialRun extends Error {
-  partial: PartialRun;
-}

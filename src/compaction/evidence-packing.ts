@@ -4,7 +4,7 @@
 // media table; and what a boundary, a decision or the attempt log repeats from the calls is
 // derived again on expansion. `expandEvidence(packEvidence(e))` is `e`, byte for byte as JSON:
 // every packed part is expanded and compared when it is packed, and kept as it was otherwise.
-import type { AttemptRecord, CallEvidence, EvidenceRecord } from "./evidence.js";
+import type { AttemptRecord, CallEvidence, EvidenceRecord } from "./evidence-types.js";
 import type { BoundaryRecord } from "./controller.js";
 import { EvidenceError } from "./errors.js";
 import { encodeDelta, expandDelta, type DeltaPiece } from "./prompt-delta.js";

@@ -3,7 +3,7 @@
 // its canonical form (Gym's `model_dump`) is what Gym digests, so policy ids match Gym's.
 import { parse as parseYaml } from "yaml";
 import { ConfigError } from "./errors.js";
-import type { CompactionOptions } from "./agent.js";
+import type { CompactionOptions } from "./options.js";
 import type { GuardConfig } from "./guards.js";
 import { identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy } from "./policies.js";
 import { rolling, turnChunked } from "./schedules.js";

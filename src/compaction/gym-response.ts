@@ -4,8 +4,8 @@
 // contract — and its post-verification transport projection. Ids follow Gym's formulas over this
 // runtime's own views and parts (view digests, part ids `part-{event:06d}-{index:03d}`); Gym's
 // lineage records (`lineage_deltas`, `final_policy_decision`) are not produced.
-import type { CompactionOptions } from "./agent.js";
-import type { CallEvidence, EvidenceRecord } from "./evidence.js";
+import type { CompactionOptions } from "./options.js";
+import type { CallEvidence, EvidenceRecord } from "./evidence-types.js";
 import type { FunctionTool, InputItem } from "./responses.js";
 import { entryItem } from "./materialize.js";
 import { imagesOf, isImageGroup, type HistoryEntry } from "./history.js";

@@ -1,7 +1,7 @@
 // What a failed run had recorded: runAgent attaches it to the error it throws (`error.partial`),
 // so a caller can keep or inspect the good calls' evidence instead of losing the episode.
 import type { Rollout } from "../types.js";
-import type { EvidenceRecord } from "./evidence.js";
+import type { EvidenceRecord } from "./evidence-types.js";
 
 export interface PartialRun {
   complete: false;
@@ -12,6 +12,11 @@ export interface PartialRun {
   /** Their rollout, or null when even the recorded calls do not make one (the reason is in `rollout_error`). */
   rollout: Rollout | null;
   rollout_error: string | null;
+}
+
+/** The error runAgent threw, with what the run had recorded before it (see `partialRunOf`). */
+export interface ErrorWithPartialRun extends Error {
+  partial: PartialRun;
 }
 
 /** The partial run attached to an error runAgent threw, if any. */

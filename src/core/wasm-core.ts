@@ -2,7 +2,7 @@
 // the plan holds it until release(), so no other plan can grow its memory and detach the views
 // the plan has handed out. Released instances go back to a small pool for the next plan.
 import { CoreMemoryError, CoreUnavailableError } from "./errors.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 import {
   type CoreForest,
   type CorePacked,

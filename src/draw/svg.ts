@@ -5,7 +5,7 @@
 // page's zoom) they are marks, and lanes may be collapsed. A `window` draws only what is in it
 // (the page draws what is on screen of a picture too big to draw whole).
 import type { ForestCall } from "../types.js";
-import { countOf } from "../rejection.js";
+import { countOf } from "../messages.js";
 import { faultOf } from "./fault.js";
 import { LABEL_EVERY_PX, LEGEND_LINE_H, ROW_LABEL_CHARS, agentName, layout, type Cut, type DrawablePlan, type Lane, type Layout, type LayoutOptions } from "./layout.js";
 import { legendItems, type PlacedItem } from "./legend.js";

@@ -8,7 +8,7 @@
 // rollout (`media_unlocated`): tokens alone would link histories that showed different images.
 import type { CanonicalCall, Diagnostic, MediaItem, Rollout } from "../types.js";
 import type { FormatContext } from "./types.js";
-import { countOf } from "../rejection.js";
+import { countOf } from "../messages.js";
 import { placeholderRuns, showSpan, type TokenSpan } from "./media-spans.js";
 import {
   FormatError,

@@ -3,13 +3,13 @@
 // The `rows` command (and any reader) calls, per input value:
 //   const result = toCanonical(value, from, { tokens, mediaTokens });   // from: FromOption, default "auto"
 //   if (result.ok) report = usePlan(cf, result, line, (plan, report) => ...)   // report: withImport's
-//   else report = rejectedReport(result, line);
+//   else report = reportOfImportRejection(result, line);
 // Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
 // tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
 // Node APIs so the browser build can use it.
 import type { Callforest, ForestCall, Plan, PlanOptions, Report } from "../types.js";
-import { rejectionReport } from "../report.js";
-import { callAtFault } from "../rejection.js";
+import { reportOfRejection } from "../plan/report.js";
+import { callAtFault } from "../messages.js";
 import { fromCallforest } from "./callforest.js";
 import { contractRolloutId, fromGymCompaction, isGymCompaction } from "./gym-compaction.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
@@ -103,8 +103,8 @@ function knownRolloutId(value: unknown): string | null {
 }
 
 /** The report of a value rejected before planning (SPEC's report with zero counts). */
-export function rejectedReport(rejection: FormatRejection, line?: number): Report {
-  return rejectionReport(rejection.rolloutId, 0, rejection.reason, rejection.detail, line);
+export function reportOfImportRejection(rejection: FormatRejection, line?: number): Report {
+  return reportOfRejection(rejection.rolloutId, 0, rejection.reason, rejection.detail, line);
 }
 
 /**

@@ -6,7 +6,7 @@
 // lines alike.
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
-import { formatFloat32 } from "../output.js";
+import { formatFloat32 } from "../output/jsonl.js";
 import {
   BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument,
   streamSource, type Batch, type ByteSource, type DroppedLine,

@@ -8,7 +8,7 @@
 import { describeNotJson } from "./not-json.js";
 import { toCanonical } from "./index.js";
 import type { ConvertResult, FormatContext, FormatRejection, FromOption } from "./types.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 
 export interface ReadItem {
   /** Where the value came from, for messages: `file:line`, `file`, `file[i]`, `<stdin>:line`. */

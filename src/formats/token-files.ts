@@ -4,7 +4,7 @@
 import { isBlankLine, isStringTooLong, notJsonDetail, withoutByteOrderMark } from "./text.js";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 
 /** The ending that names a token file: `<rollout_id>.tokens.jsonl`. */
 export const TOKEN_FILE_SUFFIX = ".tokens.jsonl";

@@ -1,6 +1,6 @@
 // Small checks on parsed JSON values, and the error adapters throw to reject a value.
 import type { RejectionCode } from "../types.js";
-import { shortened } from "../rejection.js";
+import { shortened } from "../messages.js";
 
 export type JsonObject = Record<string, unknown>;
 

@@ -1,7 +1,7 @@
 // A file (or stdout) the CLI could not read or write: `cannot read|write PATH: reason`, exit 2.
 import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 
 /** Node's system errors (fs, net) carry a string `code` (ENOENT, EACCES, ...) and the `syscall`. */
 export interface SystemError extends Error {

@@ -3,17 +3,18 @@
 // the output cannot depend on N.
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
-import { rejectedReport, toCanonical, usePlan, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
+import { reportOfImportRejection, toCanonical, usePlan, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
 import { MAX_STRING_BYTES, isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
-import { isOutOfMemory } from "../assembler.js";
+import { isOutOfMemory } from "../plan/assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
-import { errorLine, rejectionLine } from "../rejection.js";
-import { packedToJson, reportToJson, rowToJson, type MaskFormat } from "../output.js";
+import { errorLine, rejectionLine } from "../messages.js";
+import { packedToJson, reportToJson, rowToJson, type MaskFormat } from "../output/jsonl.js";
 import type { BackendName, Report } from "../types.js";
 import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch } from "./batches.js";
 import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
+import { RecordColumns, type ColumnBlock } from "../columnar/columns.js";
 
 /** How lines are parsed: the WASM scanner (token arrays straight to typed arrays) or JSON.parse. */
 export type ReaderName = "scan" | "json";
@@ -39,11 +40,15 @@ export interface IngestOptions {
   capacity?: number;
   /** Write a one-line note per rejection (for stderr, when there is no report file). */
   notes: boolean;
+  /** Columnar output: records go out as column blocks (Piece.columns), not JSONL bytes. */
+  columns?: boolean;
 }
 
 /** Output of (part of) a batch, in input order. */
 export interface Piece {
   rows: Uint8Array[];
+  /** With `columns`: the piece's records as columns (none when it has no records). */
+  columns?: ColumnBlock;
   /** Report JSONL lines. */
   reports: string;
   /** Rejection notes for stderr. */
@@ -151,6 +156,8 @@ export class LineProcessor {
   /** A scanner a line grew past this is replaced before the next line (see KEPT_MEMORY_MAX_BYTES). */
   private readonly keepScannerBytes = KEPT_MEMORY_MAX_BYTES;
   private readonly rowBytes = new RowBytes();
+  /** With `columns`: the records since the last piece. */
+  private readonly columns: RecordColumns | null;
   private reports = "";
   private notes = "";
   private rollouts = 0;
@@ -165,6 +172,7 @@ export class LineProcessor {
     private readonly serializer: RowSerializer,
     private readonly options: IngestOptions,
   ) {
+    this.columns = options.columns ? new RecordColumns(options.layout !== "packed" ? "rows" : options.capacity === undefined ? "trees" : "bins") : null;
     this.context = {
       ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }),
       ...(options.mediaTokens === undefined ? {} : { mediaTokens: options.mediaTokens }),
@@ -202,7 +210,7 @@ export class LineProcessor {
       if (this.scanner === null) await this.ensureScanner(); // no await per line otherwise
       this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line);
       // Hand on output as it grows (a huge rollout's rows, or many small ones).
-      if (this.rowBytes.size >= FLUSH_BYTES) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
+      if (this.rowBytes.size >= FLUSH_BYTES || (this.columns !== null && this.columns.bytes >= FLUSH_BYTES)) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
   }
@@ -215,6 +223,7 @@ export class LineProcessor {
   private take(upTo: number, last: boolean): Piece {
     const piece: Piece = {
       rows: this.rowBytes.take(),
+      ...(this.columns !== null && this.columns.length > 0 ? { columns: this.columns.finish() } : {}),
       reports: this.reports,
       notes: this.notes,
       rollouts: this.rollouts,
@@ -311,11 +320,18 @@ export class LineProcessor {
     let report: Report;
     if (result.ok) {
       const mark = this.rowBytes.mark();
+      const columnMark = this.columns?.length ?? 0;
       try {
         const { layout = "rows", capacity, writer, maskFormat } = this.options;
         const planOptions = layout === "rows" ? {} : capacity === undefined ? { trees: true } : { capacity };
         report = usePlan(this.cf, result, line, (plan, report) => {
           if (!writeRows) return report;
+          if (this.columns !== null) {
+            const records = layout === "rows" ? plan.rows : capacity === undefined ? plan.trees : plan.bins;
+            for (const record of records) this.columns.add(record as never);
+            this.rowCount += records.length;
+            return report;
+          }
           if (layout === "rows") {
             for (const row of plan.rows) {
               if (writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, maskFormat) + "\n"));
@@ -336,10 +352,11 @@ export class LineProcessor {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
         if (!isOutOfMemory(error)) throw error;
         this.rowBytes.rollback(mark);
-        report = rejectedReport(tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id), line);
+        this.columns?.truncate(columnMark);
+        report = reportOfImportRejection(tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id), line);
       }
     } else {
-      report = rejectedReport(result, line);
+      report = reportOfImportRejection(result, line);
     }
     return report;
   }

@@ -3,20 +3,31 @@
 import { statSync } from "node:fs";
 import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
 import { MAX_STRING_BYTES, inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
-import { BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, readBatches, type ByteSource } from "./batches.js";
+import { BufferPool, DEFAULT_CHUNK, batchBuffers, batchLength, fileSource, readBatches, type ByteSource } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
+import type { ColumnBlock } from "../columnar/columns.js";
 
 export interface RunOptions extends IngestOptions {
   /** Worker threads; 1 plans in-process. */
   jobs: number;
+  /**
+   * `jobs` is the default (not asked for): workers only for input large enough to gain from
+   * them (see WORKERS_FROM_BYTES), so the default is never slower than one job.
+   */
+  autoJobs?: boolean;
+  /** With `autoJobs`: WORKERS_FROM_BYTES unless given (tests use small ones). */
+  workersFromBytes?: number;
   /** Batch size in bytes (tests use small ones). */
   chunk?: number;
 }
 
 export interface RunSinks {
+  /** JSONL rows (with `columns`, unused). */
   rows: ByteSink;
+  /** Columnar output (options.columns): each piece's records, in input order. */
+  columns?: { writeBlock(block: ColumnBlock): Promise<void> };
   /** Null: no report file. */
   report: ByteSink | null;
   /** Rejection notes (stderr). */
@@ -49,11 +60,23 @@ export function inputSize(inputs: readonly string[]): number | null {
   return total;
 }
 
+/**
+ * With the default --jobs, input is planned in-process up to this many bytes, on worker threads
+ * past it. Below it workers may lose: their start-up (an isolate each, JIT again) and the
+ * in-order wait behind a long line (one worker plans it while the others fill the in-flight
+ * limit) can cost more than they gain. On 2 cores: issue 17 measured 0.94x with two workers on a
+ * 296 MB input with two 90 MB rollouts and no gain on a 172 MB one; the bench's generated 300 MB
+ * input of that shape gains 1.0-1.15x, its 1 GB one 1.3-1.5x (bench/columnar.ts). The line is
+ * drawn where two workers always won.
+ */
+export const WORKERS_FROM_BYTES = 512 << 20;
+
 export async function runRows(inputs: readonly string[], options: RunOptions, sinks: RunSinks): Promise<RunTotals> {
   const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
   /** Writes a piece; `recycle` gets each row block back once the stream is done with it. */
   const write = async (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => {
     for (const chunk of piece.rows) await sinks.rows.write(chunk, () => recycle(chunk.buffer as ArrayBuffer));
+    if (piece.columns !== undefined) await sinks.columns!.writeBlock(piece.columns);
     if (piece.reports !== "" && sinks.report !== null) await sinks.report.write(piece.reports);
     if (piece.notes !== "") sinks.notes(piece.notes);
     totals.rollouts += piece.rollouts;
@@ -72,7 +95,17 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   // Input that fits in one batch gains nothing from workers but their start-up time.
   const size = inputSize(files);
   const jobs = size !== null && size <= chunk ? 1 : options.jobs;
-  const pool = jobs > 1 ? new WorkerPool(jobs, options, write, (b) => buffers.give(b)) : null;
+  // The default starts workers at once for a large file; for input of unknown size (stdin, a
+  // pipe), once WORKERS_FROM_BYTES of it have been read (and planned in-process).
+  const from = options.workersFromBytes ?? WORKERS_FROM_BYTES;
+  const threshold = !options.autoJobs ? 0 : size === null ? from : size >= from ? 0 : Infinity;
+  let pool = null as WorkerPool | null;
+  let read = 0; // input bytes batched so far
+  const poolNow = () => {
+    if (pool === null && jobs > 1 && read >= threshold) pool = new WorkerPool(jobs, options, write, (b) => buffers.give(b));
+    return pool;
+  };
+  poolNow();
   try {
     for (const file of files) {
       if (isJsonName(file)) {
@@ -88,8 +121,10 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
       }
       const name = inputName(file);
       for await (const batch of readAhead(readBatches(input.source, buffers, maxLineBytes(options.reader)))) {
-        if (pool !== null) {
-          await pool.submit(batch, name);
+        read += batchLength(batch);
+        const workers = poolNow();
+        if (workers !== null) {
+          await workers.submit(batch, name);
         } else {
           await (await inProcess()).processBatch(batch, name, (piece) => write(piece, recycleLocal));
           for (const buffer of batchBuffers(batch)) buffers.give(buffer); // planned and written: nothing refers to it

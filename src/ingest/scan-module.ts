@@ -3,9 +3,9 @@
 // formatting outside the magnitudes the fast formatter handles.
 import { readFile } from "node:fs/promises";
 import { CoreUnavailableError } from "../core/errors.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 import { checkMaxMemory, memoryLimitPages } from "../core/memory.js";
-import { formatFloat32 } from "../output.js";
+import { formatFloat32 } from "../output/jsonl.js";
 
 export interface ScanExports {
   memory: WebAssembly.Memory;

@@ -3,7 +3,7 @@
 // both views over the scanner's own linear memory, parsed there by assembly/scan. Only the
 // remaining metadata goes through JSON.parse, with a placeholder string where each array was.
 import { isStringTooLong, notJsonDetail } from "../formats/text.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
 import { lineLength } from "./batches.js";
 import { WASM_MEMORY_MAX_BYTES } from "../core/types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";

@@ -2,7 +2,7 @@
 // (src/output.ts), written as bounded Uint8Array chunks: a row can be longer than V8's maximum
 // string length, so it is never one string. Token ids, logprobs (shortest float32 text, as
 // formatFloat32) and the mask are formatted by assembly/scan in linear memory.
-import { checkPackedArrays, checkRowArrays, expertsField, mediaList, packedHead, rewardText, segmentList, type MaskFormat } from "../output.js";
+import { checkPackedArrays, checkRowArrays, expertsField, mediaList, packedHead, rewardText, segmentList, type MaskFormat } from "../output/jsonl.js";
 import type { PackedBin, PackedTree, Row } from "../types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 

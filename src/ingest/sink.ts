@@ -5,8 +5,13 @@
 // returned (a missing directory fails at once, before any work), a later stream error is kept
 // and rethrown by the next write() and by close() (a write waiting on 'drain' wakes up with it),
 // and close() after a failure closes what is left without masking it.
-import { accessSync, closeSync, constants, createWriteStream, existsSync, openSync, readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+//
+// A regular file (or one not there yet) is written whole or not at all: to a temporary file
+// beside it, renamed over it only once the run has succeeded (withSinks), and removed when the
+// run fails or is interrupted — the previous file stays as it was, and no file under its name is
+// ever half-written. Special files (stdout, /dev/fd/N, a FIFO, /dev/null) are written in place.
+import { accessSync, chmodSync, closeSync, constants, createWriteStream, existsSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
 
@@ -15,6 +20,10 @@ export interface ByteSink {
   write(data: Uint8Array | string, written?: () => void): Promise<void> | void;
   /** Flushes and closes; rejects with the sink's first failure, if any. */
   close(): Promise<void>;
+  /** After a successful close(): puts the written file in place (a temporary file renamed over the target). */
+  commit?(): void;
+  /** After a failure: removes the temporary file; the target stays as it was. */
+  discard?(): void;
 }
 
 const DESCRIPTOR_PATH = /^\/(?:dev|proc\/self|proc\/thread-self)\/fd\/(\d+)$/;
@@ -41,21 +50,98 @@ export function standardStream(path: string | undefined): "stdout" | "stderr" | 
   return fd === 1 ? "stdout" : fd === 2 ? "stderr" : null;
 }
 
+/**
+ * Where a file output is written first: `path` itself when it is a special file (written in
+ * place), else a new temporary file beside the file `path` names (a symbolic link is followed,
+ * so the link stays and its target is replaced).
+ */
+function stagingOf(path: string): { target: string; temporary: string } | null {
+  let target = resolve(path);
+  try {
+    if (lstatSync(target).isSymbolicLink()) target = realpathSync(target);
+  } catch {
+    // a dangling link, or nothing there: created where the name says
+  }
+  try {
+    if (!statSync(target).isFile()) return null; // a FIFO, a device, a socket: no file to replace
+  } catch {
+    // not there yet
+  }
+  return { target, temporary: join(dirname(target), `.${basename(target)}.partial-${process.pid}-${++staged}`) };
+}
+
+let staged = 0;
+
+/** Temporary files not yet renamed or removed: removed if the process is interrupted. */
+const pending = new Set<string>();
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
+}
+
+function onInterrupt(signal: NodeJS.Signals): void {
+  for (const path of pending) removeQuietly(path);
+  pending.clear();
+  process.off("SIGINT", onInterrupt);
+  process.off("SIGTERM", onInterrupt);
+  process.kill(process.pid, signal); // dies of the signal, as it would have
+}
+
+function stage(path: string): void {
+  if (pending.size === 0) {
+    process.on("SIGINT", onInterrupt);
+    process.on("SIGTERM", onInterrupt);
+  }
+  pending.add(path);
+}
+
+function unstage(path: string): void {
+  pending.delete(path);
+  if (pending.size === 0) {
+    process.off("SIGINT", onInterrupt);
+    process.off("SIGTERM", onInterrupt);
+  }
+}
+
 /** Opens `path` for writing (see descriptorOf). Throws a FileError when it cannot. */
 export function openByteSink(path: string | undefined): ByteSink {
   const stream = standardStream(path);
   const fd = descriptorOf(path);
   const name = stream === null ? path! : `<${stream}>`;
+  const staging = stream === null && fd === null ? stagingOf(name) : null;
   // Another descriptor is opened again by its name, appending: never truncated, and never written
   // as a bare number (one the shell did not pass on may be the runtime's own).
-  const out: Writable = stream !== null ? process[stream] : openFileStream(name, fd !== null ? "a" : "w");
+  const out: Writable = stream !== null ? process[stream] : staging !== null ? openStagedStream(name, staging) : openFileStream(name, fd !== null ? "a" : "w");
   let failure: FileError | null = null;
   const onError = (error: Error) => {
     failure ??= error instanceof FileError ? error : new FileError("write", name, error);
   };
   out.on("error", onError);
   let closed = false;
+  let settled = false;
   return {
+    commit() {
+      if (staging === null || settled) return;
+      settled = true;
+      try {
+        renameSync(staging.temporary, staging.target);
+      } catch (error) {
+        removeQuietly(staging.temporary);
+        throw new FileError("write", name, error);
+      } finally {
+        unstage(staging.temporary);
+      }
+    },
+    discard() {
+      if (staging === null || settled) return;
+      settled = true;
+      removeQuietly(staging.temporary);
+      unstage(staging.temporary);
+    },
     write(data, written) {
       if (failure) throw failure;
       if (out.write(data, written === undefined ? undefined : () => written())) return;
@@ -112,20 +198,49 @@ function openFileStream(path: string, flags: "w" | "a"): Writable {
   } catch (error) {
     throw new FileError("write", path, error);
   }
+  return streamOn(fd, path, path);
+}
+
+/** A write stream on a new temporary file for `name` (see stagingOf), with the old file's permissions. */
+function openStagedStream(name: string, staging: { target: string; temporary: string }): Writable {
+  let fd: number;
+  try {
+    fd = openSync(staging.temporary, "wx", 0o666);
+  } catch (error) {
+    throw new FileError("write", name, error);
+  }
+  stage(staging.temporary);
+  try {
+    chmodSync(staging.temporary, statSync(staging.target).mode & 0o7777); // the file it replaces keeps its mode
+  } catch {
+    // no file yet: the umask's mode, as a new file gets
+  }
+  try {
+    return streamOn(fd, staging.temporary, name);
+  } catch (error) {
+    removeQuietly(staging.temporary);
+    unstage(staging.temporary);
+    throw error;
+  }
+}
+
+function streamOn(fd: number, path: string, name: string): Writable {
   try {
     // A deep buffer lets queued chunks leave in one writev and keeps the writer from waiting
     // on every 'drain' (the default 16 KB is less than one row chunk).
     return createWriteStream(path, { fd, highWaterMark: 8 << 20 });
   } catch (error) {
     closeSync(fd);
-    throw new FileError("write", path, error);
+    throw new FileError("write", name, error);
   }
 }
 
 /**
  * Runs `work` with sinks opened by `open` (one per path, in order; null: none) and closes them
  * all, however `work` ends. The first failure wins: opening, then `work`'s own error, else the
- * first close() failure — a close never masks what went wrong before it.
+ * first close() failure — a close never masks what went wrong before it. Files are put in place
+ * (commit) only when everything succeeded; after any failure none is, and every output file
+ * keeps what it held before.
  */
 export async function withSinks<T>(paths: readonly (string | undefined | null)[], work: (sinks: (ByteSink | null)[]) => Promise<T>): Promise<T> {
   // Every output is checked before any is opened: opening truncates, and a later one that
@@ -142,6 +257,14 @@ export async function withSinks<T>(paths: readonly (string | undefined | null)[]
   for (const sink of sinks) {
     try {
       await sink?.close();
+    } catch (error) {
+      if (outcome.ok) outcome = { ok: false, error };
+    }
+  }
+  for (const sink of sinks) {
+    try {
+      if (outcome.ok) sink?.commit?.();
+      else sink?.discard?.();
     } catch (error) {
       if (outcome.ok) outcome = { ok: false, error };
     }
@@ -200,8 +323,11 @@ function checkWritable(path: string): void {
   if (descriptorOf(path) !== null && !existsSync(path)) throw notOpenDescriptor(path);
   refuseRuntimeDescriptor(path);
   try {
-    if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
+    const stat = statSync(path);
+    if (stat.isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);
+    // A file is replaced by a new one made beside it: its directory must take that too.
+    if (stat.isFile()) accessSync(dirname(realpathSync(path)), constants.W_OK);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new FileError("write", path, error);
     try {

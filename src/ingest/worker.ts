@@ -6,7 +6,8 @@ import { LineProcessor, type IngestOptions, type Piece } from "./process.js";
 import type { ToWorker, FromWorker } from "./pool.js";
 import type { Batch } from "./batches.js";
 import { CoreUnavailableError } from "../core/errors.js";
-import { errorLine } from "../rejection.js";
+import { errorLine } from "../messages.js";
+import { blockBuffers } from "../columnar/columns.js";
 
 const port = parentPort!;
 const post = (message: FromWorker, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
@@ -44,6 +45,7 @@ port.on("message", (received: ToWorker) => {
     try {
       await processor.processBatch(batch, message.name, (piece: Piece) => {
         const transfer = piece.rows.map((chunk) => chunk.buffer as ArrayBuffer);
+        if (piece.columns !== undefined) transfer.push(...blockBuffers(piece.columns)); // a few dozen buffers
         // The last piece takes the input buffers home for reuse.
         if (piece.last) for (const buffer of message.buffers) transfer.push(buffer); // not push(...): a line may come in 100,000s of parts
         post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffers: message.buffers } : {}) }, transfer);

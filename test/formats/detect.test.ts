@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
-import { detectFormat, parseFrom, rejectedReport, toCanonical, withImport, FROM_OPTIONS } from "../../src/formats/index.js";
+import { detectFormat, parseFrom, reportOfImportRejection, toCanonical, withImport, FROM_OPTIONS } from "../../src/formats/index.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { clone, readJson, readJsonl } from "./helpers.js";
@@ -151,12 +151,12 @@ describe("rolloutToJson", () => {
 });
 
 describe("reports for the rows command", () => {
-  it("rejectedReport carries reason, detail, line and the known rollout id", () => {
+  it("reportOfImportRejection carries reason, detail, line and the known rollout id", () => {
     const bad = clone(gymRow);
     delete bad.response.output;
     const result = toCanonical(bad);
     if (result.ok) throw new Error("expected a rejection");
-    expect(rejectedReport(result, 4)).toEqual({
+    expect(reportOfImportRejection(result, 4)).toEqual({
       rollout_id: "0-1",
       status: "rejected",
       reason: "invalid_rollout",

@@ -2,7 +2,7 @@
 // shortest of toPrecision(1..9) that reads back), on a million random float32 values.
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { RowSerializer } from "../../src/ingest/serialize.js";
-import { formatFloat32, fromBase64, maskBit, maskToInts, rowToJson, toBase64 } from "../../src/output.js";
+import { formatFloat32, fromBase64, maskBit, maskToInts, rowToJson, toBase64 } from "../../src/output/jsonl.js";
 import type { Row } from "../../src/types.js";
 // Seeded, so a failure reproduces.
 import { mulberry32 as rng } from "../../src/random.js";

@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { RowSerializer } from "../../src/ingest/serialize.js";
 import { init, type Callforest } from "../../src/index.js";
-import { rowToJson, type MaskFormat } from "../../src/output.js";
+import { rowToJson, type MaskFormat } from "../../src/output/jsonl.js";
 import type { Row } from "../../src/types.js";
 import { acceptedRolloutArb } from "../support/arbitraries.js";
 import { loadExample } from "../support/worked-example.js";

@@ -1,7 +1,7 @@
 // SPEC's invariants of packed records ("Packed trees", "Bins"), checked against a plan's rows:
 // the rows are the reference (property tests check them against test/support/reference.ts).
 import { expect } from "vitest";
-import { maskToInts } from "../../src/output.js";
+import { maskToInts } from "../../src/output/jsonl.js";
 import type { PackedBin, PackedTree, Plan } from "../../src/types.js";
 
 type Record = PackedTree | PackedBin;

@@ -4,7 +4,7 @@
 import type { Command } from "commander";
 import { readRollouts, rolloutToJson } from "../../formats/read.js";
 import { inputsOrStdin } from "../../formats/text.js";
-import { errorLine, oneLine, rejectionLine } from "../../rejection.js";
+import { errorLine, oneLine, rejectionLine } from "../../messages.js";
 import { withSinks } from "../../ingest/sink.js";
 import { StrictFailure, UsageError } from "../errors.js";
 import { addInputOptions, checkInputs, checkOutputs, inputHelp, type ReadArguments } from "../inputs.js";

@@ -1,9 +1,9 @@
 // `callforest demo`: `show` and a summary of `rows` on the built-in worked example.
 import type { Command } from "commander";
 import { init } from "../../index.js";
-import { loadExample } from "../../example.js";
-import { maskToInts } from "../../output.js";
-import { renderPlan } from "../../show.js";
+import { loadExample } from "../example.js";
+import { maskToInts } from "../../output/jsonl.js";
+import { renderPlan } from "../show.js";
 import { addBackendOption, parseBackend } from "../inputs.js";
 
 export function register(program: Command): void {

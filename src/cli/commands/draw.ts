@@ -12,10 +12,10 @@ import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
 import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
-import { rejectedReport, usePlan } from "../../formats/index.js";
+import { reportOfImportRejection, usePlan } from "../../formats/index.js";
 import { inputName } from "../../formats/text.js";
 import { MIN_FIT_WIDTH, fileSafeId, renderPackedSvg, renderSvg } from "../../draw/index.js";
-import { rolloutIdOf } from "../../validate.js";
+import { rolloutIdOf } from "../../plan/validate.js";
 import { FileError } from "../../ingest/file-error.js";
 import { descriptorOf, refuseRuntimeDescriptor, standardStream } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
@@ -68,7 +68,7 @@ function idOfItem(item: ReadItem): string | null {
 }
 
 function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
-  if (!item.result.ok) return renderSvg({ report: rejectedReport(item.result, item.line), forest: [], agents: [], rows: [] });
+  if (!item.result.ok) return renderSvg({ report: reportOfImportRejection(item.result, item.line), forest: [], agents: [], rows: [] });
   if (picture.packed) {
     return usePlan(cf, item.result, item.line, (plan, report) => renderPackedSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }, { width: picture.fit }), { trees: true });
   }

@@ -1,0 +1,252 @@
+// Columnar benchmark: `callforest rows` end to end on the ~1 GB ingest input with `-o rows.parquet`
+// against `-o rows.jsonl` (MB/s of input, output size, CPU s, peak RSS), the trainer side
+// (DuckDB scanning the Parquet, touching token_ids and loss_mask, against JSON-parsing the JSONL
+// rows in Node), and the default --jobs against --jobs 1 on each workload: the 1 GB file and a
+// ~300 MB one of small rollouts and two ~90 MB ones. Runs are interleaved; medians.
+//   npm run bench (or: runColumnarBench() from bench/run.ts)
+// Environment: COLUMNAR_BENCH_MB (default 1024), COLUMNAR_BENCH_REPEATS (default 3).
+import { spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "node:fs";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { DuckDBInstance } from "@duckdb/node-api";
+import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
+
+interface Run {
+  seconds: number;
+  cpu: number;
+  /** Peak resident memory of the process (all its threads), in MiB. */
+  rssMb: number;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+function root(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
+    try {
+      statSync(join(dir, "bin", "callforest.js"));
+      return dir;
+    } catch {
+      // up
+    }
+  }
+  throw new Error("cannot find the callforest package root");
+}
+
+// Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
+const MEASURE =
+  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})';
+
+/** One `callforest rows` run as its own process. */
+function run(bin: string, argv: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, ["--import", MEASURE, bin, "rows", ...argv], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const measured = /BENCH (\S+) (\d+)/.exec(stderr);
+      if (code !== 0 || measured === null) return reject(new Error(`rows ${argv.join(" ")}: exit ${code}: ${stderr}`));
+      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
+    });
+  });
+}
+
+/** Node's side of the trainer: every JSONL row through JSON.parse, summing token ids and trained tokens. */
+function parseJsonlRows(path: string): { rows: number; tokens: number; trained: number; idSum: number } {
+  const fd = openSync(path, "r");
+  const chunk = Buffer.allocUnsafe(16 << 20);
+  let carry = "";
+  const totals = { rows: 0, tokens: 0, trained: 0, idSum: 0 };
+  const take = (line: string) => {
+    if (line === "") return;
+    const row = JSON.parse(line) as { token_ids: number[]; loss_mask: string; num_tokens: number };
+    totals.rows++;
+    totals.tokens += row.token_ids.length;
+    for (const id of row.token_ids) totals.idSum += id;
+    const mask = Buffer.from(row.loss_mask, "base64");
+    for (let i = 0; i < row.num_tokens; i++) totals.trained += (mask[i >> 3] >> (i & 7)) & 1;
+  };
+  try {
+    for (;;) {
+      const got = readSync(fd, chunk, 0, chunk.length, null);
+      if (got === 0) break;
+      const text = carry + chunk.toString("utf8", 0, got);
+      const lines = text.split("\n");
+      carry = lines.pop()!;
+      for (const line of lines) take(line);
+    }
+    take(carry);
+  } finally {
+    closeSync(fd);
+  }
+  return totals;
+}
+
+const TRAINER_QUERY = (path: string) =>
+  `SELECT count(*) AS rows, sum(len(token_ids)) AS tokens, sum(list_sum(loss_mask::INTEGER[])) AS trained, sum(list_sum(token_ids)) AS id_sum FROM read_parquet('${path}')`;
+
+/** DuckDB's side: one full scan of the Parquet rows touching token_ids and loss_mask. */
+async function scanParquet(path: string): Promise<{ seconds: number; totals: number[] }> {
+  const connection = await (await DuckDBInstance.create(":memory:")).connect();
+  try {
+    const started = process.hrtime.bigint();
+    const result = await connection.runAndReadAll(TRAINER_QUERY(path));
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    return { seconds, totals: result.getRows()[0].map(Number) };
+  } finally {
+    connection.closeSync();
+  }
+}
+
+export async function runColumnarBench(
+  options: { megabytes?: number; repeats?: number; log?: (s: string) => void } = {},
+): Promise<{ table: string }> {
+  const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
+  const megabytes = options.megabytes ?? Number(process.env.COLUMNAR_BENCH_MB ?? 1024);
+  const repeats = options.repeats ?? Number(process.env.COLUMNAR_BENCH_REPEATS ?? 3);
+  const bin = join(root(), "bin", "callforest.js");
+  const big = await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log });
+  // The workload two workers lost on: small rollouts and two ~90 MB ones, ~300 MB in all.
+  const mixed = await makeJsonl({
+    targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
+    huge: 2,
+    hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
+    log,
+  });
+  const dir = mkdtempSync(join(tmpdir(), "callforest-columnar-bench-"));
+  const out = (name: string) => join(dir, name);
+  const report = out("report.jsonl");
+  const describe = (input: JsonlInput) =>
+    `${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(0)} M tokens`;
+
+  const configs = [
+    { input: big, name: "-o rows.jsonl (default --jobs)", argv: ["-o", out("rows.jsonl")], output: out("rows.jsonl") },
+    {
+      input: big,
+      name: "-o rows.parquet (default --jobs; zstd)",
+      argv: ["-o", out("rows.parquet")],
+      output: out("rows.parquet"),
+    },
+    {
+      input: big,
+      name: "-o rows.parquet --compression snappy",
+      argv: ["-o", out("snappy.parquet"), "--compression", "snappy"],
+      output: out("snappy.parquet"),
+    },
+    { input: big, name: "-o rows.arrow (Arrow IPC file)", argv: ["-o", out("rows.arrow")], output: out("rows.arrow") },
+    {
+      input: big,
+      name: "-o rows.jsonl --jobs 1",
+      argv: ["-o", out("rows1.jsonl"), "--jobs", "1"],
+      output: out("rows1.jsonl"),
+    },
+    {
+      input: big,
+      name: "-o rows.parquet --jobs 1",
+      argv: ["-o", out("rows1.parquet"), "--jobs", "1"],
+      output: out("rows1.parquet"),
+    },
+    { input: big, name: "-o /dev/null (default --jobs)", argv: ["-o", "/dev/null"], output: null },
+    { input: big, name: "-o /dev/null --jobs 1", argv: ["-o", "/dev/null", "--jobs", "1"], output: null },
+    { input: mixed, name: "-o /dev/null (default --jobs)", argv: ["-o", "/dev/null"], output: null },
+    { input: mixed, name: "-o /dev/null --jobs 1", argv: ["-o", "/dev/null", "--jobs", "1"], output: null },
+    { input: mixed, name: "-o /dev/null --jobs 2", argv: ["-o", "/dev/null", "--jobs", "2"], output: null },
+    {
+      input: mixed,
+      name: "-o rows.parquet (default --jobs)",
+      argv: ["-o", out("mixed.parquet")],
+      output: out("mixed.parquet"),
+    },
+    {
+      input: mixed,
+      name: "-o rows.parquet --jobs 1",
+      argv: ["-o", out("mixed1.parquet"), "--jobs", "1"],
+      output: out("mixed1.parquet"),
+    },
+  ];
+  const runs = configs.map(() => [] as Run[]);
+  const sizes = configs.map(() => 0);
+  // One untimed run on each input first: its bytes in the page cache, as for every timed run.
+  for (const input of [big, mixed]) await run(bin, [input.path, "-o", "/dev/null", "--quiet", "--jobs", "1"]);
+  for (let r = 0; r < repeats; r++) {
+    for (const [i, config] of configs.entries()) {
+      const result = await run(bin, [config.input.path, ...config.argv, "--report", report, "--quiet"]);
+      runs[i].push(result);
+      if (config.output !== null) sizes[i] = statSync(config.output).size;
+      log(
+        `  ${config.name} on ${(config.input.bytes / 2 ** 20).toFixed(0)} MB: ${result.seconds.toFixed(2)} s, cpu ${result.cpu.toFixed(2)} s, ${result.rssMb.toFixed(0)} MB RSS (load ${loadavg()[0].toFixed(1)})`,
+      );
+    }
+  }
+  const stats = configs.map((config, i) => {
+    const seconds = median(runs[i].map((run) => run.seconds));
+    return {
+      ...config,
+      seconds,
+      cpu: median(runs[i].map((run) => run.cpu)),
+      rss: Math.max(...runs[i].map((run) => run.rssMb)),
+      mbPerSecond: config.input.bytes / 2 ** 20 / seconds,
+      size: sizes[i],
+    };
+  });
+  const row = (s: (typeof stats)[number]) =>
+    `| ${(s.input.bytes / 2 ** 20).toFixed(0)} MB | ${s.name} | ${s.seconds.toFixed(2)} | ${s.mbPerSecond.toFixed(0)} | ${s.cpu.toFixed(2)} | ${s.rss.toFixed(0)} | ${s.size === 0 ? "–" : (s.size / 2 ** 20).toFixed(1)} |`;
+
+  // The trainer side, on the files the default runs wrote.
+  const jsonlReads: number[] = [];
+  const parquetReads: number[] = [];
+  let agree = true;
+  for (let r = 0; r < repeats; r++) {
+    const startedJson = process.hrtime.bigint();
+    const json = parseJsonlRows(out("rows.jsonl"));
+    jsonlReads.push(Number(process.hrtime.bigint() - startedJson) / 1e9);
+    const parquet = await scanParquet(out("rows.parquet"));
+    parquetReads.push(parquet.seconds);
+    agree &&= parquet.totals.join() === [json.rows, json.tokens, json.trained, json.idSum].join();
+  }
+  rmSync(dir, { recursive: true, force: true });
+
+  const [jsonl, parquet] = [stats[0], stats[1]];
+  const jsonRead = median(jsonlReads);
+  const parquetRead = median(parquetReads);
+  const pairs = [
+    [stats[6], stats[7]],
+    [stats[8], stats[9]],
+    [stats[11], stats[12]],
+  ];
+  const table = [
+    `Inputs: ${describe(big)}; ${describe(mixed)}. Median of ${repeats}; report to a file in every run; ${availableParallelism()} cores.`,
+    "",
+    "| input | run | median s | MB/s | CPU s | peak RSS MB | output MB |",
+    "|---|---|---:|---:|---:|---:|---:|",
+    ...stats.map(row),
+    "",
+    `Parquet vs JSONL end to end: ${(parquet.mbPerSecond / jsonl.mbPerSecond).toFixed(2)}× the throughput (goal ≥ 1.5×), ` +
+      `${((100 * parquet.size) / jsonl.size).toFixed(0)}% of the size (goal ≤ 60%), ${(parquet.cpu / jsonl.cpu).toFixed(2)}× the CPU, ` +
+      `peak RSS +${(parquet.rss - jsonl.rss).toFixed(0)} MB (goal ≤ +256 MB).`,
+    `Trainer side: DuckDB scanning the Parquet (${TRAINER_QUERY("rows.parquet")}) ${parquetRead.toFixed(2)} s, ` +
+      `JSON.parse of the JSONL rows in Node (the same sums) ${jsonRead.toFixed(2)} s: ${(jsonRead / parquetRead).toFixed(1)}× faster (goal ≥ 10×); ` +
+      (agree ? "both give the same sums." : "THE SUMS DIFFER."),
+    `Default --jobs vs --jobs 1: ${pairs.map(([auto, one]) => `${(auto.input.bytes / 2 ** 20).toFixed(0)} MB ${auto.name.replace(" (default --jobs)", "")} ${(one.seconds / auto.seconds).toFixed(2)}×`).join("; ")} (goal ≥ 1.00× each).`,
+    `Load average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} (other work on the machine slows the wall clock).`,
+  ].join("\n");
+  return { table };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { table } = await runColumnarBench();
+  process.stdout.write(table + "\n");
+}

@@ -1,0 +1,115 @@
+// Growable typed arrays and bit runs: the storage column builders append to. Plain typed arrays
+// (no Arrow library), so worker threads can build columns and transfer them without a copy.
+
+type TypedArray = Int32Array | Float32Array | Float64Array | Uint8Array;
+type TypedArrayClass<T extends TypedArray> = { new (length: number): T };
+
+/** A typed array that doubles as it fills; `view()` is the filled part. */
+export class Growable<T extends TypedArray> {
+  data: T;
+  length = 0;
+
+  constructor(
+    private readonly Type: TypedArrayClass<T>,
+    capacity = 64,
+  ) {
+    this.data = new Type(capacity);
+  }
+
+  /** Room for `more` values past `length`. */
+  reserve(more: number): void {
+    const need = this.length + more;
+    if (need <= this.data.length) return;
+    let capacity = this.data.length * 2;
+    while (capacity < need) capacity *= 2;
+    const grown = new this.Type(capacity);
+    grown.set(this.data.subarray(0, this.length) as never);
+    this.data = grown;
+  }
+
+  push(value: number): void {
+    if (this.length === this.data.length) this.reserve(1);
+    this.data[this.length++] = value;
+  }
+
+  pushAll(values: ArrayLike<number>): void {
+    this.reserve(values.length);
+    this.data.set(values as never, this.length);
+    this.length += values.length;
+  }
+
+  view(): T {
+    return this.data.subarray(0, this.length) as T;
+  }
+}
+
+/**
+ * Copies `count` bits from `src` (starting at bit `srcBit`) to `dst` (at bit `dstBit`), bit `i`
+ * being bit `i % 8` of byte `i / 8` (Arrow's and SPEC's order). The bits of `dst` it writes must
+ * be 0 (they are ORed in); bits of `src` past `srcBit + count` are ignored.
+ */
+export function copyBits(src: Uint8Array, srcBit: number, dst: Uint8Array, dstBit: number, count: number): void {
+  if (count <= 0) return;
+  if ((srcBit & 7) === 0 && (dstBit & 7) === 0) {
+    const whole = count >> 3;
+    dst.set(src.subarray(srcBit >> 3, (srcBit >> 3) + whole), dstBit >> 3);
+    const rest = count & 7;
+    if (rest > 0) dst[(dstBit >> 3) + whole] |= src[(srcBit >> 3) + whole] & ((1 << rest) - 1);
+    return;
+  }
+  const shift = dstBit & 7;
+  for (let done = 0; done < count; done += 8) {
+    const at = srcBit + done;
+    const byte = at >> 3;
+    const offset = at & 7;
+    let bits = offset === 0 ? src[byte] : ((src[byte] >> offset) | ((src[byte + 1] ?? 0) << (8 - offset))) & 0xff;
+    const take = Math.min(8, count - done);
+    if (take < 8) bits &= (1 << take) - 1;
+    const to = (dstBit + done) >> 3;
+    dst[to] |= (bits << shift) & 0xff;
+    if (shift !== 0 && take > 8 - shift) dst[to + 1] |= bits >> (8 - shift);
+  }
+}
+
+/** A growing run of bits (Arrow's boolean layout). */
+export class BitRun {
+  bytes = new Uint8Array(64);
+  length = 0;
+
+  private reserve(more: number): void {
+    const need = (this.length + more + 7) >> 3;
+    if (need <= this.bytes.length) return;
+    let capacity = this.bytes.length * 2;
+    while (capacity < need) capacity *= 2;
+    const grown = new Uint8Array(capacity); // zeroed: copyBits ORs into it
+    grown.set(this.bytes);
+    this.bytes = grown;
+  }
+
+  push(bit: boolean): void {
+    this.reserve(1);
+    if (bit) this.bytes[this.length >> 3] |= 1 << (this.length & 7);
+    this.length++;
+  }
+
+  /** Appends `count` bits of `src` from bit `srcBit`. */
+  pushBits(src: Uint8Array, srcBit: number, count: number): void {
+    this.reserve(count);
+    copyBits(src, srcBit, this.bytes, this.length, count);
+    this.length += count;
+  }
+
+  /** Back to `length` bits; the bits past it are cleared (appends OR into zeroed bits). */
+  truncate(length: number): void {
+    if (length >= this.length) return;
+    const end = (this.length + 7) >> 3;
+    const keep = length >> 3;
+    if ((length & 7) !== 0) this.bytes[keep] &= (1 << (length & 7)) - 1;
+    this.bytes.fill(0, (length & 7) === 0 ? keep : keep + 1, end);
+    this.length = length;
+  }
+
+  view(): Uint8Array {
+    return this.bytes.subarray(0, (this.length + 7) >> 3);
+  }
+}

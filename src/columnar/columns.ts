@@ -1,0 +1,401 @@
+// Column builders: records (rows, packed trees, bins) in, Arrow-layout buffers out (offsets,
+// values, bitmaps) as plain typed arrays. A finished ColumnBlock is plain data: a worker thread
+// transfers its buffers to the main thread, which copies row ranges of blocks into row groups.
+import { BitRun, Growable } from "./buffers.js";
+import { columnsOf, type Bits, type ColumnType, type Layout, type RecordOf } from "./schema.js";
+
+/** One column's buffers, laid out as Arrow lays out its type (see schema.ts). */
+export type ColumnData =
+  | { kind: "utf8"; offsets: Int32Array; bytes: Uint8Array }
+  | { kind: "int32"; values: Int32Array }
+  | { kind: "float32"; values: Float32Array }
+  | { kind: "float64"; values: Float64Array }
+  | { kind: "bool"; bits: Uint8Array; length: number }
+  | { kind: "list"; offsets: Int32Array; item: ColumnData }
+  | { kind: "struct"; length: number; fields: ColumnData[] };
+
+/** Finished columns of `length` records of one layout. */
+export interface ColumnBlock {
+  layout: Layout;
+  length: number;
+  /** In the layout's column order (schema.ts). */
+  columns: ColumnData[];
+  /** Bytes each record added to the columns: where row groups are cut, whichever block a record came in. */
+  weights: Float64Array;
+}
+
+interface Builder {
+  readonly length: number;
+  /** Bytes of buffers filled so far. */
+  bytes(): number;
+  append(value: unknown): void;
+  /** Appends each item of a list value; returns how many. */
+  appendItems(values: unknown): number;
+  appendRange(data: ColumnData, from: number, to: number): void;
+  truncate(length: number): void;
+  finish(): ColumnData;
+}
+
+type NumericKind = "int32" | "float32" | "float64";
+
+class NumberBuilder implements Builder {
+  private values: Growable<Int32Array | Float32Array | Float64Array>;
+
+  constructor(private readonly kind: NumericKind) {
+    this.values =
+      kind === "int32"
+        ? new Growable(Int32Array)
+        : kind === "float32"
+          ? new Growable(Float32Array)
+          : new Growable(Float64Array);
+  }
+  get length() {
+    return this.values.length;
+  }
+  bytes() {
+    return this.values.length * this.values.data.BYTES_PER_ELEMENT;
+  }
+  append(value: unknown) {
+    this.values.push(value as number);
+  }
+  appendItems(values: unknown) {
+    const list = values as ArrayLike<number>;
+    this.values.pushAll(list);
+    return list.length;
+  }
+  appendRange(data: ColumnData, from: number, to: number) {
+    this.values.pushAll((data as { values: Int32Array | Float32Array | Float64Array }).values.subarray(from, to));
+  }
+  truncate(length: number) {
+    this.values.length = Math.min(length, this.values.length);
+  }
+  finish(): ColumnData {
+    return { kind: this.kind, values: this.values.view() } as ColumnData;
+  }
+}
+
+class BoolBuilder implements Builder {
+  private readonly run = new BitRun();
+  get length() {
+    return this.run.length;
+  }
+  bytes() {
+    // Fractional: a record's weight must not depend on where in a byte its bits start.
+    return this.run.length / 8;
+  }
+  append(value: unknown) {
+    this.run.push(value === true);
+  }
+  appendItems(values: unknown) {
+    const { bits, length } = values as Bits;
+    this.run.pushBits(bits, 0, length);
+    return length;
+  }
+  appendRange(data: ColumnData, from: number, to: number) {
+    this.run.pushBits((data as { bits: Uint8Array }).bits, from, to - from);
+  }
+  truncate(length: number) {
+    this.run.truncate(length);
+  }
+  finish(): ColumnData {
+    return { kind: "bool", bits: this.run.view(), length: this.run.length };
+  }
+}
+
+const encoder = new TextEncoder();
+
+class Utf8Builder implements Builder {
+  private readonly offsets = new Growable(Int32Array);
+  private readonly data = new Growable(Uint8Array, 256);
+
+  constructor() {
+    this.offsets.push(0);
+  }
+  get length() {
+    return this.offsets.length - 1;
+  }
+  bytes() {
+    return this.offsets.length * 4 + this.data.length;
+  }
+  append(value: unknown) {
+    const text = value as string;
+    this.data.reserve(text.length * 3);
+    this.data.length += encoder.encodeInto(text, this.data.data.subarray(this.data.length)).written;
+    this.offsets.push(this.data.length);
+  }
+  appendItems(values: unknown) {
+    const list = values as readonly string[];
+    for (const text of list) this.append(text);
+    return list.length;
+  }
+  appendRange(data: ColumnData, from: number, to: number) {
+    const { offsets, bytes } = data as { offsets: Int32Array; bytes: Uint8Array };
+    appendOffsets(this.offsets, offsets, from, to, this.data.length);
+    this.data.pushAll(bytes.subarray(offsets[from], offsets[to]));
+  }
+  truncate(length: number) {
+    if (length >= this.length) return;
+    this.offsets.length = length + 1;
+    this.data.length = this.offsets.data[length];
+  }
+  finish(): ColumnData {
+    return { kind: "utf8", offsets: this.offsets.view(), bytes: this.data.view() };
+  }
+}
+
+class ListBuilder implements Builder {
+  private readonly offsets = new Growable(Int32Array);
+
+  constructor(private readonly item: Builder) {
+    this.offsets.push(0);
+  }
+  get length() {
+    return this.offsets.length - 1;
+  }
+  bytes() {
+    return this.offsets.length * 4 + this.item.bytes();
+  }
+  append(value: unknown) {
+    this.item.appendItems(value);
+    if (this.item.length > 0x7fffffff)
+      throw new RangeError(`a list column holds more than 2^31-1 values: write fewer records per row group`);
+    this.offsets.push(this.item.length);
+  }
+  appendItems(values: unknown) {
+    const list = values as readonly unknown[];
+    for (const value of list) this.append(value);
+    return list.length;
+  }
+  appendRange(data: ColumnData, from: number, to: number) {
+    const { offsets, item } = data as { offsets: Int32Array; item: ColumnData };
+    appendOffsets(this.offsets, offsets, from, to, this.item.length);
+    this.item.appendRange(item, offsets[from], offsets[to]);
+  }
+  truncate(length: number) {
+    if (length >= this.length) return;
+    this.offsets.length = length + 1;
+    this.item.truncate(this.offsets.data[length]);
+  }
+  finish(): ColumnData {
+    return { kind: "list", offsets: this.offsets.view(), item: this.item.finish() };
+  }
+}
+
+class StructBuilder implements Builder {
+  private count = 0;
+
+  constructor(
+    private readonly names: readonly string[],
+    private readonly fields: Builder[],
+  ) {}
+  get length() {
+    return this.count;
+  }
+  bytes() {
+    let total = 0;
+    for (const field of this.fields) total += field.bytes();
+    return total;
+  }
+  append(value: unknown) {
+    const object = value as Record<string, unknown>;
+    for (let i = 0; i < this.fields.length; i++) this.fields[i].append(object[this.names[i]]);
+    this.count++;
+  }
+  appendItems(values: unknown) {
+    const list = values as readonly unknown[];
+    for (const value of list) this.append(value);
+    return list.length;
+  }
+  appendRange(data: ColumnData, from: number, to: number) {
+    const { fields } = data as { fields: ColumnData[] };
+    for (let i = 0; i < this.fields.length; i++) this.fields[i].appendRange(fields[i], from, to);
+    this.count += to - from;
+  }
+  truncate(length: number) {
+    if (length >= this.count) return;
+    for (const field of this.fields) field.truncate(length);
+    this.count = length;
+  }
+  finish(): ColumnData {
+    return { kind: "struct", length: this.count, fields: this.fields.map((field) => field.finish()) };
+  }
+}
+
+/** Appends offsets[from+1 .. to] rebased so that offsets[from] lands on `base`. */
+function appendOffsets(
+  target: Growable<Int32Array>,
+  offsets: Int32Array,
+  from: number,
+  to: number,
+  base: number,
+): void {
+  const shift = base - offsets[from];
+  target.reserve(to - from);
+  const out = target.data;
+  let at = target.length;
+  for (let i = from + 1; i <= to; i++) out[at++] = offsets[i] + shift;
+  target.length = at;
+}
+
+function builderFor(type: ColumnType): Builder {
+  switch (type.kind) {
+    case "utf8":
+      return new Utf8Builder();
+    case "bool":
+      return new BoolBuilder();
+    case "list":
+      return new ListBuilder(builderFor(type.item));
+    case "struct":
+      return new StructBuilder(
+        type.fields.map((field) => field.name),
+        type.fields.map((field) => builderFor(field.type)),
+      );
+    default:
+      return new NumberBuilder(type.kind);
+  }
+}
+
+/**
+ * The columns of a growing set of records of one layout. Records go in whole (add) or as row
+ * ranges of finished blocks (addRange); finish() hands the buffers out and starts empty again.
+ */
+export class RecordColumns<L extends Layout = Layout> {
+  private readonly columns;
+  private builders: Builder[];
+  private readonly weights = new Growable(Float64Array);
+  private filled: number;
+
+  /**
+   * `keepBytes`: buffers that held more than this are let go when emptied (one huge record
+   * must not pin its memory for the rest of the run); smaller ones are kept and refilled.
+   */
+  constructor(
+    readonly layout: L,
+    private readonly keepBytes = 8 << 20,
+  ) {
+    this.columns = columnsOf(layout);
+    this.builders = this.columns.map((column) => builderFor(column.type));
+    this.filled = this.measure(); // not 0: empty offset buffers hold their first 0
+  }
+
+  get length(): number {
+    return this.weights.length;
+  }
+
+  /** Bytes of column buffers so far. */
+  get bytes(): number {
+    return this.filled;
+  }
+
+  add(record: RecordOf<L>): void {
+    const before = this.filled;
+    for (let i = 0; i < this.builders.length; i++) this.builders[i].append(this.columns[i].value(record));
+    this.filled = this.measure();
+    this.weights.push(this.filled - before);
+  }
+
+  /** Appends records [from, to) of `block` (of the same layout). */
+  addRange(block: ColumnBlock, from: number, to: number): void {
+    if (block.layout !== this.layout)
+      throw new TypeError(`a block of ${block.layout} cannot join columns of ${this.layout}`);
+    if (to <= from) return;
+    for (let i = 0; i < this.builders.length; i++) this.builders[i].appendRange(block.columns[i], from, to);
+    this.weights.pushAll(block.weights.subarray(from, to));
+    this.filled = this.measure();
+  }
+
+  /** Drops the records from `length` on (undoes a rollout that failed half-way). */
+  truncate(length: number): void {
+    for (const builder of this.builders) builder.truncate(length);
+    this.weights.length = Math.min(length, this.weights.length);
+    this.filled = this.measure();
+  }
+
+  /** The columns so far, as views over this builder's buffers: valid until the next change. */
+  view(): ColumnBlock {
+    return {
+      layout: this.layout,
+      length: this.length,
+      columns: this.builders.map((builder) => builder.finish()),
+      weights: this.weights.view(),
+    };
+  }
+
+  /** Empty again, keeping its buffers for the next records (after view()'s block is used up). */
+  clear(): void {
+    if (this.filled > this.keepBytes) {
+      this.builders = this.columns.map((column) => builderFor(column.type));
+      this.weights.length = 0;
+      this.filled = this.measure();
+      return;
+    }
+    this.truncate(0);
+  }
+
+  /**
+   * The columns so far, as a block that owns its buffers (exact-size copies, to transfer or
+   * keep); this starts empty again, keeping its own buffers (no regrowing for every block).
+   */
+  finish(): ColumnBlock {
+    const block = copyBlock(this.view());
+    this.clear();
+    return block;
+  }
+
+  private measure(): number {
+    let total = 0;
+    for (const builder of this.builders) total += builder.bytes();
+    return total;
+  }
+}
+
+function copyData(data: ColumnData): ColumnData {
+  switch (data.kind) {
+    case "utf8":
+      return { kind: "utf8", offsets: data.offsets.slice(), bytes: data.bytes.slice() };
+    case "bool":
+      return { kind: "bool", bits: data.bits.slice(), length: data.length };
+    case "list":
+      return { kind: "list", offsets: data.offsets.slice(), item: copyData(data.item) };
+    case "struct":
+      return { kind: "struct", length: data.length, fields: data.fields.map(copyData) };
+    default:
+      return { kind: data.kind, values: data.values.slice() } as ColumnData;
+  }
+}
+
+/** A block with its own copy of every buffer. */
+export function copyBlock(block: ColumnBlock): ColumnBlock {
+  return {
+    layout: block.layout,
+    length: block.length,
+    columns: block.columns.map(copyData),
+    weights: block.weights.slice(),
+  };
+}
+
+/** Every buffer a block holds (to transfer it to another thread). */
+export function blockBuffers(block: ColumnBlock): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>([block.weights.buffer as ArrayBuffer]);
+  const visit = (data: ColumnData) => {
+    switch (data.kind) {
+      case "utf8":
+        buffers.add(data.offsets.buffer as ArrayBuffer).add(data.bytes.buffer as ArrayBuffer);
+        return;
+      case "bool":
+        buffers.add(data.bits.buffer as ArrayBuffer);
+        return;
+      case "list":
+        buffers.add(data.offsets.buffer as ArrayBuffer);
+        visit(data.item);
+        return;
+      case "struct":
+        data.fields.forEach(visit);
+        return;
+      default:
+        buffers.add(data.values.buffer as ArrayBuffer);
+    }
+  };
+  block.columns.forEach(visit);
+  return [...buffers];
+}

@@ -1,0 +1,17 @@
+// parquet-wasm for Node: its ESM build, compiled from the .wasm file in node_modules (the same
+// build browsers fetch, so both write the same bytes).
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import type { ParquetModule } from "./parquet.js";
+
+let loading: Promise<ParquetModule> | null = null;
+
+export function loadParquet(): Promise<ParquetModule> {
+  loading ??= (async () => {
+    const pq = await import("parquet-wasm/esm");
+    const wasm = createRequire(import.meta.url).resolve("parquet-wasm/esm/parquet_wasm_bg.wasm");
+    pq.initSync({ module: readFileSync(wasm) });
+    return pq;
+  })();
+  return loading;
+}

@@ -1,0 +1,392 @@
+// Assembles one rollout in a core, call by call: identity checks (ids, agents), staging, value
+// checks, linking; then the report's call counts, the rows being made by planned.ts. Used by
+// plan() (which copies a canonical object's arrays in, or lets a JS core read typed ones in place)
+// and by the builder (whose caller writes them in place).
+import { callName, describeValue, errorLine } from "../messages.js";
+import { Rejection } from "./rejection.js";
+import { CoreMemoryError } from "../core/errors.js";
+import {
+  AMBIGUOUS_PARENT,
+  INVALID_LOGPROB,
+  INVALID_TOKEN,
+  MAX_CALL_TOKENS,
+  type ForestCore,
+  type PackRequest,
+  type SizeHints,
+  type StagedCall,
+} from "../core/types.js";
+import { emptyReport, reportOfRejection } from "./report.js";
+import type { RolloutHeader } from "./validate.js";
+import { makePlan, type CallTable } from "./make-plan.js";
+import { MediaNumbers } from "./media.js";
+import { layOutBins, layOutTrees, leafPastCapacity, type ForestShape, type RecordLayout } from "./packing.js";
+import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions, RejectionCode, RoutedExperts } from "../types.js";
+
+/** Who a call is, and the media in its prompt (checked: see readMedia; none when absent). */
+export interface CallIdentity {
+  id: string;
+  agent: string;
+  kept: boolean;
+  media?: MediaItem[] | null;
+  /** Checked by readRoutedExperts; none when absent. */
+  routedExperts?: RoutedExperts | null;
+}
+
+/** The caller's own arrays, when it has them, to quote the original value of a bad entry. */
+export interface ValueSource {
+  prompt: ArrayLike<unknown>;
+  generation: ArrayLike<unknown>;
+  logprobs: ArrayLike<unknown>;
+}
+
+const TOKEN_RULE = "not an integer in [0, 2^31-1]";
+
+function tokenField(index: number, promptLength: number): string {
+  return index < promptLength ? `prompt_token_ids[${index}]` : `generation_token_ids[${index - promptLength}]`;
+}
+
+export function invalidToken(where: string, index: number, promptLength: number, value: unknown): Rejection {
+  return new Rejection("invalid_token", `${where}: ${tokenField(index, promptLength)} is ${describeValue(value)}, ${TOKEN_RULE}`);
+}
+
+export function invalidLogprob(where: string, index: number, value: unknown): Rejection {
+  const why = typeof value === "number" && Number.isFinite(value) ? "overflows float32" : "is not a finite number";
+  return new Rejection("invalid_logprob", `${where}: generation_log_probs[${index}] = ${describeValue(value)} ${why}`);
+}
+
+export function planOfRejection(
+  rolloutId: string | null,
+  calls: number,
+  rejection: Rejection,
+  agents: AgentInfo[],
+  options: PlanOptions,
+  diagnostics: Diagnostic[] = [],
+): Plan {
+  const report = reportOfRejection(rolloutId, calls, rejection.code, rejection.detail, options.line);
+  report.diagnostics = diagnostics;
+  return { report, rows: [], forest: [], trees: [], bins: [], agents, release() {} };
+}
+
+/**
+ * Running out of linear memory (the core's abort at its page limit) or of JS heap (an allocation
+ * V8 refuses, a stack overflow on a value too deep for the code reading it) means the rollout is
+ * too large. Anything else — other RangeErrors (a caller's getter), a WebAssembly trap (every
+ * module checks its growth, so a trap is a bug) — is not that: it propagates.
+ */
+export function isOutOfMemory(error: unknown): boolean {
+  return (
+    error instanceof CoreMemoryError ||
+    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length|call stack/i.test(error.message))
+  );
+}
+
+/** The rejection for a core that ran out of memory (see isOutOfMemory). */
+export function tooLargeRejection(error: unknown): Rejection {
+  return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${errorLine(error)})`);
+}
+
+/** Token positions in the cores are 32-bit: a longer call cannot be planned (rollout_too_large). */
+function checkCallSize(promptLength: number, generationLength: number): void {
+  if (promptLength + generationLength > MAX_CALL_TOKENS) {
+    throw new CoreMemoryError(`a call of ${promptLength + generationLength} tokens: a core holds at most 2^31-1 tokens a call`);
+  }
+}
+
+/** A layout as the cores take it (see PackRequest). */
+function packRequest(records: RecordLayout[]): PackRequest {
+  const count = records.reduce((n, r) => n + r.segments.length, 0);
+  const segments = new Int32Array(3 * count);
+  const recordStarts = new Int32Array(records.length + 1);
+  let s = 0;
+  records.forEach((record, r) => {
+    recordStarts[r] = s;
+    for (const segment of record.segments) {
+      segments[3 * s] = segment.call;
+      segments[3 * s + 1] = segment.from;
+      segments[3 * s + 2] = segment.trained ? 1 : 0;
+      s++;
+    }
+  });
+  recordStarts[records.length] = s;
+  return { segments, recordStarts, recordTokens: Int32Array.from(records, (r) => r.numTokens) };
+}
+
+export class RolloutAssembler {
+  // Who each call is, in ledger order (plan() passes the call's shape, which holds the caller's
+  // arrays: only ids, names and lengths are kept).
+  private readonly calls: CallTable = {
+    ids: [],
+    agentNames: [],
+    kept: [],
+    promptLengths: [],
+    generationLengths: [],
+    eligible: [],
+    media: [],
+    mediaMismatch: [],
+    routedExperts: [],
+  };
+  private readonly mediaNumbers = new MediaNumbers();
+  /** The first call that gave routed experts, and their shape (SPEC: L × K the same for all). */
+  private expertShape: { call: string; layers: number; topk: number } | null = null;
+  /** Whether the first eligible call gave routed experts (then all must). */
+  private eligibleGiveExperts: { call: string; give: boolean } | null = null;
+  /** Each eligible call's parent (eligible index, -1 for a root), as the core linked it. */
+  private readonly parents: number[] = [];
+  private readonly diagnostics: Diagnostic[] = [];
+  private readonly seen = new Map<string, number>();
+  private readonly agentIndex: Map<string, number>;
+  private rejection: Rejection | null = null;
+  private stagedPrompt = 0;
+  private stagedGeneration = 0;
+  private done = false;
+
+  constructor(
+    private readonly core: ForestCore,
+    private readonly header: RolloutHeader,
+    hints: SizeHints,
+  ) {
+    // Without a list, agent names get indices on first sight and have no parent agent (cores
+    // read indices past the table as "no parent").
+    const agents = header.agents ?? [];
+    this.agentIndex = header.agentIndex ?? new Map();
+    const parents = new Int32Array(agents.length);
+    for (let i = 0; i < agents.length; i++) {
+      const parent = agents[i].parent;
+      parents[i] = parent === null ? -1 : this.agentIndex.get(parent)!;
+    }
+    core.begin(parents, hints);
+  }
+
+  reject(rejection: Rejection): void {
+    this.rejection ??= rejection;
+  }
+
+  /** True once the rollout is rejected (later calls change nothing). */
+  get rejected(): boolean {
+    return this.rejection !== null;
+  }
+
+  /** Where to write the next call's prompt ++ generation and logprobs (see StagedCall). */
+  stage(promptLength: number, generationLength: number): StagedCall {
+    checkCallSize(promptLength, generationLength);
+    this.stagedPrompt = promptLength;
+    this.stagedGeneration = generationLength;
+    return this.core.stage(promptLength, generationLength);
+  }
+
+  /** Prompt tokens of the staged call. */
+  get stagedPromptLength(): number {
+    return this.stagedPrompt;
+  }
+
+  /** Generated tokens of the staged call. */
+  get stagedGenerationLength(): number {
+    return this.stagedGeneration;
+  }
+
+  /** Index of the first negative among the first `count` staged tokens (default all), or -1. */
+  checkStagedTokens(count = this.stagedPrompt + this.stagedGeneration): number {
+    return this.core.checkStagedTokens(count);
+  }
+
+  /** How messages name the call being added. */
+  private where(id: string): string {
+    return callName(id, this.calls.ids.length);
+  }
+
+  /** Checks the id and agent of the next call; returns its agent index, or null after rejecting. */
+  identify(id: string, agent: string): number | null {
+    const earlier = this.seen.get(id);
+    if (earlier !== undefined) {
+      this.reject(new Rejection("duplicate_call_id", `${this.where(id)}: id already used by calls[${earlier}]`));
+      return null;
+    }
+    const known = this.agentIndex.get(agent);
+    if (known !== undefined) return known;
+    if (this.header.agents) {
+      this.reject(new Rejection("unknown_agent", `${this.where(id)}: agent ${JSON.stringify(agent)} is not in agents`));
+      return null;
+    }
+    this.agentIndex.set(agent, this.agentIndex.size);
+    return this.agentIndex.size - 1;
+  }
+
+  /**
+   * Checks the staged values and links the call (when kept with generated tokens). Returns false
+   * once the rollout is rejected.
+   */
+  commit(call: CallIdentity, agentIndex: number, source?: ValueSource): boolean {
+    if (this.rejection) return false;
+    this.stageMedia(call);
+    return this.record(call, source, this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, this.isEligible(call)));
+  }
+
+  /** Whether the core reads a call's typed arrays in place (commitArrays), with no staging. */
+  get readsArrays(): boolean {
+    return this.core.commitArrays !== undefined;
+  }
+
+  /** commit() for a call whose arrays the core reads in place (see readsArrays); no stage() before. */
+  commitArrays(call: CallIdentity, agentIndex: number, arrays: { prompt: Int32Array; generation: Int32Array; logprobs: Float32Array }): boolean {
+    if (this.rejection) return false;
+    checkCallSize(arrays.prompt.length, arrays.generation.length);
+    this.stagedPrompt = arrays.prompt.length;
+    this.stagedGeneration = arrays.generation.length;
+    this.stageMedia(call);
+    return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)));
+  }
+
+  /**
+   * SPEC's invalid_routed_experts across calls, for the next call (`eligible`: kept, with generated
+   * tokens): every call's L × K the same, and the eligible calls all giving them or none. Null when
+   * they agree. The caller rejects with rejectAfterValues, as for the call's own checks.
+   */
+  expertsProblem(id: string, experts: RoutedExperts | null, eligible: boolean): string | null {
+    const shape = this.expertShape;
+    if (experts !== null && shape !== null && experts.layers * experts.topk !== shape.layers * shape.topk) {
+      return `routed_experts has ${experts.layers}x${experts.topk} per token, where ${shape.call} has ${shape.layers}x${shape.topk}`;
+    }
+    const first = this.eligibleGiveExperts;
+    if (eligible && first !== null && (experts !== null) !== first.give) {
+      const earlier = JSON.stringify(first.call);
+      return experts !== null ? `it gives routed_experts, but the eligible call ${earlier} before it does not` : `it gives no routed_experts, but the eligible call ${earlier} before it does`;
+    }
+    void id;
+    return null;
+  }
+
+  /** Remembers what a recorded call's experts require of the later ones (see expertsProblem). */
+  private noteExperts(call: CallIdentity, eligible: boolean): void {
+    const experts = call.routedExperts ?? null;
+    if (experts !== null && this.expertShape === null) this.expertShape = { call: JSON.stringify(call.id), layers: experts.layers, topk: experts.topk };
+    if (eligible && this.eligibleGiveExperts === null) this.eligibleGiveExperts = { call: call.id, give: experts !== null };
+  }
+
+  /** Hands the core the media of a call it will link (the others' media play no part in linking). */
+  private stageMedia(call: CallIdentity): void {
+    if (call.media && this.isEligible(call)) this.core.stageMedia(this.mediaNumbers.triples(call.media));
+  }
+
+  /**
+   * Rejects the staged call with `code` for `problem` (its media or routed experts) — unless one of
+   * its staged values is bad, which SPEC's order puts first (the cores would find those at commit).
+   */
+  rejectAfterValues(id: string, code: RejectionCode, problem: string): void {
+    const tokenAt = this.checkStagedTokens();
+    const staged = this.core.staged();
+    if (tokenAt >= 0) return this.reject(invalidToken(this.where(id), tokenAt, this.stagedPrompt, staged.tokens[tokenAt]));
+    for (let i = 0; i < this.stagedGeneration; i++) {
+      if (!Number.isFinite(staged.logprobs[i])) return this.reject(invalidLogprob(this.where(id), i, staged.logprobs[i]));
+    }
+    this.reject(new Rejection(code, `${this.where(id)}: ${problem}`));
+  }
+
+  /** SPEC's eligible call: kept, with generated tokens (the call being committed). */
+  private isEligible(call: CallIdentity): boolean {
+    return call.kept && this.stagedGeneration > 0;
+  }
+
+  /** Records a committed call, or rejects the rollout for what the core's `result` says. */
+  private record(call: CallIdentity, source: ValueSource | undefined, result: number): boolean {
+    const { id, kept } = call;
+    const promptLength = this.stagedPrompt;
+    const generationLength = this.stagedGeneration;
+    if (result === INVALID_TOKEN) {
+      const index = this.core.lastBadIndex();
+      const value = !source ? this.core.staged().tokens[index]
+        : index < promptLength ? source.prompt[index] : source.generation[index - promptLength];
+      this.reject(invalidToken(this.where(id), index, promptLength, value));
+      return false;
+    }
+    if (result === INVALID_LOGPROB) {
+      const index = this.core.lastBadIndex();
+      this.reject(invalidLogprob(this.where(id), index, source ? source.logprobs[index] : this.core.staged().logprobs[index]));
+      return false;
+    }
+    if (result === AMBIGUOUS_PARENT) {
+      const tied = this.core.ambiguousCandidates().sort((a, b) => a - b).map((e) => JSON.stringify(this.calls.ids[this.calls.eligible[e]])); // in ledger order
+      this.reject(
+        new Rejection(
+          "ambiguous_parent",
+          `${this.where(id)}: earlier calls ${tied.join(" and ")} have identical full sequences, and neither its agent nor its parent agent singles one out`,
+        ),
+      );
+      return false;
+    }
+    const calls = this.calls;
+    const eligible = this.isEligible(call);
+    const mediaMismatch = eligible && this.core.lastMediaMismatch();
+    this.seen.set(id, calls.ids.length);
+    if (eligible) {
+      calls.eligible.push(calls.ids.length);
+      this.parents.push(result);
+    }
+    if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
+    if (mediaMismatch) this.diagnostics.push({ code: "media_mismatch", call: id });
+    this.noteExperts(call, eligible);
+    calls.media.push(call.media ?? null);
+    calls.routedExperts.push(eligible ? (call.routedExperts ?? null) : null);
+    calls.mediaMismatch.push(mediaMismatch);
+    calls.ids.push(id);
+    calls.agentNames.push(call.agent);
+    calls.kept.push(kept);
+    calls.promptLengths.push(promptLength);
+    calls.generationLengths.push(generationLength);
+    return true;
+  }
+
+  /** The plan: rows and report, or the first rejection. Ends the assembler. */
+  finish(totalCalls: number, options: PlanOptions): Plan {
+    if (this.done) throw new Error("this rollout was already finished");
+    this.done = true;
+    const agents = this.header.agents ?? [];
+    if (!this.rejection && this.calls.eligible.length === 0) {
+      const detail =
+        totalCalls === 0 ? "the rollout lists no calls"
+        : totalCalls === 1 ? "its one call is not kept with generated tokens"
+        : `none of the ${totalCalls} calls is kept with generated tokens`;
+      this.rejection = new Rejection("no_trainable_calls", detail);
+    }
+    const shape = this.forestShape();
+    if (!this.rejection && options.capacity !== undefined) this.rejection = this.capacityProblem(shape, options.capacity);
+    if (this.rejection) {
+      this.core.release();
+      // What the calls read before the problem showed (for no_trainable_calls: every call's
+      // empty_generation, which is the explanation).
+      return planOfRejection(this.header.rolloutId, totalCalls, this.rejection, agents, options, this.diagnostics);
+    }
+    const report = emptyReport(this.header.rolloutId, totalCalls, options.line);
+    report.diagnostics = this.diagnostics;
+    // A header of its own: the caller's (this.header) holds the calls and their arrays.
+    const { rolloutId, reward } = this.header;
+    const layouts = {
+      trees: options.trees ? layOutTrees(shape) : null,
+      bins: options.capacity !== undefined ? layOutBins(shape, options.capacity) : null,
+    };
+    const requests = [layouts.trees, layouts.bins].filter((l): l is RecordLayout[] => l !== null).map(packRequest);
+    return makePlan(this.calls, this.core.finish(requests), { rolloutId, reward, agents }, report, this.core, layouts);
+  }
+
+  /** The linked forest as the packer sees it (eligible calls, in ledger order). */
+  private forestShape(): ForestShape {
+    const { eligible, promptLengths, generationLengths } = this.calls;
+    return { parents: this.parents, fullLengths: eligible.map((i) => promptLengths[i] + generationLengths[i]) };
+  }
+
+  /** SPEC's row_exceeds_capacity: a leaf longer than the bins' capacity, or null. */
+  private capacityProblem(shape: ForestShape, capacity: number): Rejection | null {
+    const leaf = leafPastCapacity(shape, capacity);
+    if (leaf < 0) return null;
+    const index = this.calls.eligible[leaf];
+    return new Rejection(
+      "row_exceeds_capacity",
+      `leaf ${callName(this.calls.ids[index], index)} holds ${shape.fullLengths[leaf]} tokens, more than the capacity of ${capacity}`,
+    );
+  }
+
+  /** Gives the core back after a failure (it is not reused). */
+  abandon(): void {
+    this.done = true;
+    this.core.release(false);
+  }
+}

@@ -1,0 +1,27 @@
+// examples/pytorch (issue 16): a real trainer's transformer, in PyTorch, computes the same
+// per-token log-probabilities and summed loss from the CLI's packed trees and bins as from its
+// rows. Needs Debian's python3-torch (CI installs it); without it this test fails, not skips.
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { expect, test } from "vitest";
+import { ROOT } from "../support/fixtures.js";
+
+const PYTHON = "/usr/bin/python3";
+
+test("examples/pytorch/run.sh: packed trees and bins train the same as rows", () => {
+  const probe = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" });
+  if (probe.status !== 0) {
+    throw new Error(
+      `PyTorch is missing: ${PYTHON} -c "import torch" failed (${(probe.stderr || String(probe.error ?? "")).trim().split("\n").pop()}). ` +
+        "Install it with: apt-get install -y --no-install-recommends python3-torch",
+    );
+  }
+  const run = spawnSync("bash", [join(ROOT, "examples", "pytorch", "run.sh")], {
+    cwd: ROOT,
+    encoding: "utf8",
+    env: { ...process.env, PYTHON },
+    timeout: 180_000,
+  });
+  expect(run.status, `run.sh failed:\n${run.stdout}\n${run.stderr}`).toBe(0);
+  expect(run.stdout).toMatch(/^check_packed: ok, \d+ trained tokens of 18 rollouts/m);
+}, 200_000);

@@ -1,0 +1,204 @@
+// Packed trees and bins (SPEC "Packed trees", "Bins"): SPEC's worked example segment by segment,
+// the invariants on generated forests on every backend (test/support/packed-check.ts), the builder,
+// row_exceeds_capacity, and the CLI's packed JSONL from both writers.
+import { readFileSync } from "node:fs";
+import fc from "fast-check";
+import { beforeAll, describe, expect, test } from "vitest";
+import { init, type Callforest } from "../../src/index.js";
+import { main } from "../../src/cli/main.js";
+import { maskToInts, packedToJson } from "../../src/output/jsonl.js";
+import type { Plan, Rollout } from "../../src/types.js";
+import { acceptedRolloutArb } from "../support/arbitraries.js";
+import { captureOutput } from "../support/capture.js";
+import { checkBins, checkTrees } from "../support/packed-check.js";
+import { buildFrom } from "../support/worked-example.js";
+
+const LOGIN = new URL("../../examples/login-bug.json", import.meta.url).pathname;
+const login = (): Rollout => JSON.parse(readFileSync(LOGIN, "utf8")) as Rollout;
+
+let backends: { name: string; cf: Callforest }[] = [];
+beforeAll(async () => {
+  backends = [
+    { name: "ts", cf: await init({ backend: "ts" }) },
+    { name: "wasm", cf: await init() },
+    { name: "wasm-scalar", cf: await init({ simd: false }) },
+  ];
+});
+
+/** A plan's packed records as plain data (arrays copied out), to compare backends. */
+function packedContents(plan: Plan) {
+  const plain = (r: Plan["trees"][number] | Plan["bins"][number]) => ({
+    ...r,
+    tokenIds: Array.from(r.tokenIds),
+    positionIds: Array.from(r.positionIds),
+    logprobs: Array.from(r.logprobs),
+    lossMask: Array.from(r.lossMask),
+  });
+  return { report: plan.report, trees: plan.trees.map(plain), bins: plan.bins.map(plain) };
+}
+
+describe("SPEC's worked example", () => {
+  test("tree 0 is SPEC's table: segments, positions, masks; trees 1-3 are C2 C4, C5 C6, C11 C12", () => {
+    for (const { name, cf } of backends) {
+      const plan = cf.plan(login(), { trees: true });
+      const tree = plan.trees[0];
+      expect([name, tree.root, tree.agent, tree.numTokens]).toEqual([name, "C1", "L", 24]);
+      expect(tree.segments.map((s) => [s.call, s.parent, s.start, s.length, s.end])).toEqual([
+        ["C1", -1, 0, 7, 24],
+        ["C3", 0, 7, 3, 24],
+        ["C7", 1, 10, 4, 24],
+        ["C8", 2, 14, 3, 19],
+        ["C9", 3, 17, 2, 19],
+        ["C10", 2, 19, 5, 24],
+      ]);
+      // "C8's and C10's segments both start at position 14"
+      expect(Array.from(tree.positionIds)).toEqual([...Array(19).keys(), 14, 15, 16, 17, 18]);
+      expect(plan.trees.slice(1).map((t) => t.calls.join(" "))).toEqual(["C2 C4", "C5 C6", "C11 C12"]);
+      // mask 1 on every call's generated tokens: C1 5-6, C3 8-9, C7 12-13, C8 15-16, C9 18, C10 21-23
+      const ones = [...maskToInts(tree.lossMask, 24).keys()].filter((i) => maskToInts(tree.lossMask, 24)[i] === 1);
+      expect(ones).toEqual([5, 6, 8, 9, 12, 13, 15, 16, 18, 21, 22, 23]);
+      checkTrees(plan);
+      plan.release();
+      expect(tree.tokenIds.length).toBe(0); // emptied by release(), as rows are
+    }
+  });
+
+  test("bins of 20: C1's tree in two pieces (C1 C3 C7 as context in the second), small trees share a bin", () => {
+    for (const { cf } of backends) {
+      const plan = cf.plan(login(), { capacity: 20 });
+      expect(plan.bins.map((b) => [b.roots.join(" "), b.numTokens, b.segments.map((s) => `${s.call}${s.trained ? "" : "*"}`).join(" ")])).toEqual([
+        ["C1", 19, "C1 C3 C7 C8 C9"],
+        ["C1", 19, "C1* C3* C7* C10"],
+        ["C2 C5", 16, "C2 C4 C5 C6"],
+        ["C11", 9, "C11 C12"],
+      ]);
+      expect(plan.report.packed_tokens).toBe(63);
+      checkBins(plan, 20);
+      plan.release();
+    }
+  });
+
+  test("a capacity that holds the whole tree packs it once (packed_tokens = unique_tokens)", () => {
+    const plan = backends[1].cf.plan(login(), { capacity: 64 });
+    expect(plan.report.packed_tokens).toBe(plan.report.unique_tokens);
+    checkBins(plan, 64);
+    plan.release();
+  });
+});
+
+describe("on generated forests", () => {
+  test("trees and bins keep SPEC's invariants, and every backend gives the same records", () => {
+    fc.assert(
+      fc.property(acceptedRolloutArb(), fc.nat(64), (rollout, slack) => {
+        const probe = backends[0].cf.plan(rollout);
+        const longest = probe.rows.reduce((n, r) => Math.max(n, r.numTokens), 0);
+        probe.release();
+        const capacity = longest + slack;
+        const plans = backends.map(({ cf }) => cf.plan(rollout, { trees: true, capacity }));
+        try {
+          checkTrees(plans[0]);
+          checkBins(plans[0], capacity);
+          const first = packedContents(plans[0]);
+          for (const other of plans.slice(1)) expect(packedContents(other)).toEqual(first);
+          expect(plans[0].rows.length).toBe(plans[0].report.rows);
+        } finally {
+          for (const p of plans) p.release();
+        }
+      }),
+      { seed: 20261201, numRuns: 100 },
+    );
+  });
+
+  test("the builder packs as plan() does", () => {
+    fc.assert(
+      fc.property(acceptedRolloutArb({ maxActions: 10 }), (rollout) => {
+        for (const { cf } of backends) {
+          const planned = cf.plan(rollout, { trees: true, capacity: 4096 });
+          const b = cf.builder({ rollout_id: rollout.rollout_id, reward: rollout.reward, agents: rollout.agents });
+          for (const call of rollout.calls) {
+            const slot = b.stage(call.prompt_token_ids.length, call.generation_token_ids.length);
+            slot.promptTokenIds.set(call.prompt_token_ids);
+            slot.generationTokenIds.set(call.generation_token_ids);
+            slot.logprobs.set(call.generation_log_probs);
+            b.commit({ id: call.id, agent: call.agent, kept: call.kept, media: call.media });
+          }
+          const built = b.finish({ trees: true, capacity: 4096 });
+          expect(packedContents(built)).toEqual(packedContents(planned));
+          built.release();
+          planned.release();
+        }
+      }),
+      { seed: 7, numRuns: 40 },
+    );
+  });
+});
+
+describe("row_exceeds_capacity and options", () => {
+  test("a leaf longer than the capacity rejects the rollout, naming the leaf", () => {
+    for (const { cf } of backends) {
+      const plan = cf.plan(login(), { capacity: 18 });
+      expect([plan.report.status, plan.report.reason, plan.report.detail]).toEqual([
+        "rejected",
+        "row_exceeds_capacity",
+        'leaf call "C9" (calls[8]) holds 19 tokens, more than the capacity of 18',
+      ]);
+      expect([plan.rows, plan.bins, plan.report.packed_tokens]).toEqual([[], [], undefined]);
+    }
+  });
+
+  test("without options there are no packed records; misused options are TypeErrors", () => {
+    const { cf } = backends[0];
+    const plan = cf.plan(login());
+    expect([plan.trees, plan.bins, "packed_tokens" in plan.report]).toEqual([[], [], false]);
+    for (const bad of [{ capacity: 0 }, { capacity: 1.5 }, { capacity: "64" }, { trees: 1 }]) {
+      expect(() => cf.plan(login(), bad as never)).toThrow(TypeError);
+    }
+    expect(() => buildFrom(cf, login()).release()).not.toThrow();
+  });
+});
+
+describe("the CLI", () => {
+  async function rowsOut(...args: string[]): Promise<string> {
+    const out: string[] = [];
+    const run = await captureOutput(async () => {
+      const code = await main(["rows", LOGIN, "--quiet", ...args]);
+      return code;
+    });
+    expect(run.code).toBe(0);
+    out.push(run.stdout);
+    return out.join("");
+  }
+
+  test("--layout packed writes SPEC's packed records, byte-identical from both writers and backends", async () => {
+    const fast = await rowsOut("--layout", "packed");
+    for (const extra of [["--writer", "js"], ["--backend", "ts"]]) expect(await rowsOut("--layout", "packed", ...extra)).toBe(fast);
+    const lines = fast.trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.tree)).toEqual([0, 1, 2, 3]);
+    expect(Object.keys(lines[0])).toEqual([
+      "rollout_id", "tree", "root", "agent", "calls", "num_tokens", "token_ids", "position_ids", "logprobs", "loss_mask", "segments", "media", "reward",
+    ]);
+    const cf = backends[1].cf;
+    const plan = cf.plan(login(), { trees: true });
+    expect(fast).toBe(plan.trees.map((t) => packedToJson(t) + "\n").join(""));
+    plan.release();
+  });
+
+  test("--capacity writes bins (ints masks too), and a too-long leaf is rejected while others go on", async () => {
+    const bins = (await rowsOut("--capacity", "20", "--mask-format", "ints")).trimEnd().split("\n").map((l) => JSON.parse(l));
+    expect(bins.map((b) => [b.bin, b.roots])).toEqual([[0, ["C1"]], [1, ["C1"]], [2, ["C2", "C5"]], [3, ["C11"]]]);
+    expect(Object.keys(bins[0]).slice(0, 3)).toEqual(["rollout_id", "bin", "roots"]);
+    expect(bins[1].segments[0]).toEqual({ call: "C1", parent: -1, start: 0, length: 7, end: 19, tree: 0, trained: false });
+    expect(bins[1].loss_mask.slice(0, 14).every((b: number) => b === 0)).toBe(true);
+  });
+
+  test("usage errors: --capacity with --layout rows, a bad --layout or --capacity", async () => {
+    for (const [args, message] of [
+      [["--capacity", "64", "--layout", "rows"], "callforest: --capacity lays out bins of packed records: it needs --layout packed, not rows"],
+      [["--layout", "tree"], "callforest: unknown --layout 'tree': expected rows or packed"],
+      [["--capacity", "0"], "callforest: --capacity must be a positive integer, got '0'"],
+    ] as const) {
+      const run = await captureOutput(() => main(["rows", LOGIN, ...args]));
+      expect([run.code, run.stderr]).toEqual([2, message + "\n"]);
+    }
+  });
+});

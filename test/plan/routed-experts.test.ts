@@ -1,0 +1,145 @@
+// MoE routed experts through the forest (SPEC `calls[].routed_experts`, "Rows", "Packed trees"):
+// NeMo RL's envelope test vector, and on generated forests with forks and compaction, the entry
+// SPEC's rule names for every row token and every packed token, on every backend and writer.
+import fc from "fast-check";
+import { beforeAll, describe, expect, test } from "vitest";
+import { init, type Callforest } from "../../src/index.js";
+import { readRoutedExperts, encodeRoutedExperts } from "../../src/plan/routed-experts.js";
+import { packedToJson, rowToJson } from "../../src/output/jsonl.js";
+import type { Plan, RoutedExperts, Rollout } from "../../src/types.js";
+import { acceptedRolloutArb } from "../support/arbitraries.js";
+
+let backends: { name: string; cf: Callforest }[] = [];
+beforeAll(async () => {
+  backends = [
+    { name: "ts", cf: await init({ backend: "ts" }) },
+    { name: "wasm", cf: await init() },
+  ];
+});
+
+const L = 2;
+const K = 3;
+/** The expert a call's router chose for token t, layer l, slot k: distinct per call and place. */
+const expert = (call: number, t: number, l: number, k: number) => (call * 7919 + t * 31 + l * 5 + k) % 30000;
+
+/** The rollout with routed experts on every call, as envelopes or as nested lists. */
+function withExperts(rollout: Rollout, lists: boolean): Rollout {
+  return {
+    ...rollout,
+    calls: rollout.calls.map((c, i) => {
+      const tokens = c.prompt_token_ids.length + c.generation_token_ids.length;
+      const nested = Array.from({ length: tokens }, (_, t) => Array.from({ length: L }, (_, l) => Array.from({ length: K }, (_, k) => expert(i, t, l, k))));
+      const flat = Int32Array.from(nested.flat(2));
+      const envelope = encodeRoutedExperts(Int16Array.from(flat), tokens, L, K); // all fit int16
+      return { ...c, routed_experts: lists ? nested : envelope };
+    }),
+  };
+}
+
+/** Entry (token t, layer l, slot k) of a row's or record's experts. */
+function entry(experts: RoutedExperts, t: number, l: number, k: number): number {
+  return experts.data[(t * L + l) * K + k];
+}
+
+function checkPlan(rollout: Rollout, plan: Plan): void {
+  const ledger = new Map(rollout.calls.map((c, i) => [c.id, i]));
+  for (const row of plan.rows) {
+    const leaf = ledger.get(row.leaf)!;
+    expect(row.routedExperts!.tokens).toBe(row.numTokens);
+    // "the first num_tokens entries of the leaf's routed_experts"
+    for (let t = 0; t < row.numTokens; t++) expect(entry(row.routedExperts!, t, 1, 2)).toBe(expert(leaf, t, 1, 2));
+  }
+  const forest = new Map(plan.forest.map((c) => [c.id, c]));
+  for (const tree of plan.trees) {
+    for (const s of tree.segments) {
+      const call = forest.get(s.call)!;
+      const from = tree.positionIds[s.start];
+      for (let j = 0; j < s.length; j++) {
+        // "the entry of x's array at its position — except the segment's last token when x has
+        // children: that one comes from the first child's array"
+        const last = j === s.length - 1 && call.children.length > 0;
+        const source = last ? ledger.get(call.children[0])! : ledger.get(s.call)!;
+        expect(entry(tree.routedExperts!, s.start + j, 0, 1)).toBe(expert(source, from + j, 0, 1));
+      }
+    }
+  }
+}
+
+describe("the envelope", () => {
+  test("Gym's test vector nrlre1:int16:2x1x2:AAABAAIAAwA= is [[[0,1]],[[2,3]]]", () => {
+    const decoded = readRoutedExperts("nrlre1:int16:2x1x2:AAABAAIAAwA=", 2);
+    expect(decoded).toMatchObject({ tokens: 2, layers: 1, topk: 2 });
+    expect(Array.from((decoded as RoutedExperts).data)).toEqual([0, 1, 2, 3]);
+    expect(readRoutedExperts([[[0, 1]], [[2, 3]]], 2)).toMatchObject({ tokens: 2, layers: 1, topk: 2 });
+    expect(encodeRoutedExperts(Int16Array.of(0, 1, 2, 3), 2, 1, 2)).toBe("nrlre1:int16:2x1x2:AAABAAIAAwA=");
+  });
+
+  test("int8 and int32 envelopes read; values past int16 are written as int32", async () => {
+    const int8 = readRoutedExperts("nrlre1:int8:2x1x1:AQI=", 2) as RoutedExperts;
+    expect(Array.from(int8.data)).toEqual([1, 2]);
+    const rollout: Rollout = {
+      rollout_id: "wide",
+      reward: 0,
+      calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1], routed_experts: [[[70000]], [[3]]] }],
+    };
+    const plan = backends[1].cf.plan(rollout);
+    expect(JSON.parse(rowToJson(plan.rows[0])).routed_experts).toBe(encodeRoutedExperts(Int32Array.of(70000, 3), 2, 1, 1));
+    plan.release();
+  });
+});
+
+describe("through the forest", () => {
+  test("every row token and every packed token gets the entry SPEC's rule names; backends agree", () => {
+    fc.assert(
+      fc.property(acceptedRolloutArb({ maxActions: 12 }), fc.boolean(), (base, lists) => {
+        const rollout = withExperts(base, lists);
+        const outputs = backends.map(({ cf }) => {
+          const plan = cf.plan(rollout, { trees: true });
+          expect(plan.report.status).toBe("ok");
+          checkPlan(rollout, plan);
+          const text = [...plan.rows.map((r) => rowToJson(r)), ...plan.trees.map((t) => packedToJson(t))].join("\n");
+          plan.release();
+          return text;
+        });
+        expect(outputs[1]).toBe(outputs[0]);
+      }),
+      { seed: 4, numRuns: 60 },
+    );
+  });
+
+  test("rows without routed experts in the input have no routed_experts field", () => {
+    fc.assert(
+      fc.property(acceptedRolloutArb({ maxActions: 6 }), (rollout) => {
+        const plan = backends[0].cf.plan(rollout, { trees: true });
+        expect(plan.rows.every((r) => r.routedExperts === undefined && !rowToJson(r).includes("routed_experts"))).toBe(true);
+        expect(plan.trees.every((t) => t.routedExperts === undefined)).toBe(true);
+        plan.release();
+      }),
+      { seed: 5, numRuns: 20 },
+    );
+  });
+});
+
+describe("the CLI", () => {
+  test("rows and packed records carry routed_experts, byte-identical from every reader and writer", async () => {
+    const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { execFileSync } = await import("node:child_process");
+    const dir = mkdtempSync(join(tmpdir(), "callforest-experts-"));
+    try {
+      const rollouts = fc.sample(acceptedRolloutArb({ maxActions: 8 }), { seed: 9, numRuns: 6 }).map((r, i) => withExperts(r, i % 2 === 0));
+      const input = join(dir, "in.jsonl");
+      writeFileSync(input, rollouts.map((r) => JSON.stringify(r, (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v))).join("\n") + "\n");
+      const run = (...args: string[]) => execFileSync("node", ["bin/callforest.js", "rows", input, "--quiet", ...args], { encoding: "utf8" });
+      for (const layout of [[], ["--layout", "packed"], ["--capacity", "4096"]]) {
+        const fast = run(...layout);
+        expect(fast).toContain('"routed_experts":"nrlre1:int16:');
+        expect(run(...layout, "--writer", "js")).toBe(fast);
+        expect(run(...layout, "--backend", "ts")).toBe(fast);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
