@@ -83,7 +83,8 @@ function makeCachedCopy(rollouts: Rollout[]) {
 
 function maxRowTokens(rollouts: Rollout[]): number {
   let max = 0;
-  for (const r of rollouts) for (const c of r.calls) max = Math.max(max, c.prompt_token_ids.length + c.generation_token_ids.length);
+  for (const r of rollouts)
+    for (const c of r.calls) max = Math.max(max, c.prompt_token_ids.length + c.generation_token_ids.length);
   return max;
 }
 
@@ -111,8 +112,18 @@ export async function runCoreBench(log: (line: string) => void = console.log): P
   const workloads: Workload[] = [
     { name: "(a) worked example", rollouts: [typed(example)], tokens: eligibleTokens(example), iterations: 20_000 },
     { name: "(b) deep rollout", rollouts: [deep], tokens: eligibleTokens(deep), iterations: 30 },
-    { name: "(c) 1,000 small rollouts", rollouts: small, tokens: small.reduce((n, r) => n + eligibleTokens(r), 0), iterations: 40 },
-    { name: "(d) media-heavy rollout (150 turns, a screenshot each)", rollouts: [media], tokens: eligibleTokens(media), iterations: 200 },
+    {
+      name: "(c) 1,000 small rollouts",
+      rollouts: small,
+      tokens: small.reduce((n, r) => n + eligibleTokens(r), 0),
+      iterations: 40,
+    },
+    {
+      name: "(d) media-heavy rollout (150 turns, a screenshot each)",
+      rollouts: [media],
+      tokens: eligibleTokens(media),
+      iterations: 200,
+    },
   ];
   const backends: [string, Callforest][] = [
     ["wasm", await init({ backend: "wasm", simd: true })],
@@ -143,7 +154,7 @@ export async function runCoreBench(log: (line: string) => void = console.log): P
   return results;
 }
 
-const rate = (tokens: number, ms: number) => `${((tokens / ms) * 1000 / 1e6).toFixed(1)} M/s`;
+const rate = (tokens: number, ms: number) => `${(((tokens / ms) * 1000) / 1e6).toFixed(1)} M/s`;
 
 export function coreTable(rows: CoreBenchRow[]): string {
   const out = [

@@ -32,10 +32,14 @@ function writeInput(path: string, count: number): void {
 
 /** Seconds and peak RSS (KiB) of one `callforest rows` run, from GNU time. */
 function run(args: string[]): { seconds: number; maxRssKiB: number } {
-  const child = spawnSync("/usr/bin/time", ["-f", "%e %M", process.execPath, join(ROOT, "bin/callforest.js"), "rows", ...args], {
-    encoding: "utf8",
-    stdio: ["ignore", "ignore", "pipe"],
-  });
+  const child = spawnSync(
+    "/usr/bin/time",
+    ["-f", "%e %M", process.execPath, join(ROOT, "bin/callforest.js"), "rows", ...args],
+    {
+      encoding: "utf8",
+      stdio: ["ignore", "ignore", "pipe"],
+    },
+  );
   if (child.status !== 0) throw new Error(`callforest rows failed: ${child.stderr}`);
   const [seconds, rss] = child.stderr.trim().split("\n").pop()!.split(" ").map(Number);
   return { seconds, maxRssKiB: rss };
@@ -49,11 +53,16 @@ export function runExpertsBench(log: (line: string) => void = console.log): stri
     writeInput(input, 4);
     const mb = statSync(input).size / 2 ** 20;
     const table = ["| layout | input MB | median s | MB/s | peak RSS MB |", "|---|---:|---:|---:|---:|"];
-    for (const [name, extra] of [["rows", []], ["packed trees", ["--layout", "packed"]]] as const) {
+    for (const [name, extra] of [
+      ["rows", []],
+      ["packed trees", ["--layout", "packed"]],
+    ] as const) {
       const runs = [0, 1, 2].map(() => run([input, "--jobs", "1", "--quiet", "-o", "/dev/null", ...extra]));
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
       const seconds = median(runs.map((r) => r.seconds));
-      table.push(`| ${name} | ${mb.toFixed(0)} | ${seconds.toFixed(2)} | ${(mb / seconds).toFixed(0)} | ${(median(runs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`);
+      table.push(
+        `| ${name} | ${mb.toFixed(0)} | ${seconds.toFixed(2)} | ${(mb / seconds).toFixed(0)} | ${(median(runs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`,
+      );
       log(`${name}: done`);
     }
     return table.join("\n");

@@ -5,7 +5,6 @@
 import type { AgentInfo, CanonicalCall, Rollout } from "../src/types.js";
 import { mulberry32 as rngFrom } from "../src/random.js";
 
-
 type Range = readonly [number, number];
 
 interface Sizes {
@@ -111,12 +110,20 @@ class Simulator {
       for (const a of this.agents) if (a.context.length > o.sizes.maxContext && !this.done()) this.compact(a);
     }
     const agentList: AgentInfo[] = this.agents.map((a) => ({ id: a.id, parent: a.parent, mode: a.mode }));
-    return { rollout_id: o.rolloutId, reward: Math.round(this.rand() * 100) / 100, agents: agentList, calls: this.calls };
+    return {
+      rollout_id: o.rolloutId,
+      reward: Math.round(this.rand() * 100) / 100,
+      agents: agentList,
+      calls: this.calls,
+    };
   }
 
   private done(): boolean {
     const o = this.o;
-    return (o.calls !== undefined && this.calls.length >= o.calls) || (o.targetTokens !== undefined && this.eligibleTokens >= o.targetTokens);
+    return (
+      (o.calls !== undefined && this.calls.length >= o.calls) ||
+      (o.targetTokens !== undefined && this.eligibleTokens >= o.targetTokens)
+    );
   }
 
   /** An action drawn by the features' weights. */
@@ -222,7 +229,13 @@ class Simulator {
     a.context.push(generation);
   }
 
-  private record(a: Agent, prompt: Int32Array, generation: Int32Array, kept = true, logprobs = this.logprobsFor(generation.length)): void {
+  private record(
+    a: Agent,
+    prompt: Int32Array,
+    generation: Int32Array,
+    kept = true,
+    logprobs = this.logprobsFor(generation.length),
+  ): void {
     const typed = this.o.arrays === "typed";
     const c: CanonicalCall = {
       id: `call-${this.calls.length + 1}`,
@@ -295,7 +308,14 @@ export function generateDeepRollout(options: { targetTokens?: number; seed?: num
     targetTokens: options.targetTokens ?? 10_000_000,
     arrays: "typed",
     startWith: ["background", "fresh", "fork"],
-    sizes: { system: [2000, 2500], task: [100, 400], tool: [200, 3000], generation: [50, 600], summary: [400, 800], maxContext: 64_000 },
+    sizes: {
+      system: [2000, 2500],
+      task: [100, 400],
+      tool: [200, 3000],
+      generation: [50, 600],
+      summary: [400, 800],
+      maxContext: 64_000,
+    },
     features: {
       leaderStep: 50,
       subagentStep: 35,
@@ -322,7 +342,14 @@ export function generateSmallRollouts(count = 1000, seed = 1, options: { arrays?
         rolloutId: `small-${seed}-${i}`,
         calls: 4 + Math.floor(rand() * 27),
         arrays: options.arrays ?? "typed",
-        sizes: { system: [50, 300], task: [10, 80], tool: [10, 150], generation: [5, 100], summary: [20, 80], maxContext: 1500 },
+        sizes: {
+          system: [50, 300],
+          task: [10, 80],
+          tool: [10, 150],
+          generation: [5, 100],
+          summary: [20, 80],
+          maxContext: 1500,
+        },
         features: EVERY_FEATURE,
       }),
     );
@@ -338,8 +365,25 @@ export function generateRollout(options: { calls?: number; seed?: number; arrays
     rolloutId: `rollout-${seed}`,
     calls: options.calls ?? 300,
     arrays: options.arrays ?? "typed",
-    startWith: ["background", "fresh", "fork", "subagentStep", "twins", "rerenderedFork", "retry", "emptyGeneration", "compactEarly"],
-    sizes: { system: [100, 600], task: [20, 150], tool: [20, 800], generation: [10, 300], summary: [50, 200], maxContext: 12_000 },
+    startWith: [
+      "background",
+      "fresh",
+      "fork",
+      "subagentStep",
+      "twins",
+      "rerenderedFork",
+      "retry",
+      "emptyGeneration",
+      "compactEarly",
+    ],
+    sizes: {
+      system: [100, 600],
+      task: [20, 150],
+      tool: [20, 800],
+      generation: [10, 300],
+      summary: [50, 200],
+      maxContext: 12_000,
+    },
     features: EVERY_FEATURE,
   });
 }
@@ -348,7 +392,8 @@ export function generateRollout(options: { calls?: number; seed?: number; arrays
 export function eligibleTokens(rollout: Rollout): number {
   let n = 0;
   for (const c of rollout.calls) {
-    if (c.kept !== false && c.generation_token_ids.length > 0) n += c.prompt_token_ids.length + c.generation_token_ids.length;
+    if (c.kept !== false && c.generation_token_ids.length > 0)
+      n += c.prompt_token_ids.length + c.generation_token_ids.length;
   }
   return n;
 }
@@ -359,7 +404,9 @@ export function eligibleTokens(rollout: Rollout): number {
  * replaces the latest screenshot in place (same size, new image), so tokens alone would link
  * the next call under the stale one. Typed arrays; deterministic per seed.
  */
-export function generateMediaRollout(options: { turns?: number; imageTokens?: number; swapEvery?: number; seed?: number } = {}): Rollout {
+export function generateMediaRollout(
+  options: { turns?: number; imageTokens?: number; swapEvery?: number; seed?: number } = {},
+): Rollout {
   const { turns = 150, imageTokens = 256, swapEvery = 10, seed = 1 } = options;
   const rand = rngFrom(seed);
   const tokens = (n: number) => Array.from({ length: n }, () => 10 + Math.floor(rand() * 150_000));
@@ -368,10 +415,18 @@ export function generateMediaRollout(options: { turns?: number; imageTokens?: nu
   let images = 0;
   const calls: Rollout["calls"] = [];
   for (let turn = 0; turn < turns; turn++) {
-    if (turn > 0 && turn % swapEvery === 0) media[media.length - 1] = { ...media[media.length - 1], id: `sha256:${(images++).toString(16).padStart(8, "0")}` };
+    if (turn > 0 && turn % swapEvery === 0)
+      media[media.length - 1] = {
+        ...media[media.length - 1],
+        id: `sha256:${(images++).toString(16).padStart(8, "0")}`,
+      };
     else {
       context = [...context, ...tokens(40 + Math.floor(rand() * 200)), 151652];
-      media.push({ id: `sha256:${(images++).toString(16).padStart(8, "0")}`, offset: context.length, length: imageTokens });
+      media.push({
+        id: `sha256:${(images++).toString(16).padStart(8, "0")}`,
+        offset: context.length,
+        length: imageTokens,
+      });
       context = [...context, ...new Array<number>(imageTokens).fill(151655), 151653];
     }
     const generation = tokens(20 + Math.floor(rand() * 120));
@@ -400,7 +455,14 @@ export function generateForkHeavyRollout(options: { calls?: number; seed?: numbe
     calls: options.calls ?? 400,
     arrays: "typed",
     startWith: ["fork", "fork", "fork"],
-    sizes: { system: [1500, 2000], task: [50, 200], tool: [100, 1200], generation: [30, 400], summary: [300, 600], maxContext: 24_000 },
+    sizes: {
+      system: [1500, 2000],
+      task: [50, 200],
+      tool: [100, 1200],
+      generation: [30, 400],
+      summary: [300, 600],
+      maxContext: 24_000,
+    },
     features: {
       leaderStep: 20,
       subagentStep: 25,

@@ -111,7 +111,9 @@ function runTogether(commands: string[][]): Promise<void> {
           let stderr = "";
           child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
           child.on("error", reject);
-          child.on("close", (code) => (code === 0 ? resolve() : reject(new Error(`${argv.join(" ")}: exit ${code}: ${stderr}`))));
+          child.on("close", (code) =>
+            code === 0 ? resolve() : reject(new Error(`${argv.join(" ")}: exit ${code}: ${stderr}`)),
+          );
         }),
     ),
   ).then(() => undefined);
@@ -135,7 +137,8 @@ function cpuCeiling(oneJob: IngestResult, twoJobs: IngestResult): string[] {
 // Plain work with no callforest code in it: a loop of integer arithmetic (bound by the core) and
 // copies of a 64 MB buffer (bound by memory bandwidth), each about a second.
 const COMPUTE_PROBE = "let x = 0; for (let i = 0; i < 6e8; i++) x = (x + i * 7) | 0; if (x === 1) console.log(x);";
-const MEMORY_PROBE = "const a = new Uint8Array(64 << 20).fill(1), b = new Uint8Array(64 << 20); for (let i = 0; i < 120; i++) b.set(a);";
+const MEMORY_PROBE =
+  "const a = new Uint8Array(64 << 20).fill(1), b = new Uint8Array(64 << 20); for (let i = 0; i < 120; i++) b.set(a);";
 
 /**
  * How much more two cores get done than one here, for each probe: the work of two copies run at
@@ -152,7 +155,10 @@ async function machineScaling(repeats: number): Promise<{ compute: number; memor
     const ratios: number[] = [];
     for (let r = 0; r < repeats; r++) {
       const alone = await timed([["-e", probe]]);
-      const paired = await timed([["-e", probe], ["-e", probe]]);
+      const paired = await timed([
+        ["-e", probe],
+        ["-e", probe],
+      ]);
       ratios.push((2 * alone) / paired);
     }
     return median(ratios);
@@ -160,24 +166,35 @@ async function machineScaling(repeats: number): Promise<{ compute: number; memor
   return { compute: await scaling(COMPUTE_PROBE), memory: await scaling(MEMORY_PROBE) };
 }
 
-export async function runIngestBench(options: { megabytes?: number; repeats?: number; log?: (s: string) => void } = {}): Promise<{ table: string; results: IngestResult[] }> {
+export async function runIngestBench(
+  options: { megabytes?: number; repeats?: number; log?: (s: string) => void } = {},
+): Promise<{ table: string; results: IngestResult[] }> {
   const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
   const megabytes = options.megabytes ?? Number(process.env.INGEST_BENCH_MB ?? 1024);
   const repeats = options.repeats ?? Number(process.env.INGEST_BENCH_REPEATS ?? 3);
   const root = findRoot();
   const bin = join(root, "bin", "callforest.js");
   const input = await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log });
-  log(`input: ${input.path}: ${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(1)} M tokens`);
+  log(
+    `input: ${input.path}: ${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(1)} M tokens`,
+  );
 
   // Baseline first: the plain path (JSON.parse in, rowToJson out), what the rows command does
   // without the WASM scanner and row writer. Then JSON.parse in with the WASM row writer, which
   // isolates the reading side.
   const configs: { name: string; argv: string[]; halves?: true }[] = [
-    { name: "JSON.parse path (JSON.parse + rowToJson), --jobs 1", argv: ["--jobs", "1", "--reader", "json", "--writer", "js"] },
+    {
+      name: "JSON.parse path (JSON.parse + rowToJson), --jobs 1",
+      argv: ["--jobs", "1", "--reader", "json", "--writer", "js"],
+    },
     { name: "JSON.parse reader + WASM row writer, --jobs 1", argv: ["--jobs", "1", "--reader", "json"] },
     { name: "fast path, --jobs 1", argv: ["--jobs", "1"] },
     { name: "fast path, --jobs 2", argv: ["--jobs", "2"] },
-    { name: "reference: two fast --jobs 1 processes side by side, half the file each", argv: ["--jobs", "1"], halves: true },
+    {
+      name: "reference: two fast --jobs 1 processes side by side, half the file each",
+      argv: ["--jobs", "1"],
+      halves: true,
+    },
   ];
   const [BASELINE, ONE_JOB, TWO_JOBS, HALVES] = [0, 2, 3, 4];
   const seconds = configs.map(() => [] as number[]);
@@ -188,10 +205,24 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
   const reportOf = (part: string) => join(tmpdir(), `callforest-ingest-report-${process.pid}${part}.jsonl`);
   for (let r = 0; r < repeats; r++) {
     for (const [i, config] of configs.entries()) {
-      const runs = config.halves ? halves.map((half, h) => ({ input: half, report: reportOf(`-half${h + 1}`) })) : [{ input: input.path, report: reportOf("") }];
+      const runs = config.halves
+        ? halves.map((half, h) => ({ input: half, report: reportOf(`-half${h + 1}`) }))
+        : [{ input: input.path, report: reportOf("") }];
       const cpuBefore = childrenCpu();
       const started = process.hrtime.bigint();
-      await runTogether(runs.map((run) => [bin, "rows", run.input, "-o", "/dev/null", "--report", run.report, "--quiet", ...config.argv]));
+      await runTogether(
+        runs.map((run) => [
+          bin,
+          "rows",
+          run.input,
+          "-o",
+          "/dev/null",
+          "--report",
+          run.report,
+          "--quiet",
+          ...config.argv,
+        ]),
+      );
       const elapsed = Number(process.hrtime.bigint() - started) / 1e9;
       const cpuAfter = childrenCpu();
       if (cpuBefore !== null && cpuAfter !== null) cpu[i].push(cpuAfter - cpuBefore);
@@ -200,12 +231,16 @@ export async function runIngestBench(options: { megabytes?: number; repeats?: nu
       // The halves number their lines from 1 each: they are compared without line numbers.
       hashesWithoutLines[i] = hashWithoutLines(reports);
       if (!config.halves) hashes[i] = createHash("sha256").update(reports[0]).digest("hex").slice(0, 16);
-      log(`  ${config.name}: ${elapsed.toFixed(2)} s (cpu ${cpu[i].length > 0 ? cpu[i][cpu[i].length - 1].toFixed(2) : "?"} s, load ${loadavg()[0].toFixed(1)})`);
+      log(
+        `  ${config.name}: ${elapsed.toFixed(2)} s (cpu ${cpu[i].length > 0 ? cpu[i][cpu[i].length - 1].toFixed(2) : "?"} s, load ${loadavg()[0].toFixed(1)})`,
+      );
     }
   }
   for (const path of [reportOf(""), reportOf("-half1"), reportOf("-half2"), ...halves]) rmSync(path, { force: true });
   const scaling = await machineScaling(repeats);
-  log(`  two cores at once: ${scaling.compute.toFixed(2)}× a compute loop's work, ${scaling.memory.toFixed(2)}× a 64 MB copy's`);
+  log(
+    `  two cores at once: ${scaling.compute.toFixed(2)}× a compute loop's work, ${scaling.memory.toFixed(2)}× a 64 MB copy's`,
+  );
   const results: IngestResult[] = configs.map((config, i) => {
     const m = median(seconds[i]);
     return {

@@ -24,7 +24,8 @@ export interface JsonlInput {
  */
 function generatorVersion(): string {
   const hash = createHash("sha256");
-  for (const module of ["./make-jsonl.js", "./generate.js", "../src/random.js"]) hash.update(readFileSync(new URL(module, import.meta.url)));
+  for (const module of ["./make-jsonl.js", "./generate.js", "../src/random.js"])
+    hash.update(readFileSync(new URL(module, import.meta.url)));
   return hash.digest("hex").slice(0, 12);
 }
 
@@ -54,13 +55,18 @@ function line(rollout: Rollout): { text: string; tokens: number } {
  * (from this version of the generator).
  * `huge` rollouts of about `hugeTokens` tokens each are spread evenly among small ones.
  */
-export async function makeJsonl(options: { targetBytes?: number; seed?: number; huge?: number; hugeTokens?: number; log?: (s: string) => void } = {}): Promise<JsonlInput> {
+export async function makeJsonl(
+  options: { targetBytes?: number; seed?: number; huge?: number; hugeTokens?: number; log?: (s: string) => void } = {},
+): Promise<JsonlInput> {
   const targetBytes = options.targetBytes ?? 1 << 30;
   const seed = options.seed ?? 1;
   const huge = options.huge ?? 4;
   const hugeTokens = options.hugeTokens ?? 12_000_000;
   const log = options.log ?? (() => {});
-  const path = join(tmpdir(), `callforest-ingest-${generatorVersion()}-${targetBytes}-${seed}-${huge}x${hugeTokens}.jsonl`);
+  const path = join(
+    tmpdir(),
+    `callforest-ingest-${generatorVersion()}-${targetBytes}-${seed}-${huge}x${hugeTokens}.jsonl`,
+  );
   const metaPath = path + ".meta.json";
   if (existsSync(path) && existsSync(metaPath)) {
     const meta = JSON.parse(readFileSync(metaPath, "utf8")) as JsonlInput;
@@ -68,7 +74,8 @@ export async function makeJsonl(options: { targetBytes?: number; seed?: number; 
   }
   log(`writing ${path} (~${(targetBytes / 2 ** 20).toFixed(0)} MB, once)`);
   const out = createWriteStream(path);
-  const write = (text: string) => (out.write(text) ? Promise.resolve() : new Promise<void>((r) => out.once("drain", () => r())));
+  const write = (text: string) =>
+    out.write(text) ? Promise.resolve() : new Promise<void>((r) => out.once("drain", () => r()));
   let bytes = 0;
   let tokens = 0;
   let rollouts = 0;
@@ -90,7 +97,8 @@ export async function makeJsonl(options: { targetBytes?: number; seed?: number; 
       hugeDone++;
       continue;
     }
-    for (const rollout of generateSmallRollouts(200, seed * 100_000 + batch++, { arrays: "typed" })) await emit(rollout);
+    for (const rollout of generateSmallRollouts(200, seed * 100_000 + batch++, { arrays: "typed" }))
+      await emit(rollout);
   }
   await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
   const meta: JsonlInput = { path, bytes, tokens, rollouts, huge: hugeDone };

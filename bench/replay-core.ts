@@ -83,7 +83,8 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
         checkStagedTokens: (count: number) => core.checkStagedTokens(count),
         stageMedia: (triples: Int32Array) => core.stageMedia(triples),
         lastMediaMismatch: () => core.lastMediaMismatch(),
-        commit: (prompt: number, generated: number, agent: number, link: boolean) => core.commit(prompt, generated, agent, link),
+        commit: (prompt: number, generated: number, agent: number, link: boolean) =>
+          core.commit(prompt, generated, agent, link),
         lastBadIndex: () => core.lastBadIndex(),
         ambiguousCandidates: () => core.ambiguousCandidates(),
         release: (reusable?: boolean) => core.release(reusable),
@@ -93,14 +94,20 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
             parents: forest.parents.slice(),
             ownerRows: forest.ownerRows.slice(),
             paths: Array.from(forest.paths),
-            rows: forest.rows.map((row) => ({ ...row, tokenIds: row.tokenIds.slice(), logprobs: row.logprobs.slice(), lossMask: row.lossMask.slice() })),
+            rows: forest.rows.map((row) => ({
+              ...row,
+              tokenIds: row.tokenIds.slice(),
+              logprobs: row.logprobs.slice(),
+              lossMask: row.lossMask.slice(),
+            })),
             packed: [],
           };
           return forest;
         },
       };
     }, rollout);
-    if (plan.report.status !== "ok" || recorded === null) throw new Error(`${rollout.rollout_id}: not planned (${plan.report.detail})`);
+    if (plan.report.status !== "ok" || recorded === null)
+      throw new Error(`${rollout.rollout_id}: not planned (${plan.report.detail})`);
     plan.release();
     return recorded;
   });

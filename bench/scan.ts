@@ -50,7 +50,7 @@ async function medians(bench: Bench): Promise<Record<string, number>> {
 /** A generation-heavy line: short prompts, long generations, so half the values are logprobs. */
 function generationHeavyLine(): { text: string; values: number } {
   let seed = 12345;
-  const random = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const random = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
   const calls: string[] = [];
   let values = 0;
   for (let c = 0; c < 200; c++) {
@@ -65,7 +65,12 @@ function generationHeavyLine(): { text: string; values: number } {
   return { text: `{"rollout_id":"gen-heavy","reward":1,"calls":[${calls.join(",")}]}`, values };
 }
 
-async function scanWorkload(name: string, text: string, values: number, log: (line: string) => void): Promise<ScanBenchRow[]> {
+async function scanWorkload(
+  name: string,
+  text: string,
+  values: number,
+  log: (line: string) => void,
+): Promise<ScanBenchRow[]> {
   const bytes = new TextEncoder().encode(text);
   log(`scan bench: ${name}: ${(bytes.length / 1e6).toFixed(1)} MB, ${values.toLocaleString("en-US")} array values`);
   const simd = await LineScanner.create({ url: wasmUrl(true) });
@@ -77,25 +82,40 @@ async function scanWorkload(name: string, text: string, values: number, log: (li
   bench.add("JSON.parse", () => JSON.parse(decoder.decode(bytes)));
   bench.add("JSON.parse + typed arrays", () =>
     JSON.parse(decoder.decode(bytes), (key, v) =>
-      Array.isArray(v) && (key === "prompt_token_ids" || key === "generation_token_ids") ? Int32Array.from(v) : Array.isArray(v) && key === "generation_log_probs" ? Float32Array.from(v) : v,
+      Array.isArray(v) && (key === "prompt_token_ids" || key === "generation_token_ids")
+        ? Int32Array.from(v)
+        : Array.isArray(v) && key === "generation_log_probs"
+          ? Float32Array.from(v)
+          : v,
     ),
   );
   bench.add("LineScanner (SIMD)", () => simd.scan(bytes));
   bench.add("LineScanner (scalar)", () => scalar.scan(bytes));
   const ms = await medians(bench);
-  return Object.entries(ms).map(([task, medianMs]) => ({ workload: name, task, bytes: bytes.length, values, medianMs, baseline: "JSON.parse" }));
+  return Object.entries(ms).map(([task, medianMs]) => ({
+    workload: name,
+    task,
+    bytes: bytes.length,
+    values,
+    medianMs,
+    baseline: "JSON.parse",
+  }));
 }
 
 export async function runScanBench(log: (line: string) => void = console.log): Promise<ScanBenchRow[]> {
   log("scan bench: generating lines ...");
   const rollout = generateDeepRollout({ targetTokens: 2_000_000, seed: 7 });
-  const deepValues = rollout.calls.reduce((n, c) => n + c.prompt_token_ids.length + c.generation_token_ids.length, 0) + logprobsOf(rollout);
+  const deepValues =
+    rollout.calls.reduce((n, c) => n + c.prompt_token_ids.length + c.generation_token_ids.length, 0) +
+    logprobsOf(rollout);
   const heavy = generationHeavyLine();
   const rows: ScanBenchRow[] = [
     ...(await scanWorkload("deep rollout (prompt-heavy)", lineOf(rollout), deepValues, log)),
     ...(await scanWorkload("generation-heavy (1/2 logprobs)", heavy.text, heavy.values, log)),
   ];
-  log(`scan bench: deep rollout has ${eligibleTokens(rollout).toLocaleString("en-US")} eligible tokens; planning its rows ...`);
+  log(
+    `scan bench: deep rollout has ${eligibleTokens(rollout).toLocaleString("en-US")} eligible tokens; planning its rows ...`,
+  );
 
   const cf = await init();
   const plan = cf.plan(rollout);
@@ -121,7 +141,14 @@ export async function runScanBench(log: (line: string) => void = console.log): P
   plan.release();
   if (sink === 0) throw new Error("nothing written");
   for (const [task, medianMs] of Object.entries(writeMs)) {
-    rows.push({ workload: "rows of the deep rollout", task, bytes: outBytes, values: outValues, medianMs, baseline: "rowToJson + encode" });
+    rows.push({
+      workload: "rows of the deep rollout",
+      task,
+      bytes: outBytes,
+      values: outValues,
+      medianMs,
+      baseline: "rowToJson + encode",
+    });
   }
   return rows;
 }
@@ -129,7 +156,10 @@ export async function runScanBench(log: (line: string) => void = console.log): P
 export function scanTable(rows: ScanBenchRow[]): string {
   const key = (workload: string, task: string) => `${workload}\u0000${task}`;
   const byName = new Map(rows.map((r) => [key(r.workload, r.task), r]));
-  const out = ["| workload | task | MB | median ms | MB/s | values/s | speed-up vs baseline |", "|---|---|---:|---:|---:|---:|---:|"];
+  const out = [
+    "| workload | task | MB | median ms | MB/s | values/s | speed-up vs baseline |",
+    "|---|---|---:|---:|---:|---:|---:|",
+  ];
   for (const r of rows) {
     const base = byName.get(key(r.workload, r.baseline))!;
     out.push(

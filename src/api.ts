@@ -37,17 +37,22 @@ function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Ca
 
 export async function initWith(loadModule: ModuleLoader, options: InitOptions = {}): Promise<Callforest> {
   if (options === null || typeof options !== "object") {
-    throw new TypeError(`init() takes an options object such as { backend: "ts" }, got ${typeof options === "string" ? JSON.stringify(options) : String(options)}`);
+    throw new TypeError(
+      `init() takes an options object such as { backend: "ts" }, got ${typeof options === "string" ? JSON.stringify(options) : String(options)}`,
+    );
   }
   const backend = options.backend ?? "wasm";
-  if (backend !== "wasm" && backend !== "ts") throw new TypeError(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
-  if (options.simd !== undefined && typeof options.simd !== "boolean") throw new TypeError(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
+  if (backend !== "wasm" && backend !== "ts")
+    throw new TypeError(`unknown backend ${JSON.stringify(backend)} (expected "wasm" or "ts")`);
+  if (options.simd !== undefined && typeof options.simd !== "boolean")
+    throw new TypeError(`simd must be true or false, got ${JSON.stringify(options.simd)}`);
   const maxMemory = checkMaxMemory(options.maxMemory);
   if (backend === "ts") {
     const pool = new TsCorePool(Math.min(maxMemory, WASM_MEMORY_MAX_BYTES));
     return makeApi("ts", false, () => pool.acquire());
   }
-  if (typeof WebAssembly === "undefined") throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
+  if (typeof WebAssembly === "undefined")
+    throw new Error('WebAssembly is not available here; use init({ backend: "ts" })');
   const simd = options.simd ?? simdSupported();
   if (simd && !simdSupported()) throw new Error("this runtime has no WebAssembly SIMD; use init({ simd: false })");
   const pool = new WasmCorePool(await loadModule(simd), maxMemory);

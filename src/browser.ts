@@ -22,7 +22,9 @@ export interface BrowserInitOptions extends InitOptions {
 
 // Two literal `new URL(...)` expressions (not a template) so bundlers can see both files.
 function defaultWasmUrl(simd: boolean): URL {
-  return simd ? new URL("../build/core-simd.wasm", import.meta.url) : new URL("../build/core-scalar.wasm", import.meta.url);
+  return simd
+    ? new URL("../build/core-simd.wasm", import.meta.url)
+    : new URL("../build/core-scalar.wasm", import.meta.url);
 }
 
 /** Fetches and compiles one core build; falls back to a buffered compile when the server does not say application/wasm. */
@@ -32,7 +34,10 @@ export async function loadWasm(url: string | URL): Promise<WebAssembly.Module> {
     response = await fetch(url);
   } catch (error) {
     // (fetch's own message, "fetch failed" or "Failed to fetch", names no URL.)
-    throw new Error(`cannot load the callforest core from ${String(url)}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(
+      `cannot load the callforest core from ${String(url)}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   if (!response.ok) throw new Error(`cannot load the callforest core from ${String(url)}: HTTP ${response.status}`);
   const type = response.headers.get("content-type") ?? "";
@@ -45,7 +50,11 @@ export async function loadWasm(url: string | URL): Promise<WebAssembly.Module> {
 /** Loads a backend: WebAssembly by default (SIMD when supported), or `{ backend: "ts" }`. */
 export function init(options: BrowserInitOptions = {}): Promise<Callforest> {
   if (options?.wasmUrl !== undefined && typeof options.wasmUrl !== "function") {
-    return Promise.reject(new TypeError(`wasmUrl must be a function from simd (true or false) to the .wasm file's URL, got ${typeof options.wasmUrl}`));
+    return Promise.reject(
+      new TypeError(
+        `wasmUrl must be a function from simd (true or false) to the .wasm file's URL, got ${typeof options.wasmUrl}`,
+      ),
+    );
   }
   const urlOf = options?.wasmUrl ?? defaultWasmUrl;
   return initWith((simd) => loadWasm(urlOf(simd)), options);

@@ -2,7 +2,6 @@
 // names what and where.
 import { formatFloat32 } from "./output/float32.js";
 
-
 /** "1 row", "2 rows" ("1 leaf", "2 leaves" with `plural`). */
 export function countOf(n: number, noun: string, plural = `${noun}s`): string {
   return `${n} ${n === 1 ? noun : plural}`;
@@ -30,7 +29,9 @@ export function callLabel(call: unknown, index: number): string {
  */
 function listTypedArrays(_key: string, value: unknown): unknown {
   if (value instanceof Float32Array) return Array.from(value, (v) => Number(formatFloat32(v)));
-  return ArrayBuffer.isView(value) && !(value instanceof DataView) ? Array.from(value as unknown as ArrayLike<number>) : value;
+  return ArrayBuffer.isView(value) && !(value instanceof DataView)
+    ? Array.from(value as unknown as ArrayLike<number>)
+    : value;
 }
 
 /**
@@ -51,7 +52,12 @@ function nestedDeeperThan(value: unknown, limit: number): boolean {
   const pending: object[] = [];
   const depths: number[] = [];
   const visit = (child: unknown, depth: number) => {
-    if (typeof child === "object" && child !== null && !ArrayBuffer.isView(child) && (deepest.get(child) ?? 0) < depth) {
+    if (
+      typeof child === "object" &&
+      child !== null &&
+      !ArrayBuffer.isView(child) &&
+      (deepest.get(child) ?? 0) < depth
+    ) {
       deepest.set(child, depth);
       pending.push(child);
       depths.push(depth);

@@ -36,16 +36,32 @@ describe("the built package", () => {
   });
 
   it("packs what users need: the bin, dist, both builds of both cores, the examples and SPEC", () => {
-    const [pack] = JSON.parse(execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }));
+    const [pack] = JSON.parse(
+      execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }),
+    );
     const files = new Set<string>(pack.files.map((f: { path: string }) => f.path));
     for (const file of [
-      "bin/callforest.js", "dist/index.js", "dist/browser.js", "dist/compaction/index.js", "dist/ingest/worker.js", "dist/web/index.html",
-      "build/core-simd.wasm", "build/core-scalar.wasm", "build/scan-simd.wasm", "build/scan-scalar.wasm",
-      "examples/login-bug.json", "examples/gym-observed/rollouts.jsonl", "examples/gym-observed/7-2.tokens.jsonl", "SPEC.md", "README.md",
+      "bin/callforest.js",
+      "dist/index.js",
+      "dist/browser.js",
+      "dist/compaction/index.js",
+      "dist/ingest/worker.js",
+      "dist/web/index.html",
+      "build/core-simd.wasm",
+      "build/core-scalar.wasm",
+      "build/scan-simd.wasm",
+      "build/scan-scalar.wasm",
+      "examples/login-bug.json",
+      "examples/gym-observed/rollouts.jsonl",
+      "examples/gym-observed/7-2.tokens.jsonl",
+      "SPEC.md",
+      "README.md",
     ]) {
       expect(files.has(file), `${file} is not in the package`).toBe(true);
     }
-    expect([...files].filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.startsWith("node_modules/"))).toEqual([]);
+    expect(
+      [...files].filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.startsWith("node_modules/")),
+    ).toEqual([]);
   });
 
   it("runs the README's example as written and prints what the README shows", () => {
@@ -104,12 +120,23 @@ describe("the built package", () => {
           "}",
         ].join("\n"),
       );
-      const base = { target: "ES2022", lib: ["ES2022"], types: ["node"], typeRoots: [join(root, "node_modules/@types")], strict: true, skipLibCheck: false, noEmit: true };
+      const base = {
+        target: "ES2022",
+        lib: ["ES2022"],
+        types: ["node"],
+        typeRoots: [join(root, "node_modules/@types")],
+        strict: true,
+        skipLibCheck: false,
+        noEmit: true,
+      };
       for (const [name, options] of [
         ["nodenext", { module: "NodeNext", moduleResolution: "NodeNext" }],
         ["node10", { module: "ES2022", moduleResolution: "node10" }],
       ] as const) {
-        writeFileSync(join(dir, `${name}.json`), JSON.stringify({ compilerOptions: { ...base, ...options }, files: ["use.ts"] }));
+        writeFileSync(
+          join(dir, `${name}.json`),
+          JSON.stringify({ compilerOptions: { ...base, ...options }, files: ["use.ts"] }),
+        );
         const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, `${name}.json`)]);
         expect([name, tsc.status, tsc.stdout]).toEqual([name, 0, ""]);
       }
@@ -138,9 +165,19 @@ describe("the built package", () => {
 
   it("prints its version, and show reads stdin when given no file", () => {
     const version = run(["bin/callforest.js", "--version"]);
-    expect([version.status, version.stdout.trim()]).toEqual([0, JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version]);
-    const show = spawnSync(process.execPath, ["bin/callforest.js", "show"], { cwd: root, encoding: "utf8", input: readFileSync(join(root, "examples/login-bug.json")) });
-    expect([show.status, show.stdout.split("\n")[0]]).toEqual([0, "rollout login-bug: 12 calls, 12 eligible, 4 trees, 5 leaves, 5 rows"]);
+    expect([version.status, version.stdout.trim()]).toEqual([
+      0,
+      JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version,
+    ]);
+    const show = spawnSync(process.execPath, ["bin/callforest.js", "show"], {
+      cwd: root,
+      encoding: "utf8",
+      input: readFileSync(join(root, "examples/login-bug.json")),
+    });
+    expect([show.status, show.stdout.split("\n")[0]]).toEqual([
+      0,
+      "rollout login-bug: 12 calls, 12 eligible, 4 trees, 5 leaves, 5 rows",
+    ]);
   });
 
   it("answers --help for every command and exits 2 on bad arguments", () => {

@@ -25,12 +25,16 @@ function processesWith(marker: string): number {
 test("a file stuck in a synchronous loop fails the run by name, and its worker is killed", () => {
   const marker = `STUCK_SUITE_RUN=${process.pid}-${Date.now()}`;
   const started = Date.now();
-  const run = spawnSync(process.execPath, [join(ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--root", SUITE], {
-    cwd: SUITE,
-    encoding: "utf8",
-    env: { ...process.env, WATCHDOG_LIMIT_MS: "2000", CI: "true", [marker.split("=")[0]]: marker.split("=")[1] },
-    timeout: 50_000,
-  });
+  const run = spawnSync(
+    process.execPath,
+    [join(ROOT, "node_modules", "vitest", "vitest.mjs"), "run", "--root", SUITE],
+    {
+      cwd: SUITE,
+      encoding: "utf8",
+      env: { ...process.env, WATCHDOG_LIMIT_MS: "2000", CI: "true", [marker.split("=")[0]]: marker.split("=")[1] },
+      timeout: 50_000,
+    },
+  );
   const took = Date.now() - started;
   expect(run.signal).toBeNull(); // ended by itself, not by this test's timeout
   expect(run.status).toBe(1);

@@ -31,7 +31,13 @@ export function renderDetails(host: HTMLElement, plan: Plan, index: number, deco
   pair(list, "agent", call.agent === "" ? "(no agent)" : call.agent, "agent");
   pair(list, "position", `calls[${call.index}]`, "index");
   pair(list, "tokens", `${call.promptLength} prompt + ${call.generationLength} generated`, "lengths");
-  const status = !call.kept ? "not kept (a retry)" : !call.eligible ? "empty generation: no row" : call.root ? "root" : `continues ${call.parent}`;
+  const status = !call.kept
+    ? "not kept (a retry)"
+    : !call.eligible
+      ? "empty generation: no row"
+      : call.root
+        ? "root"
+        : `continues ${call.parent}`;
   pair(list, "link", status, "link");
   if (call.eligible) {
     pair(list, "children", call.children.join(" ") || "–", "children");
@@ -51,22 +57,37 @@ export function renderDetails(host: HTMLElement, plan: Plan, index: number, deco
       sum += lp;
     }
     const mean = sum / call.generationLength;
-    pair(list, "logprobs", `sum ${sum.toFixed(3)} · mean ${mean.toFixed(3)} (p ${Math.exp(mean).toFixed(3)}) · min ${min.toFixed(3)} · max ${max.toFixed(3)}`, "logprobs");
+    pair(
+      list,
+      "logprobs",
+      `sum ${sum.toFixed(3)} · mean ${mean.toFixed(3)} (p ${Math.exp(mean).toFixed(3)}) · min ${min.toFixed(3)} · max ${max.toFixed(3)}`,
+      "logprobs",
+    );
   }
   if (call.media.length > 0) {
     const name = mediaNamer(plan.forest);
     pair(list, "media", call.media.map((m) => `${name(m.id)} at ${m.offset}+${m.length}`).join(", "), "media");
   }
-  if (call.mediaMismatch) pair(list, "media cut", "its media differ from the earlier call whose tokens it extends", "media-cut");
+  if (call.mediaMismatch)
+    pair(list, "media cut", "its media differ from the earlier call whose tokens it extends", "media-cut");
   const notes = plan.report.diagnostics.filter((d) => d.call === call.id);
-  if (notes.length > 0) pair(list, "diagnostics", notes.map((d) => `${d.code}${d.detail ? `: ${d.detail}` : ""}`).join("; "), "diagnostics");
+  if (notes.length > 0)
+    pair(
+      list,
+      "diagnostics",
+      notes.map((d) => `${d.code}${d.detail ? `: ${d.detail}` : ""}`).join("; "),
+      "diagnostics",
+    );
   host.append(title, list);
   if (decoder !== null && row !== undefined) {
     const parent = call.parent === null ? undefined : byId.get(call.parent);
     const from = parent === undefined ? 0 : parent.promptLength + parent.generationLength;
     const added = row.tokenIds.subarray(from, call.promptLength);
     const generated = row.tokenIds.subarray(call.promptLength, call.promptLength + call.generationLength);
-    for (const [label, ids, key] of [[parent === undefined ? "prompt" : `prompt added to ${parent.id}`, added, "prompt-text"], ["generated", generated, "generated-text"]] as const) {
+    for (const [label, ids, key] of [
+      [parent === undefined ? "prompt" : `prompt added to ${parent.id}`, added, "prompt-text"],
+      ["generated", generated, "generated-text"],
+    ] as const) {
       const head = document.createElement("h4");
       head.textContent = `${label} (${ids.length} tokens, ${decoder.name})`;
       const pre = document.createElement("pre");

@@ -3,7 +3,10 @@
 // datalist of every call, agent and row.
 import type { ForestCall } from "../src/browser.js";
 
-export type Found = { kind: "call"; index: number } | { kind: "agent"; agent: string; first: number } | { kind: "row"; row: number };
+export type Found =
+  | { kind: "call"; index: number }
+  | { kind: "agent"; agent: string; first: number }
+  | { kind: "row"; row: number };
 
 export interface FindResult {
   found: Found | null;
@@ -51,10 +54,12 @@ export class Finder {
     const first = this.firstOfAgent.get(q);
     if (first !== undefined) return { found: { kind: "agent", agent: q, first }, matches: 1, nth: 1 };
     const row = /^(?:row\s*|#)(\d+)$/i.exec(q);
-    if (row !== null && Number(row[1]) < this.rows) return { found: { kind: "row", row: Number(row[1]) }, matches: 1, nth: 1 };
+    if (row !== null && Number(row[1]) < this.rows)
+      return { found: { kind: "row", row: Number(row[1]) }, matches: 1, nth: 1 };
     const lower = q.toLowerCase();
     const hits: number[] = [];
-    for (const call of this.forest) if (call.id.toLowerCase().includes(lower) || call.agent.toLowerCase() === lower) hits.push(call.index);
+    for (const call of this.forest)
+      if (call.id.toLowerCase().includes(lower) || call.agent.toLowerCase() === lower) hits.push(call.index);
     if (hits.length === 0) return { found: null, matches: 0, nth: 0 };
     const nth = this.last.query === q ? (this.last.nth % hits.length) + 1 : 1;
     this.last = { query: q, nth };

@@ -29,7 +29,9 @@ export function renderGutter(host: HTMLElement, l: Layout): void {
     const what = lane.subagents > 0 ? ` and its ${lane.subagents} subagent${lane.subagents === 1 ? "" : "s"}` : "";
     button.title = `${lane.collapsed ? "expand" : "collapse"} ${lane.name}'s lane${what}`;
     const label = document.createElement("span");
-    const text = lane.collapsed ? `${lane.name}${lane.agents > 1 ? ` +${lane.agents - 1}` : ""} · ${lane.calls} calls` : lane.label;
+    const text = lane.collapsed
+      ? `${lane.name}${lane.agents > 1 ? ` +${lane.agents - 1}` : ""} · ${lane.calls} calls`
+      : lane.label;
     label.textContent = clipMiddle(text, chars);
     label.title = lane.label;
     tag.append(button, label);

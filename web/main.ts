@@ -2,9 +2,31 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import { FROM_OPTIONS, parseFrom, reportOfImportRejection, usePlan, withImport, type FromOption } from "../src/formats/index.js";
-import { XML_DECLARATION, faultOf, fileSafeId, renderPackedSvg, renderSvg, savingsLine, savingsOf, type DrawablePlan } from "../src/draw/index.js";
-import { holdsOneValue, jsonlItems, parseJsonInput, type ReadItem as LoadedItem, type ReadOptions } from "../src/formats/text.js";
+import {
+  FROM_OPTIONS,
+  parseFrom,
+  reportOfImportRejection,
+  usePlan,
+  withImport,
+  type FromOption,
+} from "../src/formats/index.js";
+import {
+  XML_DECLARATION,
+  faultOf,
+  fileSafeId,
+  renderPackedSvg,
+  renderSvg,
+  savingsLine,
+  savingsOf,
+  type DrawablePlan,
+} from "../src/draw/index.js";
+import {
+  holdsOneValue,
+  jsonlItems,
+  parseJsonInput,
+  type ReadItem as LoadedItem,
+  type ReadOptions,
+} from "../src/formats/text.js";
 import { TOKEN_FILE_SUFFIX, isTokenFileName, memoryTokenSource } from "../src/formats/token-files.js";
 import { renderReport, renderRowsTable } from "./panels.js";
 import { renderStrip } from "./strip.js";
@@ -69,7 +91,14 @@ const SLICE_MS = 50;
  * Calls `each` on every item of a file (a JSONL file line by line, yielding to the browser every
  * SLICE_MS with `doing` and the progress in the status). False when a newer open superseded it.
  */
-async function eachItem(name: string, text: string | Uint8Array, read: ReadOptions, open: number, doing: string, each: (item: LoadedItem, again: () => LoadedItem) => void): Promise<boolean> {
+async function eachItem(
+  name: string,
+  text: string | Uint8Array,
+  read: ReadOptions,
+  open: number,
+  doing: string,
+  each: (item: LoadedItem, again: () => LoadedItem) => void,
+): Promise<boolean> {
   const bytes = typeof text === "string" ? new TextEncoder().encode(text) : text;
   if (holdsOneValue(name, bytes)) {
     // One JSON value: parsed whole either way, so its items are kept.
@@ -92,14 +121,23 @@ async function eachItem(name: string, text: string | Uint8Array, read: ReadOptio
 }
 
 /** Each rollout of a file with its report (its value is read again when shown). Null: superseded. */
-async function planEntries(cf: Callforest, name: string, text: string | Uint8Array, read: ReadOptions, open: number): Promise<Entry[] | null> {
+async function planEntries(
+  cf: Callforest,
+  name: string,
+  text: string | Uint8Array,
+  read: ReadOptions,
+  open: number,
+): Promise<Entry[] | null> {
   const entries: Entry[] = [];
   firstPlan?.release();
   firstPlan = null;
   const planned = await eachItem(name, text, read, open, "planning", (item, again) => {
     // The first rollout is shown at once: its plan (with the packed trees) is kept for that, not made twice.
     if (entries.length === 0 && item.result.ok) {
-      const plan = cf.plan(item.result.rollout, { ...(item.line === undefined ? {} : { line: item.line }), trees: true });
+      const plan = cf.plan(item.result.rollout, {
+        ...(item.line === undefined ? {} : { line: item.line }),
+        trees: true,
+      });
       firstPlan = plan;
       entries.push({ where: item.where, report: withImport(plan.report, item.result), load: again });
     } else entries.push({ where: item.where, report: reportOf(cf, item), load: again });
@@ -118,7 +156,12 @@ let firstPlan: Plan | null = null;
  * Plans every rollout of a file for its report, then shows the first one. The file is read by the
  * CLI's rules (src/formats/text.ts); as bytes, invalid UTF-8 is malformed_json there as here.
  */
-async function openText(name: string, text: string | Uint8Array, read: ReadOptions = {}, open = ++opens): Promise<void> {
+async function openText(
+  name: string,
+  text: string | Uint8Array,
+  read: ReadOptions = {},
+  open = ++opens,
+): Promise<void> {
   const cf = state.cf;
   if (cf === null) throw new Error("the core is still loading: open the file again in a moment");
   if (open !== opens) return; // a newer open started while this one was reading
@@ -142,7 +185,9 @@ async function openText(name: string, text: string | Uint8Array, read: ReadOptio
   select.replaceChildren(options);
   element("rollouts").hidden = state.entries.length < 2;
   const rejected = state.entries.filter((e) => e.report.status === "rejected").length;
-  setStatus(`${name}: ${state.entries.length} rollout${state.entries.length === 1 ? "" : "s"}${rejected > 0 ? `, ${rejected} rejected` : ""}`);
+  setStatus(
+    `${name}: ${state.entries.length} rollout${state.entries.length === 1 ? "" : "s"}${rejected > 0 ? `, ${rejected} rejected` : ""}`,
+  );
   if (state.entries.length === 0) {
     clearViews();
     setStatus(`${name}: no rollouts in this file`, true);
@@ -162,7 +207,11 @@ function clearViews(): void {
 let forestViewer: ForestViewer | null = null;
 /** The picture's viewer, made on first use (it measures its box). */
 function viewer(): ForestViewer {
-  forestViewer ??= new ForestViewer(element("svg-host"), new Minimap(element<HTMLCanvasElement>("minimap")), element("zoom-level"));
+  forestViewer ??= new ForestViewer(
+    element("svg-host"),
+    new Minimap(element<HTMLCanvasElement>("minimap")),
+    element("zoom-level"),
+  );
   return forestViewer;
 }
 let finder: Finder | null = null;
@@ -177,7 +226,10 @@ function showPacked(): void {
   if (!on || state.plan === null) return element("packed-host").replaceChildren();
   const plan = state.plan;
   const width = Math.max(720, element("picture").clientWidth - 2);
-  element("packed-host").innerHTML = renderPackedSvg({ report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }, { width, declaration: false });
+  element("packed-host").innerHTML = renderPackedSvg(
+    { report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees },
+    { width, declaration: false },
+  );
 }
 
 /** Selects a call: marked in the picture with its path, children and owner row; its details and owner row's tokens shown. */
@@ -269,7 +321,11 @@ async function openFiles(files: readonly File[]): Promise<void> {
   const tokenFiles = files.filter((file) => isTokenFileName(file.name));
   const rollouts = files.filter((file) => !isTokenFileName(file.name));
   if (rollouts.length !== 1) {
-    throw new Error(rollouts.length === 0 ? "open a rollout file too (token files only give a gym-observed capture its tokens)" : "open one rollout file at a time (with its .tokens.jsonl files)");
+    throw new Error(
+      rollouts.length === 0
+        ? "open a rollout file too (token files only give a gym-observed capture its tokens)"
+        : "open one rollout file at a time (with its .tokens.jsonl files)",
+    );
   }
   const [file] = rollouts;
   const open = ++opens;
@@ -277,13 +333,19 @@ async function openFiles(files: readonly File[]): Promise<void> {
   await coreLoaded;
   const tokens = new Map<string, Uint8Array>();
   for (const tokenFile of tokenFiles) tokens.set(tokenFile.name, new Uint8Array(await tokenFile.arrayBuffer()));
-  await openText(file.name, new Uint8Array(await file.arrayBuffer()), { from: pageFrom, tokens: memoryTokenSource(tokens) }, open);
+  await openText(
+    file.name,
+    new Uint8Array(await file.arrayBuffer()),
+    { from: pageFrom, tokens: memoryTokenSource(tokens) },
+    open,
+  );
 }
 
 /** A same-origin URL for `path`, or an error naming the query parameter it came from. */
 function ownUrl(path: string, parameter: string): URL {
   const url = new URL(path, location.href);
-  if (url.origin !== location.origin) throw new Error(`?${parameter}= must name a file on this page's own origin, not ${url.origin}`);
+  if (url.origin !== location.origin)
+    throw new Error(`?${parameter}= must name a file on this page's own origin, not ${url.origin}`);
   return url;
 }
 
@@ -315,7 +377,10 @@ async function openUrl(path: string, from: FromOption, tokensBase: string | null
       if (found.ok) tokens.set(file, new Uint8Array(await found.arrayBuffer()));
       if (open !== opens) return;
     }
-    source = { ...source, notFound: (id) => `${id}${TOKEN_FILE_SUFFIX} is not in \`callforest view --tokens\`'s directory` };
+    source = {
+      ...source,
+      notFound: (id) => `${id}${TOKEN_FILE_SUFFIX} is not in \`callforest view --tokens\`'s directory`,
+    };
   }
   await openText(name, bytes, { from, tokens: source }, open);
 }
@@ -371,7 +436,14 @@ function wire(): void {
   const runFind = () => {
     const result = finder!.find(find.value);
     const found = result.found;
-    element("find-status").textContent = found === null ? (find.value.trim() === "" ? "" : "no match") : result.matches > 1 ? `${result.nth} of ${result.matches} (Enter: next)` : "";
+    element("find-status").textContent =
+      found === null
+        ? find.value.trim() === ""
+          ? ""
+          : "no match"
+        : result.matches > 1
+          ? `${result.nth} of ${result.matches} (Enter: next)`
+          : "";
     if (found === null || state.plan === null) return;
     element<HTMLInputElement>("packed-toggle").checked = false;
     showPacked();
@@ -391,7 +463,11 @@ function wire(): void {
       find.focus();
     }
   });
-  tokenizer = new TokenizerPicker(element<HTMLSelectElement>("tokenizer"), element<HTMLInputElement>("tokenizer-file"), (text, error) => setStatus(text, error));
+  tokenizer = new TokenizerPicker(
+    element<HTMLSelectElement>("tokenizer"),
+    element<HTMLInputElement>("tokenizer-file"),
+    (text, error) => setStatus(text, error),
+  );
   tokenizer.onChange = () => {
     if (state.plan === null) return;
     if (state.row >= 0) showRow(state.row, false);
@@ -420,7 +496,14 @@ export interface PageHandle {
   rowsJsonl(): string;
   reportJson(): string;
   /** The picture: its zoom, the last draw's time, where each lane and call is. */
-  picture(): { col: number; fitCol: number; labels: boolean; drawMs: number; width: number; lanes: { agent: string; y: number; height: number; collapsed: boolean }[] } | null;
+  picture(): {
+    col: number;
+    fitCol: number;
+    labels: boolean;
+    drawMs: number;
+    width: number;
+    lanes: { agent: string; y: number; height: number; collapsed: boolean }[];
+  } | null;
   callBox(index: number): { x: number; y: number; width: number; height: number; folded: boolean } | null;
 }
 
@@ -445,7 +528,12 @@ function framed(): boolean {
 
 async function start(): Promise<void> {
   if (framed()) {
-    document.body.replaceChildren(Object.assign(document.createElement("p"), { id: "framed", textContent: "callforest refuses to run inside a frame: open it in its own tab." }));
+    document.body.replaceChildren(
+      Object.assign(document.createElement("p"), {
+        id: "framed",
+        textContent: "callforest refuses to run inside a frame: open it in its own tab.",
+      }),
+    );
     document.body.dataset.ready = "framed";
     return;
   }
@@ -470,14 +558,30 @@ async function start(): Promise<void> {
       const l = viewer().current;
       if (l === null) return null;
       const zoom = viewer().zoom;
-      return { ...zoom, drawMs: viewer().lastDrawMs, width: l.width, lanes: l.lanes.map((lane) => ({ agent: lane.agent, y: lane.y, height: lane.height, collapsed: lane.collapsed })) };
+      return {
+        ...zoom,
+        drawMs: viewer().lastDrawMs,
+        width: l.width,
+        lanes: l.lanes.map((lane) => ({
+          agent: lane.agent,
+          y: lane.y,
+          height: lane.height,
+          collapsed: lane.collapsed,
+        })),
+      };
     },
     callBox: (index) => {
       const l = viewer().current;
       const call = state.plan?.forest[index];
       if (l === null || call === undefined) return null;
       const lane = l.laneOf.get(call.agent)!;
-      return { x: l.x.get(call.id)!, y: lane.y + l.scale.boxTop, width: l.scale.boxW, height: l.scale.boxH, folded: l.folded.has(call.agent) };
+      return {
+        x: l.x.get(call.id)!,
+        y: lane.y + l.scale.boxTop,
+        width: l.scale.boxW,
+        height: l.scale.boxH,
+        folded: l.folded.has(call.agent),
+      };
     },
   };
   const query = new URLSearchParams(location.search);
@@ -488,9 +592,15 @@ async function start(): Promise<void> {
   const userOpened = opens > 0;
   if (input !== null && location.protocol === "file:") {
     // From disk, "its own origin" is every file on the machine: ?input=/etc/passwd would be read.
-    setStatus("?input= is not followed on a page opened from disk (file:): open the file with the button, or drop it here", true);
+    setStatus(
+      "?input= is not followed on a page opened from disk (file:): open the file with the button, or drop it here",
+      true,
+    );
   } else if (from === null) {
-    setStatus(`?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`, true);
+    setStatus(
+      `?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`,
+      true,
+    );
   } else if (input !== null && !userOpened) {
     try {
       await openUrl(input, pageFrom, query.get("tokens"));

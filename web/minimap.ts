@@ -51,7 +51,12 @@ export class Minimap {
       for (const call of plan.forest) {
         const lane = l.laneOf.get(call.agent)!;
         g.fillStyle = call.eligible ? lane.colour : "#bbb";
-        g.fillRect(Math.floor(l.x.get(call.id)! * sx), Math.floor((lane.y - l.lanesTop) * sy), Math.max(1, Math.ceil(l.scale.boxW * sx)), Math.max(1, Math.ceil(lane.height * sy)));
+        g.fillRect(
+          Math.floor(l.x.get(call.id)! * sx),
+          Math.floor((lane.y - l.lanesTop) * sy),
+          Math.max(1, Math.ceil(l.scale.boxW * sx)),
+          Math.max(1, Math.ceil(lane.height * sy)),
+        );
       }
       this.picture = g.getImageData(0, 0, width, height);
     }
@@ -70,6 +75,11 @@ export class Minimap {
     g.lineWidth = 1.5;
     const x = visible.x * sx;
     const y = (visible.y - l.lanesTop) * sy;
-    g.strokeRect(Math.max(1, x), Math.max(1, y), Math.min(this.canvas.width - 2, visible.width * sx), Math.min(this.canvas.height - 2, visible.height * sy));
+    g.strokeRect(
+      Math.max(1, x),
+      Math.max(1, y),
+      Math.min(this.canvas.width - 2, visible.width * sx),
+      Math.min(this.canvas.height - 2, visible.height * sy),
+    );
   }
 }

@@ -10,7 +10,15 @@ function cell(tag: "td" | "th" | "dt" | "dd" | "li", text: string, className?: s
 }
 
 const COUNTS: (keyof Report)[] = [
-  "calls", "eligible", "roots", "leaves", "rows", "captured_tokens", "trained_tokens", "row_tokens", "unique_tokens",
+  "calls",
+  "eligible",
+  "roots",
+  "leaves",
+  "rows",
+  "captured_tokens",
+  "trained_tokens",
+  "row_tokens",
+  "unique_tokens",
 ];
 
 export function renderReport(host: HTMLElement, report: Report, fault: Fault | null, faultCall: unknown): void {
@@ -27,7 +35,10 @@ export function renderReport(host: HTMLElement, report: Report, fault: Fault | n
       const call = faultCall as { id?: unknown; agent?: unknown } | undefined;
       const id = fault.id ?? (typeof call?.id === "string" ? call.id : null);
       const agent = typeof call?.agent === "string" ? ` · agent ${call.agent === "" ? "(none)" : call.agent}` : "";
-      box.append(cell("dt", "call at fault"), cell("dd", `calls[${fault.index}]${id !== null ? ` ${JSON.stringify(id)}` : ""}${agent}`, "fault"));
+      box.append(
+        cell("dt", "call at fault"),
+        cell("dd", `calls[${fault.index}]${id !== null ? ` ${JSON.stringify(id)}` : ""}${agent}`, "fault"),
+      );
       if (id !== null) (box.lastChild as HTMLElement).dataset.call = id;
     }
     host.append(box);
@@ -57,7 +68,8 @@ export function renderRowsTable(host: HTMLElement, plan: Plan | null, onSelect: 
   host.replaceChildren();
   if (plan === null) return;
   const head = document.createElement("tr");
-  for (const h of ["row", "leaf", "agent", "path (root first)", "trains", "context only", "tokens"]) head.append(cell("th", h));
+  for (const h of ["row", "leaf", "agent", "path (root first)", "trains", "context only", "tokens"])
+    head.append(cell("th", h));
   const thead = document.createElement("thead");
   thead.append(head);
   const body = document.createElement("tbody");

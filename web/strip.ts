@@ -12,14 +12,19 @@ import { visible, type TokenDecoder } from "../src/tokenizer/decoder.js";
 const RUN_MIN = 4;
 
 /** Where placeholder runs start and how long they are (decoded mode): media occurrences, and repeated special tokens. */
-function placeholderRuns(row: Row, decoder: TokenDecoder, limit: number): Map<number, { length: number; media: number }> {
+function placeholderRuns(
+  row: Row,
+  decoder: TokenDecoder,
+  limit: number,
+): Map<number, { length: number; media: number }> {
   const runs = new Map<number, { length: number; media: number }>();
   row.media.forEach((item, m) => runs.set(item.offset, { length: item.length, media: m }));
   const covered = new Uint8Array(row.numTokens);
   for (const item of row.media) covered.fill(1, item.offset, item.offset + item.length);
   for (let i = 0; i < Math.min(row.numTokens, limit); ) {
     let j = i + 1;
-    if (!covered[i] && decoder.piece(row.tokenIds[i]).special) while (j < row.numTokens && row.tokenIds[j] === row.tokenIds[i] && !covered[j]) j++;
+    if (!covered[i] && decoder.piece(row.tokenIds[i]).special)
+      while (j < row.numTokens && row.tokenIds[j] === row.tokenIds[i] && !covered[j]) j++;
     if (j - i >= RUN_MIN) runs.set(i, { length: j - i, media: -1 });
     i = j;
   }
@@ -29,7 +34,13 @@ function placeholderRuns(row: Row, decoder: TokenDecoder, limit: number): Map<nu
 /** Tokens drawn before a "show all" button; the DOM stays quick for long rows. */
 export const STRIP_LIMIT = 20_000;
 
-export function renderStrip(host: HTMLElement, row: Row, forest: readonly ForestCall[], limit = STRIP_LIMIT, decoder: TokenDecoder | null = null): void {
+export function renderStrip(
+  host: HTMLElement,
+  row: Row,
+  forest: readonly ForestCall[],
+  limit = STRIP_LIMIT,
+  decoder: TokenDecoder | null = null,
+): void {
   host.replaceChildren();
   const byId = new Map(forest.map((c) => [c.id, c]));
   // Which call generated each position (spans of the path's calls), -1 for prompt tokens.

@@ -1,7 +1,12 @@
 // The tokenizer picker: none (token ids), an OpenAI encoding (its ranks fetched from the page's
 // own origin, where `callforest view` serves them), or a tokenizer file opened here (a Hugging
 // Face tokenizer.json, or a .tiktoken rank file). Nothing is fetched on a page opened from disk.
-import { OPENAI_ENCODINGS, isOpenAiEncoding, openAiRanksPath, type OpenAiEncoding } from "../src/tokenizer/encodings.js";
+import {
+  OPENAI_ENCODINGS,
+  isOpenAiEncoding,
+  openAiRanksPath,
+  type OpenAiEncoding,
+} from "../src/tokenizer/encodings.js";
 import { tokenizerFromText } from "../src/tokenizer/load.js";
 import type { TokenDecoder } from "../src/tokenizer/decoder.js";
 
@@ -48,11 +53,16 @@ export class TokenizerPicker {
     const cached = this.cache.get(name);
     if (cached !== undefined) return this.use(cached);
     if (location.protocol === "file:") {
-      throw new Error(`${name}: a page opened from disk fetches nothing; open gpt-tokenizer's ${OPENAI_ENCODINGS[name]}.tiktoken with "file…" (pick ${name} first for its special tokens), or run callforest view --tokenizer ${name}`);
+      throw new Error(
+        `${name}: a page opened from disk fetches nothing; open gpt-tokenizer's ${OPENAI_ENCODINGS[name]}.tiktoken with "file…" (pick ${name} first for its special tokens), or run callforest view --tokenizer ${name}`,
+      );
     }
     this.say(`loading ${name}…`);
     const response = await fetch(new URL(openAiRanksPath(name), location.href));
-    if (!response.ok) throw new Error(`${name}: no ranks at ${openAiRanksPath(name)} (HTTP ${response.status}); callforest view serves them, or open the .tiktoken file with "file…"`);
+    if (!response.ok)
+      throw new Error(
+        `${name}: no ranks at ${openAiRanksPath(name)} (HTTP ${response.status}); callforest view serves them, or open the .tiktoken file with "file…"`,
+      );
     const decoder = tokenizerFromText(`${name}.tiktoken`, await response.text(), name);
     this.cache.set(name, decoder);
     this.select.value = name;
@@ -63,7 +73,11 @@ export class TokenizerPicker {
   /** A tokenizer file opened in the page; a .tiktoken takes the picked encoding's special tokens. */
   async useFile(file: File): Promise<void> {
     const picked = this.decoder !== null && isOpenAiEncoding(this.decoder.name) ? this.decoder.name : undefined;
-    const decoder = tokenizerFromText(file.name, await file.text(), file.name.endsWith(".tiktoken") ? picked : undefined);
+    const decoder = tokenizerFromText(
+      file.name,
+      await file.text(),
+      file.name.endsWith(".tiktoken") ? picked : undefined,
+    );
     this.select.value = "file";
     this.select.options[this.select.selectedIndex].textContent = `file: ${file.name}`;
     this.say(`tokenizer: ${file.name}`);

@@ -2,7 +2,16 @@
 // as marks when there are many), zooms (buttons, keys, Ctrl/⌘+wheel) and pans (scrolling), with
 // lanes that collapse and a selection. Only what is on screen (and a screen around it) is drawn:
 // a rollout of thousands of calls is a picture of ~100,000 px, drawn a window at a time.
-import { COL, MAX_COL, layout, renderSvg, scaleAt, type DrawablePlan, type Layout, type Window } from "../src/draw/index.js";
+import {
+  COL,
+  MAX_COL,
+  layout,
+  renderSvg,
+  scaleAt,
+  type DrawablePlan,
+  type Layout,
+  type Window,
+} from "../src/draw/index.js";
 import type { ForestCall } from "../src/browser.js";
 import { renderGutter } from "./gutter.js";
 import type { Minimap } from "./minimap.js";
@@ -144,7 +153,9 @@ export class ForestViewer {
   /** Collapses every lane that has subagents (top level first: one click folds a rollout to its leaders). */
   collapseAll(): void {
     if (this.l === null) return;
-    this.collapsed = new Set(this.l.lanes.filter((lane) => lane.depth === 0 && lane.subagents > 0).map((lane) => lane.agent));
+    this.collapsed = new Set(
+      this.l.lanes.filter((lane) => lane.depth === 0 && lane.subagents > 0).map((lane) => lane.agent),
+    );
     this.relayout(() => ({ left: this.host.scrollLeft, top: 0 }));
     this.onCollapse();
   }
@@ -187,8 +198,10 @@ export class ForestViewer {
   private scrollToShow(x: number, y: number, w: number, h: number): void {
     const host = this.host;
     const gutter = this.l!.left;
-    if (x < host.scrollLeft + gutter || x + w > host.scrollLeft + host.clientWidth) host.scrollLeft = x + w / 2 - (host.clientWidth + gutter) / 2;
-    if (y < host.scrollTop || y + h > host.scrollTop + host.clientHeight) host.scrollTop = y + h / 2 - host.clientHeight / 2;
+    if (x < host.scrollLeft + gutter || x + w > host.scrollLeft + host.clientWidth)
+      host.scrollLeft = x + w / 2 - (host.clientWidth + gutter) / 2;
+    if (y < host.scrollTop || y + h > host.scrollTop + host.clientHeight)
+      host.scrollTop = y + h / 2 - host.clientHeight / 2;
   }
 
   /** Centres the view on a picture point (from the minimap). */
@@ -212,7 +225,12 @@ export class ForestViewer {
     const started = performance.now();
     const fitted = this.col === this.fitCol;
     const scale = scaleAt(this.col, this.fitLaneH);
-    this.l = layout(this.plan, fitted ? { fit: Math.max(320, this.host.clientWidth), laneH: this.fitLaneH, collapsed: this.collapsed } : { scale, collapsed: this.collapsed });
+    this.l = layout(
+      this.plan,
+      fitted
+        ? { fit: Math.max(320, this.host.clientWidth), laneH: this.fitLaneH, collapsed: this.collapsed }
+        : { scale, collapsed: this.collapsed },
+    );
     const l = this.l;
     this.wrap.style.width = `${l.width}px`;
     this.wrap.style.height = `${l.height}px`;
@@ -240,13 +258,23 @@ export class ForestViewer {
     const host = this.host;
     const visible = { x: host.scrollLeft, y: host.scrollTop, width: host.clientWidth, height: host.clientHeight };
     const d = this.drawn;
-    const covered = d !== null && visible.x >= d.x && visible.y >= d.y && visible.x + visible.width <= d.x + d.width && visible.y + visible.height <= d.y + d.height;
+    const covered =
+      d !== null &&
+      visible.x >= d.x &&
+      visible.y >= d.y &&
+      visible.x + visible.width <= d.x + d.width &&
+      visible.y + visible.height <= d.y + d.height;
     if (covered && !force) {
       this.minimap.view(visible);
       return;
     }
     // A screen more on every side, so small scrolls draw nothing.
-    const window = { x: visible.x - visible.width, y: visible.y - visible.height, width: 3 * visible.width, height: 3 * visible.height };
+    const window = {
+      x: visible.x - visible.width,
+      y: visible.y - visible.height,
+      width: 3 * visible.width,
+      height: 3 * visible.height,
+    };
     this.layer.innerHTML = renderSvg(this.plan, { declaration: false, layout: this.l, window });
     this.drawn = window;
     this.mark();
@@ -268,7 +296,12 @@ export class ForestViewer {
     if (call >= 0) {
       const selected = plan.forest[call];
       const path = new Set<number>();
-      for (let c = this.byId.get(selected.parent ?? ""); c !== undefined; c = c.parent === null ? undefined : this.byId.get(c.parent)) path.add(c.index);
+      for (
+        let c = this.byId.get(selected.parent ?? "");
+        c !== undefined;
+        c = c.parent === null ? undefined : this.byId.get(c.parent)
+      )
+        path.add(c.index);
       const children = new Set(selected.children.map((id) => this.byId.get(id)!.index));
       for (const g of svg.querySelectorAll<SVGGElement>("g.cf-call")) {
         const index = Number(g.dataset.index);
@@ -277,7 +310,8 @@ export class ForestViewer {
         g.classList.toggle("cf-child", children.has(index));
       }
     }
-    for (const g of svg.querySelectorAll<SVGGElement>("g.cf-row")) g.classList.toggle("cf-owner", Number(g.dataset.row) === row);
+    for (const g of svg.querySelectorAll<SVGGElement>("g.cf-row"))
+      g.classList.toggle("cf-owner", Number(g.dataset.row) === row);
   }
 
   private wheel(event: WheelEvent): void {

@@ -18,7 +18,9 @@ function inlineEntry(): Plugin {
       for (const [name, chunk] of Object.entries(bundle)) {
         if (chunk.type !== "chunk") continue;
         if (chunk.code.includes("<!--")) this.error(`${name} contains "<!--", which cannot be inlined into a <script>`);
-        const tag = new RegExp(`<script type="module"[^>]*src="[./]*${chunk.fileName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"[^>]*></script>`);
+        const tag = new RegExp(
+          `<script type="module"[^>]*src="[./]*${chunk.fileName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}"[^>]*></script>`,
+        );
         if (!tag.test(source)) this.error(`no <script> tag for ${chunk.fileName} in index.html`);
         const code = chunk.code.replace(/<\/(script)/gi, "<\\/$1");
         source = source.replace(tag, () => `<script type="module">\n${code}</script>`);

@@ -26,7 +26,21 @@ export const EX_SOFTWARE = 70;
 export const CLOSED_PIPE = 141;
 
 /** System calls that write (or create) what they name; any other is reported as a read. */
-const WRITES = new Set(["write", "writev", "mkdir", "rename", "unlink", "rmdir", "ftruncate", "fsync", "copyfile", "symlink", "link", "utime", "chmod"]);
+const WRITES = new Set([
+  "write",
+  "writev",
+  "mkdir",
+  "rename",
+  "unlink",
+  "rmdir",
+  "ftruncate",
+  "fsync",
+  "copyfile",
+  "symlink",
+  "link",
+  "utime",
+  "chmod",
+]);
 
 function systemMessage(error: SystemError): string {
   const syscall = error.syscall ?? "";
@@ -50,7 +64,8 @@ export function failureOf(error: unknown): Failure {
   // The reader of a pipe we write (stdout, -o /dev/stdout, a FIFO) stopped reading: its choice,
   // not an error worth a line (as SIGPIPE would end any Unix tool).
   if (error instanceof FileError && error.code === "EPIPE") return { exitCode: CLOSED_PIPE, message: "" };
-  if (error instanceof UsageError || error instanceof StrictFailure) return { exitCode: error.exitCode, message: errorLine(error) };
+  if (error instanceof UsageError || error instanceof StrictFailure)
+    return { exitCode: error.exitCode, message: errorLine(error) };
   if (error instanceof FileError) return { exitCode: 2, message: errorLine(error) };
   // A limit of this machine or process (address space), not a bug in callforest.
   if (error instanceof CoreUnavailableError) return { exitCode: 2, message: errorLine(error) };

@@ -34,7 +34,10 @@ export function addInputOptions(command: Command, { backend = true, media = fals
     .option("--from <format>", `input format: ${FROM_OPTIONS.join(", ")}`, "auto")
     .option("--tokens <dir>", "gym-observed: directory of <rollout_id>.tokens.jsonl token entries");
   if (media) {
-    command.option("--media-token <ids>", "gym-compaction: the model's media placeholder token id(s), comma-separated; each media occurrence is placed on a run of them in the prompt");
+    command.option(
+      "--media-token <ids>",
+      "gym-compaction: the model's media placeholder token id(s), comma-separated; each media occurrence is placed on a run of them in the prompt",
+    );
   }
   if (backend) addBackendOption(command);
   return command;
@@ -47,7 +50,9 @@ const MAX_TOKEN_ID = 0x7fffffff;
 export function parseMediaTokens(text: string): number[] {
   const parts = text.split(",");
   if (!parts.every((part) => /^\d+$/.test(part) && Number(part) <= MAX_TOKEN_ID)) {
-    throw new UsageError(`--media-token must be token ids (integers in [0, ${MAX_TOKEN_ID}]) separated by commas, got '${text}'`);
+    throw new UsageError(
+      `--media-token must be token ids (integers in [0, ${MAX_TOKEN_ID}]) separated by commas, got '${text}'`,
+    );
   }
   return parts.map(Number);
 }
@@ -64,7 +69,11 @@ export function addBackendOption(command: Command): Command {
 export function parseInteger(option: string, text: string, { min = 1, max = Number.MAX_SAFE_INTEGER } = {}): number {
   const value = Number(text);
   if (!/^\d+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
-    throw new UsageError(min === 1 ? `${option} must be a positive integer, got '${text}'` : `${option} must be an integer >= ${min}, got '${text}'`);
+    throw new UsageError(
+      min === 1
+        ? `${option} must be a positive integer, got '${text}'`
+        : `${option} must be an integer >= ${min}, got '${text}'`,
+    );
   }
   if (value > max) throw new UsageError(`${option} must be at most ${max}, got '${text}'`);
   return value;
@@ -117,7 +126,10 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
   // The files stdout and stderr go to: an output file that is one of them would be emptied under
   // the shell's redirection (`-o log 2>>log`), whatever writes to the stream.
   const streamFiles = new Map<string, string>();
-  for (const [fd, where] of [[2, "where stderr goes"], [1, "where stdout goes"]] as const) {
+  for (const [fd, where] of [
+    [2, "where stderr goes"],
+    [1, "where stdout goes"],
+  ] as const) {
     const id = redirected(fd);
     if (id !== null) streamFiles.set(id, where);
   }
@@ -137,7 +149,8 @@ export function checkOutputs(inputs: readonly string[], outputs: readonly [strin
       continue;
     }
     const sharing = streams.get(stream);
-    if (sharing !== undefined) throw new UsageError(`${named}: ${sharing} writes to ${stream} too; write one of them somewhere else`);
+    if (sharing !== undefined)
+      throw new UsageError(`${named}: ${sharing} writes to ${stream} too; write one of them somewhere else`);
     streams.set(stream, named);
     // A stream redirected to an input (`rows x >> x`) would read its own output back. (stdout
     // and stderr on one file, as `>f 2>&1`, is the shell's choice: both append in turn.)
@@ -158,7 +171,8 @@ function whereCreated(path: string, depth = 0): string {
   const absolute = resolve(path);
   if (depth < 40) {
     try {
-      if (lstatSync(absolute).isSymbolicLink()) return whereCreated(resolve(dirname(absolute), readlinkSync(absolute)), depth + 1);
+      if (lstatSync(absolute).isSymbolicLink())
+        return whereCreated(resolve(dirname(absolute), readlinkSync(absolute)), depth + 1);
     } catch {
       // not there at all
     }
@@ -180,7 +194,8 @@ function whereCreated(path: string, depth = 0): string {
  */
 export function checkInputs(inputs: readonly string[], options: ReadArguments): ReadOptions & { from: FromOption } {
   const from = parseFrom(options.from);
-  if (from === null) throw new UsageError(`unknown --from format '${options.from}': expected ${FROM_OPTIONS.join(", ")}`);
+  if (from === null)
+    throw new UsageError(`unknown --from format '${options.from}': expected ${FROM_OPTIONS.join(", ")}`);
   const media = options.mediaToken === undefined ? {} : { mediaTokens: parseMediaTokens(options.mediaToken) };
   for (const input of inputs) {
     let isDirectory: boolean;
@@ -194,7 +209,8 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
     if (isDirectory) throw new UsageError(`cannot read ${inputName(input)}: is a directory`);
   }
   if (options.tokens === undefined) {
-    if (from === "gym-observed") throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");
+    if (from === "gym-observed")
+      throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");
     return { from, ...media };
   }
   let tokensIsDirectory = false;

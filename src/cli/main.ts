@@ -31,7 +31,8 @@ export function buildProgram(): Command {
 
 /** The version in the package's package.json (beside dist/ and src/ alike). */
 function packageVersion(): string {
-  return (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+  return (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string })
+    .version;
 }
 
 /** Runs the CLI; resolves to the process exit code. */

@@ -47,10 +47,13 @@ export function sharesStderrTerminal(outputs: readonly (string | undefined)[]): 
   const terminal = deviceOf("/dev/stderr");
   // /dev/tty is the process's own terminal by another device number: take it for stderr's.
   const controlling = deviceOf("/dev/tty");
-  return terminal !== null && outputs.some((path) => {
-    const device = deviceOf(path);
-    return device !== null && (device === terminal || device === controlling);
-  });
+  return (
+    terminal !== null &&
+    outputs.some((path) => {
+      const device = deviceOf(path);
+      return device !== null && (device === terminal || device === controlling);
+    })
+  );
 }
 
 const MB = 1 << 20;
@@ -60,14 +63,21 @@ const SILENT: Progress = { update() {}, write: (text) => void process.stderr.wri
  * The bar when `stream` is a terminal and not `quiet`, else a no-op. `totalBytes` null (stdin)
  * shows the counts without a percentage or ETA.
  */
-export function startProgress(totalBytes: number | null, quiet: boolean, stream: NodeJS.WriteStream = process.stderr): Progress {
+export function startProgress(
+  totalBytes: number | null,
+  quiet: boolean,
+  stream: NodeJS.WriteStream = process.stderr,
+): Progress {
   if (quiet || !stream.isTTY) return SILENT;
   const { SingleBar, Presets } = createRequire(import.meta.url)("cli-progress") as CliProgress;
   const known = totalBytes !== null && totalBytes > 0;
   const format = known
     ? "{bar} {percentage}% | {rollouts} rollouts | {read}/{size} MB | {rows} rows | {speed} MB/s | ETA {eta_formatted}"
     : "{rollouts} rollouts | {read} MB | {rows} rows | {speed} MB/s";
-  const bar = new SingleBar({ format, stream, hideCursor: true, clearOnComplete: true, fps: 5, etaBuffer: 50, gracefulExit: true }, Presets.shades_classic);
+  const bar = new SingleBar(
+    { format, stream, hideCursor: true, clearOnComplete: true, fps: 5, etaBuffer: 50, gracefulExit: true },
+    Presets.shades_classic,
+  );
   const started = Date.now();
   const payload = (counts: ProgressCounts) => {
     const seconds = Math.max((Date.now() - started) / 1000, 1e-3);

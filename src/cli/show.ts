@@ -21,7 +21,11 @@ function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>, medi
 function table(header: string[], body: string[][]): string[] {
   // A loop, not Math.max(...spread): a rollout may have more rows than a call takes arguments.
   const widths = header.map((h, i) => body.reduce((widest, r) => Math.max(widest, r[i].length), h.length));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i])).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
   return [line(header), ...body.map(line)];
 }
 
@@ -34,7 +38,10 @@ function packedTables(plan: Plan): string[] {
   const binned = plan.bins.length > 0;
   const records = binned ? plan.bins : plan.trees;
   for (const record of records) {
-    const name = "root" in record ? `tree ${record.index} (root ${oneLine(record.root)})` : `bin ${record.index} (roots ${oneLine(record.roots.join(" "))})`;
+    const name =
+      "root" in record
+        ? `tree ${record.index} (root ${oneLine(record.root)})`
+        : `bin ${record.index} (roots ${oneLine(record.roots.join(" "))})`;
     out.push("", `${name}: ${countOf(record.numTokens, "token")}`);
     const body = record.segments.map((s, i) => {
       const cells = [String(i), oneLine(s.call), String(s.parent), String(s.start), String(s.length), String(s.end)];
@@ -45,7 +52,10 @@ function packedTables(plan: Plan): string[] {
     for (const line of table(header, body)) out.push(`  ${line}`);
   }
   const packed = records.reduce((n, r) => n + r.numTokens, 0);
-  out.push("", `packed: ${packed} tokens in ${countOf(records.length, binned ? "bin" : "tree")}, for ${plan.report.row_tokens} in rows`);
+  out.push(
+    "",
+    `packed: ${packed} tokens in ${countOf(records.length, binned ? "bin" : "tree")}, for ${plan.report.row_tokens} in rows`,
+  );
   return out;
 }
 
@@ -91,7 +101,9 @@ export function renderPlan(plan: Plan): string {
   if (mismatched.length > 0) {
     // Said once, not on every marked call: what the mark means and what it did.
     const list = oneLine(mismatched.map((c) => c.id).join(", "));
-    out.push(`  media mismatch (${list}): the call's tokens extend an earlier call whose media differ, so it is a root or continues a shorter call`);
+    out.push(
+      `  media mismatch (${list}): the call's tokens extend an earlier call whose media differ, so it is a root or continues a shorter call`,
+    );
   }
   out.push("", "rows");
   const body = plan.rows.map((row) => [

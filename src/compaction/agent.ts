@@ -2,7 +2,14 @@
 // compaction on, each request goes policy → schedule → materialization → controller → guards,
 // and the exact token evidence of each generation is recorded.
 import type { Rollout } from "../types.js";
-import { compactionBody, plainBody, tokenizeBody, type ModelCall, type ModelClient, type RequestParts } from "./client.js";
+import {
+  compactionBody,
+  plainBody,
+  tokenizeBody,
+  type ModelCall,
+  type ModelClient,
+  type RequestParts,
+} from "./client.js";
 import { ContextController, type PreparedCall } from "./controller.js";
 import { canonicalJson, sha256Hex } from "./digest.js";
 import type { Environment, Observation } from "./environment.js";
@@ -16,19 +23,33 @@ import {
   type EvidenceRecord,
   type StopReason,
 } from "./evidence.js";
-import { hasGuards, measureGuards, validateGuards, type GuardConfig, type GuardEvaluation, type GuardOutcome, type GuardRound } from "./guards.js";
+import {
+  hasGuards,
+  measureGuards,
+  validateGuards,
+  type GuardConfig,
+  type GuardEvaluation,
+  type GuardOutcome,
+  type GuardRound,
+} from "./guards.js";
 import { SemanticHistory, type HistoryEntry, type UserPart } from "./history.js";
 import { entryKeys, materialize, type MaterializedView } from "./materialize.js";
 import { MediaStore, type MediaRecord } from "./media.js";
 import { mediaSpans } from "./media-spans.js";
-import { identityPolicy, } from "./policies.js";
+import { identityPolicy } from "./policies.js";
 import type { ResponsesResponse, TokenizeBody } from "./responses.js";
 import { createScheduler, type ScheduledView, type Scheduler } from "./schedules.js";
 import { isTokenId } from "./token-rules.js";
 import { ProvenanceRecorder } from "./provenance.js";
 import { withPartialRun } from "./partial.js";
 import { resourcesEnvironment, type GymRunBody, type ResourcesServer, type ResourcesSession } from "./resources.js";
-import { gymResponse, transportResponse, type GymResponse, type GymResponseInputs, type TurnRecord } from "./gym-response.js";
+import {
+  gymResponse,
+  transportResponse,
+  type GymResponse,
+  type GymResponseInputs,
+  type TurnRecord,
+} from "./gym-response.js";
 
 import type { CompactionOptions } from "./options.js";
 export type { CompactionOptions };
@@ -125,8 +146,14 @@ interface CallView {
   prepared: PreparedCall | null;
 }
 
-async function appendObservation(run: Run, obs: Observation, turn: number, call?: { callId: string; name: string }): Promise<void> {
-  if (typeof obs?.text !== "string") throw new CompactionError(`environment: observation after turn ${turn} has no text`);
+async function appendObservation(
+  run: Run,
+  obs: Observation,
+  turn: number,
+  call?: { callId: string; name: string },
+): Promise<void> {
+  if (typeof obs?.text !== "string")
+    throw new CompactionError(`environment: observation after turn ${turn} has no text`);
   const images: UserPart[] = [];
   for (const image of obs.images ?? []) {
     const before = run.media.size;
@@ -141,7 +168,12 @@ async function appendObservation(run: Run, obs: Observation, turn: number, call?
   run.history.append({ kind: "function_output", origin: "environment", turn, callId: call.callId, output: obs.text });
   if (images.length) {
     // Responses function outputs are text: the images follow as a user message (one image group)
-    run.history.append({ kind: "user", origin: "environment", turn, parts: [{ type: "text", text: `Observation after ${call.name}:` }, ...images] });
+    run.history.append({
+      kind: "user",
+      origin: "environment",
+      turn,
+      parts: [{ type: "text", text: `Observation after ${call.name}:` }, ...images],
+    });
   }
 }
 
@@ -150,11 +182,31 @@ function appendOutput(run: Run, response: ResponsesResponse, turn: number): Hist
   return response.output.map((item) => {
     switch (item.type) {
       case "reasoning":
-        return run.history.append({ kind: "reasoning", origin: "model", turn, id: item.id, text: (item.content ?? []).map((c) => c.text).join("") });
+        return run.history.append({
+          kind: "reasoning",
+          origin: "model",
+          turn,
+          id: item.id,
+          text: (item.content ?? []).map((c) => c.text).join(""),
+        });
       case "function_call":
-        return run.history.append({ kind: "function_call", origin: "model", turn, id: item.id, callId: item.call_id, name: item.name, arguments: item.arguments });
+        return run.history.append({
+          kind: "function_call",
+          origin: "model",
+          turn,
+          id: item.id,
+          callId: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+        });
       case "message":
-        return run.history.append({ kind: "message", origin: "model", turn, id: item.id, text: (item.content ?? []).map((c) => c.text).join("") });
+        return run.history.append({
+          kind: "message",
+          origin: "model",
+          turn,
+          id: item.id,
+          text: (item.content ?? []).map((c) => c.text).join(""),
+        });
       default:
         throw new CompactionError(`call ${turn}: unsupported output item type ${(item as { type: string }).type}`);
     }
@@ -176,7 +228,9 @@ function requestParts(run: Run, view: MaterializedView): RequestParts {
 
 function buildCall(run: Run, cv: CallView): ModelCall {
   const parts = requestParts(run, cv.view);
-  return cv.prepared ? { endpoint: "context_compaction", body: compactionBody(parts, cv.prepared.requiredPrefix) } : { endpoint: "responses", body: plainBody(parts) };
+  return cv.prepared
+    ? { endpoint: "context_compaction", body: compactionBody(parts, cv.prepared.requiredPrefix) }
+    : { endpoint: "responses", body: plainBody(parts) };
 }
 
 async function viewForCall(run: Run, callId: string, entries: readonly HistoryEntry[]): Promise<CallView> {
@@ -191,7 +245,12 @@ function prepare(run: Run, callId: string, scheduled: ScheduledView, view: Mater
   // Instructions and tools are rendered before the items: a change is a boundary too.
   const { instructions, tools } = requestParts(run, view);
   const header = canonicalJson({ instructions: instructions ?? null, tools: tools ?? null });
-  return run.controller.prepare(callId, view, { policy: plan.policy, trigger, retained: plan.retained, omitted: plan.omitted }, header);
+  return run.controller.prepare(
+    callId,
+    view,
+    { policy: plan.policy, trigger, retained: plan.retained, omitted: plan.omitted },
+    header,
+  );
 }
 
 /**
@@ -199,7 +258,12 @@ function prepare(run: Run, callId: string, scheduled: ScheduledView, view: Mater
  * recompacts once; the call is admitted after compaction or rejected. Returns the view to send,
  * or null when rejected.
  */
-async function admit(run: Run, callId: string, entries: readonly HistoryEntry[], cv: CallView): Promise<CallView | null> {
+async function admit(
+  run: Run,
+  callId: string,
+  entries: readonly HistoryEntry[],
+  cv: CallView,
+): Promise<CallView | null> {
   const guards = run.guards;
   if (!hasGuards(guards)) return cv;
   const measure = async (c: CallView): Promise<GuardRound> => ({
@@ -232,7 +296,11 @@ async function retryAfter(run: Run, error: unknown, attempt: number): Promise<bo
 }
 
 /** Sends the call, retrying transient failures; every attempt is recorded. */
-async function send(run: Run, callId: string, cv: CallView): Promise<{ response: ResponsesResponse; attempts: number; call: ModelCall }> {
+async function send(
+  run: Run,
+  callId: string,
+  cv: CallView,
+): Promise<{ response: ResponsesResponse; attempts: number; call: ModelCall }> {
   for (let attempt = 1; ; attempt++) {
     // A retry rebuilds the request; the controller hands back the same pending decision.
     if (cv.prepared) cv.prepared = prepare(run, callId, cv.scheduled, cv.view);
@@ -242,7 +310,12 @@ async function send(run: Run, callId: string, cv: CallView): Promise<{ response:
       run.attempts.push({ call_id: callId, attempt, status: "ok" });
       return { response, attempts: attempt, call };
     } catch (error) {
-      run.attempts.push({ call_id: callId, attempt, status: "failed", error: error instanceof Error ? error.message : String(error) });
+      run.attempts.push({
+        call_id: callId,
+        attempt,
+        status: "failed",
+        error: error instanceof Error ? error.message : String(error),
+      });
       if (!(await retryAfter(run, error, attempt))) throw error;
     }
   }
@@ -264,7 +337,11 @@ function countTokens(run: Run, body: TokenizeBody): Promise<number> {
 }
 
 /** Runs the model's function calls; returns how many ran and whether the episode ended. */
-async function act(run: Run, output: readonly HistoryEntry[], turn: number): Promise<{ actions: number; done: boolean }> {
+async function act(
+  run: Run,
+  output: readonly HistoryEntry[],
+  turn: number,
+): Promise<{ actions: number; done: boolean }> {
   let actions = 0;
   for (const entry of output) {
     if (entry.kind !== "function_call") continue;
@@ -294,12 +371,27 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
   const generation = extractGeneration(callId, sent.response);
   run.provenance.note(`call ${callId} (response ${sent.response.id})`, sent.response);
   // Checked now, not only when the rollout is built: a prompt whose placeholder runs do not match the images shown stops the run at this call.
-  if (run.imagePlaceholderToken !== null) mediaSpans(`call ${callId}`, generation.prompt_token_ids, cv.view.mediaIds, run.imagePlaceholderToken);
+  if (run.imagePlaceholderToken !== null)
+    mediaSpans(`call ${callId}`, generation.prompt_token_ids, cv.view.mediaIds, run.imagePlaceholderToken);
   const output = appendOutput(run, sent.response, turn);
   run.lastResponse = sent.response;
-  run.turns.push({ callId, turn, plan: cv.scheduled.plan, output: output.map((e) => e.seq), finishReason: sent.response.incomplete_details?.reason ?? null, usage: sent.response.usage });
+  run.turns.push({
+    callId,
+    turn,
+    plan: cv.scheduled.plan,
+    output: output.map((e) => e.seq),
+    finishReason: sent.response.incomplete_details?.reason ?? null,
+    usage: sent.response.usage,
+  });
   const { prepared, view, scheduled } = cv;
-  if (prepared) run.controller.acknowledge(prepared, view, entryKeys(output, run.media), generation.prompt_token_ids, generation.generation_token_ids);
+  if (prepared)
+    run.controller.acknowledge(
+      prepared,
+      view,
+      entryKeys(output, run.media),
+      generation.prompt_token_ids,
+      generation.generation_token_ids,
+    );
   const parent = prepared?.parentCall ? run.calls.find((c) => c.call_id === prepared.parentCall) : undefined;
   run.calls.push({
     call_id: callId,
@@ -328,7 +420,8 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
 }
 
 function checkOptions(opts: RunAgentOptions): void {
-  if (!Number.isInteger(opts.maxTurns) || opts.maxTurns < 1) throw new CompactionError(`runAgent: maxTurns must be a positive integer (got ${opts.maxTurns})`);
+  if (!Number.isInteger(opts.maxTurns) || opts.maxTurns < 1)
+    throw new CompactionError(`runAgent: maxTurns must be a positive integer (got ${opts.maxTurns})`);
   // NaN would retry forever (attempt > NaN is never true).
   if (opts.retries !== undefined && !(Number.isInteger(opts.retries) && opts.retries >= 0)) {
     throw new CompactionError(`runAgent: retries must be a non-negative integer (got ${opts.retries})`);
@@ -337,15 +430,23 @@ function checkOptions(opts: RunAgentOptions): void {
     throw new CompactionError(`runAgent: retryDelayMs must be a non-negative number (got ${opts.retryDelayMs})`);
   }
   // Checked before any request: the evidence would fail at the end, after every call was made.
-  for (const [name, value] of [["agent", opts.agent], ["rolloutId", opts.rolloutId]] as const) {
-    if (value !== undefined && (typeof value !== "string" || value === "")) throw new CompactionError(`runAgent: ${name} must be a non-empty string (got ${JSON.stringify(value)})`);
+  for (const [name, value] of [
+    ["agent", opts.agent],
+    ["rolloutId", opts.rolloutId],
+  ] as const) {
+    if (value !== undefined && (typeof value !== "string" || value === ""))
+      throw new CompactionError(`runAgent: ${name} must be a non-empty string (got ${JSON.stringify(value)})`);
   }
-  if (!opts.environment === !opts.resources) throw new CompactionError("runAgent: give exactly one of environment and resources");
+  if (!opts.environment === !opts.resources)
+    throw new CompactionError("runAgent: give exactly one of environment and resources");
   const skipReward = opts.resources?.skipVerificationReward;
-  if (skipReward !== undefined && !Number.isFinite(skipReward)) throw new CompactionError(`runAgent: resources.skipVerificationReward must be a finite number (got ${skipReward})`);
+  if (skipReward !== undefined && !Number.isFinite(skipReward))
+    throw new CompactionError(`runAgent: resources.skipVerificationReward must be a finite number (got ${skipReward})`);
   const placeholder = opts.model?.imagePlaceholderToken;
   if (placeholder !== undefined && !isTokenId(placeholder)) {
-    throw new CompactionError(`runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`);
+    throw new CompactionError(
+      `runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`,
+    );
   }
 }
 
@@ -354,11 +455,19 @@ function newRun(opts: RunAgentOptions): Run {
   const policy = compaction ? compaction.policy : identityPolicy();
   const resources = opts.resources;
   const session = resources ? resources.server.session() : null;
-  const environment = session ? resourcesEnvironment(session, resources!.runBody, resources!.observe) : opts.environment!;
+  const environment = session
+    ? resourcesEnvironment(session, resources!.runBody, resources!.observe)
+    : opts.environment!;
   let params: Record<string, unknown> | undefined;
   if (resources) {
     // The run body's other request params travel with every model call, as in Gym's agent.
-    const { input: _input, tools: _tools, instructions: _instructions, model: _model, ...rest } = resources.runBody.responses_create_params;
+    const {
+      input: _input,
+      tools: _tools,
+      instructions: _instructions,
+      model: _model,
+      ...rest
+    } = resources.runBody.responses_create_params;
     params = rest;
   }
   return {
@@ -436,7 +545,13 @@ async function failed(run: Run, error: unknown): Promise<Error> {
   } catch (e) {
     rolloutError = e instanceof Error ? e.message : String(e);
   }
-  return withPartialRun(error, { complete: false, failed_call: run.current, evidence, rollout, rollout_error: rolloutError });
+  return withPartialRun(error, {
+    complete: false,
+    failed_call: run.current,
+    evidence,
+    rollout,
+    rollout_error: rolloutError,
+  });
 }
 
 /** Gym's `/run` after the episode: `/verify` (or its skip), the reward, and the row it returns. */
@@ -467,7 +582,14 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
     }
     run.scheduler.finish();
     const evidence = await evidenceOf(run, stopReason, opts.resources ? 0 : run.environment.reward());
-    const result: RunAgentResult = { response: run.lastResponse, evidence, rollout: null as unknown as Rollout, stopReason, history: run.history, media: run.media };
+    const result: RunAgentResult = {
+      response: run.lastResponse,
+      evidence,
+      rollout: null as unknown as Rollout,
+      stopReason,
+      history: run.history,
+      media: run.media,
+    };
     if (opts.gymResponse || opts.resources) result.gymResponse = await gymResponse(gymInputs(run, evidence));
     if (opts.resources) {
       const { reward, row } = await score(run, result.gymResponse!);

@@ -3,7 +3,14 @@
 // sender refuses any key outside its endpoint's list before anything goes on the wire.
 import { CompactionError, ModelHttpError } from "./errors.js";
 import { isTokenId } from "./token-rules.js";
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, checkHttpOptions, parseAnswer, postJson, type FetchLike } from "./http.js";
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  checkHttpOptions,
+  parseAnswer,
+  postJson,
+  type FetchLike,
+} from "./http.js";
 export type { FetchLike } from "./http.js";
 import {
   COMPACTION_BODY_KEYS,
@@ -35,7 +42,8 @@ export function plainBody(parts: RequestParts): PlainResponsesBody {
   if (parts.tools !== undefined && parts.tools.length > 0) body.tools = parts.tools;
   if (parts.maxOutputTokens !== undefined) body.max_output_tokens = parts.maxOutputTokens;
   if (parts.temperature !== undefined) body.temperature = parts.temperature;
-  for (const [key, value] of Object.entries(parts.params ?? {})) if (!(key in body) && value !== undefined) body[key] = value;
+  for (const [key, value] of Object.entries(parts.params ?? {}))
+    if (!(key in body) && value !== undefined) body[key] = value;
   return body;
 }
 
@@ -71,8 +79,10 @@ const ALLOWED_KEYS: Record<ModelCall["endpoint"] | "tokenize", readonly string[]
 export function assertBodyKeys(endpoint: keyof typeof ALLOWED_KEYS, body: object): void {
   const allowed = ALLOWED_KEYS[endpoint];
   for (const [key, value] of Object.entries(body)) {
-    if (!allowed.includes(key)) throw new CompactionError(`model client: key "${key}" is not allowed in a ${ENDPOINT_PATHS[endpoint]} body`);
-    if (value === null || value === undefined) throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
+    if (!allowed.includes(key))
+      throw new CompactionError(`model client: key "${key}" is not allowed in a ${ENDPOINT_PATHS[endpoint]} body`);
+    if (value === null || value === undefined)
+      throw new CompactionError(`model client: key "${key}" is ${value} in a ${ENDPOINT_PATHS[endpoint]} body`);
     // JSON.stringify would send NaN or Infinity as null: the same silent default, by another
     // road — at any depth (a tool schema's `maximum: Infinity` included).
     const bad = nonFinite(value);
@@ -133,11 +143,15 @@ export interface ModelClientOptions {
  * `{count, max_model_len, tokens}` (its count must then be the tokens' length).
  */
 export function tokenCountOf(url: string, answer: unknown): number {
-  const refuse = (why: string) => new ModelHttpError(`POST ${url}: ${why}, expected {tokens} or {count, max_model_len, tokens}`, 200, false);
-  if (typeof answer !== "object" || answer === null || Array.isArray(answer)) throw refuse(`the answer is ${JSON.stringify(answer)?.slice(0, 80)}`);
+  const refuse = (why: string) =>
+    new ModelHttpError(`POST ${url}: ${why}, expected {tokens} or {count, max_model_len, tokens}`, 200, false);
+  if (typeof answer !== "object" || answer === null || Array.isArray(answer))
+    throw refuse(`the answer is ${JSON.stringify(answer)?.slice(0, 80)}`);
   const { tokens, count } = answer as { tokens?: unknown; count?: unknown };
-  if (!Array.isArray(tokens) || !tokens.every(isTokenId)) throw refuse(`the answer's tokens is ${JSON.stringify(tokens)?.slice(0, 80) ?? "missing"}`);
-  if (count !== undefined && count !== tokens.length) throw refuse(`the answer's count ${JSON.stringify(count)} is not its ${tokens.length} tokens`);
+  if (!Array.isArray(tokens) || !tokens.every(isTokenId))
+    throw refuse(`the answer's tokens is ${JSON.stringify(tokens)?.slice(0, 80) ?? "missing"}`);
+  if (count !== undefined && count !== tokens.length)
+    throw refuse(`the answer's count ${JSON.stringify(count)} is not its ${tokens.length} tokens`);
   return tokens.length;
 }
 
@@ -152,9 +166,17 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
   }
   const placeholder = options.imagePlaceholderToken;
   if (placeholder !== undefined && !isTokenId(placeholder)) {
-    throw new CompactionError(`model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`);
+    throw new CompactionError(
+      `model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`,
+    );
   }
-  const http = { fetch: options.fetch ?? (globalThis.fetch as unknown as FetchLike), headers: options.headers, timeoutMs, maxResponseBytes, followRedirects: options.followRedirects === true };
+  const http = {
+    fetch: options.fetch ?? (globalThis.fetch as unknown as FetchLike),
+    headers: options.headers,
+    timeoutMs,
+    maxResponseBytes,
+    followRedirects: options.followRedirects === true,
+  };
   async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];

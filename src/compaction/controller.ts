@@ -104,7 +104,12 @@ export function changedRanges(a: readonly string[], b: readonly string[]): Chang
   let tail = 0;
   while (tail < a.length - head && tail < b.length - head && a[a.length - 1 - tail] === b[b.length - 1 - tail]) tail++;
   const middle = middleRanges(a.slice(head, a.length - tail), b.slice(head, b.length - tail));
-  return middle.map((r) => ({ old_start: r.old_start + head, old_end: r.old_end + head, new_start: r.new_start + head, new_end: r.new_end + head }));
+  return middle.map((r) => ({
+    old_start: r.old_start + head,
+    old_end: r.old_end + head,
+    new_start: r.new_start + head,
+    new_end: r.new_end + head,
+  }));
 }
 
 function middleRanges(a: readonly string[], b: readonly string[]): ChangedRange[] {
@@ -161,13 +166,23 @@ export class ContextController {
    */
   prepare(callId: string, view: MaterializedView, decision: ViewDecision, header = ""): PreparedCall {
     const pending = this.pending;
-    if (pending && pending.callId === callId && pending.viewDigest === view.digest && pending.header === header) return pending;
+    if (pending && pending.callId === callId && pending.viewDigest === view.digest && pending.header === header)
+      return pending;
     const acked = this.acked;
     let prepared: PreparedCall;
     const keysMatch = acked !== null && isPrefix(acked.keys, view.itemKeys);
     const mediaMatch = acked !== null && isPrefix(acked.mediaIds, view.mediaIds);
     if (acked === null) {
-      prepared = { callId, segment: 0, header, appendCompatible: false, requiredPrefix: null, parentCall: null, boundary: null, viewDigest: view.digest };
+      prepared = {
+        callId,
+        segment: 0,
+        header,
+        appendCompatible: false,
+        requiredPrefix: null,
+        parentCall: null,
+        boundary: null,
+        viewDigest: view.digest,
+      };
     } else if (acked.header === header && keysMatch && mediaMatch) {
       prepared = {
         callId,
@@ -181,7 +196,13 @@ export class ContextController {
       };
     } else {
       const inputSurvives = isPrefix(acked.keys.slice(0, acked.inputItems), view.itemKeys);
-      const reason: BoundaryReason = !keysMatch ? (inputSurvives ? "output_not_resent" : "history_rewritten") : !mediaMatch ? "media_rewritten" : "header_rewritten";
+      const reason: BoundaryReason = !keysMatch
+        ? inputSurvives
+          ? "output_not_resent"
+          : "history_rewritten"
+        : !mediaMatch
+          ? "media_rewritten"
+          : "header_rewritten";
       const boundary: BoundaryRecord = {
         boundary: this.committed.length,
         segment: this.segmentCount,
@@ -226,7 +247,8 @@ export class ContextController {
     promptIds: readonly number[],
     generationIds: readonly number[],
   ): void {
-    if (this.pending !== prepared) throw new Error(`controller: call ${prepared.callId} acknowledged without being the pending call`);
+    if (this.pending !== prepared)
+      throw new Error(`controller: call ${prepared.callId} acknowledged without being the pending call`);
     checkRequiredPrefix(prepared.callId, prepared.requiredPrefix, promptIds);
     if (prepared.boundary) this.committed.push(prepared.boundary);
     if (!prepared.appendCompatible) this.segmentCount++;
@@ -246,7 +268,11 @@ export class ContextController {
 }
 
 /** Throws unless `observed` starts with `required` exactly (nothing to check when null). */
-export function checkRequiredPrefix(callId: string, required: readonly number[] | null, observed: readonly number[]): void {
+export function checkRequiredPrefix(
+  callId: string,
+  required: readonly number[] | null,
+  observed: readonly number[],
+): void {
   if (!required) return;
   let i = 0;
   const n = Math.min(required.length, observed.length);

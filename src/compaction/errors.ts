@@ -66,4 +66,3 @@ export class ResponseTooLargeError extends ModelHttpError {
     super(message, status, false);
   }
 }
-

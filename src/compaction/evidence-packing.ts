@@ -52,7 +52,8 @@ function f32FromBase64(where: string, text: unknown): number[] {
   } catch {
     throw new EvidenceError(`${where} is not base64`);
   }
-  if (binary.length % 4 !== 0) throw new EvidenceError(`${where} holds ${binary.length} bytes, not whole float32 values`);
+  if (binary.length % 4 !== 0)
+    throw new EvidenceError(`${where} holds ${binary.length} bytes, not whole float32 values`);
   const bytes = Uint8Array.from(binary, (c) => c.charCodeAt(0));
   return Array.from(new Float32Array(bytes.buffer));
 }
@@ -76,7 +77,10 @@ function packCall(ctx: Context, call: CallEvidence, previous: CallEvidence | und
   const policy = ctx.record.compaction.policy;
   return mapKeys(call as unknown as Json, (key, value) => {
     if (key === "prompt_token_ids" && base !== null) {
-      return ["prompt_delta", { base_call: base, pieces: encodeDelta(ctx.sequences.get(base)!, call.prompt_token_ids) }];
+      return [
+        "prompt_delta",
+        { base_call: base, pieces: encodeDelta(ctx.sequences.get(base)!, call.prompt_token_ids) },
+      ];
     }
     if (key === "generation_log_probs") {
       const bytes = f32Base64(call.generation_log_probs);
@@ -86,7 +90,15 @@ function packCall(ctx: Context, call: CallEvidence, previous: CallEvidence | und
       const refs = call.media.map((id) => ctx.mediaIds.indexOf(id));
       return refs.includes(-1) ? [key, value] : ["media_refs", refs];
     }
-    if (key === "decision" && call.decision && policy && same([call.decision.name, call.decision.version, call.decision.config_digest], [policy.name, policy.version, policy.config_digest])) {
+    if (
+      key === "decision" &&
+      call.decision &&
+      policy &&
+      same(
+        [call.decision.name, call.decision.version, call.decision.config_digest],
+        [policy.name, policy.version, policy.config_digest],
+      )
+    ) {
       return ["decision", { trigger: call.decision.trigger, chunk: call.decision.chunk }];
     }
     return [key, value];
@@ -100,17 +112,27 @@ function expandCall(ctx: Context, raw: Json, i: number): CallEvidence {
     if (key === "prompt_delta") {
       const delta = value as { base_call?: unknown; pieces?: DeltaPiece[] } | null;
       const base = typeof delta?.base_call === "string" ? ctx.sequences.get(delta.base_call) : undefined;
-      if (!base) throw new EvidenceError(`${where}.prompt_delta.base_call names ${JSON.stringify(delta?.base_call)}, not an earlier call`);
+      if (!base)
+        throw new EvidenceError(
+          `${where}.prompt_delta.base_call names ${JSON.stringify(delta?.base_call)}, not an earlier call`,
+        );
       return ["prompt_token_ids", expandDelta(`${where}.prompt_delta`, base, delta!.pieces)];
     }
-    if (key === "generation_log_probs_f32le") return ["generation_log_probs", f32FromBase64(`${where}.generation_log_probs_f32le`, value)];
+    if (key === "generation_log_probs_f32le")
+      return ["generation_log_probs", f32FromBase64(`${where}.generation_log_probs_f32le`, value)];
     if (key === "media_refs") {
       if (!Array.isArray(value)) throw new EvidenceError(`${where}.media_refs must be an array`);
-      return ["media", value.map((k, j) => {
-        const id = ctx.mediaIds[k as number];
-        if (id === undefined) throw new EvidenceError(`${where}.media_refs[${j}] is ${JSON.stringify(k)}, not an index into the media table`);
-        return id;
-      })];
+      return [
+        "media",
+        value.map((k, j) => {
+          const id = ctx.mediaIds[k as number];
+          if (id === undefined)
+            throw new EvidenceError(
+              `${where}.media_refs[${j}] is ${JSON.stringify(k)}, not an index into the media table`,
+            );
+          return id;
+        }),
+      ];
     }
     if (key === "decision" && value !== null && typeof value === "object" && !("name" in value)) {
       if (!policy) throw new EvidenceError(`${where}.decision has no policy and the record's compaction names none`);
@@ -124,9 +146,17 @@ function expandCall(ctx: Context, raw: Json, i: number): CallEvidence {
 function derivedBoundary(b: Json, calls: ReadonlyMap<string, CallEvidence>, where: string): BoundaryRecord {
   const first = calls.get(b.first_call as string);
   const previous = calls.get(b.previous_call as string);
-  if (!first || !previous || !first.decision) throw new EvidenceError(`${where} names calls that are not recorded (${String(b.first_call)}, ${String(b.previous_call)})`);
+  if (!first || !previous || !first.decision)
+    throw new EvidenceError(
+      `${where} names calls that are not recorded (${String(b.first_call)}, ${String(b.previous_call)})`,
+    );
   const { trigger, chunk: _chunk, ...policy } = first.decision;
-  const ranges = (b.changed as number[][]).map(([old_start, old_end, new_start, new_end]) => ({ old_start, old_end, new_start, new_end }));
+  const ranges = (b.changed as number[][]).map(([old_start, old_end, new_start, new_end]) => ({
+    old_start,
+    old_end,
+    new_start,
+    new_end,
+  }));
   return {
     boundary: b.boundary as number,
     segment: first.segment,
@@ -202,22 +232,35 @@ export function packEvidence(record: EvidenceRecord): PackedEvidenceRecord {
 
 /** The record a packed envelope holds; throws EvidenceError naming the first part that does not expand. */
 export function expandEvidence(packed: PackedEvidenceRecord): EvidenceRecord {
-  if (packed.packing !== PACKING) throw new EvidenceError(`evidence packing: unsupported ${JSON.stringify(packed.packing)} (this reader knows ${PACKING})`);
+  if (packed.packing !== PACKING)
+    throw new EvidenceError(
+      `evidence packing: unsupported ${JSON.stringify(packed.packing)} (this reader knows ${PACKING})`,
+    );
   const { packing: _packing, ...rest } = packed;
   const media = Array.isArray(rest.media) ? (rest.media as { id?: unknown }[]) : [];
-  const ctx: Context = { record: rest as unknown as EvidenceRecord, sequences: new Map(), mediaIds: media.map((m) => String(m?.id)) };
+  const ctx: Context = {
+    record: rest as unknown as EvidenceRecord,
+    sequences: new Map(),
+    mediaIds: media.map((m) => String(m?.id)),
+  };
   if (!Array.isArray(rest.calls)) throw new EvidenceError("evidence calls: must be an array");
   const calls = (rest.calls as Json[]).map((raw, i) => {
     if (typeof raw !== "object" || raw === null) throw new EvidenceError(`evidence calls[${i}]: must be an object`);
     const call = expandCall(ctx, raw, i);
-    if (Array.isArray(call.prompt_token_ids) && Array.isArray(call.generation_token_ids)) ctx.sequences.set(String(call.call_id), fullSequence(call));
+    if (Array.isArray(call.prompt_token_ids) && Array.isArray(call.generation_token_ids))
+      ctx.sequences.set(String(call.call_id), fullSequence(call));
     return call;
   });
   const byId = new Map(calls.map((c) => [c.call_id, c]));
   return mapKeys(rest, (key, value) => {
     if (key === "calls") return ["calls", calls];
     if (key === "boundaries" && Array.isArray(value)) {
-      return ["boundaries", value.map((b: Json, i) => (b && b.derived === true ? derivedBoundary(b, byId, `evidence boundaries[${i}]`) : b))];
+      return [
+        "boundaries",
+        value.map((b: Json, i) =>
+          b && b.derived === true ? derivedBoundary(b, byId, `evidence boundaries[${i}]`) : b,
+        ),
+      ];
     }
     if (key === "failed_attempts") {
       if (!Array.isArray(value)) throw new EvidenceError("evidence failed_attempts: must be an array");

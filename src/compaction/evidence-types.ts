@@ -1,4 +1,3 @@
-
 import type { BoundaryRecord } from "./controller.js";
 import type { GuardConfig, GuardEvaluation } from "./guards.js";
 import type { MediaRecord } from "./media.js";
@@ -54,7 +53,13 @@ export interface AttemptRecord {
 }
 
 /** Why an episode ended (`failed`: only in the evidence of a partial run, see partialRunOf); `output_truncated`: the last response was cut off (status "incomplete") with no action in it. */
-export type StopReason = "max_turns" | "final_message" | "output_truncated" | "environment_done" | "guard_rejected" | "failed";
+export type StopReason =
+  | "max_turns"
+  | "final_message"
+  | "output_truncated"
+  | "environment_done"
+  | "guard_rejected"
+  | "failed";
 
 export interface EvidenceRecord {
   schema_version: typeof EVIDENCE_SCHEMA_VERSION;
@@ -89,4 +94,3 @@ export interface EvidenceRecord {
    */
   provenance?: Provenance;
 }
-

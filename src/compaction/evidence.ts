@@ -28,19 +28,30 @@ function checkGeneration(where: string, g: Partial<Record<keyof GenerationEviden
     if (ids === undefined) throw new EvidenceError(`${where}: ${key} is missing`);
     if (!Array.isArray(ids)) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1]`);
     const bad = firstBad(ids, isTokenId);
-    if (bad >= 0) throw new EvidenceError(`${where}: ${key} must be an array of integers in [0, 2^31-1] (${key}[${bad}] is ${JSON.stringify(ids[bad]) ?? String(ids[bad])})`);
+    if (bad >= 0)
+      throw new EvidenceError(
+        `${where}: ${key} must be an array of integers in [0, 2^31-1] (${key}[${bad}] is ${JSON.stringify(ids[bad]) ?? String(ids[bad])})`,
+      );
   }
   const lps = g.generation_log_probs;
   if (lps === undefined) throw new EvidenceError(`${where}: generation_log_probs is missing`);
-  if (!Array.isArray(lps)) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers in float32 range`);
+  if (!Array.isArray(lps))
+    throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers in float32 range`);
   const bad = firstBad(lps, isFloat32Logprob);
-  if (bad >= 0) throw new EvidenceError(`${where}: generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[${bad}]: ${badLogprob(lps[bad])})`);
+  if (bad >= 0)
+    throw new EvidenceError(
+      `${where}: generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[${bad}]: ${badLogprob(lps[bad])})`,
+    );
   const ids = g.generation_token_ids as number[];
   if (lps.length !== ids.length) {
     throw new EvidenceError(`${where}: ${lps.length} generation_log_probs for ${ids.length} generation_token_ids`);
   }
   if (ids.length === 0) throw new EvidenceError(`${where}: generation_token_ids is empty`);
-  return { prompt_token_ids: g.prompt_token_ids as number[], generation_token_ids: ids, generation_log_probs: lps as number[] };
+  return {
+    prompt_token_ids: g.prompt_token_ids as number[],
+    generation_token_ids: ids,
+    generation_log_probs: lps as number[],
+  };
 }
 
 /**
@@ -54,25 +65,34 @@ export function extractGeneration(callId: string, response: ResponsesResponse): 
   if (typeof response.id !== "string" || response.id === "") throw new EvidenceError(`${where}: response has no id`);
   response.output.forEach((item, i) => checkOutputItem(`${where}: output[${i}]`, item));
   const carriers = response.output.filter(
-    (o: OutputItem) => o.prompt_token_ids !== undefined || o.generation_token_ids !== undefined || o.generation_log_probs !== undefined,
+    (o: OutputItem) =>
+      o.prompt_token_ids !== undefined || o.generation_token_ids !== undefined || o.generation_log_probs !== undefined,
   );
-  if (carriers.length === 0) throw new EvidenceError(`${where}: no output item carries prompt_token_ids / generation_token_ids / generation_log_probs`);
+  if (carriers.length === 0)
+    throw new EvidenceError(
+      `${where}: no output item carries prompt_token_ids / generation_token_ids / generation_log_probs`,
+    );
   const first = checkGeneration(where, carriers[0]);
   for (const other of carriers.slice(1)) {
     const g = checkGeneration(where, other);
-    if (JSON.stringify(g) !== JSON.stringify(first)) throw new EvidenceError(`${where}: output items carry different token evidence`);
+    if (JSON.stringify(g) !== JSON.stringify(first))
+      throw new EvidenceError(`${where}: output items carry different token evidence`);
   }
   return first;
 }
 
 /** The fields the runtime reads from an output item (before anything goes into history). */
 function checkOutputItem(where: string, item: unknown): void {
-  if (!item || typeof item !== "object" || Array.isArray(item)) throw new EvidenceError(`${where} is ${JSON.stringify(item)}, expected an object`);
+  if (!item || typeof item !== "object" || Array.isArray(item))
+    throw new EvidenceError(`${where} is ${JSON.stringify(item)}, expected an object`);
   const o = item as Record<string, unknown>;
   const texts = (field: string) => {
     // Text parts: absent means none (a reasoning item may carry only a summary).
     if (o[field] === undefined) return;
-    if (!Array.isArray(o[field]) || !(o[field] as unknown[]).every((c) => typeof (c as { text?: unknown } | null)?.text === "string")) {
+    if (
+      !Array.isArray(o[field]) ||
+      !(o[field] as unknown[]).every((c) => typeof (c as { text?: unknown } | null)?.text === "string")
+    ) {
       throw new EvidenceError(`${where}.${field} must be an array of parts with a string text`);
     }
   };
@@ -83,7 +103,10 @@ function checkOutputItem(where: string, item: unknown): void {
       return;
     case "function_call":
       for (const field of ["name", "arguments", "call_id"]) {
-        if (typeof o[field] !== "string") throw new EvidenceError(`${where} (function_call).${field} is ${JSON.stringify(o[field])}, expected a string`);
+        if (typeof o[field] !== "string")
+          throw new EvidenceError(
+            `${where} (function_call).${field} is ${JSON.stringify(o[field])}, expected a string`,
+          );
       }
       return;
     default:
@@ -128,7 +151,10 @@ export function validateEvidence(value: unknown): EvidenceRecord {
   if (isPackedEvidence(value)) value = expandEvidence(value);
   const e = obj("record", value);
   if (e.schema_version !== EVIDENCE_SCHEMA_VERSION) {
-    fail("schema_version", `unsupported ${JSON.stringify(e.schema_version)} (this reader knows ${EVIDENCE_SCHEMA_VERSION})`);
+    fail(
+      "schema_version",
+      `unsupported ${JSON.stringify(e.schema_version)} (this reader knows ${EVIDENCE_SCHEMA_VERSION})`,
+    );
   }
   str("rollout_id", e.rollout_id);
   if (typeof e.reward !== "number" || !Number.isFinite(e.reward)) fail("reward", "must be a finite number");
@@ -141,7 +167,8 @@ export function validateEvidence(value: unknown): EvidenceRecord {
     const id = str(`calls[${i}].call_id`, c.call_id);
     if (byId.has(id)) fail(`calls[${i}].call_id`, `duplicate call id ${id}`);
     // (The id joins the earlier ones only after its parent is checked: a call is not its own parent.)
-    if (c.agent !== agent) fail(`calls[${i}].agent`, `is ${JSON.stringify(c.agent)}, not the record's agent ${JSON.stringify(agent)}`);
+    if (c.agent !== agent)
+      fail(`calls[${i}].agent`, `is ${JSON.stringify(c.agent)}, not the record's agent ${JSON.stringify(agent)}`);
     if (!Number.isInteger(c.segment)) fail(`calls[${i}].segment`, "must be an integer");
     let g: GenerationEvidence;
     try {
@@ -174,7 +201,8 @@ export function validateEvidence(value: unknown): EvidenceRecord {
   arr("attempts", e.attempts);
   arr("guards", e.guards);
   const token = e.image_placeholder_token;
-  if (token !== undefined && token !== null && !isTokenId(token)) fail("image_placeholder_token", "must be null or an integer in [0, 2^31-1]");
+  if (token !== undefined && token !== null && !isTokenId(token))
+    fail("image_placeholder_token", "must be null or an integer in [0, 2^31-1]");
   return value as EvidenceRecord;
 }
 
@@ -182,19 +210,35 @@ export function validateEvidence(value: unknown): EvidenceRecord {
  * A continuation (a call with a parent) must start with its parent's prompt + generation, and
  * record exactly that many tokens as its required prefix; a call without one required none.
  */
-function checkLineage(i: number, id: string, c: Record<string, unknown>, prompt: readonly number[], earlier: ReadonlyMap<string, CallEvidence>): void {
+function checkLineage(
+  i: number,
+  id: string,
+  c: Record<string, unknown>,
+  prompt: readonly number[],
+  earlier: ReadonlyMap<string, CallEvidence>,
+): void {
   const required = c.required_prefix_length;
-  if (!Number.isSafeInteger(required) || (required as number) < 0) fail(`calls[${i}] (${id}).required_prefix_length`, "must be a non-negative integer");
+  if (!Number.isSafeInteger(required) || (required as number) < 0)
+    fail(`calls[${i}] (${id}).required_prefix_length`, "must be a non-negative integer");
   if (c.parent_call === null) {
-    if (required !== 0) fail(`calls[${i}] (${id}).required_prefix_length`, `is ${required} but the call has no parent_call`);
+    if (required !== 0)
+      fail(`calls[${i}] (${id}).required_prefix_length`, `is ${required} but the call has no parent_call`);
     return;
   }
   const parent = earlier.get(c.parent_call as string);
   if (!parent) fail(`calls[${i}].parent_call`, `names ${String(c.parent_call)}, not an earlier call`);
   const full = parent.prompt_token_ids.length + parent.generation_token_ids.length;
-  if (required !== full) fail(`calls[${i}] (${id}).required_prefix_length`, `is ${required}, but parent_call ${parent.call_id} holds ${full} tokens`);
+  if (required !== full)
+    fail(
+      `calls[${i}] (${id}).required_prefix_length`,
+      `is ${required}, but parent_call ${parent.call_id} holds ${full} tokens`,
+    );
   const why = prefixBreak([...parent.prompt_token_ids, ...parent.generation_token_ids], prompt);
-  if (why !== null) fail(`calls[${i}] (${id}).prompt_token_ids`, `does not start with parent_call ${parent.call_id}'s ${full} tokens (${why})`);
+  if (why !== null)
+    fail(
+      `calls[${i}] (${id}).prompt_token_ids`,
+      `does not start with parent_call ${parent.call_id}'s ${full} tokens (${why})`,
+    );
 }
 
 /**
@@ -214,7 +258,8 @@ export function rolloutFromEvidence(value: unknown): Rollout {
       prompt_token_ids: c.prompt_token_ids,
       generation_token_ids: c.generation_token_ids,
       generation_log_probs: c.generation_log_probs,
-      media: token === null ? [] : mediaSpans(`evidence calls[${i}] (${c.call_id})`, c.prompt_token_ids, c.media, token),
+      media:
+        token === null ? [] : mediaSpans(`evidence calls[${i}] (${c.call_id})`, c.prompt_token_ids, c.media, token),
     })),
   };
 }

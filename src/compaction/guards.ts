@@ -51,10 +51,19 @@ export function projectVisionTokens(width: number, height: number, patchSize = 1
 }
 
 export function validateGuards(config: GuardConfig): GuardConfig {
-  for (const key of ["maxTotalTokens", "reserveGenerationTokens", "maxActiveImages", "maxVisionTokens", "projectedVisionTokensPerImage", "patchSize"] as const) {
+  for (const key of [
+    "maxTotalTokens",
+    "reserveGenerationTokens",
+    "maxActiveImages",
+    "maxVisionTokens",
+    "projectedVisionTokensPerImage",
+    "patchSize",
+  ] as const) {
     const v = config[key];
     if (v !== undefined && (!Number.isInteger(v) || v < (key === "patchSize" ? 1 : 0))) {
-      throw new CompactionError(`guards: ${key} must be a ${key === "patchSize" ? "positive" : "non-negative"} integer (got ${v})`);
+      throw new CompactionError(
+        `guards: ${key} must be a ${key === "patchSize" ? "positive" : "non-negative"} integer (got ${v})`,
+      );
     }
   }
   return config;
@@ -73,11 +82,21 @@ export async function measureGuards(
   const checks: GuardCheck[] = [];
   if (config.maxTotalTokens !== undefined) {
     const measured = (await countPromptTokens()) + (config.reserveGenerationTokens ?? 0);
-    checks.push({ guard: "total_tokens", measured, limit: config.maxTotalTokens, ok: measured <= config.maxTotalTokens });
+    checks.push({
+      guard: "total_tokens",
+      measured,
+      limit: config.maxTotalTokens,
+      ok: measured <= config.maxTotalTokens,
+    });
   }
   if (config.maxActiveImages !== undefined) {
     const measured = view.mediaIds.length;
-    checks.push({ guard: "active_images", measured, limit: config.maxActiveImages, ok: measured <= config.maxActiveImages });
+    checks.push({
+      guard: "active_images",
+      measured,
+      limit: config.maxActiveImages,
+      ok: measured <= config.maxActiveImages,
+    });
   }
   if (config.maxVisionTokens !== undefined) {
     let measured = 0;
@@ -86,11 +105,21 @@ export async function measureGuards(
       const r = media.record(id);
       measured += perImage ?? projectVisionTokens(r.width, r.height, config.patchSize ?? 16);
     }
-    checks.push({ guard: "vision_tokens", measured, limit: config.maxVisionTokens, ok: measured <= config.maxVisionTokens });
+    checks.push({
+      guard: "vision_tokens",
+      measured,
+      limit: config.maxVisionTokens,
+      ok: measured <= config.maxVisionTokens,
+    });
   }
   return checks;
 }
 
 export function hasGuards(config: GuardConfig | undefined): config is GuardConfig {
-  return !!config && (config.maxTotalTokens !== undefined || config.maxActiveImages !== undefined || config.maxVisionTokens !== undefined);
+  return (
+    !!config &&
+    (config.maxTotalTokens !== undefined ||
+      config.maxActiveImages !== undefined ||
+      config.maxVisionTokens !== undefined)
+  );
 }

@@ -27,13 +27,16 @@ type Obj = Record<string, unknown>;
 
 function object(path: string, value: unknown): Obj {
   if (value === undefined || value === null) return {};
-  if (typeof value !== "object" || Array.isArray(value)) throw new ConfigError(path, `must be a mapping, got ${JSON.stringify(value)}`);
+  if (typeof value !== "object" || Array.isArray(value))
+    throw new ConfigError(path, `must be a mapping, got ${JSON.stringify(value)}`);
   return value as Obj;
 }
 
 /** Gym's models are extra="forbid": a key they do not define is an error naming its path. */
 function onlyKeys(path: string, o: Obj, allowed: readonly string[]): void {
-  for (const key of Object.keys(o)) if (!allowed.includes(key)) throw new ConfigError(`${path}.${key}`, `unknown key (expected one of ${allowed.join(", ")})`);
+  for (const key of Object.keys(o))
+    if (!allowed.includes(key))
+      throw new ConfigError(`${path}.${key}`, `unknown key (expected one of ${allowed.join(", ")})`);
 }
 
 function bool(path: string, v: unknown, fallback: boolean): boolean {
@@ -47,7 +50,8 @@ function int(path: string, v: unknown, fallback: number | null, min: number): nu
     if (v === null && fallback !== null) throw new ConfigError(path, "must be an integer, got null");
     return fallback;
   }
-  if (!Number.isSafeInteger(v) || (v as number) < min) throw new ConfigError(path, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  if (!Number.isSafeInteger(v) || (v as number) < min)
+    throw new ConfigError(path, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
   return v as number;
 }
 
@@ -64,14 +68,20 @@ function recencyConfig(path: string, raw: Obj): Obj {
   const half = (name: string, o: Obj) => {
     const enabled = bool(`${path}.${name}.enabled`, o.enabled, false);
     const set = Object.keys(o).filter((k) => k !== "enabled");
-    if (!enabled && set.length) throw new ConfigError(`${path}.${name}.${set[0]}`, `is set but ${name}.enabled is false (Gym refuses settings of a disabled half)`);
+    if (!enabled && set.length)
+      throw new ConfigError(
+        `${path}.${name}.${set[0]}`,
+        `is set but ${name}.enabled is false (Gym refuses settings of a disabled half)`,
+      );
     return enabled;
   };
   const imagesOn = half("images", images);
   const reasoningOn = half("reasoning", reasoning);
-  if (!imagesOn && !reasoningOn) throw new ConfigError(path, "the recency policy requires images.enabled or reasoning.enabled");
+  if (!imagesOn && !reasoningOn)
+    throw new ConfigError(path, "the recency policy requires images.enabled or reasoning.enabled");
   const marker = images.omission_marker === undefined ? "[Earlier image omitted]" : images.omission_marker;
-  if (marker !== null && typeof marker !== "string") throw new ConfigError(`${path}.images.omission_marker`, `must be a string or null, got ${JSON.stringify(marker)}`);
+  if (marker !== null && typeof marker !== "string")
+    throw new ConfigError(`${path}.images.omission_marker`, `must be a string or null, got ${JSON.stringify(marker)}`);
   return {
     images: {
       enabled: imagesOn,
@@ -97,27 +107,52 @@ export function normalizeContextHistory(value: unknown, path = "context_history"
   const policy = object(`${path}.policy`, raw.policy);
   onlyKeys(`${path}.policy`, policy, ["type", "config"]);
   const type = policy.type === undefined ? "identity" : policy.type;
-  if (typeof type !== "string" || type === "") throw new ConfigError(`${path}.policy.type`, `must be a non-empty string, got ${JSON.stringify(type)}`);
-  if (!POLICY_TYPES.includes(type)) throw new ConfigError(`${path}.policy.type`, `unknown policy ${JSON.stringify(type)} (available: ${POLICY_TYPES.join(", ")})`);
+  if (typeof type !== "string" || type === "")
+    throw new ConfigError(`${path}.policy.type`, `must be a non-empty string, got ${JSON.stringify(type)}`);
+  if (!POLICY_TYPES.includes(type))
+    throw new ConfigError(
+      `${path}.policy.type`,
+      `unknown policy ${JSON.stringify(type)} (available: ${POLICY_TYPES.join(", ")})`,
+    );
   const config = object(`${path}.policy.config`, policy.config);
   if (type !== "recency") onlyKeys(`${path}.policy.config`, config, []);
   const schedule = object(`${path}.schedule`, raw.schedule);
   onlyKeys(`${path}.schedule`, schedule, ["type", "actions_per_chunk"]);
   const scheduleType = schedule.type === undefined ? "rolling_recency" : schedule.type;
   if (scheduleType !== "rolling_recency" && scheduleType !== "turn_chunked_recency") {
-    throw new ConfigError(`${path}.schedule.type`, `must be rolling_recency or turn_chunked_recency, got ${JSON.stringify(scheduleType)}`);
+    throw new ConfigError(
+      `${path}.schedule.type`,
+      `must be rolling_recency or turn_chunked_recency, got ${JSON.stringify(scheduleType)}`,
+    );
   }
   const perChunk = int(`${path}.schedule.actions_per_chunk`, schedule.actions_per_chunk, 1, 1)!;
-  if (scheduleType === "rolling_recency" && perChunk !== 1) throw new ConfigError(`${path}.schedule.actions_per_chunk`, `rolling_recency requires 1, got ${perChunk}`);
+  if (scheduleType === "rolling_recency" && perChunk !== 1)
+    throw new ConfigError(`${path}.schedule.actions_per_chunk`, `rolling_recency requires 1, got ${perChunk}`);
   const guards = object(`${path}.guards`, raw.guards);
-  const guardKeys = ["max_total_tokens", "reserved_generation_tokens", "max_active_images", "max_vision_tokens", "projected_vision_tokens_per_image"];
+  const guardKeys = [
+    "max_total_tokens",
+    "reserved_generation_tokens",
+    "max_active_images",
+    "max_vision_tokens",
+    "projected_vision_tokens_per_image",
+  ];
   onlyKeys(`${path}.guards`, guards, guardKeys);
   const g = {
     max_total_tokens: int(`${path}.guards.max_total_tokens`, guards.max_total_tokens, null, 1),
-    reserved_generation_tokens: int(`${path}.guards.reserved_generation_tokens`, guards.reserved_generation_tokens, 0, 0)!,
+    reserved_generation_tokens: int(
+      `${path}.guards.reserved_generation_tokens`,
+      guards.reserved_generation_tokens,
+      0,
+      0,
+    )!,
     max_active_images: int(`${path}.guards.max_active_images`, guards.max_active_images, null, 0),
     max_vision_tokens: int(`${path}.guards.max_vision_tokens`, guards.max_vision_tokens, null, 0),
-    projected_vision_tokens_per_image: int(`${path}.guards.projected_vision_tokens_per_image`, guards.projected_vision_tokens_per_image, null, 0),
+    projected_vision_tokens_per_image: int(
+      `${path}.guards.projected_vision_tokens_per_image`,
+      guards.projected_vision_tokens_per_image,
+      null,
+      0,
+    ),
   };
   if (g.max_vision_tokens !== null && g.projected_vision_tokens_per_image === null) {
     throw new ConfigError(`${path}.guards.max_vision_tokens`, "requires projected_vision_tokens_per_image");
@@ -136,9 +171,22 @@ function policyOf(policy: ContextHistoryConfig["policy"]): Policy {
   const { images, reasoning } = policy.config as { images: Obj; reasoning: Obj };
   return recencyPolicy({
     ...(images.enabled
-      ? { images: { keepLastGroups: images.keep_last_groups as number, protectInitialContext: images.protect_initial_context as boolean, omissionMarker: images.omission_marker as string | null } }
+      ? {
+          images: {
+            keepLastGroups: images.keep_last_groups as number,
+            protectInitialContext: images.protect_initial_context as boolean,
+            omissionMarker: images.omission_marker as string | null,
+          },
+        }
       : {}),
-    ...(reasoning.enabled ? { reasoning: { keepFirstBlock: reasoning.keep_first_block as boolean, keepLastBlocks: reasoning.keep_last_blocks as number } } : {}),
+    ...(reasoning.enabled
+      ? {
+          reasoning: {
+            keepFirstBlock: reasoning.keep_first_block as boolean,
+            keepLastBlocks: reasoning.keep_last_blocks as number,
+          },
+        }
+      : {}),
   });
 }
 
@@ -151,8 +199,10 @@ export function compactionOf(config: ContextHistoryConfig): CompactionOptions | 
   if (g.reserved_generation_tokens !== 0) guards.reserveGenerationTokens = g.reserved_generation_tokens;
   if (g.max_active_images !== null) guards.maxActiveImages = g.max_active_images;
   if (g.max_vision_tokens !== null) guards.maxVisionTokens = g.max_vision_tokens;
-  if (g.projected_vision_tokens_per_image !== null) guards.projectedVisionTokensPerImage = g.projected_vision_tokens_per_image;
-  const schedule = config.schedule.type === "rolling_recency" ? rolling() : turnChunked(config.schedule.actions_per_chunk);
+  if (g.projected_vision_tokens_per_image !== null)
+    guards.projectedVisionTokensPerImage = g.projected_vision_tokens_per_image;
+  const schedule =
+    config.schedule.type === "rolling_recency" ? rolling() : turnChunked(config.schedule.actions_per_chunk);
   return { policy: policyOf(config.policy), schedule, ...(Object.keys(guards).length ? { guards } : {}) };
 }
 
@@ -167,12 +217,16 @@ function findBlock(doc: unknown): unknown {
     }
   };
   walk(doc);
-  if (found.length > 1) throw new ConfigError("context_history", `the file holds ${found.length} context_history blocks; give one`);
+  if (found.length > 1)
+    throw new ConfigError("context_history", `the file holds ${found.length} context_history blocks; give one`);
   return found.length === 1 ? found[0] : doc;
 }
 
 /** Parses YAML or JSON text (a `context_history` block, or a Gym agent config holding one). */
-export function parseContextHistory(text: string): { contextHistory: ContextHistoryConfig; compaction: CompactionOptions | false } {
+export function parseContextHistory(text: string): {
+  contextHistory: ContextHistoryConfig;
+  compaction: CompactionOptions | false;
+} {
   let doc: unknown;
   try {
     doc = parseYaml(text);
@@ -190,7 +244,10 @@ export function contextHistoryOf(compaction: CompactionOptions | null): ContextH
   return {
     enabled: compaction !== null,
     policy: { type: String(policy.type ?? compaction?.policy.name), config: (policy.config as Obj | undefined) ?? {} },
-    schedule: compaction?.schedule.type === "turn_chunked" ? { type: "turn_chunked_recency", actions_per_chunk: compaction.schedule.actionsPerChunk } : { type: "rolling_recency", actions_per_chunk: 1 },
+    schedule:
+      compaction?.schedule.type === "turn_chunked"
+        ? { type: "turn_chunked_recency", actions_per_chunk: compaction.schedule.actionsPerChunk }
+        : { type: "rolling_recency", actions_per_chunk: 1 },
     guards: {
       max_total_tokens: g.maxTotalTokens ?? null,
       reserved_generation_tokens: g.reserveGenerationTokens ?? 0,

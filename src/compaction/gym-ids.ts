@@ -27,7 +27,10 @@ export function pythonJsonWithFloats(value: Record<string, unknown>, floatKeys: 
     .sort()
     .map((key) => {
       const v = value[key];
-      const text = floatKeys.includes(key) && Array.isArray(v) ? `[${v.map((x) => pythonFloat(x as number)).join(",")}]` : canonicalJson(v);
+      const text =
+        floatKeys.includes(key) && Array.isArray(v)
+          ? `[${v.map((x) => pythonFloat(x as number)).join(",")}]`
+          : canonicalJson(v);
       return `${JSON.stringify(key)}:${text}`;
     });
   return `{${parts.join(",")}}`;

@@ -93,7 +93,12 @@ function selectionOf(plan: ViewPlan, entries: readonly HistoryEntry[]): Selectio
 }
 
 /** Dimensions and colour mode as Gym reads them: PNG only (its IHDR), null for other formats. */
-function pngFacts(bytes: Uint8Array, mime: string, width: number, height: number): { dims: [number, number] | null; color: string | null } {
+function pngFacts(
+  bytes: Uint8Array,
+  mime: string,
+  width: number,
+  height: number,
+): { dims: [number, number] | null; color: string | null } {
   if (mime !== "image/png") return { dims: null, color: null };
   const modes: Record<number, string> = { 0: "L", 2: "RGB", 3: "P", 4: "LA", 6: "RGBA" };
   const depth = bytes[24];
@@ -102,7 +107,9 @@ function pngFacts(bytes: Uint8Array, mime: string, width: number, height: number
   return { dims: [width, height], color };
 }
 
-async function mediaAssets(inputs: GymResponseInputs): Promise<{ assets: Record<string, unknown>; ids: Map<string, string> }> {
+async function mediaAssets(
+  inputs: GymResponseInputs,
+): Promise<{ assets: Record<string, unknown>; ids: Map<string, string> }> {
   const assets: Record<string, unknown> = {};
   const ids = new Map<string, string>();
   for (const record of inputs.evidence.media) {
@@ -127,7 +134,13 @@ async function mediaAssets(inputs: GymResponseInputs): Promise<{ assets: Record<
 async function generationContract(inputs: GymResponseInputs): Promise<Record<string, unknown>> {
   const p = inputs.evidence.provenance;
   const identity = (value: string | null | undefined) => value ?? "server-authoritative-unavailable";
-  const sampling: Record<string, unknown> = { model: inputs.model, parallel_tool_calls: true, tool_choice: "auto", tools: inputs.tools, ...inputs.params };
+  const sampling: Record<string, unknown> = {
+    model: inputs.model,
+    parallel_tool_calls: true,
+    tool_choice: "auto",
+    tools: inputs.tools,
+    ...inputs.params,
+  };
   if (inputs.instructions !== undefined) sampling.instructions = inputs.instructions;
   if (inputs.maxOutputTokens !== undefined) sampling.max_output_tokens = inputs.maxOutputTokens;
   if (inputs.temperature !== undefined) sampling.temperature = inputs.temperature;
@@ -166,7 +179,16 @@ function logicalOutput(inputs: GymResponseInputs): Record<string, unknown>[] {
     const item = entryItem(entry, inputs.media) as Record<string, unknown> | null;
     if (!item) continue;
     const call = tokensAt.get(entry.seq);
-    out.push(call ? { ...item, prompt_token_ids: call.prompt_token_ids, generation_token_ids: call.generation_token_ids, generation_log_probs: call.generation_log_probs } : item);
+    out.push(
+      call
+        ? {
+            ...item,
+            prompt_token_ids: call.prompt_token_ids,
+            generation_token_ids: call.generation_token_ids,
+            generation_log_probs: call.generation_log_probs,
+          }
+        : item,
+    );
   }
   return out;
 }
@@ -175,7 +197,13 @@ function usageOf(turns: readonly TurnRecord[]): Record<string, unknown> | null {
   const with_ = turns.filter((t) => t.usage);
   if (!with_.length) return null;
   const sum = (k: "input_tokens" | "output_tokens" | "total_tokens") => with_.reduce((n, t) => n + t.usage![k], 0);
-  return { input_tokens: sum("input_tokens"), input_tokens_details: { cached_tokens: 0 }, output_tokens: sum("output_tokens"), output_tokens_details: { reasoning_tokens: 0 }, total_tokens: sum("total_tokens") };
+  return {
+    input_tokens: sum("input_tokens"),
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: sum("output_tokens"),
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: sum("total_tokens"),
+  };
 }
 
 /** The NeMoGymResponse fields around the output (openai Response defaults where this runtime has no value). */
@@ -232,10 +260,17 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
   const policy = inputs.compaction.policy.identity;
   const chunked = inputs.compaction.schedule.type === "turn_chunked";
   const scheduleDigest = chunked ? canonicalDigestSync(contextHistoryOf(inputs.compaction).schedule) : null;
-  const chunkIdOf = async (block: number) => `chunk-${pad6(block)}-${(await canonicalDigest({ rollout_id: rolloutId, block_index: block, schedule_config_digest: scheduleDigest })).slice(0, 12)}`;
+  const chunkIdOf = async (block: number) =>
+    `chunk-${pad6(block)}-${(await canonicalDigest({ rollout_id: rolloutId, block_index: block, schedule_config_digest: scheduleDigest })).slice(0, 12)}`;
   const byCall = new Map(e.calls.map((c) => [c.call_id, c]));
-  const selections = inputs.turns.map((t) => selectionOf(t.plan, inputs.entries.filter((x) => x.seq < (t.output[0] ?? Infinity))));
-  const artifacts = (sel: Selection) => sel.markers.map((part) => `omission-${policy.config_digest.slice(0, 12)}-${part}`);
+  const selections = inputs.turns.map((t) =>
+    selectionOf(
+      t.plan,
+      inputs.entries.filter((x) => x.seq < (t.output[0] ?? Infinity)),
+    ),
+  );
+  const artifacts = (sel: Selection) =>
+    sel.markers.map((part) => `omission-${policy.config_digest.slice(0, 12)}-${part}`);
 
   const events = new Map<string, Record<string, unknown>>();
   for (const b of e.boundaries) {
@@ -266,7 +301,10 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
       schedule_name: chunked ? "turn_chunked_recency" : "per_action",
       schedule_version: "1",
       schedule_config_digest: scheduleDigest,
-      chunk_id: chunked && first.decision?.chunk !== null && first.decision?.chunk !== undefined ? await chunkIdOf(first.decision.chunk) : null,
+      chunk_id:
+        chunked && first.decision?.chunk !== null && first.decision?.chunk !== undefined
+          ? await chunkIdOf(first.decision.chunk)
+          : null,
       block_index: chunked ? (first.decision?.chunk ?? null) : null,
     });
   }
@@ -277,16 +315,23 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     const step = turnId(call);
     const viewDigest = hex(call.view_digest);
     const sel = selections[i];
-    if (!segmentIds.has(call.segment)) segmentIds.set(call.segment, await stableId("segment", rolloutId, call.segment, call.segment, viewDigest));
+    if (!segmentIds.has(call.segment))
+      segmentIds.set(call.segment, await stableId("segment", rolloutId, call.segment, call.segment, viewDigest));
     const prepared = await stableId("prepared-request", rolloutId, step, viewDigest, contractId);
     const completionId = `completion-${pad6(step)}-${(await sha256Hex(`{"prompt_token_ids":${JSON.stringify(call.prompt_token_ids)},"rollout_id":${JSON.stringify(rolloutId)},"sampled_token_ids":${JSON.stringify(call.generation_token_ids)},"turn_id":${step}}`)).slice(0, 12)}`;
     const actionId = `action-${pad6(step)}`;
     const mediaIds = call.media.map((m) => gymMediaId.get(m)!);
     const requestId = await stableId("request", prepared, call.prompt_token_ids, mediaIds);
     const modelCallId = await stableId("model-call", requestId, completionId);
-    const spans = e.image_placeholder_token === null ? null : mediaSpans(`call ${call.call_id}`, call.prompt_token_ids, call.media, e.image_placeholder_token);
+    const spans =
+      e.image_placeholder_token === null
+        ? null
+        : mediaSpans(`call ${call.call_id}`, call.prompt_token_ids, call.media, e.image_placeholder_token);
     const seen = new Map<string, number>();
-    const units = [...sel.retained.map((id) => ({ source_unit_id: id, disposition: "kept" })), ...sel.omitted.map((id) => ({ source_unit_id: id, disposition: "dropped" }))];
+    const units = [
+      ...sel.retained.map((id) => ({ source_unit_id: id, disposition: "kept" })),
+      ...sel.omitted.map((id) => ({ source_unit_id: id, disposition: "dropped" })),
+    ];
     completions.push({
       rollout_id: rolloutId,
       completion_id: completionId,
@@ -309,13 +354,20 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
         policy_version: policy.version,
         config_digest: policy.config_digest,
         decision_turn: step,
-        selection_digest: orderedIdDigest(policy.name === "identity" ? sel.retained : [...sel.retained, "--omitted--", ...sel.omitted]),
+        selection_digest: orderedIdDigest(
+          policy.name === "identity" ? sel.retained : [...sel.retained, "--omitted--", ...sel.omitted],
+        ),
         transformation_id: `transform-${(await canonicalDigest({ type: policy.name, version: policy.version, config: policy.config_digest, units })).slice(0, 24)}`,
       },
       generation_contract_id: contractId,
       policy_output_spans: [
         {
-          policy_output_span_id: await stableId("policy-output-span", modelCallId, actionId, call.generation_token_ids.length),
+          policy_output_span_id: await stableId(
+            "policy-output-span",
+            modelCallId,
+            actionId,
+            call.generation_token_ids.length,
+          ),
           model_call_id: modelCallId,
           action_ids: [actionId],
           start: 0,
@@ -349,7 +401,10 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     if (chunk.first_call === null) continue;
     const inChunk = e.calls.filter((c) => c.decision?.chunk === chunk.chunk);
     const first = inChunk[0];
-    const closedByGuard = chunk.closed_by === "guard" ? e.guards.find((g) => g.outcome !== "admit" && byCall.get(g.call_id)?.decision?.chunk === chunk.chunk + 1) : undefined;
+    const closedByGuard =
+      chunk.closed_by === "guard"
+        ? e.guards.find((g) => g.outcome !== "admit" && byCall.get(g.call_id)?.decision?.chunk === chunk.chunk + 1)
+        : undefined;
     const guardName = closedByGuard?.rounds[0].checks.find((c) => !c.ok)?.guard;
     chunkRecords.push({
       chunk_id: await chunkIdOf(chunk.chunk),
@@ -358,10 +413,16 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
       completion_evidence_ids: inChunk.map((c) => completionOf.get(c.call_id)!.completion_id),
       first_action_turn: turnId(first),
       last_action_turn: turnId(inChunk[inChunk.length - 1]),
-      configured_actions_per_chunk: inputs.compaction.schedule.type === "turn_chunked" ? inputs.compaction.schedule.actionsPerChunk : 1,
+      configured_actions_per_chunk:
+        inputs.compaction.schedule.type === "turn_chunked" ? inputs.compaction.schedule.actionsPerChunk : 1,
       policy_config_digest: policy.config_digest,
       actual_action_count: inChunk.length,
-      early_close_reason: chunk.closed_by === "full" ? null : chunk.closed_by === "guard" ? `guard:${guardName ?? "unknown"}` : "terminal",
+      early_close_reason:
+        chunk.closed_by === "full"
+          ? null
+          : chunk.closed_by === "guard"
+            ? `guard:${guardName ?? "unknown"}`
+            : "terminal",
       active_observation_group_count: first.view.retained.imageGroups,
       active_raw_image_count: first.view.retained.images,
     });
@@ -373,8 +434,13 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     const turn = call ? turnId(call) : e.calls.length + 1;
     const chunk = call?.decision?.chunk ?? null;
     const before = inputs.entries.filter((x) => x.origin !== "model" && isImageGroup(x) && imagesOf(x).length > 0);
-    const latest = Math.max(-1, ...inputs.entries.filter((x) => x.origin === "model" && x.turn < turn - 1).map((x) => x.turn));
-    const pending = before.filter((x) => (latest < 0 ? x.origin === "initial" : x.turn === latest)).map((x) => `observation-${pad6(x.seq)}`);
+    const latest = Math.max(
+      -1,
+      ...inputs.entries.filter((x) => x.origin === "model" && x.turn < turn - 1).map((x) => x.turn),
+    );
+    const pending = before
+      .filter((x) => (latest < 0 ? x.origin === "initial" : x.turn === latest))
+      .map((x) => `observation-${pad6(x.seq)}`);
     for (const [k, check] of g.rounds[0].checks.entries()) {
       const after = g.rounds[1]?.checks[k];
       guardRecords.push({
@@ -393,10 +459,12 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     }
   }
 
-  const agentInput = inputs.entries.filter((x) => x.origin === "initial").flatMap((x) => {
-    const item = entryItem(x, inputs.media) as InputItem | null;
-    return item ? [item] : [];
-  });
+  const agentInput = inputs.entries
+    .filter((x) => x.origin === "initial")
+    .flatMap((x) => {
+      const item = entryItem(x, inputs.media) as InputItem | null;
+      return item ? [item] : [];
+    });
   return {
     ...response,
     agent_input: agentInput,
@@ -427,18 +495,38 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
  * images leave the output (they are in `media_assets`); the input copies are dropped.
  */
 export async function transportResponse(response: GymResponse): Promise<GymResponse> {
-  const { agent_input: _a, seed_obs: _s, completion_evidence, context_compaction_contract, ...rest } = response as GymResponse & {
+  const {
+    agent_input: _a,
+    seed_obs: _s,
+    completion_evidence,
+    context_compaction_contract,
+    ...rest
+  } = response as GymResponse & {
     completion_evidence: Record<string, unknown>[];
     context_compaction_contract: Record<string, unknown>;
   };
   const output = rest.output.map((item) =>
-    Array.isArray(item.content) ? { ...item, content: (item.content as { type?: string }[]).filter((p) => !["input_image", "image", "image_url"].includes(p?.type ?? "")) } : item,
+    Array.isArray(item.content)
+      ? {
+          ...item,
+          content: (item.content as { type?: string }[]).filter(
+            (p) => !["input_image", "image", "image_url"].includes(p?.type ?? ""),
+          ),
+        }
+      : item,
   );
   const metadata: Record<string, unknown>[] = [];
   for (const c of completion_evidence) {
     const { prompt_token_ids, sampled_token_ids, sampled_logprobs, ...fields } = c;
-    const digest = await sha256Hex(pythonJsonWithFloats({ prompt_token_ids, sampled_token_ids, sampled_logprobs }, ["sampled_logprobs"]));
+    const digest = await sha256Hex(
+      pythonJsonWithFloats({ prompt_token_ids, sampled_token_ids, sampled_logprobs }, ["sampled_logprobs"]),
+    );
     metadata.push({ ...fields, generation_evidence_digest: digest });
   }
-  return { ...rest, output, model_call_metadata: metadata, context_compaction_contract: { ...context_compaction_contract, schema_version: 3 } };
+  return {
+    ...rest,
+    output,
+    model_call_metadata: metadata,
+    context_compaction_contract: { ...context_compaction_contract, schema_version: 3 },
+  };
 }

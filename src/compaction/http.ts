@@ -70,7 +70,8 @@ function failureText(error: unknown): string {
 
 function causeText(cause: unknown): string {
   if (!(cause instanceof Error)) return "";
-  if (cause instanceof AggregateError && cause.errors.length > 0) return [...new Set(cause.errors.map(causeText))].filter((t) => t !== "").join("; ");
+  if (cause instanceof AggregateError && cause.errors.length > 0)
+    return [...new Set(cause.errors.map(causeText))].filter((t) => t !== "").join("; ");
   return cause.message !== "" ? cause.message : String((cause as { code?: unknown }).code ?? "");
 }
 
@@ -85,7 +86,11 @@ function beforeAbort<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 function tooLarge(url: string, status: number, limit: number, seen: string): ResponseTooLargeError {
-  return new ResponseTooLargeError(`POST ${url}: the answer is larger than maxResponseBytes (${limit} bytes; ${seen})`, status, limit);
+  return new ResponseTooLargeError(
+    `POST ${url}: the answer is larger than maxResponseBytes (${limit} bytes; ${seen})`,
+    status,
+    limit,
+  );
 }
 
 /** The body as text, read chunk by chunk; stops (the caller aborts the request) as soon as it passes `limit` bytes. */
@@ -96,7 +101,8 @@ async function readBounded(url: string, answer: FetchResponseLike, limit: number
   if (!body || typeof body.getReader !== "function") {
     // A fetch without a body stream: its text is already in memory, so only the size can be checked.
     const text = await answer.text();
-    if (text.length > limit || new TextEncoder().encode(text).length > limit) throw tooLarge(url, answer.status, limit, "read whole");
+    if (text.length > limit || new TextEncoder().encode(text).length > limit)
+      throw tooLarge(url, answer.status, limit, "read whole");
     return text;
   }
   const reader = body.getReader();
@@ -125,7 +131,10 @@ async function readBounded(url: string, answer: FetchResponseLike, limit: number
 function setCookies(answer: FetchResponseLike): string[] {
   const headers = answer.headers;
   if (!headers) return [];
-  const all = typeof headers.getSetCookie === "function" ? headers.getSetCookie() : (headers.get("set-cookie") ?? "").split(/,(?=\s*[^;,=\s]+=)/);
+  const all =
+    typeof headers.getSetCookie === "function"
+      ? headers.getSetCookie()
+      : (headers.get("set-cookie") ?? "").split(/,(?=\s*[^;,=\s]+=)/);
   return all.map((c) => c.split(";")[0].trim()).filter((c) => c.includes("="));
 }
 
@@ -176,9 +185,18 @@ export async function postJson(
   }
   if (answer.status >= 300 && answer.status < 400 && !options.followRedirects) {
     const location = answer.headers?.get("location") ?? "?";
-    throw new errorClass(`POST ${url}: HTTP ${answer.status} redirect to ${location} refused (followRedirects is off)`, answer.status, false);
+    throw new errorClass(
+      `POST ${url}: HTTP ${answer.status} redirect to ${location} refused (followRedirects is off)`,
+      answer.status,
+      false,
+    );
   }
-  if (!okStatus(answer.status)) throw new errorClass(`POST ${url}: HTTP ${answer.status}: ${text.slice(0, 300)}`, answer.status, answer.status >= 500);
+  if (!okStatus(answer.status))
+    throw new errorClass(
+      `POST ${url}: HTTP ${answer.status}: ${text.slice(0, 300)}`,
+      answer.status,
+      answer.status >= 500,
+    );
   return { status: answer.status, text, cookies: setCookies(answer) };
 }
 

@@ -1,15 +1,42 @@
 // callforest/compaction: an agent runtime that compacts its context (old images, old reasoning)
 // while keeping exact token evidence, so its rollouts train without re-tokenizing. This is the
 // public surface; everything else is internal to its modules.
-export { runAgent, type CompactionOptions, type ResourcesOptions, type RunAgentOptions, type RunAgentResult } from "./agent.js";
+export {
+  runAgent,
+  type CompactionOptions,
+  type ResourcesOptions,
+  type RunAgentOptions,
+  type RunAgentResult,
+} from "./agent.js";
 export { createModelClient, type ModelCall, type ModelClient, type ModelClientOptions } from "./client.js";
 export type { FetchLike } from "./http.js";
-export { createResourcesServer, jsonObservation, type AggregateMetrics, type GymRunBody, type ResourcesServer, type ResourcesServerOptions, type VerifyResponse } from "./resources.js";
-export { identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy, type PolicyIdentity, type RecencyConfig } from "./policies.js";
+export {
+  createResourcesServer,
+  jsonObservation,
+  type AggregateMetrics,
+  type GymRunBody,
+  type ResourcesServer,
+  type ResourcesServerOptions,
+  type VerifyResponse,
+} from "./resources.js";
+export {
+  identityPolicy,
+  latestScreenshotPolicy,
+  recencyPolicy,
+  type Policy,
+  type PolicyIdentity,
+  type RecencyConfig,
+} from "./policies.js";
 export { rolling, turnChunked, type ScheduleConfig } from "./schedules.js";
 export type { GuardConfig } from "./guards.js";
 export { compactionOf, normalizeContextHistory, parseContextHistory, type ContextHistoryConfig } from "./gym-config.js";
-export { rolloutFromEvidence, validateEvidence, type CallEvidence, type EvidenceRecord, type StopReason } from "./evidence.js";
+export {
+  rolloutFromEvidence,
+  validateEvidence,
+  type CallEvidence,
+  type EvidenceRecord,
+  type StopReason,
+} from "./evidence.js";
 export { expandEvidence, packEvidence, type PackedEvidenceRecord } from "./evidence-packing.js";
 export { transportResponse, type GymResponse } from "./gym-response.js";
 export { partialRunOf, type PartialRun } from "./partial.js";

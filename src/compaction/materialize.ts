@@ -18,14 +18,20 @@ export interface MaterializedView {
 }
 
 /** The input item of one history entry; null when nothing of it is left to show. */
-export function entryItem(entry: HistoryEntry, media: MediaStore, dropImages = false, marker?: string): InputItem | null {
+export function entryItem(
+  entry: HistoryEntry,
+  media: MediaStore,
+  dropImages = false,
+  marker?: string,
+): InputItem | null {
   switch (entry.kind) {
     case "user": {
       const content: (InputText | InputImage)[] = [];
       let markerPlaced = false;
       for (const part of entry.parts) {
         if (part.type === "text") content.push({ type: "input_text", text: part.text });
-        else if (!dropImages) content.push({ type: "input_image", image_url: media.dataUrl(part.mediaId), detail: "auto" });
+        else if (!dropImages)
+          content.push({ type: "input_image", image_url: media.dataUrl(part.mediaId), detail: "auto" });
         else if (marker !== undefined && !markerPlaced) {
           content.push({ type: "input_text", text: marker });
           markerPlaced = true;
@@ -38,7 +44,13 @@ export function entryItem(entry: HistoryEntry, media: MediaStore, dropImages = f
     case "message":
       return { type: "message", role: "assistant", id: entry.id, content: [{ type: "output_text", text: entry.text }] };
     case "function_call":
-      return { type: "function_call", id: entry.id, call_id: entry.callId, name: entry.name, arguments: entry.arguments };
+      return {
+        type: "function_call",
+        id: entry.id,
+        call_id: entry.callId,
+        name: entry.name,
+        arguments: entry.arguments,
+      };
     case "function_output":
       return { type: "function_call_output", call_id: entry.callId, output: entry.output };
   }
@@ -65,7 +77,11 @@ function withImages(entry: HistoryEntry, images: readonly string[]): HistoryEntr
   return { ...entry, parts };
 }
 
-export async function materialize(plan: ViewPlan, entries: readonly HistoryEntry[], media: MediaStore): Promise<MaterializedView> {
+export async function materialize(
+  plan: ViewPlan,
+  entries: readonly HistoryEntry[],
+  media: MediaStore,
+): Promise<MaterializedView> {
   const input: InputItem[] = [];
   const itemKeys: string[] = [];
   const mediaIds: string[] = [];

@@ -12,7 +12,12 @@ import { EvidenceError } from "./errors.js";
  * Throws EvidenceError naming `where` when the runs and the images shown differ in number (a
  * template that puts images back to back with no marker between them merges their runs).
  */
-export function mediaSpans(where: string, promptIds: readonly number[], mediaIds: readonly string[], placeholderToken: number): MediaItem[] {
+export function mediaSpans(
+  where: string,
+  promptIds: readonly number[],
+  mediaIds: readonly string[],
+  placeholderToken: number,
+): MediaItem[] {
   const runs = placeholderRuns(promptIds, new Set([placeholderToken]));
   if (runs.length !== mediaIds.length) {
     throw new EvidenceError(

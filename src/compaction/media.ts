@@ -26,7 +26,8 @@ const MAX_SIDE = 0x7fffffff;
  */
 export function imageDimensions(bytes: Uint8Array, mime: ImageMime): { width: number; height: number } {
   const expected = IMAGE_TYPES[mime];
-  const refuse = (why: string) => new CompactionError(`media: ${bytes.length} bytes are not a valid ${mime} image: ${why}`);
+  const refuse = (why: string) =>
+    new CompactionError(`media: ${bytes.length} bytes are not a valid ${mime} image: ${why}`);
   let size: { width?: number; height?: number; type?: string };
   try {
     size = imageSize(bytes);
@@ -35,7 +36,14 @@ export function imageDimensions(bytes: Uint8Array, mime: ImageMime): { width: nu
   }
   if (size.type !== expected) throw refuse(`its bytes are ${size.type ?? "not an image"}`);
   const { width, height } = size;
-  if (!Number.isInteger(width) || !Number.isInteger(height) || width! < 1 || height! < 1 || width! > MAX_SIDE || height! > MAX_SIDE) {
+  if (
+    !Number.isInteger(width) ||
+    !Number.isInteger(height) ||
+    width! < 1 ||
+    height! < 1 ||
+    width! > MAX_SIDE ||
+    height! > MAX_SIDE
+  ) {
     throw refuse(`${width}x${height} is not an image size`);
   }
   return { width: width!, height: height! };
@@ -58,7 +66,10 @@ export class MediaStore {
 
   /** Stores the bytes (once) and returns their record. PNG, JPEG and WebP: the size is read from the bytes. */
   async put(bytes: Uint8Array, mime: string = "image/png"): Promise<MediaRecord> {
-    if (!(mime in IMAGE_TYPES)) throw new CompactionError(`media: unsupported mime type ${mime} (expected ${Object.keys(IMAGE_TYPES).join(", ")})`);
+    if (!(mime in IMAGE_TYPES))
+      throw new CompactionError(
+        `media: unsupported mime type ${mime} (expected ${Object.keys(IMAGE_TYPES).join(", ")})`,
+      );
     // A copy first, and everything from it: the caller may reuse its buffer, even while we hash
     // (and a Node Buffer's slice() is a view, not a copy).
     const own = new Uint8Array(bytes);
@@ -99,4 +110,3 @@ export class MediaStore {
     return `data:${record.mime};base64,${toBase64(this.data.get(id)!)}`;
   }
 }
-

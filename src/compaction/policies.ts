@@ -48,7 +48,11 @@ export interface Policy {
  * Name, version and config digest: SHA-256 hex of the canonical JSON of Gym's form of the policy
  * block (`{type, config}`), as Gym's `_config_digest` computes it, so an equal policy has Gym's id.
  */
-export function policyIdentity(name: string, version: string, gymForm: Readonly<Record<string, unknown>>): PolicyIdentity {
+export function policyIdentity(
+  name: string,
+  version: string,
+  gymForm: Readonly<Record<string, unknown>>,
+): PolicyIdentity {
   return Object.freeze({ name, version, config_digest: sha256HexSync(canonicalJson(gymForm)) });
 }
 
@@ -66,11 +70,18 @@ function count(entries: readonly HistoryEntry[], items: readonly ViewItem[]): Vi
 }
 
 function totals(entries: readonly HistoryEntry[]): ViewCounts {
-  return count(entries, entries.map((_, i) => ({ entry: i })));
+  return count(
+    entries,
+    entries.map((_, i) => ({ entry: i })),
+  );
 }
 
 function subtract(a: ViewCounts, b: ViewCounts): ViewCounts {
-  return { images: a.images - b.images, imageGroups: a.imageGroups - b.imageGroups, reasoning: a.reasoning - b.reasoning };
+  return {
+    images: a.images - b.images,
+    imageGroups: a.imageGroups - b.imageGroups,
+    reasoning: a.reasoning - b.reasoning,
+  };
 }
 
 /** Builds a plan's counts from its items (retained) and the entries it covers (omitted = rest). */
@@ -88,7 +99,12 @@ export function identityPolicy(): Policy {
     version: "1",
     config,
     identity,
-    plan: (entries) => planOf(identity, entries, entries.map((_, i) => ({ entry: i }))),
+    plan: (entries) =>
+      planOf(
+        identity,
+        entries,
+        entries.map((_, i) => ({ entry: i })),
+      ),
   };
 }
 
@@ -130,14 +146,18 @@ function configCount(name: string, value: unknown, fallback: number): number {
 
 function flag(name: string, value: unknown, fallback: boolean): boolean {
   const v = value ?? fallback;
-  if (typeof v !== "boolean") throw new CompactionError(`recency policy: ${name} must be a boolean (got ${JSON.stringify(value)})`);
+  if (typeof v !== "boolean")
+    throw new CompactionError(`recency policy: ${name} must be a boolean (got ${JSON.stringify(value)})`);
   return v;
 }
 
 /** Gym's rule: a knob of a half that is switched off is a mistake, not a default. */
 function checkDisabledHalf(half: string, given: Readonly<Record<string, unknown>> | undefined, enabled: boolean): void {
-  const set = Object.keys(given ?? {}).filter((k) => k !== "enabled" && (given as Record<string, unknown>)[k] !== undefined);
-  if (!enabled && set.length) throw new CompactionError(`recency policy: ${half}.${set[0]} is set but ${half}.enabled is false`);
+  const set = Object.keys(given ?? {}).filter(
+    (k) => k !== "enabled" && (given as Record<string, unknown>)[k] !== undefined,
+  );
+  if (!enabled && set.length)
+    throw new CompactionError(`recency policy: ${half}.${set[0]} is set but ${half}.enabled is false`);
 }
 
 /** The model call after which the newest observations came (the history's pending groups condition the next one). */
@@ -160,7 +180,10 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
   checkDisabledHalf("reasoning", config.reasoning, reasoningOn);
   if (!imagesOn && !reasoningOn) throw new CompactionError("recency policy: images or reasoning must be enabled");
   const marker = config.images?.omissionMarker === undefined ? OMISSION_MARKER : config.images.omissionMarker;
-  if (marker !== null && typeof marker !== "string") throw new CompactionError(`recency policy: images.omissionMarker must be a string or null (got ${JSON.stringify(marker)})`);
+  if (marker !== null && typeof marker !== "string")
+    throw new CompactionError(
+      `recency policy: images.omissionMarker must be a string or null (got ${JSON.stringify(marker)})`,
+    );
   const images: RecencyImagesConfig = {
     enabled: imagesOn,
     keepLastGroups: configCount("images.keepLastGroups", config.images?.keepLastGroups, 3),
@@ -174,8 +197,17 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
   };
   // Gym's RecencyHistoryPolicyConfig.model_dump(): every key, snake_case.
   const gymConfig = {
-    images: { enabled: images.enabled, protect_initial_context: images.protectInitialContext, keep_last_groups: images.keepLastGroups, omission_marker: images.omissionMarker },
-    reasoning: { enabled: reasoning.enabled, keep_first_block: reasoning.keepFirstBlock, keep_last_blocks: reasoning.keepLastBlocks },
+    images: {
+      enabled: images.enabled,
+      protect_initial_context: images.protectInitialContext,
+      keep_last_groups: images.keepLastGroups,
+      omission_marker: images.omissionMarker,
+    },
+    reasoning: {
+      enabled: reasoning.enabled,
+      keep_first_block: reasoning.keepFirstBlock,
+      keep_last_blocks: reasoning.keepLastBlocks,
+    },
   };
   const form = { type: "recency", config: gymConfig };
   const identity = policyIdentity("recency", "2", form);
@@ -189,8 +221,11 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
       const dropGroup = new Set<number>();
       if (images.enabled) {
         const latest = latestTurn(entries);
-        const pending = (e: HistoryEntry) => (latest < 0 ? e.origin === "initial" : e.origin === "environment" && e.turn === latest);
-        const candidates = entries.filter((e) => isImageGroup(e) && !(images.protectInitialContext && e.origin === "initial"));
+        const pending = (e: HistoryEntry) =>
+          latest < 0 ? e.origin === "initial" : e.origin === "environment" && e.turn === latest;
+        const candidates = entries.filter(
+          (e) => isImageGroup(e) && !(images.protectInitialContext && e.origin === "initial"),
+        );
         const kept = new Set(lastN(candidates, images.keepLastGroups).map((e) => e.seq));
         for (const e of candidates) if (!kept.has(e.seq) && !pending(e)) dropGroup.add(e.seq);
       }
@@ -207,7 +242,11 @@ export function recencyPolicy(config: RecencyConfig = {}): Policy {
       for (const entry of entries) {
         if (dropReasoning.has(entry.seq)) continue;
         if (dropGroup.has(entry.seq)) {
-          items.push(!inRun && images.omissionMarker !== null ? { entry: entry.seq, dropImages: true, marker: images.omissionMarker } : { entry: entry.seq, dropImages: true });
+          items.push(
+            !inRun && images.omissionMarker !== null
+              ? { entry: entry.seq, dropImages: true, marker: images.omissionMarker }
+              : { entry: entry.seq, dropImages: true },
+          );
           inRun = true;
           continue;
         }

@@ -71,16 +71,26 @@ export function expandDelta(where: string, base: readonly number[], pieces: unkn
     const p = piece as { copy?: unknown; tokens?: unknown } | null;
     if (p && Array.isArray(p.copy) && p.tokens === undefined) {
       const [start, length] = p.copy as unknown[];
-      if (!(p.copy.length === 2 && Number.isSafeInteger(start) && Number.isSafeInteger(length) && (start as number) >= 0 && (length as number) > 0)) {
+      if (
+        !(
+          p.copy.length === 2 &&
+          Number.isSafeInteger(start) &&
+          Number.isSafeInteger(length) &&
+          (start as number) >= 0 &&
+          (length as number) > 0
+        )
+      ) {
         throw new EvidenceError(`${at}.copy must be [start, length] with start >= 0 and length >= 1`);
       }
       const s = start as number;
       const n = length as number;
-      if (s + n > base.length) throw new EvidenceError(`${at}.copy [${s}, ${n}] runs past the base's ${base.length} tokens`);
+      if (s + n > base.length)
+        throw new EvidenceError(`${at}.copy [${s}, ${n}] runs past the base's ${base.length} tokens`);
       for (let k = s; k < s + n; k++) out.push(base[k]);
     } else if (p && Array.isArray(p.tokens) && p.copy === undefined) {
       for (const t of p.tokens) {
-        if (!isTokenId(t)) throw new EvidenceError(`${at}.tokens holds ${JSON.stringify(t)}, not an integer in [0, 2^31-1]`);
+        if (!isTokenId(t))
+          throw new EvidenceError(`${at}.tokens holds ${JSON.stringify(t)}, not an integer in [0, 2^31-1]`);
         out.push(t);
       }
     } else {

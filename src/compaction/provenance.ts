@@ -27,12 +27,14 @@ type Reported = Partial<Record<(typeof IDENTITIES)[number][0], string>>;
 function reported(where: string, response: ResponsesResponse): Reported {
   const raw = response.generation_provenance;
   if (raw === undefined || raw === null) return {};
-  if (typeof raw !== "object" || Array.isArray(raw)) throw new EvidenceError(`${where}: generation_provenance must be an object`);
+  if (typeof raw !== "object" || Array.isArray(raw))
+    throw new EvidenceError(`${where}: generation_provenance must be an object`);
   const out: Reported = {};
   for (const [key] of IDENTITIES) {
     const value = (raw as Record<string, unknown>)[key];
     if (value === undefined) continue;
-    if (typeof value !== "string" || value === "") throw new EvidenceError(`${where}: generation_provenance.${key} must be a non-empty string`);
+    if (typeof value !== "string" || value === "")
+      throw new EvidenceError(`${where}: generation_provenance.${key} must be a non-empty string`);
     out[key] = value;
   }
   return out;
@@ -53,7 +55,9 @@ export class ProvenanceRecorder {
     }
     for (const [key] of IDENTITIES) {
       if (this.seen[key] !== now[key]) {
-        throw new EvidenceError(`${where}: generation_provenance.${key} is ${JSON.stringify(now[key] ?? null)}, earlier calls reported ${JSON.stringify(this.seen[key] ?? null)}`);
+        throw new EvidenceError(
+          `${where}: generation_provenance.${key} is ${JSON.stringify(now[key] ?? null)}, earlier calls reported ${JSON.stringify(this.seen[key] ?? null)}`,
+        );
       }
     }
   }

@@ -3,13 +3,26 @@
 // session keeps the server's cookies from the seed on, as Gym's agent does.
 import { CompactionError, ResourcesServerError } from "./errors.js";
 import type { Environment, Observation, ObservationImage } from "./environment.js";
-import { DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_TIMEOUT_MS, checkHttpOptions, parseAnswer, postJson, type FetchLike, type HttpOptions } from "./http.js";
+import {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_TIMEOUT_MS,
+  checkHttpOptions,
+  parseAnswer,
+  postJson,
+  type FetchLike,
+  type HttpOptions,
+} from "./http.js";
 import { dataUrlImage } from "./media.js";
 import type { FunctionTool, InputImage, InputText } from "./responses.js";
 
 /** A Gym run body: `responses_create_params` (the request: input, tools, …) plus the task's own fields. */
 export interface GymRunBody {
-  responses_create_params: { input: string | unknown[]; tools?: FunctionTool[]; instructions?: string; [param: string]: unknown };
+  responses_create_params: {
+    input: string | unknown[];
+    tools?: FunctionTool[];
+    instructions?: string;
+    [param: string]: unknown;
+  };
   [field: string]: unknown;
 }
 
@@ -63,9 +76,17 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
   } catch (error) {
     throw new CompactionError((error as Error).message);
   }
-  const http: HttpOptions = { fetch: options.fetch ?? (globalThis.fetch as unknown as FetchLike), headers: options.headers, timeoutMs, maxResponseBytes, followRedirects: options.followRedirects === true };
+  const http: HttpOptions = {
+    fetch: options.fetch ?? (globalThis.fetch as unknown as FetchLike),
+    headers: options.headers,
+    timeoutMs,
+    maxResponseBytes,
+    followRedirects: options.followRedirects === true,
+  };
   const post = (path: string, body: unknown, cookies: Map<string, string>, okStatus?: (status: number) => boolean) => {
-    const extra: Record<string, string> = cookies.size ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join("; ") } : {};
+    const extra: Record<string, string> = cookies.size
+      ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join("; ") }
+      : {};
     return postJson(root + path, body, http, ResourcesServerError, extra, okStatus).then((answer) => {
       for (const c of answer.cookies) {
         const at = c.indexOf("=");
@@ -84,16 +105,25 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
           return parseAnswer(url, await post("/seed_session", runBody, cookies), ResourcesServerError);
         },
         async callTool(name, args) {
-          if (!TOOL_NAME.test(name)) throw new CompactionError(`resources server: tool name ${JSON.stringify(name)} is not a path segment`);
+          if (!TOOL_NAME.test(name))
+            throw new CompactionError(`resources server: tool name ${JSON.stringify(name)} is not a path segment`);
           // 4xx answers are the tool's own errors, shown to the model; 5xx and lost connections are retried.
           return (await post(`/${name}`, args, cookies, (status) => status < 500)).text;
         },
         async verify(body) {
           const url = `${root}/verify`;
-          const answer = parseAnswer(url, await post("/verify", body, cookies), ResourcesServerError) as Record<string, unknown> | null;
-          if (typeof answer !== "object" || answer === null || Array.isArray(answer)) throw new ResourcesServerError(`POST ${url}: the answer is not an object`, 200, false);
+          const answer = parseAnswer(url, await post("/verify", body, cookies), ResourcesServerError) as Record<
+            string,
+            unknown
+          > | null;
+          if (typeof answer !== "object" || answer === null || Array.isArray(answer))
+            throw new ResourcesServerError(`POST ${url}: the answer is not an object`, 200, false);
           if (typeof answer.reward !== "number" || !Number.isFinite(answer.reward)) {
-            throw new ResourcesServerError(`POST ${url}: the answer's reward is ${JSON.stringify(answer.reward) ?? "missing"}, expected a finite number`, 200, false);
+            throw new ResourcesServerError(
+              `POST ${url}: the answer's reward is ${JSON.stringify(answer.reward) ?? "missing"}, expected a finite number`,
+              200,
+              false,
+            );
           }
           return answer as VerifyResponse;
         },
@@ -101,8 +131,17 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
     },
     async aggregateMetrics(verifyResponses) {
       const url = `${root}/aggregate_metrics`;
-      const answer = parseAnswer(url, await post("/aggregate_metrics", { verify_responses: verifyResponses.map(metricsRow) }, new Map()), ResourcesServerError) as Record<string, unknown> | null;
-      const bad = (field: string) => new ResourcesServerError(`POST ${url}: the answer's ${field} is missing or of the wrong type (expected Gym's AggregateMetrics)`, 200, false);
+      const answer = parseAnswer(
+        url,
+        await post("/aggregate_metrics", { verify_responses: verifyResponses.map(metricsRow) }, new Map()),
+        ResourcesServerError,
+      ) as Record<string, unknown> | null;
+      const bad = (field: string) =>
+        new ResourcesServerError(
+          `POST ${url}: the answer's ${field} is missing or of the wrong type (expected Gym's AggregateMetrics)`,
+          200,
+          false,
+        );
       if (typeof answer !== "object" || answer === null) throw bad("body");
       if (!Array.isArray(answer.group_level_metrics)) throw bad("group_level_metrics");
       for (const key of ["agent_metrics", "key_metrics"]) {
@@ -115,7 +154,14 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
 
 /** A verify response as Gym's collector sends it to `/aggregate_metrics`: payloads stripped, the usage kept. */
 export function metricsRow(row: Readonly<Record<string, unknown>>): Record<string, unknown> {
-  const { response, responses_create_params: _params, ng_agent_observations: _o, ng_model_call_capture: _c, ng_trajectory: _t, ...rest } = row;
+  const {
+    response,
+    responses_create_params: _params,
+    ng_agent_observations: _o,
+    ng_model_call_capture: _c,
+    ng_trajectory: _t,
+    ...rest
+  } = row;
   const usage = (response as { usage?: unknown } | null | undefined)?.usage;
   return usage === undefined || usage === null ? rest : { ...rest, response: { usage } };
 }
@@ -126,7 +172,12 @@ function decodeBase64(text: string): Uint8Array {
 
 function imageOf(where: string, url: unknown): ObservationImage {
   const image = typeof url === "string" ? dataUrlImage(url) : null;
-  if (!image) throw new ResourcesServerError(`${where}: ${JSON.stringify(url)?.slice(0, 60)} is not a base64 PNG, JPEG or WebP data URL`, 200, false);
+  if (!image)
+    throw new ResourcesServerError(
+      `${where}: ${JSON.stringify(url)?.slice(0, 60)} is not a base64 PNG, JPEG or WebP data URL`,
+      200,
+      false,
+    );
   return { bytes: decodeBase64(image.base64), mime: image.mime };
 }
 
@@ -143,7 +194,12 @@ export function jsonObservation(text: string, tool: string): Observation {
   }
   const v = value as { output?: unknown; images?: unknown; done?: unknown } | null;
   if (!v || typeof v !== "object" || Array.isArray(v) || typeof v.output !== "string") return { text };
-  const images = v.images === undefined ? [] : Array.isArray(v.images) ? v.images.map((u, i) => imageOf(`tool ${tool}: images[${i}]`, u)) : null;
+  const images =
+    v.images === undefined
+      ? []
+      : Array.isArray(v.images)
+        ? v.images.map((u, i) => imageOf(`tool ${tool}: images[${i}]`, u))
+        : null;
   if (images === null) throw new ResourcesServerError(`tool ${tool}: images must be an array of data URLs`, 200, false);
   return { text: v.output, ...(images.length ? { images } : {}), ...(v.done === true ? { done: true } : {}) };
 }
@@ -154,14 +210,16 @@ function taskObservation(input: GymRunBody["responses_create_params"]["input"]):
   const refuse = (why: string) => new CompactionError(`resources run body: responses_create_params.input ${why}`);
   if (!Array.isArray(input) || input.length !== 1) throw refuse("must be a string or one user message");
   const message = input[0] as { role?: unknown; content?: unknown; type?: unknown };
-  if (message?.role !== "user" || (message.type !== undefined && message.type !== "message")) throw refuse("[0] must be a user message");
+  if (message?.role !== "user" || (message.type !== undefined && message.type !== "message"))
+    throw refuse("[0] must be a user message");
   if (typeof message.content === "string") return { text: message.content };
   if (!Array.isArray(message.content)) throw refuse("[0].content must be a string or an array of parts");
   const texts: string[] = [];
   const images: ObservationImage[] = [];
   (message.content as (InputText | InputImage)[]).forEach((part, i) => {
     if (part?.type === "input_text" && typeof part.text === "string") texts.push(part.text);
-    else if (part?.type === "input_image") images.push(imageOf(`responses_create_params.input[0].content[${i}]`, part.image_url));
+    else if (part?.type === "input_image")
+      images.push(imageOf(`responses_create_params.input[0].content[${i}]`, part.image_url));
     else throw refuse(`[0].content[${i}] must be an input_text or input_image part`);
   });
   return { text: texts.join("\n"), ...(images.length ? { images } : {}) };
@@ -178,7 +236,8 @@ export function resourcesEnvironment(
   observe: (text: string, tool: string) => Observation | Promise<Observation> = (text) => ({ text }),
 ): Environment {
   const params = runBody?.responses_create_params;
-  if (!params || typeof params !== "object") throw new CompactionError("resources run body: responses_create_params is missing");
+  if (!params || typeof params !== "object")
+    throw new CompactionError("resources run body: responses_create_params is missing");
   return {
     instructions: typeof params.instructions === "string" ? params.instructions : undefined,
     tools: Array.isArray(params.tools) ? params.tools : [],

@@ -50,7 +50,12 @@ export interface FunctionCallOutputItem {
   output: string;
 }
 
-export type InputItem = UserMessageItem | AssistantMessageItem | ReasoningItem | FunctionCallItem | FunctionCallOutputItem;
+export type InputItem =
+  | UserMessageItem
+  | AssistantMessageItem
+  | ReasoningItem
+  | FunctionCallItem
+  | FunctionCallOutputItem;
 
 export interface FunctionTool {
   type: "function";
@@ -87,10 +92,36 @@ export interface TokenizeBody extends PlainResponsesBody {
  * what `POST /v1/responses` accepts, and what the client refuses to send anything outside of.
  */
 export const RESPONSES_CREATE_PARAMS_KEYS: readonly string[] = [
-  "background", "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model",
-  "parallel_tool_calls", "previous_response_id", "prompt", "reasoning", "service_tier", "store", "context_management",
-  "conversation", "moderation", "prompt_cache_key", "prompt_cache_retention", "safety_identifier", "stream_options",
-  "temperature", "text", "tool_choice", "tools", "top_logprobs", "top_p", "truncation", "user", "stream",
+  "background",
+  "include",
+  "input",
+  "instructions",
+  "max_output_tokens",
+  "max_tool_calls",
+  "metadata",
+  "model",
+  "parallel_tool_calls",
+  "previous_response_id",
+  "prompt",
+  "reasoning",
+  "service_tier",
+  "store",
+  "context_management",
+  "conversation",
+  "moderation",
+  "prompt_cache_key",
+  "prompt_cache_retention",
+  "safety_identifier",
+  "stream_options",
+  "temperature",
+  "text",
+  "tool_choice",
+  "tools",
+  "top_logprobs",
+  "top_p",
+  "truncation",
+  "user",
+  "stream",
 ];
 /** Keys `POST /v1/responses` may carry. */
 export const PLAIN_BODY_KEYS: readonly string[] = RESPONSES_CREATE_PARAMS_KEYS;

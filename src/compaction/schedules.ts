@@ -90,7 +90,14 @@ function chunkedScheduler(config: Extract<ScheduleConfig, { type: "turn_chunked"
       if (base === null) {
         base = policy.plan(entries);
         baseEnd = entries.length;
-        records.push({ chunk: records.length, base_entries: baseEnd, first_call: null, last_call: null, actions: 0, closed_by: null });
+        records.push({
+          chunk: records.length,
+          base_entries: baseEnd,
+          first_call: null,
+          last_call: null,
+          actions: 0,
+          closed_by: null,
+        });
         trigger = closedEarly ? "guard_recompaction" : "chunk_opened";
         closedEarly = false;
       }

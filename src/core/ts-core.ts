@@ -138,7 +138,8 @@ export class TsCore implements ForestCore {
     this.stageTokens = this.grow(this.stageTokens, prompt + generated);
     this.stageLogprobs = this.grow(this.stageLogprobs, generated);
     const s = this.staging;
-    if (s.tokens !== this.stageTokens || s.logprobs !== this.stageLogprobs) this.staging = { tokens: this.stageTokens, logprobs: this.stageLogprobs };
+    if (s.tokens !== this.stageTokens || s.logprobs !== this.stageLogprobs)
+      this.staging = { tokens: this.stageTokens, logprobs: this.stageLogprobs };
     return this.staging;
   }
 
@@ -187,7 +188,13 @@ export class TsCore implements ForestCore {
     return this.commitSources(prompt, generated, agent, link);
   }
 
-  commitArrays(prompt: Int32Array, generation: Int32Array, logprobs: Float32Array, agent: number, link: boolean): number {
+  commitArrays(
+    prompt: Int32Array,
+    generation: Int32Array,
+    logprobs: Float32Array,
+    agent: number,
+    link: boolean,
+  ): number {
     this.promptSource = prompt;
     this.generationSource = generation;
     this.logprobSource = logprobs;
@@ -261,7 +268,11 @@ export class TsCore implements ForestCore {
     const at = this.tokenCount;
     this.tokens = this.grow(this.tokens, at + to - from);
     if (from < prompt) this.tokens.set(this.promptSource.subarray(from, Math.min(to, prompt)), at);
-    if (to > prompt) this.tokens.set(this.generationSource.subarray(Math.max(from, prompt) - prompt, to - prompt), at + Math.max(0, prompt - from));
+    if (to > prompt)
+      this.tokens.set(
+        this.generationSource.subarray(Math.max(from, prompt) - prompt, to - prompt),
+        at + Math.max(0, prompt - from),
+      );
     this.tokenCount = at + to - from;
     return at;
   }
@@ -306,9 +317,19 @@ export class TsCore implements ForestCore {
       // the generation's.
       const inPrompt = Math.max(0, Math.min(room, prompt - pos));
       let same = 0;
-      for (let i = edgeOff, end = edgeOff + inPrompt, delta = pos - edgeOff; i < end && stored[i] === head[i + delta]; i++) same++;
+      for (
+        let i = edgeOff, end = edgeOff + inPrompt, delta = pos - edgeOff;
+        i < end && stored[i] === head[i + delta];
+        i++
+      )
+        same++;
       if (same === inPrompt) {
-        for (let i = edgeOff + same, end = edgeOff + room, delta = pos - prompt - edgeOff; i < end && stored[i] === tail[i + delta]; i++) same++;
+        for (
+          let i = edgeOff + same, end = edgeOff + room, delta = pos - prompt - edgeOff;
+          i < end && stored[i] === tail[i + delta];
+          i++
+        )
+          same++;
       }
       if (same === edgeLen) {
         node = child;
@@ -332,7 +353,12 @@ export class TsCore implements ForestCore {
 
     this.mediaMismatch = false;
     // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
-    const parent = best < 0 ? -1 : this.media.length === 0 ? this.chooseParent(c, this.nodeEndHead[best], false) : this.linkByMedia(c, best);
+    const parent =
+      best < 0
+        ? -1
+        : this.media.length === 0
+          ? this.chooseParent(c, this.nodeEndHead[best], false)
+          : this.linkByMedia(c, best);
     this.callParent[c] = parent;
     return parent;
   }
@@ -416,7 +442,14 @@ export class TsCore implements ForestCore {
     this.packPositions = this.growKept(this.packPositions, this.packAt + total);
     this.packLogprobs = this.growKept(this.packLogprobs, this.packAt + total);
     if (this.packMask.length < this.packMaskAt + maskTotal) {
-      const bigger = new Uint8Array(this.roomFor(this.packMask.byteLength, 1, this.packMaskAt + maskTotal, Math.max(this.packMaskAt + maskTotal, this.packMask.length * 2)));
+      const bigger = new Uint8Array(
+        this.roomFor(
+          this.packMask.byteLength,
+          1,
+          this.packMaskAt + maskTotal,
+          Math.max(this.packMaskAt + maskTotal, this.packMask.length * 2),
+        ),
+      );
       bigger.set(this.packMask.subarray(0, this.packMaskAt));
       this.packMask = bigger;
     }
@@ -443,7 +476,9 @@ export class TsCore implements ForestCore {
   /** `array` with room for `need` elements, keeping its first `packAt` (growing within the budget). */
   private growKept<T extends Int32Array | Float32Array>(array: T, need: number): T {
     if (need <= array.length) return array;
-    const bigger = new (array.constructor as { new (n: number): T })(this.roomFor(array.byteLength, array.BYTES_PER_ELEMENT, need, Math.max(need, array.length * 2)));
+    const bigger = new (array.constructor as { new (n: number): T })(
+      this.roomFor(array.byteLength, array.BYTES_PER_ELEMENT, need, Math.max(need, array.length * 2)),
+    );
     bigger.set(array.subarray(0, this.packAt));
     return bigger;
   }
@@ -504,11 +539,19 @@ export class TsCore implements ForestCore {
     // grow() (which copies): the old rows are gone.
     if (this.rowTokens.length < total) {
       // Tokens and logprobs side by side: 8 bytes a row token.
-      const size = this.roomFor(this.rowTokens.byteLength + this.rowLogprobs.byteLength, 8, total, Math.max(total, this.rowTokens.length * 2));
+      const size = this.roomFor(
+        this.rowTokens.byteLength + this.rowLogprobs.byteLength,
+        8,
+        total,
+        Math.max(total, this.rowTokens.length * 2),
+      );
       this.rowTokens = new Int32Array(size);
       this.rowLogprobs = new Float32Array(size);
     }
-    if (this.rowMask.length < maskTotal) this.rowMask = new Uint8Array(this.roomFor(this.rowMask.byteLength, 1, maskTotal, Math.max(maskTotal, this.rowMask.length * 2)));
+    if (this.rowMask.length < maskTotal)
+      this.rowMask = new Uint8Array(
+        this.roomFor(this.rowMask.byteLength, 1, maskTotal, Math.max(maskTotal, this.rowMask.length * 2)),
+      );
     this.rowAt = 0;
     this.maskAt = 0;
     const paths: number[] = [];
@@ -565,7 +608,10 @@ export class TsCore implements ForestCore {
   private roomFor(replacedBytes: number, bytesPerElement: number, need: number, wanted: number): number {
     const left = Math.floor((this.maxBytes - this.heldBytes() + replacedBytes) / bytesPerElement);
     if (need > left) {
-      const limit = this.maxBytes === WASM_MEMORY_MAX_BYTES ? "4 GiB, as a WebAssembly core's" : `init's maxMemory of ${this.maxBytes} bytes`;
+      const limit =
+        this.maxBytes === WASM_MEMORY_MAX_BYTES
+          ? "4 GiB, as a WebAssembly core's"
+          : `init's maxMemory of ${this.maxBytes} bytes`;
       throw new CoreMemoryError(`the TypeScript core ran out of memory at ${limit}`);
     }
     return Math.min(wanted, left);
@@ -574,8 +620,17 @@ export class TsCore implements ForestCore {
   /** Bytes held by the arrays kept from plan to plan (the token-sized ones: the rest is smaller). */
   heldBytes(): number {
     const arrays = [
-      this.stageTokens, this.stageLogprobs, this.tokens, this.logprobs, this.rowTokens, this.rowLogprobs, this.rowMask,
-      this.packTokens, this.packPositions, this.packLogprobs, this.packMask,
+      this.stageTokens,
+      this.stageLogprobs,
+      this.tokens,
+      this.logprobs,
+      this.rowTokens,
+      this.rowLogprobs,
+      this.rowMask,
+      this.packTokens,
+      this.packPositions,
+      this.packLogprobs,
+      this.packMask,
     ];
     return arrays.reduce((sum, array) => sum + array.byteLength, 0);
   }
@@ -637,7 +692,13 @@ class TsCoreLease implements ForestCore {
     return this.held().commit(prompt, generated, agent, link);
   }
 
-  commitArrays(prompt: Int32Array, generation: Int32Array, logprobs: Float32Array, agent: number, link: boolean): number {
+  commitArrays(
+    prompt: Int32Array,
+    generation: Int32Array,
+    logprobs: Float32Array,
+    agent: number,
+    link: boolean,
+  ): number {
     return this.held().commitArrays(prompt, generation, logprobs, agent, link);
   }
 

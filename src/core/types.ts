@@ -124,7 +124,13 @@ export interface ForestCore {
    * with no staging copy — a WebAssembly core cannot read them, a JS one can. Same results as
    * stage(), copying the arrays in, and commit(). `logprobs` holds exactly one per generated token.
    */
-  commitArrays?(prompt: Int32Array, generation: Int32Array, logprobs: Float32Array, agent: number, link: boolean): number;
+  commitArrays?(
+    prompt: Int32Array,
+    generation: Int32Array,
+    logprobs: Float32Array,
+    agent: number,
+    link: boolean,
+  ): number;
   /** After INVALID_TOKEN / INVALID_LOGPROB: index into the staged tokens (prompt ++ generation) / logprobs. */
   lastBadIndex(): number;
   /** After AMBIGUOUS_PARENT: two of the tied candidates (eligible indices). */

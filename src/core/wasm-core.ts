@@ -74,13 +74,20 @@ function packedViews(heap: Int32Array, request: PackRequest, table: number): Cor
 
 /** `bytes` (a whole number of KiB) in the largest binary unit that divides it. */
 function binarySize(bytes: number): string {
-  for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20]] as const) if (bytes % size === 0) return `${bytes / size} ${unit}`;
+  for (const [unit, size] of [
+    ["GiB", 2 ** 30],
+    ["MiB", 2 ** 20],
+  ] as const)
+    if (bytes % size === 0) return `${bytes / size} ${unit}`;
   return `${bytes / 1024} KiB`;
 }
 
 /** The module's one import: `abort`, called when its memory cannot grow within `limitPages`. */
 function importsFor(limitPages: number): WebAssembly.Imports {
-  const limit = limitPages === MAX_PAGES ? "4 GiB, the most a WebAssembly memory holds" : `init's maxMemory of ${binarySize(limitPages * PAGE_BYTES)}`;
+  const limit =
+    limitPages === MAX_PAGES
+      ? "4 GiB, the most a WebAssembly memory holds"
+      : `init's maxMemory of ${binarySize(limitPages * PAGE_BYTES)}`;
   return {
     env: {
       abort(): never {

@@ -2,14 +2,27 @@
 // on white, readable as fills at low opacity and as strokes), then hues a golden angle apart, so
 // lanes next to each other never look alike and no two lanes share a colour.
 
-const TABLEAU_10 = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"];
+const TABLEAU_10 = [
+  "#4e79a7",
+  "#f28e2b",
+  "#59a14f",
+  "#e15759",
+  "#76b7b2",
+  "#edc948",
+  "#b07aa1",
+  "#ff9da7",
+  "#9c755f",
+  "#bab0ac",
+];
 const GOLDEN_ANGLE = 137.50776405003785;
 /** Lightness and saturation steps (cycled at coprime periods), so nearby hues differ in tone too. */
 const LIGHTNESS = [0.42, 0.55, 0.34, 0.49];
 const SATURATION = [0.62, 0.45, 0.75];
 
 function hex(value: number): string {
-  return Math.round(value * 255).toString(16).padStart(2, "0");
+  return Math.round(value * 255)
+    .toString(16)
+    .padStart(2, "0");
 }
 
 function hsl(hue: number, saturation: number, lightness: number): string {
@@ -32,7 +45,12 @@ export function laneColour(index: number): string {
     const hue = (n * GOLDEN_ANGLE + 15) % 360;
     let colour = hsl(hue, SATURATION[n % SATURATION.length], LIGHTNESS[n % LIGHTNESS.length]);
     // Thousands of lanes meet in 8-bit RGB now and then: step the lightness until the colour is new.
-    for (let step = 1; used.has(colour) && step < 1000; step++) colour = hsl(hue, SATURATION[n % SATURATION.length], 0.3 + ((LIGHTNESS[n % LIGHTNESS.length] - 0.3 + step * 0.007) % 0.3));
+    for (let step = 1; used.has(colour) && step < 1000; step++)
+      colour = hsl(
+        hue,
+        SATURATION[n % SATURATION.length],
+        0.3 + ((LIGHTNESS[n % LIGHTNESS.length] - 0.3 + step * 0.007) % 0.3),
+      );
     made.push(colour);
     used.add(colour);
   }

@@ -127,7 +127,9 @@ export function columnX(gutter: number, index: number): number {
  * order listed, unlisted agents in order of first call. Iterative: a chain of subagents may be
  * deeper than the stack. Returns each agent with its depth and its count of subagents.
  */
-export function laneOrder(plan: Pick<DrawablePlan, "agents" | "forest">): { agent: string; depth: number; subagents: number; parent: string | null }[] {
+export function laneOrder(
+  plan: Pick<DrawablePlan, "agents" | "forest">,
+): { agent: string; depth: number; subagents: number; parent: string | null }[] {
   const listed = new Map(plan.agents.map((a) => [a.id, a]));
   const all: string[] = [...listed.keys()];
   const seen = new Set(all);

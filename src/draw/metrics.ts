@@ -5,4 +5,5 @@ export const FONT = 11;
 /** Advance of one monospace character at FONT, rounded up. */
 export const CHAR = 7;
 export const MARGIN = 16;
-export const FONT_FAMILY = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace";
+export const FONT_FAMILY =
+  "ui-monospace, SFMono-Regular, Menlo, Consolas, 'DejaVu Sans Mono', 'Liberation Mono', monospace";

@@ -12,7 +12,6 @@ import { renderSvg, svgDocument } from "./svg.js";
 import { clip, clipMiddle, xmlText } from "./xml.js";
 import { agentName } from "./layout.js";
 
-
 export interface PackedDrawable extends DrawablePlan {
   trees: readonly PackedTree[];
 }
@@ -64,10 +63,31 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
   const segments = plan.trees.reduce((n, t) => n + t.segments.length, 0);
 
   const body: string[] = [
-    text(MARGIN, MARGIN + 12, clip(`rollout ${id} · packed: ${plan.trees.length} tree${plan.trees.length === 1 ? "" : "s"}, ${segments} segments, every token once`, chars), "cf-title"),
+    text(
+      MARGIN,
+      MARGIN + 12,
+      clip(
+        `rollout ${id} · packed: ${plan.trees.length} tree${plan.trees.length === 1 ? "" : "s"}, ${segments} segments, every token once`,
+        chars,
+      ),
+      "cf-title",
+    ),
     text(MARGIN, MARGIN + 30, clip(savingsLine(savings), chars), "cf-dim"),
-    text(MARGIN, MARGIN + 48, clip("block: the tokens a call adds to its parent (darker: generated) · line: to end(segment), the tokens that attend to it", chars), "cf-dim"),
-    text(MARGIN, MARGIN + 64, clip("×N: N rows repeat this segment, the packed record computes it once · one token axis for all trees", chars), "cf-dim"),
+    text(
+      MARGIN,
+      MARGIN + 48,
+      clip(
+        "block: the tokens a call adds to its parent (darker: generated) · line: to end(segment), the tokens that attend to it",
+        chars,
+      ),
+      "cf-dim",
+    ),
+    text(
+      MARGIN,
+      MARGIN + 64,
+      clip("×N: N rows repeat this segment, the packed record computes it once · one token axis for all trees", chars),
+      "cf-dim",
+    ),
   ];
   let y = TOP;
   // Rows' tokens per tree: the rows whose path starts at the tree's root.
@@ -111,16 +131,38 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
         const py = top + depth[segment.parent] * LEVEL_H + BLOCK_H;
         body.push(`<path d="M${x0},${py} V${by}" class="cf-parent-link"/>`);
       }
-      body.push(`<rect x="${x0}" y="${by}" width="${x1 - x0}" height="${BLOCK_H}" fill="${colour}" fill-opacity="0.35" stroke="${colour}"/>`);
-      if (x1 > xGen) body.push(`<rect x="${xGen}" y="${by}" width="${x1 - xGen}" height="${BLOCK_H}" fill="${colour}"/>`);
-      if (xEnd > x1) body.push(`<path d="M${x1},${by + BLOCK_H / 2} H${xEnd} M${xEnd},${by + 3} V${by + BLOCK_H - 3}" class="cf-subtree" stroke="${colour}"/>`);
+      body.push(
+        `<rect x="${x0}" y="${by}" width="${x1 - x0}" height="${BLOCK_H}" fill="${colour}" fill-opacity="0.35" stroke="${colour}"/>`,
+      );
+      if (x1 > xGen)
+        body.push(`<rect x="${xGen}" y="${by}" width="${x1 - xGen}" height="${BLOCK_H}" fill="${colour}"/>`);
+      if (xEnd > x1)
+        body.push(
+          `<path d="M${x1},${by + BLOCK_H / 2} H${xEnd} M${xEnd},${by + 3} V${by + BLOCK_H - 3}" class="cf-subtree" stroke="${colour}"/>`,
+        );
       const room = Math.floor((x1 - x0 - 4) / CHAR);
       const label = repeats > 1 ? `${segment.call} ×${repeats}` : segment.call;
-      if (room >= 3) body.push(text(x0 + 3, by + 11, Array.from(label).length <= room ? label : clipMiddle(segment.call, room), "cf-seg-label"));
+      if (room >= 3)
+        body.push(
+          text(
+            x0 + 3,
+            by + 11,
+            Array.from(label).length <= room ? label : clipMiddle(segment.call, room),
+            "cf-seg-label",
+          ),
+        );
       body.push(`</g>`);
     });
     body.push(`</g>`);
     y = top + (depth.reduce((most, d) => Math.max(most, d), 0) + 1) * LEVEL_H + TREE_GAP; // no spreading: a tree may have more segments than a call takes arguments
   }
-  return svgDocument({ declaration: options.declaration, width, height: y + MARGIN, title: `callforest: rollout ${id}, packed`, className: "cf-packed", style: STYLE, body });
+  return svgDocument({
+    declaration: options.declaration,
+    width,
+    height: y + MARGIN,
+    title: `callforest: rollout ${id}, packed`,
+    className: "cf-packed",
+    style: STYLE,
+    body,
+  });
 }

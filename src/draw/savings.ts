@@ -45,7 +45,9 @@ export function times(a: number, b: number): string {
 
 /** A count with thousands separators (1,234,567), the same in every locale. */
 export function count(n: number): string {
-  return Math.round(n).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+  return Math.round(n)
+    .toString()
+    .replace(/\B(?=(\d{3})+(?!\d))/g, ",");
 }
 
 /** One line: tokens and attention, rows against packed. */

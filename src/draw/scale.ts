@@ -24,7 +24,17 @@ export interface Scale {
 export const COL = 88;
 export const BOX_W = 72;
 
-export const DETAIL: Scale = { col: COL, boxW: BOX_W, laneH: 64, boxTop: 20, boxH: 32, rowH: 22, rowBoxH: 14, labels: true, collapsedH: 22 };
+export const DETAIL: Scale = {
+  col: COL,
+  boxW: BOX_W,
+  laneH: 64,
+  boxTop: 20,
+  boxH: 32,
+  rowH: 22,
+  rowBoxH: 14,
+  labels: true,
+  collapsedH: 22,
+};
 
 /** Below this column step the boxes are too narrow for an id: the compact scale takes over. */
 export const LABELS_MIN_COL = 48;

@@ -7,7 +7,18 @@
 import type { ForestCall } from "../types.js";
 import { countOf } from "../messages.js";
 import { faultOf } from "./fault.js";
-import { LABEL_EVERY_PX, LEGEND_LINE_H, ROW_LABEL_CHARS, agentName, layout, type Cut, type DrawablePlan, type Lane, type Layout, type LayoutOptions } from "./layout.js";
+import {
+  LABEL_EVERY_PX,
+  LEGEND_LINE_H,
+  ROW_LABEL_CHARS,
+  agentName,
+  layout,
+  type Cut,
+  type DrawablePlan,
+  type Lane,
+  type Layout,
+  type LayoutOptions,
+} from "./layout.js";
 import { legendItems, type PlacedItem } from "./legend.js";
 import { CHAR, FONT, FONT_FAMILY, MARGIN } from "./metrics.js";
 import { clip, clipMiddle, wrap, xmlText } from "./xml.js";
@@ -176,9 +187,19 @@ function lanes(plan: DrawablePlan, l: Layout, view: View): string[] {
     if (!view.y(lane.y, lane.y + lane.height)) return;
     if (i % 2 === 0) out.push(`<rect x="0" y="${lane.y}" width="${l.width}" height="${lane.height}" fill="#f6f6f6"/>`);
     const bar = Math.min(6, Math.floor(lane.height / 4));
-    out.push(`<rect x="${MARGIN - 8}" y="${lane.y + bar}" width="4" height="${lane.height - 2 * bar}" fill="${lane.colour}"/>`);
+    out.push(
+      `<rect x="${MARGIN - 8}" y="${lane.y + bar}" width="4" height="${lane.height - 2 * bar}" fill="${lane.colour}"/>`,
+    );
     const baseline = lane.collapsed || !s.labels ? lane.y + Math.round(lane.height / 2) + 4 : lane.y + s.boxTop + 20;
-    if (lane.height >= 12) out.push(text(MARGIN, baseline, lane.collapsed ? clip(collapsedText(lane), chars) : laneText(lane, chars), "cf-lane-label"));
+    if (lane.height >= 12)
+      out.push(
+        text(
+          MARGIN,
+          baseline,
+          lane.collapsed ? clip(collapsedText(lane), chars) : laneText(lane, chars),
+          "cf-lane-label",
+        ),
+      );
     if (lane.collapsed) return;
     for (const c of repeats.get(lane.agent) ?? []) {
       const x = l.left + Math.round(c * s.col);
@@ -192,14 +213,19 @@ function lanes(plan: DrawablePlan, l: Layout, view: View): string[] {
 function spot(l: Layout, call: ForestCall): { x: number; y: number; w: number; h: number } {
   const lane = l.laneOf.get(call.agent)!;
   const x = l.x.get(call.id)!;
-  if (l.folded.has(call.agent)) return { x, y: lane.y + 4, w: Math.max(1, Math.min(l.scale.boxW, 4)), h: lane.height - 8 };
+  if (l.folded.has(call.agent))
+    return { x, y: lane.y + 4, w: Math.max(1, Math.min(l.scale.boxW, 4)), h: lane.height - 8 };
   return { x, y: lane.y + l.scale.boxTop, w: l.scale.boxW, h: l.scale.boxH };
 }
 
 function links(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view: View): string[] {
   const out: string[] = [];
   // Arrowheads shrink with the marks, and go when columns are too narrow to tell them apart.
-  const marker = l.scale.labels ? ` marker-end="url(#cf-arrow)"` : l.scale.col >= 4 ? ` marker-end="url(#cf-arrow-small)"` : "";
+  const marker = l.scale.labels
+    ? ` marker-end="url(#cf-arrow)"`
+    : l.scale.col >= 4
+      ? ` marker-end="url(#cf-arrow-small)"`
+      : "";
   // Position of each call within its lane, to tell whether a same-lane link would cross a box.
   const laneSlot = new Map<string, number>();
   const laneCount = new Map<Lane, number>();
@@ -252,7 +278,8 @@ function cutTitle(cut: Cut): string {
   if (cut.reason === "context") {
     return `context cut in ${agentName(cut.agent)}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`;
   }
-  const then = cut.before === null ? "so it starts a new tree" : `so it continues ${cut.before}, a shorter call whose media agree`;
+  const then =
+    cut.before === null ? "so it starts a new tree" : `so it continues ${cut.before}, a shorter call whose media agree`;
   return `media cut in ${agentName(cut.agent)} before ${cut.after}: ${MEDIA_CUT_REASON}, ${then}`;
 }
 
@@ -261,9 +288,11 @@ function cuts(l: Layout, view: View): string[] {
   for (const cut of l.cuts) {
     const height = l.laneOf.get(cut.agent)!.height;
     if (!view.box(cut.x - 2, cut.y, cut.x + 70, cut.y + height)) continue;
-    const [line, label, labelClass] = cut.reason === "context" ? ["cf-cut", "cut", "cf-bad"] : ["cf-media-cut", "media cut", "cf-media"];
+    const [line, label, labelClass] =
+      cut.reason === "context" ? ["cf-cut", "cut", "cf-bad"] : ["cf-media-cut", "media cut", "cf-media"];
     // A context cut's group keeps its old attributes exactly (the snapshot); a media cut says what it is.
-    const kind = cut.reason === "context" ? `class="cf-cut-mark"` : `class="cf-cut-mark cf-is-media-cut" data-reason="media"`;
+    const kind =
+      cut.reason === "context" ? `class="cf-cut-mark"` : `class="cf-cut-mark cf-is-media-cut" data-reason="media"`;
     const word = l.scale.labels ? text(cut.x + 3, cut.y + height - 4, label, labelClass) : "";
     out.push(
       `<g ${kind} data-after="${xmlText(cut.after)}"><title>${xmlText(cutTitle(cut))}</title>` +
@@ -274,7 +303,12 @@ function cuts(l: Layout, view: View): string[] {
 }
 
 /** A call's tooltip: what it is and where it went. */
-export function callTitle(call: ForestCall, label: string, mediaName: (id: string) => string, compaction?: string): string {
+export function callTitle(
+  call: ForestCall,
+  label: string,
+  mediaName: (id: string) => string,
+  compaction?: string,
+): string {
   const parts = [`${call.id} · ${label}`, `calls[${call.index}]`];
   if (compaction !== undefined) parts.push(compaction === "" ? "compaction" : `compaction: ${compaction}`);
   parts.push(`${call.promptLength} prompt + ${call.generationLength} generated tokens`);
@@ -297,7 +331,8 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
   const boxChars = Math.floor((s.boxW - 8) / CHAR);
   // Calls a capture's own compaction records name (diagnostic context_compaction): labelled.
   const compactions = new Map<string, string>();
-  for (const d of plan.report.diagnostics) if (d.code === "context_compaction" && d.call !== null) compactions.set(d.call, d.detail ?? "");
+  for (const d of plan.report.diagnostics)
+    if (d.code === "context_compaction" && d.call !== null) compactions.set(d.call, d.detail ?? "");
   for (const call of plan.forest) {
     const lane = l.laneOf.get(call.agent)!;
     const { x, y, w, h } = spot(l, call);
@@ -305,11 +340,21 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
     const label = lane.agent === call.agent ? lane.label : agentName(call.agent);
     if (l.folded.has(call.agent)) {
       // Folded into a collapsed lane: a tick, not a call box (expand the lane to see the call).
-      out.push(`<rect x="${x}" y="${y}" width="${w}" height="${h}" class="cf-tick" data-index="${call.index}" fill="${call.eligible ? lane.colour : "#ccc"}"/>`);
+      out.push(
+        `<rect x="${x}" y="${y}" width="${w}" height="${h}" class="cf-tick" data-index="${call.index}" fill="${call.eligible ? lane.colour : "#ccc"}"/>`,
+      );
       continue;
     }
-    const classes = ["cf-call", call.root ? "cf-is-root" : "", call.leaf ? "cf-is-leaf" : "", call.eligible ? "" : "cf-is-unlinked", call.mediaMismatch ? "cf-is-media-mismatch" : ""];
-    out.push(`<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, label, mediaName, compactions.get(call.id)))}</title>`);
+    const classes = [
+      "cf-call",
+      call.root ? "cf-is-root" : "",
+      call.leaf ? "cf-is-leaf" : "",
+      call.eligible ? "" : "cf-is-unlinked",
+      call.mediaMismatch ? "cf-is-media-mismatch" : "",
+    ];
+    out.push(
+      `<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, label, mediaName, compactions.get(call.id)))}</title>`,
+    );
     if (!s.labels) {
       out.push(
         call.eligible
@@ -322,13 +367,21 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
       continue;
     }
     if (call.eligible) {
-      out.push(`<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-box" fill="${lane.colour}" fill-opacity="0.2" stroke="${lane.colour}"/>`);
+      out.push(
+        `<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-box" fill="${lane.colour}" fill-opacity="0.2" stroke="${lane.colour}"/>`,
+      );
     } else {
       out.push(`<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-unlinked"/>`);
     }
     out.push(text(x + 6, y + 13, clipMiddle(call.id, boxChars)));
     // A capture's compaction call says so where the row number would be (the tooltip has both).
-    const second = !call.kept ? "not kept" : !call.eligible ? "empty" : compactions.has(call.id) ? "compacted" : `row ${call.ownerRow}`;
+    const second = !call.kept
+      ? "not kept"
+      : !call.eligible
+        ? "empty"
+        : compactions.has(call.id)
+          ? "compacted"
+          : `row ${call.ownerRow}`;
     out.push(text(x + 6, y + 27, clip(second, boxChars), "cf-dim"));
     if (call.root) out.push(`<circle cx="${x}" cy="${y + h / 2}" r="4" class="cf-root"/>`);
     if (call.leaf) out.push(`<rect x="${x + w - 5}" y="${y}" width="5" height="${h}" class="cf-leaf"/>`);
@@ -342,7 +395,14 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
   if (plan.rows.length === 0) return out;
   const s = l.scale;
   if (view.y(l.rowsTop - 24, l.rowsTop)) {
-    out.push(text(MARGIN, l.rowsTop - 12, "rows: each row's path, root first (filled = trained by this row, hollow = context only)", "cf-title"));
+    out.push(
+      text(
+        MARGIN,
+        l.rowsTop - 12,
+        "rows: each row's path, root first (filled = trained by this row, hollow = context only)",
+        "cf-title",
+      ),
+    );
   }
   const boxTop = Math.round((s.rowH - s.rowBoxH) / 2);
   const labelY = Math.round(s.rowH / 2) + 4;
@@ -356,7 +416,10 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
     out.push(text(MARGIN, y + labelY, `row ${row.index}`, "cf-lane-label"));
     const xs = row.calls.map((id) => l.x.get(id)!);
     const mid = y + boxTop + s.rowBoxH / 2;
-    if (xs.length > 1) out.push(`<path d="M${xs[0] + Math.round(s.boxW / 2)},${mid} H${xs[xs.length - 1] + Math.round(s.boxW / 2)}" class="cf-path"/>`);
+    if (xs.length > 1)
+      out.push(
+        `<path d="M${xs[0] + Math.round(s.boxW / 2)},${mid} H${xs[xs.length - 1] + Math.round(s.boxW / 2)}" class="cf-path"/>`,
+      );
     row.calls.forEach((id, i) => {
       if (!view.x(xs[i], xs[i] + s.boxW)) return;
       const call = byId.get(id)!;
@@ -389,13 +452,29 @@ function rejection(plan: DrawablePlan): { body: string[]; height: number } {
   const fault = faultOf(report);
   if (fault !== null) {
     y += 24;
-    body.push(text(MARGIN, y, `call at fault: calls[${fault.index}]${fault.id !== null ? ` ${JSON.stringify(fault.id)}` : ""}`, "cf-title"));
+    body.push(
+      text(
+        MARGIN,
+        y,
+        `call at fault: calls[${fault.index}]${fault.id !== null ? ` ${JSON.stringify(fault.id)}` : ""}`,
+        "cf-title",
+      ),
+    );
   }
   return { body, height: y + MARGIN + 8 };
 }
 
 /** The `<svg ...>` document around a body: same header, style and arrow marker for every picture. */
-export function svgDocument(options: { declaration?: boolean; width: number; height: number; title: string; className: string; style: string; body: readonly string[]; smallArrow?: boolean }): string {
+export function svgDocument(options: {
+  declaration?: boolean;
+  width: number;
+  height: number;
+  title: string;
+  className: string;
+  style: string;
+  body: readonly string[];
+  smallArrow?: boolean;
+}): string {
   const { width, height } = options;
   const out = [
     ...(options.declaration === false ? [] : [XML_DECLARATION]),
@@ -404,7 +483,9 @@ export function svgDocument(options: { declaration?: boolean; width: number; hei
     `<title>${xmlText(options.title)}</title>`,
     `<style>${options.style}</style>`,
     `<defs><marker id="cf-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>` +
-      (options.smallArrow ? `<marker id="cf-arrow-small" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>` : "") +
+      (options.smallArrow
+        ? `<marker id="cf-arrow-small" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>`
+        : "") +
       `</defs>`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,
   ];
@@ -423,15 +504,42 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
   if (rejected) {
     const width = Math.max(960, 2 * MARGIN + 125 * CHAR);
     const r = rejection(plan);
-    return svgDocument({ declaration: options.declaration, width, height: r.height, title, className: "cf-forest", style: STYLE, body: [...header(plan, width), ...r.body] });
+    return svgDocument({
+      declaration: options.declaration,
+      width,
+      height: r.height,
+      title,
+      className: "cf-forest",
+      style: STYLE,
+      body: [...header(plan, width), ...r.body],
+    });
   }
   const l = options.layout ?? layout(plan, options);
   const view = new View(options.window);
   const byId = new Map(plan.forest.map((c) => [c.id, c]));
   const body: string[] = view.y(0, l.lanesTop) ? [...header(plan, l.width), ...legend(l.mediaCuts, l.width)] : [];
-  for (const part of [lanes(plan, l, view), cuts(l, view), links(plan, l, byId, view), calls(plan, l, view), rows(plan, l, byId, view)]) {
+  for (const part of [
+    lanes(plan, l, view),
+    cuts(l, view),
+    links(plan, l, byId, view),
+    calls(plan, l, view),
+    rows(plan, l, byId, view),
+  ]) {
     for (const element of part) body.push(element);
   }
-  const style = STYLE + (l.mediaCuts ? MEDIA_STYLE : "") + (l.scale.labels ? "" : COMPACT_STYLE) + (l.folded.size > 0 ? COLLAPSED_STYLE : "");
-  return svgDocument({ declaration: options.declaration, width: l.width, height: l.height, title, className: "cf-forest", style, body, smallArrow: !l.scale.labels });
+  const style =
+    STYLE +
+    (l.mediaCuts ? MEDIA_STYLE : "") +
+    (l.scale.labels ? "" : COMPACT_STYLE) +
+    (l.folded.size > 0 ? COLLAPSED_STYLE : "");
+  return svgDocument({
+    declaration: options.declaration,
+    width: l.width,
+    height: l.height,
+    title,
+    className: "cf-forest",
+    style,
+    body,
+    smallArrow: !l.scale.labels,
+  });
 }

@@ -34,8 +34,16 @@ interface TokenKeys {
   logprobs: string;
 }
 
-const EVIDENCE_KEYS: TokenKeys = { prompt: "prompt_token_ids", generation: "sampled_token_ids", logprobs: "sampled_logprobs" };
-const OUTPUT_KEYS: TokenKeys = { prompt: "prompt_token_ids", generation: "generation_token_ids", logprobs: "generation_log_probs" };
+const EVIDENCE_KEYS: TokenKeys = {
+  prompt: "prompt_token_ids",
+  generation: "sampled_token_ids",
+  logprobs: "sampled_logprobs",
+};
+const OUTPUT_KEYS: TokenKeys = {
+  prompt: "prompt_token_ids",
+  generation: "generation_token_ids",
+  logprobs: "generation_log_probs",
+};
 
 /** One model call: its record (ObservedCompletion, or ModelCallMetadata) and where its tokens are. */
 interface Completion {
@@ -54,7 +62,10 @@ interface Occurrence {
 
 /** A compaction response: internal (completion_evidence[]) or transport (model_call_metadata[]). */
 function isCompactedResponse(value: unknown): value is JsonObject {
-  return isObject(value) && (Array.isArray(field(value, "completion_evidence")) || Array.isArray(field(value, "model_call_metadata")));
+  return (
+    isObject(value) &&
+    (Array.isArray(field(value, "completion_evidence")) || Array.isArray(field(value, "model_call_metadata")))
+  );
 }
 
 /** A compaction response, bare or as a row's `response`. */
@@ -70,12 +81,16 @@ export function contractRolloutId(value: JsonObject): string | null {
   return isNonEmptyString(id) ? id : null;
 }
 
-export function fromGymCompaction(value: JsonObject, context: FormatContext): { rollout: Rollout; diagnostics: Diagnostic[] } {
+export function fromGymCompaction(
+  value: JsonObject,
+  context: FormatContext,
+): { rollout: Rollout; diagnostics: Diagnostic[] } {
   const bare = isCompactedResponse(value);
   const response = bare ? value : requireObject(value, "response", "");
   const where = bare ? "" : "response.";
   const responseId = field(response, "id");
-  const rolloutId = (bare ? null : gymIndexId(value)) ?? contractRolloutId(value) ?? (isNonEmptyString(responseId) ? responseId : null);
+  const rolloutId =
+    (bare ? null : gymIndexId(value)) ?? contractRolloutId(value) ?? (isNonEmptyString(responseId) ? responseId : null);
   if (rolloutId === null) {
     throw new FormatError(
       "missing_field",
@@ -88,14 +103,17 @@ export function fromGymCompaction(value: JsonObject, context: FormatContext): { 
   const placeholders = context.mediaTokens === undefined ? null : new Set(context.mediaTokens);
   const boundaries = boundaryNotes(response);
   const diagnostics: Diagnostic[] = [];
-  const calls = completionsOf(response, where).map((completion) => toCall(completion, placeholders, boundaries, diagnostics));
+  const calls = completionsOf(response, where).map((completion) =>
+    toCall(completion, placeholders, boundaries, diagnostics),
+  );
   return { rollout: { rollout_id: rolloutId, reward, calls }, diagnostics };
 }
 
 function completionsOf(response: JsonObject, where: string): Completion[] {
   const evidence = field(response, "completion_evidence");
   if (evidence === undefined || evidence === null) return transportCompletions(response, where);
-  if (!Array.isArray(evidence)) throw new FormatError("missing_field", `${where}completion_evidence is ${show(evidence)}, expected an array`);
+  if (!Array.isArray(evidence))
+    throw new FormatError("missing_field", `${where}completion_evidence is ${show(evidence)}, expected an array`);
   return evidence.map((record, i) => {
     const at = `${where}completion_evidence[${i}]`;
     if (!isObject(record)) throw new FormatError("missing_field", `${at} is ${show(record)}, expected an object`);
@@ -131,7 +149,13 @@ function transportCompletions(response: JsonObject, where: string): Completion[]
     const at = `${where}model_call_metadata[${k}]`;
     if (!isObject(record)) throw new FormatError("missing_field", `${at} is ${show(record)}, expected an object`);
     const i = carriers[k];
-    return { record, where: at, tokens: output[i] as JsonObject, tokensWhere: `${where}output[${i}]`, keys: OUTPUT_KEYS };
+    return {
+      record,
+      where: at,
+      tokens: output[i] as JsonObject,
+      tokensWhere: `${where}output[${i}]`,
+      keys: OUTPUT_KEYS,
+    };
   });
 }
 
@@ -143,7 +167,11 @@ function toCall(
 ): CanonicalCall {
   const { record, tokens, keys } = completion;
   const id = field(record, "completion_id");
-  if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${completion.where}.completion_id is ${show(id)}, expected a non-empty string`);
+  if (!isNonEmptyString(id))
+    throw new FormatError(
+      "missing_field",
+      `${completion.where}.completion_id is ${show(id)}, expected a non-empty string`,
+    );
   const label = `${completion.tokensWhere} (call ${q(id)}): `;
   const call: CanonicalCall = {
     id,
@@ -155,7 +183,11 @@ function toCall(
   const event = field(record, "compaction_event_id");
   if (isNonEmptyString(event)) {
     const what = boundaries.get(event);
-    diagnostics.push({ code: "context_compaction", call: id, detail: `boundary ${event}${what === undefined ? "" : `: ${what}`}` });
+    diagnostics.push({
+      code: "context_compaction",
+      call: id,
+      detail: `boundary ${event}${what === undefined ? "" : `: ${what}`}`,
+    });
   }
   if (field(record, "eligible") === false) {
     // Not for training, by the agent's own word: SPEC's try nobody kept (never trained, never a
@@ -187,7 +219,12 @@ function checkPairing(completion: Completion, id: string, generated: number): vo
  * own span; with them, the runs in the prompt place the occurrences in order, their count must
  * match, and a span the capture did give must be its run.
  */
-function mediaOf(completion: Completion, id: string, prompt: ArrayLike<unknown>, placeholders: ReadonlySet<number> | null): MediaItem[] {
+function mediaOf(
+  completion: Completion,
+  id: string,
+  prompt: ArrayLike<unknown>,
+  placeholders: ReadonlySet<number> | null,
+): MediaItem[] {
   const label = `${completion.where} (call ${q(id)}): `;
   const occurrences = occurrencesOf(completion.record, completion.where, label);
   if (placeholders === null) {
@@ -226,13 +263,16 @@ function mediaOf(completion: Completion, id: string, prompt: ArrayLike<unknown>,
  */
 function occurrencesOf(record: JsonObject, where: string, label: string): Occurrence[] {
   const list = field(record, "media_occurrences") ?? [];
-  if (!Array.isArray(list)) throw new FormatError("missing_field", `${where}.media_occurrences is ${show(list)}, expected an array`);
+  if (!Array.isArray(list))
+    throw new FormatError("missing_field", `${where}.media_occurrences is ${show(list)}, expected an array`);
   const seen = new Map<string, number>();
   const occurrences = list.map((occurrence, k): Occurrence => {
     const at = `${where}.media_occurrences[${k}]`;
-    if (!isObject(occurrence)) throw new FormatError("missing_field", `${at} is ${show(occurrence)}, expected an object`);
+    if (!isObject(occurrence))
+      throw new FormatError("missing_field", `${at} is ${show(occurrence)}, expected an object`);
     const mediaId = field(occurrence, "media_id");
-    if (!isNonEmptyString(mediaId)) throw new FormatError("missing_field", `${at}.media_id is ${show(mediaId)}, expected a non-empty string`);
+    if (!isNonEmptyString(mediaId))
+      throw new FormatError("missing_field", `${at}.media_id is ${show(mediaId)}, expected a non-empty string`);
     const expected = seen.get(mediaId) ?? 0;
     seen.set(mediaId, expected + 1);
     const ordinal = field(occurrence, "occurrence_ordinal");
@@ -245,7 +285,10 @@ function occurrencesOf(record: JsonObject, where: string, label: string): Occurr
     return { id: mediaId, span: givenSpan(occurrence, at) };
   });
   const ids = field(record, "media_ids");
-  if (Array.isArray(ids) && (ids.length !== occurrences.length || ids.some((mediaId, k) => mediaId !== occurrences[k].id))) {
+  if (
+    Array.isArray(ids) &&
+    (ids.length !== occurrences.length || ids.some((mediaId, k) => mediaId !== occurrences[k].id))
+  ) {
     throw new FormatError(
       "media_unlocated",
       `${label}media_occurrences (${countOf(occurrences.length, "occurrence")}) do not list media_ids (${countOf(ids.length, "id")}) in order`,
@@ -263,7 +306,10 @@ function givenSpan(occurrence: JsonObject, where: string): TokenSpan | null {
     return { offset: value[0] as number, length: (value[1] as number) - (value[0] as number) };
   }
   // The offsets' range (inside the prompt, ascending) is SPEC's invalid_media, checked by the planner.
-  throw new FormatError("missing_field", `${where}.placeholder_span_or_position is ${show(value)}, expected [start, end], a position or null`);
+  throw new FormatError(
+    "missing_field",
+    `${where}.placeholder_span_or_position is ${show(value)}, expected [start, end], a position or null`,
+  );
 }
 
 /** What each rewrite boundary was, by event_id, for the note on the call that first used it. */
@@ -276,7 +322,10 @@ function boundaryNotes(response: JsonObject): Map<string, string> {
     if (!isObject(event) || !isNonEmptyString(id)) continue;
     const reason = field(event, "reason");
     const policy = field(event, "policy_name");
-    const parts = [isNonEmptyString(reason) ? reason : "rewrite", ...(isNonEmptyString(policy) ? [`policy ${policy}`] : [])];
+    const parts = [
+      isNonEmptyString(reason) ? reason : "rewrite",
+      ...(isNonEmptyString(policy) ? [`policy ${policy}`] : []),
+    ];
     notes.set(id, parts.join(", "));
   }
   return notes;

@@ -8,7 +8,18 @@
 // says all of it.
 import type { AgentInfo, CanonicalCall, Diagnostic, Rollout } from "../types.js";
 import type { FormatContext } from "./types.js";
-import { FormatError, field, gymIndexId, isNonEmptyString, isObject, requireArray, requireObject, requireReward, show, type JsonObject } from "./values.js";
+import {
+  FormatError,
+  field,
+  gymIndexId,
+  isNonEmptyString,
+  isObject,
+  requireArray,
+  requireObject,
+  requireReward,
+  show,
+  type JsonObject,
+} from "./values.js";
 import { refResolver, type RefResolver } from "./gym-capture/model-call-refs.js";
 import { compactionNote, gapNotes, recordCountsNote } from "./gym-capture/observation-notes.js";
 import type { RecordedParent } from "./gym-capture/recorded-lineage.js";
@@ -30,7 +41,12 @@ interface Invocation {
 export function fromGymObserved(
   row: JsonObject,
   context: FormatContext,
-): { rollout: Rollout; diagnostics: Diagnostic[]; sources: Map<string, string>; recordedParents: Map<string, RecordedParent> } {
+): {
+  rollout: Rollout;
+  diagnostics: Diagnostic[];
+  sources: Map<string, string>;
+  recordedParents: Map<string, RecordedParent>;
+} {
   const observations = requireObject(row, "ng_agent_observations", "");
   const records = requireArray(observations, "records", "ng_agent_observations.");
   const capture = field(row, "ng_model_call_capture");
@@ -65,7 +81,12 @@ export function fromGymObserved(
     isObject(capture) ? gapNotes(capture, "ng_model_call_capture") : [],
   ];
   for (const list of notes) for (const note of list) diagnostics.push(note);
-  return { rollout: { rollout_id: rolloutId, reward, agents, calls }, diagnostics, sources, recordedParents: captured.recordedParents };
+  return {
+    rollout: { rollout_id: rolloutId, reward, agents, calls },
+    diagnostics,
+    sources,
+    recordedParents: captured.recordedParents,
+  };
 }
 
 /**
@@ -91,13 +112,17 @@ function readRecords(
       const invocation = readInvocation(record, where, invocations);
       invocations.push(invocation);
       const refs = field(record, "model_calls") ?? [];
-      if (!Array.isArray(refs)) throw new FormatError("missing_field", `${where}.model_calls is ${show(refs)}, expected an array`);
+      if (!Array.isArray(refs))
+        throw new FormatError("missing_field", `${where}.model_calls is ${show(refs)}, expected an array`);
       refs.forEach((ref, j) => {
         const refWhere = `${where}.model_calls[${j}] (invocation ${q(invocation.id)})`;
         const callId = resolve(ref, refWhere);
         const previous = ownerWhere.get(callId);
         if (previous !== undefined) {
-          throw new FormatError("duplicate_model_call", `${refWhere}: model call ${q(callId)} is already listed at ${previous}`);
+          throw new FormatError(
+            "duplicate_model_call",
+            `${refWhere}: model call ${q(callId)} is already listed at ${previous}`,
+          );
         }
         if (!tokenIds.has(callId)) {
           throw new FormatError("missing_token_entry", `${refWhere}: model call ${q(callId)} has no entry in ${file}`);
@@ -146,7 +171,11 @@ function buildCalls(
       call.kept = false;
       call.agent = unownedAgent;
       anyUnowned = true;
-      diagnostics.push({ code: "unowned_call", call: entry.id, detail: `${entry.where}: no agent_invocation lists it` });
+      diagnostics.push({
+        code: "unowned_call",
+        call: entry.id,
+        detail: `${entry.where}: no agent_invocation lists it`,
+      });
     } else {
       call.agent = agent;
     }
@@ -197,12 +226,17 @@ function freshAgentId(base: string, invocations: Invocation[]): string {
 
 function readInvocation(record: JsonObject, where: string, seen: Invocation[]): Invocation {
   const id = field(record, "invocation_id");
-  if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${where}.invocation_id is ${show(id)}, expected a non-empty string`);
+  if (!isNonEmptyString(id))
+    throw new FormatError("missing_field", `${where}.invocation_id is ${show(id)}, expected a non-empty string`);
   const twin = seen.find((inv) => inv.id === id);
-  if (twin) throw new FormatError("duplicate_invocation", `${where}: invocation ${q(id)} is already recorded at ${twin.where}`);
+  if (twin)
+    throw new FormatError("duplicate_invocation", `${where}: invocation ${q(id)} is already recorded at ${twin.where}`);
   const parent = field(record, "parent_invocation_id") ?? null;
   if (parent !== null && !isNonEmptyString(parent)) {
-    throw new FormatError("missing_field", `${where}.parent_invocation_id is ${show(parent)}, expected a string or null`);
+    throw new FormatError(
+      "missing_field",
+      `${where}.parent_invocation_id is ${show(parent)}, expected a string or null`,
+    );
   }
   const mode = field(record, "mode");
   return { id, parent, mode: typeof mode === "string" ? mode : null, where };

@@ -50,7 +50,10 @@ function responseCalls(response: JsonObject, where: string): CanonicalCall[] {
     if (generated === undefined || generated === null) return;
     const itemWhere = `${where}output[${i}]`;
     if (!isArrayLike(generated)) {
-      throw new FormatError("missing_field", `${itemWhere}.generation_token_ids is ${show(generated)}, expected an array`);
+      throw new FormatError(
+        "missing_field",
+        `${itemWhere}.generation_token_ids is ${show(generated)}, expected an array`,
+      );
     }
     if (generated.length === 0) return;
     const itemId = field(item, "id");
@@ -64,7 +67,11 @@ function responseCalls(response: JsonObject, where: string): CanonicalCall[] {
       id,
       prompt_token_ids: requireTokenArray(item, "prompt_token_ids", label) as CanonicalCall["prompt_token_ids"],
       generation_token_ids: generated as CanonicalCall["generation_token_ids"],
-      generation_log_probs: requireTokenArray(item, "generation_log_probs", label) as CanonicalCall["generation_log_probs"],
+      generation_log_probs: requireTokenArray(
+        item,
+        "generation_log_probs",
+        label,
+      ) as CanonicalCall["generation_log_probs"],
     });
   });
   return calls;

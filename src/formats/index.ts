@@ -15,7 +15,15 @@ import { contractRolloutId, fromGymCompaction, isGymCompaction } from "./gym-com
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
 import { recordedParentNotes } from "./gym-capture/recorded-lineage.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
-import { FROM_OPTIONS, type ConvertResult, type Converted, type FormatContext, type FormatName, type FormatRejection, type FromOption } from "./types.js";
+import {
+  FROM_OPTIONS,
+  type ConvertResult,
+  type Converted,
+  type FormatContext,
+  type FormatName,
+  type FormatRejection,
+  type FromOption,
+} from "./types.js";
 import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
 
 export * from "./types.js";
@@ -49,12 +57,16 @@ export function parseFrom(text: string): FromOption | null {
 export function toCanonical(value: unknown, from: FromOption = "auto", context: FormatContext = {}): ConvertResult {
   const format = from === "auto" ? detectFormat(value) : from;
   if (format === null) {
-    return rejection(null, value, new FormatError(
-      "unknown_format",
-      isObject(value)
-        ? `not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`
-        : `the value is ${show(value)}, expected a JSON object`,
-    ));
+    return rejection(
+      null,
+      value,
+      new FormatError(
+        "unknown_format",
+        isObject(value)
+          ? `not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`
+          : `the value is ${show(value)}, expected a JSON object`,
+      ),
+    );
   }
   try {
     if (!isObject(value)) throw new FormatError("invalid_value", `the value is ${show(value)}, expected a JSON object`);
@@ -140,7 +152,10 @@ export function withImport(
   forest?: readonly ForestCall[],
 ): Report {
   const { sources, recordedParents } = imported;
-  const lineage = recordedParents !== undefined && forest !== undefined && report.status === "ok" ? recordedParentNotes(recordedParents, forest) : [];
+  const lineage =
+    recordedParents !== undefined && forest !== undefined && report.status === "ok"
+      ? recordedParentNotes(recordedParents, forest)
+      : [];
   const diagnostics = lineage.length === 0 ? imported.diagnostics : [...imported.diagnostics, ...lineage];
   let out = diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
   const fault = report.status === "rejected" && report.detail !== undefined ? callAtFault(report.detail) : null;

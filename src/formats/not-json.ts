@@ -35,7 +35,9 @@ function utf8Length(bytes: Uint8Array, i: number): number {
 }
 
 function show(byte: number): string {
-  return byte >= 0x20 && byte < 0x7f ? `'${String.fromCharCode(byte)}'` : `byte 0x${byte.toString(16).padStart(2, "0")}`;
+  return byte >= 0x20 && byte < 0x7f
+    ? `'${String.fromCharCode(byte)}'`
+    : `byte 0x${byte.toString(16).padStart(2, "0")}`;
 }
 
 /** A byte-level JSON checker (iterative: any nesting depth). Throws NotJson at the first problem. */
@@ -52,7 +54,8 @@ class Checker {
   }
   private space(): void {
     const b = this.b;
-    while (this.i < b.length && (b[this.i] === 0x20 || b[this.i] === 0x09 || b[this.i] === 0x0a || b[this.i] === 0x0d)) this.i++;
+    while (this.i < b.length && (b[this.i] === 0x20 || b[this.i] === 0x09 || b[this.i] === 0x0a || b[this.i] === 0x0d))
+      this.i++;
   }
   private string(): void {
     const b = this.b;
@@ -196,7 +199,8 @@ export function describeNotJson(bytes: Uint8Array): string | null {
   }
 }
 
-const PRETTY_HINT = " (a JSON value spread over lines? JSONL holds one a line; a .json file may hold one value over many)";
+const PRETTY_HINT =
+  " (a JSON value spread over lines? JSONL holds one a line; a .json file may hold one value over many)";
 
 /** True for a line that is only `{` or `[` (and white space): the first line of pretty-printed JSON. */
 function opensPrettyJson(bytes: Uint8Array): boolean {

@@ -8,12 +8,34 @@ import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
 import { formatFloat32 } from "../output/jsonl.js";
 import {
-  BufferPool, DEFAULT_CHUNK, batchBuffers, fileSource, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument,
-  streamSource, type Batch, type ByteSource, type DroppedLine,
+  BufferPool,
+  DEFAULT_CHUNK,
+  batchBuffers,
+  fileSource,
+  forEachLine,
+  joinParts,
+  lineParts,
+  readBatches,
+  readWhole,
+  sniffDocument,
+  streamSource,
+  type Batch,
+  type ByteSource,
+  type DroppedLine,
 } from "../ingest/batches.js";
 import { FileError, isSystemError } from "../ingest/file-error.js";
 import {
-  MAX_STRING_BYTES, MAX_TEXT_BYTES, inputName, inputsOrStdin, isJsonName, isJsonlName, parseJsonInput, parseLine, textTooLongDetail, tooLarge, type ReadItem,
+  MAX_STRING_BYTES,
+  MAX_TEXT_BYTES,
+  inputName,
+  inputsOrStdin,
+  isJsonName,
+  isJsonlName,
+  parseJsonInput,
+  parseLine,
+  textTooLongDetail,
+  tooLarge,
+  type ReadItem,
   type ReadOptions,
 } from "./text.js";
 
@@ -54,7 +76,11 @@ export async function openInput(file: string): Promise<{ document: boolean; sour
 }
 
 /** The items of one JSON value read whole (as a `.json` file's), and its size. */
-export async function readDocument(file: string, source: ByteSource, options: ReadOptions): Promise<{ items: ReadItem[]; bytes: number }> {
+export async function readDocument(
+  file: string,
+  source: ByteSource,
+  options: ReadOptions,
+): Promise<{ items: ReadItem[]; bytes: number }> {
   const name = inputName(file);
   let bytes: Uint8Array | null;
   try {
@@ -64,7 +90,8 @@ export async function readDocument(file: string, source: ByteSource, options: Re
   } finally {
     await source.close();
   }
-  if (bytes === null) return { items: [{ where: name, result: tooLarge(tooLargeDocument(null)) }], bytes: MAX_STRING_BYTES };
+  if (bytes === null)
+    return { items: [{ where: name, result: tooLarge(tooLargeDocument(null)) }], bytes: MAX_STRING_BYTES };
   return { items: parseJsonInput(name, bytes, options), bytes: bytes.length };
 }
 
@@ -106,7 +133,8 @@ async function* readJsonLines(file: string, source: ByteSource, options: ReadOpt
       const add = (item: ReadItem | null) => item !== null && items.push(item);
       if (batch.dropped !== undefined) add(droppedLine(name, batch.dropped, batch.firstLine));
       else if (batch.parts !== undefined) add(parseLine(name, joinParts(lineParts(batch)), batch.firstLine, options));
-      else forEachLine(batch, (start, end, line) => add(parseLine(name, batch.bytes.subarray(start, end), line, options)));
+      else
+        forEachLine(batch, (start, end, line) => add(parseLine(name, batch.bytes.subarray(start, end), line, options)));
       for (const buffer of batchBuffers(batch)) pool.give(buffer); // parsed: nothing refers to its bytes
       yield* items;
     }
@@ -132,17 +160,21 @@ export function rolloutToJson(rollout: Rollout, diagnostics: readonly Diagnostic
   const body = diagnostics.length === 0 ? rollout : { ...rollout, diagnostics };
   let negativeZeros = false;
   // JSON.stringify writes -0 as 0: a logprob of -0 goes out as a placeholder, then as "-0".
-  const logprob = (x: number) => (Object.is(x, -0) ? ((negativeZeros = true), NEGATIVE_ZERO) : Number(formatFloat32(x)));
+  const logprob = (x: number) =>
+    Object.is(x, -0) ? ((negativeZeros = true), NEGATIVE_ZERO) : Number(formatFloat32(x));
   const text = JSON.stringify(body, (key, value: unknown) => {
     if (typeof value === "number" && !Number.isFinite(value)) {
-      throw new RangeError(`${key === "" ? "a value" : JSON.stringify(key)} is ${value}, which JSON cannot hold (a number out of range, such as 1e400)`);
+      throw new RangeError(
+        `${key === "" ? "a value" : JSON.stringify(key)} is ${value}, which JSON cannot hold (a number out of range, such as 1e400)`,
+      );
     }
     if (value instanceof Float32Array) return Array.from(value, logprob);
     // Plain arrays keep their numbers as given, -0 included.
     if (key === "generation_log_probs" && Array.isArray(value) && value.some((x) => Object.is(x, -0))) {
       return value.map((x) => (Object.is(x, -0) ? logprob(x) : x));
     }
-    if (ArrayBuffer.isView(value) && !(value instanceof DataView)) return Array.from(value as unknown as ArrayLike<number>);
+    if (ArrayBuffer.isView(value) && !(value instanceof DataView))
+      return Array.from(value as unknown as ArrayLike<number>);
     return value;
   });
   return negativeZeros ? text.replaceAll(JSON.stringify(NEGATIVE_ZERO), "-0") : text;

@@ -124,7 +124,8 @@ export interface DecodedText {
 function parseJson(input: Uint8Array | string | DecodedText): { ok: true; value: unknown } | FormatRejection {
   const decoded = typeof input === "object" && !(input instanceof Uint8Array) ? input : null;
   const text = decoded !== null ? decoded.text : decode(input as Uint8Array | string);
-  const bytes = () => (decoded !== null ? decoded.bytes : typeof input === "string" ? encoder.encode(input) : (input as Uint8Array));
+  const bytes = () =>
+    decoded !== null ? decoded.bytes : typeof input === "string" ? encoder.encode(input) : (input as Uint8Array);
   if (text === TOO_LONG) return tooLarge(textTooLongDetail((input as Uint8Array).length));
   if (text === null) return malformedJson(notJsonDetail(bytes(), () => "invalid UTF-8"));
   try {
@@ -136,7 +137,11 @@ function parseJson(input: Uint8Array | string | DecodedText): { ok: true; value:
 }
 
 /** One JSON text (a line, or a whole .json input) to a canonical rollout, or a rejection. */
-export function parseValue(input: Uint8Array | string | DecodedText, from: FromOption = "auto", context: FormatContext = {}): ConvertResult {
+export function parseValue(
+  input: Uint8Array | string | DecodedText,
+  from: FromOption = "auto",
+  context: FormatContext = {},
+): ConvertResult {
   const parsed = parseJson(input);
   return parsed.ok ? toCanonical(parsed.value, from, context) : parsed;
 }
@@ -147,12 +152,18 @@ export function parseJsonInput(name: string, input: Uint8Array | string, options
   const parsed = parseJson(withoutByteOrderMark(input));
   if (!parsed.ok) return [{ where: name, result: parsed }];
   const value = parsed.value;
-  if (Array.isArray(value)) return value.map((v, i) => ({ where: `${name}[${i}]`, result: toCanonical(v, from, options) }));
+  if (Array.isArray(value))
+    return value.map((v, i) => ({ where: `${name}[${i}]`, result: toCanonical(v, from, options) }));
   return [{ where: name, result: toCanonical(value, from, options) }];
 }
 
 /** The items of one JSONL line (none if blank), numbered `line`. */
-export function parseLine(name: string, input: Uint8Array | string, line: number, options: ReadOptions = {}): ReadItem | null {
+export function parseLine(
+  name: string,
+  input: Uint8Array | string,
+  line: number,
+  options: ReadOptions = {},
+): ReadItem | null {
   if (isBlankLine(input)) return null;
   return { where: `${name}:${line}`, line, result: parseValue(input, options.from ?? "auto", options) };
 }
@@ -183,7 +194,11 @@ function* lineRanges(input: Uint8Array): Generator<{ line: number; start: number
  * The items of a JSONL input held in memory, one by one (the page plans them a slice at a time):
  * each with the offset where its line ends (for progress) and a way to read it again.
  */
-export function* jsonlItems(name: string, input: Uint8Array, options: ReadOptions = {}): Generator<{ item: ReadItem; end: number; again: () => ReadItem }> {
+export function* jsonlItems(
+  name: string,
+  input: Uint8Array,
+  options: ReadOptions = {},
+): Generator<{ item: ReadItem; end: number; again: () => ReadItem }> {
   const bytes = withoutByteOrderMark(input);
   for (const { line, start, end } of lineRanges(bytes)) {
     const read = () => parseLine(name, bytes.subarray(start, end), line, options);
@@ -215,7 +230,10 @@ export type DocumentSniff = "blanks" | "opened";
  * (a byte other than a blank before it, or after it on its line), null while it could go either
  * way (only blanks so far, or a `{` and blanks) — then `state` is where the next part starts.
  */
-export function documentStart(bytes: Uint8Array, state: DocumentSniff): { opens: boolean | null; state: DocumentSniff } {
+export function documentStart(
+  bytes: Uint8Array,
+  state: DocumentSniff,
+): { opens: boolean | null; state: DocumentSniff } {
   for (const byte of bytes) {
     if (state === "blanks") {
       if (byte === SPACE || byte === TAB || byte === CR || byte === NEWLINE) continue;

@@ -23,7 +23,11 @@ export function tokenEntries(file: string, bytes: Uint8Array): TokenEntries {
     text = strict.decode(withoutByteOrderMark(bytes));
   } catch (error) {
     if (isStringTooLong(error)) {
-      throw new FormatError("token_file_too_large", `${file}: ${bytes.length} bytes are more than one JavaScript string can hold`, "rollout_too_large");
+      throw new FormatError(
+        "token_file_too_large",
+        `${file}: ${bytes.length} bytes are more than one JavaScript string can hold`,
+        "rollout_too_large",
+      );
     }
     throw new FormatError("unreadable_token_file", `${file} is not UTF-8`);
   }

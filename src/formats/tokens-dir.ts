@@ -52,7 +52,11 @@ export function tokenDirectory(dir: string): TokenSource {
       try {
         // Only a regular file: a FIFO would block every rollout after it, /dev/zero never end.
         const stat = fstatSync(fd);
-        if (!stat.isFile()) throw new FormatError("unreadable_token_file", `cannot read ${file}: ${stat.isDirectory() ? "is a directory" : "not a regular file"}`);
+        if (!stat.isFile())
+          throw new FormatError(
+            "unreadable_token_file",
+            `cannot read ${file}: ${stat.isDirectory() ? "is a directory" : "not a regular file"}`,
+          );
         bytes = readFileSync(fd);
       } catch (error) {
         if (error instanceof FormatError) throw error;

@@ -30,7 +30,7 @@ export function isNonEmptyString(value: unknown): value is string {
 
 /** Own property only: keys like `__proto__` or `constructor` never reach the prototype chain. */
 export function field(object: JsonObject, key: string): unknown {
-  return  Object.hasOwn(object, key) ? object[key] : undefined;
+  return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
 /** A short rendering of a value for messages (never the whole value). */
@@ -51,13 +51,15 @@ export function requireObject(object: JsonObject, key: string, where: string): J
 
 export function requireArray(object: JsonObject, key: string, where: string): unknown[] {
   const value = field(object, key);
-  if (!Array.isArray(value)) throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an array`);
+  if (!Array.isArray(value))
+    throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an array`);
   return value;
 }
 
 export function requireTokenArray(object: JsonObject, key: string, where: string): ArrayLike<unknown> {
   const value = field(object, key);
-  if (!isArrayLike(value)) throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an array`);
+  if (!isArrayLike(value))
+    throw new FormatError("missing_field", `${where}${key} is ${show(value)}, expected an array`);
   return value;
 }
 

@@ -12,7 +12,13 @@
 // (byteOffset 0), so it can be transferred to a worker thread without a copy.
 import { open } from "node:fs/promises";
 import { FileError } from "./file-error.js";
-import { DOCUMENT_SNIFF_LIMIT, documentStart, isBlankLine, isByteOrderMark, type DocumentSniff } from "../formats/text.js";
+import {
+  DOCUMENT_SNIFF_LIMIT,
+  documentStart,
+  isBlankLine,
+  isByteOrderMark,
+  type DocumentSniff,
+} from "../formats/text.js";
 import type { Readable } from "node:stream";
 
 /** Whole lines: every line ends with `\n`, except possibly the last line of the input. */
@@ -164,7 +170,11 @@ function prepend(head: Uint8Array, source: ByteSource): ByteSource {
 }
 
 /** The first `count` bytes of `source` (fewer at its end), or fewer once `enough` says so. */
-async function readUpTo(source: ByteSource, count: number, enough?: (head: Uint8Array) => boolean): Promise<Uint8Array> {
+async function readUpTo(
+  source: ByteSource,
+  count: number,
+  enough?: (head: Uint8Array) => boolean,
+): Promise<Uint8Array> {
   const head = new Uint8Array(count);
   let got = 0;
   while (got < count) {
@@ -211,10 +221,14 @@ export async function sniffDocument(source: ByteSource): Promise<{ document: boo
     const window = await readUpTo(source, SNIFF_WINDOW, told);
     parts.push(window);
     total += window.length;
-    if (seen.opens === null && window.length < SNIFF_WINDOW) seen = { opens: seen.state === "opened", state: seen.state }; // the input ended
+    if (seen.opens === null && window.length < SNIFF_WINDOW)
+      seen = { opens: seen.state === "opened", state: seen.state }; // the input ended
   }
   // Past DOCUMENT_SNIFF_LIMIT of blanks (or of `{` and blanks) it is JSONL, as it reads.
-  return { document: seen.opens === true, source: prepend(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), source) };
+  return {
+    document: seen.opens === true,
+    source: prepend(parts.length === 1 ? parts[0] : Buffer.concat(parts, total), source),
+  };
 }
 
 /** All of `source`, or null once it holds more than `limit` bytes (nothing more is read then). */
@@ -237,7 +251,11 @@ export async function readWhole(source: ByteSource, limit: number): Promise<Uint
  * the reader downstream could ever take) has been read without its end is dropped instead: lines
  * up to `maxLineBytes` are always kept, lines over it by more than a chunk never.
  */
-export async function* readBatches(source: ByteSource, pool = new BufferPool(DEFAULT_CHUNK), maxLineBytes = Infinity): AsyncGenerator<Batch> {
+export async function* readBatches(
+  source: ByteSource,
+  pool = new BufferPool(DEFAULT_CHUNK),
+  maxLineBytes = Infinity,
+): AsyncGenerator<Batch> {
   source = withoutLeadingMark(source);
   const chunk = pool.size;
   let buffer = pool.take();
@@ -257,7 +275,12 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
     if (dropped !== null) {
       const newline = last.length > 0 && last[last.length - 1] === NEWLINE;
       const line = last.subarray(0, last.length - (newline ? 1 : 0));
-      const batch = { bytes: EMPTY, dropped: { bytes: dropped.bytes + line.length, newline, blank: dropped.blank && isBlankLine(line) }, firstLine: nextLine, lineCount: 1 };
+      const batch = {
+        bytes: EMPTY,
+        dropped: { bytes: dropped.bytes + line.length, newline, blank: dropped.blank && isBlankLine(line) },
+        firstLine: nextLine,
+        lineCount: 1,
+      };
       dropped = null;
       pool.give(last.buffer as ArrayBuffer);
       return batch;
@@ -325,7 +348,11 @@ export async function* readBatches(source: ByteSource, pool = new BufferPool(DEF
       yield longLine(buffer.subarray(0, filled));
     } else if (filled > 0) {
       const unterminated = buffer[filled - 1] === NEWLINE ? 0 : 1;
-      yield { bytes: buffer.subarray(0, filled), firstLine: nextLine, lineCount: countNewlines(buffer, filled) + unterminated };
+      yield {
+        bytes: buffer.subarray(0, filled),
+        firstLine: nextLine,
+        lineCount: countNewlines(buffer, filled) + unterminated,
+      };
     }
   } finally {
     await source.close();

@@ -13,7 +13,9 @@ export interface SystemError extends Error {
 export function isSystemError(error: unknown): error is SystemError {
   if (!(error instanceof Error)) return false;
   const { code, syscall, path } = error as Partial<SystemError>;
-  return typeof code === "string" && /^E[A-Z0-9]+$/.test(code) && (typeof syscall === "string" || typeof path === "string");
+  return (
+    typeof code === "string" && /^E[A-Z0-9]+$/.test(code) && (typeof syscall === "string" || typeof path === "string")
+  );
 }
 
 const REASONS: Record<string, string> = {

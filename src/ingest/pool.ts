@@ -22,8 +22,17 @@ export interface BatchMessage {
 }
 
 export type FromWorker =
-  | { type: "piece"; seq: number; piece: Piece; /** the batch's buffers, back with its last piece */ buffers?: ArrayBuffer[] }
-  | { type: "fatal"; message: string; /** The error's class, when the main thread tells it apart (exit codes). */ kind?: "core_unavailable" };
+  | {
+      type: "piece";
+      seq: number;
+      piece: Piece /** the batch's buffers, back with its last piece */;
+      buffers?: ArrayBuffer[];
+    }
+  | {
+      type: "fatal";
+      message: string /** The error's class, when the main thread tells it apart (exit codes). */;
+      kind?: "core_unavailable";
+    };
 
 /** Batches a worker may hold at once: one running, one waiting (so it never idles between batches). */
 const PER_WORKER = 2;
@@ -83,7 +92,10 @@ export class WorkerPool {
 
   /** The worker with least to do; a new one while every worker is busy and fewer than `jobs` run. */
   private leastBusy(): WorkerState {
-    const least = this.workers.reduce<WorkerState | null>((a, b) => (a === null || b.outstanding < a.outstanding ? b : a), null);
+    const least = this.workers.reduce<WorkerState | null>(
+      (a, b) => (a === null || b.outstanding < a.outstanding ? b : a),
+      null,
+    );
     return least === null || (least.outstanding > 0 && this.workers.length < this.jobs) ? this.startWorker() : least;
   }
 
@@ -114,7 +126,9 @@ export class WorkerPool {
 
   private receive(state: WorkerState, message: FromWorker): void {
     if (message.type === "fatal") {
-      this.fail(message.kind === "core_unavailable" ? new CoreUnavailableError(message.message) : new Error(message.message));
+      this.fail(
+        message.kind === "core_unavailable" ? new CoreUnavailableError(message.message) : new Error(message.message),
+      );
       return;
     }
     const slot = this.slots.get(message.seq);

@@ -3,7 +3,14 @@
 // the output cannot depend on N.
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
-import { reportOfImportRejection, toCanonical, usePlan, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
+import {
+  reportOfImportRejection,
+  toCanonical,
+  usePlan,
+  type ConvertResult,
+  type FormatContext,
+  type FromOption,
+} from "../formats/index.js";
 import { MAX_STRING_BYTES, isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { isOutOfMemory } from "../plan/assembler.js";
@@ -172,7 +179,9 @@ export class LineProcessor {
     private readonly serializer: RowSerializer,
     private readonly options: IngestOptions,
   ) {
-    this.columns = options.columns ? new RecordColumns(options.layout !== "packed" ? "rows" : options.capacity === undefined ? "trees" : "bins") : null;
+    this.columns = options.columns
+      ? new RecordColumns(options.layout !== "packed" ? "rows" : options.capacity === undefined ? "trees" : "bins")
+      : null;
     this.context = {
       ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }),
       ...(options.mediaTokens === undefined ? {} : { mediaTokens: options.mediaTokens }),
@@ -192,7 +201,12 @@ export class LineProcessor {
     if (batch.dropped !== undefined) {
       // Too long for this reader: rejected as it would be if it had been kept (blank: skipped).
       const { bytes, blank } = batch.dropped;
-      if (!blank) this.record(tooLarge(this.options.reader === "scan" ? linePastScannerDetail(bytes) : pastJsonReaderDetail(bytes)), `${name}:${batch.firstLine}`, batch.firstLine);
+      if (!blank)
+        this.record(
+          tooLarge(this.options.reader === "scan" ? linePastScannerDetail(bytes) : pastJsonReaderDetail(bytes)),
+          `${name}:${batch.firstLine}`,
+          batch.firstLine,
+        );
       await flush(this.take(batchLength(batch), true));
       return;
     }
@@ -210,7 +224,8 @@ export class LineProcessor {
       if (this.scanner === null) await this.ensureScanner(); // no await per line otherwise
       this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line);
       // Hand on output as it grows (a huge rollout's rows, or many small ones).
-      if (this.rowBytes.size >= FLUSH_BYTES || (this.columns !== null && this.columns.bytes >= FLUSH_BYTES)) await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
+      if (this.rowBytes.size >= FLUSH_BYTES || (this.columns !== null && this.columns.bytes >= FLUSH_BYTES))
+        await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
   }
@@ -255,7 +270,12 @@ export class LineProcessor {
     // A rejection's detail may quote a value holding token arrays, which the scanner made typed
     // arrays (a logprob shown rounded to float32): a small rejected line is read again as
     // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
-    this.record(result, where, line, this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined);
+    this.record(
+      result,
+      where,
+      line,
+      this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined,
+    );
     if (this.scanner !== null && this.scanner.memoryBytes > this.keepScannerBytes) this.scanner = null;
   }
 
@@ -300,7 +320,12 @@ export class LineProcessor {
   record(result: ConvertResult, where: string, line: number | undefined, rereadable?: Uint8Array | Uint8Array[]): void {
     this.rollouts++;
     let report = this.plan(result, line);
-    if (report.status === "rejected" && rereadable !== undefined && report.reason !== "malformed_json" && report.reason !== "rollout_too_large") {
+    if (
+      report.status === "rejected" &&
+      rereadable !== undefined &&
+      report.reason !== "malformed_json" &&
+      report.reason !== "rollout_too_large"
+    ) {
       try {
         const again = this.plan(this.parseJson(rereadable), line, false);
         if (again.reason === report.reason) report = again;
@@ -310,7 +335,8 @@ export class LineProcessor {
     }
     if (report.status === "rejected") {
       this.rejected++;
-      if (this.options.notes) this.notes += rejectionLine(where, report.reason!, report.detail, result.ok ? undefined : result.code) + "\n";
+      if (this.options.notes)
+        this.notes += rejectionLine(where, report.reason!, report.detail, result.ok ? undefined : result.code) + "\n";
     }
     this.reports += reportToJson(report) + "\n";
   }
@@ -324,36 +350,45 @@ export class LineProcessor {
       try {
         const { layout = "rows", capacity, writer, maskFormat } = this.options;
         const planOptions = layout === "rows" ? {} : capacity === undefined ? { trees: true } : { capacity };
-        report = usePlan(this.cf, result, line, (plan, report) => {
-          if (!writeRows) return report;
-          if (this.columns !== null) {
-            const records = layout === "rows" ? plan.rows : capacity === undefined ? plan.trees : plan.bins;
-            for (const record of records) this.columns.add(record as never);
+        report = usePlan(
+          this.cf,
+          result,
+          line,
+          (plan, report) => {
+            if (!writeRows) return report;
+            if (this.columns !== null) {
+              const records = layout === "rows" ? plan.rows : capacity === undefined ? plan.trees : plan.bins;
+              for (const record of records) this.columns.add(record as never);
+              this.rowCount += records.length;
+              return report;
+            }
+            if (layout === "rows") {
+              for (const row of plan.rows) {
+                if (writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, maskFormat) + "\n"));
+                else this.serializer.writeRow(row, maskFormat, this.rowBytes.add);
+              }
+              this.rowCount += plan.rows.length;
+              return report;
+            }
+            const records = capacity === undefined ? plan.trees : plan.bins;
+            for (const record of records) {
+              if (writer === "js") this.rowBytes.add(ENCODER.encode(packedToJson(record, maskFormat) + "\n"));
+              else this.serializer.writePacked(record, maskFormat, this.rowBytes.add);
+            }
             this.rowCount += records.length;
             return report;
-          }
-          if (layout === "rows") {
-            for (const row of plan.rows) {
-              if (writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, maskFormat) + "\n"));
-              else this.serializer.writeRow(row, maskFormat, this.rowBytes.add);
-            }
-            this.rowCount += plan.rows.length;
-            return report;
-          }
-          const records = capacity === undefined ? plan.trees : plan.bins;
-          for (const record of records) {
-            if (writer === "js") this.rowBytes.add(ENCODER.encode(packedToJson(record, maskFormat) + "\n"));
-            else this.serializer.writePacked(record, maskFormat, this.rowBytes.add);
-          }
-          this.rowCount += records.length;
-          return report;
-        }, planOptions);
+          },
+          planOptions,
+        );
       } catch (error) {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
         if (!isOutOfMemory(error)) throw error;
         this.rowBytes.rollback(mark);
         this.columns?.truncate(columnMark);
-        report = reportOfImportRejection(tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id), line);
+        report = reportOfImportRejection(
+          tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id),
+          line,
+        );
       }
     } else {
       report = reportOfImportRejection(result, line);

@@ -3,7 +3,15 @@
 import { statSync } from "node:fs";
 import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
 import { MAX_STRING_BYTES, inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
-import { BufferPool, DEFAULT_CHUNK, batchBuffers, batchLength, fileSource, readBatches, type ByteSource } from "./batches.js";
+import {
+  BufferPool,
+  DEFAULT_CHUNK,
+  batchBuffers,
+  batchLength,
+  fileSource,
+  readBatches,
+  type ByteSource,
+} from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
@@ -102,7 +110,8 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   let pool = null as WorkerPool | null;
   let read = 0; // input bytes batched so far
   const poolNow = () => {
-    if (pool === null && jobs > 1 && read >= threshold) pool = new WorkerPool(jobs, options, write, (b) => buffers.give(b));
+    if (pool === null && jobs > 1 && read >= threshold)
+      pool = new WorkerPool(jobs, options, write, (b) => buffers.give(b));
     return pool;
   };
   poolNow();
@@ -156,14 +165,25 @@ async function* readAhead<T>(source: AsyncGenerator<T>): AsyncGenerator<T> {
 }
 
 /** An input that holds one pretty-printed value (see openInput), as a `.json` file is planned. */
-async function planDocument(file: string, source: ByteSource, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
+async function planDocument(
+  file: string,
+  source: ByteSource,
+  options: IngestOptions,
+  processor: LineProcessor,
+  write: (piece: Piece) => Promise<void>,
+): Promise<void> {
   const { items, bytes } = await readDocument(file, source, { from: options.from, ...processor.context });
   for (const item of items) processor.record(item.result, item.where, item.line);
   await write(processor.takeAll(bytes));
 }
 
 /** A `.json` file: one value (or an array of values), through JSON.parse, in-process. */
-async function planJsonFile(file: string, options: IngestOptions, processor: LineProcessor, write: (piece: Piece) => Promise<void>): Promise<void> {
+async function planJsonFile(
+  file: string,
+  options: IngestOptions,
+  processor: LineProcessor,
+  write: (piece: Piece) => Promise<void>,
+): Promise<void> {
   const size = statSync(file).size;
   if (size <= MAX_STRING_BYTES) return planDocument(file, await fileSource(file), options, processor, write);
   // Read whole, it would be one string longer than V8 allows: reject it (saying its size), go on with the rest.

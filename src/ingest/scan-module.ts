@@ -73,7 +73,9 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
     instance = await WebAssembly.instantiate(module, { env });
   } catch (error) {
     // As for the planning core: the process's address space, not the input.
-    throw new CoreUnavailableError(`cannot create a WebAssembly scanner instance (each reserves address space; a limit such as ulimit -v counts every instance): ${errorLine(error)}`);
+    throw new CoreUnavailableError(
+      `cannot create a WebAssembly scanner instance (each reserves address space; a limit such as ulimit -v counts every instance): ${errorLine(error)}`,
+    );
   }
   const exports = instance.exports as unknown as ScanExports;
   memory = exports.memory;

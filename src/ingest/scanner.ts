@@ -125,7 +125,10 @@ export class LineScanner {
           const address = entries[index * 3];
           const length = entries[index * 3 + 1];
           // `key` is one of three plain names: assignment cannot reach a prototype.
-          object[key] = entries[index * 3 + 2] === KIND_I32 ? new Int32Array(buffer, address, length) : new Float32Array(buffer, address, length);
+          object[key] =
+            entries[index * 3 + 2] === KIND_I32
+              ? new Int32Array(buffer, address, length)
+              : new Float32Array(buffer, address, length);
           left--;
         }
       }
@@ -146,7 +149,11 @@ export function linePastScannerDetail(bytes: number): string {
 export const SCANNER_MAX_LINE_BYTES = WASM_MEMORY_MAX_BYTES;
 
 function textTooLong(bytes: number, what: string): ScannedLine {
-  return { ok: false, code: "rollout_too_large", detail: `a line of ${bytes} bytes: ${what} is longer than a JavaScript string can be` };
+  return {
+    ok: false,
+    code: "rollout_too_large",
+    detail: `a line of ${bytes} bytes: ${what} is longer than a JavaScript string can be`,
+  };
 }
 
 /** Why a line the scanner could not read is not JSON, in the words every reader uses (notJsonDetail). */

@@ -2,7 +2,16 @@
 // (src/output.ts), written as bounded Uint8Array chunks: a row can be longer than V8's maximum
 // string length, so it is never one string. Token ids, logprobs (shortest float32 text, as
 // formatFloat32) and the mask are formatted by assembly/scan in linear memory.
-import { checkPackedArrays, checkRowArrays, expertsField, mediaList, packedHead, rewardText, segmentList, type MaskFormat } from "../output/jsonl.js";
+import {
+  checkPackedArrays,
+  checkRowArrays,
+  expertsField,
+  mediaList,
+  packedHead,
+  rewardText,
+  segmentList,
+  type MaskFormat,
+} from "../output/jsonl.js";
 import type { PackedBin, PackedTree, Row } from "../types.js";
 import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
 
@@ -95,7 +104,9 @@ export class RowSerializer {
     this.text(`],"loss_mask":`);
     if (maskFormat === "bits") this.maskBase64(record.lossMask);
     else this.maskInts(record.lossMask, record.numTokens);
-    this.text(`,"segments":${segmentList(record.segments)},"media":${mediaList(record.media)},"reward":${rewardText(record.reward)}`);
+    this.text(
+      `,"segments":${segmentList(record.segments)},"media":${mediaList(record.media)},"reward":${rewardText(record.reward)}`,
+    );
     if (record.routedExperts !== undefined) this.text(expertsField(record.routedExperts));
     this.text("}\n");
     this.flush();

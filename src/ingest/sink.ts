@@ -10,7 +10,23 @@
 // beside it, renamed over it only once the run has succeeded (withSinks), and removed when the
 // run fails or is interrupted — the previous file stays as it was, and no file under its name is
 // ever half-written. Special files (stdout, /dev/fd/N, a FIFO, /dev/null) are written in place.
-import { accessSync, chmodSync, closeSync, constants, createWriteStream, existsSync, lstatSync, openSync, readFileSync, readdirSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  closeSync,
+  constants,
+  createWriteStream,
+  existsSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+} from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
@@ -115,7 +131,12 @@ export function openByteSink(path: string | undefined): ByteSink {
   const staging = stream === null && fd === null ? stagingOf(name) : null;
   // Another descriptor is opened again by its name, appending: never truncated, and never written
   // as a bare number (one the shell did not pass on may be the runtime's own).
-  const out: Writable = stream !== null ? process[stream] : staging !== null ? openStagedStream(name, staging) : openFileStream(name, fd !== null ? "a" : "w");
+  const out: Writable =
+    stream !== null
+      ? process[stream]
+      : staging !== null
+        ? openStagedStream(name, staging)
+        : openFileStream(name, fd !== null ? "a" : "w");
   let failure: FileError | null = null;
   const onError = (error: Error) => {
     failure ??= error instanceof FileError ? error : new FileError("write", name, error);
@@ -242,7 +263,10 @@ function streamOn(fd: number, path: string, name: string): Writable {
  * (commit) only when everything succeeded; after any failure none is, and every output file
  * keeps what it held before.
  */
-export async function withSinks<T>(paths: readonly (string | undefined | null)[], work: (sinks: (ByteSink | null)[]) => Promise<T>): Promise<T> {
+export async function withSinks<T>(
+  paths: readonly (string | undefined | null)[],
+  work: (sinks: (ByteSink | null)[]) => Promise<T>,
+): Promise<T> {
   // Every output is checked before any is opened: opening truncates, and a later one that
   // cannot be written must not have emptied an earlier one.
   for (const path of paths) if (path !== null && path !== undefined) checkWritable(path);
@@ -308,7 +332,11 @@ function isRuntimeDescriptor(fd: number): boolean {
 
 /** The error for `/dev/fd/N` when N is not a descriptor the shell opened ("not an open file descriptor"). */
 function notOpenDescriptor(path: string): FileError {
-  return new FileError("write", path, Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }));
+  return new FileError(
+    "write",
+    path,
+    Object.assign(new Error(`EBADF: ${path}`), { code: "EBADF", syscall: "open", path }),
+  );
 }
 
 /** Throws for `/dev/fd/N` (N > 2) when N is one of the runtime's own descriptors (see isRuntimeDescriptor). */
@@ -324,7 +352,8 @@ function checkWritable(path: string): void {
   refuseRuntimeDescriptor(path);
   try {
     const stat = statSync(path);
-    if (stat.isDirectory()) throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
+    if (stat.isDirectory())
+      throw Object.assign(new Error(`EISDIR: ${path}`), { code: "EISDIR", syscall: "open", path });
     accessSync(path, constants.W_OK);
     // A file is replaced by a new one made beside it: its directory must take that too.
     if (stat.isFile()) accessSync(dirname(realpathSync(path)), constants.W_OK);

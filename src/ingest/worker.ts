@@ -22,7 +22,9 @@ let queue: Promise<void> = LineProcessor.create(workerData as IngestOptions).the
 
 /** The fatal message for `error`, with its kind when the main thread maps it to an exit code. */
 function fatal(message: string, error: unknown): FromWorker {
-  return error instanceof CoreUnavailableError ? { type: "fatal", message, kind: "core_unavailable" } : { type: "fatal", message };
+  return error instanceof CoreUnavailableError
+    ? { type: "fatal", message, kind: "core_unavailable" }
+    : { type: "fatal", message };
 }
 
 port.on("message", (received: ToWorker) => {

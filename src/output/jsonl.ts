@@ -2,12 +2,20 @@
 import { fromBase64, toBase64 } from "./base64.js";
 import { formatFloat32 } from "./float32.js";
 import { encodeRoutedExperts } from "../plan/routed-experts.js";
-import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, Report, RoutedExperts, Row } from "../types.js";
+import type {
+  BinSegment,
+  MediaItem,
+  PackedBin,
+  PackedSegment,
+  PackedTree,
+  Report,
+  RoutedExperts,
+  Row,
+} from "../types.js";
 
 export { formatFloat32, fromBase64, toBase64 };
 
 export type MaskFormat = "bits" | "ints";
-
 
 /** Bit i of a SPEC bitset. */
 export function maskBit(mask: Uint8Array, i: number): number {
@@ -50,15 +58,22 @@ export function expertsField(experts: RoutedExperts | undefined): string {
 
 /** Throws unless the row's arrays hold its numTokens tokens (a released plan's rows hold none). */
 export function checkRowArrays(row: Row): void {
-  if (row.tokenIds.length !== row.numTokens || row.logprobs.length !== row.numTokens || row.lossMask.length !== (row.numTokens + 7) >> 3) {
-    throw new Error(`row ${row.index} of ${JSON.stringify(row.rolloutId)}: its arrays do not hold its ${row.numTokens} tokens (was its plan released? write rows before release())`);
+  if (
+    row.tokenIds.length !== row.numTokens ||
+    row.logprobs.length !== row.numTokens ||
+    row.lossMask.length !== (row.numTokens + 7) >> 3
+  ) {
+    throw new Error(
+      `row ${row.index} of ${JSON.stringify(row.rolloutId)}: its arrays do not hold its ${row.numTokens} tokens (was its plan released? write rows before release())`,
+    );
   }
 }
 
 /** One row as a JSONL line (no trailing newline), SPEC's field order. */
 export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
   // Checked: a typo ("bit") must not quietly change the output's format.
-  if (maskFormat !== "bits" && maskFormat !== "ints") throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
+  if (maskFormat !== "bits" && maskFormat !== "ints")
+    throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
   checkRowArrays(row);
   const mask =
     maskFormat === "bits"
@@ -77,8 +92,15 @@ export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
 /** Throws unless a packed record's arrays hold its numTokens tokens (see checkRowArrays). */
 export function checkPackedArrays(record: PackedTree | PackedBin): void {
   const n = record.numTokens;
-  if (record.tokenIds.length !== n || record.positionIds.length !== n || record.logprobs.length !== n || record.lossMask.length !== (n + 7) >> 3) {
-    throw new Error(`packed record ${record.index} of ${JSON.stringify(record.rolloutId)}: its arrays do not hold its ${n} tokens (was its plan released? write records before release())`);
+  if (
+    record.tokenIds.length !== n ||
+    record.positionIds.length !== n ||
+    record.logprobs.length !== n ||
+    record.lossMask.length !== (n + 7) >> 3
+  ) {
+    throw new Error(
+      `packed record ${record.index} of ${JSON.stringify(record.rolloutId)}: its arrays do not hold its ${n} tokens (was its plan released? write records before release())`,
+    );
   }
 }
 
@@ -104,9 +126,13 @@ export function packedHead(record: PackedTree | PackedBin): string {
 
 /** One packed tree or bin as a JSONL line (no trailing newline), SPEC's field order. */
 export function packedToJson(record: PackedTree | PackedBin, maskFormat: MaskFormat = "bits"): string {
-  if (maskFormat !== "bits" && maskFormat !== "ints") throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
+  if (maskFormat !== "bits" && maskFormat !== "ints")
+    throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
   checkPackedArrays(record);
-  const mask = maskFormat === "bits" ? JSON.stringify(toBase64(record.lossMask)) : "[" + maskToInts(record.lossMask, record.numTokens).join(",") + "]";
+  const mask =
+    maskFormat === "bits"
+      ? JSON.stringify(toBase64(record.lossMask))
+      : "[" + maskToInts(record.lossMask, record.numTokens).join(",") + "]";
   return (
     packedHead(record) +
     `,"token_ids":[${record.tokenIds.join(",")}],"position_ids":[${record.positionIds.join(",")}],` +

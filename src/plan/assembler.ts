@@ -46,7 +46,10 @@ function tokenField(index: number, promptLength: number): string {
 }
 
 export function invalidToken(where: string, index: number, promptLength: number, value: unknown): Rejection {
-  return new Rejection("invalid_token", `${where}: ${tokenField(index, promptLength)} is ${describeValue(value)}, ${TOKEN_RULE}`);
+  return new Rejection(
+    "invalid_token",
+    `${where}: ${tokenField(index, promptLength)} is ${describeValue(value)}, ${TOKEN_RULE}`,
+  );
 }
 
 export function invalidLogprob(where: string, index: number, value: unknown): Rejection {
@@ -76,7 +79,8 @@ export function planOfRejection(
 export function isOutOfMemory(error: unknown): boolean {
   return (
     error instanceof CoreMemoryError ||
-    (error instanceof RangeError && /memory|allocat|invalid (typed )?array length|array buffer|string length|call stack/i.test(error.message))
+    (error instanceof RangeError &&
+      /memory|allocat|invalid (typed )?array length|array buffer|string length|call stack/i.test(error.message))
   );
 }
 
@@ -88,7 +92,9 @@ export function tooLargeRejection(error: unknown): Rejection {
 /** Token positions in the cores are 32-bit: a longer call cannot be planned (rollout_too_large). */
 function checkCallSize(promptLength: number, generationLength: number): void {
   if (promptLength + generationLength > MAX_CALL_TOKENS) {
-    throw new CoreMemoryError(`a call of ${promptLength + generationLength} tokens: a core holds at most 2^31-1 tokens a call`);
+    throw new CoreMemoryError(
+      `a call of ${promptLength + generationLength} tokens: a core holds at most 2^31-1 tokens a call`,
+    );
   }
 }
 
@@ -218,7 +224,11 @@ export class RolloutAssembler {
   commit(call: CallIdentity, agentIndex: number, source?: ValueSource): boolean {
     if (this.rejection) return false;
     this.stageMedia(call);
-    return this.record(call, source, this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, this.isEligible(call)));
+    return this.record(
+      call,
+      source,
+      this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, this.isEligible(call)),
+    );
   }
 
   /** Whether the core reads a call's typed arrays in place (commitArrays), with no staging. */
@@ -227,13 +237,21 @@ export class RolloutAssembler {
   }
 
   /** commit() for a call whose arrays the core reads in place (see readsArrays); no stage() before. */
-  commitArrays(call: CallIdentity, agentIndex: number, arrays: { prompt: Int32Array; generation: Int32Array; logprobs: Float32Array }): boolean {
+  commitArrays(
+    call: CallIdentity,
+    agentIndex: number,
+    arrays: { prompt: Int32Array; generation: Int32Array; logprobs: Float32Array },
+  ): boolean {
     if (this.rejection) return false;
     checkCallSize(arrays.prompt.length, arrays.generation.length);
     this.stagedPrompt = arrays.prompt.length;
     this.stagedGeneration = arrays.generation.length;
     this.stageMedia(call);
-    return this.record(call, arrays, this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)));
+    return this.record(
+      call,
+      arrays,
+      this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)),
+    );
   }
 
   /**
@@ -249,7 +267,9 @@ export class RolloutAssembler {
     const first = this.eligibleGiveExperts;
     if (eligible && first !== null && (experts !== null) !== first.give) {
       const earlier = JSON.stringify(first.call);
-      return experts !== null ? `it gives routed_experts, but the eligible call ${earlier} before it does not` : `it gives no routed_experts, but the eligible call ${earlier} before it does`;
+      return experts !== null
+        ? `it gives routed_experts, but the eligible call ${earlier} before it does not`
+        : `it gives no routed_experts, but the eligible call ${earlier} before it does`;
     }
     void id;
     return null;
@@ -258,8 +278,10 @@ export class RolloutAssembler {
   /** Remembers what a recorded call's experts require of the later ones (see expertsProblem). */
   private noteExperts(call: CallIdentity, eligible: boolean): void {
     const experts = call.routedExperts ?? null;
-    if (experts !== null && this.expertShape === null) this.expertShape = { call: JSON.stringify(call.id), layers: experts.layers, topk: experts.topk };
-    if (eligible && this.eligibleGiveExperts === null) this.eligibleGiveExperts = { call: call.id, give: experts !== null };
+    if (experts !== null && this.expertShape === null)
+      this.expertShape = { call: JSON.stringify(call.id), layers: experts.layers, topk: experts.topk };
+    if (eligible && this.eligibleGiveExperts === null)
+      this.eligibleGiveExperts = { call: call.id, give: experts !== null };
   }
 
   /** Hands the core the media of a call it will link (the others' media play no part in linking). */
@@ -274,9 +296,11 @@ export class RolloutAssembler {
   rejectAfterValues(id: string, code: RejectionCode, problem: string): void {
     const tokenAt = this.checkStagedTokens();
     const staged = this.core.staged();
-    if (tokenAt >= 0) return this.reject(invalidToken(this.where(id), tokenAt, this.stagedPrompt, staged.tokens[tokenAt]));
+    if (tokenAt >= 0)
+      return this.reject(invalidToken(this.where(id), tokenAt, this.stagedPrompt, staged.tokens[tokenAt]));
     for (let i = 0; i < this.stagedGeneration; i++) {
-      if (!Number.isFinite(staged.logprobs[i])) return this.reject(invalidLogprob(this.where(id), i, staged.logprobs[i]));
+      if (!Number.isFinite(staged.logprobs[i]))
+        return this.reject(invalidLogprob(this.where(id), i, staged.logprobs[i]));
     }
     this.reject(new Rejection(code, `${this.where(id)}: ${problem}`));
   }
@@ -293,18 +317,26 @@ export class RolloutAssembler {
     const generationLength = this.stagedGeneration;
     if (result === INVALID_TOKEN) {
       const index = this.core.lastBadIndex();
-      const value = !source ? this.core.staged().tokens[index]
-        : index < promptLength ? source.prompt[index] : source.generation[index - promptLength];
+      const value = !source
+        ? this.core.staged().tokens[index]
+        : index < promptLength
+          ? source.prompt[index]
+          : source.generation[index - promptLength];
       this.reject(invalidToken(this.where(id), index, promptLength, value));
       return false;
     }
     if (result === INVALID_LOGPROB) {
       const index = this.core.lastBadIndex();
-      this.reject(invalidLogprob(this.where(id), index, source ? source.logprobs[index] : this.core.staged().logprobs[index]));
+      this.reject(
+        invalidLogprob(this.where(id), index, source ? source.logprobs[index] : this.core.staged().logprobs[index]),
+      );
       return false;
     }
     if (result === AMBIGUOUS_PARENT) {
-      const tied = this.core.ambiguousCandidates().sort((a, b) => a - b).map((e) => JSON.stringify(this.calls.ids[this.calls.eligible[e]])); // in ledger order
+      const tied = this.core
+        .ambiguousCandidates()
+        .sort((a, b) => a - b)
+        .map((e) => JSON.stringify(this.calls.ids[this.calls.eligible[e]])); // in ledger order
       this.reject(
         new Rejection(
           "ambiguous_parent",
@@ -342,13 +374,16 @@ export class RolloutAssembler {
     const agents = this.header.agents ?? [];
     if (!this.rejection && this.calls.eligible.length === 0) {
       const detail =
-        totalCalls === 0 ? "the rollout lists no calls"
-        : totalCalls === 1 ? "its one call is not kept with generated tokens"
-        : `none of the ${totalCalls} calls is kept with generated tokens`;
+        totalCalls === 0
+          ? "the rollout lists no calls"
+          : totalCalls === 1
+            ? "its one call is not kept with generated tokens"
+            : `none of the ${totalCalls} calls is kept with generated tokens`;
       this.rejection = new Rejection("no_trainable_calls", detail);
     }
     const shape = this.forestShape();
-    if (!this.rejection && options.capacity !== undefined) this.rejection = this.capacityProblem(shape, options.capacity);
+    if (!this.rejection && options.capacity !== undefined)
+      this.rejection = this.capacityProblem(shape, options.capacity);
     if (this.rejection) {
       this.core.release();
       // What the calls read before the problem showed (for no_trainable_calls: every call's

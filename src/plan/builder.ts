@@ -30,7 +30,11 @@ class InPlaceBuilder implements RolloutBuilder {
   private staged = false;
   private finished = false;
 
-  constructor(makeCore: CoreFactory, private readonly header: BuilderHeader, callsHint: number) {
+  constructor(
+    makeCore: CoreFactory,
+    private readonly header: BuilderHeader,
+    callsHint: number,
+  ) {
     this.checked = checkHeader({ ...header, calls: [] });
     if (this.checked instanceof Rejection) {
       this.failure = this.checked;
@@ -71,42 +75,63 @@ class InPlaceBuilder implements RolloutBuilder {
   commit(meta: CallMeta): boolean {
     this.ensureOpen("commit");
     if (!this.staged) throw new Error("commit() needs a stage() first");
-    if (typeof meta !== "object" || meta === null) throw new TypeError(`commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got ${describeValue(meta)}`);
+    if (typeof meta !== "object" || meta === null)
+      throw new TypeError(
+        `commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got ${describeValue(meta)}`,
+      );
     // Read once, before anything changes: a getter that throws leaves the builder as it was.
     const { id, agent, kept, media: mediaValue, routed_experts: expertsValue } = meta;
     const index = this.calls++;
     this.staged = false;
-    return this.guard((assembler) => {
-      const problem = callIdentityProblem(id, agent, kept);
-      if (problem !== null) {
-        assembler.reject(new Rejection("invalid_rollout", `${callName(id, index)}: ${problem}`));
-        return false;
-      }
-      const agentName = agent ?? "";
-      const agentIndex = assembler.identify(id, agentName);
-      if (agentIndex === null) return false;
-      const experts = readRoutedExperts(expertsValue, assembler.stagedPromptLength + assembler.stagedGenerationLength);
-      const eligible = kept !== false && assembler.stagedGenerationLength > 0;
-      const expertsProblem = typeof experts === "string" ? experts : assembler.expertsProblem(id, experts, eligible);
-      if (expertsProblem !== null) {
-        assembler.rejectAfterValues(id, "invalid_routed_experts", expertsProblem);
-        return false;
-      }
-      const media = readMedia(mediaValue, assembler.stagedPromptLength);
-      if (typeof media === "string") {
-        assembler.rejectAfterValues(id, "invalid_media", media);
-        return false;
-      }
-      return assembler.commit({ id, agent: agentName, kept: kept !== false, media, routedExperts: experts as Exclude<typeof experts, string> }, agentIndex);
-    }, () => false);
+    return this.guard(
+      (assembler) => {
+        const problem = callIdentityProblem(id, agent, kept);
+        if (problem !== null) {
+          assembler.reject(new Rejection("invalid_rollout", `${callName(id, index)}: ${problem}`));
+          return false;
+        }
+        const agentName = agent ?? "";
+        const agentIndex = assembler.identify(id, agentName);
+        if (agentIndex === null) return false;
+        const experts = readRoutedExperts(
+          expertsValue,
+          assembler.stagedPromptLength + assembler.stagedGenerationLength,
+        );
+        const eligible = kept !== false && assembler.stagedGenerationLength > 0;
+        const expertsProblem = typeof experts === "string" ? experts : assembler.expertsProblem(id, experts, eligible);
+        if (expertsProblem !== null) {
+          assembler.rejectAfterValues(id, "invalid_routed_experts", expertsProblem);
+          return false;
+        }
+        const media = readMedia(mediaValue, assembler.stagedPromptLength);
+        if (typeof media === "string") {
+          assembler.rejectAfterValues(id, "invalid_media", media);
+          return false;
+        }
+        return assembler.commit(
+          {
+            id,
+            agent: agentName,
+            kept: kept !== false,
+            media,
+            routedExperts: experts as Exclude<typeof experts, string>,
+          },
+          agentIndex,
+        );
+      },
+      () => false,
+    );
   }
 
   finish(options: PlanOptions = {}): Plan {
     this.ensureOpen("finish");
     options = checkPlanOptions(options, "finish()");
     this.finished = true;
-    const agents = this.checked instanceof Rejection ? [] : this.checked.agents ?? [];
-    const plan = this.guard((assembler) => assembler.finish(this.calls, options), () => null);
+    const agents = this.checked instanceof Rejection ? [] : (this.checked.agents ?? []);
+    const plan = this.guard(
+      (assembler) => assembler.finish(this.calls, options),
+      () => null,
+    );
     return plan ?? planOfRejection(rolloutIdOf(this.header), this.calls, this.failure!, agents, options);
   }
 
@@ -129,8 +154,12 @@ class InPlaceBuilder implements RolloutBuilder {
 }
 
 function checkStageLengths(promptLength: number, generationLength: number): void {
-  for (const [name, n] of [["promptLength", promptLength], ["generationLength", generationLength]] as const) {
-    if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${describeValue(n)}`);
+  for (const [name, n] of [
+    ["promptLength", promptLength],
+    ["generationLength", generationLength],
+  ] as const) {
+    if (!Number.isInteger(n) || n < 0)
+      throw new RangeError(`${name} must be a non-negative integer, got ${describeValue(n)}`);
   }
   if (promptLength + generationLength > MAX_CALL_TOKENS) {
     throw new RangeError(`a call holds at most 2^31-1 tokens, got ${promptLength} + ${generationLength}`);

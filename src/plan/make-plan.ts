@@ -2,7 +2,18 @@
 // calls it trains and the calls it only reads, and (on demand) every call of the rollout.
 import type { CoreForest, CorePacked, ForestCore } from "../core/types.js";
 import type { RecordLayout, SegmentLayout } from "./packing.js";
-import type { AgentInfo, BinSegment, ForestCall, MediaItem, PackedBin, PackedTree, Plan, Report, RoutedExperts, Row } from "../types.js";
+import type {
+  AgentInfo,
+  BinSegment,
+  ForestCall,
+  MediaItem,
+  PackedBin,
+  PackedTree,
+  Plan,
+  Report,
+  RoutedExperts,
+  Row,
+} from "../types.js";
 import { copyToken, expertArray, needsInt32 } from "./routed-experts.js";
 
 /**
@@ -64,7 +75,13 @@ export function makePlan(
 }
 
 /** A packed record's fields but its segments and what names it. */
-function packedFields(calls: CallTable, record: RecordLayout, arrays: CorePacked, header: PlanHeader, firstChild: Int32Array) {
+function packedFields(
+  calls: CallTable,
+  record: RecordLayout,
+  arrays: CorePacked,
+  header: PlanHeader,
+  firstChild: Int32Array,
+) {
   const { ids, eligible } = calls;
   return {
     rolloutId: header.rolloutId,
@@ -89,7 +106,13 @@ function packedMedia(calls: CallTable, segments: readonly SegmentLayout[]): Medi
   return out;
 }
 
-function makeTrees(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader, firstChild: Int32Array): PackedTree[] {
+function makeTrees(
+  calls: CallTable,
+  records: RecordLayout[],
+  arrays: CorePacked[],
+  header: PlanHeader,
+  firstChild: Int32Array,
+): PackedTree[] {
   const { ids, agentNames, eligible } = calls;
   return records.map((record, index) => {
     const root = eligible[record.segments[0].call];
@@ -98,19 +121,39 @@ function makeTrees(calls: CallTable, records: RecordLayout[], arrays: CorePacked
       root: ids[root],
       agent: agentNames[root],
       ...packedFields(calls, record, arrays[index], header, firstChild),
-      segments: record.segments.map((s) => ({ call: ids[eligible[s.call]], parent: s.parent, start: s.start, length: s.length, end: s.end })),
+      segments: record.segments.map((s) => ({
+        call: ids[eligible[s.call]],
+        parent: s.parent,
+        start: s.start,
+        length: s.length,
+        end: s.end,
+      })),
     };
   });
 }
 
-function makeBins(calls: CallTable, records: RecordLayout[], arrays: CorePacked[], header: PlanHeader, firstChild: Int32Array): PackedBin[] {
+function makeBins(
+  calls: CallTable,
+  records: RecordLayout[],
+  arrays: CorePacked[],
+  header: PlanHeader,
+  firstChild: Int32Array,
+): PackedBin[] {
   const { ids, eligible } = calls;
   return records.map((record, index) => ({
     index,
     roots: record.segments.filter((s) => s.parent < 0).map((s) => ids[eligible[s.call]]),
     ...packedFields(calls, record, arrays[index], header, firstChild),
     segments: record.segments.map(
-      (s): BinSegment => ({ call: ids[eligible[s.call]], parent: s.parent, start: s.start, length: s.length, end: s.end, tree: s.tree, trained: s.trained }),
+      (s): BinSegment => ({
+        call: ids[eligible[s.call]],
+        parent: s.parent,
+        start: s.start,
+        length: s.length,
+        end: s.end,
+        tree: s.tree,
+        trained: s.trained,
+      }),
     ),
   }));
 }
@@ -182,9 +225,10 @@ function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExpe
   const { layers, topk } = experts;
   const width = layers * topk;
   const wide = needsInt32(experts, tokens);
-  const data = (experts.data instanceof Int16Array && !wide) || (experts.data instanceof Int32Array && wide)
-    ? experts.data.subarray(0, tokens * width)
-    : expertArray(tokens, layers, topk, wide).map((_, i) => experts.data[i]);
+  const data =
+    (experts.data instanceof Int16Array && !wide) || (experts.data instanceof Int32Array && wide)
+      ? experts.data.subarray(0, tokens * width)
+      : expertArray(tokens, layers, topk, wide).map((_, i) => experts.data[i]);
   return { routedExperts: { tokens, layers, topk, data } };
 }
 
@@ -193,7 +237,11 @@ function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExpe
  * token of a segment whose call has children, which decode never routed for real: that one comes
  * from the first child's array (its prefill routed it).
  */
-function packedExperts(calls: CallTable, record: RecordLayout, firstChild: Int32Array): { routedExperts?: RoutedExperts } {
+function packedExperts(
+  calls: CallTable,
+  record: RecordLayout,
+  firstChild: Int32Array,
+): { routedExperts?: RoutedExperts } {
   const all = calls.routedExperts;
   const first = all[calls.eligible[record.segments[0].call]];
   if (!first) return {};
@@ -205,7 +253,8 @@ function packedExperts(calls: CallTable, record: RecordLayout, firstChild: Int32
     const own = all[calls.eligible[s.call]]!;
     for (let k = 0; k < s.length; k++) copyToken(own, s.from + k, data, (s.start + k) * width);
     const child = firstChild[s.call];
-    if (child >= 0) copyToken(all[calls.eligible[child]]!, s.from + s.length - 1, data, (s.start + s.length - 1) * width);
+    if (child >= 0)
+      copyToken(all[calls.eligible[child]]!, s.from + s.length - 1, data, (s.start + s.length - 1) * width);
   }
   return { routedExperts: { tokens: record.numTokens, layers, topk, data } };
 }

@@ -27,12 +27,14 @@ export function readMedia(value: unknown, promptLength: number): MediaItem[] | n
     const item: unknown = value[i];
     if (!isRecord(item)) return `media[${i}] must be an object {id, offset, length}, got ${describeValue(item)}`;
     const { id, offset, length } = item;
-    if (typeof id !== "string" || id === "") return `media[${i}].id must be a non-empty string, got ${describeValue(id)}`;
+    if (typeof id !== "string" || id === "")
+      return `media[${i}].id must be a non-empty string, got ${describeValue(id)}`;
     if (!isIndex(offset, 0)) return `media[${i}].offset must be an integer >= 0, got ${describeValue(offset)}`;
     if (!isIndex(length, 1)) return `media[${i}].length must be an integer >= 1, got ${describeValue(length)}`;
     if (i > 0) {
       const before = items[i - 1];
-      if (offset < before.offset) return `media[${i}] starts before media[${i - 1}] (occurrences must be in prompt order)`;
+      if (offset < before.offset)
+        return `media[${i}] starts before media[${i - 1}] (occurrences must be in prompt order)`;
       if (offset < before.offset + before.length) return `media[${i}] overlaps media[${i - 1}]`;
     }
     if (offset + length > promptLength) {

@@ -3,8 +3,23 @@
 // in place (the TS one), hands it the typed arrays — and lets the assembler link.
 import { callLabel } from "../messages.js";
 import { Rejection } from "./rejection.js";
-import { checkCallShape, checkHeader, checkPlanOptions, isTokenArray, rolloutIdOf, type CallShape } from "./validate.js";
-import { RolloutAssembler, type CallIdentity, invalidLogprob, invalidToken, isOutOfMemory, planOfRejection, tooLargeRejection } from "./assembler.js";
+import {
+  checkCallShape,
+  checkHeader,
+  checkPlanOptions,
+  isTokenArray,
+  rolloutIdOf,
+  type CallShape,
+} from "./validate.js";
+import {
+  RolloutAssembler,
+  type CallIdentity,
+  invalidLogprob,
+  invalidToken,
+  isOutOfMemory,
+  planOfRejection,
+  tooLargeRejection,
+} from "./assembler.js";
 import { MAX_CALL_TOKENS, type CoreFactory, type SizeHints } from "../core/types.js";
 import { CoreMemoryError } from "../core/errors.js";
 import { readMedia } from "./media.js";
@@ -82,10 +97,13 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     const eligible = shape.kept && shape.generation.length > 0;
     const across = typeof experts === "string" ? null : assembler.expertsProblem(shape.id, experts, eligible);
     const problem =
-      typeof experts === "string" ? { code: "invalid_routed_experts" as const, detail: experts }
-      : across !== null ? { code: "invalid_routed_experts" as const, detail: across }
-      : typeof media === "string" ? { code: "invalid_media" as const, detail: media }
-      : null;
+      typeof experts === "string"
+        ? { code: "invalid_routed_experts" as const, detail: experts }
+        : across !== null
+          ? { code: "invalid_routed_experts" as const, detail: across }
+          : typeof media === "string"
+            ? { code: "invalid_media" as const, detail: media }
+            : null;
     const identity: CallIdentity = {
       id: shape.id,
       agent: shape.agent,
@@ -97,7 +115,14 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so
     // is a call with bad media or experts: its values are checked first, on the staged copy).
     const { prompt, generation, logprobs } = shape;
-    if (assembler.readsArrays && problem === null && prompt instanceof Int32Array && generation instanceof Int32Array && logprobs instanceof Float32Array && logprobs.length === generation.length) {
+    if (
+      assembler.readsArrays &&
+      problem === null &&
+      prompt instanceof Int32Array &&
+      generation instanceof Int32Array &&
+      logprobs instanceof Float32Array &&
+      logprobs.length === generation.length
+    ) {
       if (!assembler.commitArrays(identity, agent, { prompt, generation, logprobs })) return;
       continue;
     }
@@ -108,7 +133,11 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     if (bad < 0) {
       bad = copyTokens(shape.generation, staged.tokens, promptLength);
       // A typed prompt's negatives are not checked while copying: one of them comes first.
-      if (bad >= 0) bad = shape.prompt instanceof Int32Array ? firstOf(assembler.checkStagedTokens(promptLength), promptLength + bad) : promptLength + bad;
+      if (bad >= 0)
+        bad =
+          shape.prompt instanceof Int32Array
+            ? firstOf(assembler.checkStagedTokens(promptLength), promptLength + bad)
+            : promptLength + bad;
     }
     if (bad >= 0) return assembler.reject(badToken(calls[i], i, shape, bad));
     if (shape.logprobs.length !== generationLength) {
@@ -151,7 +180,13 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
   if (hints.longestCall <= MAX_CALL_TOKENS && need > limit) {
     core.release();
     const why = `its longest call has ${hints.longestCall} tokens, which need at least ${need} bytes of core memory, more than its ${limit}`;
-    return planOfRejection(header.rolloutId, header.calls.length, tooLargeRejection(new CoreMemoryError(why)), header.agents ?? [], options);
+    return planOfRejection(
+      header.rolloutId,
+      header.calls.length,
+      tooLargeRejection(new CoreMemoryError(why)),
+      header.agents ?? [],
+      options,
+    );
   }
   let assembler: RolloutAssembler | null = null;
   try {
@@ -166,6 +201,12 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
     }
     if (assembler) assembler.abandon();
     else core.release(false);
-    return planOfRejection(header.rolloutId, header.calls.length, tooLargeRejection(error), header.agents ?? [], options);
+    return planOfRejection(
+      header.rolloutId,
+      header.calls.length,
+      tooLargeRejection(error),
+      header.agents ?? [],
+      options,
+    );
   }
 }

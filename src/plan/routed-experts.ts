@@ -19,17 +19,23 @@ function isIndexText(text: string): boolean {
 /** The envelope's array, or what is wrong with it. */
 function decodeEnvelope(text: string): RoutedExperts | string {
   const match = ENVELOPE.exec(text);
-  if (match === null) return `routed_experts must be an nrlre1:<int8|int16|int32>:<S>x<L>x<K>:<base64> envelope, got ${describeValue(text.length > 60 ? text.slice(0, 60) + "…" : text)}`;
+  if (match === null)
+    return `routed_experts must be an nrlre1:<int8|int16|int32>:<S>x<L>x<K>:<base64> envelope, got ${describeValue(text.length > 60 ? text.slice(0, 60) + "…" : text)}`;
   const [, type, s, l, k, payload] = match as unknown as [string, ExpertType, string, string, string, string];
-  if (![s, l, k].every(isIndexText) || Number(l) === 0 || Number(k) === 0) return `routed_experts has a bad shape ${s}x${l}x${k}`;
+  if (![s, l, k].every(isIndexText) || Number(l) === 0 || Number(k) === 0)
+    return `routed_experts has a bad shape ${s}x${l}x${k}`;
   const [tokens, layers, topk] = [Number(s), Number(l), Number(k)];
   const bytes = fromBase64(payload);
   const expected = tokens * layers * topk * ITEM_BYTES[type];
-  if (bytes.length !== expected) return `routed_experts holds ${bytes.length} bytes, not the ${expected} of ${type} ${tokens}x${layers}x${topk}`;
+  if (bytes.length !== expected)
+    return `routed_experts holds ${bytes.length} bytes, not the ${expected} of ${type} ${tokens}x${layers}x${topk}`;
   // The payload read as the type (its bytes are little-endian); fromBase64 gives a fresh buffer.
-  const buffer = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
-  if (!LITTLE_ENDIAN && type !== "int8") for (let i = 0; i < bytes.length; i += ITEM_BYTES[type]) new Uint8Array(buffer, i, ITEM_BYTES[type]).reverse();
-  const data = type === "int8" ? new Int8Array(buffer) : type === "int16" ? new Int16Array(buffer) : new Int32Array(buffer);
+  const buffer =
+    bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes.buffer : bytes.slice().buffer;
+  if (!LITTLE_ENDIAN && type !== "int8")
+    for (let i = 0; i < bytes.length; i += ITEM_BYTES[type]) new Uint8Array(buffer, i, ITEM_BYTES[type]).reverse();
+  const data =
+    type === "int8" ? new Int8Array(buffer) : type === "int16" ? new Int16Array(buffer) : new Int32Array(buffer);
   return { tokens, layers, topk, data };
 }
 
@@ -39,18 +45,22 @@ function decodeLists(value: unknown[]): RoutedExperts | string {
   const first: unknown = value[0];
   const layers = Array.isArray(first) ? first.length : 0;
   const topk = layers > 0 && Array.isArray((first as unknown[])[0]) ? ((first as unknown[])[0] as unknown[]).length : 0;
-  if (tokens > 0 && (layers === 0 || topk === 0)) return "routed_experts must be an [S][L][K] array of integers (L, K >= 1)";
+  if (tokens > 0 && (layers === 0 || topk === 0))
+    return "routed_experts must be an [S][L][K] array of integers (L, K >= 1)";
   const data = new Int32Array(tokens * layers * topk);
   let at = 0;
   for (let t = 0; t < tokens; t++) {
     const perToken: unknown = value[t];
-    if (!Array.isArray(perToken) || perToken.length !== layers) return `routed_experts[${t}] must hold ${layers} layers, as routed_experts[0] does`;
+    if (!Array.isArray(perToken) || perToken.length !== layers)
+      return `routed_experts[${t}] must hold ${layers} layers, as routed_experts[0] does`;
     for (let l = 0; l < layers; l++) {
       const chosen: unknown = perToken[l];
-      if (!Array.isArray(chosen) || chosen.length !== topk) return `routed_experts[${t}][${l}] must hold ${topk} experts, as routed_experts[0][0] does`;
+      if (!Array.isArray(chosen) || chosen.length !== topk)
+        return `routed_experts[${t}][${l}] must hold ${topk} experts, as routed_experts[0][0] does`;
       for (let k = 0; k < topk; k++) {
         const expert: unknown = chosen[k];
-        if (typeof expert !== "number" || (expert | 0) !== expert) return `routed_experts[${t}][${l}][${k}] must be an int32, got ${describeValue(expert)}`;
+        if (typeof expert !== "number" || (expert | 0) !== expert)
+          return `routed_experts[${t}][${l}][${k}] must be an int32, got ${describeValue(expert)}`;
         data[at++] = expert;
       }
     }
@@ -65,11 +75,14 @@ function decodeLists(value: unknown[]): RoutedExperts | string {
 export function readRoutedExperts(value: unknown, fullLength: number): RoutedExperts | null | string {
   if (value === undefined || value === null) return null;
   const experts =
-    typeof value === "string" ? decodeEnvelope(value)
-    : Array.isArray(value) ? decodeLists(value)
-    : `routed_experts must be an nrlre1 envelope string or an [S][L][K] array, got ${describeValue(value)}`;
+    typeof value === "string"
+      ? decodeEnvelope(value)
+      : Array.isArray(value)
+        ? decodeLists(value)
+        : `routed_experts must be an nrlre1 envelope string or an [S][L][K] array, got ${describeValue(value)}`;
   if (typeof experts === "string") return experts;
-  if (experts.tokens < fullLength) return `routed_experts covers ${experts.tokens} tokens, fewer than the call's ${fullLength} (prompt + generation)`;
+  if (experts.tokens < fullLength)
+    return `routed_experts covers ${experts.tokens} tokens, fewer than the call's ${fullLength} (prompt + generation)`;
   return experts;
 }
 
@@ -93,12 +106,18 @@ export function needsInt32(experts: RoutedExperts, tokens: number): boolean {
 }
 
 /** SPEC's envelope for `data` (int16 or int32 by its type) of `tokens` × L × K. */
-export function encodeRoutedExperts(data: Int16Array | Int32Array, tokens: number, layers: number, topk: number): string {
+export function encodeRoutedExperts(
+  data: Int16Array | Int32Array,
+  tokens: number,
+  layers: number,
+  topk: number,
+): string {
   const type = data instanceof Int16Array ? "int16" : "int32";
   let bytes = new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   if (!LITTLE_ENDIAN) {
     bytes = bytes.slice();
-    for (let i = 0; i < bytes.length; i += data.BYTES_PER_ELEMENT) bytes.subarray(i, i + data.BYTES_PER_ELEMENT).reverse();
+    for (let i = 0; i < bytes.length; i += data.BYTES_PER_ELEMENT)
+      bytes.subarray(i, i + data.BYTES_PER_ELEMENT).reverse();
   }
   return `nrlre1:${type}:${tokens}x${layers}x${topk}:${toBase64(bytes)}`;
 }

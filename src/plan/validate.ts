@@ -62,7 +62,9 @@ export function rolloutIdOf(value: unknown): string | null {
 
 /** `NAME must be RULE, got VALUE`; `NAME is missing (it must be RULE)` when there is no value. */
 function mustBe(name: string, rule: string, value: unknown): string {
-  return value === undefined ? `${name} is missing (it must be ${rule})` : `${name} must be ${rule}, got ${describeValue(value)}`;
+  return value === undefined
+    ? `${name} is missing (it must be ${rule})`
+    : `${name} must be ${rule}, got ${describeValue(value)}`;
 }
 
 export function checkHeader(value: unknown): RolloutHeader | Rejection {
@@ -82,7 +84,8 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
   const ids = new Map<string, number>();
   for (let i = 0; i < agents.length; i++) {
     const agent = agents[i];
-    if (!isRecord(agent)) return invalid(`agents[${i}] must be an object with a string id, got ${describeValue(agent)}`);
+    if (!isRecord(agent))
+      return invalid(`agents[${i}] must be an object with a string id, got ${describeValue(agent)}`);
     if (typeof agent.id !== "string") return invalid(mustBe(`agents[${i}].id`, "a string", agent.id));
     if (ids.has(agent.id)) return invalid(`agents[${i}]: agent id ${JSON.stringify(agent.id)} is listed twice`);
     if (agent.parent !== null && agent.parent !== undefined && typeof agent.parent !== "string") {
@@ -126,7 +129,9 @@ export function checkPlanOptions(options: PlanOptions | null | undefined, caller
   }
   const capacity = options.capacity;
   if (capacity !== undefined && !(Number.isInteger(capacity) && capacity >= 1 && capacity <= 2 ** 31 - 1)) {
-    throw new TypeError(`${caller}: options.capacity must be a positive integer (tokens a bin holds), got ${describeValue(capacity)}`);
+    throw new TypeError(
+      `${caller}: options.capacity must be a positive integer (tokens a bin holds), got ${describeValue(capacity)}`,
+    );
   }
   return options;
 }
@@ -138,8 +143,15 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   const { generation_log_probs: logprobs, kept, media, routed_experts: routedExperts } = call;
   const problem = callIdentityProblem(id, agent, kept);
   if (problem !== null) return invalid(problem);
-  for (const [name, array] of [["prompt_token_ids", prompt], ["generation_token_ids", generation], ["generation_log_probs", logprobs]] as const) {
-    if (isDetached(array)) return invalid(`${name} is a typed array whose buffer was detached (transferred, or a WebAssembly memory grew under it)`);
+  for (const [name, array] of [
+    ["prompt_token_ids", prompt],
+    ["generation_token_ids", generation],
+    ["generation_log_probs", logprobs],
+  ] as const) {
+    if (isDetached(array))
+      return invalid(
+        `${name} is a typed array whose buffer was detached (transferred, or a WebAssembly memory grew under it)`,
+      );
   }
   if (!isTokenArray(prompt)) return invalid(mustBe("prompt_token_ids", "an array", prompt));
   if (!isTokenArray(generation)) {
@@ -148,5 +160,14 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   if (!isLogprobArray(logprobs)) {
     return invalid(mustBe("generation_log_probs", "an array", logprobs));
   }
-  return { id: id as string, agent: (agent as string | undefined) ?? "", prompt, generation, logprobs, kept: kept !== false, media, routedExperts };
+  return {
+    id: id as string,
+    agent: (agent as string | undefined) ?? "",
+    prompt,
+    generation,
+    logprobs,
+    kept: kept !== false,
+    media,
+    routedExperts,
+  };
 }

@@ -16,7 +16,7 @@ export const OPENAI_ENCODINGS = {
 export type OpenAiEncoding = keyof typeof OPENAI_ENCODINGS;
 
 export function isOpenAiEncoding(name: string): name is OpenAiEncoding {
-  return  Object.hasOwn(OPENAI_ENCODINGS, name);
+  return Object.hasOwn(OPENAI_ENCODINGS, name);
 }
 
 /** Where `view` serves an encoding's ranks, relative to the page. */

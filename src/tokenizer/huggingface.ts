@@ -15,7 +15,8 @@ export function huggingFaceDecoder(name: string, json: object, config: object = 
   for (const [id, token] of tokenizer.get_added_tokens_decoder()) if (token.special) special.add(id);
   return {
     name,
-    decode: (ids) => tokenizer.decode(Array.from(ids), { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+    decode: (ids) =>
+      tokenizer.decode(Array.from(ids), { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
     piece(id): TokenPiece {
       const raw = tokenizer.id_to_token(id);
       if (raw === undefined) return { text: `‹?${id}›`, special: false, known: false };

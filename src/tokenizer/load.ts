@@ -18,6 +18,9 @@ export function tokenizerFromText(name: string, text: string, encoding?: OpenAiE
     return huggingFaceDecoder(name.replace(/^.*[/\\]/, ""), value);
   }
   const chosen = encoding ?? encodingOfName(name);
-  if (chosen === null) throw new Error(`${name}: a .tiktoken file needs its encoding's name (pick it first, or name the file <encoding>.tiktoken)`);
+  if (chosen === null)
+    throw new Error(
+      `${name}: a .tiktoken file needs its encoding's name (pick it first, or name the file <encoding>.tiktoken)`,
+    );
   return openAiDecoder(chosen, parseTiktoken(text));
 }

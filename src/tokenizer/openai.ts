@@ -67,7 +67,9 @@ export function openAiDecoder(encoding: OpenAiEncoding, ranks: Uint8Array[]): To
       const special = specials.get(id);
       if (special !== undefined) return { text: special, special: true, known: true };
       const bytes = ranks[id];
-      return bytes === undefined ? { text: `‹?${id}›`, special: false, known: false } : { text: bytesText(bytes), special: false, known: true };
+      return bytes === undefined
+        ? { text: `‹?${id}›`, special: false, known: false }
+        : { text: bytesText(bytes), special: false, known: true };
     },
   };
 }

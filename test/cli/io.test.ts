@@ -2,7 +2,17 @@
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
 import { execFileSync, spawnSync } from "node:child_process";
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
@@ -36,14 +46,20 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     expect(r).toEqual({ code: 2, stdout: "", stderr: "callforest: cannot write /nonexistent/x: no such directory\n" });
     const dir = tmp();
     r = await cli("rows", LOGIN_BUG, "-o", join(dir, "rows.jsonl"), "--report", "/nonexistent/report.jsonl");
-    expect(r).toEqual({ code: 2, stdout: "", stderr: "callforest: cannot write /nonexistent/report.jsonl: no such directory\n" });
+    expect(r).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "callforest: cannot write /nonexistent/report.jsonl: no such directory\n",
+    });
   });
 
   it("rows -o where no file can be created, though the directory is there (/proc)", async () => {
     const r = await cli("rows", LOGIN_BUG, "-o", "/proc/out.jsonl");
     // As root the directory is "writable" and the open fails; as anyone else access() says why.
     expect([r.code, r.stdout]).toEqual([2, ""]);
-    expect(r.stderr).toMatch(/^callforest: cannot write \/proc\/out\.jsonl: (cannot create a file there|permission denied)\n$/);
+    expect(r.stderr).toMatch(
+      /^callforest: cannot write \/proc\/out\.jsonl: (cannot create a file there|permission denied)\n$/,
+    );
   });
 
   it("rows -o a directory", async () => {
@@ -56,9 +72,16 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     expect(existsSync(DEV_FULL), `${DEV_FULL} is needed by this test`).toBe(true);
     const input = join(tmp(), "many.jsonl");
     writeFileSync(input, goodLines(50).join("\n") + "\n");
-    for (const argv of [["rows", input, "-o", "/dev/full", "--quiet"], ["rows", input, "--report", "/dev/full", "--quiet"], ["convert", input, "-o", "/dev/full"]]) {
+    for (const argv of [
+      ["rows", input, "-o", "/dev/full", "--quiet"],
+      ["rows", input, "--report", "/dev/full", "--quiet"],
+      ["convert", input, "-o", "/dev/full"],
+    ]) {
       const r = await cli(...argv);
-      expect([r.code, r.stderr], argv.join(" ")).toEqual([2, "callforest: cannot write /dev/full: no space left on device\n"]);
+      expect([r.code, r.stderr], argv.join(" ")).toEqual([
+        2,
+        "callforest: cannot write /dev/full: no space left on device\n",
+      ]);
     }
   });
 
@@ -73,7 +96,11 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       const full = openSync(DEV_FULL, "w");
       try {
         const run = spawnSync(process.execPath, [bin, ...argv], { stdio: ["ignore", full, "pipe"], encoding: "utf8" });
-        expect([argv[0], run.status, run.stderr]).toEqual([argv[0], 2, "callforest: cannot write <stdout>: no space left on device\n"]);
+        expect([argv[0], run.status, run.stderr]).toEqual([
+          argv[0],
+          2,
+          "callforest: cannot write <stdout>: no space left on device\n",
+        ]);
       } finally {
         closeSync(full);
       }
@@ -84,7 +111,12 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const bin = join(ROOT, "bin/callforest.js");
     const input = join(tmp(), "many.jsonl");
     writeFileSync(input, goodLines(300).join("\n") + "\n"); // megabytes of output: more than a pipe holds
-    const runs = [["rows", input, "--quiet"], ["rows", input, "--quiet", "-o", "/dev/stdout"], ["show", input], ["convert", input]];
+    const runs = [
+      ["rows", input, "--quiet"],
+      ["rows", input, "--quiet", "-o", "/dev/stdout"],
+      ["show", input],
+      ["convert", input],
+    ];
     for (const argv of runs) {
       // A real shell pipe (Node's own child pipes are sockets, which /dev/stdout cannot open).
       const quoted = [process.execPath, bin, ...argv].map((a) => `'${a}'`).join(" ");
@@ -105,7 +137,14 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     writeFileSync(input, Array.from({ length: 2000 }, () => `[1]\n${goodLines(0)[0]}`).join("\n") + "\n"); // a note for every other line
     for (const jobs of ["1", "2"]) {
       const rows = join(dir, `rows${jobs}.jsonl`);
-      const closed = spawnSync("bash", ["-c", `'${process.execPath}' '${bin}' rows '${input}' -o '${rows}' --jobs ${jobs} 2>&1 | head -n 1 >/dev/null; echo "\${PIPESTATUS[0]}"`], { encoding: "utf8" });
+      const closed = spawnSync(
+        "bash",
+        [
+          "-c",
+          `'${process.execPath}' '${bin}' rows '${input}' -o '${rows}' --jobs ${jobs} 2>&1 | head -n 1 >/dev/null; echo "\${PIPESTATUS[0]}"`,
+        ],
+        { encoding: "utf8" },
+      );
       expect([jobs, closed.stdout.trim(), lines(readFileSync(rows, "utf8")).length]).toEqual([jobs, "141", 2000 * 5]);
     }
     const full = openSync(DEV_FULL, "w");
@@ -128,34 +167,62 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const input = join(dir, "in.jsonl");
     writeFileSync(input, goodLines(2).join("\n") + "\n");
     const stdin = openSync(input, "r"); // `< in.jsonl`: stdin is the file itself
-    const same = spawnSync(process.execPath, [bin, "rows", "-", "-o", input], { stdio: [stdin, "pipe", "pipe"], encoding: "utf8" });
+    const same = spawnSync(process.execPath, [bin, "rows", "-", "-o", input], {
+      stdio: [stdin, "pipe", "pipe"],
+      encoding: "utf8",
+    });
     closeSync(stdin);
-    expect([same.status, same.stderr, readFileSync(input, "utf8").length > 0]).toEqual([2, `callforest: -o ${input}: is also the input <stdin>; write the output somewhere else\n`, true]);
+    expect([same.status, same.stderr, readFileSync(input, "utf8").length > 0]).toEqual([
+      2,
+      `callforest: -o ${input}: is also the input <stdin>; write the output somewhere else\n`,
+      true,
+    ]);
     const fifo = join(dir, "fifo");
     execFileSync("mkfifo", [fifo]);
     r = await cli("rows", input, "-o", fifo, "--report", fifo);
-    expect([r.code, r.stderr]).toEqual([2, `callforest: --report ${fifo}: is also -o ${fifo}; write the output somewhere else\n`]);
+    expect([r.code, r.stderr]).toEqual([
+      2,
+      `callforest: --report ${fifo}: is also -o ${fifo}; write the output somewhere else\n`,
+    ]);
     expect(inputSize([fifo])).toBe(null); // a pipe's size says nothing: no "small input" rule, no percentage
     expect([inputSize([]), inputSize(["-"])]).toEqual([null, null]); // stdin, named or not
   });
 
   it("-o /dev/stdout is stdout, even where it cannot be opened by name (Node's child pipes are sockets)", () => {
     const bin = join(ROOT, "bin/callforest.js");
-    for (const argv of [["rows", LOGIN_BUG, "-o", "/dev/stdout", "--quiet"], ["convert", LOGIN_BUG, "-o", "/dev/stdout"]]) {
+    for (const argv of [
+      ["rows", LOGIN_BUG, "-o", "/dev/stdout", "--quiet"],
+      ["convert", LOGIN_BUG, "-o", "/dev/stdout"],
+    ]) {
       const run = spawnSync(process.execPath, [bin, ...argv], { encoding: "utf8" });
-      expect([argv[0], run.status, run.stderr, lines(run.stdout).length]).toEqual([argv[0], 0, "", argv[0] === "rows" ? 5 : 1]);
+      expect([argv[0], run.status, run.stderr, lines(run.stdout).length]).toEqual([
+        argv[0],
+        0,
+        "",
+        argv[0] === "rows" ? 5 : 1,
+      ]);
     }
   });
 
   it("/dev/stderr and /dev/fd/N are the streams themselves: a file the shell appends them to is not emptied", () => {
     const dir = tmp();
     const log = join(dir, "log");
-    const sh = (command: string) => spawnSync("bash", ["-c", command], { encoding: "utf8", env: { ...process.env, CF: join(ROOT, "bin/callforest.js"), IN: LOGIN_BUG, LOG: log } });
+    const sh = (command: string) =>
+      spawnSync("bash", ["-c", command], {
+        encoding: "utf8",
+        env: { ...process.env, CF: join(ROOT, "bin/callforest.js"), IN: LOGIN_BUG, LOG: log },
+      });
     for (const report of ["/dev/stderr", "/dev/fd/2"]) {
       writeFileSync(log, "before\n");
       const run = sh(`node "$CF" rows "$IN" -o /dev/null --report ${report} 2>>"$LOG"`);
       const logged = lines(readFileSync(log, "utf8"));
-      expect([report, run.status, logged[0], logged.length, JSON.parse(logged[1]).status]).toEqual([report, 0, "before", 2, "ok"]);
+      expect([report, run.status, logged[0], logged.length, JSON.parse(logged[1]).status]).toEqual([
+        report,
+        0,
+        "before",
+        2,
+        "ok",
+      ]);
     }
     writeFileSync(log, "before\n");
     let run = sh(`node "$CF" rows "$IN" --quiet -o /dev/fd/1 >>"$LOG"`);
@@ -183,14 +250,31 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     ] as const) {
       writeFileSync(log, "before\n");
       run = sh(command);
-      expect([command, run.status, lines(readFileSync(log, "utf8"))[0], lines(readFileSync(log, "utf8")).length]).toEqual([command, 0, "before", 1 + added]);
+      expect([
+        command,
+        run.status,
+        lines(readFileSync(log, "utf8"))[0],
+        lines(readFileSync(log, "utf8")).length,
+      ]).toEqual([command, 0, "before", 1 + added]);
     }
     // Descriptors the shell did not open may still be open: Node's own event fds and self-pipes.
     // Writing to one lost the rows, hung or crashed; each is refused like any descriptor not open.
     for (let fd = 3; fd <= 12; fd++) {
-      for (const argv of [["rows", LOGIN_BUG, "--quiet", "-o", `/dev/fd/${fd}`], ["rows", LOGIN_BUG, "-o", "/dev/null", "--report", `/dev/fd/${fd}`], ["draw", LOGIN_BUG, "-o", `/dev/fd/${fd}`]]) {
-        const alone = spawnSync(process.execPath, [join(ROOT, "bin/callforest.js"), ...argv], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"], timeout: 20_000 });
-        expect([argv.join(" "), alone.status, alone.stderr]).toEqual([argv.join(" "), 2, expect.stringMatching(new RegExp(`^callforest: cannot write /dev/fd/${fd}: [^\n]+\n$`))]);
+      for (const argv of [
+        ["rows", LOGIN_BUG, "--quiet", "-o", `/dev/fd/${fd}`],
+        ["rows", LOGIN_BUG, "-o", "/dev/null", "--report", `/dev/fd/${fd}`],
+        ["draw", LOGIN_BUG, "-o", `/dev/fd/${fd}`],
+      ]) {
+        const alone = spawnSync(process.execPath, [join(ROOT, "bin/callforest.js"), ...argv], {
+          encoding: "utf8",
+          stdio: ["ignore", "pipe", "pipe"],
+          timeout: 20_000,
+        });
+        expect([argv.join(" "), alone.status, alone.stderr]).toEqual([
+          argv.join(" "),
+          2,
+          expect.stringMatching(new RegExp(`^callforest: cannot write /dev/fd/${fd}: [^\n]+\n$`)),
+        ]);
       }
     }
     run = sh(`node "$CF" rows "$IN" -o /dev/fd/57`); // not open
@@ -207,21 +291,43 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       [["-o", "/dev/stderr", "--report", "/dev/fd/2"], "--report /dev/fd/2: -o /dev/stderr writes to stderr too"],
     ] as const) {
       const run = spawnSync(process.execPath, [bin, "rows", LOGIN_BUG, ...argv], { encoding: "utf8" });
-      expect([run.status, run.stdout, run.stderr]).toEqual([2, "", `callforest: ${message}; write one of them somewhere else\n`]);
+      expect([run.status, run.stdout, run.stderr]).toEqual([
+        2,
+        "",
+        `callforest: ${message}; write one of them somewhere else\n`,
+      ]);
     }
     const dir = tmp();
     const input = join(dir, "in.jsonl");
     writeFileSync(input, goodLines(2).join("\n") + "\n");
-    const sh = (command: string) => spawnSync("bash", ["-c", command], { encoding: "utf8", env: { ...process.env, CF: bin, IN: input, OUT: join(dir, "out") } });
+    const sh = (command: string) =>
+      spawnSync("bash", ["-c", command], {
+        encoding: "utf8",
+        env: { ...process.env, CF: bin, IN: input, OUT: join(dir, "out") },
+      });
     let run = sh(`node "$CF" rows "$IN" >>"$IN"`);
-    expect([run.status, run.stderr]).toEqual([2, `callforest: -o (stdout): is also the input ${input}; write the output somewhere else\n`]);
+    expect([run.status, run.stderr]).toEqual([
+      2,
+      `callforest: -o (stdout): is also the input ${input}; write the output somewhere else\n`,
+    ]);
     expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
     run = sh(`node "$CF" rows "$IN" --quiet --report "$OUT" >"$OUT"`); // stdout's file as --report too
-    expect([run.status, run.stderr]).toEqual([2, `callforest: --report ${join(dir, "out")}: is also -o (stdout); write the output somewhere else\n`]);
+    expect([run.status, run.stderr]).toEqual([
+      2,
+      `callforest: --report ${join(dir, "out")}: is also -o (stdout); write the output somewhere else\n`,
+    ]);
     // Stdin given by default (no input named) is an input too.
-    for (const command of [`node "$CF" rows -o "$IN" <"$IN"`, `node "$CF" rows <"$IN" >>"$IN"`, `node "$CF" convert <"$IN" >>"$IN"`]) {
+    for (const command of [
+      `node "$CF" rows -o "$IN" <"$IN"`,
+      `node "$CF" rows <"$IN" >>"$IN"`,
+      `node "$CF" convert <"$IN" >>"$IN"`,
+    ]) {
       run = sh(command);
-      expect([command, run.status, run.stderr]).toEqual([command, 2, expect.stringMatching(/: is also the input <stdin>; write the output somewhere else\n$/)]);
+      expect([command, run.status, run.stderr]).toEqual([
+        command,
+        2,
+        expect.stringMatching(/: is also the input <stdin>; write the output somewhere else\n$/),
+      ]);
     }
     expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
     // An output file that stdout or stderr already goes to would be emptied under the shell's redirection.
@@ -238,8 +344,14 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       expect([command, run.status, readFileSync(out, "utf8") + run.stderr]).toEqual([command, 2, `keep\n${message}`]);
     }
     run = sh(`node "$CF" rows "$IN" --report /dev/stderr >"$OUT" 2>&1`);
-    const shared = lines(readFileSync(join(dir, "out"), "utf8")).map((line) => JSON.parse(line) as { status?: string; loss_mask?: string });
-    expect([run.status, shared.filter((o) => o.status === "ok").length, shared.filter((o) => o.loss_mask !== undefined).length > 2]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
+    const shared = lines(readFileSync(join(dir, "out"), "utf8")).map(
+      (line) => JSON.parse(line) as { status?: string; loss_mask?: string },
+    );
+    expect([
+      run.status,
+      shared.filter((o) => o.status === "ok").length,
+      shared.filter((o) => o.loss_mask !== undefined).length > 2,
+    ]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
   });
 
   it("the progress bar stays off a terminal that rows or reports are written to", () => {
@@ -247,10 +359,18 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     writeFileSync(input, goodLines(3).join("\n") + "\n");
     // `script` runs the command on a pseudo-terminal (stdout and stderr both on it).
     const onTerminal = (args: string) =>
-      spawnSync("script", ["-qec", `node ${join(ROOT, "bin/callforest.js")} rows ${input} ${args}`, "/dev/null"], { encoding: "utf8" }).stdout;
+      spawnSync("script", ["-qec", `node ${join(ROOT, "bin/callforest.js")} rows ${input} ${args}`, "/dev/null"], {
+        encoding: "utf8",
+      }).stdout;
     const BAR = "░";
     expect(onTerminal(`-o ${join(tmp(), "rows.jsonl")}`)).toContain(BAR); // the bar is drawn
-    for (const args of ["", `-o /dev/null --report /dev/stderr`, `-o /dev/null --report -`, `-o /dev/null --report /dev/tty`, `-o /dev/fd/3 3>/dev/tty`]) {
+    for (const args of [
+      "",
+      `-o /dev/null --report /dev/stderr`,
+      `-o /dev/null --report -`,
+      `-o /dev/null --report /dev/tty`,
+      `-o /dev/fd/3 3>/dev/tty`,
+    ]) {
       const shown = onTerminal(args);
       expect(shown, args).not.toContain(BAR);
       expect(shown, args).toContain('"rollout_id"');
@@ -261,8 +381,15 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const dir = tmp();
     const bin = join(ROOT, "bin/callforest.js");
     for (const argv of [["rows"], ["rows", "-"], ["convert"], ["show", "-"], ["draw", "-", "-o", "-"]]) {
-      const run = spawnSync("bash", ["-c", `node "$CF" ${argv.join(" ")} <"$DIR"`], { encoding: "utf8", env: { ...process.env, CF: bin, DIR: dir } });
-      expect([argv.join(" "), run.status, run.stderr]).toEqual([argv.join(" "), 2, "callforest: cannot read <stdin>: is a directory\n"]);
+      const run = spawnSync("bash", ["-c", `node "$CF" ${argv.join(" ")} <"$DIR"`], {
+        encoding: "utf8",
+        env: { ...process.env, CF: bin, DIR: dir },
+      });
+      expect([argv.join(" "), run.status, run.stderr]).toEqual([
+        argv.join(" "),
+        2,
+        "callforest: cannot read <stdin>: is a directory\n",
+      ]);
     }
     const empty = spawnSync(process.execPath, [bin, "draw", "-", "-o", "-"], { input: "", encoding: "utf8" });
     expect([empty.status, empty.stderr]).toEqual([2, "callforest: <stdin> holds no rollout\n"]);
@@ -273,7 +400,9 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     writeFileSync(input, "not json\n");
     const r = await cli("rows", input, "-o", join(tmp(), "rows.jsonl"), "--quiet");
     const notes = r.stderr.trimEnd().split("\n");
-    expect(notes[0]).toBe(`${input.replace("\n", "\\n")}:1: rejected (malformed_json): not JSON at byte 1: unexpected 'o' where 'null' should be`);
+    expect(notes[0]).toBe(
+      `${input.replace("\n", "\\n")}:1: rejected (malformed_json): not JSON at byte 1: unexpected 'o' where 'null' should be`,
+    );
     expect(notes).toHaveLength(1);
   });
 
@@ -288,21 +417,37 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
         }
       });
     for (const command of ["rows", "show", "convert"]) {
-      const r = await cli(command, "/proc/self/mem", ...(command === "rows" ? ["-o", join(tmp(), "rows.jsonl"), "--quiet"] : []));
-      expect([command, r.code, r.stderr, onMem()]).toEqual([command, 2, "callforest: cannot read /proc/self/mem: input/output error\n", []]);
+      const r = await cli(
+        command,
+        "/proc/self/mem",
+        ...(command === "rows" ? ["-o", join(tmp(), "rows.jsonl"), "--quiet"] : []),
+      );
+      expect([command, r.code, r.stderr, onMem()]).toEqual([
+        command,
+        2,
+        "callforest: cannot read /proc/self/mem: input/output error\n",
+        [],
+      ]);
     }
   });
 
   it("show names file:line for a rollout the planner rejects, as for one the importer rejects", async () => {
     const input = join(tmp(), "bad.jsonl");
-    writeFileSync(input, `${goodLines(1)[0]}\n{"rollout_id":"x","reward":0,"calls":[{"id":"a","prompt_token_ids":[-1],"generation_token_ids":[2],"generation_log_probs":[-1]}]}\n`);
+    writeFileSync(
+      input,
+      `${goodLines(1)[0]}\n{"rollout_id":"x","reward":0,"calls":[{"id":"a","prompt_token_ids":[-1],"generation_token_ids":[2],"generation_log_probs":[-1]}]}\n`,
+    );
     const r = await cli("show", input);
     expect(r.code).toBe(0);
-    expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(`${input}:2: rejected (invalid_token): call "a" (calls[0]): prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`);
+    expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(
+      `${input}:2: rejected (invalid_token): call "a" (calls[0]): prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`,
+    );
     // An importer's rejection carries its own code too, as convert and rows say it.
     const unknown = join(tmp(), "unknown.jsonl");
     writeFileSync(unknown, "[1]\n");
-    expect((await cli("show", unknown)).stdout).toBe(`${unknown}:1: rejected (invalid_rollout, unknown_format): the value is an array, expected a JSON object\n`);
+    expect((await cli("show", unknown)).stdout).toBe(
+      `${unknown}:1: rejected (invalid_rollout, unknown_format): the value is an array, expected a JSON object\n`,
+    );
     // One blank line between rollouts, none before the first.
     const alone = await cli("show", LOGIN_BUG);
     expect(r.stdout.startsWith("\n")).toBe(false);
@@ -316,9 +461,18 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     writeFileSync(input, goodLines(3).join("\n") + "\n");
     const before = readFileSync(input, "utf8");
     for (const [argv, message] of [
-      [["convert", input, "-o", input], `callforest: -o ${input}: is also the input ${input}; write the output somewhere else`],
-      [["rows", input, "--report", input, "--quiet"], `callforest: --report ${input}: is also the input ${input}; write the output somewhere else`],
-      [["rows", input, "-o", join(dir, "x"), "--report", join(dir, "x"), "--quiet"], `callforest: --report ${join(dir, "x")}: is also -o ${join(dir, "x")}; write the output somewhere else`],
+      [
+        ["convert", input, "-o", input],
+        `callforest: -o ${input}: is also the input ${input}; write the output somewhere else`,
+      ],
+      [
+        ["rows", input, "--report", input, "--quiet"],
+        `callforest: --report ${input}: is also the input ${input}; write the output somewhere else`,
+      ],
+      [
+        ["rows", input, "-o", join(dir, "x"), "--report", join(dir, "x"), "--quiet"],
+        `callforest: --report ${join(dir, "x")}: is also -o ${join(dir, "x")}; write the output somewhere else`,
+      ],
     ] as const) {
       const r = await cli(...argv);
       expect([r.code, r.stderr]).toEqual([2, message + "\n"]);
@@ -334,7 +488,10 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       [join(dir, "dangling"), join(dir, "linked", "y")],
     ]) {
       const r = await cli("rows", input, "-o", output, "--report", report, "--quiet");
-      expect([r.code, r.stderr]).toEqual([2, `callforest: --report ${report}: is also -o ${output}; write the output somewhere else\n`]);
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        `callforest: --report ${report}: is also -o ${output}; write the output somewhere else\n`,
+      ]);
     }
     expect(readdirSync(join(dir, "real"))).toEqual([]); // refused before anything was written
     // Devices are not files: /dev/null may take both outputs.
@@ -345,7 +502,9 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
   it("ByteSink: a write waiting on 'drain' wakes with the failure, and close() reports it", async () => {
     const sink = openByteSink("/dev/full");
     const big = new Uint8Array(16 << 20); // more than the stream's buffer: the write waits
-    await expect(Promise.resolve().then(() => sink.write(big))).rejects.toThrow("cannot write /dev/full: no space left on device");
+    await expect(Promise.resolve().then(() => sink.write(big))).rejects.toThrow(
+      "cannot write /dev/full: no space left on device",
+    );
     await expect(sink.close()).rejects.toBeInstanceOf(FileError);
     await expect(sink.close()).rejects.toThrow("cannot write /dev/full: no space left on device");
   });
@@ -373,17 +532,42 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
 
 describe("exit codes", () => {
   it("maps usage, --strict, file-system and internal errors", () => {
-    const system = (code: string, syscall: string, path?: string) => Object.assign(new Error(`${code}: oops, ${syscall}`), { code, syscall, path });
+    const system = (code: string, syscall: string, path?: string) =>
+      Object.assign(new Error(`${code}: oops, ${syscall}`), { code, syscall, path });
     expect(failureOf(new UsageError("bad --x"))).toEqual({ exitCode: 2, message: "bad --x" });
-    expect(failureOf(new StrictFailure("2 of 3 rollouts rejected"))).toEqual({ exitCode: 1, message: "2 of 3 rollouts rejected" });
-    expect(failureOf(system("ENOENT", "open", "/in.jsonl"))).toEqual({ exitCode: 2, message: "cannot read /in.jsonl: no such file" });
-    expect(failureOf(system("EACCES", "open", "/in.jsonl"))).toEqual({ exitCode: 2, message: "cannot read /in.jsonl: permission denied" });
-    expect(failureOf(system("EISDIR", "read", "/d"))).toEqual({ exitCode: 2, message: "cannot read /d: is a directory" });
-    expect(failureOf(system("ENOSPC", "write", "/out"))).toEqual({ exitCode: 2, message: "cannot write /out: no space left on device" });
+    expect(failureOf(new StrictFailure("2 of 3 rollouts rejected"))).toEqual({
+      exitCode: 1,
+      message: "2 of 3 rollouts rejected",
+    });
+    expect(failureOf(system("ENOENT", "open", "/in.jsonl"))).toEqual({
+      exitCode: 2,
+      message: "cannot read /in.jsonl: no such file",
+    });
+    expect(failureOf(system("EACCES", "open", "/in.jsonl"))).toEqual({
+      exitCode: 2,
+      message: "cannot read /in.jsonl: permission denied",
+    });
+    expect(failureOf(system("EISDIR", "read", "/d"))).toEqual({
+      exitCode: 2,
+      message: "cannot read /d: is a directory",
+    });
+    expect(failureOf(system("ENOSPC", "write", "/out"))).toEqual({
+      exitCode: 2,
+      message: "cannot write /out: no space left on device",
+    });
     expect(failureOf(new FileError("write", "/out", system("EPIPE", "write")))).toEqual({ exitCode: 141, message: "" });
-    expect(failureOf(new FileError("write", "<stdout>", system("EPIPE", "write")))).toEqual({ exitCode: 141, message: "" });
-    expect(failureOf(new Error("assertion failed\n    at somewhere"))).toEqual({ exitCode: EX_SOFTWARE, message: "internal error: assertion failed" });
-    expect(failureOf(new TypeError("x is undefined"))).toEqual({ exitCode: 70, message: "internal error: x is undefined" });
+    expect(failureOf(new FileError("write", "<stdout>", system("EPIPE", "write")))).toEqual({
+      exitCode: 141,
+      message: "",
+    });
+    expect(failureOf(new Error("assertion failed\n    at somewhere"))).toEqual({
+      exitCode: EX_SOFTWARE,
+      message: "internal error: assertion failed",
+    });
+    expect(failureOf(new TypeError("x is undefined"))).toEqual({
+      exitCode: 70,
+      message: "internal error: x is undefined",
+    });
     expect(failureOf(Object.assign(new Error("not a system error"), { code: "unsafe_rollout_id" })).exitCode).toBe(70);
   });
 
@@ -392,7 +576,9 @@ describe("exit codes", () => {
     const stdout = vi.spyOn(process.stdout, "write").mockImplementation(() => {
       throw new TypeError("stdout exploded");
     });
-    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => (err.push(String(chunk)), true));
+    const stderr = vi
+      .spyOn(process.stderr, "write")
+      .mockImplementation((chunk: unknown) => (err.push(String(chunk)), true));
     let code: number;
     try {
       code = await main(["show", LOGIN_BUG]);
@@ -405,7 +591,9 @@ describe("exit codes", () => {
 
   it("rows --help says small inputs run in-process", () => {
     const rows = buildProgram().commands.find((c) => c.name() === "rows")!;
-    expect(rows.helpInformation().replace(/\s+/g, " ")).toContain("small inputs, at most one 2 MB batch, run in-process");
+    expect(rows.helpInformation().replace(/\s+/g, " ")).toContain(
+      "small inputs, at most one 2 MB batch, run in-process",
+    );
   });
 });
 
@@ -421,7 +609,8 @@ async function readers(name: string, content: Uint8Array | string) {
   const dir = tmp();
   const file = join(dir, name);
   writeFileSync(file, content);
-  const summary = (items: ReadItem[]) => items.map((i) => [i.where.slice(dir.length + 1), i.result.ok ? "ok" : i.result.reason]);
+  const summary = (items: ReadItem[]) =>
+    items.map((i) => [i.where.slice(dir.length + 1), i.result.ok ? "ok" : i.result.reason]);
   const read: ReadItem[] = [];
   for await (const item of readRollouts([file])) read.push(item);
   const page = pageItems(file, typeof content === "string" ? content : new Uint8Array(content));
@@ -452,15 +641,39 @@ describe("every reader reads the same lines", () => {
   it("a file named neither .json nor .jsonl goes by its first line, on every reader (the page too); .JSON is .json", async () => {
     const pretty = `\n${JSON.stringify([JSON.parse(a), JSON.parse(b)], null, 2)}\n`;
     const document = await readers("rollouts.txt", pretty);
-    expect([document.read, document.page]).toEqual([[["rollouts.txt[0]", "ok"], ["rollouts.txt[1]", "ok"]], [["rollouts.txt[0]", "ok"], ["rollouts.txt[1]", "ok"]]]);
-    expect(document.rows).toEqual([["rollouts.txt", "ok"], ["rollouts.txt", "ok"]]); // reports of a value's elements have no line
-    expectEveryReader(await readers("rollouts.txt", `${a}\n${b}\n`), [["rollouts.txt:1", "ok"], ["rollouts.txt:2", "ok"]]);
+    expect([document.read, document.page]).toEqual([
+      [
+        ["rollouts.txt[0]", "ok"],
+        ["rollouts.txt[1]", "ok"],
+      ],
+      [
+        ["rollouts.txt[0]", "ok"],
+        ["rollouts.txt[1]", "ok"],
+      ],
+    ]);
+    expect(document.rows).toEqual([
+      ["rollouts.txt", "ok"],
+      ["rollouts.txt", "ok"],
+    ]); // reports of a value's elements have no line
+    expectEveryReader(await readers("rollouts.txt", `${a}\n${b}\n`), [
+      ["rollouts.txt:1", "ok"],
+      ["rollouts.txt:2", "ok"],
+    ]);
     const asJsonl = await readers("pretty.ndjson", pretty); // a JSONL name is JSONL, whatever it holds
     expect([asJsonl.read[0], asJsonl.read.length > 10]).toEqual([["pretty.ndjson:2", "malformed_json"], true]);
     expectEveryReader(asJsonl, asJsonl.read);
     // `.JSON` is `.json`: a compact array on one line is one value, not a JSONL line.
     const upper = await readers("ROLLOUTS.JSON", `${JSON.stringify([JSON.parse(a), JSON.parse(b)])}\n`);
-    expect([upper.read, upper.rows]).toEqual([[["ROLLOUTS.JSON[0]", "ok"], ["ROLLOUTS.JSON[1]", "ok"]], [["ROLLOUTS.JSON", "ok"], ["ROLLOUTS.JSON", "ok"]]]);
+    expect([upper.read, upper.rows]).toEqual([
+      [
+        ["ROLLOUTS.JSON[0]", "ok"],
+        ["ROLLOUTS.JSON[1]", "ok"],
+      ],
+      [
+        ["ROLLOUTS.JSON", "ok"],
+        ["ROLLOUTS.JSON", "ok"],
+      ],
+    ]);
   });
 
   it("a lone CR is not a line break (rows, show/draw/convert and the page agree)", async () => {
@@ -485,11 +698,17 @@ describe("every reader reads the same lines", () => {
     const dir = tmp();
     const file = join(dir, "in.jsonl");
     writeFileSync(file, `${BOM}${a}\n`);
-    const run = spawnSync(process.execPath, [join(ROOT, "bin/callforest.js"), "rows", "-", "--quiet"], { input: readFileSync(file), encoding: "utf8" });
+    const run = spawnSync(process.execPath, [join(ROOT, "bin/callforest.js"), "rows", "-", "--quiet"], {
+      input: readFileSync(file),
+      encoding: "utf8",
+    });
     expect([run.status, run.stderr, lines(run.stdout).length]).toEqual([0, "", 5]);
     const bytes = readFileSync(file);
     let at = 0;
-    const trickle = withoutLeadingMark({ read: async (into, offset) => (at < bytes.length ? ((into[offset] = bytes[at++]), 1) : 0), close: async () => {} });
+    const trickle = withoutLeadingMark({
+      read: async (into, offset) => (at < bytes.length ? ((into[offset] = bytes[at++]), 1) : 0),
+      close: async () => {},
+    });
     const out = new Uint8Array(bytes.length);
     let filled = 0;
     for (let n = -1; n !== 0; filled += n) n = await trickle.read(out, filled, out.length - filled);
@@ -502,12 +721,21 @@ describe("every reader reads the same lines", () => {
     expect(pretty.split("\n")[0]).toBe("{");
     const second = JSON.stringify({ ...JSON.parse(pretty), rollout_id: "second" }, null, 2);
     const array = `${BOM}[\n${pretty.trimEnd()},\n${second}\n]\n`;
-    const stdin = (input: string, ...argv: string[]) => spawnSync(process.execPath, [bin, ...argv], { input, encoding: "utf8" });
+    const stdin = (input: string, ...argv: string[]) =>
+      spawnSync(process.execPath, [bin, ...argv], { input, encoding: "utf8" });
     const report = join(tmp(), "report.jsonl");
     let run = stdin(pretty, "rows", "--report", report);
-    expect([run.status, run.stderr, lines(run.stdout).length, JSON.parse(readFileSync(report, "utf8")).status]).toEqual([0, "", 5, "ok"]);
+    expect([run.status, run.stderr, lines(run.stdout).length, JSON.parse(readFileSync(report, "utf8")).status]).toEqual(
+      [0, "", 5, "ok"],
+    );
     run = stdin(array, "rows", "-", "--quiet", "--jobs", "2");
-    expect([run.status, run.stderr, lines(run.stdout).map((l) => JSON.parse(l).rollout_id).join()]).toEqual([0, "", "login-bug,".repeat(5) + "second,".repeat(4) + "second"]);
+    expect([
+      run.status,
+      run.stderr,
+      lines(run.stdout)
+        .map((l) => JSON.parse(l).rollout_id)
+        .join(),
+    ]).toEqual([0, "", "login-bug,".repeat(5) + "second,".repeat(4) + "second"]);
     run = stdin(array, "convert");
     expect([run.status, lines(run.stdout).map((l) => JSON.parse(l).rollout_id)]).toEqual([0, ["login-bug", "second"]]);
     run = stdin(pretty, "show", "-");
@@ -519,13 +747,22 @@ describe("every reader reads the same lines", () => {
     expect([run.status, run.stderr, lines(run.stdout).length]).toEqual([0, "", 5]);
     const txt = join(tmp(), "rollout.txt");
     writeFileSync(txt, pretty);
-    for (const command of [`node "$CF" rows /dev/stdin --quiet <"$IN"`, `node "$CF" rows <(cat "$IN") --quiet`, `node "$CF" rows "$TXT" --quiet`]) {
-      const sh = spawnSync("bash", ["-c", command], { encoding: "utf8", env: { ...process.env, CF: bin, IN: LOGIN_BUG, TXT: txt } });
+    for (const command of [
+      `node "$CF" rows /dev/stdin --quiet <"$IN"`,
+      `node "$CF" rows <(cat "$IN") --quiet`,
+      `node "$CF" rows "$TXT" --quiet`,
+    ]) {
+      const sh = spawnSync("bash", ["-c", command], {
+        encoding: "utf8",
+        env: { ...process.env, CF: bin, IN: LOGIN_BUG, TXT: txt },
+      });
       expect([command, sh.status, sh.stderr, lines(sh.stdout).length]).toEqual([command, 0, "", 5]);
     }
     const jsonl = join(tmp(), "pretty.jsonl"); // a .jsonl name is JSONL, as ever
     writeFileSync(jsonl, pretty);
-    expect(stdin("", "rows", jsonl, "--quiet").stderr.split("\n")[0]).toMatch(/pretty\.jsonl:1: rejected \(malformed_json\)/);
+    expect(stdin("", "rows", jsonl, "--quiet").stderr.split("\n")[0]).toMatch(
+      /pretty\.jsonl:1: rejected \(malformed_json\)/,
+    );
     // JSONL on stdin is read as ever, and a broken document is one rejection, not one per line.
     run = stdin(goodLines(2).join("\n"), "rows", "--quiet");
     expect([run.status, run.stderr]).toEqual([0, ""]);
@@ -536,10 +773,15 @@ describe("every reader reads the same lines", () => {
 
   it("opensDocument: only a first line of `{` or `[` alone (after a byte order mark, around blanks)", () => {
     const bytes = (text: string) => new TextEncoder().encode(text);
-    for (const text of ["{\n", "[\n", " { \r\n\"a\": 1}", `${BOM}[\n1]`, "{", "\n \r\n\t{\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(true);
-    for (const text of ['{"a": 1}\n{\n', "{ \"a\"\n", "[1,\n2]", "\n\n{}\n", "", "\n\n", "{}\n"]) expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(false);
+    for (const text of ["{\n", "[\n", ' { \r\n"a": 1}', `${BOM}[\n1]`, "{", "\n \r\n\t{\n"])
+      expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(true);
+    for (const text of ['{"a": 1}\n{\n', '{ "a"\n', "[1,\n2]", "\n\n{}\n", "", "\n\n", "{}\n"])
+      expect(opensDocument(bytes(text)), JSON.stringify(text)).toBe(false);
     // Past 16 MB of blanks it is JSONL, as a stream is sniffed (view - and the page read it so too).
-    expect([opensDocument(bytes(`${" ".repeat((16 << 20) - 3)}{\n}`)), opensDocument(bytes(`${" ".repeat(16 << 20)}{\n}`))]).toEqual([true, false]);
+    expect([
+      opensDocument(bytes(`${" ".repeat((16 << 20) - 3)}{\n}`)),
+      opensDocument(bytes(`${" ".repeat(16 << 20)}{\n}`)),
+    ]).toEqual([true, false]);
   });
 
   it("a pretty-printed JSON value in a JSONL file: its first line says what is likely wrong", async () => {
@@ -563,7 +805,11 @@ describe("every reader reads the same lines", () => {
   });
 
   it("invalid UTF-8 in a JSONL line is malformed_json with its line number", async () => {
-    const bad = Buffer.concat([Buffer.from(`${a}\n`), Buffer.from(b.replace('"rollout_id":"', '"rollout_id":"\u00e9')), Buffer.from(`\n${c}\n`)]);
+    const bad = Buffer.concat([
+      Buffer.from(`${a}\n`),
+      Buffer.from(b.replace('"rollout_id":"', '"rollout_id":"\u00e9')),
+      Buffer.from(`\n${c}\n`),
+    ]);
     const at = bad.indexOf(0xc3, a.length + 1);
     bad[at] = 0xff; // the é's first byte: the line is no longer UTF-8
     const got = await readers("utf8.jsonl", bad);

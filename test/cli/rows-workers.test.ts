@@ -14,7 +14,10 @@ import { cli, goodLines, lines, read, rowsOf, tempDir } from "../ingest/cli.js";
  */
 const DEEP_VALUE_LINE =
   '{"rollout_id":"deep","reward":0,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":' +
-  '{"a":['.repeat(2000) + "1" + "]}".repeat(2000) + "}]}";
+  '{"a":['.repeat(2000) +
+  "1" +
+  "]}".repeat(2000) +
+  "}]}";
 
 /** ~1 MB of rollouts with bad and blank lines among them. */
 function input(): string {
@@ -72,7 +75,18 @@ describe("rows --jobs N", () => {
     const dir = tempDir();
     // Heavy lines last, so workers are still busy when the document comes.
     const heavy = Array.from({ length: 6 }, (_, i) =>
-      JSON.stringify({ rollout_id: `heavy${i}`, reward: 0, calls: [{ id: "c", prompt_token_ids: Array(1_000_000).fill(5 + i), generation_token_ids: [1], generation_log_probs: [-1] }] }),
+      JSON.stringify({
+        rollout_id: `heavy${i}`,
+        reward: 0,
+        calls: [
+          {
+            id: "c",
+            prompt_token_ids: Array(1_000_000).fill(5 + i),
+            generation_token_ids: [1],
+            generation_log_probs: [-1],
+          },
+        ],
+      }),
     );
     const { input: first } = await rowsOf(dir, "a", [...goodLines(20, 5), ...heavy].join("\n") + "\n", "--jobs", "1");
     const doc = join(dir, "doc.txt");
@@ -89,7 +103,13 @@ describe("rows --jobs N", () => {
     const content = input();
     const bin = join(ROOT, "bin", "callforest.js");
     const dir = tempDir();
-    const run = (...argv: string[]) => spawnSync(process.execPath, [bin, "rows", ...argv], { input: content, encoding: "utf8", cwd: dir, maxBuffer: 1 << 30 });
+    const run = (...argv: string[]) =>
+      spawnSync(process.execPath, [bin, "rows", ...argv], {
+        input: content,
+        encoding: "utf8",
+        cwd: dir,
+        maxBuffer: 1 << 30,
+      });
     const serial = run("--jobs", "1");
     const parallel = run("--jobs", "2", "--batch-bytes", "8192");
     expect(serial.status).toBe(0);

@@ -9,7 +9,6 @@ import { init, rowToJson } from "../../src/index.js";
 import { COMPETITIVE_CODING, LOGIN_BUG, OBSERVED_DIR, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { cli, goodLines, lines, read, rowsOf, tempDir } from "../ingest/cli.js";
 
-
 const tokenLine = (id: string, prompt: string, generation = "[4,5]") =>
   `{"rollout_id":"${id}","reward":1,"calls":[{"id":"c1","prompt_token_ids":${prompt},"generation_token_ids":${generation},"generation_log_probs":[-0.5,-0.25]}]}`;
 
@@ -17,8 +16,22 @@ const tokenLine = (id: string, prompt: string, generation = "[4,5]") =>
 const BAD: [string | Uint8Array, string][] = [
   ["not json at all", "malformed_json"],
   ['{"rollout_id":"cut","reward":1,"calls":[{"id":"c1","prompt_token_ids":[1,2', "malformed_json"],
-  [Buffer.concat([Buffer.from('{"rollout_id":"utf8-'), Buffer.from([0xff, 0xfe]), Buffer.from('","reward":1,"calls":[]}')]), "malformed_json"],
-  [Buffer.concat([Buffer.from('{"rollout_id":"overlong-'), Buffer.from([0xc0, 0xaf]), Buffer.from('","reward":1,"calls":[]}')]), "malformed_json"],
+  [
+    Buffer.concat([
+      Buffer.from('{"rollout_id":"utf8-'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('","reward":1,"calls":[]}'),
+    ]),
+    "malformed_json",
+  ],
+  [
+    Buffer.concat([
+      Buffer.from('{"rollout_id":"overlong-'),
+      Buffer.from([0xc0, 0xaf]),
+      Buffer.from('","reward":1,"calls":[]}'),
+    ]),
+    "malformed_json",
+  ],
   [tokenLine("fraction", "[1,2,1.5]"), "invalid_token"],
   [tokenLine("negative", "[1,2,-1]"), "invalid_token"],
   [tokenLine("too-big", "[1,2,2147483648]"), "invalid_token"],
@@ -88,7 +101,9 @@ describe("rows: bad lines in a batch", () => {
       .filter((r) => r.status === "rejected")
       .map((r) => r.detail);
     expect(details[0]).toBe("not JSON at byte 1: unexpected 'o' where 'null' should be");
-    expect(details[1]).toBe(`not JSON at byte ${String(BAD[1][0]).length}: cut off: the line ends where ',' or ']' should be`);
+    expect(details[1]).toBe(
+      `not JSON at byte ${String(BAD[1][0]).length}: cut off: the line ends where ',' or ']' should be`,
+    );
     expect(details[2]).toBe("not JSON at byte 20: invalid UTF-8");
     expect(details[3]).toBe("not JSON at byte 24: invalid UTF-8");
     expect(details[4]).toBe('call "c1" (calls[0]): prompt_token_ids[2] is 1.5, not an integer in [0, 2^31-1]');
@@ -136,12 +151,18 @@ describe("rows: bad lines in a batch", () => {
     const big = `{"rollout_id":"big","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},"prompt_token_ids":[${Array.from({ length: 300_000 }, (_, i) => i).join(",")}],"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}`;
     expect(big.length).toBeGreaterThan(1 << 20);
     const bigFast = await rowsOf(dir, "big", big + "\n", "--jobs", "1");
-    expect(JSON.parse(bigFast.report).detail).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
+    expect(JSON.parse(bigFast.report).detail).toBe(
+      'calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}',
+    );
     // ... and its logprobs as float32, as README says (reading it again would undo bounded memory).
     const bigFloat = big.replace('{"prompt_token_ids":[7]}', '{"generation_log_probs":[0.30000000000000004]}');
     const bigFloatFast = await rowsOf(dir, "bigFloat", bigFloat + "\n", "--jobs", "1");
-    expect(JSON.parse(bigFloatFast.report).detail).toBe('calls[0]: id must be a non-empty string, got {"generation_log_probs":[0.3]}');
-    expect(details[4]).toBe('call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number');
+    expect(JSON.parse(bigFloatFast.report).detail).toBe(
+      'calls[0]: id must be a non-empty string, got {"generation_log_probs":[0.3]}',
+    );
+    expect(details[4]).toBe(
+      'call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number',
+    );
   });
 
   it("reads a long line in parts whole, even where a part is all blanks (inner spaces, a CR left alone by the split)", async () => {
@@ -169,7 +190,9 @@ describe("rows: bad lines in a batch", () => {
     const truncated = await rowsOf(dir, "cut", cut, "--jobs", "1");
     expect(truncated.rows).toBe(whole.rows);
     const reports = lines(truncated.report).map((l) => JSON.parse(l));
-    expect(reports.slice(0, 3).map((r) => JSON.stringify(r))).toEqual(lines(whole.report).map((l) => JSON.stringify(JSON.parse(l))));
+    expect(reports.slice(0, 3).map((r) => JSON.stringify(r))).toEqual(
+      lines(whole.report).map((l) => JSON.stringify(JSON.parse(l))),
+    );
     expect(reports[3]).toMatchObject({ status: "rejected", reason: "malformed_json", line: 4, rollout_id: null });
     // A last line that is whole but has no newline is fine.
     const noFinalNewline = await rowsOf(dir, "nonl", full.slice(0, -1), "--jobs", "1");
@@ -183,7 +206,10 @@ describe("rows: bad lines in a batch", () => {
     const plain = JSON.stringify(base);
     // The same rollout with hostile keys at the top, in the calls and in the agents.
     const hostile = plain
-      .replace('{"rollout_id"', '{"__proto__":{"reward":5,"calls":[]},"constructor":{"prototype":{"kept":false}},"rollout_id"')
+      .replace(
+        '{"rollout_id"',
+        '{"__proto__":{"reward":5,"calls":[]},"constructor":{"prototype":{"kept":false}},"rollout_id"',
+      )
       .replaceAll('{"id":"C', '{"__proto__":{"kept":false,"agent":"nobody"},"constructor":"x","id":"C');
     expect(hostile).not.toBe(plain);
     const a = await rowsOf(dir, "plain", plain + "\n", "--jobs", "1");
@@ -201,14 +227,27 @@ describe("rows: inputs and options", () => {
     const dir = tempDir();
     const out = join(dir, "rows.jsonl");
     const report = join(dir, "report.jsonl");
-    const run = await cli("rows", COMPETITIVE_CODING, "-o", out, "--report", report, "--from", "gym-rollout", "--jobs", "1");
+    const run = await cli(
+      "rows",
+      COMPETITIVE_CODING,
+      "-o",
+      out,
+      "--report",
+      report,
+      "--from",
+      "gym-rollout",
+      "--jobs",
+      "1",
+    );
     expect(run.code).toBe(0);
     const reports = lines(read(report)).map((l) => JSON.parse(l));
     expect(reports.map((r) => [r.status, r.rows, r.line])).toEqual([1, 2, 3, 4, 5].map((line) => ["ok", 1, line]));
     expect(lines(read(out))).toHaveLength(5);
     // auto detection gives the same bytes
     const auto = join(dir, "auto.jsonl");
-    expect((await cli("rows", COMPETITIVE_CODING, "-o", auto, "--report", join(dir, "r2"), "--jobs", "1")).code).toBe(0);
+    expect((await cli("rows", COMPETITIVE_CODING, "-o", auto, "--report", join(dir, "r2"), "--jobs", "1")).code).toBe(
+      0,
+    );
     expect(read(auto)).toBe(read(out));
   });
 
@@ -224,14 +263,37 @@ describe("rows: inputs and options", () => {
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(read(join(dir, "a.rows"))).toBe(read(join(dir, "b.rows")));
     const report = JSON.parse(read(join(dir, "b.report")));
-    expect(report).toMatchObject({ status: "ok", roots: 2, rows: 2, trained_tokens: 702, captured_tokens: 702, line: 1 });
-    expect(JSON.parse(read(join(dir, "a.report")))).toMatchObject({ status: "ok", roots: 2, rows: 2, trained_tokens: 702 });
+    expect(report).toMatchObject({
+      status: "ok",
+      roots: 2,
+      rows: 2,
+      trained_tokens: 702,
+      captured_tokens: 702,
+      line: 1,
+    });
+    expect(JSON.parse(read(join(dir, "a.report")))).toMatchObject({
+      status: "ok",
+      roots: 2,
+      rows: 2,
+      trained_tokens: 702,
+    });
   });
 
   it("reads gym-observed captures with --tokens", async () => {
     const dir = tempDir();
     const out = join(dir, "rows.jsonl");
-    const run = await cli("rows", OBSERVED_ROWS, "--tokens", OBSERVED_DIR, "-o", out, "--report", join(dir, "r"), "--jobs", "1");
+    const run = await cli(
+      "rows",
+      OBSERVED_ROWS,
+      "--tokens",
+      OBSERVED_DIR,
+      "-o",
+      out,
+      "--report",
+      join(dir, "r"),
+      "--jobs",
+      "1",
+    );
     expect(run.code).toBe(0);
     const report = JSON.parse(read(join(dir, "r")));
     expect(report).toMatchObject({ rollout_id: "7-2", status: "ok", rows: 4, roots: 3, line: 1 });
@@ -263,7 +325,14 @@ describe("rows: inputs and options", () => {
   it("counts in the summary read right for one", async () => {
     const dir = tempDir();
     const one = join(dir, "one.jsonl");
-    writeFileSync(one, JSON.stringify({ rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] }) + "\n");
+    writeFileSync(
+      one,
+      JSON.stringify({
+        rollout_id: "r",
+        reward: 0,
+        calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+      }) + "\n",
+    );
     const run = await cli("rows", one, "-o", join(dir, "rows.jsonl"), "--jobs", "1");
     expect([run.code, run.stderr]).toEqual([0, "callforest: 1 rollout (1 ok, 0 rejected), 1 row\n"]);
   });
@@ -289,14 +358,26 @@ describe("rows: inputs and options", () => {
     const big = join(dir, "big.json");
     writeFileSync(big, "");
     truncateSync(big, 300 << 20); // sparse: only its size is looked at
-    const run = await cli("rows", big, LOGIN_BUG, "-o", join(dir, "rows"), "--report", join(dir, "report"), "--jobs", "1");
+    const run = await cli(
+      "rows",
+      big,
+      LOGIN_BUG,
+      "-o",
+      join(dir, "rows"),
+      "--report",
+      join(dir, "report"),
+      "--jobs",
+      "1",
+    );
     expect(run.code).toBe(0);
     const reports = lines(read(join(dir, "report"))).map((l) => JSON.parse(l));
     expect(reports.map((r) => [r.status, r.reason])).toEqual([
       ["rejected", "rollout_too_large"],
       ["ok", undefined],
     ]);
-    expect(reports[0].detail).toBe(`${300 << 20} bytes of one JSON value is more than JSON.parse takes (256 MB); write it as JSONL, one rollout a line`);
+    expect(reports[0].detail).toBe(
+      `${300 << 20} bytes of one JSON value is more than JSON.parse takes (256 MB); write it as JSONL, one rollout a line`,
+    );
     expect(lines(read(join(dir, "rows")))).toHaveLength(5);
   });
 
@@ -304,18 +385,29 @@ describe("rows: inputs and options", () => {
     for (const [argv, message] of [
       [["--jobs", "0"], "callforest: --jobs must be a positive integer, got '0'"],
       [["--jobs", "two"], "callforest: --jobs must be a positive integer, got 'two'"],
-      [["--jobs", String(4 * availableParallelism() + 1)], `callforest: --jobs must be at most ${4 * availableParallelism()}, got '${4 * availableParallelism() + 1}'`],
-      ...["1e2", "0x10", "+3", " 3", "2.0"].map((jobs) => [["--jobs", jobs], `callforest: --jobs must be a positive integer, got '${jobs}'`] as const),
+      [
+        ["--jobs", String(4 * availableParallelism() + 1)],
+        `callforest: --jobs must be at most ${4 * availableParallelism()}, got '${4 * availableParallelism() + 1}'`,
+      ],
+      ...["1e2", "0x10", "+3", " 3", "2.0"].map(
+        (jobs) => [["--jobs", jobs], `callforest: --jobs must be a positive integer, got '${jobs}'`] as const,
+      ),
       [["--batch-bytes", "5000000000"], "callforest: --batch-bytes must be at most 1073741824, got '5000000000'"],
       [["--mask-format", "bytes"], "callforest: unknown --mask-format 'bytes': expected bits or ints"],
       [["--backend", "gpu"], "callforest: unknown --backend 'gpu': expected wasm or ts"],
-      [["--from", "csv"], "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, gym-compaction, auto"],
+      [
+        ["--from", "csv"],
+        "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, gym-compaction, auto",
+      ],
       [["--bogus"], "callforest: unknown option '--bogus'"], // commander's own errors read alike
     ] as const) {
       const run = await cli("rows", LOGIN_BUG, ...argv);
       expect([run.code, run.stderr, run.stdout]).toEqual([2, message + "\n", ""]);
     }
     const missing = await cli("rows", "/nonexistent/in.jsonl");
-    expect([missing.code, missing.stderr]).toEqual([2, "callforest: cannot read /nonexistent/in.jsonl: no such file\n"]);
+    expect([missing.code, missing.stderr]).toEqual([
+      2,
+      "callforest: cannot read /nonexistent/in.jsonl: no such file\n",
+    ]);
   });
 });

@@ -63,11 +63,18 @@ describe("show with media", () => {
     const digest = `sha256:${"0123456789abcdef".repeat(4)}`;
     // two file names that differ only in the middle: shortened, they would look the same
     const [one, two] = ["screens/session-0001/step-7.png", "screens/session-0002/step-7.png"];
-    swap.calls[0].media = [{ id: digest, offset: 3, length: 3 }, { id: one, offset: 7, length: 1 }];
+    swap.calls[0].media = [
+      { id: digest, offset: 3, length: 3 },
+      { id: one, offset: 7, length: 1 },
+    ];
     swap.calls[1].media = [...swap.calls[0].media, { id: two, offset: 10, length: 1 }];
     const text = await show(swap);
-    expect(text).toContain(`  C1 [L · leader] 8+2 tokens  root, trained in row 0  media sha256:01234…abcdef@3+3, ${one}@7+1\n`);
-    expect(text).toContain(`  └─ C2 [L · leader] 11+1 tokens  leaf → row 0  media sha256:01234…abcdef@3+3, ${one}@7+1, ${two}@10+1\n`);
+    expect(text).toContain(
+      `  C1 [L · leader] 8+2 tokens  root, trained in row 0  media sha256:01234…abcdef@3+3, ${one}@7+1\n`,
+    );
+    expect(text).toContain(
+      `  └─ C2 [L · leader] 11+1 tokens  leaf → row 0  media sha256:01234…abcdef@3+3, ${one}@7+1, ${two}@10+1\n`,
+    );
   });
 
   it("escapes control characters in media ids (no forged lines, no terminal escapes)", async () => {

@@ -9,7 +9,9 @@ describe("callforest agent-demo", () => {
   it("prints the boundaries and the rows, with roots exactly at the boundaries", async () => {
     const out = await agentDemo(defaults);
     const lines = out.split("\n");
-    expect(lines[0]).toBe("agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), stop max_turns");
+    expect(lines[0]).toBe(
+      "agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), stop max_turns",
+    );
     const boundaryCount = Number(/^boundaries \((\d+)\): where a rewrite starts a new context$/m.exec(out)![1]);
     expect(boundaryCount).toBeGreaterThan(0);
     const start = lines.findIndex((l) => l.startsWith("boundaries ("));
@@ -23,7 +25,9 @@ describe("callforest agent-demo", () => {
     expect(out).toContain(`every sampled token trained exactly once: ${report[4]} of ${report[3]}\n`);
     expect(out).toMatch(/^ {2}tokens: the row's length; trained: its tokens with loss mask 1/m);
     expect(out).toMatch(/^ {2}reason: why the context is not a continuation/m);
-    expect(out).toMatch(/^images: \d+ distinct images stored, each once by content; the last request showed \d+ images \(a repeated image counts each time it is shown\)$/m);
+    expect(out).toMatch(
+      /^images: \d+ distinct images stored, each once by content; the last request showed \d+ images \(a repeated image counts each time it is shown\)$/m,
+    );
     expect(await agentDemo(defaults)).toBe(out); // deterministic
   });
 
@@ -36,11 +40,21 @@ describe("callforest agent-demo", () => {
 
   it("takes its options: --actions-per-chunk, --seed, and each policy's own omissions", async () => {
     // A chunk opens every N actions: new roots only at multiples of N (of 2 here, of 3 by default).
-    const rootsOf = (out: string) => /^roots: (.*)$/m.exec(out)![1].split(" ").map((id) => Number(id.slice("agent-c".length)));
+    const rootsOf = (out: string) =>
+      /^roots: (.*)$/m
+        .exec(out)![1]
+        .split(" ")
+        .map((id) => Number(id.slice("agent-c".length)));
     const chunked = await agentDemo({ ...defaults, actionsPerChunk: "2" });
-    expect(chunked.split("\n")[0]).toBe("agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(2), stop max_turns");
+    expect(chunked.split("\n")[0]).toBe(
+      "agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(2), stop max_turns",
+    );
     const [twos, threes] = [rootsOf(chunked), rootsOf(await agentDemo(defaults))];
-    expect([twos.length > 2, twos.every((call) => call % 2 === 0), threes.every((call) => call % 3 === 0)]).toEqual([true, true, true]);
+    expect([twos.length > 2, twos.every((call) => call % 2 === 0), threes.every((call) => call % 3 === 0)]).toEqual([
+      true,
+      true,
+      true,
+    ]);
     expect(twos).not.toEqual(threes);
     // Another seed, another episode.
     const seeded = await Promise.all(["0", "1"].map((seed) => agentDemo({ ...defaults, seed })));
@@ -58,13 +72,21 @@ describe("callforest agent-demo", () => {
 
   it("takes the keep counts and Gym's guards", async () => {
     const keepOne = await agentDemo({ ...defaults, keepImages: "1", keepReasoning: "0", schedule: "rolling" });
-    const shown = (out: string) => [...out.matchAll(/^ {2}\d+ +agent-c\d+ +agent-c\d+ .* \d+>(\d+) +(\d+)\/\d+$/gm)].map((m) => Number(m[1]));
+    const shown = (out: string) =>
+      [...out.matchAll(/^ {2}\d+ +agent-c\d+ +agent-c\d+ .* \d+>(\d+) +(\d+)\/\d+$/gm)].map((m) => Number(m[1]));
     expect(Math.max(...shown(keepOne))).toBeLessThanOrEqual(2); // the task's image and the newest group
-    const guarded = await agentDemo({ ...defaults, guards: "max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25" });
-    expect(guarded.split("\n")[0]).toBe("agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), guards max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25, stop max_turns");
+    const guarded = await agentDemo({
+      ...defaults,
+      guards: "max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25",
+    });
+    expect(guarded.split("\n")[0]).toBe(
+      "agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), guards max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25, stop max_turns",
+    );
     expect(guarded).toMatch(/^guards: agent-c\d+ admit_after_compaction \(active_images 4>3/m);
     expect(guarded).toMatch(/^every sampled token trained exactly once: (\d+) of \1$/m);
-    await expect(agentDemo({ ...defaults, guards: "max_images=3" })).rejects.toThrow(/^--guards: 'max_images=3' is not NAME=N/);
+    await expect(agentDemo({ ...defaults, guards: "max_images=3" })).rejects.toThrow(
+      /^--guards: 'max_images=3' is not NAME=N/,
+    );
   });
 
   it("reads a Gym context_history block with --config", async () => {
@@ -73,14 +95,26 @@ describe("callforest agent-demo", () => {
     const { tmpdir } = await import("node:os");
     const dir = mkdtempSync(join(tmpdir(), "agent-demo-"));
     const file = join(dir, "agent.yaml");
-    writeFileSync(file, "context_history:\n  enabled: true\n  policy:\n    type: recency\n    config:\n      images: {enabled: true, keep_last_groups: 2}\n      reasoning: {enabled: true, keep_last_blocks: 2}\n  schedule: {type: turn_chunked_recency, actions_per_chunk: 3}\n");
+    writeFileSync(
+      file,
+      "context_history:\n  enabled: true\n  policy:\n    type: recency\n    config:\n      images: {enabled: true, keep_last_groups: 2}\n      reasoning: {enabled: true, keep_last_blocks: 2}\n  schedule: {type: turn_chunked_recency, actions_per_chunk: 3}\n",
+    );
     const fromFile = await agentDemo({ ...defaults, policy: undefined, schedule: undefined, config: file });
-    expect(fromFile.split("\n")[0]).toBe(`agent-demo: 10 calls, policy from ${file} (recency/2), schedule turn_chunked(3), stop max_turns`);
+    expect(fromFile.split("\n")[0]).toBe(
+      `agent-demo: 10 calls, policy from ${file} (recency/2), schedule turn_chunked(3), stop max_turns`,
+    );
     // the same block as the options that say it: the same episode
     expect(fromFile.split("\n").slice(1).join("\n")).toBe((await agentDemo(defaults)).split("\n").slice(1).join("\n"));
-    writeFileSync(file, "context_history:\n  enabled: true\n  policy: {type: recency, config: {images: {enabled: true, keep_last: 2}}}\n");
-    await expect(agentDemo({ ...defaults, policy: undefined, schedule: undefined, config: file })).rejects.toThrow(`--config ${file}: context_history config: context_history.policy.config.images.keep_last: unknown key`);
-    await expect(agentDemo({ ...defaults, config: file })).rejects.toThrow("--config sets the whole context_history: drop --policy");
+    writeFileSync(
+      file,
+      "context_history:\n  enabled: true\n  policy: {type: recency, config: {images: {enabled: true, keep_last: 2}}}\n",
+    );
+    await expect(agentDemo({ ...defaults, policy: undefined, schedule: undefined, config: file })).rejects.toThrow(
+      `--config ${file}: context_history config: context_history.policy.config.images.keep_last: unknown key`,
+    );
+    await expect(agentDemo({ ...defaults, config: file })).rejects.toThrow(
+      "--config sets the whole context_history: drop --policy",
+    );
   });
 
   it("is registered as `callforest agent-demo`", async () => {
@@ -110,7 +144,9 @@ describe("callforest agent-demo", () => {
   });
 
   it("rejects bad options with a usage error", async () => {
-    await expect(agentDemo({ ...defaults, policy: "lru" })).rejects.toThrow(new UsageError("unknown --policy 'lru': expected identity, images, reasoning, combined"));
+    await expect(agentDemo({ ...defaults, policy: "lru" })).rejects.toThrow(
+      new UsageError("unknown --policy 'lru': expected identity, images, reasoning, combined"),
+    );
     await expect(agentDemo({ ...defaults, turns: "0" })).rejects.toThrow("--turns must be a positive integer, got '0'");
     await expect(agentDemo({ ...defaults, schedule: "weekly" })).rejects.toThrow(UsageError);
     await expect(agentDemo({ ...defaults, backend: "gpu" })).rejects.toThrow(UsageError);

@@ -13,9 +13,21 @@ const compaction = { policy: identityPolicy(), schedule: rolling() };
 describe("agent loop", () => {
   it("stops when the environment says the episode is over, with the environment's reward", async () => {
     await withServer({ seed: 1 }, async (_server, model) => {
-      const result = await runAgent({ model, environment: createGridWorld({ size: 2, goal: true }), compaction, maxTurns: 60, agent: "solver", rolloutId: "r-goal" });
+      const result = await runAgent({
+        model,
+        environment: createGridWorld({ size: 2, goal: true }),
+        compaction,
+        maxTurns: 60,
+        agent: "solver",
+        rolloutId: "r-goal",
+      });
       expect(result.stopReason).toBe("environment_done");
-      expect(result.evidence).toMatchObject({ rollout_id: "r-goal", reward: 1, agent: "solver", stop_reason: "environment_done" });
+      expect(result.evidence).toMatchObject({
+        rollout_id: "r-goal",
+        reward: 1,
+        agent: "solver",
+        stop_reason: "environment_done",
+      });
       expect(result.evidence.calls.length).toBeLessThan(60);
       expect(result.evidence.calls.every((c, i) => c.call_id === `solver-c${i}`)).toBe(true);
       expect(result.rollout.agents).toEqual([{ id: "solver", parent: null, mode: "leader" }]);
@@ -24,7 +36,12 @@ describe("agent loop", () => {
   });
 
   it("stops on a final message when the model has no tools to call", async () => {
-    const chat: Environment = { tools: [], start: () => ({ text: "Say hi." }), call: () => ({ text: "unused" }), reward: () => 0.5 };
+    const chat: Environment = {
+      tools: [],
+      start: () => ({ text: "Say hi." }),
+      call: () => ({ text: "unused" }),
+      reward: () => 0.5,
+    };
     await withServer({ seed: 1 }, async (_server, model) => {
       const result = await runAgent({ model, environment: chat, compaction, maxTurns: 5 });
       expect(result.stopReason).toBe("final_message");
@@ -40,7 +57,10 @@ describe("agent loop", () => {
       const result = await runAgent({
         model,
         environment: createGridWorld({ seed: 2 }),
-        compaction: { policy: recencyPolicy({ images: { keepLastGroups: 1 }, reasoning: { keepLastBlocks: 1 } }), schedule: rolling() },
+        compaction: {
+          policy: recencyPolicy({ images: { keepLastGroups: 1 }, reasoning: { keepLastBlocks: 1 } }),
+          schedule: rolling(),
+        },
         maxTurns: 6,
       });
       const kinds = result.history.entries().map((e) => e.kind);
@@ -70,6 +90,8 @@ describe("agent loop", () => {
   });
 
   it("rejects a turn budget below one", async () => {
-    await expect(runAgent({ model: null as never, environment: createGridWorld(), maxTurns: 0 })).rejects.toThrow(CompactionError);
+    await expect(runAgent({ model: null as never, environment: createGridWorld(), maxTurns: 0 })).rejects.toThrow(
+      CompactionError,
+    );
   });
 });

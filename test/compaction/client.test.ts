@@ -9,19 +9,21 @@ const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "
 describe("request bodies", () => {
   it("the plain body carries only the plain keys that have a value", () => {
     expect(plainBody({ model: "m", input })).toEqual({ model: "m", input });
-    expect(Object.keys(plainBody({ model: "m", input, instructions: undefined, tools: [], maxOutputTokens: undefined }))).toEqual(["model", "input"]);
-    expect(Object.keys(plainBody({ model: "m", input, instructions: "be brief", maxOutputTokens: 64, temperature: 0 }))).toEqual([
-      "model",
-      "input",
-      "instructions",
-      "max_output_tokens",
-      "temperature",
-    ]);
+    expect(
+      Object.keys(plainBody({ model: "m", input, instructions: undefined, tools: [], maxOutputTokens: undefined })),
+    ).toEqual(["model", "input"]);
+    expect(
+      Object.keys(plainBody({ model: "m", input, instructions: "be brief", maxOutputTokens: 64, temperature: 0 })),
+    ).toEqual(["model", "input", "instructions", "max_output_tokens", "temperature"]);
   });
 
   it("the compaction body adds the prefix key only when there is a prefix", () => {
     expect("required_prefix_token_ids" in compactionBody({ model: "m", input }, null)).toBe(false);
-    expect(compactionBody({ model: "m", input }, [1, 2])).toEqual({ model: "m", input, required_prefix_token_ids: [1, 2] });
+    expect(compactionBody({ model: "m", input }, [1, 2])).toEqual({
+      model: "m",
+      input,
+      required_prefix_token_ids: [1, 2],
+    });
   });
 
   it("the sender refuses a plain body with an extra key, even a null one, before anything is sent", async () => {
@@ -49,7 +51,14 @@ describe("model client over fetch", () => {
       });
       expect(leaky.status).toBe(422);
       expect(await leaky.json()).toEqual({
-        detail: [{ type: "extra_forbidden", loc: ["body", "required_prefix_token_ids"], msg: "Extra inputs are not permitted", input: null }],
+        detail: [
+          {
+            type: "extra_forbidden",
+            loc: ["body", "required_prefix_token_ids"],
+            msg: "Extra inputs are not permitted",
+            input: null,
+          },
+        ],
       });
       const ok = await model.respond({ endpoint: "responses", body: plainBody({ model: server.model, input }) });
       expect(ok.object).toBe("response");
@@ -59,14 +68,20 @@ describe("model client over fetch", () => {
 
   it("marks 5xx and transport failures retryable, 4xx not", async () => {
     await withServer({ faults: { 1: "http_500" } }, async (server, model) => {
-      const failure = await model.respond({ endpoint: "responses", body: plainBody({ model: server.model, input }) }).catch((e: unknown) => e);
+      const failure = await model
+        .respond({ endpoint: "responses", body: plainBody({ model: server.model, input }) })
+        .catch((e: unknown) => e);
       expect(failure).toBeInstanceOf(ModelHttpError);
       expect(failure).toMatchObject({ status: 500, retryable: true });
-      const wrongModel = await model.respond({ endpoint: "responses", body: plainBody({ model: "other", input }) }).catch((e: unknown) => e);
+      const wrongModel = await model
+        .respond({ endpoint: "responses", body: plainBody({ model: "other", input }) })
+        .catch((e: unknown) => e);
       expect(wrongModel).toMatchObject({ status: 404, retryable: false });
       expect(await model.countTokens({ model: server.model, input })).toBeGreaterThan(5);
     });
     const down = createModelClient({ baseUrl: "http://127.0.0.1:1", model: "m" });
-    await expect(down.respond({ endpoint: "responses", body: plainBody({ model: "m", input }) })).rejects.toMatchObject({ status: 0, retryable: true });
+    await expect(down.respond({ endpoint: "responses", body: plainBody({ model: "m", input }) })).rejects.toMatchObject(
+      { status: 0, retryable: true },
+    );
   });
 });

@@ -1,6 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { ContextController, changedRanges, checkRequiredPrefix, type ViewDecision } from "../../src/compaction/controller.js";
+import {
+  ContextController,
+  changedRanges,
+  checkRequiredPrefix,
+  type ViewDecision,
+} from "../../src/compaction/controller.js";
 import { PrefixMismatchError } from "../../src/compaction/errors.js";
 import type { HistoryEntry } from "../../src/compaction/history.js";
 import { entryKeys, materialize, type MaterializedView } from "../../src/compaction/materialize.js";
@@ -8,7 +13,12 @@ import { identityPolicy, recencyPolicy, type Policy } from "../../src/compaction
 import { sampleHistory } from "./fixtures.js";
 
 async function decision(policy: Policy): Promise<ViewDecision> {
-  return { policy: policy.identity, trigger: "rolling", retained: { images: 0, imageGroups: 0, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } };
+  return {
+    policy: policy.identity,
+    trigger: "rolling",
+    retained: { images: 0, imageGroups: 0, reasoning: 0 },
+    omitted: { images: 0, imageGroups: 0, reasoning: 0 },
+  };
 }
 
 /** The first `upTo` entries of a 4-turn history under a policy; `output` = the entries of the next turn's model output. */
@@ -41,19 +51,23 @@ describe("changedRanges", () => {
       return table[a.length][b.length];
     };
     fc.assert(
-      fc.property(fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }), fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }), (a, b) => {
-        const ranges = changedRanges(a, b);
-        const rebuilt: string[] = [];
-        let at = 0;
-        for (const r of ranges) {
-          rebuilt.push(...a.slice(at, r.old_start), ...b.slice(r.new_start, r.new_end));
-          at = r.old_end;
-        }
-        rebuilt.push(...a.slice(at));
-        expect(rebuilt).toEqual(b);
-        const kept = a.length - ranges.reduce((n, r) => n + r.old_end - r.old_start, 0);
-        expect(kept).toBe(lcsLength(a, b));
-      }),
+      fc.property(
+        fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }),
+        fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }),
+        (a, b) => {
+          const ranges = changedRanges(a, b);
+          const rebuilt: string[] = [];
+          let at = 0;
+          for (const r of ranges) {
+            rebuilt.push(...a.slice(at, r.old_start), ...b.slice(r.new_start, r.new_end));
+            at = r.old_end;
+          }
+          rebuilt.push(...a.slice(at));
+          expect(rebuilt).toEqual(b);
+          const kept = a.length - ranges.reduce((n, r) => n + r.old_end - r.old_start, 0);
+          expect(kept).toBe(lcsLength(a, b));
+        },
+      ),
       { seed: 7, numRuns: 500 },
     );
   });
@@ -75,12 +89,24 @@ describe("controller", () => {
     const c = new ContextController();
     const v0 = await materialize(id.plan(history.entries().slice(0, 1)), history.entries().slice(0, 1), media);
     const p0 = c.prepare("c0", v0, d);
-    expect(p0).toMatchObject({ segment: 0, appendCompatible: false, requiredPrefix: null, parentCall: null, boundary: null });
+    expect(p0).toMatchObject({
+      segment: 0,
+      appendCompatible: false,
+      requiredPrefix: null,
+      parentCall: null,
+      boundary: null,
+    });
     c.acknowledge(p0, v0, keysOf(history.entries().slice(1, 3)), [1, 2, 3], [4, 5]);
     const upTo = history.entries().slice(0, 5);
     const v1 = await materialize(id.plan(upTo), upTo, media);
     const p1 = c.prepare("c1", v1, d);
-    expect(p1).toMatchObject({ segment: 0, appendCompatible: true, requiredPrefix: [1, 2, 3, 4, 5], parentCall: "c0", boundary: null });
+    expect(p1).toMatchObject({
+      segment: 0,
+      appendCompatible: true,
+      requiredPrefix: [1, 2, 3, 4, 5],
+      parentCall: "c0",
+      boundary: null,
+    });
     expect(() => c.acknowledge(p1, v1, [], [1, 2, 3, 4, 9, 9], [7])).toThrow(PrefixMismatchError);
     expect(() => c.acknowledge(p1, v1, [], [1, 2, 3, 4, 9, 9], [7])).toThrow(
       "call c1: observed prompt_token_ids (6 tokens) does not start with required_prefix_token_ids (5 tokens); first difference at token 4",
@@ -165,7 +191,9 @@ describe("checkRequiredPrefix", () => {
   it("refuses a prompt shorter than the required prefix, even when it matches as far as it goes", () => {
     const shorter = () => checkRequiredPrefix("c", [1, 2, 3], [1, 2]);
     expect(shorter).toThrow(PrefixMismatchError);
-    expect(shorter).toThrow("call c: observed prompt_token_ids (2 tokens) does not start with required_prefix_token_ids (3 tokens); observed prompt is shorter");
+    expect(shorter).toThrow(
+      "call c: observed prompt_token_ids (2 tokens) does not start with required_prefix_token_ids (3 tokens); observed prompt is shorter",
+    );
     expect(() => checkRequiredPrefix("c", [1], [])).toThrow(/observed prompt is shorter$/);
   });
 });

@@ -5,7 +5,9 @@ import { sha256HexSync } from "../../src/compaction/digest.js";
 
 describe("digests", () => {
   it("canonical JSON sorts keys and drops undefined members", () => {
-    expect(canonicalJson({ b: 1, a: [true, null, "x"], c: undefined, d: { z: 0, y: -1.5 } })).toBe('{"a":[true,null,"x"],"b":1,"d":{"y":-1.5,"z":0}}');
+    expect(canonicalJson({ b: 1, a: [true, null, "x"], c: undefined, d: { z: 0, y: -1.5 } })).toBe(
+      '{"a":[true,null,"x"],"b":1,"d":{"y":-1.5,"z":0}}',
+    );
     expect(canonicalJson({ a: 1, b: 2 })).toBe(canonicalJson({ b: 2, a: 1 }));
     expect(() => canonicalJson({ a: Number.NaN })).toThrow(/non-finite/);
   });

@@ -23,9 +23,17 @@ const POLICIES: Record<string, () => Policy> = {
   "reasoning-only recency": () => recencyPolicy({ reasoning }),
   "combined recency": () => recencyPolicy({ images, reasoning }),
 };
-const SCHEDULES: Record<string, () => ScheduleConfig> = { rolling: () => rolling(), "turnChunked(3)": () => turnChunked(3) };
+const SCHEDULES: Record<string, () => ScheduleConfig> = {
+  rolling: () => rolling(),
+  "turnChunked(3)": () => turnChunked(3),
+};
 // Base of a chunk: the task image + KEEP_GROUPS; a chunk's tail adds up to two more before it is full.
-const GUARDS: GuardConfig = { maxActiveImages: 4, maxVisionTokens: 4 * 25, maxTotalTokens: 50_000, reserveGenerationTokens: 64 };
+const GUARDS: GuardConfig = {
+  maxActiveImages: 4,
+  maxVisionTokens: 4 * 25,
+  maxTotalTokens: 50_000,
+  reserveGenerationTokens: 64,
+};
 const TURNS = 14;
 
 function checkEvidenceShape(result: RunAgentResult) {
@@ -40,7 +48,12 @@ function checkEvidenceShape(result: RunAgentResult) {
     if (i === 0) {
       expect(call).toMatchObject({ segment: 0, parent_call: null, required_prefix_length: 0 });
     } else if (boundary) {
-      expect(call).toMatchObject({ segment: boundary.segment, parent_call: null, required_prefix_length: 0, view_digest: boundary.new_view_digest });
+      expect(call).toMatchObject({
+        segment: boundary.segment,
+        parent_call: null,
+        required_prefix_length: 0,
+        view_digest: boundary.new_view_digest,
+      });
       expect(boundary.previous_call).toBe(e.calls[i - 1].call_id);
       expect(boundary.old_view_digest).toBe(e.calls[i - 1].view_digest);
     } else {
@@ -97,7 +110,15 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
       await withServer({ seed: 11 }, async (_server, model) => {
         const policy = POLICIES[policyName]();
         const schedule = SCHEDULES[scheduleName]();
-        const result = await scoredGridWorld(model, { seed: 4 }, { compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) }, maxTurns: TURNS, maxOutputTokens: 64 });
+        const result = await scoredGridWorld(
+          model,
+          { seed: 4 },
+          {
+            compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) },
+            maxTurns: TURNS,
+            maxOutputTokens: 64,
+          },
+        );
         const e = result.evidence;
         const paths = result.resourceRequests.map((r) => r.path);
         expect([paths[0], paths[paths.length - 1]]).toEqual(["/seed_session", "/verify"]);
@@ -116,7 +137,12 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
         }
         if (policyName === "identity") expect(e.boundaries).toEqual([]);
         else if (!guarded || imagesOn) expect(e.boundaries.length).toBeGreaterThan(0);
-        expect(e.compaction).toMatchObject({ enabled: true, policy: { name: policy.name }, schedule, guards: guarded ? GUARDS : null });
+        expect(e.compaction).toMatchObject({
+          enabled: true,
+          policy: { name: policy.name },
+          schedule,
+          guards: guarded ? GUARDS : null,
+        });
 
         if (!guarded) {
           expect(e.guards).toEqual([]);
@@ -147,7 +173,11 @@ describe("retries", () => {
   it("a boundary pending on a failed call is the same boundary when the call is retried, recorded once", async () => {
     const run = (faults: Record<number, "http_500">) =>
       withServer({ seed: 11, faults }, async (server, model) => {
-        const result = await scoredGridWorld(model, { seed: 4 }, { compaction: { policy: recencyPolicy({ images }), schedule: rolling() }, maxTurns: 8 });
+        const result = await scoredGridWorld(
+          model,
+          { seed: 4 },
+          { compaction: { policy: recencyPolicy({ images }), schedule: rolling() }, maxTurns: 8 },
+        );
         return { ...result, requests: server.requests };
       });
     const clean = await run({});
@@ -157,13 +187,19 @@ describe("retries", () => {
     expect(retried.evidence.boundaries).toEqual(clean.evidence.boundaries);
     expect(retried.rollout).toEqual(clean.rollout);
     expect(retried.evidence.calls[turn].attempts).toBe(3);
-    expect(retried.evidence.attempts.filter((a) => a.call_id === first.first_call).map((a) => a.status)).toEqual(["failed", "failed", "ok"]);
+    expect(retried.evidence.attempts.filter((a) => a.call_id === first.first_call).map((a) => a.status)).toEqual([
+      "failed",
+      "failed",
+      "ok",
+    ]);
     expect(retried.evidence.attempts.filter((a) => a.status === "failed")[0].error).toMatch(/HTTP 500/);
     // the retries resent the same bytes, and the evidence names the bytes that got the answer
     const sent = retried.requests.filter((r) => r.path === "/v1/responses/context-compaction");
     expect(sent.map((r) => r.status)).toEqual(sent.map((_, i) => (i === turn || i === turn + 1 ? 500 : 200)));
     expect(sent[turn].body).toEqual(sent[turn + 2].body);
-    const digests = sent.filter((r) => r.status === 200).map((r) => `sha256:${createHash("sha256").update(canonicalJson(r.body)).digest("hex")}`);
+    const digests = sent
+      .filter((r) => r.status === 200)
+      .map((r) => `sha256:${createHash("sha256").update(canonicalJson(r.body)).digest("hex")}`);
     expect(retried.evidence.calls.map((c) => c.request_digest)).toEqual(digests);
     expect(sent.filter((r) => r.status === 200).map((r) => "required_prefix_token_ids" in (r.body as object))).toEqual(
       retried.evidence.calls.map((c) => c.parent_call !== null),
@@ -174,7 +210,9 @@ describe("retries", () => {
   it("gives up after the configured retries with the server's error", async () => {
     await withServer({ seed: 11, faults: { 2: "http_500", 3: "http_500" } }, async (_server, model) => {
       const compaction = { policy: identityPolicy(), schedule: rolling() };
-      await expect(runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 4, retries: 1 })).rejects.toThrow(/HTTP 500: .*injected failure/);
+      await expect(
+        runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 4, retries: 1 }),
+      ).rejects.toThrow(/HTTP 500: .*injected failure/);
     });
   });
 });
@@ -184,7 +222,12 @@ describe("the request's header", () => {
     await withServer({ seed: 5 }, async (_server, model) => {
       const world = createGridWorld({ seed: 4 });
       let actions = 0;
-      const extra = { type: "function" as const, name: "wait", description: "do nothing", parameters: { type: "object", properties: {} } };
+      const extra = {
+        type: "function" as const,
+        name: "wait",
+        description: "do nothing",
+        parameters: { type: "object", properties: {} },
+      };
       // The environment offers one more tool once it has taken its first action.
       const environment = {
         ...world,
@@ -198,11 +241,23 @@ describe("the request's header", () => {
           return world.call(name, args);
         },
       };
-      const result = await runAgent({ model, environment, compaction: { policy: identityPolicy(), schedule: rolling() }, maxTurns: 4 });
+      const result = await runAgent({
+        model,
+        environment,
+        compaction: { policy: identityPolicy(), schedule: rolling() },
+        maxTurns: 4,
+      });
       const [boundary, ...others] = result.evidence.boundaries;
       expect([boundary.first_call, boundary.reason, others]).toEqual(["agent-c1", "header_rewritten", []]);
       // The items only grew (the tool's answer appended): the header alone broke the continuation.
-      expect(boundary.changed_ranges).toEqual([{ old_start: boundary.old_items, old_end: boundary.old_items, new_start: boundary.old_items, new_end: boundary.new_items }]);
+      expect(boundary.changed_ranges).toEqual([
+        {
+          old_start: boundary.old_items,
+          old_end: boundary.old_items,
+          new_start: boundary.old_items,
+          new_end: boundary.new_items,
+        },
+      ]);
       expect(result.evidence.calls.map((c) => c.parent_call)).toEqual([null, null, "agent-c1", "agent-c2"]);
       await expectTrainsOnceAlongLineage(result.evidence, result.rollout);
     });

@@ -21,7 +21,12 @@ describe("guards", () => {
     const { history, media } = await sampleHistory(2); // images: 32x32 task, two 32x16 observations
     const view = await materialize(identityPolicy().plan(history.entries()), history.entries(), media);
     const preflight = vi.fn(async () => 100);
-    const checks = await measureGuards({ maxActiveImages: 2, maxVisionTokens: 8, maxTotalTokens: 150, reserveGenerationTokens: 64 }, view, media, preflight);
+    const checks = await measureGuards(
+      { maxActiveImages: 2, maxVisionTokens: 8, maxTotalTokens: 150, reserveGenerationTokens: 64 },
+      view,
+      media,
+      preflight,
+    );
     expect(checks).toEqual([
       { guard: "total_tokens", measured: 164, limit: 150, ok: false },
       { guard: "active_images", measured: 3, limit: 2, ok: false },
@@ -29,7 +34,9 @@ describe("guards", () => {
     ]);
     expect(preflight).toHaveBeenCalledTimes(1);
     const noTokenGuard = vi.fn(async () => 0);
-    expect(await measureGuards({ maxActiveImages: 3 }, view, media, noTokenGuard)).toEqual([{ guard: "active_images", measured: 3, limit: 3, ok: true }]);
+    expect(await measureGuards({ maxActiveImages: 3 }, view, media, noTokenGuard)).toEqual([
+      { guard: "active_images", measured: 3, limit: 3, ok: true },
+    ]);
     expect(noTokenGuard).not.toHaveBeenCalled();
   });
 
@@ -37,12 +44,17 @@ describe("guards", () => {
     const { history, media } = await sampleHistory(1);
     const view = await materialize(identityPolicy().plan(history.entries()), history.entries(), media);
     const config = { maxTotalTokens: 10, reserveGenerationTokens: 2 };
-    expect(await measureGuards(config, view, media, async () => 8)).toEqual([{ guard: "total_tokens", measured: 10, limit: 10, ok: true }]);
-    expect(await measureGuards(config, view, media, async () => 9)).toEqual([{ guard: "total_tokens", measured: 11, limit: 10, ok: false }]);
+    expect(await measureGuards(config, view, media, async () => 8)).toEqual([
+      { guard: "total_tokens", measured: 10, limit: 10, ok: true },
+    ]);
+    expect(await measureGuards(config, view, media, async () => 9)).toEqual([
+      { guard: "total_tokens", measured: 11, limit: 10, ok: false },
+    ]);
   });
 
   it("counts any one limit as a guard; the patch size alone is not one", () => {
-    for (const only of [{ maxTotalTokens: 0 }, { maxActiveImages: 0 }, { maxVisionTokens: 0 }]) expect(hasGuards(only)).toBe(true);
+    for (const only of [{ maxTotalTokens: 0 }, { maxActiveImages: 0 }, { maxVisionTokens: 0 }])
+      expect(hasGuards(only)).toBe(true);
     expect(hasGuards(undefined)).toBe(false);
     expect(hasGuards({})).toBe(false);
     expect(hasGuards({ patchSize: 16, reserveGenerationTokens: 64 })).toBe(false);
@@ -62,7 +74,13 @@ describe("guards", () => {
     expect(result.stopReason).toBe("guard_rejected");
     expect(result.evidence.calls).toEqual([]);
     expect(result.evidence.guards).toEqual([
-      { call_id: "agent-c0", outcome: "reject", rounds: [{ view_digest: expect.any(String), checks: [{ guard: "vision_tokens", measured: 25, limit: 0, ok: false }] }] },
+      {
+        call_id: "agent-c0",
+        outcome: "reject",
+        rounds: [
+          { view_digest: expect.any(String), checks: [{ guard: "vision_tokens", measured: 25, limit: 0, ok: false }] },
+        ],
+      },
     ]);
   });
 

@@ -2,7 +2,12 @@
 // YAML or JSON; unknown keys name their path; the policy and compaction ids are Gym's.
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/compaction/errors.js";
-import { compactionPolicyId, contextHistoryOf, normalizeContextHistory, parseContextHistory } from "../../src/compaction/gym-config.js";
+import {
+  compactionPolicyId,
+  contextHistoryOf,
+  normalizeContextHistory,
+  parseContextHistory,
+} from "../../src/compaction/gym-config.js";
 import { recencyPolicy } from "../../src/compaction/policies.js";
 import { turnChunked } from "../../src/compaction/schedules.js";
 
@@ -44,16 +49,30 @@ describe("context_history", () => {
       policy: {
         type: "recency",
         config: {
-          images: { enabled: true, protect_initial_context: true, keep_last_groups: 3, omission_marker: "[Earlier image omitted]" },
+          images: {
+            enabled: true,
+            protect_initial_context: true,
+            keep_last_groups: 3,
+            omission_marker: "[Earlier image omitted]",
+          },
           reasoning: { enabled: true, keep_first_block: false, keep_last_blocks: 3 },
         },
       },
       schedule: { type: "turn_chunked_recency", actions_per_chunk: 2 },
-      guards: { max_total_tokens: null, reserved_generation_tokens: 0, max_active_images: null, max_vision_tokens: null, projected_vision_tokens_per_image: null },
+      guards: {
+        max_total_tokens: null,
+        reserved_generation_tokens: 0,
+        max_active_images: null,
+        max_vision_tokens: null,
+        projected_vision_tokens_per_image: null,
+      },
     });
     expect(compaction).not.toBe(false);
     if (compaction === false) return;
-    const same = recencyPolicy({ images: { keepLastGroups: 3, protectInitialContext: true }, reasoning: { keepFirstBlock: false, keepLastBlocks: 3 } });
+    const same = recencyPolicy({
+      images: { keepLastGroups: 3, protectInitialContext: true },
+      reasoning: { keepFirstBlock: false, keepLastBlocks: 3 },
+    });
     expect(compaction.policy.identity).toEqual(same.identity);
     expect(compaction.schedule).toEqual(turnChunked(2));
     expect(compaction.guards).toBeUndefined();
@@ -63,40 +82,72 @@ describe("context_history", () => {
 
   it("takes JSON, and a bare block; enabled defaults to false (a plain agent)", () => {
     expect(parseContextHistory('{"context_history": {"policy": {"type": "identity"}}}').compaction).toBe(false);
-    const bare = parseContextHistory("enabled: true\nguards: {max_active_images: 2, max_vision_tokens: 100, projected_vision_tokens_per_image: 25}\n");
-    expect(bare.compaction).toMatchObject({ policy: { name: "identity" }, schedule: { type: "rolling" }, guards: { maxActiveImages: 2, maxVisionTokens: 100, projectedVisionTokensPerImage: 25 } });
+    const bare = parseContextHistory(
+      "enabled: true\nguards: {max_active_images: 2, max_vision_tokens: 100, projected_vision_tokens_per_image: 25}\n",
+    );
+    expect(bare.compaction).toMatchObject({
+      policy: { name: "identity" },
+      schedule: { type: "rolling" },
+      guards: { maxActiveImages: 2, maxVisionTokens: 100, projectedVisionTokensPerImage: 25 },
+    });
   });
 
   it("computes Gym's ids: the policy's config_digest and the block's compaction_policy_id", () => {
     // The settings of Gym's own example envelope (gym-formats/context_compacted_response.json).
     const given = {
       enabled: true,
-      policy: { type: "recency", config: { images: { enabled: true, protect_initial_context: false, keep_last_groups: 1 } } },
+      policy: {
+        type: "recency",
+        config: { images: { enabled: true, protect_initial_context: false, keep_last_groups: 1 } },
+      },
       schedule: { type: "turn_chunked_recency", actions_per_chunk: 1 },
       guards: { max_active_images: 2 },
     };
     expect(compactionPolicyId(normalizeContextHistory(given))).toBe("compaction-policy-ed4e27a4cb42e78ce3166872");
     const { compaction } = parseContextHistory(JSON.stringify({ context_history: given }));
-    expect(compaction === false ? undefined : compaction.policy.identity.config_digest).toBe("6c6b9773ff9f4b425812c584e4cc4d7a97cd51b8068177662bb858968e31764f");
+    expect(compaction === false ? undefined : compaction.policy.identity.config_digest).toBe(
+      "6c6b9773ff9f4b425812c584e4cc4d7a97cd51b8068177662bb858968e31764f",
+    );
   });
 
   it("refuses what Gym refuses, naming the key's path", () => {
     const refuse = (block: unknown) => () => normalizeContextHistory(block);
     expect(refuse({ policy: { type: "recency", config: { images: { enabled: true, keep_last_group: 2 } } } })).toThrow(
-      new ConfigError("context_history.policy.config.images.keep_last_group", "unknown key (expected one of enabled, protect_initial_context, keep_last_groups, omission_marker)"),
+      new ConfigError(
+        "context_history.policy.config.images.keep_last_group",
+        "unknown key (expected one of enabled, protect_initial_context, keep_last_groups, omission_marker)",
+      ),
     );
-    expect(refuse({ enable: true })).toThrow("context_history config: context_history.enable: unknown key (expected one of enabled, policy, schedule, guards)");
-    expect(refuse({ policy: { type: "recency", config: { images: { keep_last_groups: 2 }, reasoning: { enabled: true } } } })).toThrow(
-      "context_history.policy.config.images.keep_last_groups: is set but images.enabled is false",
+    expect(refuse({ enable: true })).toThrow(
+      "context_history config: context_history.enable: unknown key (expected one of enabled, policy, schedule, guards)",
     );
-    expect(refuse({ policy: { type: "recency", config: {} } })).toThrow("the recency policy requires images.enabled or reasoning.enabled");
-    expect(refuse({ schedule: { type: "rolling_recency", actions_per_chunk: 2 } })).toThrow("context_history.schedule.actions_per_chunk: rolling_recency requires 1, got 2");
-    expect(refuse({ schedule: { type: "chunked" } })).toThrow("context_history.schedule.type: must be rolling_recency or turn_chunked_recency");
-    expect(refuse({ guards: { max_vision_tokens: 10 } })).toThrow("context_history.guards.max_vision_tokens: requires projected_vision_tokens_per_image");
-    expect(refuse({ guards: { max_total_tokens: 0 } })).toThrow("context_history.guards.max_total_tokens: must be an integer >= 1, got 0");
+    expect(
+      refuse({
+        policy: { type: "recency", config: { images: { keep_last_groups: 2 }, reasoning: { enabled: true } } },
+      }),
+    ).toThrow("context_history.policy.config.images.keep_last_groups: is set but images.enabled is false");
+    expect(refuse({ policy: { type: "recency", config: {} } })).toThrow(
+      "the recency policy requires images.enabled or reasoning.enabled",
+    );
+    expect(refuse({ schedule: { type: "rolling_recency", actions_per_chunk: 2 } })).toThrow(
+      "context_history.schedule.actions_per_chunk: rolling_recency requires 1, got 2",
+    );
+    expect(refuse({ schedule: { type: "chunked" } })).toThrow(
+      "context_history.schedule.type: must be rolling_recency or turn_chunked_recency",
+    );
+    expect(refuse({ guards: { max_vision_tokens: 10 } })).toThrow(
+      "context_history.guards.max_vision_tokens: requires projected_vision_tokens_per_image",
+    );
+    expect(refuse({ guards: { max_total_tokens: 0 } })).toThrow(
+      "context_history.guards.max_total_tokens: must be an integer >= 1, got 0",
+    );
     expect(refuse({ policy: { type: "summary" } })).toThrow('context_history.policy.type: unknown policy "summary"');
-    expect(refuse({ policy: { type: "identity", config: { images: {} } } })).toThrow("context_history.policy.config.images: unknown key");
+    expect(refuse({ policy: { type: "identity", config: { images: {} } } })).toThrow(
+      "context_history.policy.config.images: unknown key",
+    );
     expect(() => parseContextHistory("a: [1, 2")).toThrow(ConfigError);
-    expect(() => parseContextHistory("x:\n  context_history: {}\ny:\n  context_history: {}\n")).toThrow("the file holds 2 context_history blocks");
+    expect(() => parseContextHistory("x:\n  context_history: {}\ny:\n  context_history: {}\n")).toThrow(
+      "the file holds 2 context_history blocks",
+    );
   });
 });

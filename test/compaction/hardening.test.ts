@@ -30,14 +30,21 @@ async function serve(handler: Parameters<typeof createServer>[1]): Promise<strin
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
-const failureOf = (promise: Promise<unknown>) => promise.then(() => null, (error: unknown) => error);
-const respond = (model: ModelClient) => model.respond({ endpoint: "responses", body: plainBody({ model: "m", input }) });
+const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
+const respond = (model: ModelClient) =>
+  model.respond({ endpoint: "responses", body: plainBody({ model: "m", input }) });
 
 describe("a failed episode keeps its partial evidence (18.4)", () => {
   it("an error at call 5 carries the four good calls' evidence and rollout, marked incomplete", async () => {
     await withServer({ seed: 2, faults: { 5: "logprob_mismatch" } }, async (_server, model) => {
       const compaction = { policy: recencyPolicy({ images: { keepLastGroups: 2 } }), schedule: rolling() };
-      const error = await failureOf(runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 8, rolloutId: "r-fail" }));
+      const error = await failureOf(
+        runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 8, rolloutId: "r-fail" }),
+      );
       expect(error).toBeInstanceOf(EvidenceError);
       const partial = partialRunOf(error)!;
       expect(partial).toMatchObject({ complete: false, failed_call: "agent-c4", rollout_error: null });
@@ -45,7 +52,13 @@ describe("a failed episode keeps its partial evidence (18.4)", () => {
       expect(partial.evidence.calls.map((c) => c.call_id)).toEqual(["agent-c0", "agent-c1", "agent-c2", "agent-c3"]);
       expect(partial.rollout!.calls).toHaveLength(4);
       // the same four calls as a run that stopped before the fault
-      const clean = await runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 4, rolloutId: "r-fail" });
+      const clean = await runAgent({
+        model,
+        environment: createGridWorld(),
+        compaction,
+        maxTurns: 4,
+        rolloutId: "r-fail",
+      });
       expect(partial.rollout).toEqual(clean.rollout);
     });
   });
@@ -77,7 +90,11 @@ describe("bounded answers (18.5)", () => {
     const error = await failureOf(respond(model));
     expect(error).toBeInstanceOf(ResponseTooLargeError);
     expect(error).toMatchObject({ retryable: false, limit: 1 << 20 });
-    expect((error as Error).message).toMatch(new RegExp(`^POST ${baseUrl}/v1/responses: the answer is larger than maxResponseBytes \\(1048576 bytes; aborted after \\d+ bytes\\)$`));
+    expect((error as Error).message).toMatch(
+      new RegExp(
+        `^POST ${baseUrl}/v1/responses: the answer is larger than maxResponseBytes \\(1048576 bytes; aborted after \\d+ bytes\\)$`,
+      ),
+    );
     expect(sent).toBeLessThan(16 << 20); // the server stopped soon after: the body was not read to its end
     const run = await failureOf(runAgent({ model, environment: createGridWorld(), maxTurns: 2, retryDelayMs: 0 }));
     expect(run).toBeInstanceOf(ResponseTooLargeError);
@@ -98,13 +115,22 @@ describe("bounded answers (18.5)", () => {
     const baseUrl = await serve((req, res) => {
       req.resume();
       if (req.url === "/v1/responses") res.writeHead(307, { location: "/elsewhere" }).end();
-      else res.writeHead(200, { "content-type": "application/json" }).end('{"id":"r","object":"response","model":"m","status":"completed","output":[]}');
+      else
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end('{"id":"r","object":"response","model":"m","status":"completed","output":[]}');
     });
     const error = await failureOf(respond(createModelClient({ baseUrl, model: "m" })));
     expect(error).toBeInstanceOf(ModelHttpError);
-    expect(error).toMatchObject({ status: 307, retryable: false, message: `POST ${baseUrl}/v1/responses: HTTP 307 redirect to /elsewhere refused (followRedirects is off)` });
+    expect(error).toMatchObject({
+      status: 307,
+      retryable: false,
+      message: `POST ${baseUrl}/v1/responses: HTTP 307 redirect to /elsewhere refused (followRedirects is off)`,
+    });
     expect(await respond(createModelClient({ baseUrl, model: "m", followRedirects: true }))).toMatchObject({ id: "r" });
-    expect(() => createModelClient({ baseUrl, model: "m", maxResponseBytes: 0 })).toThrow(/maxResponseBytes must be a positive whole number of bytes, got 0/);
+    expect(() => createModelClient({ baseUrl, model: "m", maxResponseBytes: 0 })).toThrow(
+      /maxResponseBytes must be a positive whole number of bytes, got 0/,
+    );
   });
 });
 
@@ -112,7 +138,9 @@ describe("provenance (19.4)", () => {
   const compaction = { policy: identityPolicy(), schedule: rolling() };
 
   it("records the model, and says which identities the server did not report, in Gym's words", async () => {
-    const result = await withServer({ seed: 1 }, (_server, model) => runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2, gymResponse: true }));
+    const result = await withServer({ seed: 1 }, (_server, model) =>
+      runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2, gymResponse: true }),
+    );
     expect(result.evidence.provenance).toEqual({
       model: "testbed-model",
       tokenizer: null,
@@ -125,15 +153,30 @@ describe("provenance (19.4)", () => {
         "exact_multimodal_processor_fingerprint_not_reported_by_generation_server",
       ],
     });
-    const contract = (result.gymResponse!.context_compaction_contract as { generation_contract: Record<string, unknown> }).generation_contract;
-    expect(contract).toMatchObject({ training_eligible: false, incomplete_reasons: result.evidence.provenance!.incomplete_reasons });
+    const contract = (
+      result.gymResponse!.context_compaction_contract as { generation_contract: Record<string, unknown> }
+    ).generation_contract;
+    expect(contract).toMatchObject({
+      training_eligible: false,
+      incomplete_reasons: result.evidence.provenance!.incomplete_reasons,
+    });
   });
 
   it("records what the server reports, and refuses an identity that changes mid-rollout", async () => {
     const reported = { tokenizer: "o200k_base@4.0.0", chat_template: "harmony-testbed/1", processor: "patch16" };
-    const result = await withServer({ seed: 1, provenance: reported }, (_server, model) => runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2, gymResponse: true }));
-    expect(result.evidence.provenance).toEqual({ model: "testbed-model", ...reported, complete: true, incomplete_reasons: [] });
-    expect((result.gymResponse!.context_compaction_contract as { generation_contract: { training_eligible: boolean } }).generation_contract.training_eligible).toBe(true);
+    const result = await withServer({ seed: 1, provenance: reported }, (_server, model) =>
+      runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2, gymResponse: true }),
+    );
+    expect(result.evidence.provenance).toEqual({
+      model: "testbed-model",
+      ...reported,
+      complete: true,
+      incomplete_reasons: [],
+    });
+    expect(
+      (result.gymResponse!.context_compaction_contract as { generation_contract: { training_eligible: boolean } })
+        .generation_contract.training_eligible,
+    ).toBe(true);
     await withServer({ seed: 1, provenance: reported }, async (_server, model) => {
       let n = 0;
       const drifting: ModelClient = {
@@ -143,7 +186,9 @@ describe("provenance (19.4)", () => {
           return n++ === 1 ? { ...r, generation_provenance: { ...reported, tokenizer: "other" } } : r;
         },
       };
-      await expect(runAgent({ model: drifting, environment: createGridWorld(), compaction, maxTurns: 3 })).rejects.toThrow(
+      await expect(
+        runAgent({ model: drifting, environment: createGridWorld(), compaction, maxTurns: 3 }),
+      ).rejects.toThrow(
         /^call agent-c1 \(response resp_[0-9a-f]+\): generation_provenance.tokenizer is "other", earlier calls reported "o200k_base@4.0.0"$/,
       );
     });

@@ -24,14 +24,27 @@ describe("materialization", () => {
         { type: "input_image", image_url: media.dataUrl(images[0]), detail: "auto" },
       ],
     });
-    expect(a.input[1]).toEqual({ type: "reasoning", id: "rs_0", summary: [], content: [{ type: "reasoning_text", text: "thinking 0" }] });
-    expect(a.input[2]).toEqual({ type: "function_call", id: "fc_0", call_id: "call_0", name: "move", arguments: `{"direction":"north"}` });
+    expect(a.input[1]).toEqual({
+      type: "reasoning",
+      id: "rs_0",
+      summary: [],
+      content: [{ type: "reasoning_text", text: "thinking 0" }],
+    });
+    expect(a.input[2]).toEqual({
+      type: "function_call",
+      id: "fc_0",
+      call_id: "call_0",
+      name: "move",
+      arguments: `{"direction":"north"}`,
+    });
     expect(a.input[3]).toEqual({ type: "function_call_output", call_id: "call_0", output: "moved 0" });
   });
 
   it("puts the marker where an omitted run starts and drops the rest of the run", async () => {
     const { history, media, images } = await sampleHistory(4);
-    const plan = recencyPolicy({ images: { keepLastGroups: 1 }, reasoning: { keepLastBlocks: 1 } }).plan(history.entries());
+    const plan = recencyPolicy({ images: { keepLastGroups: 1 }, reasoning: { keepLastBlocks: 1 } }).plan(
+      history.entries(),
+    );
     const view = await materialize(plan, history.entries(), media);
     expect(view.mediaIds).toEqual([images[0], images[4]]);
     const users = view.input.filter((i) => i.type === "message" && i.role === "user");
@@ -40,8 +53,14 @@ describe("materialization", () => {
       ["input_text"],
       ["input_image"],
     ]);
-    expect(users[1]).toEqual({ type: "message", role: "user", content: [{ type: "input_text", text: OMISSION_MARKER }] });
-    expect(view.input.filter((i) => i.type === "reasoning").map((i) => i.type === "reasoning" && i.id)).toEqual(["rs_3"]);
+    expect(users[1]).toEqual({
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: OMISSION_MARKER }],
+    });
+    expect(view.input.filter((i) => i.type === "reasoning").map((i) => i.type === "reasoning" && i.id)).toEqual([
+      "rs_3",
+    ]);
     const full = await materialize(identityPolicy().plan(history.entries()), history.entries(), media);
     expect(view.digest).not.toBe(full.digest);
   });

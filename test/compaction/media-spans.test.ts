@@ -6,7 +6,12 @@ import { runAgent, type RunAgentResult } from "../../src/compaction/agent.js";
 import { createModelClient } from "../../src/compaction/client.js";
 import type { Environment } from "../../src/compaction/environment.js";
 import { CompactionError, EvidenceError } from "../../src/compaction/errors.js";
-import { EVIDENCE_SCHEMA_VERSION, rolloutFromEvidence, type CallEvidence, type EvidenceRecord } from "../../src/compaction/evidence.js";
+import {
+  EVIDENCE_SCHEMA_VERSION,
+  rolloutFromEvidence,
+  type CallEvidence,
+  type EvidenceRecord,
+} from "../../src/compaction/evidence.js";
 import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";
 import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld, SPECIAL } from "../../src/compaction/testbed/index.js";
@@ -32,7 +37,11 @@ function evidenceOf(prompt: number[], media: string[], token: number | null): Ev
     view_digest: "sha256:0",
     request_digest: "sha256:1",
     decision: null,
-    view: { input_items: 1, retained: { images: media.length, imageGroups: 1, reasoning: 0 }, omitted: { images: 0, imageGroups: 0, reasoning: 0 } },
+    view: {
+      input_items: 1,
+      retained: { images: media.length, imageGroups: 1, reasoning: 0 },
+      omitted: { images: 0, imageGroups: 0, reasoning: 0 },
+    },
     media,
     appended_items: 0,
     prompt_token_ids: prompt,
@@ -68,10 +77,16 @@ function expectSpansAtPlaceholderRuns(result: RunAgentResult) {
   result.evidence.calls.forEach((call, i) => {
     const prompt = call.prompt_token_ids;
     const media = result.rollout.calls[i].media as MediaItem[];
-    expect(media.map((m) => m.id), call.call_id).toEqual(call.media);
+    expect(
+      media.map((m) => m.id),
+      call.call_id,
+    ).toEqual(call.media);
     for (const { offset, length } of media) {
       expect([prompt[offset - 1], prompt[offset + length]], `${call.call_id} markers`).toEqual([B, E]);
-      expect(prompt.slice(offset, offset + length).every((t) => t === P), `${call.call_id} pads`).toBe(true);
+      expect(
+        prompt.slice(offset, offset + length).every((t) => t === P),
+        `${call.call_id} pads`,
+      ).toBe(true);
     }
     expect(media.reduce((n, m) => n + m.length, 0)).toBe(prompt.filter((t) => t === P).length);
   });
@@ -101,7 +116,9 @@ describe("media spans from evidence", () => {
 
   it("refuses a prompt whose placeholder runs and images shown differ in number", () => {
     expect(() => mediaOf(evidenceOf([1, B, P, E, 2], ["sha256:x", "sha256:y"], P))).toThrow(
-      new EvidenceError("evidence calls[0] (a): prompt_token_ids holds 1 run(s) of the image placeholder token 200031 for 2 image(s) shown"),
+      new EvidenceError(
+        "evidence calls[0] (a): prompt_token_ids holds 1 run(s) of the image placeholder token 200031 for 2 image(s) shown",
+      ),
     );
     expect(() => mediaOf(evidenceOf([P, 1, P], ["sha256:x"], P))).toThrow(/holds 2 run\(s\) .* for 1 image\(s\) shown/);
   });
@@ -125,7 +142,9 @@ function twoImagesPerStep(): Environment {
 
 describe("media spans of the runtime's rollouts", () => {
   it("one image: the task's screenshot at its pad run in the first call", async () => {
-    const result = await withServer({ seed: 11 }, (_server, model) => runAgent({ model, environment: createGridWorld({ seed: 4 }), maxTurns: 1 }));
+    const result = await withServer({ seed: 11 }, (_server, model) =>
+      runAgent({ model, environment: createGridWorld({ seed: 4 }), maxTurns: 1 }),
+    );
     expect(result.evidence.image_placeholder_token).toBe(P);
     const [media] = result.rollout.calls.map((c) => c.media as MediaItem[]);
     expect(media).toEqual([{ id: result.evidence.media[0].id, offset: expect.any(Number), length: 25 }]);
@@ -134,7 +153,9 @@ describe("media spans of the runtime's rollouts", () => {
 
   it("several images, two in one message: one span each, in prompt order", async () => {
     const compaction = { policy: identityPolicy(), schedule: rolling() };
-    const result = await withServer({ seed: 11 }, (_server, model) => runAgent({ model, environment: twoImagesPerStep(), compaction, maxTurns: 4 }));
+    const result = await withServer({ seed: 11 }, (_server, model) =>
+      runAgent({ model, environment: twoImagesPerStep(), compaction, maxTurns: 4 }),
+    );
     const counts = result.rollout.calls.map((c) => c.media!.length);
     expect(counts).toEqual([1, 3, 5, 7]);
     expectSpansAtPlaceholderRuns(result);
@@ -144,8 +165,13 @@ describe("media spans of the runtime's rollouts", () => {
   });
 
   it("images dropped by compaction leave the spans, and fresh contexts are located anew", async () => {
-    const compaction = { policy: recencyPolicy({ images: { keepLastGroups: 1, protectInitialContext: false } }), schedule: rolling() };
-    const result = await withServer({ seed: 11 }, (_server, model) => runAgent({ model, environment: createGridWorld({ seed: 4 }), compaction, maxTurns: 6 }));
+    const compaction = {
+      policy: recencyPolicy({ images: { keepLastGroups: 1, protectInitialContext: false } }),
+      schedule: rolling(),
+    };
+    const result = await withServer({ seed: 11 }, (_server, model) =>
+      runAgent({ model, environment: createGridWorld({ seed: 4 }), compaction, maxTurns: 6 }),
+    );
     const e = result.evidence;
     expectSpansAtPlaceholderRuns(result);
     const fresh = e.calls.filter((c, i) => i > 0 && c.required_prefix_length === 0);
@@ -161,7 +187,11 @@ describe("media spans of the runtime's rollouts", () => {
 
   it("gives every call `media: []` when the model client names no placeholder token", async () => {
     const result = await withServer({ seed: 11 }, (server) =>
-      runAgent({ model: createModelClient({ baseUrl: server.url, model: server.model }), environment: createGridWorld({ seed: 4 }), maxTurns: 3 }),
+      runAgent({
+        model: createModelClient({ baseUrl: server.url, model: server.model }),
+        environment: createGridWorld({ seed: 4 }),
+        maxTurns: 3,
+      }),
     );
     expect(result.evidence.image_placeholder_token).toBeNull();
     expect(result.evidence.calls.every((c) => c.media.length > 0)).toBe(true);
@@ -170,16 +200,29 @@ describe("media spans of the runtime's rollouts", () => {
 
   it("stops at the call whose prompt does not hold the placeholder runs of the images it showed", async () => {
     const run = withServer({ seed: 11 }, (server) =>
-      runAgent({ model: createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: 7 }), environment: createGridWorld({ seed: 4 }), maxTurns: 3 }),
+      runAgent({
+        model: createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: 7 }),
+        environment: createGridWorld({ seed: 4 }),
+        maxTurns: 3,
+      }),
     );
-    await expect(run).rejects.toThrow(new EvidenceError("call agent-c0: prompt_token_ids holds 0 run(s) of the image placeholder token 7 for 1 image(s) shown"));
+    await expect(run).rejects.toThrow(
+      new EvidenceError(
+        "call agent-c0: prompt_token_ids holds 0 run(s) of the image placeholder token 7 for 1 image(s) shown",
+      ),
+    );
   });
 
   it("refuses a placeholder token that is not a token id, from createModelClient or a client of one's own", async () => {
     expect(() => createModelClient({ baseUrl: "http://127.0.0.1:9", model: "m", imagePlaceholderToken: -1 })).toThrow(
       new CompactionError("model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got -1"),
     );
-    const model = { model: "m", imagePlaceholderToken: 1.5, respond: async () => Promise.reject(new Error("sent")), countTokens: async () => 0 };
+    const model = {
+      model: "m",
+      imagePlaceholderToken: 1.5,
+      respond: async () => Promise.reject(new Error("sent")),
+      countTokens: async () => 0,
+    };
     await expect(runAgent({ model, environment: createGridWorld(), maxTurns: 1 })).rejects.toThrow(
       "runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got 1.5",
     );

@@ -37,7 +37,9 @@ describe("the latest-screenshot view", () => {
   });
 
   it("is the identity on a history without images", () => {
-    const plan = latestScreenshotPolicy().plan([{ kind: "user", origin: "initial", turn: -1, seq: 0, parts: [{ type: "text", text: "hi" }] }]);
+    const plan = latestScreenshotPolicy().plan([
+      { kind: "user", origin: "initial", turn: -1, seq: 0, parts: [{ type: "text", text: "hi" }] },
+    ]);
     expect(plan.items).toEqual([{ entry: 0 }]);
   });
 });
@@ -65,12 +67,20 @@ describe("the screen", () => {
 });
 
 /** The same rollout as tokens alone see it. */
-const withoutMedia = (rollout: Rollout): Rollout => ({ ...rollout, calls: rollout.calls.map(({ media: _media, ...call }) => call) });
+const withoutMedia = (rollout: Rollout): Rollout => ({
+  ...rollout,
+  calls: rollout.calls.map(({ media: _media, ...call }) => call),
+});
 
 /** An episode on the screen: no reasoning, so a re-rendered context repeats the earlier tokens exactly. */
 function screenEpisode(): Promise<RunAgentResult> {
   return withServer({ seed: 5, reasoningWords: [0, 0] }, (_server, model) =>
-    runAgent({ model, environment: createScreen(), compaction: { policy: latestScreenshotPolicy(), schedule: rolling() }, maxTurns: 8 }),
+    runAgent({
+      model,
+      environment: createScreen(),
+      compaction: { policy: latestScreenshotPolicy(), schedule: rolling() },
+      maxTurns: 8,
+    }),
   );
 }
 
@@ -84,7 +94,9 @@ describe("a screenshot swapped in place, end to end", () => {
     // The episode has both: keys typed (a new screenshot) and waits (the same one).
     expect([swapped.length > 0, kept.length > 0]).toEqual([true, true]);
     // The controller saw each swap as a rewrite of the first item, yet the prompt kept every token.
-    expect(e.boundaries.map((b) => [b.first_call, b.reason, b.changed_ranges[0]?.old_start])).toEqual(swapped.map((id) => [id, "history_rewritten", 0]));
+    expect(e.boundaries.map((b) => [b.first_call, b.reason, b.changed_ranges[0]?.old_start])).toEqual(
+      swapped.map((id) => [id, "history_rewritten", 0]),
+    );
     for (const id of swapped) {
       const i = e.calls.findIndex((c) => c.call_id === id);
       const previous = [...e.calls[i - 1].prompt_token_ids, ...e.calls[i - 1].generation_token_ids];
@@ -109,13 +121,17 @@ describe("a screenshot swapped in place, end to end", () => {
           // tokens alone put it under the call that saw the old screenshot
           expect(tokenParent.get(id), `${cf.backend} ${id} by tokens`).toBe(e.calls[i - 1].call_id);
         }
-        for (const id of kept) expect(byId.get(id), `${cf.backend} ${id}`).toMatchObject({ root: false, mediaMismatch: false });
-        expect(withMedia.report.diagnostics.filter((d) => d.code === "media_mismatch")).toEqual(swapped.map((call) => ({ code: "media_mismatch", call })));
+        for (const id of kept)
+          expect(byId.get(id), `${cf.backend} ${id}`).toMatchObject({ root: false, mediaMismatch: false });
+        expect(withMedia.report.diagnostics.filter((d) => d.code === "media_mismatch")).toEqual(
+          swapped.map((call) => ({ code: "media_mismatch", call })),
+        );
         expect(tokensOnly.report.diagnostics.some((d) => d.code === "media_mismatch")).toBe(false);
         expect(withMedia.report.roots).toBe(1 + swapped.length);
         expect(tokensOnly.report.roots).toBe(1);
         // each row carries its leaf's screenshot, at the leaf's span
-        for (const row of withMedia.rows) expect(row.media).toEqual(result.rollout.calls.find((c) => c.id === row.leaf)!.media);
+        for (const row of withMedia.rows)
+          expect(row.media).toEqual(result.rollout.calls.find((c) => c.id === row.leaf)!.media);
       } finally {
         withMedia.release();
         tokensOnly.release();

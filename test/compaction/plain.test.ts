@@ -19,25 +19,51 @@ async function plainAgent(url: string, model: string, env: Environment, turns: n
     {
       type: "message",
       role: "user",
-      content: [{ type: "input_text", text: start.text }, ...(start.images ?? []).map((i) => ({ type: "input_image" as const, image_url: dataUrl(i.bytes), detail: "auto" as const }))],
+      content: [
+        { type: "input_text", text: start.text },
+        ...(start.images ?? []).map((i) => ({
+          type: "input_image" as const,
+          image_url: dataUrl(i.bytes),
+          detail: "auto" as const,
+        })),
+      ],
     },
   ];
   for (let turn = 0; turn < turns; turn++) {
     const body = { model, input, instructions: env.instructions, tools: env.tools };
-    const answer = await fetch(`${url}/v1/responses`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const answer = await fetch(`${url}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
     expect(answer.status).toBe(200);
     const response = (await answer.json()) as ResponsesResponse;
     for (const item of response.output as OutputItem[]) {
       if (item.type === "reasoning") input.push({ type: "reasoning", id: item.id, summary: [], content: item.content });
-      if (item.type === "function_call") input.push({ type: "function_call", id: item.id, call_id: item.call_id, name: item.name, arguments: item.arguments });
+      if (item.type === "function_call")
+        input.push({
+          type: "function_call",
+          id: item.id,
+          call_id: item.call_id,
+          name: item.name,
+          arguments: item.arguments,
+        });
     }
     for (const item of response.output) {
       if (item.type !== "function_call") continue;
       const obs = await env.call(item.name, JSON.parse(item.arguments));
       input.push({ type: "function_call_output", call_id: item.call_id, output: obs.text });
       if (obs.images?.length) {
-        const images = obs.images.map((i) => ({ type: "input_image" as const, image_url: dataUrl(i.bytes), detail: "auto" as const }));
-        input.push({ type: "message", role: "user", content: [{ type: "input_text", text: `Observation after ${item.name}:` }, ...images] });
+        const images = obs.images.map((i) => ({
+          type: "input_image" as const,
+          image_url: dataUrl(i.bytes),
+          detail: "auto" as const,
+        }));
+        input.push({
+          type: "message",
+          role: "user",
+          content: [{ type: "input_text", text: `Observation after ${item.name}:` }, ...images],
+        });
       }
     }
   }
@@ -53,7 +79,12 @@ describe("compaction off", () => {
     });
     for (const compaction of [undefined, false] as const) {
       const { sent, result } = await withServer({ seed: 3 }, async (server, model) => {
-        const result = await runAgent({ model, environment: createGridWorld({ seed: 2 }), compaction, maxTurns: TURNS });
+        const result = await runAgent({
+          model,
+          environment: createGridWorld({ seed: 2 }),
+          compaction,
+          maxTurns: TURNS,
+        });
         return { sent: server.requests, result };
       });
       expect(sent.map((r) => [r.path, r.status])).toEqual(reference.map(() => ["/v1/responses", 200]));

@@ -80,29 +80,46 @@ describe("policies", () => {
     expect(gym.config).toEqual({
       type: "recency",
       config: {
-        images: { enabled: true, protect_initial_context: false, keep_last_groups: 1, omission_marker: "[Earlier image omitted]" },
+        images: {
+          enabled: true,
+          protect_initial_context: false,
+          keep_last_groups: 1,
+          omission_marker: "[Earlier image omitted]",
+        },
         reasoning: { enabled: false, keep_first_block: false, keep_last_blocks: 3 },
       },
     });
-    expect(gym.identity).toEqual({ name: "recency", version: "2", config_digest: "6c6b9773ff9f4b425812c584e4cc4d7a97cd51b8068177662bb858968e31764f" });
+    expect(gym.identity).toEqual({
+      name: "recency",
+      version: "2",
+      config_digest: "6c6b9773ff9f4b425812c584e4cc4d7a97cd51b8068177662bb858968e31764f",
+    });
     expect(identityPolicy().config).toEqual({ type: "identity" });
   });
 
   it("keeps the observations the next action responds to, whatever the window (Gym's pending groups)", async () => {
     const { history } = await sampleHistory(3);
     const plan = recencyPolicy({ images: { keepLastGroups: 0, protectInitialContext: false } }).plan(history.entries());
-    expect(plan.items.filter((i) => !i.dropImages && history.at(i.entry).kind === "user" && i.entry > 0).map((i) => i.entry)).toEqual([group(2)]);
+    expect(
+      plan.items.filter((i) => !i.dropImages && history.at(i.entry).kind === "user" && i.entry > 0).map((i) => i.entry),
+    ).toEqual([group(2)]);
     expect(plan.retained.images).toBe(1);
   });
 
   it("refuses a knob of a half that is switched off, and a policy with both halves off (Gym's validators)", () => {
-    expect(() => recencyPolicy({ images: { enabled: false, keepLastGroups: 2 }, reasoning: {} })).toThrow("recency policy: images.keepLastGroups is set but images.enabled is false");
+    expect(() => recencyPolicy({ images: { enabled: false, keepLastGroups: 2 }, reasoning: {} })).toThrow(
+      "recency policy: images.keepLastGroups is set but images.enabled is false",
+    );
     expect(() => recencyPolicy({})).toThrow("recency policy: images or reasoning must be enabled");
   });
 
   it("rejects bad knobs with the knob's name", () => {
     expect(() => recencyPolicy({ images: { keepLastGroups: -1 } })).toThrow(CompactionError);
-    expect(() => recencyPolicy({ images: { keepLastGroups: 1.5 } })).toThrow(/images.keepLastGroups must be a non-negative integer \(got 1.5\)/);
-    expect(() => recencyPolicy({ reasoning: { keepFirstBlock: "yes" as unknown as boolean } })).toThrow(/reasoning.keepFirstBlock must be a boolean/);
+    expect(() => recencyPolicy({ images: { keepLastGroups: 1.5 } })).toThrow(
+      /images.keepLastGroups must be a non-negative integer \(got 1.5\)/,
+    );
+    expect(() => recencyPolicy({ reasoning: { keepFirstBlock: "yes" as unknown as boolean } })).toThrow(
+      /reasoning.keepFirstBlock must be a boolean/,
+    );
   });
 });

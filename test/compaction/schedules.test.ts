@@ -8,7 +8,15 @@ import { sampleHistory } from "./fixtures.js";
 /** Appends one more turn (reasoning, call, output) to a history. */
 function addTurn(history: SemanticHistory, t: number) {
   history.append({ kind: "reasoning", origin: "model", turn: t, id: `rs_x${t}`, text: `more ${t}` });
-  history.append({ kind: "function_call", origin: "model", turn: t, id: `fc_x${t}`, callId: `cx_${t}`, name: "look", arguments: "{}" });
+  history.append({
+    kind: "function_call",
+    origin: "model",
+    turn: t,
+    id: `fc_x${t}`,
+    callId: `cx_${t}`,
+    name: "look",
+    arguments: "{}",
+  });
   history.append({ kind: "function_output", origin: "environment", turn: t, callId: `cx_${t}`, output: "seen" });
 }
 
@@ -58,7 +66,9 @@ describe("schedules", () => {
     s.view(history.entries());
     s.recordCall("c0", 2);
     s.finish();
-    expect(s.chunks()).toEqual([{ chunk: 0, base_entries: 13, first_call: "c0", last_call: "c0", actions: 2, closed_by: "full" }]);
+    expect(s.chunks()).toEqual([
+      { chunk: 0, base_entries: 13, first_call: "c0", last_call: "c0", actions: 2, closed_by: "full" },
+    ]);
   });
 
   it("closes a nonempty chunk early for a guard, and refuses to close an empty one", async () => {

@@ -4,15 +4,33 @@ import { expect } from "vitest";
 import { encode as encodePng } from "fast-png";
 import { createModelClient, type ModelClient } from "../../src/compaction/client.js";
 import type { EvidenceRecord } from "../../src/compaction/evidence.js";
-import { gridWorldRunBody, startGridWorldResources, startModelServer, type GridWorldOptions, type ModelServer, type ModelServerOptions, type ResourcesTestServer } from "../../src/compaction/testbed/index.js";
+import {
+  gridWorldRunBody,
+  startGridWorldResources,
+  startModelServer,
+  type GridWorldOptions,
+  type ModelServer,
+  type ModelServerOptions,
+  type ResourcesTestServer,
+} from "../../src/compaction/testbed/index.js";
 import { runAgent, type RunAgentOptions, type RunAgentResult } from "../../src/compaction/agent.js";
 import { createResourcesServer, jsonObservation } from "../../src/compaction/resources.js";
 import { init, type Callforest, type Rollout } from "../../src/index.js";
 
-export async function withServer<T>(options: ModelServerOptions, fn: (server: ModelServer, model: ModelClient) => Promise<T>): Promise<T> {
+export async function withServer<T>(
+  options: ModelServerOptions,
+  fn: (server: ModelServer, model: ModelClient) => Promise<T>,
+): Promise<T> {
   const server = await startModelServer(options);
   try {
-    return await fn(server, createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: server.imagePlaceholderToken }));
+    return await fn(
+      server,
+      createModelClient({
+        baseUrl: server.url,
+        model: server.model,
+        imagePlaceholderToken: server.imagePlaceholderToken,
+      }),
+    );
   } finally {
     await server.close();
   }
@@ -28,10 +46,18 @@ export async function withResources<T>(fn: (resources: ResourcesTestServer) => P
 }
 
 /** A grid-world episode scored through the test bed's resources server, as Gym's agent runs one. */
-export async function scoredGridWorld(model: ModelClient, grid: GridWorldOptions, options: Omit<RunAgentOptions, "model" | "environment" | "resources">): Promise<RunAgentResult & { resourceRequests: ResourcesTestServer["requests"] }> {
+export async function scoredGridWorld(
+  model: ModelClient,
+  grid: GridWorldOptions,
+  options: Omit<RunAgentOptions, "model" | "environment" | "resources">,
+): Promise<RunAgentResult & { resourceRequests: ResourcesTestServer["requests"] }> {
   return withResources(async (resources) => {
     const runBody = await gridWorldRunBody(grid);
-    const result = await runAgent({ ...options, model, resources: { server: createResourcesServer({ baseUrl: resources.url }), runBody, observe: jsonObservation } });
+    const result = await runAgent({
+      ...options,
+      model,
+      resources: { server: createResourcesServer({ baseUrl: resources.url }), runBody, observe: jsonObservation },
+    });
     return { ...result, resourceRequests: resources.requests };
   });
 }
@@ -77,7 +103,8 @@ export async function expectTrainsOnceAlongLineage(evidence: EvidenceRecord, rol
       const roots = plan.forest.filter((c) => c.root).map((c) => c.id);
       expect(roots, `${cf.backend} roots`).toEqual(expectedRoots(evidence));
       const parents = new Map(plan.forest.map((c) => [c.id, c.parent]));
-      for (const call of evidence.calls) expect(parents.get(call.call_id), `${cf.backend} parent of ${call.call_id}`).toBe(call.parent_call);
+      for (const call of evidence.calls)
+        expect(parents.get(call.call_id), `${cf.backend} parent of ${call.call_id}`).toBe(call.parent_call);
       result = { roots, parents };
     } finally {
       plan.release();

@@ -47,10 +47,26 @@ describe("value checks find a bad value in any lane of any SIMD step", () => {
   it("non-finite logprobs (Float32Array and Float64Array), at every position of generations of 1-40 tokens", () => {
     for (const n of LENGTHS) {
       for (let k = 0; k < n; k++) {
-        for (const [bad, typed] of [[Number.NaN, Float32Array], [Number.POSITIVE_INFINITY, Float32Array], [Number.NEGATIVE_INFINITY, Float64Array], [1e39, Float64Array]] as const) {
+        for (const [bad, typed] of [
+          [Number.NaN, Float32Array],
+          [Number.POSITIVE_INFINITY, Float32Array],
+          [Number.NEGATIVE_INFINITY, Float64Array],
+          [1e39, Float64Array],
+        ] as const) {
           const logprobs = new typed(n).fill(-1);
           logprobs[k] = bad;
-          const rollout = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: Int32Array.of(1, 2), generation_token_ids: Int32Array.from(range(n, 3)), generation_log_probs: logprobs }] };
+          const rollout = {
+            rollout_id: "r",
+            reward: 0,
+            calls: [
+              {
+                id: "c",
+                prompt_token_ids: Int32Array.of(1, 2),
+                generation_token_ids: Int32Array.from(range(n, 3)),
+                generation_log_probs: logprobs,
+              },
+            ],
+          };
           const why = bad === 1e39 ? "1e+39 overflows float32" : `${String(bad)} is not a finite number`;
           expectEverywhere(rollout, `invalid_logprob: call "c" (calls[0]): generation_log_probs[${k}] = ${why}`);
         }
@@ -62,45 +78,127 @@ describe("value checks find a bad value in any lane of any SIMD step", () => {
     // Plain logprobs stage every call (copied into the core); Float32Array ones let the TS core
     // read the typed arrays in place, where the tree walk crosses from prompt to generation.
     for (const logprobs of [() => [-1], () => Float32Array.of(-1)]) {
-      const first = { id: "a", prompt_token_ids: Int32Array.from(range(24, 100)), generation_token_ids: Int32Array.of(7), generation_log_probs: logprobs() };
+      const first = {
+        id: "a",
+        prompt_token_ids: Int32Array.from(range(24, 100)),
+        generation_token_ids: Int32Array.of(7),
+        generation_log_probs: logprobs(),
+      };
       for (const n of LENGTHS) {
         for (let k = 0; k < n; k++) {
           const generation = Int32Array.from(range(n, 3));
           generation[k] = -5;
-          const fresh = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: Int32Array.of(1), generation_token_ids: generation, generation_log_probs: new Float32Array(n) }] };
-          expectEverywhere(fresh, `invalid_token: call "c" (calls[0]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`);
+          const fresh = {
+            rollout_id: "r",
+            reward: 0,
+            calls: [
+              {
+                id: "c",
+                prompt_token_ids: Int32Array.of(1),
+                generation_token_ids: generation,
+                generation_log_probs: new Float32Array(n),
+              },
+            ],
+          };
+          expectEverywhere(
+            fresh,
+            `invalid_token: call "c" (calls[0]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`,
+          );
           // The prompt resends a's 25 tokens, then n new ones with the bad one among them.
           const prompt = Int32Array.from([...first.prompt_token_ids, 7, ...range(n, 500)]);
           prompt[25 + k] = -5;
-          const continued = { rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: prompt, generation_token_ids: Int32Array.of(9), generation_log_probs: logprobs() }] };
-          expectEverywhere(continued, `invalid_token: call "c" (calls[1]): prompt_token_ids[${25 + k}] is -5, not an integer in [0, 2^31-1]`);
+          const continued = {
+            rollout_id: "r",
+            reward: 0,
+            calls: [
+              first,
+              {
+                id: "c",
+                prompt_token_ids: prompt,
+                generation_token_ids: Int32Array.of(9),
+                generation_log_probs: logprobs(),
+              },
+            ],
+          };
+          expectEverywhere(
+            continued,
+            `invalid_token: call "c" (calls[1]): prompt_token_ids[${25 + k}] is -5, not an integer in [0, 2^31-1]`,
+          );
           // The same prefix, then the bad token in the generation, past the seam.
           const tail = Int32Array.from(range(n, 600));
           tail[k] = -5;
-          const pastSeam = { rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: Int32Array.from([...first.prompt_token_ids, 7]), generation_token_ids: tail, generation_log_probs: Float32Array.from(tail, () => -1) }] };
-          expectEverywhere(pastSeam, `invalid_token: call "c" (calls[1]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`);
+          const pastSeam = {
+            rollout_id: "r",
+            reward: 0,
+            calls: [
+              first,
+              {
+                id: "c",
+                prompt_token_ids: Int32Array.from([...first.prompt_token_ids, 7]),
+                generation_token_ids: tail,
+                generation_log_probs: Float32Array.from(tail, () => -1),
+              },
+            ],
+          };
+          expectEverywhere(
+            pastSeam,
+            `invalid_token: call "c" (calls[1]): generation_token_ids[${k}] is -5, not an integer in [0, 2^31-1]`,
+          );
         }
       }
     }
   });
 
   it("in typed arrays a bad token outranks a NaN logprob, and a NaN logprob is found after a shared prefix", () => {
-    const first = { id: "a", prompt_token_ids: Int32Array.of(1, 2, 3), generation_token_ids: Int32Array.of(4), generation_log_probs: Float32Array.of(-1) };
-    const second = (generation: Int32Array, logprobs: Float32Array) => ({ rollout_id: "r", reward: 0, calls: [first, { id: "c", prompt_token_ids: Int32Array.of(1, 2, 3, 4, 5), generation_token_ids: generation, generation_log_probs: logprobs }] });
-    expectEverywhere(second(Int32Array.of(6, -1), Float32Array.of(NaN, -1)), 'invalid_token: call "c" (calls[1]): generation_token_ids[1] is -1, not an integer in [0, 2^31-1]');
-    expectEverywhere(second(Int32Array.of(6, 7), Float32Array.of(-1, NaN)), 'invalid_logprob: call "c" (calls[1]): generation_log_probs[1] = NaN is not a finite number');
+    const first = {
+      id: "a",
+      prompt_token_ids: Int32Array.of(1, 2, 3),
+      generation_token_ids: Int32Array.of(4),
+      generation_log_probs: Float32Array.of(-1),
+    };
+    const second = (generation: Int32Array, logprobs: Float32Array) => ({
+      rollout_id: "r",
+      reward: 0,
+      calls: [
+        first,
+        {
+          id: "c",
+          prompt_token_ids: Int32Array.of(1, 2, 3, 4, 5),
+          generation_token_ids: generation,
+          generation_log_probs: logprobs,
+        },
+      ],
+    });
+    expectEverywhere(
+      second(Int32Array.of(6, -1), Float32Array.of(NaN, -1)),
+      'invalid_token: call "c" (calls[1]): generation_token_ids[1] is -1, not an integer in [0, 2^31-1]',
+    );
+    expectEverywhere(
+      second(Int32Array.of(6, 7), Float32Array.of(-1, NaN)),
+      'invalid_logprob: call "c" (calls[1]): generation_log_probs[1] = NaN is not a finite number',
+    );
   });
 });
 
 describe("ambiguous_parent", () => {
   it("names the two tied calls, counting unkept and empty calls before them", () => {
     const call = (id: string, agent: string, prompt: number[], generation: number[], kept = true) => ({
-      id, agent, kept, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -1),
+      id,
+      agent,
+      kept,
+      prompt_token_ids: prompt,
+      generation_token_ids: generation,
+      generation_log_probs: generation.map(() => -1),
     });
     const rollout = {
       rollout_id: "r",
       reward: 0,
-      agents: [{ id: "L", parent: null }, { id: "A", parent: "L" }, { id: "B", parent: "L" }, { id: "C", parent: null }],
+      agents: [
+        { id: "L", parent: null },
+        { id: "A", parent: "L" },
+        { id: "B", parent: "L" },
+        { id: "C", parent: null },
+      ],
       calls: [
         call("retry", "L", [1], [2], false),
         call("empty", "L", [1], []),
@@ -118,17 +216,29 @@ describe("ambiguous_parent", () => {
 
   it("is settled by the parent agent's candidate, also when that agent is the first listed", () => {
     const call = (id: string, agent: string, prompt: number[], generation: number[]) => ({
-      id, agent, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -1),
+      id,
+      agent,
+      prompt_token_ids: prompt,
+      generation_token_ids: generation,
+      generation_log_probs: generation.map(() => -1),
     });
     const rollout = {
       rollout_id: "r",
       reward: 0,
-      agents: [{ id: "L", parent: null }, { id: "B", parent: "L" }, { id: "F", parent: "L" }],
+      agents: [
+        { id: "L", parent: null },
+        { id: "B", parent: "L" },
+        { id: "F", parent: "L" },
+      ],
       calls: [call("l1", "L", [1], [2]), call("b1", "B", [1], [2]), call("f1", "F", [1, 2, 3], [4])],
     };
     for (const { name, cf } of backends) {
       const plan = cf.plan(rollout);
-      expect([name, plan.report.status, plan.rows.map((row) => row.calls.join(","))]).toEqual([name, "ok", ["b1", "l1,f1"]]);
+      expect([name, plan.report.status, plan.rows.map((row) => row.calls.join(","))]).toEqual([
+        name,
+        "ok",
+        ["b1", "l1,f1"],
+      ]);
       plan.release();
     }
   });
@@ -142,15 +252,31 @@ describe("prefix comparison", () => {
       for (let breakAt = 0; breakAt < length; breakAt++) {
         const run = Array<number>(length).fill(5);
         const broken = run.map((token, i) => (i < breakAt ? token : 6));
-        for (const [first, second] of [[run, broken], [broken, run]]) {
-          const call = (id: string, prompt: number[], generation: number[]) => ({ id, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -1) });
-          const rollout = { rollout_id: "r", reward: 0, calls: [call("c1", first, [7]), call("c2", second, [7]), call("c3", [...second, 7, 9], [8])] };
-          const want = [["c1", [...first, 7]], ["c2,c3", [...second, 7, 9, 8]]];
+        for (const [first, second] of [
+          [run, broken],
+          [broken, run],
+        ]) {
+          const call = (id: string, prompt: number[], generation: number[]) => ({
+            id,
+            prompt_token_ids: prompt,
+            generation_token_ids: generation,
+            generation_log_probs: generation.map(() => -1),
+          });
+          const rollout = {
+            rollout_id: "r",
+            reward: 0,
+            calls: [call("c1", first, [7]), call("c2", second, [7]), call("c3", [...second, 7, 9], [8])],
+          };
+          const want = [
+            ["c1", [...first, 7]],
+            ["c2,c3", [...second, 7, 9, 8]],
+          ];
           for (const { name, cf } of backends) {
             const plan = cf.plan(rollout);
             const got = plan.rows.map((row) => [row.calls.join(","), Array.from(row.tokenIds)]);
             plan.release();
-            if (JSON.stringify(got) !== JSON.stringify(want)) expect([name, length, breakAt, got]).toEqual([name, length, breakAt, want]);
+            if (JSON.stringify(got) !== JSON.stringify(want))
+              expect([name, length, breakAt, got]).toEqual([name, length, breakAt, want]);
           }
         }
       }
@@ -161,7 +287,9 @@ describe("prefix comparison", () => {
 describe("release()", () => {
   it("twice gives the instance back once: two later plans never share memory", () => {
     const small = (id: string, token: number): Rollout => ({
-      rollout_id: id, reward: 0, calls: [{ id: "c", prompt_token_ids: [token, token], generation_token_ids: [token], generation_log_probs: [-1] }],
+      rollout_id: id,
+      reward: 0,
+      calls: [{ id: "c", prompt_token_ids: [token, token], generation_token_ids: [token], generation_log_probs: [-1] }],
     });
     for (const { name, cf } of backends) {
       const p = cf.plan(small("p", 1));
@@ -169,12 +297,24 @@ describe("release()", () => {
       p.release();
       const q = cf.plan(small("q", 2));
       const r = cf.plan(small("r", 3));
-      expect([name, Array.from(q.rows[0].tokenIds), Array.from(r.rows[0].tokenIds)]).toEqual([name, [2, 2, 2], [3, 3, 3]]);
+      expect([name, Array.from(q.rows[0].tokenIds), Array.from(r.rows[0].tokenIds)]).toEqual([
+        name,
+        [2, 2, 2],
+        [3, 3, 3],
+      ]);
       // A row kept past release() is empty, on every backend: never another rollout's tokens.
       const row = p.rows[0];
-      expect([name, row.tokenIds.length, row.logprobs.length, row.lossMask.length, row.rolloutId]).toEqual([name, 0, 0, 0, "p"]);
+      expect([name, row.tokenIds.length, row.logprobs.length, row.lossMask.length, row.rolloutId]).toEqual([
+        name,
+        0,
+        0,
+        0,
+        "p",
+      ]);
       // ... and writing it says so, rather than writing a row without tokens.
-      expect(() => rowToJson(row)).toThrow('row 0 of "p": its arrays do not hold its 3 tokens (was its plan released? write rows before release())');
+      expect(() => rowToJson(row)).toThrow(
+        'row 0 of "p": its arrays do not hold its 3 tokens (was its plan released? write rows before release())',
+      );
       if (name !== "ts") expect(r.rows[0].tokenIds.buffer).not.toBe(q.rows[0].tokenIds.buffer);
       q.release();
       r.release();
@@ -186,7 +326,10 @@ describe("release()", () => {
       const plan = cf.plan(loadExample());
       const rows = plan.rows;
       plan.release();
-      expect([name, rows.map((row) => [row.tokenIds.length, row.logprobs.length, row.lossMask.length])]).toEqual([name, rows.map(() => [0, 0, 0])]);
+      expect([name, rows.map((row) => [row.tokenIds.length, row.logprobs.length, row.lossMask.length])]).toEqual([
+        name,
+        rows.map(() => [0, 0, 0]),
+      ]);
       expect([name, rows.map((row) => row.numTokens)]).toEqual([name, [8, 8, 19, 19, 9]]);
     }
   });
@@ -197,7 +340,12 @@ describe("the builder", () => {
   const contents = (plan: Plan) => ({
     report: plan.report,
     forest: plan.forest,
-    rows: plan.rows.map((row) => ({ ...row, tokenIds: Array.from(row.tokenIds), logprobs: Array.from(row.logprobs), lossMask: Array.from(row.lossMask) })),
+    rows: plan.rows.map((row) => ({
+      ...row,
+      tokenIds: Array.from(row.tokenIds),
+      logprobs: Array.from(row.logprobs),
+      lossMask: Array.from(row.lossMask),
+    })),
   });
 
   it("gives plan()'s report, forest and rows on generated forests, on every backend", () => {
@@ -217,7 +365,11 @@ describe("the builder", () => {
 });
 
 describe("misuse of the API", () => {
-  const good: Rollout = { rollout_id: "r", reward: 0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] };
+  const good: Rollout = {
+    rollout_id: "r",
+    reward: 0,
+    calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+  };
 
   it("plan options: null is none; a line that is not a positive integer is a TypeError", () => {
     for (const { name, cf } of backends) {
@@ -230,7 +382,14 @@ describe("misuse of the API", () => {
   });
 
   it("a caller's getter that throws passes its error on, even a RangeError (it is not rollout_too_large), and gives its core back", () => {
-    const call = { id: "c", prompt_token_ids: [1], generation_log_probs: [-1], get generation_token_ids(): number[] { throw new RangeError("my bug"); } };
+    const call = {
+      id: "c",
+      prompt_token_ids: [1],
+      generation_log_probs: [-1],
+      get generation_token_ids(): number[] {
+        throw new RangeError("my bug");
+      },
+    };
     for (const { name, cf } of backends) {
       // The memory a plan's rows are views into: the same buffer again means the same pooled core.
       const memoryOf = () => {
@@ -243,40 +402,65 @@ describe("misuse of the API", () => {
       expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
       // Read once to size the plan, then it throws: by then a core was taken.
       let reads = 0;
-      const late = { id: "c", prompt_token_ids: [1], generation_log_probs: [-1], get generation_token_ids(): number[] { if (reads++ > 0) throw new RangeError("my late bug"); return [2]; } };
+      const late = {
+        id: "c",
+        prompt_token_ids: [1],
+        generation_log_probs: [-1],
+        get generation_token_ids(): number[] {
+          if (reads++ > 0) throw new RangeError("my late bug");
+          return [2];
+        },
+      };
       expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [late] })).toThrow("my late bug");
       expect([name, reads, memoryOf() === before]).toEqual([name, 2, true]);
     }
   });
 
   it("init() refuses what is not an options object, and checks every option whatever the backend", async () => {
-    await expect(init(null as never)).rejects.toThrow(new TypeError('init() takes an options object such as { backend: "ts" }, got null'));
-    await expect(init("ts" as never)).rejects.toThrow(new TypeError('init() takes an options object such as { backend: "ts" }, got "ts"'));
+    await expect(init(null as never)).rejects.toThrow(
+      new TypeError('init() takes an options object such as { backend: "ts" }, got null'),
+    );
+    await expect(init("ts" as never)).rejects.toThrow(
+      new TypeError('init() takes an options object such as { backend: "ts" }, got "ts"'),
+    );
     // Misused options are TypeErrors (a maxMemory number out of range a RangeError), as Node's own checks.
     for (const [options, message] of [
       [{ backend: "ts", simd: "x" }, 'simd must be true or false, got "x"'],
       [{ simd: "x" }, 'simd must be true or false, got "x"'],
       [{ backend: "gpu" }, 'unknown backend "gpu" (expected "wasm" or "ts")'],
       [{ maxMemory: "16" }, 'maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got "16"'],
-      [{ backend: "ts", maxMemory: true }, "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got true"],
+      [
+        { backend: "ts", maxMemory: true },
+        "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got true",
+      ],
     ] as const) {
       const error = await init(options as never).catch((e: unknown) => e);
       expect([options, error instanceof TypeError, (error as Error).message]).toEqual([options, true, message]);
     }
     const range = await init({ backend: "ts", maxMemory: 0.5 }).catch((e: unknown) => e);
-    expect([range instanceof RangeError, (range as Error).message]).toEqual([true, "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got 0.5"]);
+    expect([range instanceof RangeError, (range as Error).message]).toEqual([
+      true,
+      "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got 0.5",
+    ]);
     // The browser entry's own option (its loader runs here too: it uses no Node built-in).
     const url = await browserInit({ wasmUrl: "core.wasm" as never }).catch((e: unknown) => e);
-    expect([url instanceof TypeError, (url as Error).message]).toEqual([true, "wasmUrl must be a function from simd (true or false) to the .wasm file's URL, got string"]);
+    expect([url instanceof TypeError, (url as Error).message]).toEqual([
+      true,
+      "wasmUrl must be a function from simd (true or false) to the .wasm file's URL, got string",
+    ]);
   });
 
   it("the builder: stage() lengths that are not non-negative integers are a RangeError saying what they were", () => {
     for (const { cf } of backends) {
       const b = cf.builder({ rollout_id: "r", reward: 0 });
-      expect(() => b.stage("3" as never, 0)).toThrow(new RangeError('promptLength must be a non-negative integer, got "3"'));
+      expect(() => b.stage("3" as never, 0)).toThrow(
+        new RangeError('promptLength must be a non-negative integer, got "3"'),
+      );
       expect(() => b.stage(1, -1)).toThrow(new RangeError("generationLength must be a non-negative integer, got -1"));
       expect(() => b.stage(1.5, 0)).toThrow(new RangeError("promptLength must be a non-negative integer, got 1.5"));
-      expect(() => b.stage(2 ** 31, 0)).toThrow(new RangeError(`a call holds at most 2^31-1 tokens, got ${2 ** 31} + 0`));
+      expect(() => b.stage(2 ** 31, 0)).toThrow(
+        new RangeError(`a call holds at most 2^31-1 tokens, got ${2 ** 31} + 0`),
+      );
     }
   });
 
@@ -286,7 +470,11 @@ describe("misuse of the API", () => {
       const slot = b.stage(1, 1);
       slot.promptTokenIds.set([1]);
       slot.generationTokenIds.set([2]);
-      const meta = { get id(): string { throw new Error("my getter"); } };
+      const meta = {
+        get id(): string {
+          throw new Error("my getter");
+        },
+      };
       expect(() => b.commit(meta)).toThrow("my getter");
       expect(b.commit({ id: "c" })).toBe(true);
       const plan = b.finish();
@@ -300,25 +488,43 @@ describe("misuse of the API", () => {
       const b = cf.builder({ rollout_id: "r", reward: 0 });
       expect(() => b.commit({ id: "early" })).toThrow("commit() needs a stage() first");
       b.stage(1, 1);
-      expect(() => b.commit(undefined as never)).toThrow("commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got undefined");
+      expect(() => b.commit(undefined as never)).toThrow(
+        "commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got undefined",
+      );
       const slot = b.stage(1, 1);
       slot.promptTokenIds.set([1]);
       slot.generationTokenIds.set([2]);
       expect(b.commit({ id: "c", kept: "no" as never })).toBe(false);
       const plan = b.finish();
-      expect([name, plan.report.calls, plan.report.reason, plan.report.detail]).toEqual([name, 1, "invalid_rollout", 'call "c" (calls[0]): kept must be a boolean, got "no"']);
+      expect([name, plan.report.calls, plan.report.reason, plan.report.detail]).toEqual([
+        name,
+        1,
+        "invalid_rollout",
+        'call "c" (calls[0]): kept must be a boolean, got "no"',
+      ]);
     }
   });
 
   it("the builder checks a call's id and agent with plan()'s words, and finish()'s options as plan() does", () => {
     for (const { name, cf } of backends) {
-      for (const [meta, field] of [[{ id: "" }, "id"], [{ id: "c", agent: 5 }, "agent"]] as const) {
+      for (const [meta, field] of [
+        [{ id: "" }, "id"],
+        [{ id: "c", agent: 5 }, "agent"],
+      ] as const) {
         const b = cf.builder({ rollout_id: "r", reward: 0 });
         b.stage(1, 1);
         expect(b.commit(meta as never)).toBe(false);
         const built = b.finish().report.detail!;
-        const planned = cf.plan({ rollout_id: "r", reward: 0, calls: [{ ...meta, prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] });
-        expect([name, field, built.slice(built.indexOf(": "))]).toEqual([name, field, planned.report.detail!.slice(planned.report.detail!.indexOf(": "))]);
+        const planned = cf.plan({
+          rollout_id: "r",
+          reward: 0,
+          calls: [{ ...meta, prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+        });
+        expect([name, field, built.slice(built.indexOf(": "))]).toEqual([
+          name,
+          field,
+          planned.report.detail!.slice(planned.report.detail!.indexOf(": ")),
+        ]);
         planned.release();
       }
       const b = cf.builder({ rollout_id: "r", reward: 0 });
@@ -355,7 +561,15 @@ describe("misuse of the API", () => {
     const large: Rollout = {
       rollout_id: "large",
       reward: 0,
-      calls: [{ id: "c", agent: "main", prompt_token_ids: new Int32Array(2_000_000).fill(7), generation_token_ids: [1], generation_log_probs: [-1] }],
+      calls: [
+        {
+          id: "c",
+          agent: "main",
+          prompt_token_ids: new Int32Array(2_000_000).fill(7),
+          generation_token_ids: [1],
+          generation_log_probs: [-1],
+        },
+      ],
     };
     for (const [name, pool] of pools) {
       // The memory a plan's rows are views into: the same buffer again means the same core.
@@ -377,15 +591,25 @@ describe("misuse of the API", () => {
   it("the WebAssembly builds export the commit() codes the host reads them by", () => {
     for (const build of ["core-simd", "core-scalar"]) {
       const module = new WebAssembly.Module(readFileSync(new URL(`../../build/${build}.wasm`, import.meta.url)));
-      const exports = new WebAssembly.Instance(module, { env: { abort() {} } }).exports as Record<string, WebAssembly.Global>;
-      const codes = Object.fromEntries(["AMBIGUOUS_PARENT", "INVALID_TOKEN", "INVALID_LOGPROB", "NOT_LINKED"].map((name) => [name, exports[name]?.value]));
+      const exports = new WebAssembly.Instance(module, { env: { abort() {} } }).exports as Record<
+        string,
+        WebAssembly.Global
+      >;
+      const codes = Object.fromEntries(
+        ["AMBIGUOUS_PARENT", "INVALID_TOKEN", "INVALID_LOGPROB", "NOT_LINKED"].map((name) => [
+          name,
+          exports[name]?.value,
+        ]),
+      );
       expect([build, codes]).toEqual([build, { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED }]);
     }
   });
 
   it("an agent without a string id is refused saying what it got", () => {
     for (const { name, cf } of backends) {
-      const details = [[{ id: 5 }], [{ mode: "fork" }], [7]].map((agents) => cf.plan({ rollout_id: "r", reward: 0, agents, calls: [] } as never).report.detail);
+      const details = [[{ id: 5 }], [{ mode: "fork" }], [7]].map(
+        (agents) => cf.plan({ rollout_id: "r", reward: 0, agents, calls: [] } as never).report.detail,
+      );
       expect([name, ...details]).toEqual([
         name,
         "agents[0].id must be a string, got 5",
@@ -419,10 +643,19 @@ describe("misuse of the API", () => {
 
   it("no core instance to be had (as with too many live plans) is an error naming the cause, not rollout_too_large", () => {
     // A module whose instantiation fails (it imports a function nobody gives it).
-    const failing = new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 12, 1, 3, 101, 110, 118, 4, 110, 111, 112, 101, 0, 0]));
+    const failing = new WebAssembly.Module(
+      new Uint8Array([
+        0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 12, 1, 3, 101, 110, 118, 4, 110, 111, 112, 101, 0, 0,
+      ]),
+    );
     const pool = new WasmCorePool(failing);
     expect(() => planRollout(() => pool.acquire(), good)).toThrow(CoreUnavailableError);
-    expect(() => planRollout(() => pool.acquire(), good)).toThrow(/^cannot create another WebAssembly core instance \(each reserves address space; 0 plans of this init\(\) are not released, and a limit such as ulimit -v counts every instance\): /);
-    expect(failureOf(new CoreUnavailableError("cannot create another WebAssembly core instance (...)"))).toEqual({ exitCode: 2, message: "cannot create another WebAssembly core instance (...)" });
+    expect(() => planRollout(() => pool.acquire(), good)).toThrow(
+      /^cannot create another WebAssembly core instance \(each reserves address space; 0 plans of this init\(\) are not released, and a limit such as ulimit -v counts every instance\): /,
+    );
+    expect(failureOf(new CoreUnavailableError("cannot create another WebAssembly core instance (...)"))).toEqual({
+      exitCode: 2,
+      message: "cannot create another WebAssembly core instance (...)",
+    });
   });
 });

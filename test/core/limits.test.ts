@@ -21,20 +21,36 @@ const reasonOf = (report: { status: string; reason?: string }) => report.reason 
 describe("odd token arrays", () => {
   it("a negative token in an Int32Array is invalid_token at once (the TS core once followed another node's child)", async () => {
     const t = 3 - 2 ** 31;
-    const typed = (id: string, gen: number[]) => ({ ...call(id, new Int32Array(0), Int32Array.from(gen)), generation_log_probs: new Float32Array(gen.length) });
-    const rollout = { rollout_id: "neg", reward: 0, calls: [typed("X", [1, 2, 3, 4]), typed("X2", [7, 3, 8]), typed("P", [1, 2]), typed("F", [7, t, 9])] };
+    const typed = (id: string, gen: number[]) => ({
+      ...call(id, new Int32Array(0), Int32Array.from(gen)),
+      generation_log_probs: new Float32Array(gen.length),
+    });
+    const rollout = {
+      rollout_id: "neg",
+      reward: 0,
+      calls: [typed("X", [1, 2, 3, 4]), typed("X2", [7, 3, 8]), typed("P", [1, 2]), typed("F", [7, t, 9])],
+    };
     for (const backend of BACKENDS) {
       const plan = (await init({ backend })).plan(rollout);
-      expect([backend, plan.report.reason, plan.report.detail]).toEqual([backend, "invalid_token", `call "F" (calls[3]): generation_token_ids[1] is ${t}, not an integer in [0, 2^31-1]`]);
+      expect([backend, plan.report.reason, plan.report.detail]).toEqual([
+        backend,
+        "invalid_token",
+        `call "F" (calls[3]): generation_token_ids[1] is ${t}, not an integer in [0, 2^31-1]`,
+      ]);
     }
   });
 
   it("a BigInt or a Symbol among plain token ids is invalid_token, not an exception", async () => {
     for (const backend of BACKENDS) {
       const cf = await init({ backend });
-      for (const [value, shown] of [[5n, "5n"], [Symbol("s"), "symbol"]] as const) {
+      for (const [value, shown] of [
+        [5n, "5n"],
+        [Symbol("s"), "symbol"],
+      ] as const) {
         const plan = cf.plan({ rollout_id: "r", reward: 0, calls: [call("a", [1, value as unknown as number], [2])] });
-        expect(plan.report.detail).toBe(`call "a" (calls[0]): prompt_token_ids[1] is ${shown}, not an integer in [0, 2^31-1]`);
+        expect(plan.report.detail).toBe(
+          `call "a" (calls[0]): prompt_token_ids[1] is ${shown}, not an integer in [0, 2^31-1]`,
+        );
       }
     }
   });
@@ -44,7 +60,9 @@ describe("odd token arrays", () => {
       const cf = await init({ backend });
       for (const prompt of [[1, -2], Int32Array.of(1, -2)]) {
         const plan = cf.plan({ rollout_id: "r", reward: 0, calls: [call("a", prompt, [1.5])] });
-        expect(plan.report.detail).toBe('call "a" (calls[0]): prompt_token_ids[1] is -2, not an integer in [0, 2^31-1]');
+        expect(plan.report.detail).toBe(
+          'call "a" (calls[0]): prompt_token_ids[1] is -2, not an integer in [0, 2^31-1]',
+        );
       }
     }
   });
@@ -55,7 +73,9 @@ describe("odd token arrays", () => {
     sparse.length = 2 ** 32 - 1;
     for (const backend of BACKENDS) {
       const plan = (await init({ backend })).plan({ rollout_id: "r", reward: 0, calls: [call("a", sparse, [1])] });
-      expect(plan.report.detail).toBe(`the rollout does not fit in one core's memory (a call of ${2 ** 32} tokens: a core holds at most 2^31-1 tokens a call)`);
+      expect(plan.report.detail).toBe(
+        `the rollout does not fit in one core's memory (a call of ${2 ** 32} tokens: a core holds at most 2^31-1 tokens a call)`,
+      );
     }
   });
 });
@@ -70,7 +90,9 @@ describe("memory limits (init({ maxMemory }))", () => {
 
   it("refuses a maxMemory that is not a positive whole number of bytes", async () => {
     for (const maxMemory of [1.5, 0, -1, Number.NaN, 2 ** 53 + 2]) {
-      await expect(init({ maxMemory })).rejects.toThrow(`maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${maxMemory}`);
+      await expect(init({ maxMemory })).rejects.toThrow(
+        `maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${maxMemory}`,
+      );
     }
   });
 
@@ -79,29 +101,53 @@ describe("memory limits (init({ maxMemory }))", () => {
     for (const backend of BACKENDS) {
       const cf = await init({ backend, maxMemory: 16 * MiB });
       const plan = cf.plan(big);
-      expect([backend, plan.report.status, plan.report.reason, plan.rows.length]).toEqual([backend, "rejected", "rollout_too_large", 0]);
+      expect([backend, plan.report.status, plan.report.reason, plan.rows.length]).toEqual([
+        backend,
+        "rejected",
+        "rollout_too_large",
+        0,
+      ]);
       // Refused before the call is copied in: its tokens alone need more than the core may hold.
       const bytes = backend === "ts" ? 12 * 5_000_001 : 16 * 5_000_001;
-      expect(plan.report.detail).toBe(`the rollout does not fit in one core's memory (its longest call has 5000001 tokens, which need at least ${bytes} bytes of core memory, more than its 16777216)`);
+      expect(plan.report.detail).toBe(
+        `the rollout does not fit in one core's memory (its longest call has 5000001 tokens, which need at least ${bytes} bytes of core memory, more than its 16777216)`,
+      );
       // The builder too, however large a call it is asked to stage, and the next rollout plans.
       const builder = cf.builder({ rollout_id: "staged", reward: 0 });
       builder.stage(5_000_000, 1);
       expect(builder.commit({ id: "a" })).toBe(false);
       expect([backend, builder.finish().report.reason]).toEqual([backend, "rollout_too_large"]);
-      expect([backend, reasonOf(cf.plan({ rollout_id: "small", reward: 0, calls: [call("a", [1, 2], [3])] }).report)]).toEqual([backend, "ok"]);
+      expect([
+        backend,
+        reasonOf(cf.plan({ rollout_id: "small", reward: 0, calls: [call("a", [1, 2], [3])] }).report),
+      ]).toEqual([backend, "ok"]);
     }
     // Size hints are only hints: unkept retries hinting 24 MB of logprobs do not make a 16 MiB core refuse a small rollout.
-    const retries = Array.from({ length: 6 }, (_, i) => ({ ...call(`r${i}`, [], new Int32Array(1_000_000).fill(3)), kept: false, generation_log_probs: new Float32Array(1_000_000) }));
+    const retries = Array.from({ length: 6 }, (_, i) => ({
+      ...call(`r${i}`, [], new Int32Array(1_000_000).fill(3)),
+      kept: false,
+      generation_log_probs: new Float32Array(1_000_000),
+    }));
     for (const backend of BACKENDS) {
-      const plan = (await init({ backend, maxMemory: 16 * MiB })).plan({ rollout_id: "hinted", reward: 0, calls: [...retries, call("a", [1, 2], [3])] });
+      const plan = (await init({ backend, maxMemory: 16 * MiB })).plan({
+        rollout_id: "hinted",
+        reward: 0,
+        calls: [...retries, call("a", [1, 2], [3])],
+      });
       expect([backend, reasonOf(plan.report)]).toEqual([backend, "ok"]);
     }
     // The default is 4 GiB on both; the TS backend checks maxMemory as the WASM one does.
-    await expect(init({ backend: "ts", maxMemory: -1 })).rejects.toThrow("maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got -1");
+    await expect(init({ backend: "ts", maxMemory: -1 })).rejects.toThrow(
+      "maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got -1",
+    );
   });
 
   it("size hints never make a rollout too large: a big unkept retry among many calls fits under 64 MiB", async () => {
-    const retry = { ...call("retry", new Int32Array(0), new Int32Array(4_150_000).fill(3)), kept: false, generation_log_probs: new Float32Array(4_150_000).fill(-1) };
+    const retry = {
+      ...call("retry", new Int32Array(0), new Int32Array(4_150_000).fill(3)),
+      kept: false,
+      generation_log_probs: new Float32Array(4_150_000).fill(-1),
+    };
     const empties = Array.from({ length: 20_000 }, (_, i) => ({ ...call(`e${i}`, [], []), kept: false }));
     const rollout = { rollout_id: "r", reward: 1, calls: [retry, ...empties, call("a", [1, 2], [3])] };
     for (const backend of BACKENDS) {
@@ -115,7 +161,12 @@ describe("memory limits (init({ maxMemory }))", () => {
     const longGeneration = {
       rollout_id: "B",
       reward: 1,
-      calls: [{ ...call("b", [], new Int32Array(1_900_000).fill(5)), generation_log_probs: new Float32Array(1_900_000).fill(-1) }],
+      calls: [
+        {
+          ...call("b", [], new Int32Array(1_900_000).fill(5)),
+          generation_log_probs: new Float32Array(1_900_000).fill(-1),
+        },
+      ],
     };
     const cf = await init({ maxMemory: 64 * MiB });
     for (const rollout of [longPrompt, longGeneration, longPrompt, longGeneration]) {
@@ -130,7 +181,20 @@ describe("memory limits (init({ maxMemory }))", () => {
       reward: 0,
       calls: [call("r", root, [7]), ...Array.from({ length: 1200 }, (_, k) => call(`c${k}`, [...root, 7], [5000 + k]))],
     };
-    for (const rollout of [wide, { ...longPrompt, calls: [call("b", Int32Array.from({ length: 3_500_000 }, (_, i) => i), [1])] }, wide]) {
+    for (const rollout of [
+      wide,
+      {
+        ...longPrompt,
+        calls: [
+          call(
+            "b",
+            Int32Array.from({ length: 3_500_000 }, (_, i) => i),
+            [1],
+          ),
+        ],
+      },
+      wide,
+    ]) {
       const plan = cf.plan(rollout);
       expect([rollout.rollout_id, reasonOf(plan.report)]).toEqual([rollout.rollout_id, "ok"]);
       plan.release();
@@ -151,14 +215,25 @@ describe("a pooled instance after a big plan", () => {
     // builder whose callsHint asks for ~10 MB of tables, on the same instance: the builder's
     // plan starts from its own sizes and gives the rows a fresh instance gives.
     const g = 1_500_000;
-    const huge = { rollout_id: "A", reward: 1, calls: [{ ...call("a", [], new Int32Array(g).fill(5)), generation_log_probs: new Float32Array(g).fill(-1) }] };
+    const huge = {
+      rollout_id: "A",
+      reward: 1,
+      calls: [{ ...call("a", [], new Int32Array(g).fill(5)), generation_log_probs: new Float32Array(g).fill(-1) }],
+    };
     const small = {
       rollout_id: "B",
       reward: 1,
-      calls: Array.from({ length: 4 }, (_, i) => call(`c${i}`, Int32Array.from({ length: 1000 + i * 1010 }, (_, k) => k % 997), [7, 8, 9, 10, 11, 12, 13, 14, 15, 16])),
+      calls: Array.from({ length: 4 }, (_, i) =>
+        call(
+          `c${i}`,
+          Int32Array.from({ length: 1000 + i * 1010 }, (_, k) => k % 997),
+          [7, 8, 9, 10, 11, 12, 13, 14, 15, 16],
+        ),
+      ),
     };
-    const rowsOf = (plan: { rows: { leaf: string; tokenIds: Int32Array; logprobs: Float32Array; lossMask: Uint8Array }[] }) =>
-      plan.rows.map((r) => [r.leaf, Array.from(r.tokenIds), Array.from(r.logprobs), Array.from(r.lossMask)]);
+    const rowsOf = (plan: {
+      rows: { leaf: string; tokenIds: Int32Array; logprobs: Float32Array; lossMask: Uint8Array }[];
+    }) => plan.rows.map((r) => [r.leaf, Array.from(r.tokenIds), Array.from(r.logprobs), Array.from(r.lossMask)]);
     const expected = rowsOf((await init()).plan(small));
     const cf = await init({ maxMemory: 64 * MiB });
     const first = cf.plan(huge);
@@ -202,7 +277,18 @@ describe("plans and the caller's arrays", () => {
         const prompt = Int32Array.from({ length: 100_000 }, (_, i) => i % 1000);
         const generation = Int32Array.of(1);
         refs.push(new WeakRef(prompt), new WeakRef(generation));
-        cf.plan({ rollout_id: "r", reward: 1, calls: [{ id: "a", prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: Float32Array.of(-1) }] }).release();
+        cf.plan({
+          rollout_id: "r",
+          reward: 1,
+          calls: [
+            {
+              id: "a",
+              prompt_token_ids: prompt,
+              generation_token_ids: generation,
+              generation_log_probs: Float32Array.of(-1),
+            },
+          ],
+        }).release();
       };
       planOne();
       await new Promise((resolve) => setTimeout(resolve, 0));
@@ -218,13 +304,21 @@ describe("a call too long for the core", () => {
     // WASM stages the longest call, stores it and writes it in a row: 16 bytes a token at least.
     const cf = await init({ maxMemory: 2 ** 20 });
     const tokens = new Int32Array(70_000);
-    const plan = cf.plan({ rollout_id: "long", reward: 0, calls: [{ id: "c", prompt_token_ids: tokens, generation_token_ids: [1], generation_log_probs: [-1] }] });
+    const plan = cf.plan({
+      rollout_id: "long",
+      reward: 0,
+      calls: [{ id: "c", prompt_token_ids: tokens, generation_token_ids: [1], generation_log_probs: [-1] }],
+    });
     expect([plan.report.reason, plan.report.detail]).toEqual([
       "rollout_too_large",
       "the rollout does not fit in one core's memory (its longest call has 70001 tokens, which need at least 1120016 bytes of core memory, more than its 1048576)",
     ]);
     // and the core it did not use serves the next plan
-    const small = cf.plan({ rollout_id: "s", reward: 0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] });
+    const small = cf.plan({
+      rollout_id: "s",
+      reward: 0,
+      calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+    });
     expect(small.report.status).toBe("ok");
     small.release();
   });

@@ -80,7 +80,9 @@ describe("the worked example's picture", () => {
     const svg = draw(example);
     const order = [...svg.matchAll(/<g class="cf-call[^"]*" data-call="([^"]+)" data-index="\d+">/g)].map((m) => m[1]);
     expect(order).toEqual(example.calls.map((c) => c.id));
-    const xs = [...svg.matchAll(/data-call="C\d+" data-index="\d+"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) => Number(m[1]));
+    const xs = [...svg.matchAll(/data-call="C\d+" data-index="\d+"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) =>
+      Number(m[1]),
+    );
     expect(xs).toEqual(xs.map((_, i) => xs[0] + i * COL));
     const roots = example.calls.map((c) => c.id).filter((id) => callGroup(svg, id).includes("cf-is-root"));
     const leaves = example.calls.map((c) => c.id).filter((id) => callGroup(svg, id).includes("cf-is-leaf"));
@@ -91,7 +93,9 @@ describe("the worked example's picture", () => {
   it("links each call to its parent, the fork's first call into the leader's lane", () => {
     const svg = draw(example);
     const box = (id: string) => {
-      const m = new RegExp(`data-call="${id}" data-index="\\d+"><title>[^<]*</title>\n<rect x="(\\d+)" y="(\\d+)"`).exec(svg)!;
+      const m = new RegExp(
+        `data-call="${id}" data-index="\\d+"><title>[^<]*</title>\n<rect x="(\\d+)" y="(\\d+)"`,
+      ).exec(svg)!;
       return { x: Number(m[1]), y: Number(m[2]) };
     };
     // A link runs from the child's box to the parent's box; read its two ends from the path data.
@@ -114,7 +118,18 @@ describe("the worked example's picture", () => {
         return [id, parent ?? "?"];
       });
     expect(Object.fromEntries(linked)).toEqual({
-      C1: null, C2: null, C3: "C1", C4: "C2", C5: null, C6: "C5", C7: "C3", C8: "C7", C9: "C8", C10: "C7", C11: null, C12: "C11",
+      C1: null,
+      C2: null,
+      C3: "C1",
+      C4: "C2",
+      C5: null,
+      C6: "C5",
+      C7: "C3",
+      C8: "C7",
+      C9: "C8",
+      C10: "C7",
+      C11: null,
+      C12: "C11",
     });
     expect(links.length).toBe(8);
     // the fork's first call leaves lane F and ends in lane L, at C7
@@ -127,9 +142,23 @@ describe("the worked example's picture", () => {
     expect(svg).toContain("C10 was the last call of the old context, C11 starts a new tree");
     // A try nobody kept (or an empty generation) before an agent's first real call cuts nothing.
     const call = (id: string, prompt: number[], generated: number[], kept?: boolean) => ({
-      id, agent: "main", prompt_token_ids: prompt, generation_token_ids: generated, generation_log_probs: generated.map(() => -1), ...(kept === undefined ? {} : { kept }),
+      id,
+      agent: "main",
+      prompt_token_ids: prompt,
+      generation_token_ids: generated,
+      generation_log_probs: generated.map(() => -1),
+      ...(kept === undefined ? {} : { kept }),
     });
-    const retried = { rollout_id: "retried", reward: 0, calls: [call("A1", [1, 2], [3], false), call("A2", [1, 2], []), call("A3", [1, 2], [4]), call("A4", [1, 2, 4, 5], [6])] };
+    const retried = {
+      rollout_id: "retried",
+      reward: 0,
+      calls: [
+        call("A1", [1, 2], [3], false),
+        call("A2", [1, 2], []),
+        call("A3", [1, 2], [4]),
+        call("A4", [1, 2, 4, 5], [6]),
+      ],
+    };
     expect(draw(retried)).not.toContain('class="cf-cut-mark"');
   });
 
@@ -138,7 +167,10 @@ describe("the worked example's picture", () => {
     const expected: [string[], string[]][] = [
       [["C2", "C4"], []],
       [["C5", "C6"], []],
-      [["C8", "C9"], ["C1", "C3", "C7"]],
+      [
+        ["C8", "C9"],
+        ["C1", "C3", "C7"],
+      ],
       [["C1", "C3", "C7", "C10"], []],
       [["C11", "C12"], []],
     ];
@@ -162,7 +194,11 @@ describe("large and unusual rollouts", () => {
     expect([vw, vh]).toEqual([width, height]); // drawn 1:1, never scaled down to fit
     expect(Number(width)).toBeGreaterThanOrEqual(big.calls.length * COL);
     // every call is drawn with its id readable in its box (generator ids fit without clipping)
-    const ids = [...svg.matchAll(/data-call="([^"]+)" data-index="\d+"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g)];
+    const ids = [
+      ...svg.matchAll(
+        /data-call="([^"]+)" data-index="\d+"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g,
+      ),
+    ];
     expect(ids.length).toBe(big.calls.length);
     for (const [, id, label] of ids) expect(label).toBe(id);
   });
@@ -170,20 +206,38 @@ describe("large and unusual rollouts", () => {
   it("repeats lane labels only near the lane's calls: at most two per call, not lanes × columns", () => {
     // 1,500 agents of one call each (a fan of subagents): the picture stays linear in size.
     const agents = Array.from({ length: 1500 }, (_, i) => ({ id: `agent-${i}`, parent: null }));
-    const calls = agents.map((a, i) => ({ id: `w${i}`, agent: a.id, prompt_token_ids: [i], generation_token_ids: [7], generation_log_probs: [-1] }));
+    const calls = agents.map((a, i) => ({
+      id: `w${i}`,
+      agent: a.id,
+      prompt_token_ids: [i],
+      generation_token_ids: [7],
+      generation_log_probs: [-1],
+    }));
     const fan = draw({ rollout_id: "fan", reward: 0, agents, calls });
     const repeats = (svg: string) => [...svg.matchAll(/class="cf-lane-repeat"[^>]*>([^<]*)</g)].map((m) => m[1]);
     expect(repeats(fan).length).toBeLessThanOrEqual(2 * calls.length);
     expect(fan.length).toBeLessThan(3000 * calls.length);
     // One agent calling throughout: its label still comes back every 20 columns.
-    const chain = Array.from({ length: 100 }, (_, i) => ({ id: `c${i}`, agent: "solo", prompt_token_ids: Array.from({ length: i + 1 }, (_, k) => k), generation_token_ids: [i + 1], generation_log_probs: [-1] }));
+    const chain = Array.from({ length: 100 }, (_, i) => ({
+      id: `c${i}`,
+      agent: "solo",
+      prompt_token_ids: Array.from({ length: i + 1 }, (_, k) => k),
+      generation_token_ids: [i + 1],
+      generation_log_probs: [-1],
+    }));
     expect(repeats(draw({ rollout_id: "chain", reward: 0, calls: chain }))).toEqual(["solo", "solo", "solo", "solo"]);
   });
 
   it("marks calls that are not linked (unkept retries, empty generations) without a row", () => {
     const rollout = structuredClone(example) as Rollout & { calls: { kept?: boolean }[] };
     rollout.calls.splice(1, 0, { ...structuredClone(rollout.calls[0]), id: "retry", kept: false });
-    rollout.calls.push({ id: "empty", agent: "L", prompt_token_ids: [1], generation_token_ids: [], generation_log_probs: [] });
+    rollout.calls.push({
+      id: "empty",
+      agent: "L",
+      prompt_token_ids: [1],
+      generation_token_ids: [],
+      generation_log_probs: [],
+    });
     const svg = draw(rollout);
     expect(callGroup(svg, "retry")).toBe("cf-call cf-is-unlinked");
     expect(callGroup(svg, "empty")).toBe("cf-call cf-is-unlinked");
@@ -196,11 +250,19 @@ describe("large and unusual rollouts", () => {
 
   it("gives every lane its own colour, however many agents (no fork lane in the leader's blue)", () => {
     const agents = Array.from({ length: 300 }, (_, i) => ({ id: `a${i}`, parent: null }));
-    const calls = agents.map((a, i) => ({ id: `c${i}`, agent: a.id, prompt_token_ids: [i], generation_token_ids: [7], generation_log_probs: [-1] }));
+    const calls = agents.map((a, i) => ({
+      id: `c${i}`,
+      agent: a.id,
+      prompt_token_ids: [i],
+      generation_token_ids: [7],
+      generation_log_probs: [-1],
+    }));
     const svg = draw({ rollout_id: "many", reward: 0, agents, calls });
     const colours = [...svg.matchAll(/\b(?:fill|stroke)="([^"]*)"/g)].map((m) => m[1]);
     expect(colours.filter((c) => !/^(#[0-9a-f]{3}|#[0-9a-f]{6}|none)$/.test(c))).toEqual([]);
-    const bars = [...svg.matchAll(/<rect x="8" y="\d+" width="4" height="\d+" fill="(#[0-9a-f]{6})"\/>/g)].map((m) => m[1]);
+    const bars = [...svg.matchAll(/<rect x="8" y="\d+" width="4" height="\d+" fill="(#[0-9a-f]{6})"\/>/g)].map(
+      (m) => m[1],
+    );
     expect(bars.length).toBe(300);
     expect(new Set(bars).size).toBe(300);
     expect(new Set(Array.from({ length: 5000 }, (_, i) => laneColour(i))).size).toBe(5000);
@@ -211,26 +273,43 @@ describe("large and unusual rollouts", () => {
     expect(clipMiddle("mc-leader-3", 9)).toBe("mc-l…er-3");
     expect(clipMiddle("mc-leader-3", 11)).toBe("mc-leader-3");
     const ids = ["mc-leader-1", "mc-leader-2", "mc-leader-3"];
-    const rollout = { rollout_id: "ids", reward: 0, calls: ids.map((id, i) => ({ id, agent: "L", prompt_token_ids: Array.from({ length: i + 1 }, (_, k) => k), generation_token_ids: [i + 1], generation_log_probs: [-1] })) };
-    const labels = [...draw(rollout).matchAll(/data-call="mc-leader-\d" data-index="\d+"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g)].map((m) => m[1]);
+    const rollout = {
+      rollout_id: "ids",
+      reward: 0,
+      calls: ids.map((id, i) => ({
+        id,
+        agent: "L",
+        prompt_token_ids: Array.from({ length: i + 1 }, (_, k) => k),
+        generation_token_ids: [i + 1],
+        generation_log_probs: [-1],
+      })),
+    };
+    const labels = [
+      ...draw(rollout).matchAll(
+        /data-call="mc-leader-\d" data-index="\d+"><title>[^<]*<\/title>\n<rect [^>]*\/>\n<text [^>]*>([^<]+)<\/text>/g,
+      ),
+    ].map((m) => m[1]);
     expect(labels).toEqual(["mc-l…er-1", "mc-l…er-2", "mc-l…er-3"]);
   });
 
   it("clips the label after a row's leaf to the room the layout keeps for it", () => {
     const rollout = structuredClone(example);
     rollout.agents![0].mode = "a leader with a very long mode name";
-    const labels = [...draw(rollout).matchAll(/<text [^>]*class="cf-dim">(C\d+ · [^<]*)<\/text>\n<\/g>/g)].map((m) => m[1]);
+    const labels = [...draw(rollout).matchAll(/<text [^>]*class="cf-dim">(C\d+ · [^<]*)<\/text>\n<\/g>/g)].map(
+      (m) => m[1],
+    );
     expect(labels).toHaveLength(5);
     for (const label of labels) expect(Array.from(label).length).toBeLessThanOrEqual(ROW_LABEL_CHARS);
     expect(labels).toContain("C10 · L · a leader …");
   });
 
-
   it("counts in words in the header: one call, one tree, one leaf, one row", () => {
     const svg = draw({
       rollout_id: "one",
       reward: 1,
-      calls: [{ id: "c0", agent: "L", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] }],
+      calls: [
+        { id: "c0", agent: "L", prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-0.5] },
+      ],
     });
     expect(svg).toContain("1 call · 1 eligible · 1 tree · 1 leaf · 1 row · tokens:");
     expect(draw(example)).toContain(`${example.calls.length} calls · `);
@@ -263,7 +342,8 @@ describe("large and unusual rollouts", () => {
   it("clips text only past its room, and wraps a long detail without losing a character", () => {
     expect(clip("C12345678", 9)).toBe("C12345678");
     expect(clip("C123456789", 9)).toBe("C1234567…");
-    const detail = "call \"C5\" (calls[4]): " + Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ") + " " + "x".repeat(150);
+    const detail =
+      'call "C5" (calls[4]): ' + Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ") + " " + "x".repeat(150);
     const lines = wrap(detail, 120);
     expect(lines.length).toBeGreaterThan(2);
     for (const line of lines) expect(line.length).toBeLessThanOrEqual(120);
@@ -273,13 +353,27 @@ describe("large and unusual rollouts", () => {
 
 describe("large rollouts", () => {
   it("draws 10,000 calls and shows a 3,000-call chain (no argument spreading, no recursion)", () => {
-    const flat = { rollout_id: "flat", reward: 0, calls: Array.from({ length: 10_000 }, (_, i) => ({ id: `c${i}`, prompt_token_ids: [i + 1], generation_token_ids: [1], generation_log_probs: [-1] })) };
+    const flat = {
+      rollout_id: "flat",
+      reward: 0,
+      calls: Array.from({ length: 10_000 }, (_, i) => ({
+        id: `c${i}`,
+        prompt_token_ids: [i + 1],
+        generation_token_ids: [1],
+        generation_log_probs: [-1],
+      })),
+    };
     const svg = draw(flat);
     expect(svg.match(/<g class="[^"]*" data-call="/g)).toHaveLength(10_000);
     const chain = {
       rollout_id: "chain",
       reward: 0,
-      calls: Array.from({ length: 3000 }, (_, i) => ({ id: `c${i}`, prompt_token_ids: new Array(2 * i).fill(1), generation_token_ids: [1], generation_log_probs: [-1] })),
+      calls: Array.from({ length: 3000 }, (_, i) => ({
+        id: `c${i}`,
+        prompt_token_ids: new Array(2 * i).fill(1),
+        generation_token_ids: [1],
+        generation_log_probs: [-1],
+      })),
     };
     const plan = cf.plan(chain);
     expect(plan.report.roots).toBe(1);
@@ -299,13 +393,17 @@ describe("fitted, collapsed and windowed pictures", () => {
       const svg = renderSvg(plan, { fit: 1400 });
       expect(/<svg [^>]*width="(\d+)"/.exec(svg)![1]).toBe("1400");
       expect(svg.match(/<g class="cf-call[^"]*" data-call=/g)).toHaveLength(1000);
-      const xs = [...svg.matchAll(/<rect x="(\d+)" y="\d+" width="(\d+)" height="\d+" class="cf-box cf-mark"/g)].map((m) => Number(m[1]) + Number(m[2]));
+      const xs = [...svg.matchAll(/<rect x="(\d+)" y="\d+" width="(\d+)" height="\d+" class="cf-box cf-mark"/g)].map(
+        (m) => Number(m[1]) + Number(m[2]),
+      );
       expect(Math.max(...xs)).toBeLessThanOrEqual(1400);
       expect(svg).not.toMatch(/ (?:x|y|width|height)="-?\d+\.\d/); // integer positions, however narrow the columns
       expect(renderSvg(plan, { fit: 1400 })).toBe(svg);
       // a small rollout is never zoomed in: fit is the detail picture, only as wide as asked
       const example1 = cf.plan(example);
-      expect(renderSvg(example1, { fit: 1400 }).replace(/width="1400"|viewBox="0 0 1400 /g, "")).toContain('class="cf-box" fill="#4e79a7"');
+      expect(renderSvg(example1, { fit: 1400 }).replace(/width="1400"|viewBox="0 0 1400 /g, "")).toContain(
+        'class="cf-box" fill="#4e79a7"',
+      );
       example1.release();
     } finally {
       plan.release();
@@ -323,7 +421,9 @@ describe("fitted, collapsed and windowed pictures", () => {
       expect(svg.match(/class="cf-tick"/g)).toHaveLength(1000);
       const window = { x: 2000, y: 0, width: 1000, height: 800 };
       const part = renderSvg(plan, { window });
-      const drawn = [...part.matchAll(/data-index="(\d+)"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) => Number(m[2]));
+      const drawn = [...part.matchAll(/data-index="(\d+)"><title>[^<]*<\/title>\n<rect x="(\d+)"/g)].map((m) =>
+        Number(m[2]),
+      );
       expect(drawn.length).toBeGreaterThan(0);
       expect(drawn.length).toBeLessThan(100);
       for (const x of drawn) expect(x).toBeGreaterThanOrEqual(window.x - 88);
@@ -342,11 +442,23 @@ describe("fitted, collapsed and windowed pictures", () => {
     expect(packed.code).toBe(0);
     const svg = readFileSync(join(dir, "packed.svg"), "utf8");
     const plan = cf.plan(example, { trees: true });
-    expect(svg).toBe(renderPackedSvg({ report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }));
+    expect(svg).toBe(
+      renderPackedSvg({
+        report: plan.report,
+        forest: plan.forest,
+        agents: plan.agents,
+        rows: plan.rows,
+        trees: plan.trees,
+      }),
+    );
     plan.release();
-    expect([...svg.matchAll(/<g class="cf-segment" data-tree="0" data-segment="\d+" data-call="(C\d+)" data-parent="(-?\d+)" data-start="(\d+)" data-length="(\d+)" data-end="(\d+)"/g)].map((m) => m.slice(1).join(" "))).toEqual([
-      "C1 -1 0 7 24", "C3 0 7 3 24", "C7 1 10 4 24", "C8 2 14 3 19", "C9 3 17 2 19", "C10 2 19 5 24",
-    ]);
+    expect(
+      [
+        ...svg.matchAll(
+          /<g class="cf-segment" data-tree="0" data-segment="\d+" data-call="(C\d+)" data-parent="(-?\d+)" data-start="(\d+)" data-length="(\d+)" data-end="(\d+)"/g,
+        ),
+      ].map((m) => m.slice(1).join(" ")),
+    ).toEqual(["C1 -1 0 7 24", "C3 0 7 3 24", "C7 1 10 4 24", "C8 2 14 3 19", "C9 3 17 2 19", "C10 2 19 5 24"]);
     for (const [args, message] of [
       [["--fit", "100"], "--fit must be an integer >= 320, got '100'"],
       [["--layout", "bins"], "unknown --layout 'bins': expected rows or packed"],
@@ -359,15 +471,29 @@ describe("fitted, collapsed and windowed pictures", () => {
 
 describe("faultOf", () => {
   const rejected = (detail: string): Report => ({
-    rollout_id: "r", status: "rejected", reason: "invalid_token", detail, calls: 0, eligible: 0, roots: 0, leaves: 0,
-    rows: 0, captured_tokens: 0, trained_tokens: 0, row_tokens: 0, unique_tokens: 0, diagnostics: [],
+    rollout_id: "r",
+    status: "rejected",
+    reason: "invalid_token",
+    detail,
+    calls: 0,
+    eligible: 0,
+    roots: 0,
+    leaves: 0,
+    rows: 0,
+    captured_tokens: 0,
+    trained_tokens: 0,
+    row_tokens: 0,
+    unique_tokens: 0,
+    diagnostics: [],
   });
   it("reads the call the planner names first", () => {
     expect(faultOf(rejected(`call "C\\"7" (calls[6]): prompt_token_ids[2] is -1`))).toEqual({ index: 6, id: 'C"7' });
     expect(faultOf(rejected(`calls[3]: id must be a non-empty string, got 5`))).toEqual({ index: 3, id: null });
     expect(faultOf(rejected(`reward must be a finite number, got "x"`))).toBeNull();
     // An importer's detail may mention other lists' `calls[N]`: they are not the rollout's calls.
-    expect(faultOf(rejected(`gym-observed: ng_agent_observations.records[0].model_calls[2]: needs model_call_id`))).toBeNull();
+    expect(
+      faultOf(rejected(`gym-observed: ng_agent_observations.records[0].model_calls[2]: needs model_call_id`)),
+    ).toBeNull();
     expect(faultOf(rejected(`gym-observed: ng_model_call_capture.calls[0].model_call_id is 5`))).toBeNull();
   });
   it("finds the call of a real ambiguous_parent rejection", () => {
@@ -375,8 +501,17 @@ describe("faultOf", () => {
     const plan = cf.plan({
       rollout_id: "twins",
       reward: 0,
-      agents: [{ id: "L", parent: null }, { id: "A", parent: "L" }, { id: "B", parent: "L" }, { id: "C", parent: "L" }],
-      calls: [{ id: "a", ...twin }, { id: "b", ...twin, agent: "B" }, { id: "c", agent: "C", prompt_token_ids: [1, 2, 3], generation_token_ids: [4], generation_log_probs: [-1] }],
+      agents: [
+        { id: "L", parent: null },
+        { id: "A", parent: "L" },
+        { id: "B", parent: "L" },
+        { id: "C", parent: "L" },
+      ],
+      calls: [
+        { id: "a", ...twin },
+        { id: "b", ...twin, agent: "B" },
+        { id: "c", agent: "C", prompt_token_ids: [1, 2, 3], generation_token_ids: [4], generation_log_probs: [-1] },
+      ],
     });
     expect(plan.report.reason).toBe("ambiguous_parent");
     expect(faultOf(plan.report)).toEqual({ index: 2, id: "c" });
@@ -412,7 +547,11 @@ describe("callforest draw", () => {
     const dir = tmp();
     const input = join(dir, "many.jsonl");
     const second = { ...example, rollout_id: "a/b c" };
-    writeFileSync(input, [example, second, example, "{not json"].map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n") + "\n");
+    writeFileSync(
+      input,
+      [example, second, example, "{not json"].map((v) => (typeof v === "string" ? v : JSON.stringify(v))).join("\n") +
+        "\n",
+    );
     const r = await run(input, "-o", join(dir, "pic.svg"));
     expect([r.code, r.stderr]).toEqual([0, ""]);
     const names = ["pic.login-bug.svg", "pic.a_b_c.svg", "pic.login-bug.3.svg", "pic.rollout.4.svg"];
@@ -426,7 +565,10 @@ describe("callforest draw", () => {
     const dir = tmp();
     const input = join(dir, "clash.jsonl");
     // the third's <stem>.<id>.svg and <stem>.<id>.<position>.svg are both the names of earlier ones
-    writeFileSync(input, ["r.2.3", "r.2", "r.2"].map((id) => JSON.stringify({ ...example, rollout_id: id })).join("\n") + "\n");
+    writeFileSync(
+      input,
+      ["r.2.3", "r.2", "r.2"].map((id) => JSON.stringify({ ...example, rollout_id: id })).join("\n") + "\n",
+    );
     const r = await run(input, "-o", join(dir, "F.SVG"));
     expect([r.code, r.stderr]).toEqual([0, ""]);
     const names = ["F.r.2.3.svg", "F.r.2.svg", "F.r.2.3_.svg"];
@@ -437,7 +579,13 @@ describe("callforest draw", () => {
   it("--rollout finds a rollout the importer rejects by its id, and draws the rejection", async () => {
     // a gym-observed capture without --tokens: rejected, but its rollout_id is known
     const dir = tmp();
-    const r = await run(new URL("../../examples/gym-observed/rollouts.jsonl", import.meta.url).pathname, "--rollout", "7-2", "-o", join(dir, "x.svg"));
+    const r = await run(
+      new URL("../../examples/gym-observed/rollouts.jsonl", import.meta.url).pathname,
+      "--rollout",
+      "7-2",
+      "-o",
+      join(dir, "x.svg"),
+    );
     expect([r.code, r.stderr]).toEqual([0, ""]);
     expect(readFileSync(join(dir, "x.svg"), "utf8")).toContain("rollout 7-2");
   });
@@ -478,7 +626,9 @@ describe("callforest draw", () => {
     expect([r.code, r.stderr]).toEqual([2, `callforest: no rollout with rollout_id "nope" in ${input}\n`]);
     r = await run(input, "-o", "-");
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/^callforest: -o - writes one SVG, but .* holds several rollouts: pick one with --rollout ID\n$/);
+    expect(r.stderr).toMatch(
+      /^callforest: -o - writes one SVG, but .* holds several rollouts: pick one with --rollout ID\n$/,
+    );
     r = await run(join(dir, "missing.json"));
     expect([r.code, r.stderr]).toEqual([2, `callforest: cannot read ${join(dir, "missing.json")}: no such file\n`]);
     expect(existsSync(join(dir, "x.svg"))).toBe(false);
@@ -490,7 +640,10 @@ describe("callforest draw", () => {
     const fd = openSync(join(dir, "log"), "a");
     try {
       const r = await run(input, "-o", `/dev/fd/${fd}`);
-      expect([r.code, r.stderr]).toEqual([2, `callforest: -o /dev/fd/${fd} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID\n`]);
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        `callforest: -o /dev/fd/${fd} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID\n`,
+      ]);
     } finally {
       closeSync(fd);
     }
@@ -501,10 +654,15 @@ describe("callforest draw", () => {
     const dir = tmp();
     const input = join(dir, "forest.r1.svg"); // what `<stem>.<id>.svg` makes for -o forest.svg and rollout r1
     const rollout = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8"));
-    const content = [JSON.stringify({ ...rollout, rollout_id: "r0" }), JSON.stringify({ ...rollout, rollout_id: "r1" })].join("\n") + "\n";
+    const content =
+      [JSON.stringify({ ...rollout, rollout_id: "r0" }), JSON.stringify({ ...rollout, rollout_id: "r1" })].join("\n") +
+      "\n";
     writeFileSync(input, content);
     const r = await run(input, "-o", join(dir, "forest.svg"));
-    expect([r.code, r.stderr]).toEqual([2, `callforest: the SVG ${input}: is also the input ${input}; write the output somewhere else\n`]);
+    expect([r.code, r.stderr]).toEqual([
+      2,
+      `callforest: the SVG ${input}: is also the input ${input}; write the output somewhere else\n`,
+    ]);
     expect(readFileSync(input, "utf8")).toBe(content);
   });
 
@@ -512,7 +670,11 @@ describe("callforest draw", () => {
     const input = join(tmp(), "s.json");
     writeFileSync(input, readFileSync(EXAMPLE_FILE));
     const r = await run(input, "-o", input);
-    expect([r.code, r.stdout, r.stderr]).toEqual([2, "", `callforest: -o ${input}: is also the input ${input}; write the output somewhere else\n`]);
+    expect([r.code, r.stdout, r.stderr]).toEqual([
+      2,
+      "",
+      `callforest: -o ${input}: is also the input ${input}; write the output somewhere else\n`,
+    ]);
     expect(readFileSync(input, "utf8")).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
   });
 });

@@ -34,7 +34,10 @@ function draw(rollout: unknown, api = cf): string {
 
 /** Each cut mark's group attributes and tooltip. */
 function cutMarks(svg: string): { attributes: string; title: string }[] {
-  return [...svg.matchAll(/<g (class="cf-cut-mark[^>]*)><title>([^<]*)<\/title>/g)].map((m) => ({ attributes: m[1], title: m[2] }));
+  return [...svg.matchAll(/<g (class="cf-cut-mark[^>]*)><title>([^<]*)<\/title>/g)].map((m) => ({
+    attributes: m[1],
+    title: m[2],
+  }));
 }
 
 function callTitle(svg: string, id: string): string {
@@ -50,7 +53,9 @@ describe("a media cut", () => {
         title: `media cut in L before C3: ${MEDIA_CUT_REASON}, so it starts a new tree`,
       },
     ]);
-    expect(svg).toMatch(/<path d="M\d+,\d+ V\d+" class="cf-media-cut"\/><text x="\d+" y="\d+" class="cf-media">media cut<\/text><\/g>/);
+    expect(svg).toMatch(
+      /<path d="M\d+,\d+ V\d+" class="cf-media-cut"\/><text x="\d+" y="\d+" class="cf-media">media cut<\/text><\/g>/,
+    );
     expect(svg).toMatch(/<g class="cf-call cf-is-root cf-is-media-mismatch" data-call="C3" /);
     expect(callTitle(svg, "C3")).toBe(
       `C3 · L · leader · calls[2] · 13 prompt + 2 generated tokens · root · trained in row 1 · media cut: ${MEDIA_CUT_REASON} · media sha256:bbbb@3+3`,
@@ -99,7 +104,9 @@ describe("a media cut", () => {
     const file = join(tmp(), "swap.svg");
     const run = await captureOutput(() => main(["draw", SWAP_FILE, "-o", file]));
     expect(run.code).toBe(0);
-    expect(cutMarks(readFileSync(file, "utf8")).map((m) => m.attributes)).toEqual([`class="cf-cut-mark cf-is-media-cut" data-reason="media" data-after="C3"`]);
+    expect(cutMarks(readFileSync(file, "utf8")).map((m) => m.attributes)).toEqual([
+      `class="cf-cut-mark cf-is-media-cut" data-reason="media" data-after="C3"`,
+    ]);
   });
 });
 
@@ -126,10 +133,24 @@ describe("media names", () => {
 describe("a capture's compaction records", () => {
   it("label the call they name (draw reads the report's context_compaction diagnostics)", async () => {
     const { execFileSync } = await import("node:child_process");
-    const svg = execFileSync(process.execPath, ["bin/callforest.js", "draw", "examples/gym-capture/rollouts.jsonl", "--tokens", "examples/gym-capture", "--rollout", "12-0", "-o", "-"], {
-      cwd: new URL("../..", import.meta.url).pathname,
-      encoding: "utf8",
-    });
+    const svg = execFileSync(
+      process.execPath,
+      [
+        "bin/callforest.js",
+        "draw",
+        "examples/gym-capture/rollouts.jsonl",
+        "--tokens",
+        "examples/gym-capture",
+        "--rollout",
+        "12-0",
+        "-o",
+        "-",
+      ],
+      {
+        cwd: new URL("../..", import.meta.url).pathname,
+        encoding: "utf8",
+      },
+    );
     expect(svg).toMatch(/<title>[^<]*· compaction: [^<]*<\/title>/);
     expect(svg).toContain(">compacted</text>");
   });

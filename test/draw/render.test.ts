@@ -13,7 +13,14 @@ import { SWAP_FILE } from "../support/media-rollouts.js";
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",
   headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
 };
 const example = JSON.parse(readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8")) as Rollout;
 
@@ -45,7 +52,9 @@ function xmlProblem(svg: string): Promise<string> {
     const error = doc.getElementsByTagName("parsererror")[0];
     if (error) return error.textContent || "parsererror";
     const root = doc.documentElement;
-    return root.namespaceURI === "http://www.w3.org/2000/svg" && root.localName === "svg" ? "" : `root is ${root.localName}`;
+    return root.namespaceURI === "http://www.w3.org/2000/svg" && root.localName === "svg"
+      ? ""
+      : `root is ${root.localName}`;
   }, svg);
 }
 
@@ -65,7 +74,14 @@ describe("SVG validity", () => {
     // a media cut, with a media id that needs escaping in C3's and C4's tooltips
     const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
     for (const call of swap.calls.slice(2)) call.media = [{ id: `]]><!--<&>"\u0001`, offset: 3, length: 3 }];
-    const svgs = [draw(example), draw(nasty), draw(noAgents), draw(rejected), draw(generateRollout({ calls: 500, seed: 3 })), draw(swap)];
+    const svgs = [
+      draw(example),
+      draw(nasty),
+      draw(noAgents),
+      draw(rejected),
+      draw(generateRollout({ calls: 500, seed: 3 })),
+      draw(swap),
+    ];
     expect(svgs[5]).toContain('data-reason="media"');
     for (const svg of svgs) expect(await xmlProblem(svg)).toBe("");
   });
@@ -82,7 +98,9 @@ describe("legibility at 500 calls", () => {
         const rect = g.querySelector("rect")!.getBoundingClientRect();
         const texts = Array.from(g.querySelectorAll("text"), (t) => t.getBoundingClientRect());
         const fontSize = getComputedStyle(g.querySelector("text")!).fontSize;
-        const fits = texts.every((t) => t.left >= rect.left && t.right <= rect.right && t.top >= rect.top - 1 && t.bottom <= rect.bottom + 1);
+        const fits = texts.every(
+          (t) => t.left >= rect.left && t.right <= rect.right && t.top >= rect.top - 1 && t.bottom <= rect.bottom + 1,
+        );
         return { fits, fontSize, height: Math.min(...texts.map((t) => t.height)) };
       });
       return { width: root.getBoundingClientRect().width, attr: Number(root.getAttribute("width")), calls };

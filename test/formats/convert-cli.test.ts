@@ -5,7 +5,13 @@ import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { captureOutput } from "../support/capture.js";
-import { COMPETITIVE_CODING, OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
+import {
+  COMPETITIVE_CODING,
+  OBSERVED_DIR,
+  OBSERVED_ROWS,
+  OBSERVED_TOKENS,
+  VLLM_ROUND_TRIP,
+} from "../support/fixtures.js";
 import { readJsonl } from "./helpers.js";
 import { tempDirs } from "../support/temp-dirs.js";
 
@@ -72,7 +78,17 @@ describe("callforest convert", () => {
     const file = join(dir, "mixed.jsonl");
     const [row] = readJsonl(COMPETITIVE_CODING);
     const broken = { ...row, reward: "high" };
-    writeFileSync(file, [JSON.stringify(row), '{"rollout_id": "cut', "", JSON.stringify({}), JSON.stringify(broken), JSON.stringify({ ...row, _ng_rollout_index: 9 })].join("\n") + "\n");
+    writeFileSync(
+      file,
+      [
+        JSON.stringify(row),
+        '{"rollout_id": "cut',
+        "",
+        JSON.stringify({}),
+        JSON.stringify(broken),
+        JSON.stringify({ ...row, _ng_rollout_index: 9 }),
+      ].join("\n") + "\n",
+    );
     const r = await run(file);
     expect(r.code).toBe(0);
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["0-1", "0-9"]);
@@ -92,26 +108,44 @@ describe("callforest convert", () => {
     const r = await run(file);
     expect(r.code).toBe(0);
     expect(lines(r.stdout)).toHaveLength(3);
-    expect(lines(r.stderr)).toEqual([`${file}:2: rejected (malformed_json): not JSON at byte ${long.length + 1}: unexpected 'x' after the JSON value`]);
+    expect(lines(r.stderr)).toEqual([
+      `${file}:2: rejected (malformed_json): not JSON at byte ${long.length + 1}: unexpected 'x' after the JSON value`,
+    ]);
   });
 
   it("a value it cannot write back (an unknown field nested 10,000 deep) is one line on stderr; the rest converts", async () => {
     const dir = tmp();
     const file = join(dir, "deep.jsonl");
-    const good = { rollout_id: "ok", reward: 1, calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] };
-    const deep = JSON.stringify({ ...good, rollout_id: "deep" }).replace(/}$/, `,"extra":${"[".repeat(10_000)}${"]".repeat(10_000)}}`);
+    const good = {
+      rollout_id: "ok",
+      reward: 1,
+      calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+    };
+    const deep = JSON.stringify({ ...good, rollout_id: "deep" }).replace(
+      /}$/,
+      `,"extra":${"[".repeat(10_000)}${"]".repeat(10_000)}}`,
+    );
     writeFileSync(file, `${deep}\n${JSON.stringify(good)}\n`);
     const r = await run(file);
     expect(r.code).toBe(0);
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["ok"]);
-    expect(lines(r.stderr)).toEqual([`${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`]);
+    expect(lines(r.stderr)).toEqual([
+      `${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`,
+    ]);
   });
 
   it("a number out of range (1e400) is not written as null: that value is one line on stderr, --strict exits 1", async () => {
     const dir = tmp();
     const file = join(dir, "range.jsonl");
-    const good = { rollout_id: "ok", reward: 1, calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }] };
-    writeFileSync(file, `${JSON.stringify(good).replace('"reward":1', '"reward":1e400')}\n${JSON.stringify(good)}\n${JSON.stringify(good).replace("[-1]", "[-1e400]")}\n`);
+    const good = {
+      rollout_id: "ok",
+      reward: 1,
+      calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+    };
+    writeFileSync(
+      file,
+      `${JSON.stringify(good).replace('"reward":1', '"reward":1e400')}\n${JSON.stringify(good)}\n${JSON.stringify(good).replace("[-1]", "[-1e400]")}\n`,
+    );
     const r = await run(file, "--strict");
     expect(r.code).toBe(1);
     expect(lines(r.stdout).map((l) => JSON.parse(l).reward)).toEqual([1]);
@@ -124,10 +158,17 @@ describe("callforest convert", () => {
   it("keeps a -0 logprob as -0 (JSON.stringify alone writes 0), plain or Float32Array", async () => {
     const dir = tmp();
     const file = join(dir, "negzero.jsonl");
-    writeFileSync(file, '{"rollout_id":"z","reward":1,"calls":[{"id":"a","prompt_token_ids":[1],"generation_token_ids":[3,4],"generation_log_probs":[-0.0,0]}]}\n');
+    writeFileSync(
+      file,
+      '{"rollout_id":"z","reward":1,"calls":[{"id":"a","prompt_token_ids":[1],"generation_token_ids":[3,4],"generation_log_probs":[-0.0,0]}]}\n',
+    );
     const r = await run(file);
     expect(r.stdout).toContain('"generation_log_probs":[-0,0]');
-    const typed = rolloutToJson({ rollout_id: "t", reward: 0, calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [3], generation_log_probs: Float32Array.of(-0) }] });
+    const typed = rolloutToJson({
+      rollout_id: "t",
+      reward: 0,
+      calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [3], generation_log_probs: Float32Array.of(-0) }],
+    });
     expect(typed).toContain('"generation_log_probs":[-0]');
   });
 
@@ -141,7 +182,11 @@ describe("callforest convert", () => {
     ]);
     // Every value rejected is no exception.
     const all = await run("--strict", VLLM_ROUND_TRIP);
-    expect([all.code, all.stdout, lines(all.stderr).at(-1)]).toEqual([1, "", "callforest: 1 of 1 input values rejected"]);
+    expect([all.code, all.stdout, lines(all.stderr).at(-1)]).toEqual([
+      1,
+      "",
+      "callforest: 1 of 1 input values rejected",
+    ]);
   });
 
   it("reads a .json file holding an array as one value per element", async () => {
@@ -151,7 +196,9 @@ describe("callforest convert", () => {
     writeFileSync(file, JSON.stringify([response, { object: "response" }]));
     const r = await run(file);
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["resp_38e93155c5544510af97737022148055"]);
-    expect(lines(r.stderr)).toEqual([`${file}[1]: rejected (invalid_rollout, missing_field): gym-rollout: id is missing, expected the response id`]);
+    expect(lines(r.stderr)).toEqual([
+      `${file}[1]: rejected (invalid_rollout, missing_field): gym-rollout: id is missing, expected the response id`,
+    ]);
   });
 
   /** A --tokens directory like the fixture's, with the third token entry (mc-leader-2) changed. */
@@ -180,10 +227,14 @@ describe("callforest convert", () => {
     const tokens = tokensWithThirdEntry(dir, (entry) => {
       entry.generation_log_probs = (entry.generation_log_probs as number[]).slice(1); // one logprob short
     });
-    const r = await captureOutput(() => main(["rows", "--tokens", tokens, OBSERVED_ROWS, "-o", join(dir, "rows.jsonl"), "--quiet"]));
+    const r = await captureOutput(() =>
+      main(["rows", "--tokens", tokens, OBSERVED_ROWS, "-o", join(dir, "rows.jsonl"), "--quiet"]),
+    );
     const [note, ...rest] = lines(r.stderr);
     expect(rest).toEqual([]);
-    expect(note.startsWith(`${OBSERVED_ROWS}:1: rejected (logprob_length_mismatch): call "mc-leader-2" (calls[`)).toBe(true);
+    expect(note.startsWith(`${OBSERVED_ROWS}:1: rejected (logprob_length_mismatch): call "mc-leader-2" (calls[`)).toBe(
+      true,
+    );
     expect(note.endsWith(` generated tokens (token entry ${join(tokens, "7-2.tokens.jsonl")}:3)`)).toBe(true);
   });
 
@@ -203,18 +254,42 @@ describe("callforest convert", () => {
 
   it("names the rollout and the missing token file", async () => {
     const r = await run("--tokens", tmp(), OBSERVED_ROWS);
-    expect(lines(r.stderr)).toEqual([expect.stringMatching(/:1: rejected \(invalid_rollout, missing_token_file\): gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/)]);
+    expect(lines(r.stderr)).toEqual([
+      expect.stringMatching(
+        /:1: rejected \(invalid_rollout, missing_token_file\): gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/,
+      ),
+    ]);
   });
 });
 
 describe("callforest convert: usage errors exit 2 with one line and no output", () => {
   const cases: [string, string[], string][] = [
-    ["bad --from", ["--from", "gym", COMPETITIVE_CODING], "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, gym-compaction, auto"],
+    [
+      "bad --from",
+      ["--from", "gym", COMPETITIVE_CODING],
+      "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, gym-compaction, auto",
+    ],
     ["bad --to", ["--to", "rows", COMPETITIVE_CODING], "callforest: unknown --to format 'rows': expected callforest"],
-    ["gym-observed without --tokens", ["--from", "gym-observed", OBSERVED_ROWS], "callforest: --from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)"],
-    ["--tokens not a directory", ["--tokens", OBSERVED_TOKENS, OBSERVED_ROWS], `callforest: --tokens ${OBSERVED_TOKENS}: not a directory`],
-    ["--tokens missing", ["--tokens", "/nonexistent/tokens", OBSERVED_ROWS], "callforest: --tokens /nonexistent/tokens: no such directory"],
-    ["missing input (checked before any output)", [COMPETITIVE_CODING, "/nonexistent/in.jsonl"], "callforest: cannot read /nonexistent/in.jsonl: no such file"],
+    [
+      "gym-observed without --tokens",
+      ["--from", "gym-observed", OBSERVED_ROWS],
+      "callforest: --from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)",
+    ],
+    [
+      "--tokens not a directory",
+      ["--tokens", OBSERVED_TOKENS, OBSERVED_ROWS],
+      `callforest: --tokens ${OBSERVED_TOKENS}: not a directory`,
+    ],
+    [
+      "--tokens missing",
+      ["--tokens", "/nonexistent/tokens", OBSERVED_ROWS],
+      "callforest: --tokens /nonexistent/tokens: no such directory",
+    ],
+    [
+      "missing input (checked before any output)",
+      [COMPETITIVE_CODING, "/nonexistent/in.jsonl"],
+      "callforest: cannot read /nonexistent/in.jsonl: no such file",
+    ],
     ["input is a directory", [OBSERVED_DIR], `callforest: cannot read ${OBSERVED_DIR}: is a directory`],
   ];
   for (const [name, argv, message] of cases) {

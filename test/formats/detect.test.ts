@@ -1,7 +1,14 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
-import { detectFormat, parseFrom, reportOfImportRejection, toCanonical, withImport, FROM_OPTIONS } from "../../src/formats/index.js";
+import {
+  detectFormat,
+  parseFrom,
+  reportOfImportRejection,
+  toCanonical,
+  withImport,
+  FROM_OPTIONS,
+} from "../../src/formats/index.js";
 import { rolloutToJson } from "../../src/formats/read.js";
 import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { clone, readJson, readJsonl } from "./helpers.js";
@@ -37,7 +44,11 @@ describe("auto detection", () => {
   it("reads anything with a calls field as canonical, however broken, even beside a response", async () => {
     const tail = 'no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)';
     expect(detectFormat({ ...gymRow, calls: null })).toBe("gym-rollout"); // calls: null is no calls
-    expect(toCanonical({ rollout_id: "r", reward: 0 })).toMatchObject({ ok: false, code: "unknown_format", detail: `not a known format: no calls[] (callforest), ${tail}` });
+    expect(toCanonical({ rollout_id: "r", reward: 0 })).toMatchObject({
+      ok: false,
+      code: "unknown_format",
+      detail: `not a known format: no calls[] (callforest), ${tail}`,
+    });
     const cf = await init();
     for (const value of [
       { rollout_id: "r", reward: 0, calls: {} },
@@ -47,14 +58,31 @@ describe("auto detection", () => {
       expect(detectFormat(value)).toBe("callforest");
       const read = toCanonical(value);
       expect(read).toMatchObject({ ok: true, format: "callforest" });
-      expect(cf.plan(read.ok ? read.rollout : null).report).toMatchObject({ status: "rejected", reason: "invalid_rollout" });
+      expect(cf.plan(read.ok ? read.rollout : null).report).toMatchObject({
+        status: "rejected",
+        reason: "invalid_rollout",
+      });
     }
   });
 
-  for (const [value, shown] of [[[1, 2], "an array"], [null, "null"], [42, "42"], ["{}", '"{}"']] as const) {
+  for (const [value, shown] of [
+    [[1, 2], "an array"],
+    [null, "null"],
+    [42, "42"],
+    ["{}", '"{}"'],
+  ] as const) {
     it(`rejects a value that is ${shown}, not an object`, () => {
-      expect(toCanonical(value)).toMatchObject({ ok: false, code: "unknown_format", detail: `the value is ${shown}, expected a JSON object` });
-      expect(toCanonical(value, "gym-rollout")).toMatchObject({ ok: false, format: "gym-rollout", code: "invalid_value", detail: `the value is ${shown}, expected a JSON object` });
+      expect(toCanonical(value)).toMatchObject({
+        ok: false,
+        code: "unknown_format",
+        detail: `the value is ${shown}, expected a JSON object`,
+      });
+      expect(toCanonical(value, "gym-rollout")).toMatchObject({
+        ok: false,
+        format: "gym-rollout",
+        code: "invalid_value",
+        detail: `the value is ${shown}, expected a JSON object`,
+      });
     });
   }
 
@@ -193,7 +221,9 @@ describe("reports for the rows command", () => {
     rollout.calls[4].generation_log_probs = [-1];
     const plan = cf.plan(rollout);
     const sources = new Map([["C5", "tokens/r.tokens.jsonl:12"]]);
-    expect(withImport(plan.report, { diagnostics: [], sources }).detail).toBe(`${plan.report.detail} (token entry tokens/r.tokens.jsonl:12)`);
+    expect(withImport(plan.report, { diagnostics: [], sources }).detail).toBe(
+      `${plan.report.detail} (token entry tokens/r.tokens.jsonl:12)`,
+    );
     expect(withImport(plan.report, { diagnostics: [], sources: new Map() }).detail).toBe(plan.report.detail);
     plan.release();
   });

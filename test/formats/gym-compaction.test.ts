@@ -55,12 +55,18 @@ describe("the shared example data", () => {
       { offset: 3, length: 2 },
       { offset: 7, length: 2 },
     ]);
-    expect(first.media_occurrences.map((o: any) => [o.media_id, o.occurrence_ordinal, o.placeholder_span_or_position])).toEqual([
+    expect(
+      first.media_occurrences.map((o: any) => [o.media_id, o.occurrence_ordinal, o.placeholder_span_or_position]),
+    ).toEqual([
       [IMAGE_A, 0, null],
       [IMAGE_A, 1, null],
     ]);
     expect(placeholderRuns(second.prompt_token_ids, new Set([900]))).toEqual([{ offset: 8, length: 1 }]);
-    expect([second.compaction_event_id, second.context_epoch, second.segment_index]).toEqual([internal.boundary_events[0].event_id, 1, 1]);
+    expect([second.compaction_event_id, second.context_epoch, second.segment_index]).toEqual([
+      internal.boundary_events[0].event_id,
+      1,
+      1,
+    ]);
     // The rewrite replaced the old image: the second prompt does not extend the first call.
     const full = [...first.prompt_token_ids, ...first.sampled_token_ids];
     expect(second.prompt_token_ids.slice(0, full.length)).not.toEqual(full);
@@ -93,7 +99,11 @@ describe("gym-compaction: the internal response (completion_evidence)", () => {
     expect(rollout.calls[0].generation_token_ids).toBe(internal.completion_evidence[0].sampled_token_ids);
     expect(rollout.calls[1].generation_log_probs).toBe(internal.completion_evidence[1].sampled_logprobs);
     expect(result.diagnostics).toEqual([
-      { code: "context_compaction", call: C2, detail: "boundary boundary-000002-a1a9089ca7ec: history_policy_rewrite, policy recency" },
+      {
+        code: "context_compaction",
+        call: C2,
+        detail: "boundary boundary-000002-a1a9089ca7ec: history_policy_rewrite, policy recency",
+      },
     ]);
   });
 
@@ -101,9 +111,18 @@ describe("gym-compaction: the internal response (completion_evidence)", () => {
     const { rollout } = accepted(toCanonical(internal, "auto", WITH_900));
     const plan = cf.plan(rollout);
     try {
-      expect(plan.report).toMatchObject({ status: "ok", roots: 2, leaves: 2, rows: 2, captured_tokens: 7, trained_tokens: 7 });
+      expect(plan.report).toMatchObject({
+        status: "ok",
+        roots: 2,
+        leaves: 2,
+        rows: 2,
+        captured_tokens: 7,
+        trained_tokens: 7,
+      });
       expect(plan.rows.map((r) => r.media)).toEqual([C1_MEDIA, C2_MEDIA]);
-      for (const r of plan.rows) for (const m of r.media) expect([...r.tokenIds.slice(m.offset, m.offset + m.length)].every((t) => t === 900)).toBe(true);
+      for (const r of plan.rows)
+        for (const m of r.media)
+          expect([...r.tokenIds.slice(m.offset, m.offset + m.length)].every((t) => t === 900)).toBe(true);
     } finally {
       plan.release();
     }
@@ -117,7 +136,10 @@ describe("gym-compaction: the internal response (completion_evidence)", () => {
     const { rollout } = accepted(toCanonical(value)); // no --media-token needed
     expect(rollout.calls.map((c) => c.media)).toEqual([C1_MEDIA, C2_MEDIA]);
     // With --media-token as well, a given span must be its run.
-    expect(accepted(toCanonical(value, "auto", WITH_900)).rollout.calls.map((c) => c.media)).toEqual([C1_MEDIA, C2_MEDIA]);
+    expect(accepted(toCanonical(value, "auto", WITH_900)).rollout.calls.map((c) => c.media)).toEqual([
+      C1_MEDIA,
+      C2_MEDIA,
+    ]);
     value.completion_evidence[0].media_occurrences[1].placeholder_span_or_position = [7, 8];
     expect(rejected(value)).toMatchObject({
       code: "media_unlocated",
@@ -126,7 +148,8 @@ describe("gym-compaction: the internal response (completion_evidence)", () => {
     value.completion_evidence[0].media_occurrences[1].placeholder_span_or_position = "7-9";
     expect(rejected(value)).toMatchObject({
       code: "missing_field",
-      detail: 'gym-compaction: completion_evidence[0].media_occurrences[1].placeholder_span_or_position is "7-9", expected [start, end], a position or null',
+      detail:
+        'gym-compaction: completion_evidence[0].media_occurrences[1].placeholder_span_or_position is "7-9", expected [start, end], a position or null',
     });
   });
 
@@ -154,7 +177,11 @@ describe("gym-compaction: the internal response (completion_evidence)", () => {
     const result = accepted(toCanonical(value)); // the first one's media would need --media-token
     expect(result.rollout.calls[0]).toMatchObject({ id: C1, kept: false });
     expect(result.rollout.calls[0]).not.toHaveProperty("media");
-    expect(result.diagnostics[0]).toEqual({ code: "ineligible_completion", call: C1, detail: "completion_evidence[0]: eligible is false" });
+    expect(result.diagnostics[0]).toEqual({
+      code: "ineligible_completion",
+      call: C1,
+      detail: "completion_evidence[0]: eligible is false",
+    });
   });
 });
 
@@ -186,7 +213,8 @@ describe("gym-compaction: the transport response (output items + model_call_meta
 
 describe("gym-compaction: --from auto", () => {
   it("detects the response bare or in a row, internal or transport; other Gym rows stay gym-rollout", () => {
-    for (const value of [internal, transport, row(internal), row(transport)]) expect(detectFormat(value)).toBe("gym-compaction");
+    for (const value of [internal, transport, row(internal), row(transport)])
+      expect(detectFormat(value)).toBe("gym-compaction");
     expect(detectFormat(readJsonl(COMPETITIVE_CODING)[0])).toBe("gym-rollout");
     // A canonical rollout stays canonical whatever it carries.
     expect(detectFormat({ ...readJson(LOGIN_BUG), completion_evidence: [] })).toBe("callforest");
@@ -200,7 +228,10 @@ describe("gym-compaction: a row-wrapped response", () => {
     const unindexed: Record<string, unknown> = row(internal);
     delete unindexed._ng_task_index;
     expect(accepted(toCanonical(unindexed, "auto", WITH_900)).rollout.rollout_id).toBe("rollout-7-0"); // the contract's
-    expect(rejected(row(internal), {})).toMatchObject({ rolloutId: "7-0", detail: expect.stringMatching(/^gym-compaction: response\.completion_evidence\[0\] /) });
+    expect(rejected(row(internal), {})).toMatchObject({
+      rolloutId: "7-0",
+      detail: expect.stringMatching(/^gym-compaction: response\.completion_evidence\[0\] /),
+    });
     expect(rejected({ ...row(internal), reward: null })).toMatchObject({
       code: "missing_field",
       detail: "gym-compaction: reward is null, expected a finite number",
@@ -228,7 +259,10 @@ describe("gym-compaction: media that cannot be placed", () => {
     });
     const merged = clone(internal);
     merged.completion_evidence[0].prompt_token_ids.splice(5, 2, 900, 900); // the two images' runs touch
-    expect(rejected(merged)).toMatchObject({ code: "media_unlocated", detail: expect.stringContaining("2 media occurrences but 1 run of placeholder token 900") });
+    expect(rejected(merged)).toMatchObject({
+      code: "media_unlocated",
+      detail: expect.stringContaining("2 media occurrences but 1 run of placeholder token 900"),
+    });
     const extra = clone(internal);
     extra.completion_evidence[1].prompt_token_ids[3] = 900; // a placeholder no occurrence names
     expect(rejected(extra)).toMatchObject({
@@ -255,13 +289,20 @@ describe("gym-compaction: media that cannot be placed", () => {
   it("other broken fields are missing_field, naming the path", () => {
     const noId = clone(internal);
     delete noId.completion_evidence[1].completion_id;
-    expect(rejected(noId)).toMatchObject({ code: "missing_field", detail: "gym-compaction: completion_evidence[1].completion_id is missing, expected a non-empty string" });
+    expect(rejected(noId)).toMatchObject({
+      code: "missing_field",
+      detail: "gym-compaction: completion_evidence[1].completion_id is missing, expected a non-empty string",
+    });
     const noTokens = clone(internal);
     delete noTokens.completion_evidence[0].sampled_logprobs;
-    expect(rejected(noTokens)).toMatchObject({ code: "missing_field", detail: `gym-compaction: completion_evidence[0] (call "${C1}"): sampled_logprobs is missing, expected an array` });
+    expect(rejected(noTokens)).toMatchObject({
+      code: "missing_field",
+      detail: `gym-compaction: completion_evidence[0] (call "${C1}"): sampled_logprobs is missing, expected an array`,
+    });
     expect(toCanonical(readJsonl(COMPETITIVE_CODING)[0], "gym-compaction")).toMatchObject({
       ok: false,
-      detail: "gym-compaction: response.completion_evidence is missing and response.model_call_metadata is missing, expected an array",
+      detail:
+        "gym-compaction: response.completion_evidence is missing and response.model_call_metadata is missing, expected an array",
     });
   });
 });
@@ -270,7 +311,11 @@ describe("gym-compaction: the CLI", () => {
   const bin = join(ROOT, "bin", "callforest.js");
 
   it("`node bin/callforest.js rows --from gym-compaction --media-token 900 FILE`: two rows, media last", () => {
-    const run = spawnSync(process.execPath, [bin, "rows", "--from", "gym-compaction", "--media-token", "900", INTERNAL], { encoding: "utf8" });
+    const run = spawnSync(
+      process.execPath,
+      [bin, "rows", "--from", "gym-compaction", "--media-token", "900", INTERNAL],
+      { encoding: "utf8" },
+    );
     expect([run.status, run.stderr]).toEqual([0, "callforest: 1 rollout (1 ok, 0 rejected), 2 rows\n"]);
     const rows = lines(run.stdout).map((l) => JSON.parse(l));
     expect(rows.map((r) => [r.rollout_id, r.leaf, r.calls, r.reward, r.media])).toEqual([
@@ -283,7 +328,10 @@ describe("gym-compaction: the CLI", () => {
 
   it("rows of JSONL: a row-wrapped response takes its reward; without --media-token it alone is rejected", async () => {
     const dir = tempDir();
-    const input = [JSON.stringify(row(internal, 0.5)), JSON.stringify(readJson(LOGIN_BUG)), JSON.stringify(row(transport, 1))].join("\n") + "\n";
+    const input =
+      [JSON.stringify(row(internal, 0.5)), JSON.stringify(readJson(LOGIN_BUG)), JSON.stringify(row(transport, 1))].join(
+        "\n",
+      ) + "\n";
     const good = await rowsOf(dir, "good", input, "--media-token", "900", "--jobs", "1");
     expect(good.run.code).toBe(0);
     const reports = lines(good.report).map((l) => JSON.parse(l));
@@ -323,12 +371,27 @@ describe("gym-compaction: the CLI", () => {
 
   it("rows: mismatched counts are rejected, and --media-token reaches worker threads", async () => {
     const dir = tempDir();
-    const input = Array.from({ length: 6 }, (_, i) => JSON.stringify(row(i % 2 === 0 ? internal : transport, i))).join("\n") + "\n";
+    const input =
+      Array.from({ length: 6 }, (_, i) => JSON.stringify(row(i % 2 === 0 ? internal : transport, i))).join("\n") + "\n";
     const mismatch = await rowsOf(dir, "mismatch", input, "--media-token", "12", "--jobs", "1");
     const reports = lines(mismatch.report).map((l) => JSON.parse(l));
-    expect(reports.every((r) => r.status === "rejected" && r.detail.includes("2 media occurrences but 1 run of placeholder token 12"))).toBe(true);
+    expect(
+      reports.every(
+        (r) => r.status === "rejected" && r.detail.includes("2 media occurrences but 1 run of placeholder token 12"),
+      ),
+    ).toBe(true);
     const inProcess = await rowsOf(dir, "one", input, "--media-token", "900", "--jobs", "1");
-    const workers = await rowsOf(dir, "workers", input, "--media-token", "900", "--jobs", "2", "--batch-bytes", "30000");
+    const workers = await rowsOf(
+      dir,
+      "workers",
+      input,
+      "--media-token",
+      "900",
+      "--jobs",
+      "2",
+      "--batch-bytes",
+      "30000",
+    );
     expect(workers.run.code).toBe(0);
     expect(lines(workers.rows).length).toBe(12);
     expect(workers.rows).toBe(inProcess.rows);
@@ -341,7 +404,9 @@ describe("gym-compaction: the CLI", () => {
     expect(JSON.parse(converted.stdout).calls.map((c: any) => c.media)).toEqual([C1_MEDIA, C2_MEDIA]);
     const refused = await cli("convert", INTERNAL);
     expect([refused.code, refused.stdout, lines(refused.stderr).length]).toEqual([0, "", 1]);
-    expect(refused.stderr).toMatch(/^.*context_compacted_response\.json: rejected \(invalid_rollout, media_unlocated\): /);
+    expect(refused.stderr).toMatch(
+      /^.*context_compacted_response\.json: rejected \(invalid_rollout, media_unlocated\): /,
+    );
     const shown = await cli("show", "--media-token", "900", INTERNAL);
     expect(shown.code).toBe(0);
     expect(shown.stdout).toContain(C2);

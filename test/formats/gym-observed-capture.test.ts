@@ -46,7 +46,10 @@ beforeAll(async () => {
 function memoryTokens(values: unknown[], rolloutId = "12-0"): TokenSource {
   return {
     describe: (id) => `mem/${id}.tokens.jsonl`,
-    load: (id) => (id === rolloutId ? { file: `mem/${id}.tokens.jsonl`, lines: values.map((value, i) => ({ line: i + 1, value })) } : null),
+    load: (id) =>
+      id === rolloutId
+        ? { file: `mem/${id}.tokens.jsonl`, lines: values.map((value, i) => ({ line: i + 1, value })) }
+        : null,
   };
 }
 
@@ -59,8 +62,20 @@ const digestOf = (tokens: number[]) => tokenDigest([tokens])!;
 const entryOf = (list: any[], name: keyof typeof ID) => list.find((e) => e.model_call_id === ID[name]);
 
 /** A canonical entry of any version: `fields` on top of v1's required ones (plus a created_at). */
-function entry(id: string, prompt: number[], generation: number[], fields: Record<string, unknown> = {}): Record<string, unknown> {
-  return { model_call_id: id, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -0.5), created_at: 1, ...fields };
+function entry(
+  id: string,
+  prompt: number[],
+  generation: number[],
+  fields: Record<string, unknown> = {},
+): Record<string, unknown> {
+  return {
+    model_call_id: id,
+    prompt_token_ids: prompt,
+    generation_token_ids: generation,
+    generation_log_probs: generation.map(() => -0.5),
+    created_at: 1,
+    ...fields,
+  };
 }
 
 /** A one-invocation row listing `ids` by model_call_id, rollout `r-0`. */
@@ -70,7 +85,13 @@ function rowFor(ids: string[]): any {
     _ng_task_index: "r",
     _ng_rollout_index: 0,
     response: { id: "resp" },
-    ng_agent_observations: { source: "test", records: [{ kind: "agent_invocation", invocation_id: "inv", model_calls: ids.map((id) => ({ model_call_id: id })) }], gaps: [] },
+    ng_agent_observations: {
+      source: "test",
+      records: [
+        { kind: "agent_invocation", invocation_id: "inv", model_calls: ids.map((id) => ({ model_call_id: id })) },
+      ],
+      gaps: [],
+    },
   };
 }
 
@@ -88,7 +109,9 @@ describe("token digest (gym-formats README §1.4)", () => {
     expect(tokenDigest([])).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
     expect(tokenDigest([[1, 2, 3]])).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
     expect(tokenDigest([[1], [], [2, 3]])).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
-    expect(tokenDigest([new Int32Array([100, 101, 102, 103]), [200, 201, 202]])).toBe("315b791608af017e797e98c799511f5c9c86201751dc01fadcbb360976f60b1e");
+    expect(tokenDigest([new Int32Array([100, 101, 102, 103]), [200, 201, 202]])).toBe(
+      "315b791608af017e797e98c799511f5c9c86201751dc01fadcbb360976f60b1e",
+    );
   });
 
   it("encodes each id as a big-endian u64 (ids past 2^32 too); is null for a token no digest covers", () => {
@@ -99,7 +122,9 @@ describe("token digest (gym-formats README §1.4)", () => {
     bytes.writeBigUInt64BE(BigInt(ids.length), 16);
     ids.forEach((id, i) => bytes.writeBigUInt64BE(BigInt(id), 24 + i * 8));
     expect(tokenDigest([ids])).toBe(createHash("sha256").update(bytes).digest("hex"));
-    expect(tokenDigest([ids.slice(0, 2), ids.slice(2)], new Sha256())).toBe(createHash("sha256").update(bytes).digest("hex"));
+    expect(tokenDigest([ids.slice(0, 2), ids.slice(2)], new Sha256())).toBe(
+      createHash("sha256").update(bytes).digest("hex"),
+    );
     // Past one 64 KiB chunk of encoded ids, in parts that straddle it.
     const many = Array.from({ length: 20_000 }, (_, i) => (i * 7919) % 150_000);
     const encoded = Buffer.alloc(24 + many.length * 8);
@@ -134,7 +159,13 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
   it("reads all nine calls in ledger order (created_at), each in its invocation's agent", () => {
     expect([result.format, rollout.rollout_id, rollout.reward]).toEqual(["gym-observed", "12-0", 1]);
     expect(names(rollout.calls.map((c) => c.id))).toEqual(["L1", "L2", "F1", "F2", "L3", "S", "L4", "L5", "L6"]);
-    expect(rollout.calls.map((c) => c.agent)).toEqual(["session-7f3a", "session-7f3a", "agent-fork-2c1e", "agent-fork-2c1e", ...Array(5).fill("session-7f3a")]);
+    expect(rollout.calls.map((c) => c.agent)).toEqual([
+      "session-7f3a",
+      "session-7f3a",
+      "agent-fork-2c1e",
+      "agent-fork-2c1e",
+      ...Array(5).fill("session-7f3a"),
+    ]);
     expect(rollout.agents).toEqual([
       { id: "session-7f3a", parent: null },
       { id: "agent-fork-2c1e", parent: "session-7f3a" },
@@ -142,14 +173,27 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
   });
 
   it("rebuilds each delta prompt as full(parent) ++ suffix; full prompts are the stored arrays", () => {
-    const full = (name: keyof typeof ID) => [...Array.from(call(name).prompt_token_ids), ...Array.from(call(name).generation_token_ids)];
-    for (const [child, parent] of [["L2", "L1"], ["F1", "L2"], ["F2", "F1"], ["L3", "L2"], ["S", "L3"], ["L5", "L4"]] as const) {
+    const full = (name: keyof typeof ID) => [
+      ...Array.from(call(name).prompt_token_ids),
+      ...Array.from(call(name).generation_token_ids),
+    ];
+    for (const [child, parent] of [
+      ["L2", "L1"],
+      ["F1", "L2"],
+      ["F2", "F1"],
+      ["L3", "L2"],
+      ["S", "L3"],
+      ["L5", "L4"],
+    ] as const) {
       const stored = entryOf(entries, child).prompt_token_ids;
       expect(Array.from(call(child).prompt_token_ids)).toEqual([...full(parent), ...stored]);
       expect(digestOf(full(child))).toBe(entryOf(entries, child).digest);
     }
     const fromMemory = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(entries) })).rollout;
-    for (const name of ["L1", "L4", "L6"] as const) expect(fromMemory.calls.find((c) => c.id === ID[name])!.prompt_token_ids).toBe(entryOf(entries, name).prompt_token_ids);
+    for (const name of ["L1", "L4", "L6"] as const)
+      expect(fromMemory.calls.find((c) => c.id === ID[name])!.prompt_token_ids).toBe(
+        entryOf(entries, name).prompt_token_ids,
+      );
   });
 
   it("plans by exact tokens: 3 trees, 4 rows, every generated token trained once", () => {
@@ -158,7 +202,9 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
       const r = plan.report;
       expect([r.status, r.calls, r.eligible, r.roots, r.leaves, r.rows]).toEqual(["ok", 9, 9, 3, 4, 4]);
       expect(r.trained_tokens).toBe(r.captured_tokens);
-      expect(plan.rows.map((x) => [NAME[x.leaf], names(x.calls), names(x.trained), names(x.context), x.numTokens])).toEqual([
+      expect(
+        plan.rows.map((x) => [NAME[x.leaf], names(x.calls), names(x.trained), names(x.context), x.numTokens]),
+      ).toEqual([
         ["F2", ["L1", "L2", "F1", "F2"], ["F1", "F2"], ["L1", "L2"], 138],
         ["S", ["L1", "L2", "L3", "S"], ["L1", "L2", "L3", "S"], [], 142],
         ["L5", ["L4", "L5"], ["L4", "L5"], [], 93],
@@ -172,7 +218,11 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
   it("notes the unresolved call, the compaction's summary call, the records and gaps; after planning, the parent Gym recorded that tokens overrule", () => {
     const at = (name: keyof typeof ID) => `${join(DIR, "12-0.tokens.jsonl")}:${LINE[name]}`;
     expect(result.diagnostics).toEqual([
-      { code: "parent_unresolved", call: ID.L4, detail: `${at("L4")}: parent_resolution "unresolved" (reason "no_match")` },
+      {
+        code: "parent_unresolved",
+        call: ID.L4,
+        detail: `${at("L4")}: parent_resolution "unresolved" (reason "no_match")`,
+      },
       {
         code: "context_compaction",
         call: ID.S,
@@ -185,38 +235,80 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
     const report = usePlan(cf, result, 1, (_plan, report) => report);
     expect(report.diagnostics.slice(0, 6)).toEqual([
       ...result.diagnostics,
-      { code: "recorded_parent_differs", call: ID.L6, detail: `${at("L6")}: Gym recorded parent "${ID.L5}"; exact tokens make it a root` },
+      {
+        code: "recorded_parent_differs",
+        call: ID.L6,
+        detail: `${at("L6")}: Gym recorded parent "${ID.L5}"; exact tokens make it a root`,
+      },
     ]);
   });
 
   it("reads (model_ref, response_id) refs exactly as model_call_id refs", () => {
     const byId = clone(row);
     for (const record of byId.ng_agent_observations.records) {
-      if (record.kind === "agent_invocation") record.model_calls = record.model_calls.map((ref: any) => ({ model_call_id: byIdOf(ref.response_id) }));
+      if (record.kind === "agent_invocation")
+        record.model_calls = record.model_calls.map((ref: any) => ({ model_call_id: byIdOf(ref.response_id) }));
     }
     expect(accepted(toCanonical(byId, "gym-observed", { tokens })).rollout).toEqual(rollout);
     const byResponse = clone(row);
     for (const record of byResponse.ng_agent_observations.records) {
-      if (record.kind === "agent_invocation") record.model_calls = record.model_calls.map((ref: any) => ({ model_ref: ref.model_ref, response_id: ref.response_id }));
+      if (record.kind === "agent_invocation")
+        record.model_calls = record.model_calls.map((ref: any) => ({
+          model_ref: ref.model_ref,
+          response_id: ref.response_id,
+        }));
     }
     expect(accepted(toCanonical(byResponse, "gym-observed", { tokens })).rollout).toEqual(rollout);
   });
 
   it("passes every Claude Code gap code of gym-formats §2.3 through under its own code, with its detail", () => {
     const codes = [
-      "transcript_dir_missing", "transcript_dir_unreadable", "transcript_unreadable", "malformed_transcript_line", "invalid_transcript_record",
-      "agent_transcript_unavailable", "model_response_id_missing", "unsupported_assistant_content_block", "invalid_assistant_content",
-      "assistant_item_id_missing", "reasoning_item_id_missing", "tool_call_id_missing", "unsupported_user_content_block", "invalid_user_content",
-      "tool_result_id_missing", "invocation_outcome_unavailable", "conflicting_subagent_parent", "cyclic_subagent_parent",
-      "ambiguous_subagent_relation", "subagent_transcript_missing", "subagent_parent_unavailable", "compaction_before_model_call_unavailable",
-      "compaction_after_model_call_unavailable", "compaction_model_call_reference_unavailable", "compaction_model_call_match_ambiguous",
-      "compaction_outcome_unavailable", "compaction_timestamp_missing", "ambiguous_tool_artifact", "tool_start_missing", "tool_result_missing",
-      "tool_start_timestamp_missing", "tool_result_timestamp_missing", "tool_timing_invalid", "model_call_ownership_unavailable",
-      "observation_parse_failed", "no_sandbox_runtime",
+      "transcript_dir_missing",
+      "transcript_dir_unreadable",
+      "transcript_unreadable",
+      "malformed_transcript_line",
+      "invalid_transcript_record",
+      "agent_transcript_unavailable",
+      "model_response_id_missing",
+      "unsupported_assistant_content_block",
+      "invalid_assistant_content",
+      "assistant_item_id_missing",
+      "reasoning_item_id_missing",
+      "tool_call_id_missing",
+      "unsupported_user_content_block",
+      "invalid_user_content",
+      "tool_result_id_missing",
+      "invocation_outcome_unavailable",
+      "conflicting_subagent_parent",
+      "cyclic_subagent_parent",
+      "ambiguous_subagent_relation",
+      "subagent_transcript_missing",
+      "subagent_parent_unavailable",
+      "compaction_before_model_call_unavailable",
+      "compaction_after_model_call_unavailable",
+      "compaction_model_call_reference_unavailable",
+      "compaction_model_call_match_ambiguous",
+      "compaction_outcome_unavailable",
+      "compaction_timestamp_missing",
+      "ambiguous_tool_artifact",
+      "tool_start_missing",
+      "tool_result_missing",
+      "tool_start_timestamp_missing",
+      "tool_result_timestamp_missing",
+      "tool_timing_invalid",
+      "model_call_ownership_unavailable",
+      "observation_parse_failed",
+      "no_sandbox_runtime",
     ];
     const value = clone(row);
-    value.ng_agent_observations.gaps = codes.map((code, i) => ({ code, invocation_id: i % 2 ? "session-7f3a" : null, detail: i % 3 ? `session.jsonl:${i}` : null }));
-    const notes = accepted(toCanonical(value, "gym-observed", { tokens })).diagnostics.filter((d) => codes.includes(d.code));
+    value.ng_agent_observations.gaps = codes.map((code, i) => ({
+      code,
+      invocation_id: i % 2 ? "session-7f3a" : null,
+      detail: i % 3 ? `session.jsonl:${i}` : null,
+    }));
+    const notes = accepted(toCanonical(value, "gym-observed", { tokens })).diagnostics.filter((d) =>
+      codes.includes(d.code),
+    );
     expect(notes).toEqual(
       codes.map((code, i) => {
         const parts = [...(i % 2 ? ["invocation session-7f3a"] : []), ...(i % 3 ? [`session.jsonl:${i}`] : [])];
@@ -227,10 +319,23 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
 
   it("rows over the folder: both rollouts (this one and Gym's v3 example) plan, with their notes", async () => {
     const dir = tempDir();
-    const run = await cli("rows", join(DIR, "rollouts.jsonl"), "--tokens", DIR, "-o", join(dir, "rows.jsonl"), "--report", join(dir, "report.jsonl"), "--jobs", "1");
+    const run = await cli(
+      "rows",
+      join(DIR, "rollouts.jsonl"),
+      "--tokens",
+      DIR,
+      "-o",
+      join(dir, "rows.jsonl"),
+      "--report",
+      join(dir, "report.jsonl"),
+      "--jobs",
+      "1",
+    );
     expect(run.code).toBe(0);
     const reports = lines(read(join(dir, "report.jsonl"))).map((l) => JSON.parse(l));
-    expect(reports.map((r) => [r.rollout_id, r.status, r.roots, r.rows, r.trained_tokens === r.captured_tokens])).toEqual([
+    expect(
+      reports.map((r) => [r.rollout_id, r.status, r.roots, r.rows, r.trained_tokens === r.captured_tokens]),
+    ).toEqual([
       ["12-0", "ok", 3, 4, true],
       ["0-0", "ok", 2, 2, true],
     ]);
@@ -268,11 +373,16 @@ describe("Gym's own v3 example (gym-formats README §1.7, copied byte for byte)"
       return report;
     });
     expect(report.diagnostics.filter((d) => d.code !== "empty_generation")).toEqual([
-      { code: "parent_unresolved", call: "c3c2a2b3d4e54f60ab1c2d3e4f506172", detail: `${file}:3: parent_resolution "unresolved" (reason "no_match")` },
+      {
+        code: "parent_unresolved",
+        call: "c3c2a2b3d4e54f60ab1c2d3e4f506172",
+        detail: `${file}:3: parent_resolution "unresolved" (reason "no_match")`,
+      },
       {
         code: "context_compaction",
         call: null,
-        detail: "invocation pi-session-0, trigger overflow, outcome completed, before_model_call c2b1f1a2c3d44e5f9a0b1c2d3e4f5061, after_model_call c3c2a2b3d4e54f60ab1c2d3e4f506172",
+        detail:
+          "invocation pi-session-0, trigger overflow, outcome completed, before_model_call c2b1f1a2c3d44e5f9a0b1c2d3e4f5061, after_model_call c3c2a2b3d4e54f60ab1c2d3e4f506172",
       },
       { code: "observation_records", call: null, detail: "tool_call: 1" },
       { code: "compaction_summary_unavailable", call: null, detail: "invocation pi-session-0" },
@@ -281,10 +391,21 @@ describe("Gym's own v3 example (gym-formats README §1.7, copied byte for byte)"
 });
 
 describe("schema versions", () => {
-  const [p1, g1] = [[1, 2, 3], [4, 5]];
+  const [p1, g1] = [
+    [1, 2, 3],
+    [4, 5],
+  ];
   const full1 = [...p1, ...g1];
   const lineage = { parent_call_id: null, cum_len: 5, digest: digestOf(full1) };
-  const v3 = { ...lineage, parent_resolution: "root", parent_resolution_reason: "", continuation_fingerprint: "", continuation_context_len: 1, continuation_context_digest: "", fingerprint_version: 1 };
+  const v3 = {
+    ...lineage,
+    parent_resolution: "root",
+    parent_resolution_reason: "",
+    continuation_fingerprint: "",
+    continuation_context_len: 1,
+    continuation_context_digest: "",
+    fingerprint_version: 1,
+  };
 
   it("reads v1 (and no version), v2, v3, v4 and v5 entries to the same calls", () => {
     const shapes: Record<string, unknown>[] = [
@@ -297,7 +418,9 @@ describe("schema versions", () => {
     ];
     for (const fields of shapes) {
       const rollout = accepted(convert([entry("a", p1, g1, fields)])).rollout;
-      expect(rollout.calls.map((c) => [c.id, Array.from(c.prompt_token_ids), Array.from(c.generation_token_ids)])).toEqual([["a", p1, g1]]);
+      expect(
+        rollout.calls.map((c) => [c.id, Array.from(c.prompt_token_ids), Array.from(c.generation_token_ids)]),
+      ).toEqual([["a", p1, g1]]);
     }
   });
 
@@ -311,7 +434,11 @@ describe("schema versions", () => {
         detail: `gym-observed: mem/r-0.tokens.jsonl:1 (call "a"): schema_version ${version} is not one callforest reads (TokenEntry 1 to 5)`,
       });
     }
-    expect(convert([entry("a", p1, g1, { schema_version: "5" })])).toMatchObject({ ok: false, code: "missing_field", detail: 'gym-observed: mem/r-0.tokens.jsonl:1 (call "a"): schema_version is "5", expected an integer' });
+    expect(convert([entry("a", p1, g1, { schema_version: "5" })])).toMatchObject({
+      ok: false,
+      code: "missing_field",
+      detail: 'gym-observed: mem/r-0.tokens.jsonl:1 (call "a"): schema_version is "5", expected an integer',
+    });
     expect(convert([entry("a", p1, g1, { schema_version: 4.5 })])).toMatchObject({ ok: false, code: "missing_field" });
   });
 });
@@ -336,7 +463,13 @@ describe("routed experts: passed through from token entries unchanged", () => {
     const rollout = accepted(
       convert([
         entry("a", [1, 2], [3], { schema_version: 5, parent_resolution: "root" }),
-        entry("b", [4], [5], { schema_version: 5, parent_resolution: "resolved", parent_call_id: "a", prompt_is_delta: true, routed_experts: "nrlre1:int8:5x1x1:AAECAwQ=" }),
+        entry("b", [4], [5], {
+          schema_version: 5,
+          parent_resolution: "resolved",
+          parent_call_id: "a",
+          prompt_is_delta: true,
+          routed_experts: "nrlre1:int8:5x1x1:AAECAwQ=",
+        }),
       ]),
     ).rollout as any;
     expect(Array.from(rollout.calls[1].prompt_token_ids)).toEqual([1, 2, 3, 4]);
@@ -359,8 +492,16 @@ describe("recorded lineage: evidence next to exact tokens", () => {
     const result = accepted(convert(values, rowFor(["a", "b", "c", "d"])));
     const report = usePlan(cf, result, 1, (_plan, report) => report);
     expect(report.diagnostics.filter((d) => d.code === "recorded_parent_differs")).toEqual([
-      { code: "recorded_parent_differs", call: "b", detail: 'mem/r-0.tokens.jsonl:3: Gym recorded parent "x" (not kept); exact tokens link it to "a"' },
-      { code: "recorded_parent_differs", call: "d", detail: 'mem/r-0.tokens.jsonl:5: Gym recorded parent "ghost" (no token entry); exact tokens make it a root' },
+      {
+        code: "recorded_parent_differs",
+        call: "b",
+        detail: 'mem/r-0.tokens.jsonl:3: Gym recorded parent "x" (not kept); exact tokens link it to "a"',
+      },
+      {
+        code: "recorded_parent_differs",
+        call: "d",
+        detail: 'mem/r-0.tokens.jsonl:5: Gym recorded parent "ghost" (no token entry); exact tokens make it a root',
+      },
     ]);
   });
 
@@ -373,10 +514,26 @@ describe("recorded lineage: evidence next to exact tokens", () => {
     ];
     const result = accepted(convert(values));
     expect(result.diagnostics.filter((d) => d.call !== null)).toEqual([
-      { code: "parent_resolution_missing", call: "a", detail: "mem/r-0.tokens.jsonl:1: schema_version 3 without parent_resolution" },
-      { code: "recorded_lineage_invalid", call: "b", detail: 'mem/r-0.tokens.jsonl:2: parent_resolution "resolved" with no parent_call_id' },
-      { code: "recorded_lineage_invalid", call: "c", detail: 'mem/r-0.tokens.jsonl:3: parent_resolution "root" with parent_call_id "b"' },
-      { code: "parent_unresolved", call: "d", detail: 'mem/r-0.tokens.jsonl:4: parent_resolution "unresolved" (no reason recorded)' },
+      {
+        code: "parent_resolution_missing",
+        call: "a",
+        detail: "mem/r-0.tokens.jsonl:1: schema_version 3 without parent_resolution",
+      },
+      {
+        code: "recorded_lineage_invalid",
+        call: "b",
+        detail: 'mem/r-0.tokens.jsonl:2: parent_resolution "resolved" with no parent_call_id',
+      },
+      {
+        code: "recorded_lineage_invalid",
+        call: "c",
+        detail: 'mem/r-0.tokens.jsonl:3: parent_resolution "root" with parent_call_id "b"',
+      },
+      {
+        code: "parent_unresolved",
+        call: "d",
+        detail: 'mem/r-0.tokens.jsonl:4: parent_resolution "unresolved" (no reason recorded)',
+      },
     ]);
     // The tokens link c to b all the same.
     usePlan(cf, result, 1, (plan) => expect(plan.forest.map((c) => c.parent)).toEqual([null, "a", "b", null]));
@@ -386,8 +543,21 @@ describe("recorded lineage: evidence next to exact tokens", () => {
 describe("rejections: one line naming file:line and the call", () => {
   type Case = [name: string, values: () => Record<string, unknown>[], code: string, detail: string];
   const root = (id: string, prompt: number[], generation: number[], extra: Record<string, unknown> = {}) =>
-    entry(id, prompt, generation, { schema_version: 5, parent_resolution: "root", cum_len: prompt.length + generation.length, digest: digestOf([...prompt, ...generation]), ...extra });
-  const delta = (id: string, parent: string | null, suffix: number[], generation: number[], full: number[], extra: Record<string, unknown> = {}) =>
+    entry(id, prompt, generation, {
+      schema_version: 5,
+      parent_resolution: "root",
+      cum_len: prompt.length + generation.length,
+      digest: digestOf([...prompt, ...generation]),
+      ...extra,
+    });
+  const delta = (
+    id: string,
+    parent: string | null,
+    suffix: number[],
+    generation: number[],
+    full: number[],
+    extra: Record<string, unknown> = {},
+  ) =>
     entry(id, suffix, generation, {
       schema_version: 5,
       parent_resolution: "resolved",
@@ -526,7 +696,9 @@ describe("rejections: one line naming file:line and the call", () => {
   });
 
   it("a token no digest covers is left to the planner, which names it and its token entry", () => {
-    const values = [entry("a", [1, -2], [3], { schema_version: 5, parent_resolution: "root", digest: digestOf([1, 2, 3]) })];
+    const values = [
+      entry("a", [1, -2], [3], { schema_version: 5, parent_resolution: "root", digest: digestOf([1, 2, 3]) }),
+    ];
     const report = usePlan(cf, accepted(convert(values)), 1, (_plan, report) => report);
     expect(report).toMatchObject({ status: "rejected", reason: "invalid_token" });
     expect(report.detail).toContain("(token entry mem/r-0.tokens.jsonl:1)");
@@ -534,7 +706,8 @@ describe("rejections: one line naming file:line and the call", () => {
 
   it("a ref whose model_call_id and response_id name different captured calls", () => {
     const value = clone(row);
-    value.ng_agent_observations.records[0].model_calls[0].response_id = value.ng_model_call_capture.calls[1].response_id;
+    value.ng_agent_observations.records[0].model_calls[0].response_id =
+      value.ng_model_call_capture.calls[1].response_id;
     const result = toCanonical(value, "gym-observed", { tokens: tokenDirectory(DIR) });
     expect(result).toMatchObject({
       ok: false,
@@ -547,6 +720,9 @@ describe("rejections: one line naming file:line and the call", () => {
   it("a ref whose model_ref disagrees with its captured call", () => {
     const value = clone(row);
     value.ng_agent_observations.records[0].model_calls[0].model_ref = { type: "responses_api_models", name: "judge" };
-    expect(toCanonical(value, "gym-observed", { tokens: tokenDirectory(DIR) })).toMatchObject({ ok: false, code: "model_call_ref_conflict" });
+    expect(toCanonical(value, "gym-observed", { tokens: tokenDirectory(DIR) })).toMatchObject({
+      ok: false,
+      code: "model_call_ref_conflict",
+    });
   });
 });

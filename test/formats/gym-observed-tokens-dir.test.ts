@@ -44,12 +44,18 @@ describe("--tokens DIR and symlinks", () => {
     writeFileSync(join(outside, "real.jsonl"), readFileSync(OBSERVED_TOKENS));
     symlinkSync(join(outside, "real.jsonl"), join(dir, "hop.jsonl")); // inside DIR, pointing out
     symlinkSync("hop.jsonl", join(dir, "7-2.tokens.jsonl"));
-    expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({ ok: false, code: "token_file_outside_dir" });
+    expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({
+      ok: false,
+      code: "token_file_outside_dir",
+    });
     symlinkSync(outside, join(dir, "sub"));
     symlinkSync(join("sub", "real.jsonl"), join(dir, "7-3.tokens.jsonl"));
     const value = clone(row);
     value._ng_rollout_index = 3;
-    expect(toCanonical(value, "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({ ok: false, code: "token_file_outside_dir" });
+    expect(toCanonical(value, "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({
+      ok: false,
+      code: "token_file_outside_dir",
+    });
   });
 
   it("reads a symlink that stays inside DIR, and a DIR that is itself a symlink", () => {
@@ -73,7 +79,18 @@ describe("--tokens DIR and symlinks", () => {
     writeFileSync(join(tokens, "7-2.tokens.jsonl"), readFileSync(OBSERVED_TOKENS));
     const input = join(dir, "in.jsonl");
     writeFileSync(input, `${rowOf(1)}\n${rowOf(2)}\n`);
-    const run = await cli("rows", input, "--tokens", tokens, "-o", join(dir, "rows.jsonl"), "--report", join(dir, "report.jsonl"), "--jobs", "1");
+    const run = await cli(
+      "rows",
+      input,
+      "--tokens",
+      tokens,
+      "-o",
+      join(dir, "rows.jsonl"),
+      "--report",
+      join(dir, "report.jsonl"),
+      "--jobs",
+      "1",
+    );
     expect(run.code).toBe(0);
     const reports = lines(read(join(dir, "report.jsonl"))).map((l) => JSON.parse(l));
     expect(reports.map((r) => [r.rollout_id, r.status, r.rows])).toEqual([
@@ -85,7 +102,14 @@ describe("--tokens DIR and symlinks", () => {
     );
     // Without --report the rejection is a line on stderr, with the finer code.
     const again = await cli("rows", input, "--tokens", tokens, "-o", join(dir, "again.jsonl"), "--jobs", "1");
-    expect(lines(again.stderr)[0]).toBe(`${input}:1: rejected (invalid_rollout, token_file_outside_dir): ${reports[0].detail}`);
-    expect(lines(read(join(dir, "rows.jsonl"))).map((l) => JSON.parse(l).rollout_id)).toEqual(["7-2", "7-2", "7-2", "7-2"]);
+    expect(lines(again.stderr)[0]).toBe(
+      `${input}:1: rejected (invalid_rollout, token_file_outside_dir): ${reports[0].detail}`,
+    );
+    expect(lines(read(join(dir, "rows.jsonl"))).map((l) => JSON.parse(l).rollout_id)).toEqual([
+      "7-2",
+      "7-2",
+      "7-2",
+      "7-2",
+    ]);
   });
 });

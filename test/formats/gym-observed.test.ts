@@ -96,7 +96,8 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
       {
         code: "context_compaction",
         call: "mc-leader-3-summary",
-        detail: "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
+        detail:
+          "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
       },
       { code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1" },
       { code: "subagent_parent_unavailable", call: null, detail: "invocation inv-bg" },
@@ -143,51 +144,94 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
     const swapped = [...entries];
     [swapped[5], swapped[6]] = [swapped[6], swapped[5]];
     expect(swapped[5].model_call_id).toBe("mc-leader-3-summary");
-    const ids = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(swapped) })).rollout.calls.map((c) => c.id);
+    const ids = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(swapped) })).rollout.calls.map(
+      (c) => c.id,
+    );
     expect(ids.slice(5, 7)).toEqual(["mc-leader-3-summary", "mc-fork-1"]);
   });
 
   it("reads ISO 8601 created_at as well as epoch seconds", () => {
     const iso = entries.map((e) => ({ ...e, created_at: new Date(e.created_at * 1000).toISOString() }));
-    const ids = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(iso) })).rollout.calls.map((c) => c.id);
+    const ids = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(iso) })).rollout.calls.map(
+      (c) => c.id,
+    );
     expect(ids).toEqual(LEDGER);
   });
 
   it("reads ISO 8601 times exactly: microseconds order calls, zones count, and a time needs a zone", () => {
     // Give the first two entries of the file times a microsecond apart, the later one first.
-    const stamped = (times: (string | number)[]) => entries.map((e, i) => ({ ...e, created_at: i < times.length ? times[i] : e.created_at }));
+    const stamped = (times: (string | number)[]) =>
+      entries.map((e, i) => ({ ...e, created_at: i < times.length ? times[i] : e.created_at }));
     // Both before every other entry (the fixture's first is 2025-11-30T05:00:00.1Z).
     const [first, second] = [entries[0].model_call_id, entries[1].model_call_id];
-    const swapped = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T05:00:00.000200Z", "2025-11-30T05:00:00.000100Z"])) }));
+    const swapped = accepted(
+      toCanonical(row, "gym-observed", {
+        tokens: memoryTokens(stamped(["2025-11-30T05:00:00.000200Z", "2025-11-30T05:00:00.000100Z"])),
+      }),
+    );
     expect(swapped.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // The same instant written in another zone is the same time: file order breaks the tie.
-    const zoned = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T07:00:00+02:00", "2025-11-30T05:00:00Z"])) }));
+    const zoned = accepted(
+      toCanonical(row, "gym-observed", {
+        tokens: memoryTokens(stamped(["2025-11-30T07:00:00+02:00", "2025-11-30T05:00:00Z"])),
+      }),
+    );
     expect(zoned.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
     // A zone west of UTC is behind it: 00:00:00.05-05:00 is 05:00:00.05Z, after 05:00:00.01Z.
-    const west = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2025-11-30T00:00:00.05-05:00", "2025-11-30T05:00:00.01Z"])) }));
+    const west = accepted(
+      toCanonical(row, "gym-observed", {
+        tokens: memoryTokens(stamped(["2025-11-30T00:00:00.05-05:00", "2025-11-30T05:00:00.01Z"])),
+      }),
+    );
     expect(west.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // Trailing zeros change nothing (.50 and .5 tie: file order), a basic-format zone and a leap second are times.
-    for (const [a, b] of [["2025-11-30T05:00:00.50Z", "2025-11-30T05:00:00.5Z"], ["2025-11-30T07:00:00+0200", "2025-11-30T05:00:00Z"]]) {
+    for (const [a, b] of [
+      ["2025-11-30T05:00:00.50Z", "2025-11-30T05:00:00.5Z"],
+      ["2025-11-30T07:00:00+0200", "2025-11-30T05:00:00Z"],
+    ]) {
       const tied = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([a, b])) }));
       expect([a, b, ...tied.rollout.calls.slice(0, 2).map((c) => c.id)]).toEqual([a, b, first, second]);
     }
-    const leap = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["2016-12-31T23:59:60Z", "2016-12-31T23:59:59.5Z"])) }));
+    const leap = accepted(
+      toCanonical(row, "gym-observed", {
+        tokens: memoryTokens(stamped(["2016-12-31T23:59:60Z", "2016-12-31T23:59:59.5Z"])),
+      }),
+    );
     expect(leap.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // A number and an ISO time naming the same instant tie (file order decides); digits count as written.
-    const mixed = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.05, "2025-11-30T05:00:00.05Z"])) }));
+    const mixed = accepted(
+      toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.05, "2025-11-30T05:00:00.05Z"])) }),
+    );
     expect(mixed.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([first, second]);
-    // biome-ignore lint/correctness/noPrecisionLoss: the digits as written are what is compared
-    const close = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.0999999999, 1764478800.09])) }));
+    const close = accepted(
+      // biome-ignore lint/correctness/noPrecisionLoss: the digits as written are what is compared
+      toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([1764478800.0999999999, 1764478800.09])) }),
+    );
     expect(close.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // Just before zero, written in exponent form: after -0.5, not a second early (rounding up).
     const negative = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([-1e-10, -0.5])) }));
     expect(negative.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
     // Years below 100 are years, not 1900 + year.
-    const early = accepted(toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped(["1999-01-01T00:00:00Z", "0099-01-01T00:00:00Z"])) }));
+    const early = accepted(
+      toCanonical(row, "gym-observed", {
+        tokens: memoryTokens(stamped(["1999-01-01T00:00:00Z", "0099-01-01T00:00:00Z"])),
+      }),
+    );
     expect(early.rollout.calls.slice(0, 2).map((c) => c.id)).toEqual([second, first]);
-    for (const bad of ["2025-11-30T05:00:00", "5", "2025-13-01T00:00:00Z", "2025-02-29T00:00:00Z", "2025-11-30T24:00:00Z", "2025-11-30T05:60:00Z", "2025-11-30T05:00:61Z", "yesterday"]) {
+    for (const bad of [
+      "2025-11-30T05:00:00",
+      "5",
+      "2025-13-01T00:00:00Z",
+      "2025-02-29T00:00:00Z",
+      "2025-11-30T24:00:00Z",
+      "2025-11-30T05:60:00Z",
+      "2025-11-30T05:00:61Z",
+      "yesterday",
+    ]) {
       const result = toCanonical(row, "gym-observed", { tokens: memoryTokens(stamped([bad])) });
-      expect(result.ok ? "accepted" : result.detail).toMatch(/created_at is .* expected a number or an ISO 8601 time with a zone$/);
+      expect(result.ok ? "accepted" : result.detail).toMatch(
+        /created_at is .* expected a number or an ISO 8601 time with a zone$/,
+      );
     }
   });
 
@@ -199,7 +243,8 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
     expect(converted.diagnostics).toContainEqual({
       code: "agent_parent_missing",
       call: null,
-      detail: "ng_agent_observations.records[1]: invocation inv-bg names parent inv-gone, which has no agent_invocation record",
+      detail:
+        "ng_agent_observations.records[1]: invocation inv-bg names parent inv-gone, which has no agent_invocation record",
     });
   });
 
@@ -212,7 +257,14 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
 });
 
 describe("gym-observed rejections: one line naming the call and the file:line", () => {
-  type Case = [name: string, breakRow: (v: any) => void, breakEntries: (e: any[]) => void, code: string, detail: string, reason?: string];
+  type Case = [
+    name: string,
+    breakRow: (v: any) => void,
+    breakEntries: (e: any[]) => void,
+    code: string,
+    detail: string,
+    reason?: string,
+  ];
   const refWhere = "ng_agent_observations.records[0].model_calls";
   const cases: Case[] = [
     [
@@ -238,14 +290,19 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     ],
     [
       "response_id under another model_ref",
-      (v) => (v.ng_agent_observations.records[0].model_calls[2].model_ref = { type: "responses_api_models", name: "judge" }),
+      (v) =>
+        (v.ng_agent_observations.records[0].model_calls[2].model_ref = { type: "responses_api_models", name: "judge" }),
       () => {},
       "unknown_model_call",
       `${refWhere}[2] (invocation "inv-leader"): response_id "resp_leader_3_summary" (model_ref "responses_api_models/judge") matches no ng_model_call_capture.calls entry`,
     ],
     [
       "model_ref whose type is not a string",
-      (v) => (v.ng_agent_observations.records[0].model_calls[2].model_ref = { type: { nested: true }, name: "policy_model" }),
+      (v) =>
+        (v.ng_agent_observations.records[0].model_calls[2].model_ref = {
+          type: { nested: true },
+          name: "policy_model",
+        }),
       () => {},
       "missing_field",
       `${refWhere}[2] (invocation "inv-leader"): model_ref is an object, expected a name or { type, name } strings`,
@@ -259,7 +316,10 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     ],
     [
       "ref with neither key",
-      (v) => (v.ng_agent_observations.records[0].model_calls[0] = { model_ref: { type: "responses_api_models", name: "policy_model" } }),
+      (v) =>
+        (v.ng_agent_observations.records[0].model_calls[0] = {
+          model_ref: { type: "responses_api_models", name: "policy_model" },
+        }),
       () => {},
       "missing_field",
       `${refWhere}[0] (invocation "inv-leader"): needs model_call_id, or model_ref and response_id`,
@@ -283,7 +343,7 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       (v) => (v.ng_agent_observations.records[2].invocation_id = "inv-bg"),
       () => {},
       "duplicate_invocation",
-      "ng_agent_observations.records[2]: invocation \"inv-bg\" is already recorded at ng_agent_observations.records[1]",
+      'ng_agent_observations.records[2]: invocation "inv-bg" is already recorded at ng_agent_observations.records[1]',
     ],
     [
       "invocation without an id",
@@ -306,7 +366,13 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       "missing_field",
       "ng_agent_observations.records is missing, expected an array",
     ],
-    ["reward missing", (v) => delete v.reward, () => {}, "missing_field", "reward is missing, expected a finite number"],
+    [
+      "reward missing",
+      (v) => delete v.reward,
+      () => {},
+      "missing_field",
+      "reward is missing, expected a finite number",
+    ],
     [
       "token entry without model_call_id",
       () => {},
@@ -353,7 +419,11 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       const result = toCanonical(value, "gym-observed", { tokens: memoryTokens(list) });
       expect(result.ok).toBe(false);
       if (result.ok) return;
-      expect([result.code, result.reason, result.detail]).toEqual([code, reason ?? "invalid_rollout", `gym-observed: ${detail}`]);
+      expect([result.code, result.reason, result.detail]).toEqual([
+        code,
+        reason ?? "invalid_rollout",
+        `gym-observed: ${detail}`,
+      ]);
       expect(result.detail).not.toContain("\n");
       expect(result.rolloutId).toBe("7-2");
     });
@@ -362,7 +432,13 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
   it("a token line that is not JSON names file:line", () => {
     const source: TokenSource = {
       describe: () => FILE,
-      load: () => ({ file: FILE, lines: [{ line: 1, value: entries[0] }, { line: 2, error: "not JSON (Unexpected end of JSON input)" }] }),
+      load: () => ({
+        file: FILE,
+        lines: [
+          { line: 1, value: entries[0] },
+          { line: 2, error: "not JSON (Unexpected end of JSON input)" },
+        ],
+      }),
     };
     const result = toCanonical(row, "gym-observed", { tokens: source });
     expect(result).toMatchObject({
@@ -380,7 +456,9 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       lines[3] = lines[3].replace(/"created_at":[^,}]+/, '"created_at":NaN');
       writeFileSync(join(dir, "7-2.tokens.jsonl"), lines.join("\n"));
       const result = toCanonical(row, "gym-observed", { tokens: tokenDirectory(dir) });
-      expect(result.ok ? "accepted" : result.detail).toMatch(/^gym-observed: .*7-2\.tokens\.jsonl:4: not JSON at byte \d+: unexpected 'N' where a value should be$/);
+      expect(result.ok ? "accepted" : result.detail).toMatch(
+        /^gym-observed: .*7-2\.tokens\.jsonl:4: not JSON at byte \d+: unexpected 'N' where a value should be$/,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -390,7 +468,7 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     expect(toCanonical(row, "gym-observed")).toMatchObject({
       ok: false,
       code: "no_token_source",
-      detail: "gym-observed: rollout \"7-2\" needs token entries: give --tokens DIR",
+      detail: 'gym-observed: rollout "7-2" needs token entries: give --tokens DIR',
     });
   });
 
@@ -423,9 +501,14 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
   it("a token file that starts with a byte order mark reads as without", () => {
     const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
     try {
-      writeFileSync(join(dir, "7-2.tokens.jsonl"), Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(OBSERVED_TOKENS)]));
+      writeFileSync(
+        join(dir, "7-2.tokens.jsonl"),
+        Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), readFileSync(OBSERVED_TOKENS)]),
+      );
       const withMark = toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) });
-      expect(withMark.ok && withMark.rollout).toEqual(accepted(toCanonical(clone(row), "gym-observed", { tokens })).rollout);
+      expect(withMark.ok && withMark.rollout).toEqual(
+        accepted(toCanonical(clone(row), "gym-observed", { tokens })).rollout,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -442,7 +525,10 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       });
       rmSync(join(dir, "7-2.tokens.jsonl"));
       symlinkSync("/dev/zero", join(dir, "7-2.tokens.jsonl")); // would never end; and it is outside DIR
-      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({ ok: false, code: "token_file_outside_dir" });
+      expect(toCanonical(clone(row), "gym-observed", { tokens: tokenDirectory(dir) })).toMatchObject({
+        ok: false,
+        code: "token_file_outside_dir",
+      });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -486,12 +572,21 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     value.ng_agent_observations.records.push({ kind: "future_kind" }, { note: "no kind" });
     value.ng_agent_observations.records[5].model_calls = [{ model_call_id: "mc-unknown" }];
     const converted = accepted(toCanonical(value, "gym-observed", { tokens }));
-    expect(converted.diagnostics).toContainEqual({ code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1, future_kind: 1, unknown: 1" });
-    expect(converted.diagnostics).toContainEqual({ code: "observation_gap", call: null, detail: "ng_agent_observations.gaps[1] is \"not a gap\"" });
+    expect(converted.diagnostics).toContainEqual({
+      code: "observation_records",
+      call: null,
+      detail: "tool_call: 3, sandbox: 1, future_kind: 1, unknown: 1",
+    });
+    expect(converted.diagnostics).toContainEqual({
+      code: "observation_gap",
+      call: null,
+      detail: 'ng_agent_observations.gaps[1] is "not a gap"',
+    });
     expect(converted.diagnostics).toContainEqual({
       code: "context_compaction",
       call: null,
-      detail: "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
+      detail:
+        "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
     });
   });
 });

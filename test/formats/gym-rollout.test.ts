@@ -108,7 +108,10 @@ describe("gym-rollout: competitive-coding-rollouts.jsonl (rollout rows)", () => 
     for (const task of ["", 1.5, null, true, {}, []]) {
       const other = clone(rows[2]);
       other._ng_task_index = task;
-      expect([task, accepted(toCanonical(other)).rollout.rollout_id]).toEqual([task, "resp_5f70aa83004948b48cf6953f9415e287"]);
+      expect([task, accepted(toCanonical(other)).rollout.rollout_id]).toEqual([
+        task,
+        "resp_5f70aa83004948b48cf6953f9415e287",
+      ]);
     }
     const named = clone(rows[2]);
     named._ng_task_index = "task-a";
@@ -148,7 +151,12 @@ describe("gym-rollout rejections: one line naming what and where", () => {
   const row = readJsonl(COMPETITIVE_CODING)[0];
   const cases: [string, (v: any) => void, string, string][] = [
     ["no response", (v) => delete v.response, "missing_field", "gym-rollout: response is missing, expected an object"],
-    ["no output", (v) => delete v.response.output, "missing_field", "gym-rollout: response.output is missing, expected an array"],
+    [
+      "no output",
+      (v) => delete v.response.output,
+      "missing_field",
+      "gym-rollout: response.output is missing, expected an array",
+    ],
     ["no reward", (v) => delete v.reward, "missing_field", "gym-rollout: reward is missing, expected a finite number"],
     ["string reward", (v) => (v.reward = "1"), "missing_field", 'gym-rollout: reward is "1", expected a finite number'],
     [

@@ -3,8 +3,18 @@
 import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import {
-  BufferPool, batchBuffers, batchLength, forEachLine, joinParts, lineParts, readBatches, readWhole, sniffDocument, streamSource,
-  type Batch, type ByteSource,
+  BufferPool,
+  batchBuffers,
+  batchLength,
+  forEachLine,
+  joinParts,
+  lineParts,
+  readBatches,
+  readWhole,
+  sniffDocument,
+  streamSource,
+  type Batch,
+  type ByteSource,
 } from "../../src/ingest/batches.js";
 
 /** A source that hands out the input in reads of the given sizes (cycled), like a slow pipe. */
@@ -72,7 +82,7 @@ function expectedLines(text: string): [number, string][] {
 const encode = (text: string) => new Uint8Array(Buffer.from(text, "latin1"));
 
 describe("readBatches", () => {
-  const text = ["{\"a\":1}", "", "  ", "x".repeat(300), "\r", "{\"b\":2}\r", "last"].join("\n");
+  const text = ['{"a":1}', "", "  ", "x".repeat(300), "\r", '{"b":2}\r', "last"].join("\n");
 
   it("cuts any read pattern into the same lines with true numbers, blank ones included", async () => {
     const want = expectedLines(text);
@@ -91,10 +101,10 @@ describe("readBatches", () => {
       [1, "a"],
       [2, "b"],
     ]);
-    const cut = await collect(chunkedSource(encode("a\n{\"cut"), [3]), 4);
+    const cut = await collect(chunkedSource(encode('a\n{"cut'), [3]), 4);
     expect(linesOf(cut)).toEqual([
       [1, "a"],
-      [2, "{\"cut"],
+      [2, '{"cut'],
     ]);
     expect(cut[cut.length - 1].bytes[cut[cut.length - 1].bytes.length - 1]).not.toBe(10);
     expect(await collect(chunkedSource(new Uint8Array(0), [3]), 4)).toEqual([]);
@@ -137,7 +147,9 @@ describe("readBatches", () => {
     const lines: [number, string][] = [];
     for await (const batch of readBatches(chunkedSource(encode(text), [100]), pool)) {
       seen.add(batch.bytes.buffer);
-      forEachLine(batch, (start, end, line) => lines.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]));
+      forEachLine(batch, (start, end, line) =>
+        lines.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]),
+      );
       pool.give(batch.bytes.buffer as ArrayBuffer); // planned: back to the pool
     }
     expect(lines).toEqual(expectedLines(text));
@@ -168,15 +180,23 @@ describe("readBatches with maxLineBytes (a line longer than any reader takes)", 
     const { batches, buffers } = await read(`a\n${long}\n${"y".repeat(40)}\nb`, 64);
     const dropped = batches.filter((batch) => batch.dropped !== undefined);
     expect(dropped).toHaveLength(1);
-    expect(dropped[0]).toMatchObject({ firstLine: 2, lineCount: 1, dropped: { bytes: 1000, newline: true, blank: false } });
+    expect(dropped[0]).toMatchObject({
+      firstLine: 2,
+      lineCount: 1,
+      dropped: { bytes: 1000, newline: true, blank: false },
+    });
     expect(batchLength(dropped[0])).toBe(1001);
     expect(batchBuffers(dropped[0])).toEqual([]);
     // The lines around it, the one kept in parts under the limit included, are whole.
     const kept = batches.filter((batch) => batch.dropped === undefined);
     const texts: [number, string][] = [];
     for (const batch of kept) {
-      if (batch.parts !== undefined) texts.push([batch.firstLine, Buffer.from(joinParts(lineParts(batch))).toString("latin1")]);
-      else forEachLine(batch, (start, end, line) => texts.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]));
+      if (batch.parts !== undefined)
+        texts.push([batch.firstLine, Buffer.from(joinParts(lineParts(batch))).toString("latin1")]);
+      else
+        forEachLine(batch, (start, end, line) =>
+          texts.push([line, Buffer.from(batch.bytes.subarray(start, end)).toString("latin1")]),
+        );
     }
     expect(texts).toEqual([
       [1, "a"],
@@ -242,4 +262,3 @@ describe("sniffDocument and readWhole (an input with no name to go by)", () => {
     expect((await readWhole(chunkedSource(new Uint8Array(0), [1]), 0))?.length).toBe(0);
   });
 });
-

@@ -21,8 +21,12 @@ const text = (chunk: unknown) => (chunk instanceof Uint8Array ? Buffer.from(chun
 export async function cli(...argv: string[]): Promise<Run> {
   const out: string[] = [];
   const err: string[] = [];
-  const stdout = vi.spyOn(process.stdout, "write").mockImplementation((chunk: unknown) => (out.push(text(chunk)), true));
-  const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => (err.push(text(chunk)), true));
+  const stdout = vi
+    .spyOn(process.stdout, "write")
+    .mockImplementation((chunk: unknown) => (out.push(text(chunk)), true));
+  const stderr = vi
+    .spyOn(process.stderr, "write")
+    .mockImplementation((chunk: unknown) => (err.push(text(chunk)), true));
   try {
     const code = await main(argv);
     return { code, stdout: out.join(""), stderr: err.join("") };

@@ -28,7 +28,9 @@ describe("WorkerPool", () => {
     } finally {
       await pool.close();
     }
-    expect(reports.map((report) => JSON.parse(report).rollout_id)).toEqual(lines.map((line) => JSON.parse(line).rollout_id));
+    expect(reports.map((report) => JSON.parse(report).rollout_id)).toEqual(
+      lines.map((line) => JSON.parse(line).rollout_id),
+    );
     const started = (pool as unknown as { workers: unknown[] }).workers.length;
     expect(started).toBeGreaterThanOrEqual(1);
     expect(started).toBeLessThanOrEqual(lines.length);

@@ -12,7 +12,10 @@ function batchOf(lines: string[]): Batch {
   return { bytes, firstLine: 1, lineCount: lines.length };
 }
 
-async function run(processor: LineProcessor, batch: Batch): Promise<{ rows: string; reports: string[]; notes: string }> {
+async function run(
+  processor: LineProcessor,
+  batch: Batch,
+): Promise<{ rows: string; reports: string[]; notes: string }> {
   const pieces: Piece[] = [];
   await processor.processBatch(batch, "in.jsonl", (piece) => {
     pieces.push(piece);
@@ -20,7 +23,11 @@ async function run(processor: LineProcessor, batch: Batch): Promise<{ rows: stri
   expect(pieces[pieces.length - 1].last).toBe(true);
   return {
     rows: Buffer.concat(pieces.flatMap((p) => p.rows)).toString("utf8"),
-    reports: pieces.map((p) => p.reports).join("").split("\n").filter((l) => l !== ""),
+    reports: pieces
+      .map((p) => p.reports)
+      .join("")
+      .split("\n")
+      .filter((l) => l !== ""),
     notes: pieces.map((p) => p.notes).join(""),
   };
 }
@@ -55,7 +62,9 @@ describe("LineProcessor out of memory", () => {
     });
     expect(result.reports[0]).toBe(reference.reports[0]);
     expect(JSON.parse(result.reports[2])).toEqual({ ...JSON.parse(reference.reports[1]), line: 3 });
-    expect(result.notes).toMatch(/^in\.jsonl:2: rejected \(rollout_too_large\): the rollout does not fit in memory \(Array buffer allocation failed\)\n$/);
+    expect(result.notes).toMatch(
+      /^in\.jsonl:2: rejected \(rollout_too_large\): the rollout does not fit in memory \(Array buffer allocation failed\)\n$/,
+    );
   });
 
   it("replaces a scanner that ran out of memory and goes on with the next line", async () => {
@@ -79,14 +88,28 @@ describe("LineProcessor out of memory", () => {
     internals.keepScannerBytes = 1 << 20; // (256 MiB in use) the other lines need far less
     // ~1.2 MB of text and 0.8 MB of tokens: the scanner grows past 1 MiB for it.
     const agent = JSON.parse(first).calls[0].agent;
-    const huge = JSON.stringify({ ...JSON.parse(first), rollout_id: "huge", calls: [{ id: "c", agent, prompt_token_ids: Array.from({ length: 200_000 }, (_, i) => i), generation_token_ids: [1], generation_log_probs: [-1] }] });
+    const huge = JSON.stringify({
+      ...JSON.parse(first),
+      rollout_id: "huge",
+      calls: [
+        {
+          id: "c",
+          agent,
+          prompt_token_ids: Array.from({ length: 200_000 }, (_, i) => i),
+          generation_token_ids: [1],
+          generation_log_probs: [-1],
+        },
+      ],
+    });
     const result = await run(processor, batchOf([first, huge, big, third]));
     expect(original.memoryBytes).toBeGreaterThan(1 << 20); // grown by the huge line ...
     expect(internals.scanner).not.toBe(original); // ... and let go: later lines had a fresh one
     expect(internals.scanner!.memoryBytes).toBeLessThanOrEqual(1 << 20);
     expect(result.reports).toHaveLength(4);
     const withoutLine = (report: string) => ({ ...JSON.parse(report), line: 0 });
-    expect([result.reports[0], result.reports[2], result.reports[3]].map(withoutLine)).toEqual(reference.reports.map(withoutLine));
+    expect([result.reports[0], result.reports[2], result.reports[3]].map(withoutLine)).toEqual(
+      reference.reports.map(withoutLine),
+    );
     expect(JSON.parse(result.reports[1])).toMatchObject({ rollout_id: "huge", status: "ok", rows: 1 });
   });
 
@@ -101,12 +124,20 @@ describe("LineProcessor out of memory", () => {
 });
 
 describe("LineProcessor on a line the reader dropped unread (Batch.dropped)", () => {
-  const dropped = (bytes: number, blank = false): Batch => ({ bytes: new Uint8Array(0), dropped: { bytes, newline: true, blank }, firstLine: 7, lineCount: 1 });
+  const dropped = (bytes: number, blank = false): Batch => ({
+    bytes: new Uint8Array(0),
+    dropped: { bytes, newline: true, blank },
+    firstLine: 7,
+    lineCount: 1,
+  });
 
   it("rejects it with rollout_too_large in each reader's words, as if it had been kept", async () => {
     for (const [reader, detail] of [
       ["scan", "a line of 5000000000 bytes does not fit in the scanner's memory"],
-      ["json", "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads it"],
+      [
+        "json",
+        "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads it",
+      ],
     ] as const) {
       const pieces: Piece[] = [];
       await (await LineProcessor.create({ ...OPTIONS, reader })).processBatch(dropped(5e9), "in.jsonl", (piece) => {
@@ -114,7 +145,14 @@ describe("LineProcessor on a line the reader dropped unread (Batch.dropped)", ()
       });
       expect(pieces).toHaveLength(1);
       expect(pieces[0]).toMatchObject({ last: true, rollouts: 1, rejected: 1, rowCount: 0, bytes: 5e9 + 1, rows: [] });
-      expect(JSON.parse(pieces[0].reports)).toMatchObject({ rollout_id: null, line: 7, status: "rejected", reason: "rollout_too_large", detail, rows: 0 });
+      expect(JSON.parse(pieces[0].reports)).toMatchObject({
+        rollout_id: null,
+        line: 7,
+        status: "rejected",
+        reason: "rollout_too_large",
+        detail,
+        rows: 0,
+      });
       expect(pieces[0].notes).toBe(`in.jsonl:7: rejected (rollout_too_large): ${detail}\n`);
     }
   });

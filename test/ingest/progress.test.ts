@@ -58,7 +58,9 @@ describe("startProgress", () => {
   it("without a terminal, notes go straight to stderr", () => {
     const { stream } = fakeStream(false);
     const written: string[] = [];
-    const stderr = vi.spyOn(process.stderr, "write").mockImplementation((chunk: unknown) => (written.push(String(chunk)), true));
+    const stderr = vi
+      .spyOn(process.stderr, "write")
+      .mockImplementation((chunk: unknown) => (written.push(String(chunk)), true));
     try {
       startProgress(10, false, stream).write("a note\n");
     } finally {

@@ -7,7 +7,6 @@ import type { Row } from "../../src/types.js";
 // Seeded, so a failure reproduces.
 import { mulberry32 as rng } from "../../src/random.js";
 
-
 function randomFloat32s(count: number, seed: number): Float32Array {
   const random = rng(seed);
   const out = new Float32Array(count);
@@ -62,7 +61,17 @@ describe("formatFloat32 edge values", () => {
   it("keeps the sign of -0 (it reads back as -0), and every edge value reads back exactly", () => {
     expect([formatFloat32(0), formatFloat32(-0)]).toEqual(["0", "-0"]);
     expect(Object.is(Math.fround(JSON.parse(formatFloat32(-0))), -0)).toBe(true);
-    const edges = [2 ** -149, -(2 ** -149), 2 ** -126, 3.4028234663852886e38, -3.4028234663852886e38, 2 ** -96, 2 ** 87, 1, -1];
+    const edges = [
+      2 ** -149,
+      -(2 ** -149),
+      2 ** -126,
+      3.4028234663852886e38,
+      -3.4028234663852886e38,
+      2 ** -96,
+      2 ** 87,
+      1,
+      -1,
+    ];
     for (const x of edges) expect([x, Math.fround(JSON.parse(formatFloat32(x)))]).toEqual([x, x]);
   });
 
@@ -78,7 +87,11 @@ describe("formatFloat32 edge values", () => {
     const values = randomFloat32s(300_000, 7);
     const differing = Array.from(values).filter((x) => formatFloat32(x) !== shortestByTrying(x));
     expect(differing).toEqual([]);
-    expect([formatFloat32(0.1), formatFloat32(Math.fround(0.1)), formatFloat32(Infinity)]).toEqual(["0.1", "0.1", "Infinity"]);
+    expect([formatFloat32(0.1), formatFloat32(Math.fround(0.1)), formatFloat32(Infinity)]).toEqual([
+      "0.1",
+      "0.1",
+      "Infinity",
+    ]);
   });
 });
 

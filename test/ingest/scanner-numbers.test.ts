@@ -5,7 +5,6 @@ import { LineScanner } from "../../src/ingest/scanner.js";
 // Seeded, so a failure reproduces.
 import { mulberry32 as rng } from "../../src/random.js";
 
-
 const f64 = new Float64Array(1);
 const f64bits = new Uint32Array(f64.buffer);
 const f32 = new Float32Array(1);
@@ -25,7 +24,20 @@ function exactDecimal(x: number): string {
 /** A mix of decimal strings that stress correct rounding. */
 function decimalStrings(count: number, seed: number): string[] {
   const random = rng(seed);
-  const out: string[] = ["-0." + "0".repeat(30) + "1234567890".repeat(3000), "1" + "0".repeat(400) + "e-400", "0", "-0", "0.0", "-0.0", "0e5", "-0E-5", "1e-400", "-1e-400", "4.9e-324", "2.2250738585072014e-308"];
+  const out: string[] = [
+    "-0." + "0".repeat(30) + "1234567890".repeat(3000),
+    "1" + "0".repeat(400) + "e-400",
+    "0",
+    "-0",
+    "0.0",
+    "-0.0",
+    "0e5",
+    "-0E-5",
+    "1e-400",
+    "-1e-400",
+    "4.9e-324",
+    "2.2250738585072014e-308",
+  ];
   while (out.length < count) {
     const kind = Math.floor(random() * 8);
     const sign = random() < 0.7 ? "-" : "";
@@ -42,8 +54,12 @@ function decimalStrings(count: number, seed: number): string[] {
       // 1 to 25 significant digits, a point anywhere, maybe an exponent.
       const digits = randomDigits(random, 1 + Math.floor(random() * 25));
       const point = Math.floor(random() * (digits.length + 1));
-      let text = point === 0 ? `0.${"0".repeat(Math.floor(random() * 8))}${digits}` : `${digits.slice(0, point)}${point < digits.length ? "." + digits.slice(point) : ""}`;
-      if (random() < 0.5) text += `${random() < 0.5 ? "e" : "E"}${["", "+", "-"][Math.floor(random() * 3)]}${Math.floor(random() * 40)}`;
+      let text =
+        point === 0
+          ? `0.${"0".repeat(Math.floor(random() * 8))}${digits}`
+          : `${digits.slice(0, point)}${point < digits.length ? "." + digits.slice(point) : ""}`;
+      if (random() < 0.5)
+        text += `${random() < 0.5 ? "e" : "E"}${["", "+", "-"][Math.floor(random() * 3)]}${Math.floor(random() * 40)}`;
       out.push(sign + text);
     } else if (kind === 3) {
       // Near a float32 rounding tie: the midpoint between two float32s, exactly and perturbed.

@@ -35,8 +35,10 @@ function expectSameBytes(actual: Uint8Array, expected: string): void {
 
 function handRow(numTokens: number, seed: number): Row {
   let a = seed;
-  const random = () => ((a = (Math.imul(a, 1664525) + 1013904223) >>> 0) / 2 ** 32);
-  const tokenIds = Int32Array.from({ length: numTokens }, (_, i) => (i % 97 === 0 ? 2 ** 31 - 1 : Math.floor(random() * 200_000)));
+  const random = () => (a = (Math.imul(a, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+  const tokenIds = Int32Array.from({ length: numTokens }, (_, i) =>
+    i % 97 === 0 ? 2 ** 31 - 1 : Math.floor(random() * 200_000),
+  );
   const logprobs = Float32Array.from({ length: numTokens }, (_, i) => (i % 3 === 0 ? 0 : -Math.exp(-random() * 20)));
   const lossMask = Uint8Array.from({ length: (numTokens + 7) >> 3 }, () => Math.floor(random() * 256));
   return {
@@ -68,14 +70,17 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
     const plan = cf.plan(loadExample());
     expect(plan.rows.length).toBe(5);
     for (const row of plan.rows) {
-      for (const mask of ["bits", "ints"] as const) expectSameBytes(serialize(serializer, row, mask).bytes, rowToJson(row, mask) + "\n");
+      for (const mask of ["bits", "ints"] as const)
+        expectSameBytes(serialize(serializer, row, mask).bytes, rowToJson(row, mask) + "\n");
     }
     plan.release();
   });
 
   it("rowToJson refuses a mask format it does not know instead of picking one", () => {
     const plan = cf.plan(loadExample());
-    expect(() => rowToJson(plan.rows[0], "bit" as MaskFormat)).toThrow('maskFormat must be "bits" or "ints", got "bit"');
+    expect(() => rowToJson(plan.rows[0], "bit" as MaskFormat)).toThrow(
+      'maskFormat must be "bits" or "ints", got "bit"',
+    );
     plan.release();
   });
 
@@ -83,7 +88,8 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
     fc.assert(
       fc.property(acceptedRolloutArb(), fc.constantFrom<MaskFormat>("bits", "ints"), (rollout, mask) => {
         const plan = cf.plan(rollout);
-        for (const row of plan.rows) expectSameBytes(serialize(serializer, row, mask).bytes, rowToJson(row, mask) + "\n");
+        for (const row of plan.rows)
+          expectSameBytes(serialize(serializer, row, mask).bytes, rowToJson(row, mask) + "\n");
         plan.release();
       }),
       { numRuns: 150 },
@@ -105,7 +111,12 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
   it("writes reward and ids the way JSON.stringify does (non-finite reward, long strings)", () => {
     const row = handRow(5, 9);
     for (const reward of [NaN, Infinity, 1e21, 5e-7, -0]) {
-      const odd = { ...row, reward, rolloutId: "x😀".repeat(100_000), calls: Array.from({ length: 3000 }, (_, i) => `call-${i}`) };
+      const odd = {
+        ...row,
+        reward,
+        rolloutId: "x😀".repeat(100_000),
+        calls: Array.from({ length: 3000 }, (_, i) => `call-${i}`),
+      };
       const { bytes, chunks } = serialize(serializer, odd, "bits");
       expectSameBytes(bytes, rowToJson(odd, "bits") + "\n");
       for (const size of chunks) expect(size).toBeLessThanOrEqual(256 * 1024);
@@ -115,7 +126,11 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
   it("refuses a row whose tokens, logprobs or mask do not hold its numTokens, as rowToJson does", () => {
     // Each array is checked on its own: any one of them short would write a row that lies.
     const row = handRow(9, 4);
-    for (const bad of [{ ...row, logprobs: row.logprobs.subarray(0, 8) }, { ...row, lossMask: row.lossMask.subarray(0, 1) }, { ...row, tokenIds: row.tokenIds.subarray(1) }]) {
+    for (const bad of [
+      { ...row, logprobs: row.logprobs.subarray(0, 8) },
+      { ...row, lossMask: row.lossMask.subarray(0, 1) },
+      { ...row, tokenIds: row.tokenIds.subarray(1) },
+    ]) {
       expect(() => rowToJson(bad)).toThrow("its arrays do not hold its 9 tokens");
       expect(() => serializer.writeRow(bad, "bits", () => {})).toThrow("its arrays do not hold its 9 tokens");
     }
@@ -136,7 +151,11 @@ describe.each([true, false])("RowSerializer (simd %s)", (simd) => {
     const wide = handRow(100_000, 6);
     wide.tokenIds.fill(-(2 ** 31));
     wide.logprobs.fill(-0.0000012345678);
-    const zeros = { ...handRow(1_000_000, 7), tokenIds: new Int32Array(1_000_000), logprobs: new Float32Array(1_000_000) };
+    const zeros = {
+      ...handRow(1_000_000, 7),
+      tokenIds: new Int32Array(1_000_000),
+      logprobs: new Float32Array(1_000_000),
+    };
     zeros.lossMask.fill(0b1010_0101);
     for (const row of [wide, zeros]) {
       for (const mask of ["bits", "ints"] as const) {

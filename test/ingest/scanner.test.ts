@@ -51,18 +51,35 @@ const trickyText = fc.oneof(
     '\\"',
     "[[[",
     "]}",
-    "\"prompt_token_ids\"",
+    '"prompt_token_ids"',
     "\u0000\u001f",
     "é€😀",
     "\u2028",
   ),
 );
 
-const keyArb: fc.Arbitrary<Key> = fc.oneof(
-  { weight: 3, arbitrary: fc.constantFrom("id", "agent", "kept", "reward", "text", "__proto__", "constructor", "prototype", "toString", "0", "7") },
-  { weight: 1, arbitrary: trickyText },
-  { weight: 1, arbitrary: fc.constantFrom(...TOKEN_KEYS, LOGPROB_KEY) },
-).chain((name) => fc.boolean().map((fancy) => ({ name, text: writeString(name, fancy && Math.random() < 0.2) })));
+const keyArb: fc.Arbitrary<Key> = fc
+  .oneof(
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        "id",
+        "agent",
+        "kept",
+        "reward",
+        "text",
+        "__proto__",
+        "constructor",
+        "prototype",
+        "toString",
+        "0",
+        "7",
+      ),
+    },
+    { weight: 1, arbitrary: trickyText },
+    { weight: 1, arbitrary: fc.constantFrom(...TOKEN_KEYS, LOGPROB_KEY) },
+  )
+  .chain((name) => fc.boolean().map((fancy) => ({ name, text: writeString(name, fancy && Math.random() < 0.2) })));
 
 const numberText = fc.oneof(
   fc.integer({ min: -1000, max: 1e9 }).map(String),
@@ -71,23 +88,40 @@ const numberText = fc.oneof(
 );
 
 const scalarArb: fc.Arbitrary<Node> = fc.oneof(
-  fc.tuple(trickyText, fc.boolean()).map(([s, fancy]) => ({ t: "raw" as const, text: writeString(s, fancy), value: s })),
+  fc
+    .tuple(trickyText, fc.boolean())
+    .map(([s, fancy]) => ({ t: "raw" as const, text: writeString(s, fancy), value: s })),
   numberText.map((text) => ({ t: "raw" as const, text, value: JSON.parse(text) })),
   fc.constantFrom(true, false, null).map((v) => ({ t: "raw" as const, text: JSON.stringify(v), value: v })),
 );
 
-const plainToken = fc.oneof(
-  { weight: 6, arbitrary: fc.integer({ min: 0, max: 200_000 }) },
-  { weight: 1, arbitrary: fc.constantFrom(0, 2 ** 31 - 1) },
-  { weight: 1, arbitrary: fc.integer({ min: 0, max: 2 ** 31 - 1 }) },
-).map(String);
+const plainToken = fc
+  .oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: 200_000 }) },
+    { weight: 1, arbitrary: fc.constantFrom(0, 2 ** 31 - 1) },
+    { weight: 1, arbitrary: fc.integer({ min: 0, max: 2 ** 31 - 1 }) },
+  )
+  .map(String);
 const plainLogprob = fc.oneof(
   fc.double({ min: -50, max: 0, noNaN: true }).map((x) => JSON.stringify(x)),
   fc.float({ min: -50, max: 0, noNaN: true }).map((x) => JSON.stringify(x)),
   fc.constantFrom("0", "-0", "0.0", "-1e-05", "-3.4028234663852886e38", "-1E-45", "-2.5e-3", "-100"),
 );
 /** Entries that make a token array not plain (the planner must see them). */
-const badToken = fc.constantFrom("1.5", "-1", "2147483648", '"7"', "null", "[1]", "1e3", "7.0", "-0", "true", "{}", "99999999999");
+const badToken = fc.constantFrom(
+  "1.5",
+  "-1",
+  "2147483648",
+  '"7"',
+  "null",
+  "[1]",
+  "1e3",
+  "7.0",
+  "-0",
+  "true",
+  "{}",
+  "99999999999",
+);
 const badLogprob = fc.constantFrom('"0.5"', "null", "[0]", "true", "{}", "1e39", "-1e400");
 
 function numsArb(kind: "i32" | "f32"): fc.Arbitrary<Node> {
@@ -113,7 +147,9 @@ const { node: nodeArb } = fc.letrec<{ node: Node }>((tie) => ({
         .array(
           fc.oneof(
             fc.record({ key: keyArb, value: tie("node") }),
-            fc.constantFrom(...TOKEN_KEYS).chain((name) => numsArb("i32").map((value) => ({ key: { name, text: `"${name}"` }, value }))),
+            fc
+              .constantFrom(...TOKEN_KEYS)
+              .chain((name) => numsArb("i32").map((value) => ({ key: { name, text: `"${name}"` }, value }))),
             numsArb("f32").map((value) => ({ key: { name: LOGPROB_KEY, text: `"${LOGPROB_KEY}"` }, value })),
           ),
           { maxLength: 5 },
@@ -124,7 +160,11 @@ const { node: nodeArb } = fc.letrec<{ node: Node }>((tie) => ({
 }));
 
 // Whole lines in the three formats of src/formats, with random extra fields.
-const raw = (value: unknown): Node => ({ t: "raw", text: JSON.stringify(value), value: JSON.parse(JSON.stringify(value)) });
+const raw = (value: unknown): Node => ({
+  t: "raw",
+  text: JSON.stringify(value),
+  value: JSON.parse(JSON.stringify(value)),
+});
 const obj = (fields: [string, Node][], extra: { key: Key; value: Node }[] = []): Node => ({
   t: "obj",
   entries: [...fields.map(([name, value]) => ({ key: { name, text: JSON.stringify(name) }, value })), ...extra],
@@ -133,25 +173,52 @@ const extraFields = fc.array(fc.record({ key: keyArb, value: nodeArb }), { maxLe
 const callArb = fc
   .tuple(fc.string({ maxLength: 6 }), numsArb("i32"), numsArb("i32"), numsArb("f32"), extraFields)
   .map(([id, prompt, generation, logprobs, extra]) =>
-    obj([["id", raw(id)], ["prompt_token_ids", prompt], ["generation_token_ids", generation], ["generation_log_probs", logprobs]], extra),
-  );
-const canonicalArb = fc
-  .tuple(fc.string({ maxLength: 8 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.array(callArb, { maxLength: 4 }), extraFields)
-  .map(([id, reward, calls, extra]) => obj([["rollout_id", raw(id)], ["reward", raw(reward)], ["calls", { t: "arr", items: calls }]], extra));
-const gymRowArb = fc
-  .tuple(fc.array(callArb, { maxLength: 4 }), nodeArb, extraFields)
-  .map(([items, input, extra]) =>
     obj(
       [
-        ["responses_create_params", obj([["input", input]])],
-        ["response", obj([["id", raw("resp_1")], ["object", raw("response")], ["output", { t: "arr", items }]])],
-        ["reward", raw(1)],
-        ["_ng_task_index", raw(3)],
-        ["_ng_rollout_index", raw(0)],
+        ["id", raw(id)],
+        ["prompt_token_ids", prompt],
+        ["generation_token_ids", generation],
+        ["generation_log_probs", logprobs],
       ],
       extra,
     ),
   );
+const canonicalArb = fc
+  .tuple(
+    fc.string({ maxLength: 8 }),
+    fc.double({ noNaN: true, noDefaultInfinity: true }),
+    fc.array(callArb, { maxLength: 4 }),
+    extraFields,
+  )
+  .map(([id, reward, calls, extra]) =>
+    obj(
+      [
+        ["rollout_id", raw(id)],
+        ["reward", raw(reward)],
+        ["calls", { t: "arr", items: calls }],
+      ],
+      extra,
+    ),
+  );
+const gymRowArb = fc.tuple(fc.array(callArb, { maxLength: 4 }), nodeArb, extraFields).map(([items, input, extra]) =>
+  obj(
+    [
+      ["responses_create_params", obj([["input", input]])],
+      [
+        "response",
+        obj([
+          ["id", raw("resp_1")],
+          ["object", raw("response")],
+          ["output", { t: "arr", items }],
+        ]),
+      ],
+      ["reward", raw(1)],
+      ["_ng_task_index", raw(3)],
+      ["_ng_rollout_index", raw(0)],
+    ],
+    extra,
+  ),
+);
 const tokenEntryArb = fc
   .tuple(numsArb("i32"), numsArb("i32"), numsArb("f32"), extraFields)
   .map(([prompt, generation, logprobs, extra]) =>
@@ -189,18 +256,29 @@ function expected(node: Node, keyText?: string, typing = true): unknown {
     case "raw":
       return node.value;
     case "nums": {
-      const typed = node.plain && (keyText === `"${LOGPROB_KEY}"` ? node.kind === "f32" : TOKEN_KEYS.some((k) => keyText === `"${k}"`) && node.kind === "i32");
+      const typed =
+        node.plain &&
+        (keyText === `"${LOGPROB_KEY}"`
+          ? node.kind === "f32"
+          : TOKEN_KEYS.some((k) => keyText === `"${k}"`) && node.kind === "i32");
       if (!typed || !typing) return node.values;
-      return node.kind === "i32" ? Int32Array.from(node.values as number[]) : Float32Array.from(node.values as number[]);
+      return node.kind === "i32"
+        ? Int32Array.from(node.values as number[])
+        : Float32Array.from(node.values as number[]);
     }
     case "arr": {
       const items = node.items.map((n) => expected(n, undefined, typing));
       // Any array of plain numbers under one of the keys is typed, whoever generated it.
       const texts = node.items.map((n) => (n.t === "raw" ? n.text : ""));
       const tokenKey = TOKEN_KEYS.some((k) => keyText === `"${k}"`);
-      if (typing && tokenKey && texts.every((t) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31)) return Int32Array.from(items as number[]);
+      if (typing && tokenKey && texts.every((t) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31))
+        return Int32Array.from(items as number[]);
       const plainNumber = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?$/;
-      if (typing && keyText === `"${LOGPROB_KEY}"` && texts.every((t) => plainNumber.test(t) && Number.isFinite(Math.fround(Number(t))))) {
+      if (
+        typing &&
+        keyText === `"${LOGPROB_KEY}"` &&
+        texts.every((t) => plainNumber.test(t) && Number.isFinite(Math.fround(Number(t))))
+      ) {
         return Float32Array.from(items as number[]);
       }
       return items;
@@ -209,7 +287,12 @@ function expected(node: Node, keyText?: string, typing = true): unknown {
       const out: Record<string, unknown> = {};
       for (const e of node.entries) {
         // Like JSON.parse: an own data property even for "__proto__"; a repeated key keeps its place, last value wins.
-        Object.defineProperty(out, e.key.name, { value: expected(e.value, e.key.text, typing), writable: true, enumerable: true, configurable: true });
+        Object.defineProperty(out, e.key.name, {
+          value: expected(e.value, e.key.text, typing),
+          writable: true,
+          enumerable: true,
+          configurable: true,
+        });
       }
       return out;
     }
@@ -219,8 +302,10 @@ function expected(node: Node, keyText?: string, typing = true): unknown {
 /** Deep equality that tells Int32Array, Float32Array and arrays apart, with Object.is on numbers. */
 function same(a: unknown, b: unknown, path = "$"): string | null {
   if (a instanceof Int32Array || a instanceof Float32Array || b instanceof Int32Array || b instanceof Float32Array) {
-    if (Object.prototype.toString.call(a) !== Object.prototype.toString.call(b)) return `${path}: ${Object.prototype.toString.call(a)} vs ${Object.prototype.toString.call(b)}`;
-    const x = a as Float32Array, y = b as Float32Array;
+    if (Object.prototype.toString.call(a) !== Object.prototype.toString.call(b))
+      return `${path}: ${Object.prototype.toString.call(a)} vs ${Object.prototype.toString.call(b)}`;
+    const x = a as Float32Array,
+      y = b as Float32Array;
     if (x.length !== y.length) return `${path}: length ${x.length} vs ${y.length}`;
     for (let i = 0; i < x.length; i++) if (!Object.is(x[i], y[i])) return `${path}[${i}]: ${x[i]} vs ${y[i]}`;
     return null;
@@ -234,7 +319,8 @@ function same(a: unknown, b: unknown, path = "$"): string | null {
     return null;
   }
   if (typeof a === "object" && a !== null && typeof b === "object" && b !== null) {
-    const ka = Object.keys(a), kb = Object.keys(b);
+    const ka = Object.keys(a),
+      kb = Object.keys(b);
     if (ka.join("\u0001") !== kb.join("\u0001")) return `${path}: keys ${JSON.stringify(ka)} vs ${JSON.stringify(kb)}`;
     if (Object.getPrototypeOf(a) !== Object.getPrototypeOf(b)) return `${path}: prototypes differ`;
     for (const k of ka) {
@@ -255,8 +341,13 @@ function scannedValue(result: ScannedLine): unknown {
 function typedLikeOracle(text: string): unknown {
   return JSON.parse(text, (key, value) => {
     if (!Array.isArray(value)) return value;
-    if (TOKEN_KEYS.includes(key) && value.every((v) => Number.isInteger(v) && v >= 0 && v < 2 ** 31 && !Object.is(v, -0))) return Int32Array.from(value);
-    if (key === LOGPROB_KEY && value.every((v) => typeof v === "number" && Number.isFinite(Math.fround(v)))) return Float32Array.from(value);
+    if (
+      TOKEN_KEYS.includes(key) &&
+      value.every((v) => Number.isInteger(v) && v >= 0 && v < 2 ** 31 && !Object.is(v, -0))
+    )
+      return Int32Array.from(value);
+    if (key === LOGPROB_KEY && value.every((v) => typeof v === "number" && Number.isFinite(Math.fround(v))))
+      return Float32Array.from(value);
     return value;
   });
 }
@@ -284,30 +375,46 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
 
   it("parses long token and logprob arrays (the 64-byte SIMD blocks) like JSON.parse, whatever the spacing", () => {
-    const digitsToken = fc.oneof(
-      fc.integer({ min: 0, max: 9 }),
-      fc.integer({ min: 10, max: 99_999_999 }),
-      fc.integer({ min: 100_000_000, max: 2 ** 31 - 1 }),
-      fc.integer({ min: 2 ** 31, max: 9_999_999_999 }), // out of range: not plain
-    ).map(String);
+    const digitsToken = fc
+      .oneof(
+        fc.integer({ min: 0, max: 9 }),
+        fc.integer({ min: 10, max: 99_999_999 }),
+        fc.integer({ min: 100_000_000, max: 2 ** 31 - 1 }),
+        fc.integer({ min: 2 ** 31, max: 9_999_999_999 }), // out of range: not plain
+      )
+      .map(String);
     const item = fc.oneof({ weight: 30, arbitrary: digitsToken }, { weight: 1, arbitrary: badToken });
-    const gap = fc.oneof({ weight: 12, arbitrary: fc.constant("") }, { weight: 1, arbitrary: fc.constantFrom(" ", "\n", "\r\n", "\t ") });
+    const gap = fc.oneof(
+      { weight: 12, arbitrary: fc.constant("") },
+      { weight: 1, arbitrary: fc.constantFrom(" ", "\n", "\r\n", "\t ") },
+    );
     fc.assert(
-      fc.property(fc.array(fc.tuple(item, gap, gap), { maxLength: 300 }), fc.array(plainLogprob, { maxLength: 100 }), fc.string({ maxLength: 80 }), (items, logprobs, tail) => {
-        const body = items.map(([t, a, b], i) => (i === 0 ? `${a}${t}` : `${a},${b}${t}`)).join("");
-        const text = `{"prompt_token_ids":[${body}],"generation_log_probs":[${logprobs.join(",")}],"tail":${JSON.stringify(tail)}}`;
-        const parsed = JSON.parse(text);
-        const plain = items.every(([t]) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31);
-        const want = { ...parsed, prompt_token_ids: plain ? Int32Array.from(parsed.prompt_token_ids) : parsed.prompt_token_ids, generation_log_probs: Float32Array.from(parsed.generation_log_probs) };
-        const diff = same(scannedValue(scan(text)), want);
-        if (diff) throw new Error(`${diff}\nline: ${text}`);
-      }),
+      fc.property(
+        fc.array(fc.tuple(item, gap, gap), { maxLength: 300 }),
+        fc.array(plainLogprob, { maxLength: 100 }),
+        fc.string({ maxLength: 80 }),
+        (items, logprobs, tail) => {
+          const body = items.map(([t, a, b], i) => (i === 0 ? `${a}${t}` : `${a},${b}${t}`)).join("");
+          const text = `{"prompt_token_ids":[${body}],"generation_log_probs":[${logprobs.join(",")}],"tail":${JSON.stringify(tail)}}`;
+          const parsed = JSON.parse(text);
+          const plain = items.every(([t]) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31);
+          const want = {
+            ...parsed,
+            prompt_token_ids: plain ? Int32Array.from(parsed.prompt_token_ids) : parsed.prompt_token_ids,
+            generation_log_probs: Float32Array.from(parsed.generation_log_probs),
+          };
+          const diff = same(scannedValue(scan(text)), want);
+          if (diff) throw new Error(`${diff}\nline: ${text}`);
+        },
+      ),
       { numRuns: simd ? 600 : 200 },
     );
   });
 
   it("hands out views over its own linear memory, typed per key", () => {
-    const value = scannedValue(scan('{"calls":[{"prompt_token_ids":[5,6],"generation_token_ids":[7],"generation_log_probs":[-0.5]}]}')) as {
+    const value = scannedValue(
+      scan('{"calls":[{"prompt_token_ids":[5,6],"generation_token_ids":[7],"generation_log_probs":[-0.5]}]}'),
+    ) as {
       calls: { prompt_token_ids: Int32Array; generation_token_ids: Int32Array; generation_log_probs: Float32Array }[];
     };
     const call = value.calls[0];
@@ -343,13 +450,23 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   it("refuses number syntax JSON does not allow, in a short array and at every place of a long one (the SIMD blocks)", () => {
     const tokenKeys = ["prompt_token_ids", "generation_token_ids"];
     const cases: [keys: string[], entry: string][] = [
-      ...["01", "012345678", "00000000", "-01", "1,,2", "1,", "+1", "1 2"].map((entry): [string[], string] => [tokenKeys, entry]),
-      ...["-1e", "2E+", "-1.", "0.e5", "-.5", "1e+-2", "-01.5", "--1", "-", "1.5.2"].map((entry): [string[], string] => [[LOGPROB_KEY, ...tokenKeys], entry]),
+      ...["01", "012345678", "00000000", "-01", "1,,2", "1,", "+1", "1 2"].map((entry): [string[], string] => [
+        tokenKeys,
+        entry,
+      ]),
+      ...["-1e", "2E+", "-1.", "0.e5", "-.5", "1e+-2", "-01.5", "--1", "-", "1.5.2"].map(
+        (entry): [string[], string] => [[LOGPROB_KEY, ...tokenKeys], entry],
+      ),
     ];
     for (const [keys, entry] of cases) {
       for (const key of keys) {
         const filler = key === LOGPROB_KEY ? "-0.25" : "7";
-        for (const [before, after] of [[0, 0], [0, 40], [40, 0], ...Array.from({ length: 24 }, (_, i) => [i + 1, 40 - i])]) {
+        for (const [before, after] of [
+          [0, 0],
+          [0, 40],
+          [40, 0],
+          ...Array.from({ length: 24 }, (_, i) => [i + 1, 40 - i]),
+        ]) {
           const items = [...Array(before).fill(filler), entry, ...Array(after).fill(filler)];
           const text = `{"${key}":[${items.join(",")}]}`;
           expect(() => JSON.parse(text)).toThrow(SyntaxError);
@@ -374,7 +491,9 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
 
   it("does not take a user string for a placeholder", () => {
-    const value = scannedValue(scan('{"a":{"prompt_token_ids":"\\u0000"},"b":{"prompt_token_ids":[9]},"c":{"generation_token_ids":"\\u00000"}}')) as Record<string, any>;
+    const value = scannedValue(
+      scan('{"a":{"prompt_token_ids":"\\u0000"},"b":{"prompt_token_ids":[9]},"c":{"generation_token_ids":"\\u00000"}}'),
+    ) as Record<string, any>;
     expect(value.a.prompt_token_ids).toBe("\u0000");
     expect(value.c.generation_token_ids).toBe("\u00000");
     expect(Array.from(value.b.prompt_token_ids)).toEqual([9]);
@@ -388,13 +507,19 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
 
   it("uses the last of repeated keys, as JSON.parse does", () => {
-    const value = scannedValue(scan('{"prompt_token_ids":[1,2],"prompt_token_ids":[3],"generation_log_probs":[0.5],"generation_log_probs":null}')) as Record<string, any>;
+    const value = scannedValue(
+      scan(
+        '{"prompt_token_ids":[1,2],"prompt_token_ids":[3],"generation_log_probs":[0.5],"generation_log_probs":null}',
+      ),
+    ) as Record<string, any>;
     expect(Array.from(value.prompt_token_ids)).toEqual([3]);
     expect(value.generation_log_probs).toBeNull();
   });
 
   it("reads every real Gym sample line like the JSON.parse oracle", () => {
-    const lines = readFileSync(GYM_SAMPLES + "/competitive-coding-rollouts.jsonl", "utf8").split("\n").filter((l) => l.trim());
+    const lines = readFileSync(GYM_SAMPLES + "/competitive-coding-rollouts.jsonl", "utf8")
+      .split("\n")
+      .filter((l) => l.trim());
     const whole = readFileSync(GYM_SAMPLES + "/vllm-round-trip.json", "utf8"); // newlines are JSON whitespace
     let typed = 0;
     for (const text of [...lines, whole, whole.replace(/\n/g, "\r\n")]) {
@@ -412,9 +537,12 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     const fast = toCanonical(scannedValue(scan(text)), "auto");
     const slow = toCanonical(JSON.parse(text), "auto");
     if (!fast.ok || !slow.ok) throw new Error("rejected");
-    const a = cf.plan(fast.rollout), b = cf.plan(slow.rollout);
+    const a = cf.plan(fast.rollout),
+      b = cf.plan(slow.rollout);
     expect(a.report).toEqual(b.report);
-    expect(a.rows.map((r) => [Array.from(r.tokenIds), Array.from(r.logprobs)])).toEqual(b.rows.map((r) => [Array.from(r.tokenIds), Array.from(r.logprobs)]));
+    expect(a.rows.map((r) => [Array.from(r.tokenIds), Array.from(r.logprobs)])).toEqual(
+      b.rows.map((r) => [Array.from(r.tokenIds), Array.from(r.logprobs)]),
+    );
     a.release();
     b.release();
   });
@@ -424,13 +552,31 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
       [encoder.encode('{"calls":[{"prompt_token_ids":[1,2'), /^not JSON at byte 34: cut off/],
       [encoder.encode('{"a":1,}'), /^not JSON at byte 7: unexpected '}'/],
       [encoder.encode('{"a":"é"} x'), /^not JSON at byte 11: unexpected 'x' after the JSON value/],
-      [new Uint8Array([...encoder.encode('{"é":"'), 0xc3, 0x28, ...encoder.encode('"}')]), /^not JSON at byte 7: invalid UTF-8/],
-      [new Uint8Array([...encoder.encode('{"a":"'), 0xed, 0xa0, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
+      [
+        new Uint8Array([...encoder.encode('{"é":"'), 0xc3, 0x28, ...encoder.encode('"}')]),
+        /^not JSON at byte 7: invalid UTF-8/,
+      ],
+      [
+        new Uint8Array([...encoder.encode('{"a":"'), 0xed, 0xa0, 0x80, ...encoder.encode('"}')]),
+        /^not JSON at byte 6: invalid UTF-8/,
+      ],
       // Past U+10FFFF, and overlong forms of 3 and 4 bytes:
-      [new Uint8Array([...encoder.encode('{"a":"'), 0xf4, 0x90, 0x80, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
-      [new Uint8Array([...encoder.encode('{"a":"'), 0xe0, 0x80, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
-      [new Uint8Array([...encoder.encode('{"a":"'), 0xf0, 0x80, 0x80, 0x80, ...encoder.encode('"}')]), /^not JSON at byte 6: invalid UTF-8/],
-      [new Uint8Array([...encoder.encode('{"a":"xy'), 0xc1, 0xbf, ...encoder.encode('"}')]), /^not JSON at byte 8: invalid UTF-8/],
+      [
+        new Uint8Array([...encoder.encode('{"a":"'), 0xf4, 0x90, 0x80, 0x80, ...encoder.encode('"}')]),
+        /^not JSON at byte 6: invalid UTF-8/,
+      ],
+      [
+        new Uint8Array([...encoder.encode('{"a":"'), 0xe0, 0x80, 0x80, ...encoder.encode('"}')]),
+        /^not JSON at byte 6: invalid UTF-8/,
+      ],
+      [
+        new Uint8Array([...encoder.encode('{"a":"'), 0xf0, 0x80, 0x80, 0x80, ...encoder.encode('"}')]),
+        /^not JSON at byte 6: invalid UTF-8/,
+      ],
+      [
+        new Uint8Array([...encoder.encode('{"a":"xy'), 0xc1, 0xbf, ...encoder.encode('"}')]),
+        /^not JSON at byte 8: invalid UTF-8/,
+      ],
       [encoder.encode('{"prompt_token_ids":[1,2]'), /^not JSON at byte 25: cut off/],
       [encoder.encode(""), /^not JSON at byte 0: cut off/],
       [encoder.encode('{"s":"a\tb"}'), /^not JSON at byte 7: unescaped control/],
@@ -490,7 +636,9 @@ describe("LineScanner memory cap", () => {
         expect(result.detail).toMatch(/^a line of \d+ bytes does not fit/);
       }
     }
-    const small = scannedValue(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2]}'))) as { prompt_token_ids: Int32Array };
+    const small = scannedValue(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2]}'))) as {
+      prompt_token_ids: Int32Array;
+    };
     expect(Array.from(small.prompt_token_ids)).toEqual([1, 2]);
   });
 });
@@ -499,7 +647,9 @@ describe("LineScanner with huge lines", () => {
   it("never grows to the full 4 GiB (its u32 end of memory would wrap to 0 and refuse every later line)", async () => {
     const scanner = await LineScanner.create();
     expect(scanner.inputBuffer(2 ** 32 - 70_000)).toBeNull();
-    const small = scannedValue(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2,3]}'))) as { prompt_token_ids: Int32Array };
+    const small = scannedValue(scanner.scan(encoder.encode('{"prompt_token_ids":[1,2,3]}'))) as {
+      prompt_token_ids: Int32Array;
+    };
     expect(Array.from(small.prompt_token_ids)).toEqual([1, 2, 3]);
   });
 
@@ -511,7 +661,9 @@ describe("LineScanner with huge lines", () => {
     const scanner = await LineScanner.create();
     const result = scanner.scan([encoder.encode('{"rollout_id":"e","x":['), body, encoder.encode("{}]}")]);
     expect(result).toMatchObject({ ok: false, code: "rollout_too_large" });
-    expect(result.ok ? "" : result.detail).toMatch(/^a line of \d+ bytes: its text without the token arrays \(\d+ bytes\) is longer than a JavaScript string can be$/);
+    expect(result.ok ? "" : result.detail).toMatch(
+      /^a line of \d+ bytes: its text without the token arrays \(\d+ bytes\) is longer than a JavaScript string can be$/,
+    );
     expect(scannedValue(scanner.scan(encoder.encode('{"a":[1]}')))).toEqual({ a: [1] });
   }, 60_000);
 
@@ -523,7 +675,10 @@ describe("LineScanner with huge lines", () => {
     const body = Buffer.alloc(count * 2 - 1, "0,");
     const tail = encoder.encode('],"id":"c"}]}');
     const scanner = await LineScanner.create();
-    const value = scannedValue(scanner.scan([head, body, tail])) as { rollout_id: string; calls: { id: string; prompt_token_ids: Int32Array; generation_log_probs: Float32Array }[] };
+    const value = scannedValue(scanner.scan([head, body, tail])) as {
+      rollout_id: string;
+      calls: { id: string; prompt_token_ids: Int32Array; generation_log_probs: Float32Array }[];
+    };
     expect(value.rollout_id).toBe("big");
     expect(value.calls[0].id).toBe("c");
     expect(Array.from(value.calls[0].prompt_token_ids)).toEqual([7]);

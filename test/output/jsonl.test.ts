@@ -9,7 +9,11 @@ describe("a reward of -0", () => {
   test("is written as -0 by rowToJson, packedToJson and the WASM row writer", async () => {
     const cf = await init();
     const plan = cf.plan(
-      { rollout_id: "r", reward: -0, calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-0] }] },
+      {
+        rollout_id: "r",
+        reward: -0,
+        calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-0] }],
+      },
       { trees: true },
     );
     const row = rowToJson(plan.rows[0]);

@@ -6,7 +6,6 @@ import { buildFrom, loadExample } from "../support/worked-example.js";
 
 const range = (n: number, from = 0) => Array.from({ length: n }, (_, i) => from + i);
 
-
 describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("builder on $backend", (options) => {
   let cf: Callforest;
   beforeAll(async () => {
@@ -17,7 +16,10 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     const base = loadExample();
     const variants: Rollout[] = [
       { ...base, calls: base.calls.map((c, i) => (i === 3 ? { ...c, kept: false } : c)) },
-      { ...base, calls: base.calls.map((c, i) => (i === 5 ? { ...c, generation_token_ids: [], generation_log_probs: [] } : c)) },
+      {
+        ...base,
+        calls: base.calls.map((c, i) => (i === 5 ? { ...c, generation_token_ids: [], generation_log_probs: [] } : c)),
+      },
       { ...base, calls: base.calls.map((c, i) => (i === 7 ? { ...c, id: "C2" } : c)) },
       { ...base, calls: base.calls.map((c, i) => (i === 2 ? { ...c, agent: "Z" } : c)) },
       { ...base, calls: base.calls.map((c, i) => (i === 4 ? { ...c, prompt_token_ids: [400, -7, 402] } : c)) },
@@ -37,7 +39,10 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
 
   it("names the call in the reason of a rejection", () => {
     const base = loadExample();
-    const rollout = { ...base, calls: base.calls.map((c, i) => (i === 4 ? { ...c, prompt_token_ids: [400, -7, 402] } : c)) };
+    const rollout = {
+      ...base,
+      calls: base.calls.map((c, i) => (i === 4 ? { ...c, prompt_token_ids: [400, -7, 402] } : c)),
+    };
     const plan = buildFrom(cf, rollout);
     expect(plan.report).toMatchObject({
       status: "rejected",
@@ -77,7 +82,10 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     const late = b.stage(8_000_000, 1); // 32 MB: past the cap, but the rollout is already rejected
     expect(late.promptTokenIds.length).toBe(8_000_000);
     expect(b.commit({ id: "c" })).toBe(false);
-    expect(b.finish().report).toMatchObject({ reason: "duplicate_call_id", detail: 'call "a" (calls[1]): id already used by calls[0]' });
+    expect(b.finish().report).toMatchObject({
+      reason: "duplicate_call_id",
+      detail: 'call "a" (calls[1]): id already used by calls[0]',
+    });
   });
 
   it("refuses a call of more than 2^31-1 tokens, and any use after finish()", () => {
@@ -105,7 +113,11 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     const b = cf.builder({ rollout_id: "r", reward: 0 }); // no hints: the staging area grows as calls come
     const fill = (prompt: number, generated: number, from: number) => {
       const slot = b.stage(prompt, generated);
-      expect([slot.promptTokenIds.length, slot.generationTokenIds.length, slot.logprobs.length]).toEqual([prompt, generated, generated]);
+      expect([slot.promptTokenIds.length, slot.generationTokenIds.length, slot.logprobs.length]).toEqual([
+        prompt,
+        generated,
+        generated,
+      ]);
       slot.promptTokenIds.set(range(prompt, from));
       slot.generationTokenIds.set(range(generated, from + prompt));
       slot.logprobs.set(range(generated, 1).map((i) => -i));
@@ -116,7 +128,13 @@ describe.each([{ backend: "ts" as const }, { backend: "wasm" as const }])("build
     expect(b.commit({ id: "b" })).toBe(true);
     const plan = b.finish();
     const logprobs = plan.rows.map((row) => Array.from(row.logprobs.subarray(row.numTokens - 3)));
-    expect([plan.report.status, logprobs]).toEqual(["ok", [[-8, -9, -10], [-298, -299, -300]]]);
+    expect([plan.report.status, logprobs]).toEqual([
+      "ok",
+      [
+        [-8, -9, -10],
+        [-298, -299, -300],
+      ],
+    ]);
     plan.release();
   });
 
@@ -165,7 +183,9 @@ describe("values quoted in rejections and the forest survive memory changes", ()
     slot.generationTokenIds.set([5, -7]);
     slot.logprobs.set([-1, -1]);
     expect(b.commit({ id: "a" })).toBe(false);
-    expect(b.finish().report.detail).toBe('call "a" (calls[0]): generation_token_ids[1] is -7, not an integer in [0, 2^31-1]');
+    expect(b.finish().report.detail).toBe(
+      'call "a" (calls[0]): generation_token_ids[1] is -7, not an integer in [0, 2^31-1]',
+    );
   });
 
   it("keeps a released plan's forest right while its memory serves the next plan", async () => {
@@ -188,9 +208,14 @@ describe("values quoted in rejections and the forest survive memory changes", ()
       const plan = cf.plan({
         rollout_id: "r",
         reward: 0,
-        calls: [{ id: "a", prompt_token_ids: Int32Array.of(1, -2), generation_token_ids: [3], generation_log_probs: ["z"] }],
+        calls: [
+          { id: "a", prompt_token_ids: Int32Array.of(1, -2), generation_token_ids: [3], generation_log_probs: ["z"] },
+        ],
       });
-      expect(plan.report).toMatchObject({ reason: "invalid_token", detail: 'call "a" (calls[0]): prompt_token_ids[1] is -2, not an integer in [0, 2^31-1]' });
+      expect(plan.report).toMatchObject({
+        reason: "invalid_token",
+        detail: 'call "a" (calls[0]): prompt_token_ids[1] is -2, not an integer in [0, 2^31-1]',
+      });
     }
   });
 });

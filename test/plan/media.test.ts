@@ -31,12 +31,33 @@ const BBBB = [{ id: "sha256:bbbb", offset: 3, length: 3 }];
 describe("SPEC's screenshot-swap example", () => {
   test("C3 is a root with media_mismatch; two rows, C1 C2 and C3 C4, with their media", () => {
     for (const { name, cf } of backends) {
-      for (const [how, plan] of [["plan", cf.plan(example())], ["builder", buildFrom(cf, example())]] as const) {
+      for (const [how, plan] of [
+        ["plan", cf.plan(example())],
+        ["builder", buildFrom(cf, example())],
+      ] as const) {
         const label = `${name} ${how}`;
-        expect([label, plan.report.status, plan.report.diagnostics]).toEqual([label, "ok", [{ code: "media_mismatch", call: "C3" }]]);
-        expect([label, plan.rows.map((r) => [r.calls.join(" "), r.trained.join(" ")])]).toEqual([label, [["C1 C2", "C1 C2"], ["C3 C4", "C3 C4"]]]);
+        expect([label, plan.report.status, plan.report.diagnostics]).toEqual([
+          label,
+          "ok",
+          [{ code: "media_mismatch", call: "C3" }],
+        ]);
+        expect([label, plan.rows.map((r) => [r.calls.join(" "), r.trained.join(" ")])]).toEqual([
+          label,
+          [
+            ["C1 C2", "C1 C2"],
+            ["C3 C4", "C3 C4"],
+          ],
+        ]);
         expect([label, plan.rows.map((r) => r.media)]).toEqual([label, [AAAA, BBBB]]);
-        expect([label, plan.forest.map((c) => [c.id, c.parent, c.mediaMismatch])]).toEqual([label, [["C1", null, false], ["C2", "C1", false], ["C3", null, true], ["C4", "C3", false]]]);
+        expect([label, plan.forest.map((c) => [c.id, c.parent, c.mediaMismatch])]).toEqual([
+          label,
+          [
+            ["C1", null, false],
+            ["C2", "C1", false],
+            ["C3", null, true],
+            ["C4", "C3", false],
+          ],
+        ]);
         expect([label, plan.forest[2].media]).toEqual([label, BBBB]);
         expect(plan.report).toMatchObject({ roots: 2, rows: 2, captured_tokens: 6, trained_tokens: 6 });
         plan.release();
@@ -64,7 +85,10 @@ describe("SPEC's screenshot-swap example", () => {
     rollout.calls[3].media = AAAA;
     for (const { cf } of backends) {
       const plan = cf.plan(rollout);
-      expect(plan.report.diagnostics).toEqual([{ code: "media_mismatch", call: "C2" }, { code: "media_mismatch", call: "C3" }]);
+      expect(plan.report.diagnostics).toEqual([
+        { code: "media_mismatch", call: "C2" },
+        { code: "media_mismatch", call: "C3" },
+      ]);
       expect(plan.forest.map((c) => c.parent)).toEqual([null, null, "C1", "C3"]);
       plan.release();
     }
@@ -98,12 +122,17 @@ describe("SPEC's screenshot-swap example", () => {
     for (const backend of ["wasm", "ts"]) {
       const rows = join(dir, `rows-${backend}.jsonl`);
       const report = join(dir, `report-${backend}.jsonl`);
-      const run = await captureOutput(() => main(["rows", EXAMPLE_PATH, "-o", rows, "--report", report, "--backend", backend]));
+      const run = await captureOutput(() =>
+        main(["rows", EXAMPLE_PATH, "-o", rows, "--report", report, "--backend", backend]),
+      );
       expect(run.code).toBe(0);
       outputs.push(readFileSync(rows, "utf8") + readFileSync(report, "utf8"));
     }
     expect(outputs[1]).toBe(outputs[0]);
-    const [row0, row1, report] = outputs[0].trimEnd().split("\n").map((line) => JSON.parse(line));
+    const [row0, row1, report] = outputs[0]
+      .trimEnd()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(Object.keys(row0).at(-1)).toBe("media");
     expect([row0.media, row1.media]).toEqual([AAAA, BBBB]);
     expect(report.diagnostics).toEqual([{ code: "media_mismatch", call: "C3" }]);
@@ -121,8 +150,20 @@ describe("invalid_media names the call and the occurrence", () => {
     ],
   });
   const cases: [unknown, string][] = [
-    [[{ id: "a", offset: 0, length: 3 }, { id: "b", offset: 2, length: 1 }], "media[1] overlaps media[0]"],
-    [[{ id: "a", offset: 3, length: 1 }, { id: "b", offset: 1, length: 1 }], "media[1] starts before media[0] (occurrences must be in prompt order)"],
+    [
+      [
+        { id: "a", offset: 0, length: 3 },
+        { id: "b", offset: 2, length: 1 },
+      ],
+      "media[1] overlaps media[0]",
+    ],
+    [
+      [
+        { id: "a", offset: 3, length: 1 },
+        { id: "b", offset: 1, length: 1 },
+      ],
+      "media[1] starts before media[0] (occurrences must be in prompt order)",
+    ],
     [[{ id: "a", offset: 4, length: 3 }], "media[0] ends at 7, past the prompt's 6 tokens"],
     [{ id: "a" }, 'media must be an array of {id, offset, length}, got {"id":"a"}'],
     [["a"], 'media[0] must be an object {id, offset, length}, got "a"'],
@@ -146,7 +187,10 @@ describe("invalid_media names the call and the occurrence", () => {
       slot.generationTokenIds.set([3]);
       expect(b.commit({ id: "C1", media: [{ id: "a", offset: 1, length: 2 }] })).toBe(false);
       const plan = b.finish();
-      expect([plan.report.reason, plan.report.detail]).toEqual(["invalid_media", `call "C1" (calls[0]): media[0] ends at 3, past the prompt's 2 tokens`]);
+      expect([plan.report.reason, plan.report.detail]).toEqual([
+        "invalid_media",
+        `call "C1" (calls[0]): media[0] ends at 3, past the prompt's 2 tokens`,
+      ]);
     }
   });
 });

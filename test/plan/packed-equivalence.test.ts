@@ -120,7 +120,10 @@ interface Trained {
 /** What the checks need of the input: each call's prompt and full length. */
 function lengthsOf(rollout: Rollout): Map<string, { prompt: number; full: number }> {
   return new Map(
-    rollout.calls.map((c) => [c.id, { prompt: c.prompt_token_ids.length, full: c.prompt_token_ids.length + c.generation_token_ids.length }]),
+    rollout.calls.map((c) => [
+      c.id,
+      { prompt: c.prompt_token_ids.length, full: c.prompt_token_ids.length + c.generation_token_ids.length },
+    ]),
   );
 }
 
@@ -157,7 +160,10 @@ function fromRows(rows: readonly Row[], lengths: Lengths): { tokens: Map<string,
 }
 
 /** Packed records: SPEC's attention rule (k ≤ q < end(segment(k))) and prediction rule. */
-function fromPacked(records: readonly (PackedTree | PackedBin)[], lengths: Lengths): { tokens: Map<string, Trained>; loss: number } {
+function fromPacked(
+  records: readonly (PackedTree | PackedBin)[],
+  lengths: Lengths,
+): { tokens: Map<string, Trained>; loss: number } {
   const tokens = new Map<string, Trained>();
   let loss = 0;
   for (const rec of records) {
@@ -197,8 +203,12 @@ function expectSame(what: string, rows: ReturnType<typeof fromRows>, packed: Ret
     const p = packed.tokens.get(key)!;
     expect(p.token, `${what} ${key}: token`).toBe(r.token);
     expect(p.sampled, `${what} ${key}: sampled logprob`).toBe(r.sampled);
-    if (r.model === null || p.model === null) expect(p.model, `${what} ${key}: predicted in both or neither`).toBe(r.model);
-    else expect(Math.abs(p.model - r.model), `${what} ${key}: model logprob ${p.model} vs ${r.model}`).toBeLessThanOrEqual(TOLERANCE);
+    if (r.model === null || p.model === null)
+      expect(p.model, `${what} ${key}: predicted in both or neither`).toBe(r.model);
+    else
+      expect(Math.abs(p.model - r.model), `${what} ${key}: model logprob ${p.model} vs ${r.model}`).toBeLessThanOrEqual(
+        TOLERANCE,
+      );
   }
   expect(Math.abs(packed.loss - rows.loss), `${what}: summed loss ${packed.loss} vs ${rows.loss}`).toBeLessThanOrEqual(
     TOLERANCE * Math.max(1, Math.abs(rows.loss)),
@@ -261,7 +271,9 @@ describe("a model computes the same from packed records as from rows", () => {
     const causal = plan.trees.map((t) => ({ ...t, segments: t.segments.map((s) => ({ ...s, end: t.numTokens })) }));
     const wrong = fromPacked(causal, lengthsOf(rollout));
     plan.release();
-    const differs = [...rows.tokens].some(([key, r]) => r.model !== null && Math.abs(wrong.tokens.get(key)!.model! - r.model) > 1e-6);
+    const differs = [...rows.tokens].some(
+      ([key, r]) => r.model !== null && Math.abs(wrong.tokens.get(key)!.model! - r.model) > 1e-6,
+    );
     expect(differs).toBe(true);
   });
 });

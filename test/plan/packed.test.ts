@@ -66,7 +66,13 @@ describe("SPEC's worked example", () => {
   test("bins of 20: C1's tree in two pieces (C1 C3 C7 as context in the second), small trees share a bin", () => {
     for (const { cf } of backends) {
       const plan = cf.plan(login(), { capacity: 20 });
-      expect(plan.bins.map((b) => [b.roots.join(" "), b.numTokens, b.segments.map((s) => `${s.call}${s.trained ? "" : "*"}`).join(" ")])).toEqual([
+      expect(
+        plan.bins.map((b) => [
+          b.roots.join(" "),
+          b.numTokens,
+          b.segments.map((s) => `${s.call}${s.trained ? "" : "*"}`).join(" "),
+        ]),
+      ).toEqual([
         ["C1", 19, "C1 C3 C7 C8 C9"],
         ["C1", 19, "C1* C3* C7* C10"],
         ["C2 C5", 16, "C2 C4 C5 C6"],
@@ -171,11 +177,30 @@ describe("the CLI", () => {
 
   test("--layout packed writes SPEC's packed records, byte-identical from both writers and backends", async () => {
     const fast = await rowsOut("--layout", "packed");
-    for (const extra of [["--writer", "js"], ["--backend", "ts"]]) expect(await rowsOut("--layout", "packed", ...extra)).toBe(fast);
-    const lines = fast.trimEnd().split("\n").map((l) => JSON.parse(l));
+    for (const extra of [
+      ["--writer", "js"],
+      ["--backend", "ts"],
+    ])
+      expect(await rowsOut("--layout", "packed", ...extra)).toBe(fast);
+    const lines = fast
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.tree)).toEqual([0, 1, 2, 3]);
     expect(Object.keys(lines[0])).toEqual([
-      "rollout_id", "tree", "root", "agent", "calls", "num_tokens", "token_ids", "position_ids", "logprobs", "loss_mask", "segments", "media", "reward",
+      "rollout_id",
+      "tree",
+      "root",
+      "agent",
+      "calls",
+      "num_tokens",
+      "token_ids",
+      "position_ids",
+      "logprobs",
+      "loss_mask",
+      "segments",
+      "media",
+      "reward",
     ]);
     const cf = backends[1].cf;
     const plan = cf.plan(login(), { trees: true });
@@ -184,16 +209,35 @@ describe("the CLI", () => {
   });
 
   test("--capacity writes bins (ints masks too), and a too-long leaf is rejected while others go on", async () => {
-    const bins = (await rowsOut("--capacity", "20", "--mask-format", "ints")).trimEnd().split("\n").map((l) => JSON.parse(l));
-    expect(bins.map((b) => [b.bin, b.roots])).toEqual([[0, ["C1"]], [1, ["C1"]], [2, ["C2", "C5"]], [3, ["C11"]]]);
+    const bins = (await rowsOut("--capacity", "20", "--mask-format", "ints"))
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(bins.map((b) => [b.bin, b.roots])).toEqual([
+      [0, ["C1"]],
+      [1, ["C1"]],
+      [2, ["C2", "C5"]],
+      [3, ["C11"]],
+    ]);
     expect(Object.keys(bins[0]).slice(0, 3)).toEqual(["rollout_id", "bin", "roots"]);
-    expect(bins[1].segments[0]).toEqual({ call: "C1", parent: -1, start: 0, length: 7, end: 19, tree: 0, trained: false });
+    expect(bins[1].segments[0]).toEqual({
+      call: "C1",
+      parent: -1,
+      start: 0,
+      length: 7,
+      end: 19,
+      tree: 0,
+      trained: false,
+    });
     expect(bins[1].loss_mask.slice(0, 14).every((b: number) => b === 0)).toBe(true);
   });
 
   test("usage errors: --capacity with --layout rows, a bad --layout or --capacity", async () => {
     for (const [args, message] of [
-      [["--capacity", "64", "--layout", "rows"], "callforest: --capacity lays out bins of packed records: it needs --layout packed, not rows"],
+      [
+        ["--capacity", "64", "--layout", "rows"],
+        "callforest: --capacity lays out bins of packed records: it needs --layout packed, not rows",
+      ],
       [["--layout", "tree"], "callforest: unknown --layout 'tree': expected rows or packed"],
       [["--capacity", "0"], "callforest: --capacity must be a positive integer, got '0'"],
     ] as const) {

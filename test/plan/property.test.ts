@@ -15,7 +15,8 @@ import { reference, type RefAccepted, type RefResult } from "../support/referenc
 const SEED = 20261130;
 // CALLFOREST_PROPERTY_RUNS raises the run count for a longer hunt (the default keeps this file fast).
 const RUNS = Number(process.env.CALLFOREST_PROPERTY_RUNS ?? 300);
-if (!(RUNS >= 1)) throw new Error(`CALLFOREST_PROPERTY_RUNS must be a positive number, got ${process.env.CALLFOREST_PROPERTY_RUNS}`);
+if (!(RUNS >= 1))
+  throw new Error(`CALLFOREST_PROPERTY_RUNS must be a positive number, got ${process.env.CALLFOREST_PROPERTY_RUNS}`);
 
 interface Backend {
   name: string;
@@ -51,7 +52,9 @@ function callsById(rollout: Rollout) {
 /** SPEC's invariants, checked on an accepted reference result against the input rollout. */
 function checkInvariants(rollout: Rollout, ref: RefAccepted): void {
   const byId = callsById(rollout);
-  const eligibleIds = rollout.calls.filter((c) => c.kept !== false && c.generation_token_ids.length > 0).map((c) => c.id);
+  const eligibleIds = rollout.calls
+    .filter((c) => c.kept !== false && c.generation_token_ids.length > 0)
+    .map((c) => c.id);
   // "trained_tokens == captured_tokens"
   expect(ref.counts.trained_tokens).toBe(ref.counts.captured_tokens);
   // every eligible call trained exactly once across rows
@@ -72,7 +75,9 @@ function checkInvariants(rollout: Rollout, ref: RefAccepted): void {
     for (const id of row.calls) {
       const c = byId.get(id)!;
       // each path call's full sequence is a prefix of the row (it was resent exactly)
-      expect(firstDifference([...c.prompt, ...c.generation], row.token_ids.slice(0, c.prompt.length + c.generation.length))).toBe(-1);
+      expect(
+        firstDifference([...c.prompt, ...c.generation], row.token_ids.slice(0, c.prompt.length + c.generation.length)),
+      ).toBe(-1);
       for (let i = c.prompt.length; i < c.prompt.length + c.generation.length; i++) {
         onSpan[i] = true;
         if (row.trained.includes(id)) onTrainedSpan[i] = true;
@@ -87,7 +92,9 @@ function checkInvariants(rollout: Rollout, ref: RefAccepted): void {
 }
 
 function describeRollout(rollout: unknown): string {
-  return JSON.stringify(rollout, (_k, v: unknown) => (ArrayBuffer.isView(v) ? { [v.constructor.name]: Array.from(v as unknown as ArrayLike<number>) } : v));
+  return JSON.stringify(rollout, (_k, v: unknown) =>
+    ArrayBuffer.isView(v) ? { [v.constructor.name]: Array.from(v as unknown as ArrayLike<number>) } : v,
+  );
 }
 
 /** One backend's plan against the reference, field by field. */
@@ -142,11 +149,23 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
     expect(row.tokenIds).toBeInstanceOf(Int32Array);
     expect(row.logprobs).toBeInstanceOf(Float32Array);
     expect(row.lossMask).toBeInstanceOf(Uint8Array);
-    expect({ row: i, field: "token_ids", at: firstDifference(row.tokenIds, want.token_ids) }).toEqual({ row: i, field: "token_ids", at: -1 });
-    expect({ row: i, field: "logprobs", at: firstDifference(row.logprobs, want.logprobs) }).toEqual({ row: i, field: "logprobs", at: -1 });
+    expect({ row: i, field: "token_ids", at: firstDifference(row.tokenIds, want.token_ids) }).toEqual({
+      row: i,
+      field: "token_ids",
+      at: -1,
+    });
+    expect({ row: i, field: "logprobs", at: firstDifference(row.logprobs, want.logprobs) }).toEqual({
+      row: i,
+      field: "logprobs",
+      at: -1,
+    });
     expect(row.lossMask.length).toBe(Math.ceil(row.numTokens / 8));
     const mask = maskToInts(row.lossMask, row.numTokens);
-    expect({ row: i, field: "loss_mask", at: firstDifference(mask, want.loss_mask) }).toEqual({ row: i, field: "loss_mask", at: -1 });
+    expect({ row: i, field: "loss_mask", at: firstDifference(mask, want.loss_mask) }).toEqual({
+      row: i,
+      field: "loss_mask",
+      at: -1,
+    });
   });
   expect(
     plan.forest.map((c) => ({
@@ -212,7 +231,9 @@ function checkAllBackends(rollout: unknown, line = 1): RefResult {
 
 describe("reference", () => {
   test("gives SPEC's five rows for the worked example", () => {
-    const example = JSON.parse(readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8")) as Rollout;
+    const example = JSON.parse(
+      readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8"),
+    ) as Rollout;
     const ref = reference(example);
     if (ref.status !== "ok") throw new Error(`worked example rejected: ${ref.message}`);
     expect(ref.rows.map((r) => [r.leaf, r.calls.join(" "), r.trained.join(" "), r.context.join(" ")])).toEqual([
@@ -241,7 +262,10 @@ describe("reference", () => {
     fc.assert(
       fc.property(invalidRolloutArb(), (c) => {
         const ref = reference(c.rollout);
-        expect(ref.status === "rejected" && { reason: ref.reason, call: ref.call }).toEqual({ reason: c.code, call: c.call });
+        expect(ref.status === "rejected" && { reason: ref.reason, call: ref.call }).toEqual({
+          reason: c.code,
+          call: c.call,
+        });
       }),
       { seed: SEED, numRuns: 300 },
     );
@@ -258,7 +282,9 @@ describe("backends agree with the reference and with each other", () => {
   });
 
   test("the worked example", () => {
-    const example = JSON.parse(readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8")) as Rollout;
+    const example = JSON.parse(
+      readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8"),
+    ) as Rollout;
     expect(checkAllBackends(example, 3).status).toBe("ok");
   });
 
@@ -275,8 +301,20 @@ describe("backends agree with the reference and with each other", () => {
       calls: [
         { id: "c1", agent: "L", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] },
         { id: "c2", agent: "F", prompt_token_ids: [1, 2, 3], generation_token_ids: [4], generation_log_probs: [-1] },
-        { id: "c3", agent: "L", prompt_token_ids: [1, 2, 3, 4, 5], generation_token_ids: [6], generation_log_probs: [-1] },
-        { id: "c4", agent: "F", prompt_token_ids: [1, 2, 3, 4, 7], generation_token_ids: [8], generation_log_probs: [-1] },
+        {
+          id: "c3",
+          agent: "L",
+          prompt_token_ids: [1, 2, 3, 4, 5],
+          generation_token_ids: [6],
+          generation_log_probs: [-1],
+        },
+        {
+          id: "c4",
+          agent: "F",
+          prompt_token_ids: [1, 2, 3, 4, 7],
+          generation_token_ids: [8],
+          generation_log_probs: [-1],
+        },
       ],
     };
     const ref = checkAllBackends(walk);
@@ -316,31 +354,38 @@ describe("backends agree with the reference and with each other", () => {
 
   test("plans kept alive together stay right, released in any order", () => {
     fc.assert(
-      fc.property(fc.array(rolloutArb({ maxActions: 15 }), { minLength: 2, maxLength: 6 }), fc.nat(), (rollouts, order) => {
-        for (const { name, cf } of backends) {
-          const plans = rollouts.map((r) => cf.plan(r));
-          const released = new Set<number>();
-          try {
-            // check every plan after all were made, releasing one after another in a shuffled order
-            const sequence = rollouts.map((_, i) => i).sort((a, b) => ((a * 7919 + order) % 13) - ((b * 7919 + order) % 13));
-            for (const k of sequence) {
-              for (let i = 0; i < plans.length; i++) {
-                if (released.has(i)) continue;
-                try {
-                  expectMatchesReference(plans[i], reference(rollouts[i]), undefined);
-                } catch (error) {
-                  (error as Error).message = `[backend ${name}, plan ${i}, released so far ${[...released]}] ${(error as Error).message}`;
-                  throw error;
+      fc.property(
+        fc.array(rolloutArb({ maxActions: 15 }), { minLength: 2, maxLength: 6 }),
+        fc.nat(),
+        (rollouts, order) => {
+          for (const { name, cf } of backends) {
+            const plans = rollouts.map((r) => cf.plan(r));
+            const released = new Set<number>();
+            try {
+              // check every plan after all were made, releasing one after another in a shuffled order
+              const sequence = rollouts
+                .map((_, i) => i)
+                .sort((a, b) => ((a * 7919 + order) % 13) - ((b * 7919 + order) % 13));
+              for (const k of sequence) {
+                for (let i = 0; i < plans.length; i++) {
+                  if (released.has(i)) continue;
+                  try {
+                    expectMatchesReference(plans[i], reference(rollouts[i]), undefined);
+                  } catch (error) {
+                    (error as Error).message =
+                      `[backend ${name}, plan ${i}, released so far ${[...released]}] ${(error as Error).message}`;
+                    throw error;
+                  }
                 }
+                plans[k].release();
+                released.add(k);
               }
-              plans[k].release();
-              released.add(k);
+            } finally {
+              for (const p of plans) p.release(); // idempotent
             }
-          } finally {
-            for (const p of plans) p.release(); // idempotent
           }
-        }
-      }),
+        },
+      ),
       { seed: SEED + 3, numRuns: 60, reporter: (details) => reportFailure(details) },
     );
   });
@@ -382,7 +427,9 @@ function reportFailure<T>(details: fc.RunDetails<T>): void {
   if (!details.failed) return;
   const example = details.counterexample ? describeRollout(details.counterexample) : "(none)";
   const cause = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance);
-  throw new Error(`${fc.defaultReportMessage(details)}\n${cause}\ncounterexample (typed arrays spelled out): ${example}`);
+  throw new Error(
+    `${fc.defaultReportMessage(details)}\n${cause}\ncounterexample (typed arrays spelled out): ${example}`,
+  );
 }
 
 describe("generators", () => {
@@ -511,6 +558,8 @@ function features(rollout: Rollout, ref: RefAccepted) {
     // Long enough for the cores' SIMD loops (16 tokens, 8 logprobs a step) and whole mask bytes.
     generationsOf16: eligible.filter((c) => byId.get(c.id)!.generation.length >= 16).length,
     // A prompt that is exactly its parent's full sequence (a fork resending it, a retry's twin).
-    promptIsParentFull: eligible.filter((c) => c.parent !== null && byId.get(c.id)!.prompt.join(",") === fullOf(c.parent)).length,
+    promptIsParentFull: eligible.filter(
+      (c) => c.parent !== null && byId.get(c.id)!.prompt.join(",") === fullOf(c.parent),
+    ).length,
   };
 }

@@ -28,7 +28,9 @@ function withExperts(rollout: Rollout, lists: boolean): Rollout {
     ...rollout,
     calls: rollout.calls.map((c, i) => {
       const tokens = c.prompt_token_ids.length + c.generation_token_ids.length;
-      const nested = Array.from({ length: tokens }, (_, t) => Array.from({ length: L }, (_, l) => Array.from({ length: K }, (_, k) => expert(i, t, l, k))));
+      const nested = Array.from({ length: tokens }, (_, t) =>
+        Array.from({ length: L }, (_, l) => Array.from({ length: K }, (_, k) => expert(i, t, l, k))),
+      );
       const flat = Int32Array.from(nested.flat(2));
       const envelope = encodeRoutedExperts(Int16Array.from(flat), tokens, L, K); // all fit int16
       return { ...c, routed_experts: lists ? nested : envelope };
@@ -80,10 +82,20 @@ describe("the envelope", () => {
     const rollout: Rollout = {
       rollout_id: "wide",
       reward: 0,
-      calls: [{ id: "c", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1], routed_experts: [[[70000]], [[3]]] }],
+      calls: [
+        {
+          id: "c",
+          prompt_token_ids: [1],
+          generation_token_ids: [2],
+          generation_log_probs: [-1],
+          routed_experts: [[[70000]], [[3]]],
+        },
+      ],
     };
     const plan = backends[1].cf.plan(rollout);
-    expect(JSON.parse(rowToJson(plan.rows[0])).routed_experts).toBe(encodeRoutedExperts(Int32Array.of(70000, 3), 2, 1, 1));
+    expect(JSON.parse(rowToJson(plan.rows[0])).routed_experts).toBe(
+      encodeRoutedExperts(Int32Array.of(70000, 3), 2, 1, 1),
+    );
     plan.release();
   });
 });
@@ -111,7 +123,9 @@ describe("through the forest", () => {
     fc.assert(
       fc.property(acceptedRolloutArb({ maxActions: 6 }), (rollout) => {
         const plan = backends[0].cf.plan(rollout, { trees: true });
-        expect(plan.rows.every((r) => r.routedExperts === undefined && !rowToJson(r).includes("routed_experts"))).toBe(true);
+        expect(plan.rows.every((r) => r.routedExperts === undefined && !rowToJson(r).includes("routed_experts"))).toBe(
+          true,
+        );
         expect(plan.trees.every((t) => t.routedExperts === undefined)).toBe(true);
         plan.release();
       }),
@@ -128,10 +142,18 @@ describe("the CLI", () => {
     const { execFileSync } = await import("node:child_process");
     const dir = mkdtempSync(join(tmpdir(), "callforest-experts-"));
     try {
-      const rollouts = fc.sample(acceptedRolloutArb({ maxActions: 8 }), { seed: 9, numRuns: 6 }).map((r, i) => withExperts(r, i % 2 === 0));
+      const rollouts = fc
+        .sample(acceptedRolloutArb({ maxActions: 8 }), { seed: 9, numRuns: 6 })
+        .map((r, i) => withExperts(r, i % 2 === 0));
       const input = join(dir, "in.jsonl");
-      writeFileSync(input, rollouts.map((r) => JSON.stringify(r, (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v))).join("\n") + "\n");
-      const run = (...args: string[]) => execFileSync("node", ["bin/callforest.js", "rows", input, "--quiet", ...args], { encoding: "utf8" });
+      writeFileSync(
+        input,
+        rollouts
+          .map((r) => JSON.stringify(r, (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v)))
+          .join("\n") + "\n",
+      );
+      const run = (...args: string[]) =>
+        execFileSync("node", ["bin/callforest.js", "rows", input, "--quiet", ...args], { encoding: "utf8" });
       for (const layout of [[], ["--layout", "packed"], ["--capacity", "4096"]]) {
         const fast = run(...layout);
         expect(fast).toContain('"routed_experts":"nrlre1:int16:');

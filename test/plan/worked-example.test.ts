@@ -5,7 +5,15 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { init, type Callforest, type Plan, type Rollout } from "../../src/index.js";
 import { main } from "../../src/cli/main.js";
-import { EXAMPLE_PATH, EXPECTED_COUNTS, EXPECTED_ROWS, buildFrom, loadExample, packMask, typedExample } from "../support/worked-example.js";
+import {
+  EXAMPLE_PATH,
+  EXPECTED_COUNTS,
+  EXPECTED_ROWS,
+  buildFrom,
+  loadExample,
+  packMask,
+  typedExample,
+} from "../support/worked-example.js";
 import { captureOutput } from "../support/capture.js";
 import { tempDirs } from "../support/temp-dirs.js";
 
@@ -69,8 +77,18 @@ describe.each(BACKENDS)("worked example on $name", ({ options }) => {
     const plan = cf.plan(loadExample());
     const parents = Object.fromEntries(plan.forest.map((c) => [c.id, c.parent]));
     expect(parents).toEqual({
-      C1: null, C2: null, C3: "C1", C4: "C2", C5: null, C6: "C5",
-      C7: "C3", C8: "C7", C9: "C8", C10: "C7", C11: null, C12: "C11",
+      C1: null,
+      C2: null,
+      C3: "C1",
+      C4: "C2",
+      C5: null,
+      C6: "C5",
+      C7: "C3",
+      C8: "C7",
+      C9: "C8",
+      C10: "C7",
+      C11: null,
+      C12: "C11",
     });
     expect(plan.forest.filter((c) => c.root).map((c) => c.id)).toEqual(["C1", "C2", "C5", "C11"]);
     expect(plan.forest.filter((c) => c.leaf).map((c) => c.id)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
@@ -112,15 +130,31 @@ describe("worked example through the CLI", () => {
     for (const backend of ["wasm", "ts"]) {
       const rowsFile = join(dir, `rows-${backend}.jsonl`);
       const reportFile = join(dir, `report-${backend}.jsonl`);
-      const run = await captureOutput(() => main(["rows", EXAMPLE_PATH, "-o", rowsFile, "--report", reportFile, "--backend", backend]));
+      const run = await captureOutput(() =>
+        main(["rows", EXAMPLE_PATH, "-o", rowsFile, "--report", reportFile, "--backend", backend]),
+      );
       expect(run.code).toBe(0);
-      const lines = readFileSync(rowsFile, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+      const lines = readFileSync(rowsFile, "utf8")
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(lines).toHaveLength(5);
       lines.forEach((line, i) => {
         const want = EXPECTED_ROWS[i];
         expect(Object.keys(line)).toEqual([
-          "rollout_id", "row", "leaf", "agent", "calls", "trained", "context",
-          "num_tokens", "token_ids", "logprobs", "loss_mask", "reward", "media",
+          "rollout_id",
+          "row",
+          "leaf",
+          "agent",
+          "calls",
+          "trained",
+          "context",
+          "num_tokens",
+          "token_ids",
+          "logprobs",
+          "loss_mask",
+          "reward",
+          "media",
         ]);
         expect(line).toEqual({
           rollout_id: "login-bug",
@@ -139,7 +173,10 @@ describe("worked example through the CLI", () => {
           media: [],
         });
       });
-      const reports = readFileSync(reportFile, "utf8").trimEnd().split("\n").map((l) => JSON.parse(l));
+      const reports = readFileSync(reportFile, "utf8")
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l));
       expect(reports).toEqual([{ rollout_id: "login-bug", status: "ok", ...EXPECTED_COUNTS, diagnostics: [] }]);
     }
   });
@@ -193,7 +230,13 @@ describe("worked example through the CLI", () => {
     const file = join(tmp(), "unlinked.json");
     const rollout = loadExample() as Rollout & { calls: { kept?: boolean }[] };
     rollout.calls.splice(1, 0, { ...structuredClone(rollout.calls[0]), id: "retry", kept: false });
-    rollout.calls.push({ id: "empty", agent: "L", prompt_token_ids: [1], generation_token_ids: [], generation_log_probs: [] });
+    rollout.calls.push({
+      id: "empty",
+      agent: "L",
+      prompt_token_ids: [1],
+      generation_token_ids: [],
+      generation_log_probs: [],
+    });
     writeFileSync(file, JSON.stringify(rollout));
     const run = await captureOutput(() => main(["show", file]));
     expect(run.code).toBe(0);
@@ -206,7 +249,15 @@ describe("worked example through the CLI", () => {
     const rollout = {
       rollout_id: "r\nFAKE LINE",
       reward: 1,
-      calls: [{ id: "a\r\u001b[31mRED\u009b2J\u202eevil", agent: "L\nX", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-0.5] }],
+      calls: [
+        {
+          id: "a\r\u001b[31mRED\u009b2J\u202eevil",
+          agent: "L\nX",
+          prompt_token_ids: [1],
+          generation_token_ids: [2],
+          generation_log_probs: [-0.5],
+        },
+      ],
     };
     writeFileSync(file, JSON.stringify(rollout) + "\n");
     const run = await captureOutput(() => main(["show", file]));

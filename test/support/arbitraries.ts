@@ -61,7 +61,16 @@ export type Action =
   /** An unkept try (kept:false), then the kept call with the same prompt. */
   | { kind: "retry"; who: number; add: Tokens; tryGen: Tokens; sameGeneration: boolean; gen: Generated }
   /** Two subagents with identical full sequences, then a call that continues that sequence. */
-  | { kind: "twins"; from: number; asFork: boolean; task: Tokens; gen: Generated; outcome: TwinOutcome; add: Tokens; next: Generated }
+  | {
+      kind: "twins";
+      from: number;
+      asFork: boolean;
+      task: Tokens;
+      gen: Generated;
+      outcome: TwinOutcome;
+      add: Tokens;
+      next: Generated;
+    }
   /** An agent continues some earlier eligible call's full sequence (any agent, any call). */
   | { kind: "cross"; who: number; target: number; add: Tokens; gen: Generated }
   /**
@@ -69,7 +78,14 @@ export type Action =
    * fork's sequence) and the fork continue the fork's call, in either order. The ownership walk
    * then passes from one agent into another before it has to choose.
    */
-  | { kind: "handoff"; who: number; fork: Generated; add: [Tokens, Tokens, Tokens]; gens: [Generated, Generated]; forkFirst: boolean }
+  | {
+      kind: "handoff";
+      who: number;
+      fork: Generated;
+      add: [Tokens, Tokens, Tokens];
+      gens: [Generated, Generated];
+      forkFirst: boolean;
+    }
   /** An agent's context gets an image (begin, pad × size, end placeholder tokens), then a generation. */
   | { kind: "image"; who: number; size: number; content: number; gen: Generated }
   /**
@@ -81,7 +97,16 @@ export type Action =
    * Two forks of an agent that differ only in the image they append (same size, same tokens, same
    * generation), then a sibling continues one of them: media settle what tokens tie.
    */
-  | { kind: "mediaTwins"; from: number; size: number; contents: [number, number]; gen: Generated; pick: boolean; add: Tokens; next: Generated };
+  | {
+      kind: "mediaTwins";
+      from: number;
+      size: number;
+      contents: [number, number];
+      gen: Generated;
+      pick: boolean;
+      add: Tokens;
+      next: Generated;
+    };
 
 export interface Scenario {
   /** listed: `agents` given; unlisted: calls name agents, no `agents`; anonymous: no agent names. */
@@ -133,7 +158,14 @@ export function buildRollout(s: Scenario): Rollout {
   const agents: AgentState[] = [];
   const calls: PlainCall[] = [];
   const addAgent = (mode: string, parent: string | null, system: Tokens): AgentState => {
-    const a: AgentState = { id: named ? (agents.length === 0 ? "L" : `a${agents.length}`) : "", parent, mode, system, context: [], media: [] };
+    const a: AgentState = {
+      id: named ? (agents.length === 0 ? "L" : `a${agents.length}`) : "",
+      parent,
+      mode,
+      system,
+      context: [],
+      media: [],
+    };
     agents.push(a);
     return a;
   };
@@ -156,7 +188,8 @@ export function buildRollout(s: Scenario): Rollout {
     }
     return c;
   };
-  const mediaId = (content: number) => `sha256:${content.toString(16).padStart(4, "0")}${s.fancyIds ? ID_SUFFIXES[content % ID_SUFFIXES.length] : ""}`;
+  const mediaId = (content: number) =>
+    `sha256:${content.toString(16).padStart(4, "0")}${s.fancyIds ? ID_SUFFIXES[content % ID_SUFFIXES.length] : ""}`;
   /** `context` with an image appended: its placeholder run and its occurrence. */
   const withImage = (context: Tokens, media: MediaItem[], size: number, content: number) => ({
     tokens: [...context, IMAGE_BEGIN, ...new Array<number>(size).fill(IMAGE_PAD), IMAGE_END],
@@ -190,7 +223,8 @@ export function buildRollout(s: Scenario): Rollout {
           // one token of the resent history differs: near the start the fork becomes a new root,
           // further on it continues the last call whose full sequence is still a prefix
           const at = act.rerender.at % (act.rerender.at % 2 === 0 ? Math.min(2, history.length) : history.length);
-          history[at] = act.rerender.token !== history[at] ? act.rerender.token : history[at] === 0 ? 1 : history[at] - 1;
+          history[at] =
+            act.rerender.token !== history[at] ? act.rerender.token : history[at] === 0 ? 1 : history[at] - 1;
         }
         const a = addAgent("fork", from.id, from.system);
         call(a, [...history, ...act.task], act.gen, true, from.media); // a fork inherits the images
@@ -215,7 +249,12 @@ export function buildRollout(s: Scenario): Rollout {
         const prompt = act.asFork ? [...from.context, ...act.task] : [...s.subagentSystem, ...act.task];
         const mode = act.asFork ? "fork" : "fresh";
         const t1 = addAgent(mode, from.id, act.asFork ? from.system : s.subagentSystem);
-        const t2 = act.outcome === "sameAgentTwice" ? t1 : act.outcome === "spawnerIsTwin" ? from : addAgent(mode, from.id, t1.system);
+        const t2 =
+          act.outcome === "sameAgentTwice"
+            ? t1
+            : act.outcome === "spawnerIsTwin"
+              ? from
+              : addAgent(mode, from.id, t1.system);
         const twinMedia = act.asFork ? from.media : [];
         call(t1, prompt, act.gen, true, twinMedia);
         call(t2, prompt, act.gen, true, twinMedia);
@@ -352,7 +391,13 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
     { weight: 2, arbitrary: fc.record({ kind: fc.constant("empty" as const), who, add }) },
     {
       weight: 3,
-      arbitrary: fc.record({ kind: fc.constant("fresh" as const), background: fc.boolean(), from: who, task: tokensArb(1, 4), gen: generatedArb }),
+      arbitrary: fc.record({
+        kind: fc.constant("fresh" as const),
+        background: fc.boolean(),
+        from: who,
+        task: tokensArb(1, 4),
+        gen: generatedArb,
+      }),
     },
     {
       weight: 3,
@@ -401,7 +446,13 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
     },
     {
       weight: 2,
-      arbitrary: fc.record({ kind: fc.constant("cross" as const), who, target: fc.nat(), add: tokensArb(0, 3), gen: generatedArb }),
+      arbitrary: fc.record({
+        kind: fc.constant("cross" as const),
+        who,
+        target: fc.nat(),
+        add: tokensArb(0, 3),
+        gen: generatedArb,
+      }),
     },
     {
       weight: 2,
@@ -416,9 +467,18 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
     },
     {
       weight: 3,
-      arbitrary: fc.record({ kind: fc.constant("image" as const), who, size: fc.integer({ min: 1, max: 6 }), content: fc.nat(40), gen: generatedArb }),
+      arbitrary: fc.record({
+        kind: fc.constant("image" as const),
+        who,
+        size: fc.integer({ min: 1, max: 6 }),
+        content: fc.nat(40),
+        gen: generatedArb,
+      }),
     },
-    { weight: 3, arbitrary: fc.record({ kind: fc.constant("swap" as const), who, content: fc.nat(40), add, gen: generatedArb }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({ kind: fc.constant("swap" as const), who, content: fc.nat(40), add, gen: generatedArb }),
+    },
     {
       weight: 1,
       arbitrary: fc.record({
@@ -496,10 +556,34 @@ function cloneRollout(r: Rollout): Mutable {
 
 const plain = (xs: ArrayLike<number>): unknown[] => Array.from(xs);
 
-type Fault = (r: Mutable, k: number, pick: number) => { code: InvalidCase["code"]; call: string | null; what: string } | null;
+type Fault = (
+  r: Mutable,
+  k: number,
+  pick: number,
+) => { code: InvalidCase["code"]; call: string | null; what: string } | null;
 
-const BAD_TOKENS: unknown[] = [-1, MAX_TOKEN + 1, 1.5, Number.NaN, "7", null, 1e20, -0.5, Number.POSITIVE_INFINITY, true];
-const BAD_LOGPROBS: unknown[] = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1e39, -1e39, "x", null, -3.5e38];
+const BAD_TOKENS: unknown[] = [
+  -1,
+  MAX_TOKEN + 1,
+  1.5,
+  Number.NaN,
+  "7",
+  null,
+  1e20,
+  -0.5,
+  Number.POSITIVE_INFINITY,
+  true,
+];
+const BAD_LOGPROBS: unknown[] = [
+  Number.NaN,
+  Number.POSITIVE_INFINITY,
+  Number.NEGATIVE_INFINITY,
+  1e39,
+  -1e39,
+  "x",
+  null,
+  -3.5e38,
+];
 
 /** Media that SPEC's `invalid_media` rejects, for a prompt of `n` tokens (SPEC "Input", `calls[].media`). */
 const BAD_MEDIA: ((n: number) => unknown)[] = [
@@ -518,8 +602,14 @@ const BAD_MEDIA: ((n: number) => unknown)[] = [
   () => [{ id: "x", offset: 0 }],
   (n) => [{ id: "x", offset: n, length: 1 }], // past the prompt
   (n) => [{ id: "x", offset: Math.max(0, n - 1), length: 2 }], // ends past it
-  (n) => [{ id: "x", offset: Math.min(2, n), length: 1 }, { id: "y", offset: 0, length: 1 }], // unordered
-  () => [{ id: "x", offset: 0, length: 2 }, { id: "y", offset: 1, length: 1 }], // overlapping
+  (n) => [
+    { id: "x", offset: Math.min(2, n), length: 1 },
+    { id: "y", offset: 0, length: 1 },
+  ], // unordered
+  () => [
+    { id: "x", offset: 0, length: 2 },
+    { id: "y", offset: 1, length: 1 },
+  ], // overlapping
 ];
 
 const ROLLOUT_FAULTS: ((r: Mutable) => unknown)[] = [
@@ -561,7 +651,11 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
     const fault = CALL_STRUCTURE_FAULTS[pick % CALL_STRUCTURE_FAULTS.length];
     const result = fault(c);
     if ("replace" in result) r.calls[k] = result.replace as Record<string, unknown>;
-    return { code: "invalid_rollout", call: result.idBroken ? null : id, what: `call ${k} structure fault ${pick % CALL_STRUCTURE_FAULTS.length}` };
+    return {
+      code: "invalid_rollout",
+      call: result.idBroken ? null : id,
+      what: `call ${k} structure fault ${pick % CALL_STRUCTURE_FAULTS.length}`,
+    };
   },
   duplicate_call_id: (r, k, pick) => {
     if (k === 0) return null;
@@ -620,7 +714,8 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
   },
   invalid_routed_experts: (r, k, pick) => {
     const c = r.calls[k];
-    const full = (c.prompt_token_ids as ArrayLike<number>).length + (c.generation_token_ids as ArrayLike<number>).length;
+    const full =
+      (c.prompt_token_ids as ArrayLike<number>).length + (c.generation_token_ids as ArrayLike<number>).length;
     const bad: unknown[] = [
       "nrlre1:int16:1x1x1:AAAA", // 3 bytes where 2 belong
       "nrlre2:int16:1x1x1:AAA=",
@@ -633,7 +728,11 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
       Array.from({ length: Math.max(0, full - 1) }, () => [[1]]),
     ];
     c.routed_experts = full === 0 ? bad[0] : bad[pick % bad.length];
-    return { code: "invalid_routed_experts", call: c.id as string, what: `call ${k} routed_experts fault ${pick % bad.length}` };
+    return {
+      code: "invalid_routed_experts",
+      call: c.id as string,
+      what: `call ${k} routed_experts fault ${pick % bad.length}`,
+    };
   },
   invalid_media: (r, k, pick) => {
     const c = r.calls[k];

@@ -10,10 +10,14 @@ import { ROOT } from "./fixtures.js";
 /** Type errors elsewhere do not stop tsc from emitting; a missing worker file does stop the tests. */
 export function setup(): void {
   try {
-    execFileSync(process.execPath, [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json")], {
-      cwd: ROOT,
-      stdio: "pipe",
-    });
+    execFileSync(
+      process.execPath,
+      [join(ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", join(ROOT, "tsconfig.build.json")],
+      {
+        cwd: ROOT,
+        stdio: "pipe",
+      },
+    );
   } catch {
     // emitted anyway; checked below
   }

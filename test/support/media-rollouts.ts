@@ -4,7 +4,13 @@ import type { MediaItem, Rollout } from "../../src/types.js";
 export const SWAP_FILE = new URL("../../examples/screenshot-swap.json", import.meta.url).pathname;
 
 function call(id: string, prompt: number[], generation: number[], media: MediaItem[]) {
-  return { id, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: generation.map(() => -0.5), media };
+  return {
+    id,
+    prompt_token_ids: prompt,
+    generation_token_ids: generation,
+    generation_log_probs: generation.map(() => -0.5),
+    media,
+  };
 }
 
 /**

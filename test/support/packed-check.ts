@@ -10,7 +10,9 @@ type Record = PackedTree | PackedBin;
 function pathIndices(record: Record, leafSegment: number): number[] {
   const chain: number[] = [];
   for (let s = leafSegment; s >= 0; s = record.segments[s].parent) chain.unshift(s);
-  return chain.flatMap((s) => Array.from({ length: record.segments[s].length }, (_, k) => record.segments[s].start + k));
+  return chain.flatMap((s) =>
+    Array.from({ length: record.segments[s].length }, (_, k) => record.segments[s].start + k),
+  );
 }
 
 /** Layout rules every record keeps: segments tile it in pre-order, parents first, ends past subtrees. */

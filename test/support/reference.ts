@@ -157,7 +157,6 @@ export function isPrefix(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-
 function full(c: Call): number[] {
   return c.full;
 }
@@ -174,7 +173,8 @@ function readRolloutFields(rollout: unknown): { id: string; reward: number; agen
   // SPEC table: "rollout_id | non-empty string | required"
   if (!isObject(rollout)) bad("rollout is not an object");
   const r = rollout as Record<string, unknown>;
-  if (typeof r.rollout_id !== "string" || r.rollout_id.length === 0) bad("rollout_id missing or not a non-empty string");
+  if (typeof r.rollout_id !== "string" || r.rollout_id.length === 0)
+    bad("rollout_id missing or not a non-empty string");
   // SPEC table: "reward | finite number | required"
   if (typeof r.reward !== "number" || !Number.isFinite(r.reward)) bad("reward missing or not a finite number");
   // SPEC table: "agents | array of {id, parent, mode} | optional; id unique string, parent an agent id or null"
@@ -213,7 +213,8 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
   // SPEC table: "calls[].agent | string | optional, default """
   if (raw.agent !== undefined && typeof raw.agent !== "string") bad("agent is not a string");
   // SPEC table: "prompt_token_ids | array of integers ... | required (may be empty)"; same for generation
-  for (const field of ["prompt_token_ids", "generation_token_ids", "generation_log_probs"]) if (isDetached(raw[field])) bad(`${field} is detached`);
+  for (const field of ["prompt_token_ids", "generation_token_ids", "generation_log_probs"])
+    if (isDetached(raw[field])) bad(`${field} is detached`);
   if (!isTokenList(raw.prompt_token_ids)) bad("prompt_token_ids missing or not an array");
   if (!isTokenList(raw.generation_token_ids)) bad("generation_token_ids missing or not an array");
   // SPEC table: "generation_log_probs | array of finite numbers | required"
@@ -274,7 +275,12 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
  * little-endian C-order bytes) or as nested integer lists [S][L][K]". (One call's own rules: the
  * rules across calls are checked by tests of their own.)
  */
-function checkRoutedExperts(value: unknown, fullLength: number, id: string, index: number): { perToken: number } | null {
+function checkRoutedExperts(
+  value: unknown,
+  fullLength: number,
+  id: string,
+  index: number,
+): { perToken: number } | null {
   const bad = (what: string): never => {
     throw new Rejection("invalid_routed_experts", id, index, `call ${id}: ${what}`);
   };
@@ -298,7 +304,8 @@ function checkRoutedExperts(value: unknown, fullLength: number, id: string, inde
     if (!Array.isArray(perToken) || perToken.length !== layers || layers === 0) bad("ragged layers");
     for (const chosen of perToken as unknown[]) {
       if (!Array.isArray(chosen) || chosen.length !== topk || topk === 0) bad("ragged top-k");
-      for (const e of chosen as unknown[]) if (typeof e !== "number" || !Number.isInteger(e) || e < -(2 ** 31) || e >= 2 ** 31) bad("not an int32");
+      for (const e of chosen as unknown[])
+        if (typeof e !== "number" || !Number.isInteger(e) || e < -(2 ** 31) || e >= 2 ** 31) bad("not an int32");
     }
   }
   return { perToken: layers * topk };
@@ -320,8 +327,10 @@ function readMediaList(value: unknown, promptLength: number, id: string, index: 
     if (!isObject(item)) bad("media item not an object");
     const m = item as Record<string, unknown>;
     if (typeof m.id !== "string" || m.id.length === 0) bad("media id not a non-empty string");
-    if (typeof m.offset !== "number" || !Number.isInteger(m.offset) || m.offset < 0) bad("media offset not an integer >= 0");
-    if (typeof m.length !== "number" || !Number.isInteger(m.length) || m.length < 1) bad("media length not an integer >= 1");
+    if (typeof m.offset !== "number" || !Number.isInteger(m.offset) || m.offset < 0)
+      bad("media offset not an integer >= 0");
+    if (typeof m.length !== "number" || !Number.isInteger(m.length) || m.length < 1)
+      bad("media length not an integer >= 1");
     const span = { id: m.id as string, offset: m.offset as number, length: m.length as number };
     const before = items[items.length - 1];
     if (before && span.offset < before.offset + before.length) bad("media spans not ascending or overlapping");
@@ -354,8 +363,16 @@ function linkParent(c: Call, earlierEligible: Call[], agents: Agents): { parent:
   // would have linked c elsewhere), the report gets a media_mismatch diagnostic for c."
   const byTokens = earlierEligible.filter((p) => isPrefix(full(p), c.prompt));
   const longestByTokens = Math.max(0, ...byTokens.map((p) => full(p).length));
-  const mediaMismatch = byTokens.length > 0 && !byTokens.some((p) => full(p).length === longestByTokens && mediaAgree(p, c));
-  return { parent: linkAmong(c, byTokens.filter((p) => mediaAgree(p, c)), agents), mediaMismatch };
+  const mediaMismatch =
+    byTokens.length > 0 && !byTokens.some((p) => full(p).length === longestByTokens && mediaAgree(p, c));
+  return {
+    parent: linkAmong(
+      c,
+      byTokens.filter((p) => mediaAgree(p, c)),
+      agents,
+    ),
+    mediaMismatch,
+  };
 }
 
 function linkAmong(c: Call, candidates: Call[], agents: Agents): Call | null {
@@ -402,7 +419,12 @@ function plan(rollout: unknown): RefAccepted {
       (c.expertsPerToken !== null && earlierExperts && earlierExperts.expertsPerToken !== c.expertsPerToken) ||
       (eligibleNow && firstEligible && (firstEligible.expertsPerToken !== null) !== (c.expertsPerToken !== null))
     ) {
-      throw new Rejection("invalid_routed_experts", c.id, index, `call ${c.id}: routed experts disagree with an earlier call's`);
+      throw new Rejection(
+        "invalid_routed_experts",
+        c.id,
+        index,
+        `call ${c.id}: routed experts disagree with an earlier call's`,
+      );
     }
     calls.push(c);
     // SPEC: "eligible | kept (kept is not false) and with at least one generated token"

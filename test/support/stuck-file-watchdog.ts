@@ -46,7 +46,9 @@ export default class StuckFileWatchdog implements Reporter {
     clearInterval(this.timer);
     const seconds = Math.round(this.limitMs / 1000);
     for (const id of stuck) {
-      process.stderr.write(`${id}: still running after ${seconds} s; a test is stuck where its timeout cannot stop it (a synchronous loop, e.g. in the WebAssembly core)\n`);
+      process.stderr.write(
+        `${id}: still running after ${seconds} s; a test is stuck where its timeout cannot stop it (a synchronous loop, e.g. in the WebAssembly core)\n`,
+      );
     }
     process.exitCode = 1;
     // Closing the pool would wait for the stuck worker, and exiting would leave it spinning (and

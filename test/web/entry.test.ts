@@ -22,14 +22,26 @@ import type * as BrowserEntry from "../../src/browser.js";
 type MissingFromBrowser = Exclude<keyof typeof NodeEntry, keyof typeof BrowserEntry>;
 // Compile-time checks (tsc fails on a mismatch), used so the linter knows they are meant.
 const sameValues: [MissingFromBrowser] extends [never] ? true : MissingFromBrowser = true;
-type BuilderTypes = [BrowserEntry.RolloutBuilder, BrowserEntry.BuilderHeader, BrowserEntry.CallMeta, BrowserEntry.CallSlot];
+type BuilderTypes = [
+  BrowserEntry.RolloutBuilder,
+  BrowserEntry.BuilderHeader,
+  BrowserEntry.CallMeta,
+  BrowserEntry.CallSlot,
+];
 void sameValues;
 export type { BuilderTypes };
 
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",
   headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
 };
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const example = JSON.parse(readFileSync(join(ROOT, "examples/login-bug.json"), "utf8")) as Rollout;
@@ -48,7 +60,10 @@ beforeAll(async () => {
   const app = join(dir, "app");
   mkdirSync(app);
   const entry = relative(app, join(ROOT, "src/browser.ts")).split("\\").join("/");
-  writeFileSync(join(app, "index.html"), `<!doctype html><meta charset="utf-8"><script type="module" src="./app.ts"></script>`);
+  writeFileSync(
+    join(app, "index.html"),
+    `<!doctype html><meta charset="utf-8"><script type="module" src="./app.ts"></script>`,
+  );
   writeFileSync(
     join(app, "app.ts"),
     `import { init, rowToJson } from "${entry}";
@@ -74,14 +89,31 @@ document.body.dataset.ready = "true";
   );
   execFileSync(
     process.execPath,
-    [join(ROOT, "node_modules/vite/bin/vite.js"), "build", app, "--outDir", join(dir, "out"), "--emptyOutDir", "--assetsInlineLimit", "0", "--target", "es2022", "--logLevel", "warn"],
+    [
+      join(ROOT, "node_modules/vite/bin/vite.js"),
+      "build",
+      app,
+      "--outDir",
+      join(dir, "out"),
+      "--emptyOutDir",
+      "--assetsInlineLimit",
+      "0",
+      "--target",
+      "es2022",
+      "--logLevel",
+      "warn",
+    ],
     { cwd: dir, stdio: "pipe" },
   );
   server = createServer((request, response) => {
     const path = (request.url ?? "/").split("?")[0];
     served.push(path);
-    const scalarCore = () => join(dir, "out/assets", readdirSync(join(dir, "out/assets")).find((name) => name.startsWith("core-scalar"))!);
-    const file = path === "/elsewhere/core.wasm" ? scalarCore() : resolve(join(dir, "out"), "." + (path === "/" ? "/index.html" : path));
+    const scalarCore = () =>
+      join(dir, "out/assets", readdirSync(join(dir, "out/assets")).find((name) => name.startsWith("core-scalar"))!);
+    const file =
+      path === "/elsewhere/core.wasm"
+        ? scalarCore()
+        : resolve(join(dir, "out"), "." + (path === "/" ? "/index.html" : path));
     let body: Buffer;
     try {
       body = readFileSync(file);
@@ -89,7 +121,7 @@ document.body.dataset.ready = "true";
       response.writeHead(404).end();
       return;
     }
-    const type = extname(file) === ".wasm" ? wasmType : TYPES[extname(file)] ?? "application/octet-stream";
+    const type = extname(file) === ".wasm" ? wasmType : (TYPES[extname(file)] ?? "application/octet-stream");
     response.writeHead(200, { "Content-Type": type }).end(body);
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
@@ -137,7 +169,8 @@ describe("the browser entry, bundled", () => {
   it("loads the core from the URL init({ wasmUrl }) gives (the scalar build here)", async () => {
     served.length = 0;
     const { page, errors } = await openApp();
-    const rowsFrom = (args: [string, string]) => (window as unknown as { rowsFrom(u: string, t: string): Promise<unknown> }).rowsFrom(...args);
+    const rowsFrom = (args: [string, string]) =>
+      (window as unknown as { rowsFrom(u: string, t: string): Promise<unknown> }).rowsFrom(...args);
     const got = await page.evaluate(rowsFrom, ["/elsewhere/core.wasm", JSON.stringify(example)] as [string, string]);
     expect(got).toEqual(["wasm", false, nodeRows(await init(), example)]);
     expect(served).toContain("/elsewhere/core.wasm");
@@ -148,14 +181,22 @@ describe("the browser entry, bundled", () => {
   it("fetches the core by URL and compiles it streaming; rows equal Node's on both backends", async () => {
     served.length = 0;
     const { page, errors } = await openApp();
-    expect(await page.evaluate(() => (window as unknown as { cf: { backend: string; simd: boolean } }).cf)).toEqual({ backend: "wasm", simd: true });
+    expect(await page.evaluate(() => (window as unknown as { cf: { backend: string; simd: boolean } }).cf)).toEqual({
+      backend: "wasm",
+      simd: true,
+    });
     expect(await page.evaluate(() => (window as unknown as { streamed: number }).streamed)).toBe(1);
-    expect(served.filter((path) => path.endsWith(".wasm"))).toEqual([expect.stringMatching(/^\/assets\/core-simd-[\w-]+\.wasm$/)]);
+    expect(served.filter((path) => path.endsWith(".wasm"))).toEqual([
+      expect.stringMatching(/^\/assets\/core-simd-[\w-]+\.wasm$/),
+    ]);
     const cf = await init();
-    const rollout = JSON.stringify(generateRollout({ calls: 200, seed: 9 }), (_k, v) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v));
+    const rollout = JSON.stringify(generateRollout({ calls: 200, seed: 9 }), (_k, v) =>
+      ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v,
+    );
     for (const input of [JSON.stringify(example), rollout]) {
       const expected = nodeRows(cf, JSON.parse(input));
-      const planRows = (args: [string, string]) => (window as unknown as { planRows(r: string, b: string): string }).planRows(...args);
+      const planRows = (args: [string, string]) =>
+        (window as unknown as { planRows(r: string, b: string): string }).planRows(...args);
       expect((await page.evaluate(planRows, [input, "wasm"] as [string, string])) === expected).toBe(true);
       expect((await page.evaluate(planRows, [input, "ts"] as [string, string])) === expected).toBe(true);
     }
@@ -168,7 +209,10 @@ describe("the browser entry, bundled", () => {
     try {
       const { page, errors } = await openApp();
       expect(await page.evaluate(() => (window as unknown as { streamed: number }).streamed)).toBe(0);
-      const rows = await page.evaluate((r) => (window as unknown as { planRows(r: string, b: string): string }).planRows(r, "wasm"), JSON.stringify(example));
+      const rows = await page.evaluate(
+        (r) => (window as unknown as { planRows(r: string, b: string): string }).planRows(r, "wasm"),
+        JSON.stringify(example),
+      );
       expect(rows.split("\n").length).toBe(5);
       expect(errors).toEqual([]);
       await page.close();
@@ -203,7 +247,8 @@ describe("the browser entry, statically", () => {
       // The entry's columnar writers load apache-arrow and parquet-wasm on first use (the page stubs them out).
       const allowed = start === "web/main.ts" ? [...pageOnly, ...columnar] : start === "src/browser.ts" ? columnar : [];
       expect([start, [...external].filter((name) => !allowed.includes(name)).sort()]).toEqual([start, []]);
-      if (start === "web/main.ts") expect([...external].filter((name) => pageOnly.includes(name)).sort()).toEqual(pageOnly);
+      if (start === "web/main.ts")
+        expect([...external].filter((name) => pageOnly.includes(name)).sort()).toEqual(pageOnly);
     }
   });
 
@@ -219,6 +264,8 @@ describe("the browser entry, statically", () => {
 describe("loadWasm", () => {
   it("names the URL when the fetch itself fails (fetch's own message names none)", async () => {
     const { loadWasm } = await import("../../src/browser.js");
-    await expect(loadWasm("http://127.0.0.1:9/core.wasm")).rejects.toThrow(/^cannot load the callforest core from http:\/\/127\.0\.0\.1:9\/core\.wasm: /);
+    await expect(loadWasm("http://127.0.0.1:9/core.wasm")).rejects.toThrow(
+      /^cannot load the callforest core from http:\/\/127\.0\.0\.1:9\/core\.wasm: /,
+    );
   });
 });

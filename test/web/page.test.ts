@@ -13,7 +13,13 @@ import { decode } from "fast-png";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, reportToJson, rowToJson } from "../../src/index.js";
-import { DEFAULT_PORT, isOwnHost, startViewServer, type ViewServer, type ViewServerOptions } from "../../src/cli/commands/view.js";
+import {
+  DEFAULT_PORT,
+  isOwnHost,
+  startViewServer,
+  type ViewServer,
+  type ViewServerOptions,
+} from "../../src/cli/commands/view.js";
 import { generateRollout } from "../../bench/generate.js";
 import { readRollouts } from "../../src/formats/read.js";
 import { tokenDirectory } from "../../src/formats/tokens-dir.js";
@@ -26,7 +32,14 @@ import type { Rollout } from "../../src/types.js";
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",
   headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
 };
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
@@ -57,15 +70,29 @@ function baseOf(url: string): string {
 }
 
 function asJson(rollout: Rollout): string {
-  return JSON.stringify(rollout, (_k, v: unknown) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v));
+  return JSON.stringify(rollout, (_k, v: unknown) =>
+    ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v,
+  );
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "callforest-page-"));
-  execFileSync(process.execPath, [join(ROOT, "node_modules/vite/bin/vite.js"), "build", "--config", "web/vite.config.ts", "--outDir", join(dir, "web"), "--emptyOutDir"], {
-    cwd: ROOT,
-    stdio: "pipe",
-  });
+  execFileSync(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/vite/bin/vite.js"),
+      "build",
+      "--config",
+      "web/vite.config.ts",
+      "--outDir",
+      join(dir, "web"),
+      "--emptyOutDir",
+    ],
+    {
+      cwd: ROOT,
+      stdio: "pipe",
+    },
+  );
   view = await startViewServer({ page: join(dir, "web/index.html"), input: EXAMPLE_FILE, port: 0 });
   browser = await chromium.launch(LAUNCH);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -107,19 +134,40 @@ describe("the page", () => {
       { leaf: "C12", trained: ["C11", "C12"], context: [] },
     ]);
     // the picture: 12 calls, the cut before C11, and the same row paths
-    expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(example.calls.map((c) => c.id));
-    expect(await page.$$eval("#svg-host .cf-cut-mark", (gs) => gs.map((g) => g.getAttribute("data-after")))).toEqual(["C11"]);
-    expect(await page.$$eval('#svg-host g.cf-row[data-row="2"] rect.cf-context', (rs) => rs.map((r) => r.getAttribute("data-call")))).toEqual(["C1", "C3", "C7"]);
+    expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(
+      example.calls.map((c) => c.id),
+    );
+    expect(await page.$$eval("#svg-host .cf-cut-mark", (gs) => gs.map((g) => g.getAttribute("data-after")))).toEqual([
+      "C11",
+    ]);
+    expect(
+      await page.$$eval('#svg-host g.cf-row[data-row="2"] rect.cf-context', (rs) =>
+        rs.map((r) => r.getAttribute("data-call")),
+      ),
+    ).toEqual(["C1", "C3", "C7"]);
     // the report
-    const counts = await page.$$eval("#report dl.counts > div", (ds) => Object.fromEntries(ds.map((d) => [d.getAttribute("data-key"), d.querySelector("dd")!.textContent])));
-    expect(counts).toMatchObject({ calls: "12", roots: "4", leaves: "5", rows: "5", captured_tokens: "21", trained_tokens: "21" });
+    const counts = await page.$$eval("#report dl.counts > div", (ds) =>
+      Object.fromEntries(ds.map((d) => [d.getAttribute("data-key"), d.querySelector("dd")!.textContent])),
+    );
+    expect(counts).toMatchObject({
+      calls: "12",
+      roots: "4",
+      leaves: "5",
+      rows: "5",
+      captured_tokens: "21",
+      trained_tokens: "21",
+    });
   });
 
   it("shows a selected row's tokens: trained spans highlighted, context dim, with their logprobs", async () => {
     await page.click('#rows-table tr[data-row="2"]');
     expect(await page.textContent("#strip-title")).toMatch(/^row 2 · leaf C9 · 19 tokens, \d+ trained/);
     const strip = await page.$$eval("#strip .tok", (cells) =>
-      cells.map((c) => ({ kind: c.className.replace("tok ", ""), id: Number(c.querySelector("b")!.textContent), lp: c.querySelector("i")?.textContent ?? null })),
+      cells.map((c) => ({
+        kind: c.className.replace("tok ", ""),
+        id: Number(c.querySelector("b")!.textContent),
+        lp: c.querySelector("i")?.textContent ?? null,
+      })),
     );
     const cf = await init();
     const plan = cf.plan(example);
@@ -129,7 +177,8 @@ describe("the page", () => {
     const kindAt = (i: number) => {
       for (const id of row.calls) {
         const c = byId.get(id)!;
-        if (i >= c.promptLength && i < c.promptLength + c.generationLength) return row.trained.includes(id) ? "trained" : "context";
+        if (i >= c.promptLength && i < c.promptLength + c.generationLength)
+          return row.trained.includes(id) ? "trained" : "context";
       }
       return "prompt";
     };
@@ -137,10 +186,16 @@ describe("the page", () => {
     const trained = byId.get("C8")!.generationLength + byId.get("C9")!.generationLength;
     expect(strip.filter((c) => c.kind === "trained").length).toBe(trained);
     // the title counts the loss mask's bits in SPEC's order (least significant first)
-    expect(await page.textContent("#strip-title")).toBe(`row 2 · leaf C9 · ${row.numTokens} tokens, ${trained} trained · reward ${row.reward}`);
-    expect(strip.map((c) => c.lp)).toEqual(Array.from(row.logprobs, (lp, i) => (kindAt(i) === "prompt" ? null : lp.toFixed(2))));
+    expect(await page.textContent("#strip-title")).toBe(
+      `row 2 · leaf C9 · ${row.numTokens} tokens, ${trained} trained · reward ${row.reward}`,
+    );
+    expect(strip.map((c) => c.lp)).toEqual(
+      Array.from(row.logprobs, (lp, i) => (kindAt(i) === "prompt" ? null : lp.toFixed(2))),
+    );
     // trained tokens are drawn differently from context ones
-    const colours = await page.$$eval("#strip .tok.trained, #strip .tok.context", (cells) => [...new Set(cells.map((c) => getComputedStyle(c).backgroundColor + c.className))]);
+    const colours = await page.$$eval("#strip .tok.trained, #strip .tok.context", (cells) => [
+      ...new Set(cells.map((c) => getComputedStyle(c).backgroundColor + c.className)),
+    ]);
     expect(new Set(colours.map((c) => c.replace(/tok.*/, ""))).size).toBe(2);
     plan.release();
   });
@@ -153,15 +208,30 @@ describe("the page", () => {
       { leaf: "C4", trained: ["C3", "C4"], context: [] },
     ]);
     // C3 becomes a root because its screenshot changed: a media cut, with the reason in its tooltip
-    const cuts = await page.$$eval("#svg-host .cf-cut-mark", (gs) => gs.map((g) => ({ after: g.getAttribute("data-after"), reason: g.getAttribute("data-reason"), title: g.querySelector("title")!.textContent })));
+    const cuts = await page.$$eval("#svg-host .cf-cut-mark", (gs) =>
+      gs.map((g) => ({
+        after: g.getAttribute("data-after"),
+        reason: g.getAttribute("data-reason"),
+        title: g.querySelector("title")!.textContent,
+      })),
+    );
     expect(cuts).toEqual([{ after: "C3", reason: "media", title: expect.stringContaining(MEDIA_CUT_REASON) }]);
-    expect(await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(["C3"]);
-    expect(await page.$$eval("#report .diagnostics li", (lis) => lis.map((li) => li.textContent))).toEqual(["media_mismatch · C3"]);
+    expect(
+      await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call"))),
+    ).toEqual(["C3"]);
+    expect(await page.$$eval("#report .diagnostics li", (lis) => lis.map((li) => li.textContent))).toEqual([
+      "media_mismatch · C3",
+    ]);
     // row 0's placeholders (prompt positions 3–5) are outlined after a tag naming the old screenshot
     const strip = () =>
       page.$$eval("#strip", ([host]) => ({
-        tags: Array.from(host.querySelectorAll(".media-tag"), (t) => ({ text: t.textContent, title: (t as HTMLElement).title })),
-        media: Array.from(host.querySelectorAll(".tok"), (c, i) => (c.classList.contains("media") ? i : -1)).filter((i) => i >= 0),
+        tags: Array.from(host.querySelectorAll(".media-tag"), (t) => ({
+          text: t.textContent,
+          title: (t as HTMLElement).title,
+        })),
+        media: Array.from(host.querySelectorAll(".tok"), (c, i) => (c.classList.contains("media") ? i : -1)).filter(
+          (i) => i >= 0,
+        ),
         titles: Array.from(host.querySelectorAll(".tok.media"), (c) => (c as HTMLElement).title),
         outline: getComputedStyle(host.querySelector(".tok.media")!).outlineStyle,
         plain: getComputedStyle(host.querySelector(".tok:not(.media)")!).outlineStyle,
@@ -181,14 +251,25 @@ describe("the page", () => {
     const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
     const nasty = `<img src=x onerror="alert(1)">&amp;"'`;
     for (const call of swap.calls.slice(2)) call.media = [{ id: nasty, offset: 3, length: 3 }];
-    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("nasty.jsonl", text), JSON.stringify(swap) + "\n");
+    await page.evaluate(
+      (text) =>
+        (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
+          "nasty.jsonl",
+          text,
+        ),
+      JSON.stringify(swap) + "\n",
+    );
     await nextLoad();
-    expect(await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call")))).toEqual(["C3"]);
-    expect(await page.$$eval('#svg-host g[data-call="C3"] title', (ts) => ts[0].textContent)).toContain(`media <img src=x o…amp;"'@3+3`);
+    expect(
+      await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call"))),
+    ).toEqual(["C3"]);
+    expect(await page.$$eval('#svg-host g[data-call="C3"] title', (ts) => ts[0].textContent)).toContain(
+      `media <img src=x o…amp;"'@3+3`,
+    );
     await page.click('#rows-table tr[data-row="1"]');
-    expect(await page.$$eval("#strip .media-tag", (ts) => ts.map((t) => [t.textContent, (t as HTMLElement).title]))).toEqual([
-      [`<img src=x o…amp;"'`, `media ${nasty} · 3 placeholder tokens from #3`],
-    ]);
+    expect(
+      await page.$$eval("#strip .media-tag", (ts) => ts.map((t) => [t.textContent, (t as HTMLElement).title])),
+    ).toEqual([[`<img src=x o…amp;"'`, `media ${nasty} · 3 placeholder tokens from #3`]]);
     expect(await page.$$eval("#strip img, #svg-host img", (es) => es.length)).toBe(0);
   });
 
@@ -205,7 +286,9 @@ describe("the page", () => {
     const inBrowser = await page.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl());
     expect(inBrowser.length).toBe(expected.length);
     expect(inBrowser === expected).toBe(true);
-    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.reportJson())).toBe(reportToJson(plan.report));
+    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.reportJson())).toBe(
+      reportToJson(plan.report),
+    );
     expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(rollout.calls.length);
     plan.release();
   });
@@ -225,11 +308,15 @@ describe("the page", () => {
     // The rollout file alone: the rejection names the token file it needs.
     await page.setInputFiles("#file", OBSERVED_ROWS);
     await nextLoad();
-    expect(await page.textContent("#report")).toContain('no token entries for rollout "7-2": 7-2.tokens.jsonl was not opened with the rollout file (select or drop them together)');
+    expect(await page.textContent("#report")).toContain(
+      'no token entries for rollout "7-2": 7-2.tokens.jsonl was not opened with the rollout file (select or drop them together)',
+    );
     // Token files alone: a one-line status, nothing opened.
     await page.setInputFiles("#file", OBSERVED_TOKENS);
     await page.waitForSelector("#status.error");
-    expect(await page.textContent("#status")).toBe("open a rollout file too (token files only give a gym-observed capture its tokens)");
+    expect(await page.textContent("#status")).toBe(
+      "open a rollout file too (token files only give a gym-observed capture its tokens)",
+    );
   });
 
   it("shows a rejected rollout's reason and the call at fault", async () => {
@@ -248,11 +335,15 @@ describe("the page", () => {
     ]);
     await page.selectOption("#rollout-select", "1");
     expect(await page.textContent("#report .rejected .reason")).toBe("logprob_length_mismatch");
-    expect(await page.textContent("#report .rejected .detail")).toBe('call "C5" (calls[4]): 1 generation_log_probs for 2 generated tokens');
+    expect(await page.textContent("#report .rejected .detail")).toBe(
+      'call "C5" (calls[4]): 1 generation_log_probs for 2 generated tokens',
+    );
     expect(await page.textContent("#report .rejected .fault")).toBe('calls[4] "C5" · agent A');
     expect(await page.isHidden("#rows-section")).toBe(true);
     expect(await page.textContent("#svg-host")).toContain("rejected (logprob_length_mismatch)");
     await page.selectOption("#rollout-select", "0");
+    // The picture comes first; the rows table follows on a later frame.
+    await page.waitForFunction(() => document.querySelectorAll("#rows-table tr[data-row]").length > 0);
     expect((await rowsInDom()).length).toBe(5);
   });
 
@@ -271,22 +362,39 @@ describe("the page", () => {
 
   it("lists more rollouts than one call's arguments can hold (no spreading), and a failed open changes nothing", async () => {
     const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
-    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("many.jsonl", text), many);
+    await page.evaluate(
+      (text) =>
+        (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
+          "many.jsonl",
+          text,
+        ),
+      many,
+    );
     await nextLoad();
     expect(await page.textContent("#status")).toBe("many.jsonl: 150000 rollouts, 150000 rejected");
     expect(await page.$eval("#rollout-select", (s) => (s as HTMLSelectElement).options.length)).toBe(150_000);
     await page.click("#example");
     await nextLoad();
     // A file that cannot be read leaves the open one as it was, still clickable.
-    const failed = await page.evaluate(async (capture) => {
-      try {
-        const tokens = { describe: () => "", load: () => { throw new Error("boom"); } }; // a token source that breaks
-        await (window as unknown as { callforest: { openText(n: string, t: string, r: unknown): Promise<void> } }).callforest.openText("x.jsonl", capture, { tokens });
-        return "";
-      } catch (error) {
-        return (error as Error).message;
-      }
-    }, readFileSync(OBSERVED_ROWS, "utf8"));
+    const failed = await page.evaluate(
+      async (capture) => {
+        try {
+          const tokens = {
+            describe: () => "",
+            load: () => {
+              throw new Error("boom");
+            },
+          }; // a token source that breaks
+          await (
+            window as unknown as { callforest: { openText(n: string, t: string, r: unknown): Promise<void> } }
+          ).callforest.openText("x.jsonl", capture, { tokens });
+          return "";
+        } catch (error) {
+          return (error as Error).message;
+        }
+      },
+      readFileSync(OBSERVED_ROWS, "utf8"),
+    );
     expect(failed).toBe("boom");
     await page.click('#rows-table tr[data-row="1"]');
     expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
@@ -294,17 +402,21 @@ describe("the page", () => {
 
   it("plans a big file in slices, and a file opened meanwhile wins", async () => {
     const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
-    const status = await page.evaluate(async ([big, one]) => {
-      const handle = (window as unknown as { callforest: { openText(n: string, t: string): Promise<void> } }).callforest;
-      const statuses: string[] = [];
-      const watch = new MutationObserver(() => statuses.push(document.getElementById("status")!.textContent ?? ""));
-      watch.observe(document.getElementById("status")!, { childList: true, characterData: true, subtree: true });
-      const first = handle.openText("many.jsonl", big); // yields to the browser while it plans
-      await handle.openText("one.jsonl", one);
-      await first;
-      watch.disconnect();
-      return statuses;
-    }, [many, JSON.stringify(example) + "\n"]);
+    const status = await page.evaluate(
+      async ([big, one]) => {
+        const handle = (window as unknown as { callforest: { openText(n: string, t: string): Promise<void> } })
+          .callforest;
+        const statuses: string[] = [];
+        const watch = new MutationObserver(() => statuses.push(document.getElementById("status")!.textContent ?? ""));
+        watch.observe(document.getElementById("status")!, { childList: true, characterData: true, subtree: true });
+        const first = handle.openText("many.jsonl", big); // yields to the browser while it plans
+        await handle.openText("one.jsonl", one);
+        await first;
+        watch.disconnect();
+        return statuses;
+      },
+      [many, JSON.stringify(example) + "\n"],
+    );
     await nextLoad();
     expect(status.some((s) => /^many\.jsonl: planning… \d+ rollouts, \d+%$/.test(s))).toBe(true);
     expect(status.at(-1)).toBe("one.jsonl: 1 rollout");
@@ -316,7 +428,14 @@ describe("the page", () => {
     const odd = structuredClone(example);
     odd.rollout_id = "odd";
     odd.calls[5].id = "C6\u0001\r"; // C6, the leaf of row 1
-    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("odd.jsonl", text), JSON.stringify(odd) + "\n");
+    await page.evaluate(
+      (text) =>
+        (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
+          "odd.jsonl",
+          text,
+        ),
+      JSON.stringify(odd) + "\n",
+    );
     await nextLoad();
     await page.click('#rows-table tr[data-row="3"]');
     await page.click('#svg-host g.cf-call[data-index="5"] rect');
@@ -341,7 +460,12 @@ describe("the page", () => {
   });
 
   it("a file without rollouts says so and takes the previous file's views away", async () => {
-    await page.evaluate(() => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("empty.jsonl", "\n\n"));
+    await page.evaluate(() =>
+      (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
+        "empty.jsonl",
+        "\n\n",
+      ),
+    );
     await nextLoad();
     expect(await page.textContent("#status.error")).toBe("empty.jsonl: no rollouts in this file");
     expect(await page.isHidden("#views")).toBe(true);
@@ -379,7 +503,14 @@ describe("the page", () => {
     expect(saved).toBe(readFileSync(join(ROOT, "test/__snapshots__/login-bug.svg"), "utf8"));
     // an id that is no file name is made one as `draw` makes it
     const odd = JSON.stringify({ ...example, rollout_id: "a/b c" }) + "\n";
-    await page.evaluate((text) => (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText("odd.jsonl", text), odd);
+    await page.evaluate(
+      (text) =>
+        (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
+          "odd.jsonl",
+          text,
+        ),
+      odd,
+    );
     await nextLoad();
     const [renamed] = await Promise.all([page.waitForEvent("download"), page.click("#download-svg")]);
     expect(renamed.suggestedFilename()).toBe("a_b_c.svg");
@@ -388,14 +519,26 @@ describe("the page", () => {
   it("opens rollouts piped to `callforest view -`: JSONL, or one pretty-printed array", async () => {
     const other = { ...example, rollout_id: "piped" };
     for (const [piped, name, options] of [
-      [`${asJson(example)}\n${asJson(other)}\n`, "stdin.jsonl", ["stdin.jsonl:1 · login-bug · 5 rows", "stdin.jsonl:2 · piped · 5 rows"]],
-      [JSON.stringify([example, other], null, 2), "stdin.json", ["stdin.json[0] · login-bug · 5 rows", "stdin.json[1] · piped · 5 rows"]],
+      [
+        `${asJson(example)}\n${asJson(other)}\n`,
+        "stdin.jsonl",
+        ["stdin.jsonl:1 · login-bug · 5 rows", "stdin.jsonl:2 · piped · 5 rows"],
+      ],
+      [
+        JSON.stringify([example, other], null, 2),
+        "stdin.json",
+        ["stdin.json[0] · login-bug · 5 rows", "stdin.json[1] · piped · 5 rows"],
+      ],
     ] as const) {
-      const child = spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", "-", "--port", "0"], { stdio: ["pipe", "pipe", "inherit"] });
+      const child = spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", "-", "--port", "0"], {
+        stdio: ["pipe", "pipe", "inherit"],
+      });
       try {
         child.stdin.end(piped);
         const [url] = (await once(child.stdout, "data")) as [Buffer];
-        expect(url.toString()).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:\\d+/[A-Za-z0-9_-]{24}/\\?input=input%2F${name.replace(".", "\\.")}\n$`));
+        expect(url.toString()).toMatch(
+          new RegExp(`^http://127\\.0\\.0\\.1:\\d+/[A-Za-z0-9_-]{24}/\\?input=input%2F${name.replace(".", "\\.")}\n$`),
+        );
         // Its own tab: the built page of the package (dist/web), served by another server.
         const tab = await context.newPage();
         await tab.goto(url.toString().trim());
@@ -414,7 +557,10 @@ describe("the page", () => {
     blocker.listen(0, "127.0.0.1");
     await once(blocker, "listening");
     const taken = (blocker.address() as AddressInfo).port;
-    const view = (...args: string[]) => spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    const view = (...args: string[]) =>
+      spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", ...args], {
+        stdio: ["ignore", "pipe", "pipe"],
+      });
     try {
       const refused = view("--port", String(taken));
       const stderr: Buffer[] = [];
@@ -422,13 +568,19 @@ describe("the page", () => {
       const timer = setTimeout(() => refused.kill(), 10_000); // serving instead would hang here
       const [code] = (await once(refused, "exit")) as [number | null];
       clearTimeout(timer);
-      expect([code, Buffer.concat(stderr).toString()]).toEqual([2, `callforest: --port ${taken}: already in use (--port 0 picks a free one)\n`]);
+      expect([code, Buffer.concat(stderr).toString()]).toEqual([
+        2,
+        `callforest: --port ${taken}: already in use (--port 0 picks a free one)\n`,
+      ]);
     } finally {
       blocker.close();
     }
     const defaultPort = createServer();
     defaultPort.listen(DEFAULT_PORT, "127.0.0.1");
-    const [event] = await Promise.race([once(defaultPort, "listening").then(() => ["listening"]), once(defaultPort, "error").then(() => ["error"])]);
+    const [event] = await Promise.race([
+      once(defaultPort, "listening").then(() => ["listening"]),
+      once(defaultPort, "error").then(() => ["error"]),
+    ]);
     const child = view();
     try {
       const [url] = (await once(child.stdout, "data")) as [Buffer];
@@ -447,7 +599,9 @@ describe("the page", () => {
     const home = view.url.split("?")[0];
     await other.goto(`${home}?input=${encodeURIComponent("http://example.com/rollout.jsonl")}`);
     await other.waitForSelector("body[data-ready=true]");
-    expect(await other.textContent("#status")).toBe("?input= must name a file on this page's own origin, not http://example.com");
+    expect(await other.textContent("#status")).toBe(
+      "?input= must name a file on this page's own origin, not http://example.com",
+    );
     expect(seen).toEqual([`${home}?input=${encodeURIComponent("http://example.com/rollout.jsonl")}`]);
     await other.close();
   });
@@ -473,7 +627,9 @@ describe("the page", () => {
     const home = view.url.split("?")[0];
     await other.goto(`${home}?input=input%2Flogin-bug.json&from=bogus`);
     await other.waitForSelector("body[data-ready=true]");
-    expect(await other.textContent("#status")).toBe(`?from=bogus is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`);
+    expect(await other.textContent("#status")).toBe(
+      `?from=bogus is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`,
+    );
     expect(FROM_OPTIONS.slice(0, 3)).toEqual(["callforest", "gym-rollout", "gym-observed"]);
     expect(await other.isHidden("#views")).toBe(true);
     await other.close();
@@ -495,7 +651,9 @@ describe("the page", () => {
     await local.waitForSelector("body[data-ready=true]");
     await local.click("#example");
     await local.waitForSelector('body[data-loads="1"]');
-    expect(await local.$$eval("#rows-table tr[data-row]", (trs) => trs.map((tr) => tr.children[1].textContent))).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+    expect(
+      await local.$$eval("#rows-table tr[data-row]", (trs) => trs.map((tr) => tr.children[1].textContent)),
+    ).toEqual(["C4", "C6", "C9", "C10", "C12"]);
     expect(await local.textContent("#backend")).toMatch(/^core: WebAssembly/);
     expect(seen.filter((url) => !url.startsWith("data:"))).toEqual([`file://${join(dir, "web/index.html")}`]);
     expect(errors).toEqual([]);
@@ -511,8 +669,12 @@ describe("the page opened from disk", () => {
     const page = `file://${join(dir, "web/index.html")}`;
     await local.goto(`${page}?input=${encodeURIComponent("/etc/passwd")}`);
     await local.waitForSelector("body[data-ready=true]");
-    expect(await local.textContent("#status.error")).toBe("?input= is not followed on a page opened from disk (file:): open the file with the button, or drop it here");
-    expect(seen.filter((url) => !url.startsWith("data:"))).toEqual([`${page}?input=${encodeURIComponent("/etc/passwd")}`]);
+    expect(await local.textContent("#status.error")).toBe(
+      "?input= is not followed on a page opened from disk (file:): open the file with the button, or drop it here",
+    );
+    expect(seen.filter((url) => !url.startsWith("data:"))).toEqual([
+      `${page}?input=${encodeURIComponent("/etc/passwd")}`,
+    ]);
     await local.close();
   });
 
@@ -523,7 +685,9 @@ describe("the page opened from disk", () => {
     await local.goto(`file://${framing}`);
     const inner = local.frames().find((f) => f !== local.mainFrame())!;
     await inner.waitForSelector("body[data-ready=framed]");
-    expect(await inner.textContent("#framed")).toBe("callforest refuses to run inside a frame: open it in its own tab.");
+    expect(await inner.textContent("#framed")).toBe(
+      "callforest refuses to run inside a frame: open it in its own tab.",
+    );
     expect(await inner.$("#file")).toBeNull();
     await local.close();
   });
@@ -531,7 +695,10 @@ describe("the page opened from disk", () => {
 
 describe("callforest view's server", () => {
   /** Runs `use` with a server for the built page (any free port), closing it however `use` ends. */
-  async function withServer(options: Omit<ViewServerOptions, "page" | "port">, use: (server: ViewServer, base: string) => Promise<void>): Promise<void> {
+  async function withServer(
+    options: Omit<ViewServerOptions, "page" | "port">,
+    use: (server: ViewServer, base: string) => Promise<void>,
+  ): Promise<void> {
     const server = await startViewServer({ page: join(dir, "web/index.html"), port: 0, ...options });
     try {
       await use(server, baseOf(server.url));
@@ -563,7 +730,9 @@ describe("callforest view's server", () => {
         request({ host: "127.0.0.1", port, path: home.slice(0, -1) + path, headers: { host } }, (response) => {
           response.resume();
           resolve(response.statusCode!);
-        }).on("error", reject).end();
+        })
+          .on("error", reject)
+          .end();
       });
     expect(await status(`attacker.example:${port}`, "/input/login-bug.json")).toBe(403);
     expect(await status(`attacker.example:${port}`, "/")).toBe(403);
@@ -572,13 +741,27 @@ describe("callforest view's server", () => {
     expect(await status(`localhost:${port}`, "/")).toBe(200);
     expect(await status(`LOCALHOST:${port}`, "/")).toBe(200);
     // On port 80 clients send no port; elsewhere the port must be there.
-    expect([isOwnHost("127.0.0.1", 80), isOwnHost("localhost", 80), isOwnHost("localhost:80", 80), isOwnHost("localhost", 8080), isOwnHost(undefined, 80)]).toEqual([true, true, true, false, false]);
+    expect([
+      isOwnHost("127.0.0.1", 80),
+      isOwnHost("localhost", 80),
+      isOwnHost("localhost:80", 80),
+      isOwnHost("localhost", 8080),
+      isOwnHost(undefined, 80),
+    ]).toEqual([true, true, true, false, false]);
   });
 
   it("serves nothing without the per-run secret in the path (404), and a new secret each run", async () => {
     const { origin, pathname } = new URL(view.url);
     expect(pathname).toMatch(/^\/[A-Za-z0-9_-]{24}\/$/);
-    for (const path of ["/", "/index.html", "/input/login-bug.json", `${pathname.slice(0, -2)}/`, `${pathname.slice(0, -1)}x/`, `/x${pathname}`, pathname.slice(0, -1)]) {
+    for (const path of [
+      "/",
+      "/index.html",
+      "/input/login-bug.json",
+      `${pathname.slice(0, -2)}/`,
+      `${pathname.slice(0, -1)}x/`,
+      `/x${pathname}`,
+      pathname.slice(0, -1),
+    ]) {
       expect([path, (await fetch(`${origin}${path}`)).status]).toEqual([path, 404]);
     }
     expect((await fetch(`${origin}${pathname}input/login-bug.json`)).status).toBe(200);
@@ -589,10 +772,16 @@ describe("callforest view's server", () => {
     const base = baseOf(view.url);
     for (const path of ["/", "/input/login-bug.json", "/nope"]) {
       const response = await fetch(`${base}${path}`);
-      expect([path, response.headers.get("x-frame-options"), response.headers.get("content-security-policy")]).toEqual([path, "DENY", expect.stringContaining("frame-ancestors 'none'")]);
+      expect([path, response.headers.get("x-frame-options"), response.headers.get("content-security-policy")]).toEqual([
+        path,
+        "DENY",
+        expect.stringContaining("frame-ancestors 'none'"),
+      ]);
     }
     // Another local site framing the page gets no page in its frame.
-    const framer = createServer((_, response) => response.writeHead(200, { "Content-Type": "text/html" }).end(`<iframe src="${view.url}"></iframe>`));
+    const framer = createServer((_, response) =>
+      response.writeHead(200, { "Content-Type": "text/html" }).end(`<iframe src="${view.url}"></iframe>`),
+    );
     framer.listen(0, "127.0.0.1");
     await once(framer, "listening");
     const tab = await context.newPage();
@@ -600,7 +789,9 @@ describe("callforest view's server", () => {
       await tab.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
       await tab.waitForTimeout(500);
       const inner = tab.frames().find((f) => f !== tab.mainFrame())!;
-      expect(await inner.evaluate(() => document.body?.dataset.ready ?? "no page").catch(() => "blocked")).not.toBe("true");
+      expect(await inner.evaluate(() => document.body?.dataset.ready ?? "no page").catch(() => "blocked")).not.toBe(
+        "true",
+      );
       expect(await inner.$("#file").catch(() => null)).toBeNull();
     } finally {
       await tab.close();
@@ -620,13 +811,21 @@ describe("callforest view's server", () => {
       execFileSync("mkfifo", [join(outside, "tok", "fifo.tokens.jsonl")]);
       // DIR itself through a symlink: its real path is what files must stay in
       symlinkSync(join(outside, "tok"), join(outside, "link"));
-      await withServer({ input: OBSERVED_ROWS, tokensDir: join(outside, "link"), from: "gym-observed" }, async (_, base) => {
-        for (const name of ["pw", "etc", "fifo"]) {
-          for (const method of ["GET", "HEAD"]) expect([name, method, (await fetch(`${base}/tokens/${name}.tokens.jsonl`, { method })).status]).toEqual([name, method, 404]);
-        }
-        expect(await (await fetch(`${base}/tokens/alias.tokens.jsonl`)).text()).toBe("inside\n");
-        expect(await (await fetch(`${base}/tokens/real.tokens.jsonl`)).text()).toBe("inside\n");
-      });
+      await withServer(
+        { input: OBSERVED_ROWS, tokensDir: join(outside, "link"), from: "gym-observed" },
+        async (_, base) => {
+          for (const name of ["pw", "etc", "fifo"]) {
+            for (const method of ["GET", "HEAD"])
+              expect([name, method, (await fetch(`${base}/tokens/${name}.tokens.jsonl`, { method })).status]).toEqual([
+                name,
+                method,
+                404,
+              ]);
+          }
+          expect(await (await fetch(`${base}/tokens/alias.tokens.jsonl`)).text()).toBe("inside\n");
+          expect(await (await fetch(`${base}/tokens/real.tokens.jsonl`)).text()).toBe("inside\n");
+        },
+      );
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
@@ -638,12 +837,20 @@ describe("callforest view's server", () => {
       writeFileSync(join(outside, "secret.tokens.jsonl"), "outside\n");
       mkdirSync(join(outside, "tok"));
       writeFileSync(join(outside, "tok", "inside.tokens.jsonl"), "inside\n");
-      await withServer({ input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed" }, async (_, base) => {
-        expect(await (await fetch(`${base}/tokens/inside.tokens.jsonl`)).text()).toBe("inside\n");
-        for (const path of ["/tokens/..%2Fsecret.tokens.jsonl", "/tokens/..%5Csecret.tokens.jsonl", "/tokens/%2E%2E%2Fsecret.tokens.jsonl", "/tokens/inside.tokens.jsonl%00"]) {
-          expect([path, (await fetch(`${base}${path}`)).status]).toEqual([path, 404]);
-        }
-      });
+      await withServer(
+        { input: OBSERVED_ROWS, tokensDir: join(outside, "tok"), from: "gym-observed" },
+        async (_, base) => {
+          expect(await (await fetch(`${base}/tokens/inside.tokens.jsonl`)).text()).toBe("inside\n");
+          for (const path of [
+            "/tokens/..%2Fsecret.tokens.jsonl",
+            "/tokens/..%5Csecret.tokens.jsonl",
+            "/tokens/%2E%2E%2Fsecret.tokens.jsonl",
+            "/tokens/inside.tokens.jsonl%00",
+          ]) {
+            expect([path, (await fetch(`${base}${path}`)).status]).toEqual([path, 404]);
+          }
+        },
+      );
     } finally {
       rmSync(outside, { recursive: true, force: true });
     }
@@ -653,8 +860,18 @@ describe("callforest view's server", () => {
     await withServer({ input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed" }, async (server, base) => {
       expect(server.url).toMatch(/\?input=input%2Frollouts\.jsonl&from=gym-observed&tokens=tokens%2F$/);
       expect(await (await fetch(`${base}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
-      for (const path of ["/tokens/README.md", "/tokens/..%2F..%2Fpackage.json", "/tokens/%2e%2e%2fx.tokens.jsonl", "/tokens/missing.tokens.jsonl", "/tokens/%E0%A4%A.tokens.jsonl"]) {
-        expect([path, (await fetch(`${base}${path}`)).status, (await fetch(`${base}${path}`, { method: "HEAD" })).status]).toEqual([path, 404, 404]);
+      for (const path of [
+        "/tokens/README.md",
+        "/tokens/..%2F..%2Fpackage.json",
+        "/tokens/%2e%2e%2fx.tokens.jsonl",
+        "/tokens/missing.tokens.jsonl",
+        "/tokens/%E0%A4%A.tokens.jsonl",
+      ]) {
+        expect([
+          path,
+          (await fetch(`${base}${path}`)).status,
+          (await fetch(`${base}${path}`, { method: "HEAD" })).status,
+        ]).toEqual([path, 404, 404]);
       }
       expect((await fetch(`${base}/tokens/7-2.tokens.jsonl`, { method: "HEAD" })).status).toBe(200);
       const tab = await context.newPage();
@@ -662,14 +879,19 @@ describe("callforest view's server", () => {
       await tab.waitForSelector('body[data-loads="1"]');
       const cf = await init();
       const items = [];
-      for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) })) items.push(item);
+      for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) }))
+        items.push(item);
       const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
-      expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(plan.rows.map((row) => rowToJson(row, "bits")).join("\n"));
+      expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(
+        plan.rows.map((row) => rowToJson(row, "bits")).join("\n"),
+      );
       plan.release();
       // ?tokens= is followed only to the page's own origin too
       await tab.goto(`${base}/?input=input%2Frollouts.jsonl&tokens=${encodeURIComponent("http://example.com/")}`);
       await tab.waitForSelector("body[data-ready=true]");
-      expect(await tab.textContent("#status")).toBe("?tokens= must name a file on this page's own origin, not http://example.com");
+      expect(await tab.textContent("#status")).toBe(
+        "?tokens= must name a file on this page's own origin, not http://example.com",
+      );
       await tab.close();
     });
   });
@@ -697,8 +919,14 @@ describe("callforest view's server", () => {
   });
 
   it("fails in one line when the page is not built or the input is missing", async () => {
-    await expect(startViewServer({ page: join(dir, "nope.html") })).rejects.toThrow(/^cannot read .*nope\.html: no such file \(build the page first: npm run build\)$/);
-    await expect(startViewServer({ page: join(dir, "web/index.html"), input: join(dir, "missing.jsonl") })).rejects.toThrow(/^cannot read .*missing\.jsonl: no such file$/);
-    await expect(startViewServer({ page: join(dir, "web/index.html"), input: dir })).rejects.toThrow(/^cannot read .*: is a directory$/);
+    await expect(startViewServer({ page: join(dir, "nope.html") })).rejects.toThrow(
+      /^cannot read .*nope\.html: no such file \(build the page first: npm run build\)$/,
+    );
+    await expect(
+      startViewServer({ page: join(dir, "web/index.html"), input: join(dir, "missing.jsonl") }),
+    ).rejects.toThrow(/^cannot read .*missing\.jsonl: no such file$/);
+    await expect(startViewServer({ page: join(dir, "web/index.html"), input: dir })).rejects.toThrow(
+      /^cannot read .*: is a directory$/,
+    );
   });
 });

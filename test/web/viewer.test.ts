@@ -18,7 +18,14 @@ import type { Rollout } from "../../src/types.js";
 const LAUNCH = {
   executablePath: "/usr/bin/chromium",
   headless: true,
-  args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
 };
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
@@ -46,12 +53,26 @@ let big: Rollout;
 let bigFile: string;
 
 function asJson(rollout: Rollout): string {
-  return JSON.stringify(rollout, (_k, v: unknown) => (ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v));
+  return JSON.stringify(rollout, (_k, v: unknown) =>
+    ArrayBuffer.isView(v) ? Array.from(v as unknown as ArrayLike<number>) : v,
+  );
 }
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "callforest-viewer-"));
-  execFileSync(process.execPath, [join(ROOT, "node_modules/vite/bin/vite.js"), "build", "--config", "web/vite.config.ts", "--outDir", join(dir, "web"), "--emptyOutDir"], { cwd: ROOT, stdio: "pipe" });
+  execFileSync(
+    process.execPath,
+    [
+      join(ROOT, "node_modules/vite/bin/vite.js"),
+      "build",
+      "--config",
+      "web/vite.config.ts",
+      "--outDir",
+      join(dir, "web"),
+      "--emptyOutDir",
+    ],
+    { cwd: ROOT, stdio: "pipe" },
+  );
   browser = await chromium.launch(LAUNCH);
   context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   cf = await init();
@@ -73,10 +94,19 @@ async function openPage(file: string): Promise<Page> {
   return page;
 }
 
-const picture = (page: Page) => page.evaluate(() => (window as unknown as { callforest: Handle }).callforest.picture()!);
-const callBox = (page: Page, index: number) => page.evaluate((i) => (window as unknown as { callforest: Handle }).callforest.callBox(i)!, index);
+const picture = (page: Page) =>
+  page.evaluate(() => (window as unknown as { callforest: Handle }).callforest.picture()!);
+const callBox = (page: Page, index: number) =>
+  page.evaluate((i) => (window as unknown as { callforest: Handle }).callforest.callBox(i)!, index);
 /** What of the picture the scroll box shows, in picture px. */
-const visible = (page: Page) => page.$eval("#svg-host", (h) => ({ x: h.scrollLeft, y: h.scrollTop, width: h.clientWidth, height: h.clientHeight, scrollWidth: h.scrollWidth }));
+const visible = (page: Page) =>
+  page.$eval("#svg-host", (h) => ({
+    x: h.scrollLeft,
+    y: h.scrollTop,
+    width: h.clientWidth,
+    height: h.clientHeight,
+    scrollWidth: h.scrollWidth,
+  }));
 
 describe("a rollout of 1,000 calls and ~190 agents", () => {
   it("opens fitted: every column in the box's width, every lane drawn and labelled, calls as marks", async () => {
@@ -107,7 +137,9 @@ describe("a rollout of 1,000 calls and ~190 agents", () => {
       await page.waitForSelector('body[data-loads="1"]');
       // The page marks when its picture was painted (the first frame after it was drawn), and when the file's bytes arrived.
       await page.waitForFunction(() => performance.getEntriesByName("callforest:painted").length > 0);
-      const [firstPaint, fetched] = await page.evaluate(() => ["callforest:painted", "callforest:fetched"].map((name) => performance.getEntriesByName(name)[0].startTime));
+      const [firstPaint, fetched] = await page.evaluate(() =>
+        ["callforest:painted", "callforest:fetched"].map((name) => performance.getEntriesByName(name)[0].startTime),
+      );
       const zoom = await page.evaluate(async () => {
         const started = performance.now();
         (document.getElementById("zoom-in") as HTMLButtonElement).click();
@@ -162,7 +194,11 @@ describe("zoom, lanes, find and selection", () => {
     // scrolling at 1:1 draws the calls that come into view
     await page.click("#zoom-detail");
     await page.$eval("#svg-host", (h) => (h.scrollLeft = h.scrollWidth - h.clientWidth));
-    await page.waitForFunction(() => Array.from(document.querySelectorAll("#svg-host g.cf-call")).some((g) => Number(g.getAttribute("data-index")) > 950));
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll("#svg-host g.cf-call")).some(
+        (g) => Number(g.getAttribute("data-index")) > 950,
+      ),
+    );
     await page.close();
   });
 
@@ -180,7 +216,9 @@ describe("zoom, lanes, find and selection", () => {
     expect(state.lanes.map((l) => [l.agent, l.collapsed])).toEqual([[leader, true]]);
     expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(0);
     expect(await page.$$eval("#svg-host .cf-tick", (ts) => ts.length)).toBe(big.calls.length);
-    expect(await page.textContent("#svg-host .lane-tag")).toMatch(new RegExp(`^▸${leader} \\+\\d+ · ${big.calls.length} calls$`));
+    expect(await page.textContent("#svg-host .lane-tag")).toMatch(
+      new RegExp(`^▸${leader} \\+\\d+ · ${big.calls.length} calls$`),
+    );
     await page.click(`#svg-host .lane-toggle[data-agent="${leader}"]`);
     expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(before);
     // "Collapse subagents" folds each top-level agent's subagents; a subagent's own toggle folds only its lane
@@ -202,7 +240,9 @@ describe("zoom, lanes, find and selection", () => {
     const page = await openPage(bigFile);
     const plan = cf.plan(big);
     // a call deep in a tree, with a parent and children, far to the right
-    const target = [...plan.forest].reverse().find((c) => c.eligible && c.parent !== null && c.children.length > 0 && c.index > 600)!;
+    const target = [...plan.forest]
+      .reverse()
+      .find((c) => c.eligible && c.parent !== null && c.children.length > 0 && c.index > 600)!;
     await page.click("#zoom-detail");
     await page.$eval("#svg-host", (h) => (h.scrollLeft = 0));
     await page.fill("#find", target.id);
@@ -211,16 +251,24 @@ describe("zoom, lanes, find and selection", () => {
     const view = await visible(page);
     expect(box.x).toBeGreaterThanOrEqual(view.x);
     expect(box.x + box.width).toBeLessThanOrEqual(view.x + view.width);
-    expect(await page.$eval(`#svg-host g.cf-call[data-index="${target.index}"]`, (g) => g.getAttribute("class"))).toContain("cf-sel");
+    expect(
+      await page.$eval(`#svg-host g.cf-call[data-index="${target.index}"]`, (g) => g.getAttribute("class")),
+    ).toContain("cf-sel");
     const parent = plan.forest.find((c) => c.id === target.parent)!;
-    const marked = (cls: string) => page.$$eval(`#svg-host g.${cls}`, (gs) => gs.map((g) => g.getAttribute("data-call")));
+    const marked = (cls: string) =>
+      page.$$eval(`#svg-host g.${cls}`, (gs) => gs.map((g) => g.getAttribute("data-call")));
     // its path to the root and its children are marked wherever they are drawn
-    if ((await page.$(`#svg-host g.cf-call[data-index="${parent.index}"]`)) !== null) expect(await marked("cf-on-path")).toContain(parent.id);
+    if ((await page.$(`#svg-host g.cf-call[data-index="${parent.index}"]`)) !== null)
+      expect(await marked("cf-on-path")).toContain(parent.id);
     const drawnChildren = (await marked("cf-call")).filter((id) => target.children.includes(id!));
     expect((await marked("cf-child")).sort()).toEqual(drawnChildren.sort());
-    expect(await page.$$eval("#rows-table tr.selected", (trs) => trs.map((tr) => tr.getAttribute("data-row")))).toEqual([String(target.ownerRow)]);
+    expect(await page.$$eval("#rows-table tr.selected", (trs) => trs.map((tr) => tr.getAttribute("data-row")))).toEqual(
+      [String(target.ownerRow)],
+    );
     // the details say what the plan says
-    const details = await page.$$eval("#details dd", (dds) => Object.fromEntries(dds.map((dd) => [(dd as HTMLElement).dataset.key, dd.textContent])));
+    const details = await page.$$eval("#details dd", (dds) =>
+      Object.fromEntries(dds.map((dd) => [(dd as HTMLElement).dataset.key, dd.textContent])),
+    );
     expect(details).toMatchObject({
       lengths: `${target.promptLength} prompt + ${target.generationLength} generated`,
       link: `continues ${target.parent}`,
@@ -256,7 +304,9 @@ describe("zoom, lanes, find and selection", () => {
     await page.fill("#find", deep.id);
     await page.press("#find", "Enter");
     expect((await callBox(page, deep.index)).folded).toBe(false);
-    expect(await page.$eval(`#svg-host g.cf-call[data-index="${deep.index}"]`, (g) => g.getAttribute("class"))).toContain("cf-sel");
+    expect(
+      await page.$eval(`#svg-host g.cf-call[data-index="${deep.index}"]`, (g) => g.getAttribute("class")),
+    ).toContain("cf-sel");
     plan.release();
     await page.close();
   });
@@ -268,9 +318,18 @@ describe("the packed view", () => {
     await page.check("#packed-toggle");
     expect(await page.isHidden("#svg-host")).toBe(true);
     const segments = await page.$$eval('#packed-host g.cf-segment[data-tree="0"]', (gs) =>
-      gs.map((g) => ["call", "parent", "start", "length", "end", "rows"].map((k) => g.getAttribute(`data-${k}`)).join(" ")),
+      gs.map((g) =>
+        ["call", "parent", "start", "length", "end", "rows"].map((k) => g.getAttribute(`data-${k}`)).join(" "),
+      ),
     );
-    expect(segments).toEqual(["C1 -1 0 7 24 2", "C3 0 7 3 24 2", "C7 1 10 4 24 2", "C8 2 14 3 19 1", "C9 3 17 2 19 1", "C10 2 19 5 24 1"]);
+    expect(segments).toEqual([
+      "C1 -1 0 7 24 2",
+      "C3 0 7 3 24 2",
+      "C7 1 10 4 24 2",
+      "C8 2 14 3 19 1",
+      "C9 3 17 2 19 1",
+      "C10 2 19 5 24 1",
+    ]);
     const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
     const plan = cf.plan(example, { trees: true });
     const s = savingsOf(plan);
@@ -279,14 +338,21 @@ describe("the packed view", () => {
     for (const tree of plan.trees) {
       const segOf = new Int32Array(tree.numTokens);
       tree.segments.forEach((seg, i) => segOf.fill(i, seg.start, seg.start + seg.length));
-      for (let q = 0; q < tree.numTokens; q++) for (let k = 0; k <= q; k++) if (q < tree.segments[segOf[k]].end) brute++;
+      for (let q = 0; q < tree.numTokens; q++)
+        for (let k = 0; k <= q; k++) if (q < tree.segments[segOf[k]].end) brute++;
     }
     expect(s.packedKeys).toBe(brute);
     expect([s.rowTokens, s.packedTokens]).toEqual([plan.report.row_tokens, plan.report.unique_tokens]);
     const line = await page.textContent("#packed-host svg");
-    expect(line).toContain(`tokens: rows ${s.rowTokens} → packed ${s.packedTokens} (${(s.rowTokens / s.packedTokens).toFixed(2)}× fewer)`);
-    expect(await page.textContent("#savings")).toContain(`attention (keys per token, causal): rows ${s.rowKeys} → packed ${s.packedKeys}`);
-    expect(await page.textContent('#packed-host g.cf-tree[data-tree="0"]')).toContain("tree 0 · root C1 · L · 24 tokens once (its 2 rows hold 38, 1.58×)");
+    expect(line).toContain(
+      `tokens: rows ${s.rowTokens} → packed ${s.packedTokens} (${(s.rowTokens / s.packedTokens).toFixed(2)}× fewer)`,
+    );
+    expect(await page.textContent("#savings")).toContain(
+      `attention (keys per token, causal): rows ${s.rowKeys} → packed ${s.packedKeys}`,
+    );
+    expect(await page.textContent('#packed-host g.cf-tree[data-tree="0"]')).toContain(
+      "tree 0 · root C1 · L · 24 tokens once (its 2 rows hold 38, 1.58×)",
+    );
     await page.uncheck("#packed-toggle");
     expect(await page.isHidden("#svg-host")).toBe(false);
     plan.release();
@@ -301,9 +367,22 @@ describe("decoded text", () => {
     const { createGridWorld, startModelServer } = await import("../../src/compaction/testbed/index.js");
     const server = await startModelServer({ seed: 0 });
     try {
-      const model = createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: server.imagePlaceholderToken });
-      const policy = recencyPolicy({ images: { keepLastGroups: 2, protectInitialContext: true }, reasoning: { keepLastBlocks: 2, keepFirstBlock: false } });
-      const result = await runAgent({ model, environment: createGridWorld({ seed: 0 }), compaction: { policy, schedule: turnChunked(3) }, maxTurns: 6, rolloutId: "agent-demo-0" });
+      const model = createModelClient({
+        baseUrl: server.url,
+        model: server.model,
+        imagePlaceholderToken: server.imagePlaceholderToken,
+      });
+      const policy = recencyPolicy({
+        images: { keepLastGroups: 2, protectInitialContext: true },
+        reasoning: { keepLastBlocks: 2, keepFirstBlock: false },
+      });
+      const result = await runAgent({
+        model,
+        environment: createGridWorld({ seed: 0 }),
+        compaction: { policy, schedule: turnChunked(3) },
+        maxTurns: 6,
+        rolloutId: "agent-demo-0",
+      });
       return result.rollout;
     } finally {
       await server.close();
@@ -315,7 +394,12 @@ describe("decoded text", () => {
     const rollout = await agentDemoRollout();
     const file = join(dir, "agent-demo.json");
     writeFileSync(file, asJson(rollout));
-    const view = await startViewServer({ page: join(dir, "web/index.html"), input: file, port: 0, tokenizer: "o200k_harmony" });
+    const view = await startViewServer({
+      page: join(dir, "web/index.html"),
+      input: file,
+      port: 0,
+      tokenizer: "o200k_harmony",
+    });
     const page = await context.newPage();
     try {
       expect(view.url).toMatch(/&?tokenizer=o200k_harmony$/);
@@ -326,17 +410,25 @@ describe("decoded text", () => {
         await page.fill("#find", call.id);
         await page.press("#find", "Enter");
         const row = plan.rows[call.ownerRow];
-        const generated = Array.from(row.tokenIds.subarray(call.promptLength, call.promptLength + call.generationLength));
+        const generated = Array.from(
+          row.tokenIds.subarray(call.promptLength, call.promptLength + call.generationLength),
+        );
         expect(await page.textContent('#details pre[data-key="generated-text"]')).toBe(decode(generated));
         const parent = plan.forest.find((c) => c.id === call.parent);
         const from = parent === undefined ? 0 : parent.promptLength + parent.generationLength;
-        expect(await page.textContent('#details pre[data-key="prompt-text"]')).toBe(decode(Array.from(row.tokenIds.subarray(from, call.promptLength))));
+        expect(await page.textContent('#details pre[data-key="prompt-text"]')).toBe(
+          decode(Array.from(row.tokenIds.subarray(from, call.promptLength))),
+        );
       }
       // The strip of the last row: every token's text (special tokens marked), each image one chip.
       const row = plan.rows[plan.rows.length - 1];
       await page.click(`#rows-table tr[data-row="${row.index}"]`);
       const strip = await page.$$eval("#strip > .tok, #strip > .image-chip", (cells) =>
-        cells.map((c) => (c.classList.contains("image-chip") ? { chip: Number((c as HTMLElement).dataset.length), start: Number((c as HTMLElement).dataset.start) } : { text: (c as HTMLElement).dataset.text!, special: c.classList.contains("special") })),
+        cells.map((c) =>
+          c.classList.contains("image-chip")
+            ? { chip: Number((c as HTMLElement).dataset.length), start: Number((c as HTMLElement).dataset.start) }
+            : { text: (c as HTMLElement).dataset.text!, special: c.classList.contains("special") },
+        ),
       );
       const chips = strip.filter((c) => "chip" in c) as { chip: number; start: number }[];
       expect(chips.map((c) => [c.start, c.chip])).toEqual(row.media.map((m) => [m.offset, m.length]));
@@ -366,7 +458,18 @@ describe("decoded text", () => {
     const library = new Tokenizer(json, {});
     const said = "Héllo wörld 🙂 hello";
     const generated = [...library.encode(said, { add_special_tokens: false }).ids, 300];
-    const rollout = { rollout_id: "hf", reward: 1, calls: [{ id: "c1", prompt_token_ids: [301, 72, 105], generation_token_ids: generated, generation_log_probs: generated.map(() => -0.5) }] };
+    const rollout = {
+      rollout_id: "hf",
+      reward: 1,
+      calls: [
+        {
+          id: "c1",
+          prompt_token_ids: [301, 72, 105],
+          generation_token_ids: generated,
+          generation_log_probs: generated.map(() => -0.5),
+        },
+      ],
+    };
     const file = join(dir, "hf.json");
     writeFileSync(file, JSON.stringify(rollout));
     const page = await openPage(file);
@@ -374,9 +477,13 @@ describe("decoded text", () => {
     await page.waitForSelector("body[data-tokenizer='tokenizer.json']");
     await page.fill("#find", "c1");
     await page.press("#find", "Enter");
-    expect(await page.textContent('#details pre[data-key="generated-text"]')).toBe(library.decode(generated, { skip_special_tokens: false, clean_up_tokenization_spaces: false }));
+    expect(await page.textContent('#details pre[data-key="generated-text"]')).toBe(
+      library.decode(generated, { skip_special_tokens: false, clean_up_tokenization_spaces: false }),
+    );
     expect(await page.textContent('#details pre[data-key="generated-text"]')).toBe(`${said}<|end|>`);
-    const cells = await page.$$eval("#strip > .tok", (cs) => cs.map((c) => ({ text: (c as HTMLElement).dataset.text, special: c.classList.contains("special") })));
+    const cells = await page.$$eval("#strip > .tok", (cs) =>
+      cs.map((c) => ({ text: (c as HTMLElement).dataset.text, special: c.classList.contains("special") })),
+    );
     expect(cells[0]).toEqual({ text: "<|start|>", special: true });
     expect(cells.at(-1)).toEqual({ text: "<|end|>", special: true });
     expect(cells.slice(1, 3).map((c) => c.text)).toEqual(["H", "i"]);
@@ -395,9 +502,23 @@ function byteLevelTokenizer(): object {
   for (let b = 0; b < 256; b++) symbols.set(b, String.fromCodePoint(printable.includes(b) ? b : 256 + extra++));
   const vocab: Record<string, number> = {};
   for (let b = 0; b < 256; b++) vocab[symbols.get(b)!] = b;
-  const merges = [["h", "e"], ["l", "l"], ["he", "ll"], ["hell", "o"], ["Ġ", "w"]];
+  const merges = [
+    ["h", "e"],
+    ["l", "l"],
+    ["he", "ll"],
+    ["hell", "o"],
+    ["Ġ", "w"],
+  ];
   merges.forEach(([a, b], i) => (vocab[a + b] = 256 + i));
-  const special = (id: number, content: string) => ({ id, content, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true });
+  const special = (id: number, content: string) => ({
+    id,
+    content,
+    single_word: false,
+    lstrip: false,
+    rstrip: false,
+    normalized: false,
+    special: true,
+  });
   return {
     version: "1.0",
     truncation: null,
@@ -407,7 +528,17 @@ function byteLevelTokenizer(): object {
     pre_tokenizer: { type: "ByteLevel", add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: null,
     decoder: { type: "ByteLevel", add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: "BPE", dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, vocab, merges: merges.map(([a, b]) => `${a} ${b}`) },
+    model: {
+      type: "BPE",
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      vocab,
+      merges: merges.map(([a, b]) => `${a} ${b}`),
+    },
   };
 }
 

@@ -3,7 +3,18 @@
 // and the training rows the core plans from the evidence, with a legend for every column.
 import { readFileSync } from "node:fs";
 import type { Command } from "commander";
-import { createModelClient, identityPolicy, parseContextHistory, recencyPolicy, rolling, runAgent, turnChunked, type GuardConfig, type Policy, type ScheduleConfig } from "../../compaction/index.js";
+import {
+  createModelClient,
+  identityPolicy,
+  parseContextHistory,
+  recencyPolicy,
+  rolling,
+  runAgent,
+  turnChunked,
+  type GuardConfig,
+  type Policy,
+  type ScheduleConfig,
+} from "../../compaction/index.js";
 import { init } from "../../index.js";
 import { UsageError } from "../errors.js";
 import { addBackendOption, parseBackend, parseInteger } from "../inputs.js";
@@ -42,7 +53,9 @@ export interface AgentDemoOptions {
 export function register(program: Command): void {
   const command = program
     .command("agent-demo")
-    .description("Run a short compacted grid-world episode against the built-in model server; print its boundaries and rows, with a legend.")
+    .description(
+      "Run a short compacted grid-world episode against the built-in model server; print its boundaries and rows, with a legend.",
+    )
     .option("--turns <n>", "model calls at most", "10")
     .option("--policy <name>", `compaction policy: ${POLICIES.join(", ")} (default: combined)`)
     .option("--schedule <name>", `schedule: ${SCHEDULES.join(", ")} (default: chunked)`)
@@ -50,7 +63,10 @@ export function register(program: Command): void {
     .option("--keep-images <n>", "image groups the recency policy keeps, newest first (default: 2)")
     .option("--keep-reasoning <n>", "turns of reasoning the recency policy keeps (default: 2)")
     .option("--guards <list>", `context guards, Gym's names: ${Object.keys(GUARDS).join("=N,")}=N (comma-separated)`)
-    .option("--config <file>", "a Gym context_history block (YAML or JSON, alone or in a Gym agent config) instead of --policy/--schedule/--keep-*/--guards")
+    .option(
+      "--config <file>",
+      "a Gym context_history block (YAML or JSON, alone or in a Gym agent config) instead of --policy/--schedule/--keep-*/--guards",
+    )
     .option("--seed <n>", "seed of the model server and of the grid world's walls", "0");
   addBackendOption(command).action(async (options: AgentDemoOptions) => {
     process.stdout.write(await agentDemo(options));
@@ -79,7 +95,8 @@ function parseGuards(text: string): GuardConfig {
   for (const part of text.split(",")) {
     const [name, value, ...rest] = part.split("=");
     const key = GUARDS[name?.trim() ?? ""];
-    if (!key || value === undefined || rest.length) throw new UsageError(`--guards: '${part}' is not NAME=N with NAME one of ${Object.keys(GUARDS).join(", ")}`);
+    if (!key || value === undefined || rest.length)
+      throw new UsageError(`--guards: '${part}' is not NAME=N with NAME one of ${Object.keys(GUARDS).join(", ")}`);
     guards[key] = parseInteger(`--guards ${name}`, value.trim(), { min: 0 });
   }
   return guards;
@@ -94,13 +111,20 @@ interface Setup {
 
 function setupFrom(options: AgentDemoOptions): Setup {
   if (options.config !== undefined) {
-    const others = (["policy", "schedule", "actionsPerChunk", "keepImages", "keepReasoning", "guards"] as const).filter((k) => options[k] !== undefined);
-    if (others.length) throw new UsageError(`--config sets the whole context_history: drop --${others[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`);
+    const others = (["policy", "schedule", "actionsPerChunk", "keepImages", "keepReasoning", "guards"] as const).filter(
+      (k) => options[k] !== undefined,
+    );
+    if (others.length)
+      throw new UsageError(
+        `--config sets the whole context_history: drop --${others[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`,
+      );
     let text: string;
     try {
       text = readFileSync(options.config, "utf8");
     } catch (error) {
-      throw new UsageError(`--config: cannot read ${options.config}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+      throw new UsageError(
+        `--config: cannot read ${options.config}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
+      );
     }
     let parsed: ReturnType<typeof parseContextHistory>;
     try {
@@ -109,25 +133,46 @@ function setupFrom(options: AgentDemoOptions): Setup {
       throw new UsageError(`--config ${options.config}: ${(error as Error).message}`);
     }
     const c = parsed.compaction;
-    if (c === false) throw new UsageError(`--config ${options.config}: context_history.enabled is false (compaction off): set enabled: true`);
+    if (c === false)
+      throw new UsageError(
+        `--config ${options.config}: context_history.enabled is false (compaction off): set enabled: true`,
+      );
     return { label: `from ${options.config}`, policy: c.policy, schedule: c.schedule, guards: c.guards };
   }
   const name = options.policy ?? "combined";
   const scheduleName = options.schedule ?? "chunked";
-  const keepImages = options.keepImages === undefined ? 2 : parseInteger("--keep-images", options.keepImages, { min: 0 });
-  const keepReasoning = options.keepReasoning === undefined ? 2 : parseInteger("--keep-reasoning", options.keepReasoning, { min: 0 });
+  const keepImages =
+    options.keepImages === undefined ? 2 : parseInteger("--keep-images", options.keepImages, { min: 0 });
+  const keepReasoning =
+    options.keepReasoning === undefined ? 2 : parseInteger("--keep-reasoning", options.keepReasoning, { min: 0 });
   const policy = policyFor(name, keepImages, keepReasoning);
-  if (!(SCHEDULES as readonly string[]).includes(scheduleName)) throw new UsageError(`unknown --schedule '${scheduleName}': expected ${SCHEDULES.join(", ")}`);
+  if (!(SCHEDULES as readonly string[]).includes(scheduleName))
+    throw new UsageError(`unknown --schedule '${scheduleName}': expected ${SCHEDULES.join(", ")}`);
   if (scheduleName === "rolling" && options.actionsPerChunk !== undefined) {
-    throw new UsageError("--actions-per-chunk applies to --schedule chunked only (rolling recomputes the view every call)");
+    throw new UsageError(
+      "--actions-per-chunk applies to --schedule chunked only (rolling recomputes the view every call)",
+    );
   }
-  const actionsPerChunk = options.actionsPerChunk === undefined ? 3 : parseInteger("--actions-per-chunk", options.actionsPerChunk);
+  const actionsPerChunk =
+    options.actionsPerChunk === undefined ? 3 : parseInteger("--actions-per-chunk", options.actionsPerChunk);
   const schedule = scheduleName === "rolling" ? rolling() : turnChunked(actionsPerChunk);
-  return { label: name, policy, schedule, guards: options.guards === undefined ? undefined : parseGuards(options.guards) };
+  return {
+    label: name,
+    policy,
+    schedule,
+    guards: options.guards === undefined ? undefined : parseGuards(options.guards),
+  };
 }
 
 function pad(cells: (string | number)[], widths: number[]): string {
-  return "  " + cells.map((c, i) => String(c).padEnd(widths[i])).join("  ").trimEnd() + "\n";
+  return (
+    "  " +
+    cells
+      .map((c, i) => String(c).padEnd(widths[i]))
+      .join("  ")
+      .trimEnd() +
+    "\n"
+  );
 }
 
 function ones(mask: Uint8Array): number {
@@ -162,13 +207,27 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const server = await startModelServer({ seed });
   let out = "";
   try {
-    const model = createModelClient({ baseUrl: server.url, model: server.model, imagePlaceholderToken: server.imagePlaceholderToken });
+    const model = createModelClient({
+      baseUrl: server.url,
+      model: server.model,
+      imagePlaceholderToken: server.imagePlaceholderToken,
+    });
     const compaction = { policy, schedule, ...(guards ? { guards } : {}) };
-    const result = await runAgent({ model, environment: createGridWorld({ seed }), compaction, maxTurns: turns, rolloutId: `agent-demo-${seed}` });
+    const result = await runAgent({
+      model,
+      environment: createGridWorld({ seed }),
+      compaction,
+      maxTurns: turns,
+      rolloutId: `agent-demo-${seed}`,
+    });
     const e = result.evidence;
     const scheduleText = schedule.type === "rolling" ? "rolling" : `turn_chunked(${schedule.actionsPerChunk})`;
     const gymName = (key: string) => Object.keys(GUARDS).find((name) => GUARDS[name] === key) ?? key;
-    const guardText = guards ? `, guards ${Object.entries(guards).map(([k, v]) => `${gymName(k)}=${v}`).join(",")}` : "";
+    const guardText = guards
+      ? `, guards ${Object.entries(guards)
+          .map(([k, v]) => `${gymName(k)}=${v}`)
+          .join(",")}`
+      : "";
     const last = e.calls[e.calls.length - 1];
     out += `agent-demo: ${e.calls.length} calls, policy ${label} (${policy.name}/${policy.version}), schedule ${scheduleText}${guardText}, stop ${e.stop_reason}\n`;
     out += `images: ${plural(e.media.length, "distinct image")} stored, each once by content; the last request showed ${plural(last?.media.length ?? 0, "image")} (a repeated image counts each time it is shown)\n\n`;
@@ -176,11 +235,32 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
     const bw = [3, 12, 12, 18, 18, 8, 6, 12];
     out += pad(["#", "first call", "previous", "reason", "trigger", "items", "media", "omitted i/r"], bw);
     for (const b of e.boundaries) {
-      out += pad([b.boundary, b.first_call, b.previous_call, b.reason, b.trigger, `${b.old_items}>${b.new_items}`, `${b.old_media}>${b.new_media}`, `${b.omitted.images}/${b.omitted.reasoning}`], bw);
+      out += pad(
+        [
+          b.boundary,
+          b.first_call,
+          b.previous_call,
+          b.reason,
+          b.trigger,
+          `${b.old_items}>${b.new_items}`,
+          `${b.old_media}>${b.new_media}`,
+          `${b.omitted.images}/${b.omitted.reasoning}`,
+        ],
+        bw,
+      );
     }
     if (e.boundaries.length) out += BOUNDARY_LEGEND.map((l) => `  ${l}\n`).join("");
     const rejected = e.guards.filter((g) => g.outcome !== "admit");
-    if (rejected.length) out += `\nguards: ${rejected.map((g) => `${g.call_id} ${g.outcome} (${g.rounds[0].checks.filter((c) => !c.ok).map((c) => `${c.guard} ${c.measured}>${c.limit}`).join(", ")})`).join("; ")}\n`;
+    if (rejected.length)
+      out += `\nguards: ${rejected
+        .map(
+          (g) =>
+            `${g.call_id} ${g.outcome} (${g.rounds[0].checks
+              .filter((c) => !c.ok)
+              .map((c) => `${c.guard} ${c.measured}>${c.limit}`)
+              .join(", ")})`,
+        )
+        .join("; ")}\n`;
     const cf = await init({ backend });
     const plan = cf.plan(result.rollout);
     try {
@@ -188,7 +268,10 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
       const rw = [4, 12, 26, 8, 8];
       out += pad(["row", "leaf", "calls", "tokens", "trained"], rw);
       for (const row of plan.rows) {
-        const span = row.calls.length === 1 ? row.calls[0] : `${row.calls[0]} .. ${row.calls[row.calls.length - 1]} (${row.calls.length})`;
+        const span =
+          row.calls.length === 1
+            ? row.calls[0]
+            : `${row.calls[0]} .. ${row.calls[row.calls.length - 1]} (${row.calls.length})`;
         out += pad([row.index, row.leaf, span, row.numTokens, ones(row.lossMask)], rw);
       }
       out += ROW_LEGEND.map((l) => `  ${l}\n`).join("");

@@ -18,14 +18,18 @@ interface ConvertOptions extends ReadArguments {
 export function register(program: Command): void {
   const command = program
     .command("convert")
-    .description("Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures, compaction-agent responses) as canonical JSONL.")
+    .description(
+      "Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures, compaction-agent responses) as canonical JSONL.",
+    )
     .argument("[input...]", inputHelp(true))
     .option("--to <format>", "output format: callforest", "callforest")
     .option("-o, --output <file>", "write here instead of stdout")
     .option("--strict", "exit 1 when any input value was rejected");
-  addInputOptions(command, { backend: false, media: true }).action(async (inputs: string[], options: ConvertOptions) => {
-    await convert(inputs, options);
-  });
+  addInputOptions(command, { backend: false, media: true }).action(
+    async (inputs: string[], options: ConvertOptions) => {
+      await convert(inputs, options);
+    },
+  );
 }
 
 async function convert(inputs: string[], options: ConvertOptions): Promise<void> {
@@ -47,13 +51,17 @@ async function convert(inputs: string[], options: ConvertOptions): Promise<void>
           // JSON.stringify recurses): that value only, then on with the rest.
           if (!(error instanceof RangeError)) throw error;
           rejected++;
-          process.stderr.write(oneLine(`${item.where}: not converted: it cannot be written back as JSON (${errorLine(error)})`) + "\n");
+          process.stderr.write(
+            oneLine(`${item.where}: not converted: it cannot be written back as JSON (${errorLine(error)})`) + "\n",
+          );
           continue;
         }
         await out!.write(line + "\n");
       } else {
         rejected++;
-        process.stderr.write(rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n");
+        process.stderr.write(
+          rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n",
+        );
       }
     }
   });

@@ -19,7 +19,15 @@ import { rolloutIdOf } from "../../plan/validate.js";
 import { FileError } from "../../ingest/file-error.js";
 import { descriptorOf, refuseRuntimeDescriptor, standardStream } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
+import {
+  addInputOptions,
+  checkInputs,
+  checkOutputs,
+  parseBackend,
+  parseInteger,
+  inputHelp,
+  type InputOptions,
+} from "../inputs.js";
 
 interface DrawOptions extends InputOptions {
   output: string;
@@ -39,8 +47,12 @@ const MAX_FIT_WIDTH = 100_000;
 
 function pictureOf(options: DrawOptions): Picture {
   const { layout } = options;
-  if (layout !== undefined && layout !== "rows" && layout !== "packed") throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
-  const fit = options.fit === undefined ? undefined : parseInteger("--fit", options.fit, { min: MIN_FIT_WIDTH, max: MAX_FIT_WIDTH });
+  if (layout !== undefined && layout !== "rows" && layout !== "packed")
+    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  const fit =
+    options.fit === undefined
+      ? undefined
+      : parseInteger("--fit", options.fit, { min: MIN_FIT_WIDTH, max: MAX_FIT_WIDTH });
   return { packed: layout === "packed", fit };
 }
 
@@ -54,8 +66,14 @@ export function register(program: Command): void {
     .argument("<input>", inputHelp(false))
     .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
     .option("--rollout <id>", "draw only the rollout with this rollout_id")
-    .option("--fit <width>", `zoom out until the picture is this many px wide (calls become marks); at least ${MIN_FIT_WIDTH}`)
-    .option("--layout <layout>", "rows (default: the forest and each row's path), or packed: each tree's segments and what packing saves");
+    .option(
+      "--fit <width>",
+      `zoom out until the picture is this many px wide (calls become marks); at least ${MIN_FIT_WIDTH}`,
+    )
+    .option(
+      "--layout <layout>",
+      "rows (default: the forest and each row's path), or packed: each tree's segments and what packing saves",
+    );
   addInputOptions(command, { media: true }).action(async (input: string, options: DrawOptions) => {
     await draw(input, options);
   });
@@ -68,11 +86,24 @@ function idOfItem(item: ReadItem): string | null {
 }
 
 function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
-  if (!item.result.ok) return renderSvg({ report: reportOfImportRejection(item.result, item.line), forest: [], agents: [], rows: [] });
+  if (!item.result.ok)
+    return renderSvg({ report: reportOfImportRejection(item.result, item.line), forest: [], agents: [], rows: [] });
   if (picture.packed) {
-    return usePlan(cf, item.result, item.line, (plan, report) => renderPackedSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees }, { width: picture.fit }), { trees: true });
+    return usePlan(
+      cf,
+      item.result,
+      item.line,
+      (plan, report) =>
+        renderPackedSvg(
+          { report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees },
+          { width: picture.fit },
+        ),
+      { trees: true },
+    );
   }
-  return usePlan(cf, item.result, item.line, (plan, report) => renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }, { fit: picture.fit }));
+  return usePlan(cf, item.result, item.line, (plan, report) =>
+    renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }, { fit: picture.fit }),
+  );
 }
 
 /** The file for the `position`-th (1-based) of several rollouts; see the header comment. */
@@ -128,12 +159,19 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       first = item;
       continue;
     }
-    if (fd !== null) throw new UsageError(`-o ${options.output} writes one SVG, but ${name} holds several rollouts: pick one with --rollout ID`);
+    if (fd !== null)
+      throw new UsageError(
+        `-o ${options.output} writes one SVG, but ${name} holds several rollouts: pick one with --rollout ID`,
+      );
     if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!, picture));
     write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item, picture));
   }
   if (count === 0) {
-    throw new UsageError(options.rollout === undefined ? `${name} holds no rollout` : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${name}`);
+    throw new UsageError(
+      options.rollout === undefined
+        ? `${name} holds no rollout`
+        : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${name}`,
+    );
   }
   if (count === 1) {
     const svg = svgOf(cf, first!, picture);

@@ -10,7 +10,15 @@ import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output/jsonl.js";
 import { inputsOrStdin } from "../../formats/text.js";
 import { StrictFailure, UsageError } from "../errors.js";
-import { addInputOptions, checkInputs, checkOutputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
+import {
+  addInputOptions,
+  checkInputs,
+  checkOutputs,
+  parseBackend,
+  parseInteger,
+  inputHelp,
+  type InputOptions,
+} from "../inputs.js";
 import { sharesStderrTerminal, startProgress } from "../progress.js";
 import { countOf } from "../../messages.js";
 import { parseRowsOutput, type RowsOutput } from "../output-format.js";
@@ -39,17 +47,32 @@ export function register(program: Command): void {
     .command("rows")
     .description("Plan each rollout and write its training rows (one per leaf) as JSONL, Parquet or Arrow.")
     .argument("[input...]", inputHelp(true))
-    .option("-o, --output <file>", "rows here instead of stdout; .parquet, .arrow (Arrow IPC file) and .arrows (IPC stream) choose the format. A file is written whole when the run succeeds, and left as it was otherwise")
+    .option(
+      "-o, --output <file>",
+      "rows here instead of stdout; .parquet, .arrow (Arrow IPC file) and .arrows (IPC stream) choose the format. A file is written whole when the run succeeds, and left as it was otherwise",
+    )
     .option("--format <format>", "jsonl (default), parquet, arrow or arrows, for stdout or a name that says none")
     .option("--compression <codec>", "Parquet compression: zstd (default), snappy or none")
-    .option("--row-group-rows <n>", "Parquet row groups / Arrow record batches of at most this many records (default 4096; a group also ends at about 16 MB of columns)")
+    .option(
+      "--row-group-rows <n>",
+      "Parquet row groups / Arrow record batches of at most this many records (default 4096; a group also ends at about 16 MB of columns)",
+    )
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--layout <layout>", "rows (one per leaf, SPEC's rows) or packed (one record per tree, every token once)")
-    .option("--capacity <tokens>", "packed records as bins of at most this many tokens (implies --layout packed; reports get packed_tokens)")
+    .option(
+      "--capacity <tokens>",
+      "packed records as bins of at most this many tokens (implies --layout packed; reports get packed_tokens)",
+    )
     .option("--mask-format <format>", "loss_mask as bits (base64 bitset, SPEC) or ints (0/1 list)", "bits")
     .option("--strict", "exit 1 when any rollout was rejected")
-    .option("--jobs <n>", `worker threads planning rollouts (default: the number of cores, less one for Parquet's encoder thread; in-process below ${WORKERS_FROM_BYTES >> 20} MB of input, where workers cost more than they gain; 1 = no workers; small inputs, at most one ${DEFAULT_CHUNK >> 20} MB batch, run in-process)`)
-    .option("--quiet", "no progress bar and no summary line (rejections still go to stderr without --report, and --strict says why it exits 1)")
+    .option(
+      "--jobs <n>",
+      `worker threads planning rollouts (default: the number of cores, less one for Parquet's encoder thread; in-process below ${WORKERS_FROM_BYTES >> 20} MB of input, where workers cost more than they gain; 1 = no workers; small inputs, at most one ${DEFAULT_CHUNK >> 20} MB batch, run in-process)`,
+    )
+    .option(
+      "--quiet",
+      "no progress bar and no summary line (rejections still go to stderr without --report, and --strict says why it exits 1)",
+    )
     // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
     .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
     // rowToJson instead of the WASM row writer: the plain path, for benchmarks.
@@ -62,10 +85,15 @@ export function register(program: Command): void {
 }
 
 /** --layout and --capacity: what the rows output holds. */
-function parseLayout(layout: string | undefined, capacity: string | undefined): { layout: "rows" | "packed"; capacity?: number } {
-  if (layout !== undefined && layout !== "rows" && layout !== "packed") throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+function parseLayout(
+  layout: string | undefined,
+  capacity: string | undefined,
+): { layout: "rows" | "packed"; capacity?: number } {
+  if (layout !== undefined && layout !== "rows" && layout !== "packed")
+    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
   if (capacity === undefined) return { layout: layout ?? "rows" };
-  if (layout === "rows") throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
+  if (layout === "rows")
+    throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
   return { layout: "packed", capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
 }
 
@@ -96,8 +124,17 @@ function parseReader(text: string | undefined, backend: string): ReaderName {
  * now). Parquet is encoded on a thread of its own, beside planning; Arrow IPC costs little more
  * than copying and stays on this one.
  */
-async function openColumnar(output: RowsOutput, layout: "rows" | "trees" | "bins", sink: ByteSink): Promise<ColumnarWriter> {
-  const options = { format: output.format as "parquet" | "arrow" | "arrows", layout, compression: output.compression, rowGroupRows: output.rowGroupRows };
+async function openColumnar(
+  output: RowsOutput,
+  layout: "rows" | "trees" | "bins",
+  sink: ByteSink,
+): Promise<ColumnarWriter> {
+  const options = {
+    format: output.format as "parquet" | "arrow" | "arrows",
+    layout,
+    compression: output.compression,
+    rowGroupRows: output.rowGroupRows,
+  };
   const bytes = { write: (chunk: Uint8Array) => sink.write(chunk) };
   if (output.format === "parquet") {
     const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
@@ -116,21 +153,56 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
   // planning in-process beside the encoder measured faster than two planning workers beside it).
   // Each worker holds its own cores and buffers: past a few per core they only cost memory.
   const maxJobs = MAX_JOBS_PER_CORE * availableParallelism();
-  const jobs = options.jobs === undefined ? Math.max(1, availableParallelism() - (output.format === "parquet" ? 1 : 0)) : parseInteger("--jobs", options.jobs, { max: maxJobs });
-  const chunk = options.batchBytes === undefined ? undefined : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
+  const jobs =
+    options.jobs === undefined
+      ? Math.max(1, availableParallelism() - (output.format === "parquet" ? 1 : 0))
+      : parseInteger("--jobs", options.jobs, { max: maxJobs });
+  const chunk =
+    options.batchBytes === undefined
+      ? undefined
+      : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const sources = inputsOrStdin(inputs);
   const read = checkInputs(sources, options);
-  checkOutputs(sources, [["-o", options.output], ["--report", options.report ?? null]]);
+  checkOutputs(sources, [
+    ["-o", options.output],
+    ["--report", options.report ?? null],
+  ]);
   const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
-    const progress = startProgress(inputSize(inputs), options.quiet === true || sharesStderrTerminal([options.output, ...(options.report === undefined ? [] : [options.report])]));
+    const progress = startProgress(
+      inputSize(inputs),
+      options.quiet === true ||
+        sharesStderrTerminal([options.output, ...(options.report === undefined ? [] : [options.report])]),
+    );
     try {
-      const columns = output.format === "jsonl" ? null : await openColumnar(output, layout === "rows" ? "rows" : capacity === undefined ? "trees" : "bins", rowsOut!);
+      const columns =
+        output.format === "jsonl"
+          ? null
+          : await openColumnar(
+              output,
+              layout === "rows" ? "rows" : capacity === undefined ? "trees" : "bins",
+              rowsOut!,
+            );
       try {
         const totals = await runRows(
           inputs,
-          { reader, writer, backend, from: read.from, tokensDir: options.tokens, mediaTokens: read.mediaTokens, maskFormat, layout, capacity, notes: reportOut === null, jobs, autoJobs: options.jobs === undefined, chunk, columns: columns !== null },
+          {
+            reader,
+            writer,
+            backend,
+            from: read.from,
+            tokensDir: options.tokens,
+            mediaTokens: read.mediaTokens,
+            maskFormat,
+            layout,
+            capacity,
+            notes: reportOut === null,
+            jobs,
+            autoJobs: options.jobs === undefined,
+            chunk,
+            columns: columns !== null,
+          },
           {
             rows: rowsOut!,
             ...(columns === null ? {} : { columns }),
@@ -151,7 +223,9 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
   });
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
-    process.stderr.write(`callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${countOf(rowCount, "row")}\n`);
+    process.stderr.write(
+      `callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${countOf(rowCount, "row")}\n`,
+    );
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);
 }

@@ -18,9 +18,11 @@ interface ShowOptions extends InputOptions {
 /** --layout packed: the trees' segment tables; --capacity N: the bins'. */
 function layoutOptions(options: ShowOptions): { trees?: boolean; capacity?: number } {
   const { layout, capacity } = options;
-  if (layout !== undefined && layout !== "rows" && layout !== "packed") throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  if (layout !== undefined && layout !== "rows" && layout !== "packed")
+    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
   if (capacity !== undefined) {
-    if (layout === "rows") throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
+    if (layout === "rows")
+      throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
     return { capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
   }
   return layout === "packed" ? { trees: true } : {};
@@ -32,7 +34,10 @@ export function register(program: Command): void {
     .description("Print each rollout's call forest and rows table.")
     .argument("[input...]", inputHelp(true))
     .option("--layout <layout>", "rows (default), or packed: also each tree's segment table")
-    .option("--capacity <tokens>", "with --layout packed: the bins' segment tables instead (at most this many tokens each)");
+    .option(
+      "--capacity <tokens>",
+      "with --layout packed: the bins' segment tables instead (at most this many tokens each)",
+    );
   addInputOptions(command, { media: true }).action(async (inputs: string[], options: ShowOptions) => {
     const layout = layoutOptions(options);
     inputs = [...inputsOrStdin(inputs)];
@@ -44,13 +49,22 @@ export function register(program: Command): void {
       if (!first) process.stdout.write("\n");
       first = false;
       if (!item.result.ok) {
-        process.stdout.write(rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n");
+        process.stdout.write(
+          rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n",
+        );
         continue;
       }
       // A rejection names where it is, as an import rejection does.
-      const text = usePlan(cf, item.result, item.line, (plan, report) =>
-        report.status === "rejected" ? rejectionLine(item.where, report.reason!, report.detail) + "\n" : renderPlan(plan),
-      layout);
+      const text = usePlan(
+        cf,
+        item.result,
+        item.line,
+        (plan, report) =>
+          report.status === "rejected"
+            ? rejectionLine(item.where, report.reason!, report.detail) + "\n"
+            : renderPlan(plan),
+        layout,
+      );
       process.stdout.write(text);
     }
   });

@@ -14,7 +14,16 @@
 // a page of another site whose name was rebound to 127.0.0.1 gets 403, not the rollout. No
 // response may be framed (X-Frame-Options, CSP frame-ancestors).
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { closeSync, constants, createReadStream, fstatSync, openSync, readFileSync, realpathSync, statSync } from "node:fs";
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  openSync,
+  readFileSync,
+  realpathSync,
+  statSync,
+} from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { basename, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -56,12 +65,14 @@ const TOKENS_PATH = "/tokens/";
 const TOKENIZERS_PATH = "/tokenizers/";
 const TOKENIZER_PATH = "/tokenizer/";
 
-
 /** True when a request's Host header names this server: 127.0.0.1 or localhost, at `port`. */
 export function isOwnHost(host: string | undefined, port: number): boolean {
   const name = (host ?? "").toLowerCase();
   // Clients leave the default port out.
-  const names = port === 80 ? ["127.0.0.1", "localhost", "127.0.0.1:80", "localhost:80"] : [`127.0.0.1:${port}`, `localhost:${port}`];
+  const names =
+    port === 80
+      ? ["127.0.0.1", "localhost", "127.0.0.1:80", "localhost:80"]
+      : [`127.0.0.1:${port}`, `localhost:${port}`];
   return names.includes(name);
 }
 
@@ -91,7 +102,14 @@ function tokenFileOf(realDir: string, path: string): string | null {
  * never takes the server down. `noFollow`: `file` is a real path, opened only if it still is one
  * (a symlink swapped in after the check is not followed).
  */
-function sendFile(file: string, request: IncomingMessage, response: ServerResponse, ok: Record<string, string>, missing: () => void, noFollow = false): void {
+function sendFile(
+  file: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  ok: Record<string, string>,
+  missing: () => void,
+  noFollow = false,
+): void {
   let fd: number;
   try {
     fd = openSync(file, constants.O_RDONLY | (noFollow ? constants.O_NOFOLLOW : 0) | constants.O_NONBLOCK);
@@ -139,7 +157,10 @@ function tokenizerOf(option: string | undefined): ServedTokenizer | null {
   } catch {
     // neither
   }
-  if (!isFile) throw new UsageError(`--tokenizer ${option}: not an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) nor a tokenizer file`);
+  if (!isFile)
+    throw new UsageError(
+      `--tokenizer ${option}: not an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) nor a tokenizer file`,
+    );
   const path = `${TOKENIZER_PATH}${encodeURIComponent(basename(option))}`;
   return { query: path.slice(1), file: option, path };
 }
@@ -166,7 +187,10 @@ function readable(path: string, what: string): void {
     throw new UsageError(`cannot read ${path}: no such file${what}`);
   }
   // The words every other command uses for what it cannot read.
-  if (!isFile) throw new UsageError(`cannot read ${path}: ${statSync(path).isDirectory() ? "is a directory" : "not a regular file"}`);
+  if (!isFile)
+    throw new UsageError(
+      `cannot read ${path}: ${statSync(path).isDirectory() ? "is a directory" : "not a regular file"}`,
+    );
 }
 
 export async function startViewServer(options: ViewServerOptions = {}): Promise<ViewServer> {
@@ -185,7 +209,12 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
   const ownHost = (request: IncomingMessage) => isOwnHost(request.headers.host, (server.address() as AddressInfo).port);
   const server = createServer((request, response) => {
     const fullPath = (request.url ?? "/").split("?")[0];
-    const headers = { "Content-Security-Policy": CSP, "Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY" };
+    const headers = {
+      "Content-Security-Policy": CSP,
+      "Cache-Control": "no-store",
+      "X-Content-Type-Options": "nosniff",
+      "X-Frame-Options": "DENY",
+    };
     const text = { ...headers, "Content-Type": "text/plain; charset=utf-8" };
     const notFound = () => response.writeHead(404, text).end("not found\n");
     // Everything lives under /<secret>/: without it, nothing is there (404, as for any unknown path).
@@ -197,7 +226,11 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
     } else if (request.method !== "GET" && request.method !== "HEAD") {
       response.writeHead(405, { ...headers, Allow: "GET, HEAD" }).end();
     } else if (path === "/" || path === "/index.html") {
-      response.writeHead(200, { ...headers, "Content-Type": "text/html; charset=utf-8", "Content-Length": page.length });
+      response.writeHead(200, {
+        ...headers,
+        "Content-Type": "text/html; charset=utf-8",
+        "Content-Length": page.length,
+      });
       response.end(request.method === "HEAD" ? undefined : page);
     } else if (inputPath !== null && path === inputPath) {
       // The file may be gone (or unreadable) by now: 404.
@@ -259,30 +292,46 @@ export function register(program: Command): void {
   const command = program
     .command("view")
     .description("Serve the callforest page on 127.0.0.1 and print its URL (INPUT, if given, opens on load).")
-    .argument("[input]", "a .json or .jsonl rollout file to open in the page (- reads stdin: JSONL, or one pretty-printed JSON value)")
-    .option("--port <port>", `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`);
-  command.option("--tokenizer <name|path>", `decode tokens in the page: an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) or a Hugging Face tokenizer.json`);
-  addInputOptions(command, { backend: false }).action(async (input: string | undefined, options: { port?: string; from: string; tokens?: string; tokenizer?: string }) => {
-    const explicit = options.port !== undefined;
-    const port = explicit ? parseInteger("--port", options.port!, { min: 0, max: 65535 }) : DEFAULT_PORT;
-    const { from } = checkInputs(input === undefined ? [] : [input], options);
-    const served = input === "-" ? stdinInput(await readAll(process.stdin)) : input;
-    const serve = (port: number) => startViewServer({ input: served, port, from, tokensDir: options.tokens, tokenizer: options.tokenizer });
-    let view: ViewServer;
-    try {
-      view = await serve(port);
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code === "EADDRINUSE" && !explicit) view = await serve(0);
-      else if (code === "EADDRINUSE") throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
-      else throw error;
-    }
-    process.stdout.write(`${view.url}\n`);
-    // Serve until interrupted.
-    await new Promise<void>((resolve) => {
-      const stop = () => void view.close().then(resolve);
-      process.once("SIGINT", stop);
-      process.once("SIGTERM", stop);
-    });
-  });
+    .argument(
+      "[input]",
+      "a .json or .jsonl rollout file to open in the page (- reads stdin: JSONL, or one pretty-printed JSON value)",
+    )
+    .option(
+      "--port <port>",
+      `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`,
+    );
+  command.option(
+    "--tokenizer <name|path>",
+    `decode tokens in the page: an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) or a Hugging Face tokenizer.json`,
+  );
+  addInputOptions(command, { backend: false }).action(
+    async (
+      input: string | undefined,
+      options: { port?: string; from: string; tokens?: string; tokenizer?: string },
+    ) => {
+      const explicit = options.port !== undefined;
+      const port = explicit ? parseInteger("--port", options.port!, { min: 0, max: 65535 }) : DEFAULT_PORT;
+      const { from } = checkInputs(input === undefined ? [] : [input], options);
+      const served = input === "-" ? stdinInput(await readAll(process.stdin)) : input;
+      const serve = (port: number) =>
+        startViewServer({ input: served, port, from, tokensDir: options.tokens, tokenizer: options.tokenizer });
+      let view: ViewServer;
+      try {
+        view = await serve(port);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === "EADDRINUSE" && !explicit) view = await serve(0);
+        else if (code === "EADDRINUSE")
+          throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
+        else throw error;
+      }
+      process.stdout.write(`${view.url}\n`);
+      // Serve until interrupted.
+      await new Promise<void>((resolve) => {
+        const stop = () => void view.close().then(resolve);
+        process.once("SIGINT", stop);
+        process.once("SIGTERM", stop);
+      });
+    },
+  );
 }

@@ -10,7 +10,11 @@ type Obj = Record<string, unknown>;
 
 function textOf(content: unknown, where: string): string {
   if (typeof content === "string") return content;
-  if (Array.isArray(content) && content.every((p) => (p as Obj)?.type === "text" && typeof (p as Obj).text === "string")) return content.map((p) => (p as Obj).text).join("");
+  if (
+    Array.isArray(content) &&
+    content.every((p) => (p as Obj)?.type === "text" && typeof (p as Obj).text === "string")
+  )
+    return content.map((p) => (p as Obj).text).join("");
   throw new ChatFormError(`${where} must be a string or text parts`);
 }
 
@@ -36,28 +40,48 @@ export function chatToRender(messages: unknown, tools: unknown): RenderRequest {
           content: parts.map((p: Obj, j) => {
             if (p?.type === "text" && typeof p.text === "string") return { type: "input_text", text: p.text };
             const url = (p?.image_url as Obj | undefined)?.url;
-            if (p?.type === "image_url" && typeof url === "string") return { type: "input_image", image_url: url, detail: "auto" };
+            if (p?.type === "image_url" && typeof url === "string")
+              return { type: "input_image", image_url: url, detail: "auto" };
             throw new ChatFormError(`${where}.content[${j}] must be a text or image_url part`);
           }),
         });
         break;
       }
       case "assistant": {
-        if (typeof m.reasoning_content === "string") input.push({ type: "reasoning", id: `rs_${i}`, summary: [], content: [{ type: "reasoning_text", text: m.reasoning_content }] });
-        if (m.content !== undefined && m.content !== null) input.push({ type: "message", role: "assistant", id: `msg_${i}`, content: [{ type: "output_text", text: textOf(m.content, `${where}.content`) }] });
+        if (typeof m.reasoning_content === "string")
+          input.push({
+            type: "reasoning",
+            id: `rs_${i}`,
+            summary: [],
+            content: [{ type: "reasoning_text", text: m.reasoning_content }],
+          });
+        if (m.content !== undefined && m.content !== null)
+          input.push({
+            type: "message",
+            role: "assistant",
+            id: `msg_${i}`,
+            content: [{ type: "output_text", text: textOf(m.content, `${where}.content`) }],
+          });
         for (const [j, call] of ((m.tool_calls as Obj[] | undefined) ?? []).entries()) {
           const fn = call?.function as Obj | undefined;
-          if (typeof call?.id !== "string" || typeof fn?.name !== "string" || typeof fn?.arguments !== "string") throw new ChatFormError(`${where}.tool_calls[${j}] needs id, function.name and function.arguments`);
+          if (typeof call?.id !== "string" || typeof fn?.name !== "string" || typeof fn?.arguments !== "string")
+            throw new ChatFormError(`${where}.tool_calls[${j}] needs id, function.name and function.arguments`);
           input.push({ type: "function_call", id: call.id, call_id: call.id, name: fn.name, arguments: fn.arguments });
         }
         break;
       }
       case "tool":
         if (typeof m.tool_call_id !== "string") throw new ChatFormError(`${where}.tool_call_id must be a string`);
-        input.push({ type: "function_call_output", call_id: m.tool_call_id, output: textOf(m.content, `${where}.content`) });
+        input.push({
+          type: "function_call_output",
+          call_id: m.tool_call_id,
+          output: textOf(m.content, `${where}.content`),
+        });
         break;
       default:
-        throw new ChatFormError(`${where}.role ${JSON.stringify(m?.role)} is not system, developer, user, assistant or tool`);
+        throw new ChatFormError(
+          `${where}.role ${JSON.stringify(m?.role)} is not system, developer, user, assistant or tool`,
+        );
     }
   });
   let functionTools: FunctionTool[] | undefined;
@@ -65,8 +89,14 @@ export function chatToRender(messages: unknown, tools: unknown): RenderRequest {
     if (!Array.isArray(tools)) throw new ChatFormError("tools must be an array");
     functionTools = tools.map((t: Obj, j) => {
       const fn = t?.function as Obj | undefined;
-      if (t?.type !== "function" || typeof fn?.name !== "string") throw new ChatFormError(`tools[${j}] must be {type: "function", function: {name, …}}`);
-      return { type: "function", name: fn.name, description: String(fn.description ?? ""), parameters: (fn.parameters as Obj) ?? {} };
+      if (t?.type !== "function" || typeof fn?.name !== "string")
+        throw new ChatFormError(`tools[${j}] must be {type: "function", function: {name, …}}`);
+      return {
+        type: "function",
+        name: fn.name,
+        description: String(fn.description ?? ""),
+        parameters: (fn.parameters as Obj) ?? {},
+      };
     });
   }
   return { input, instructions, tools: functionTools };

@@ -23,7 +23,12 @@ const TOOLS: FunctionTool[] = [
     type: "function",
     name: "move",
     description: "Move one cell in a direction.",
-    parameters: { type: "object", properties: { direction: { type: "string", enum: ["north", "south", "east", "west"] } }, required: ["direction"], additionalProperties: false },
+    parameters: {
+      type: "object",
+      properties: { direction: { type: "string", enum: ["north", "south", "east", "west"] } },
+      required: ["direction"],
+      additionalProperties: false,
+    },
   },
   {
     type: "function",
@@ -73,7 +78,11 @@ export function createGridWorld(options: GridWorldOptions = {}): GridWorld {
     return encodePng({ width: side, height: side, data, channels: 3, depth: 8 });
   }
 
-  const observe = (text: string, done = false): Observation => ({ text, images: [{ bytes: render(), mime: "image/png" }], done });
+  const observe = (text: string, done = false): Observation => ({
+    text,
+    images: [{ bytes: render(), mime: "image/png" }],
+    done,
+  });
 
   return {
     instructions: "You control an agent on a grid. Use the tools to explore.",
@@ -84,21 +93,27 @@ export function createGridWorld(options: GridWorldOptions = {}): GridWorld {
     get steps() {
       return steps;
     },
-    start: () => observe(`Task: explore a ${size}x${size} grid${goal ? " and reach the green goal" : ""}. You are at (0,0).`),
+    start: () =>
+      observe(`Task: explore a ${size}x${size} grid${goal ? " and reach the green goal" : ""}. You are at (0,0).`),
     call(name, args) {
       steps++;
       if (name === "look") return observe(`You are at (${pos.x},${pos.y}).`);
       if (name !== "move") return { text: `error: unknown tool ${name}` };
       const direction = (args as { direction?: unknown })?.direction;
       const delta = typeof direction === "string" ? DIRECTIONS[direction] : undefined;
-      if (!delta) return { text: `error: move needs direction north|south|east|west (got ${JSON.stringify(direction)})` };
+      if (!delta)
+        return { text: `error: move needs direction north|south|east|west (got ${JSON.stringify(direction)})` };
       const nx = pos.x + delta[0];
       const ny = pos.y + delta[1];
-      if (nx < 0 || ny < 0 || nx >= size || ny >= size || walls.has(`${nx},${ny}`)) return observe(`Blocked moving ${direction}; still at (${pos.x},${pos.y}).`);
+      if (nx < 0 || ny < 0 || nx >= size || ny >= size || walls.has(`${nx},${ny}`))
+        return observe(`Blocked moving ${direction}; still at (${pos.x},${pos.y}).`);
       pos.x = nx;
       pos.y = ny;
       reached = !!goal && nx === goal.x && ny === goal.y;
-      return observe(reached ? `Moved ${direction} to (${nx},${ny}). Goal reached.` : `Moved ${direction} to (${nx},${ny}).`, reached);
+      return observe(
+        reached ? `Moved ${direction} to (${nx},${ny}). Goal reached.` : `Moved ${direction} to (${nx},${ny}).`,
+        reached,
+      );
     },
     reward: () => (reached ? 1 : 0),
   };

@@ -17,15 +17,28 @@ export interface ResourcesTestServer {
   close(): Promise<void>;
 }
 
-const dataUrl = (image: { bytes: Uint8Array; mime: string }) => `data:${image.mime};base64,${Buffer.from(image.bytes).toString("base64")}`;
+const dataUrl = (image: { bytes: Uint8Array; mime: string }) =>
+  `data:${image.mime};base64,${Buffer.from(image.bytes).toString("base64")}`;
 
 /** A Gym run body for one grid-world task: its first observation as the input, its tools, and `grid` for the server. */
-export async function gridWorldRunBody(grid: GridWorldOptions = {}, extra: Record<string, unknown> = {}): Promise<GymRunBody> {
+export async function gridWorldRunBody(
+  grid: GridWorldOptions = {},
+  extra: Record<string, unknown> = {},
+): Promise<GymRunBody> {
   const world = createGridWorld(grid);
   const start = await world.start();
   return {
     responses_create_params: {
-      input: [{ role: "user", type: "message", content: [{ type: "input_text", text: start.text }, ...(start.images ?? []).map((i) => ({ type: "input_image", image_url: dataUrl(i), detail: "auto" }))] }],
+      input: [
+        {
+          role: "user",
+          type: "message",
+          content: [
+            { type: "input_text", text: start.text },
+            ...(start.images ?? []).map((i) => ({ type: "input_image", image_url: dataUrl(i), detail: "auto" })),
+          ],
+        },
+      ],
       instructions: world.instructions,
       tools: world.tools,
     },
@@ -66,10 +79,17 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
   const requests: ResourcesTestServer["requests"] = [];
   let sessions = 0;
 
-  async function route(path: string, body: Record<string, unknown>, session: string | null, res: ServerResponse): Promise<unknown> {
+  async function route(
+    path: string,
+    body: Record<string, unknown>,
+    session: string | null,
+    res: ServerResponse,
+  ): Promise<unknown> {
     if (path === "/seed_session") {
       if (typeof body.responses_create_params !== "object" || body.responses_create_params === null) {
-        throw new HttpAnswer(422, { detail: [{ type: "missing", loc: ["body", "responses_create_params"], msg: "Field required" }] });
+        throw new HttpAnswer(422, {
+          detail: [{ type: "missing", loc: ["body", "responses_create_params"], msg: "Field required" }],
+        });
       }
       const id = String(++sessions);
       const world = createGridWorld((body.grid as GridWorldOptions | undefined) ?? {});
@@ -80,7 +100,10 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
     }
     if (path === "/aggregate_metrics") {
       const rows = body.verify_responses;
-      if (!Array.isArray(rows)) throw new HttpAnswer(422, { detail: [{ type: "missing", loc: ["body", "verify_responses"], msg: "Field required" }] });
+      if (!Array.isArray(rows))
+        throw new HttpAnswer(422, {
+          detail: [{ type: "missing", loc: ["body", "verify_responses"], msg: "Field required" }],
+        });
       const rewards = rows.map((r) => Number((r as { reward?: unknown }).reward));
       const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
       const byTask = new Map<number, number[]>();
@@ -88,7 +111,11 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
         const task = Number((r as { _ng_task_index?: unknown })._ng_task_index ?? 0);
         byTask.set(task, [...(byTask.get(task) ?? []), rewards[i]]);
       });
-      const agent = { "mean/reward": mean(rewards), "max/reward": Math.max(...rewards), "min/reward": Math.min(...rewards) };
+      const agent = {
+        "mean/reward": mean(rewards),
+        "max/reward": Math.max(...rewards),
+        "min/reward": Math.min(...rewards),
+      };
       return {
         group_level_metrics: [...byTask].map(([task, xs]) => ({ _ng_task_index: task, "mean/reward": mean(xs) })),
         agent_metrics: agent,
@@ -97,7 +124,8 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
     }
     const world = session === null ? undefined : worlds.get(session);
     if (path === "/verify") {
-      if (typeof body.response !== "object" || body.response === null) throw new HttpAnswer(422, { detail: [{ type: "missing", loc: ["body", "response"], msg: "Field required" }] });
+      if (typeof body.response !== "object" || body.response === null)
+        throw new HttpAnswer(422, { detail: [{ type: "missing", loc: ["body", "response"], msg: "Field required" }] });
       if (!world) throw new HttpAnswer(400, { detail: "no session: call /seed_session first" });
       return { ...body, reward: world.reward() };
     }
@@ -122,7 +150,10 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
         } catch {
           throw new HttpAnswer(422, { detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }] });
         }
-        if (!body || typeof body !== "object" || Array.isArray(body)) throw new HttpAnswer(422, { detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }] });
+        if (!body || typeof body !== "object" || Array.isArray(body))
+          throw new HttpAnswer(422, {
+            detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }],
+          });
         payload = await route(path, body as Record<string, unknown>, session, res);
       } catch (error) {
         status = error instanceof HttpAnswer ? error.status : 500;

@@ -16,8 +16,38 @@ export function hashTokens(seed: number, tokens: readonly number[]): number {
   return h >>> 0;
 }
 
-
-const WORDS = ["the", "grid", "agent", "wall", "goal", "north", "south", "east", "west", "cell", "path", "blocked", "open", "maybe", "next", "try", "image", "shows", "red", "square", "near", "far", "corner", "edge", "step", "plan", "again", "left", "right", "ahead"];
+const WORDS = [
+  "the",
+  "grid",
+  "agent",
+  "wall",
+  "goal",
+  "north",
+  "south",
+  "east",
+  "west",
+  "cell",
+  "path",
+  "blocked",
+  "open",
+  "maybe",
+  "next",
+  "try",
+  "image",
+  "shows",
+  "red",
+  "square",
+  "near",
+  "far",
+  "corner",
+  "edge",
+  "step",
+  "plan",
+  "again",
+  "left",
+  "right",
+  "ahead",
+];
 
 export interface SampleOptions {
   /** Inclusive range of reasoning words per generation; [0, 0] disables reasoning. */
@@ -31,14 +61,22 @@ export interface Sample {
 }
 
 function hex(rand: () => number): string {
-  return Math.floor(rand() * 0xffffffff).toString(16).padStart(8, "0") + Math.floor(rand() * 0xffffffff).toString(16).padStart(8, "0");
+  return (
+    Math.floor(rand() * 0xffffffff)
+      .toString(16)
+      .padStart(8, "0") +
+    Math.floor(rand() * 0xffffffff)
+      .toString(16)
+      .padStart(8, "0")
+  );
 }
 
 function argumentsFor(tool: FunctionTool, rand: () => number): string {
   const props = (tool.parameters.properties ?? {}) as Record<string, { type?: string; enum?: unknown[] }>;
   const args: Record<string, unknown> = {};
   for (const [key, schema] of Object.entries(props)) {
-    if (Array.isArray(schema.enum) && schema.enum.length) args[key] = schema.enum[Math.floor(rand() * schema.enum.length)];
+    if (Array.isArray(schema.enum) && schema.enum.length)
+      args[key] = schema.enum[Math.floor(rand() * schema.enum.length)];
     else if (schema.type === "integer" || schema.type === "number") args[key] = Math.floor(rand() * 4);
     else if (schema.type === "boolean") args[key] = rand() < 0.5;
     else args[key] = WORDS[Math.floor(rand() * WORDS.length)];
@@ -51,7 +89,12 @@ function argumentsFor(tool: FunctionTool, rand: () => number): string {
  * the time); without tools it reasons, then answers. Token IDs are the template's own rendering
  * of the output items, minus the generation prompt the request already ended with.
  */
-export function sample(seed: number, prompt: readonly number[], tools: readonly FunctionTool[] | undefined, options: SampleOptions): Sample {
+export function sample(
+  seed: number,
+  prompt: readonly number[],
+  tools: readonly FunctionTool[] | undefined,
+  options: SampleOptions,
+): Sample {
   const rand = mulberry32(hashTokens(seed, prompt));
   const id = hex(rand);
   const output: OutputItem[] = [];
@@ -59,13 +102,32 @@ export function sample(seed: number, prompt: readonly number[], tools: readonly 
   const words = lo + Math.floor(rand() * (hi - lo + 1));
   if (words > 0) {
     const text = Array.from({ length: words }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ");
-    output.push({ type: "reasoning", id: `rs_${id}`, summary: [], content: [{ type: "reasoning_text", text: text[0].toUpperCase() + text.slice(1) + "." }], status: "completed" });
+    output.push({
+      type: "reasoning",
+      id: `rs_${id}`,
+      summary: [],
+      content: [{ type: "reasoning_text", text: text[0].toUpperCase() + text.slice(1) + "." }],
+      status: "completed",
+    });
   }
   if (tools?.length) {
     const tool = rand() < 0.8 ? tools[0] : tools[Math.floor(rand() * tools.length)];
-    output.push({ type: "function_call", id: `fc_${id}`, call_id: `call_${id}`, name: tool.name, arguments: argumentsFor(tool, rand), status: "completed" });
+    output.push({
+      type: "function_call",
+      id: `fc_${id}`,
+      call_id: `call_${id}`,
+      name: tool.name,
+      arguments: argumentsFor(tool, rand),
+      status: "completed",
+    });
   } else {
-    output.push({ type: "message", role: "assistant", id: `msg_${id}`, content: [{ type: "output_text", text: "Done." }], status: "completed" });
+    output.push({
+      type: "message",
+      role: "assistant",
+      id: `msg_${id}`,
+      content: [{ type: "output_text", text: "Done." }],
+      status: "completed",
+    });
   }
   const names = new Map<string, string>();
   const skip = generationPrompt().length;

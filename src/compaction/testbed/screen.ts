@@ -14,14 +14,24 @@ export interface ScreenOptions {
   cell?: number;
 }
 
-const KEY_COLOURS: Record<string, [number, number, number]> = { a: [220, 40, 40], b: [40, 160, 60], c: [40, 80, 220], d: [230, 190, 30] };
+const KEY_COLOURS: Record<string, [number, number, number]> = {
+  a: [220, 40, 40],
+  b: [40, 160, 60],
+  c: [40, 80, 220],
+  d: [230, 190, 30],
+};
 
 const TOOLS: FunctionTool[] = [
   {
     type: "function",
     name: "type",
     description: "Type one key into the text field.",
-    parameters: { type: "object", properties: { key: { type: "string", enum: Object.keys(KEY_COLOURS) } }, required: ["key"], additionalProperties: false },
+    parameters: {
+      type: "object",
+      properties: { key: { type: "string", enum: Object.keys(KEY_COLOURS) } },
+      required: ["key"],
+      additionalProperties: false,
+    },
   },
   {
     type: "function",
@@ -51,12 +61,17 @@ export function createScreen(options: ScreenOptions = {}): Screen {
       const x0 = (i % columns) * cell;
       const y0 = Math.floor(i / columns) * cell;
       // an inset square per typed key, so neighbouring cells stay apart
-      for (let y = y0 + 1; y < y0 + cell - 1; y++) for (let x = x0 + 1; x < x0 + cell - 1; x++) data.set(KEY_COLOURS[typed[i]], (y * width + x) * 3);
+      for (let y = y0 + 1; y < y0 + cell - 1; y++)
+        for (let x = x0 + 1; x < x0 + cell - 1; x++) data.set(KEY_COLOURS[typed[i]], (y * width + x) * 3);
     }
     return encodePng({ width, height, data, channels: 3, depth: 8 });
   }
 
-  const observe = (text: string): Observation => ({ text, images: [{ bytes: screenshot(), mime: "image/png" }], done: typed.length === cells });
+  const observe = (text: string): Observation => ({
+    text,
+    images: [{ bytes: screenshot(), mime: "image/png" }],
+    done: typed.length === cells,
+  });
 
   return {
     instructions: "You use a computer through its screen. Use the tools; each returns a screenshot.",
@@ -69,7 +84,8 @@ export function createScreen(options: ScreenOptions = {}): Screen {
       if (name === "wait") return observe("Waited; the screen is unchanged.");
       if (name !== "type") return observe(`error: unknown tool ${name}`);
       const key = (args as { key?: unknown })?.key;
-      if (typeof key !== "string" || !(key in KEY_COLOURS)) return observe(`error: type needs key ${Object.keys(KEY_COLOURS).join("|")} (got ${JSON.stringify(key)})`);
+      if (typeof key !== "string" || !(key in KEY_COLOURS))
+        return observe(`error: type needs key ${Object.keys(KEY_COLOURS).join("|")} (got ${JSON.stringify(key)})`);
       typed += key;
       return observe(`Typed ${key} (${typed.length} of ${cells} cells).`);
     },

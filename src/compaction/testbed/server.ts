@@ -6,13 +6,33 @@
 // servers' pydantic models (extra="forbid") answer.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { COMPACTION_BODY_KEYS, PLAIN_BODY_KEYS, TOKENIZE_BODY_KEYS, type FunctionTool, type InputItem, type OutputItem, type ResponsesResponse } from "../responses.js";
+import {
+  COMPACTION_BODY_KEYS,
+  PLAIN_BODY_KEYS,
+  TOKENIZE_BODY_KEYS,
+  type FunctionTool,
+  type InputItem,
+  type OutputItem,
+  type ResponsesResponse,
+} from "../responses.js";
 import { hashTokens, sample } from "./sampler.js";
 import { encodeText, renderPrompt, renderWithPrefix, SPECIAL, TemplateError, type RenderRequest } from "./template.js";
 import { ChatFormError, chatToRender } from "./chat.js";
 
 /** vLLM's TokenizeChatRequest keys (plus NeMo RL's required prefix) and TokenizeCompletionRequest keys. */
-const VLLM_TOKENIZE_CHAT_KEYS = ["model", "messages", "add_generation_prompt", "continue_final_message", "add_special_tokens", "chat_template", "chat_template_kwargs", "mm_processor_kwargs", "tools", "return_token_strs", "required_prefix_token_ids"];
+const VLLM_TOKENIZE_CHAT_KEYS = [
+  "model",
+  "messages",
+  "add_generation_prompt",
+  "continue_final_message",
+  "add_special_tokens",
+  "chat_template",
+  "chat_template_kwargs",
+  "mm_processor_kwargs",
+  "tools",
+  "return_token_strs",
+  "required_prefix_token_ids",
+];
 const VLLM_TOKENIZE_PROMPT_KEYS = ["model", "prompt", "add_special_tokens", "return_token_strs"];
 
 /** Faults injected into the n-th generation request (1-based, both generation endpoints count). */
@@ -57,7 +77,6 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-
 class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -84,7 +103,14 @@ function checkKeys(body: Record<string, unknown>, allowed: readonly string[], st
   if (!strict) return;
   const extra = Object.keys(body).filter((k) => !allowed.includes(k));
   if (extra.length) {
-    throw new HttpError(422, { detail: extra.map((k) => ({ type: "extra_forbidden", loc: ["body", k], msg: "Extra inputs are not permitted", input: body[k] })) });
+    throw new HttpError(422, {
+      detail: extra.map((k) => ({
+        type: "extra_forbidden",
+        loc: ["body", k],
+        msg: "Extra inputs are not permitted",
+        input: body[k],
+      })),
+    });
   }
 }
 
@@ -114,10 +140,12 @@ function checkItem(item: unknown, i: number): InputItem {
       if (!Array.isArray(it.content)) fail("reasoning content must be an array");
       break;
     case "function_call":
-      if (typeof it.call_id !== "string" || typeof it.name !== "string" || typeof it.arguments !== "string") fail("function_call needs call_id, name, arguments");
+      if (typeof it.call_id !== "string" || typeof it.name !== "string" || typeof it.arguments !== "string")
+        fail("function_call needs call_id, name, arguments");
       break;
     case "function_call_output":
-      if (typeof it.call_id !== "string" || typeof it.output !== "string") fail("function_call_output needs call_id and output");
+      if (typeof it.call_id !== "string" || typeof it.output !== "string")
+        fail("function_call_output needs call_id and output");
       break;
     default:
       fail(`unsupported item type ${String(it.type)}`);
@@ -137,13 +165,18 @@ function invalid(loc: string, msg: string): HttpError {
 
 function parse(body: Record<string, unknown>, served: string): Parsed {
   if (typeof body.model !== "string") throw invalid("model", "model must be a string");
-  if (body.model !== served) throw new HttpError(404, { error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError", code: 404 } });
+  if (body.model !== served)
+    throw new HttpError(404, {
+      error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError", code: 404 },
+    });
   if (!Array.isArray(body.input)) throw invalid("input", "input must be an array of items");
   const input = body.input.map(checkItem);
-  if (body.instructions !== undefined && typeof body.instructions !== "string") throw invalid("instructions", "instructions must be a string");
+  if (body.instructions !== undefined && typeof body.instructions !== "string")
+    throw invalid("instructions", "instructions must be a string");
   if (body.tools !== undefined && !Array.isArray(body.tools)) throw invalid("tools", "tools must be an array");
   const prefix = body.required_prefix_token_ids;
-  if (prefix !== undefined && prefix !== null && !isTokenList(prefix)) throw invalid("required_prefix_token_ids", "required_prefix_token_ids must be an array of token ids");
+  if (prefix !== undefined && prefix !== null && !isTokenList(prefix))
+    throw invalid("required_prefix_token_ids", "required_prefix_token_ids must be an array of token ids");
   return {
     model: body.model,
     input,
@@ -155,7 +188,10 @@ function parse(body: Record<string, unknown>, served: string): Parsed {
 
 /** The model named in a vLLM-form request, if any, must be the served one. */
 function checkModel(body: Record<string, unknown>, served: string): void {
-  if (body.model !== undefined && body.model !== served) throw new HttpError(404, { error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 } });
+  if (body.model !== undefined && body.model !== served)
+    throw new HttpError(404, {
+      error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 },
+    });
 }
 
 function prompt(parsed: Parsed, honourPrefix: boolean, maxModelLen: number): number[] {
@@ -166,7 +202,10 @@ function prompt(parsed: Parsed, honourPrefix: boolean, maxModelLen: number): num
     if (error instanceof TemplateError) throw badRequest(error.message);
     throw error;
   }
-  if (ids.length > maxModelLen) throw badRequest(`This model's maximum context length is ${maxModelLen} tokens. However, your request has ${ids.length} input tokens.`);
+  if (ids.length > maxModelLen)
+    throw badRequest(
+      `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${ids.length} input tokens.`,
+    );
   return ids;
 }
 
@@ -194,7 +233,11 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       model,
       status: "completed",
       output: s.output,
-      usage: { input_tokens: promptIds.length, output_tokens: s.generationIds.length, total_tokens: promptIds.length + s.generationIds.length },
+      usage: {
+        input_tokens: promptIds.length,
+        output_tokens: s.generationIds.length,
+        total_tokens: promptIds.length + s.generationIds.length,
+      },
       ...(options.provenance ? { generation_provenance: { ...options.provenance } } : {}),
     };
   }
@@ -206,7 +249,8 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       const parsed = parse(body, model);
       if (!compaction) parsed.prefix = null; // a lenient plain endpoint ignores what it does not know
       const fault = options.faults?.[++generations];
-      if (fault === "http_500") throw new HttpError(500, { error: { message: "injected failure", type: "InternalServerError", code: 500 } });
+      if (fault === "http_500")
+        throw new HttpError(500, { error: { message: "injected failure", type: "InternalServerError", code: 500 } });
       return generate(parsed, fault);
     }
     if (path === "/tokenize") return tokenize(body);
@@ -216,7 +260,16 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   /** Gym's adapter form (Responses params: `{tokens}`), or vLLM's (`prompt` or `messages`: `{count, max_model_len, tokens}`). */
   function tokenize(body: Record<string, unknown>): unknown {
     const forms = ["input", "messages", "prompt"].filter((k) => k in body);
-    if (forms.length !== 1) throw new HttpError(422, { detail: [{ type: "missing", loc: ["body"], msg: `a /tokenize body has exactly one of input (Gym's adapter), messages or prompt (vLLM); this one has ${forms.length ? forms.join(" and ") : "none"}` }] });
+    if (forms.length !== 1)
+      throw new HttpError(422, {
+        detail: [
+          {
+            type: "missing",
+            loc: ["body"],
+            msg: `a /tokenize body has exactly one of input (Gym's adapter), messages or prompt (vLLM); this one has ${forms.length ? forms.join(" and ") : "none"}`,
+          },
+        ],
+      });
     if (forms[0] === "input") {
       checkKeys(body, TOKENIZE_BODY_KEYS, strict);
       return { tokens: prompt(parse(body, model), true, Number.MAX_SAFE_INTEGER) };
@@ -238,8 +291,18 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         throw error;
       }
       const prefix = body.required_prefix_token_ids;
-      if (prefix !== undefined && prefix !== null && !isTokenList(prefix)) throw invalid("required_prefix_token_ids", "required_prefix_token_ids must be an array of token ids");
-      tokens = prompt({ ...request, tools: request.tools ? [...request.tools] : undefined, model, prefix: (prefix as number[] | null | undefined) ?? null }, true, Number.MAX_SAFE_INTEGER);
+      if (prefix !== undefined && prefix !== null && !isTokenList(prefix))
+        throw invalid("required_prefix_token_ids", "required_prefix_token_ids must be an array of token ids");
+      tokens = prompt(
+        {
+          ...request,
+          tools: request.tools ? [...request.tools] : undefined,
+          model,
+          prefix: (prefix as number[] | null | undefined) ?? null,
+        },
+        true,
+        Number.MAX_SAFE_INTEGER,
+      );
     }
     return { count: tokens.length, max_model_len: maxModelLen, tokens };
   }
@@ -257,7 +320,8 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       } catch {
         throw new HttpError(422, { detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }] });
       }
-      if (!body || typeof body !== "object" || Array.isArray(body)) throw new HttpError(422, { detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }] });
+      if (!body || typeof body !== "object" || Array.isArray(body))
+        throw new HttpError(422, { detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }] });
       payload = route(path, body as Record<string, unknown>);
     } catch (error) {
       if (error instanceof HttpError) {
@@ -265,7 +329,13 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         payload = error.payload;
       } else {
         status = 500;
-        payload = { error: { message: error instanceof Error ? error.message : String(error), type: "InternalServerError", code: 500 } };
+        payload = {
+          error: {
+            message: error instanceof Error ? error.message : String(error),
+            type: "InternalServerError",
+            code: 500,
+          },
+        };
       }
     }
     requests.push({ path, body, status });

@@ -70,9 +70,19 @@ export function generationPrompt(): number[] {
 }
 
 function header(instructions: string | undefined, tools: readonly FunctionTool[] | undefined): number[][] {
-  const chunks = [[SPECIAL.start, ...encodeText("system"), SPECIAL.message, ...encodeText(instructions ?? "You are a helpful assistant."), SPECIAL.end]];
+  const chunks = [
+    [
+      SPECIAL.start,
+      ...encodeText("system"),
+      SPECIAL.message,
+      ...encodeText(instructions ?? "You are a helpful assistant."),
+      SPECIAL.end,
+    ],
+  ];
   if (tools?.length) {
-    const text = "# Tools\n" + tools.map((t) => `functions.${t.name}: ${t.description}\n${canonicalJson(t.parameters)}`).join("\n");
+    const text =
+      "# Tools\n" +
+      tools.map((t) => `functions.${t.name}: ${t.description}\n${canonicalJson(t.parameters)}`).join("\n");
     chunks.push([SPECIAL.start, ...encodeText("developer"), SPECIAL.message, ...encodeText(text), SPECIAL.end]);
   }
   return chunks;
@@ -84,19 +94,38 @@ export function itemTokens(item: InputItem, names: ReadonlyMap<string, string>):
     case "message": {
       if (item.role === "assistant") {
         const text = item.content.map((c) => c.text).join("");
-        return [...generationPrompt(), SPECIAL.channel, ...encodeText("final"), SPECIAL.message, ...encodeText(text), SPECIAL.end];
+        return [
+          ...generationPrompt(),
+          SPECIAL.channel,
+          ...encodeText("final"),
+          SPECIAL.message,
+          ...encodeText(text),
+          SPECIAL.end,
+        ];
       }
       const out = [SPECIAL.start, ...encodeText("user"), SPECIAL.message];
       for (const part of item.content) {
         if (part.type === "input_text") append(out, encodeText(part.text));
-        else out.push(SPECIAL.imageBegin, ...new Array<number>(imageTokenCount(part.image_url)).fill(SPECIAL.imagePad), SPECIAL.imageEnd);
+        else
+          out.push(
+            SPECIAL.imageBegin,
+            ...new Array<number>(imageTokenCount(part.image_url)).fill(SPECIAL.imagePad),
+            SPECIAL.imageEnd,
+          );
       }
       out.push(SPECIAL.end);
       return out;
     }
     case "reasoning": {
       const text = item.content.map((c) => c.text).join("");
-      return [...generationPrompt(), SPECIAL.channel, ...encodeText("analysis"), SPECIAL.message, ...encodeText(text), SPECIAL.end];
+      return [
+        ...generationPrompt(),
+        SPECIAL.channel,
+        ...encodeText("analysis"),
+        SPECIAL.message,
+        ...encodeText(text),
+        SPECIAL.end,
+      ];
     }
     case "function_call":
       return [
@@ -111,7 +140,15 @@ export function itemTokens(item: InputItem, names: ReadonlyMap<string, string>):
       ];
     case "function_call_output": {
       const name = names.get(item.call_id) ?? "tool";
-      return [SPECIAL.start, ...encodeText(`functions.${name} to=assistant`), SPECIAL.channel, ...encodeText("commentary"), SPECIAL.message, ...encodeText(item.output), SPECIAL.end];
+      return [
+        SPECIAL.start,
+        ...encodeText(`functions.${name} to=assistant`),
+        SPECIAL.channel,
+        ...encodeText("commentary"),
+        SPECIAL.message,
+        ...encodeText(item.output),
+        SPECIAL.end,
+      ];
     }
   }
 }
@@ -167,7 +204,10 @@ export function renderWithPrefix(req: RenderRequest, prefix: readonly number[]):
   const names = callNames(req.input);
   let at = 0;
   for (const chunk of header(req.instructions, req.tools)) {
-    if (!startsWithAt(prefix, at, chunk)) throw new TemplateError(`required_prefix_token_ids does not match the rendered instructions/tools (matched ${at} of ${prefix.length} prefix tokens)`);
+    if (!startsWithAt(prefix, at, chunk))
+      throw new TemplateError(
+        `required_prefix_token_ids does not match the rendered instructions/tools (matched ${at} of ${prefix.length} prefix tokens)`,
+      );
     at += chunk.length;
   }
   let covered = 0;
@@ -179,7 +219,9 @@ export function renderWithPrefix(req: RenderRequest, prefix: readonly number[]):
     covered++;
   }
   if (at !== prefix.length) {
-    throw new TemplateError(`required_prefix_token_ids does not match the input items (matched ${at} of ${prefix.length} prefix tokens over ${covered} of ${req.input.length} items)`);
+    throw new TemplateError(
+      `required_prefix_token_ids does not match the input items (matched ${at} of ${prefix.length} prefix tokens over ${covered} of ${req.input.length} items)`,
+    );
   }
   const out = [...prefix];
   const rest = req.input.slice(covered);

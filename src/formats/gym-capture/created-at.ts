@@ -38,7 +38,8 @@ export function timeOf(value: unknown, label: string): Time {
   const match = typeof value === "string" ? ISO_8601.exec(value) : null;
   if (match !== null) {
     const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number);
-    const offset = match[8] !== undefined ? 0 : (match[9] === "-" ? -1 : 1) * (Number(match[10]) * 60 + Number(match[11])) * 60;
+    const offset =
+      match[8] !== undefined ? 0 : (match[9] === "-" ? -1 : 1) * (Number(match[10]) * 60 + Number(match[11])) * 60;
     const date = new Date(0);
     date.setUTCFullYear(year, month - 1, day); // (Date.UTC would read years 0–99 as 1900–1999)
     date.setUTCHours(hour, minute);
@@ -48,5 +49,8 @@ export function timeOf(value: unknown, label: string): Time {
       return { seconds: date.getTime() / 1000 + second - offset, fraction: match[7] ?? "" };
     }
   }
-  throw new FormatError("missing_field", `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time with a zone`);
+  throw new FormatError(
+    "missing_field",
+    `${label}created_at is ${show(value)}, expected a number or an ISO 8601 time with a zone`,
+  );
 }

@@ -22,10 +22,12 @@ export function fullPrompts(entries: readonly TokenEntry[], file: string): Map<s
       const parentId = base.parentCallId;
       const parent = parentId === null ? undefined : byId.get(parentId);
       if (parent === undefined) {
-        const why = parentId === null ? "parent_call_id is null" : `parent_call_id ${q(parentId)} has no entry in ${file}`;
+        const why =
+          parentId === null ? "parent_call_id is null" : `parent_call_id ${q(parentId)} has no entry in ${file}`;
         throw brokenChain(entry, base, why);
       }
-      if (onChain.has(parent.id)) throw brokenChain(entry, base, `the delta chain loops back to call ${q(parent.id)} (${parent.where})`);
+      if (onChain.has(parent.id))
+        throw brokenChain(entry, base, `the delta chain loops back to call ${q(parent.id)} (${parent.where})`);
       base = parent;
     }
     if (!prompts.has(base.id)) {

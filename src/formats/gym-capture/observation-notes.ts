@@ -45,7 +45,9 @@ export function compactionNote(record: JsonObject, where: string, resolve: RefRe
 /** Records of kinds that say nothing about calls (`tool_call`, `sandbox`, ...), counted by kind. */
 export function recordCountsNote(counts: ReadonlyMap<string, number>): Diagnostic[] {
   if (counts.size === 0) return [];
-  return [{ code: "observation_records", call: null, detail: [...counts].map(([kind, n]) => `${kind}: ${n}`).join(", ") }];
+  return [
+    { code: "observation_records", call: null, detail: [...counts].map(([kind, n]) => `${kind}: ${n}`).join(", ") },
+  ];
 }
 
 /** Each `gaps[]` entry under its own code (`observation_gap` for one without a code). */

@@ -13,7 +13,8 @@ export interface RecordedParent {
 /** The parents Gym recorded, by call id (for `recordedParentNotes` once the forest is known). */
 export function recordedParents(entries: readonly TokenEntry[]): Map<string, RecordedParent> {
   const out = new Map<string, RecordedParent>();
-  for (const entry of entries) if (entry.parentCallId !== null) out.set(entry.id, { parent: entry.parentCallId, where: entry.where });
+  for (const entry of entries)
+    if (entry.parentCallId !== null) out.set(entry.id, { parent: entry.parentCallId, where: entry.where });
   return out;
 }
 
@@ -27,9 +28,17 @@ export function lineageNotes(entries: readonly TokenEntry[]): Diagnostic[] {
     const { resolution, parentCallId, where } = entry;
     if (resolution === "unresolved") {
       const reason = entry.resolutionReason === "" ? "no reason recorded" : `reason ${q(entry.resolutionReason)}`;
-      notes.push({ code: "parent_unresolved", call: entry.id, detail: `${where}: parent_resolution "unresolved" (${reason})` });
+      notes.push({
+        code: "parent_unresolved",
+        call: entry.id,
+        detail: `${where}: parent_resolution "unresolved" (${reason})`,
+      });
     } else if (resolution === null && entry.version !== null && entry.version >= 3) {
-      notes.push({ code: "parent_resolution_missing", call: entry.id, detail: `${where}: schema_version ${entry.version} without parent_resolution` });
+      notes.push({
+        code: "parent_resolution_missing",
+        call: entry.id,
+        detail: `${where}: schema_version ${entry.version} without parent_resolution`,
+      });
     }
     const inconsistent =
       (resolution === "resolved" && parentCallId === null) ||
@@ -38,7 +47,11 @@ export function lineageNotes(entries: readonly TokenEntry[]): Diagnostic[] {
     if (inconsistent) {
       const parent = parentCallId === null ? "no parent_call_id" : `parent_call_id ${q(parentCallId)}`;
       const delta = entry.promptIsDelta ? ", prompt_is_delta" : "";
-      notes.push({ code: "recorded_lineage_invalid", call: entry.id, detail: `${where}: parent_resolution ${q(resolution)} with ${parent}${delta}` });
+      notes.push({
+        code: "recorded_lineage_invalid",
+        call: entry.id,
+        detail: `${where}: parent_resolution ${q(resolution)} with ${parent}${delta}`,
+      });
     }
   }
   return notes;
@@ -48,16 +61,30 @@ export function lineageNotes(entries: readonly TokenEntry[]): Diagnostic[] {
  * `recorded_parent_differs` for each eligible call whose recorded parent is not the parent exact
  * tokens gave it (the forest's, which stands).
  */
-export function recordedParentNotes(recorded: ReadonlyMap<string, RecordedParent>, forest: readonly ForestCall[]): Diagnostic[] {
+export function recordedParentNotes(
+  recorded: ReadonlyMap<string, RecordedParent>,
+  forest: readonly ForestCall[],
+): Diagnostic[] {
   const byId = new Map(forest.map((call) => [call.id, call]));
   const notes: Diagnostic[] = [];
   for (const call of forest) {
     const claim = recorded.get(call.id);
     if (claim === undefined || !call.eligible || claim.parent === call.parent) continue;
     const claimed = byId.get(claim.parent);
-    const why = claimed === undefined ? " (no token entry)" : !claimed.kept ? " (not kept)" : !claimed.eligible ? " (generated nothing)" : "";
+    const why =
+      claimed === undefined
+        ? " (no token entry)"
+        : !claimed.kept
+          ? " (not kept)"
+          : !claimed.eligible
+            ? " (generated nothing)"
+            : "";
     const linked = call.parent === null ? "exact tokens make it a root" : `exact tokens link it to ${q(call.parent)}`;
-    notes.push({ code: "recorded_parent_differs", call: call.id, detail: `${claim.where}: Gym recorded parent ${q(claim.parent)}${why}; ${linked}` });
+    notes.push({
+      code: "recorded_parent_differs",
+      call: call.id,
+      detail: `${claim.where}: Gym recorded parent ${q(claim.parent)}${why}; ${linked}`,
+    });
   }
   return notes;
 }

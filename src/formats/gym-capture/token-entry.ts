@@ -44,14 +44,19 @@ export const q = (value: unknown): string => JSON.stringify(value) ?? String(val
 
 /** Reads and checks one parsed line; `rolloutId` is the file's rollout (an entry naming another is misfiled). */
 export function readTokenEntry(value: unknown, where: string, line: number, rolloutId: string): TokenEntry {
-  if (!isObject(value)) throw new FormatError("missing_field", `${where}: token entry is ${show(value)}, expected an object`);
+  if (!isObject(value))
+    throw new FormatError("missing_field", `${where}: token entry is ${show(value)}, expected an object`);
   const id = field(value, "model_call_id");
-  if (!isNonEmptyString(id)) throw new FormatError("missing_field", `${where}: model_call_id is ${show(id)}, expected a non-empty string`);
+  if (!isNonEmptyString(id))
+    throw new FormatError("missing_field", `${where}: model_call_id is ${show(id)}, expected a non-empty string`);
   const label = `${where} (call ${q(id)}): `;
   const version = schemaVersion(value, label);
   const owner = field(value, "rollout_id");
   if (owner !== undefined && owner !== rolloutId) {
-    throw new FormatError("token_entry_rollout_mismatch", `${label}rollout_id is ${show(owner)}, but the file holds rollout ${q(rolloutId)}`);
+    throw new FormatError(
+      "token_entry_rollout_mismatch",
+      `${label}rollout_id is ${show(owner)}, but the file holds rollout ${q(rolloutId)}`,
+    );
   }
   const entry: TokenEntry = {
     id,
@@ -93,14 +98,16 @@ function schemaVersion(value: JsonObject, label: string): number | null {
 function optionalString(value: JsonObject, key: string, label: string): string | null {
   const got = field(value, key);
   if (got === undefined || got === null || got === "") return null;
-  if (typeof got !== "string") throw new FormatError("missing_field", `${label}${key} is ${show(got)}, expected a string or null`);
+  if (typeof got !== "string")
+    throw new FormatError("missing_field", `${label}${key} is ${show(got)}, expected a string or null`);
   return got;
 }
 
 function optionalBoolean(value: JsonObject, key: string, label: string): boolean {
   const got = field(value, key);
   if (got === undefined || got === null) return false;
-  if (typeof got !== "boolean") throw new FormatError("missing_field", `${label}${key} is ${show(got)}, expected true or false`);
+  if (typeof got !== "boolean")
+    throw new FormatError("missing_field", `${label}${key} is ${show(got)}, expected true or false`);
   return got;
 }
 
@@ -117,7 +124,10 @@ function resolutionOf(value: JsonObject, label: string): ParentResolution | null
   const got = field(value, "parent_resolution");
   if (got === undefined || got === null) return null;
   if (typeof got !== "string" || !RESOLUTIONS.includes(got)) {
-    throw new FormatError("missing_field", `${label}parent_resolution is ${show(got)}, expected "root", "resolved", "unresolved" or null`);
+    throw new FormatError(
+      "missing_field",
+      `${label}parent_resolution is ${show(got)}, expected "root", "resolved", "unresolved" or null`,
+    );
   }
   return got as ParentResolution;
 }

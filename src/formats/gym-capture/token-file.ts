@@ -39,7 +39,14 @@ export function readCapturedCalls(file: TokenEntries, rolloutId: string): Captur
     }
     const previous = lineOf.get(entry.id);
     if (previous !== undefined) {
-      throw unreadable ?? new FormatError("duplicate_call_id", `${entry.label}model_call_id repeats line ${previous}`, "duplicate_call_id");
+      throw (
+        unreadable ??
+        new FormatError(
+          "duplicate_call_id",
+          `${entry.label}model_call_id repeats line ${previous}`,
+          "duplicate_call_id",
+        )
+      );
     }
     lineOf.set(entry.id, line.line);
     entries.push(entry);
@@ -53,7 +60,11 @@ export function readCapturedCalls(file: TokenEntries, rolloutId: string): Captur
 }
 
 /** The first delta whose parent has no readable entry, when a line is not JSON: it may be that line. */
-function orphanedDelta(entries: readonly TokenEntry[], ids: ReadonlyMap<string, number>, unreadable: FormatError): FormatError | null {
+function orphanedDelta(
+  entries: readonly TokenEntry[],
+  ids: ReadonlyMap<string, number>,
+  unreadable: FormatError,
+): FormatError | null {
   const orphan = entries.find((e) => e.promptIsDelta && e.parentCallId !== null && !ids.has(e.parentCallId));
   if (orphan === undefined) return null;
   return new FormatError(
