@@ -1,6 +1,7 @@
 // The columnar API through the browser entry, bundled by vite as a consumer's app would be, in
 // real Chromium: Parquet (parquet-wasm fetched on first use) and Arrow IPC bytes of a planned
 // rollout, identical to what Node writes for the same records, and read back by DuckDB.
+import { CHROMIUM_PATH } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -14,7 +15,7 @@ import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
 import { parquetRecords } from "./support.js";
 
 const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
+  executablePath: CHROMIUM_PATH,
   headless: true,
   args: [
     "--no-sandbox",

@@ -1,6 +1,7 @@
 // The SVG in a real browser (Chromium via playwright-core): it parses as XML with the browser's
 // own parser, and a 500-call picture renders at its natural size with 11px text that fits its
 // boxes (legible: the picture scrolls, the text does not shrink).
+import { CHROMIUM_PATH } from "../support/chromium.js";
 import { readFileSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,7 +12,7 @@ import type { Rollout } from "../../src/types.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";
 
 const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
+  executablePath: CHROMIUM_PATH,
   headless: true,
   args: [
     "--no-sandbox",

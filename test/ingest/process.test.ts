@@ -136,7 +136,7 @@ describe("LineProcessor on a line the reader dropped unread (Batch.dropped)", ()
       ["scan", "a line of 5000000000 bytes does not fit in the scanner's memory"],
       [
         "json",
-        "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads it",
+        "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads lines of up to 4 GiB",
       ],
     ] as const) {
       const pieces: Piece[] = [];

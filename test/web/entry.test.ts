@@ -3,6 +3,7 @@
 // static server serves them. In real Chromium the core is fetched by URL and compiled while
 // streaming; a server with the wrong MIME type still works (buffered compile); the TS backend
 // works there too; and rows equal Node's. The entry's import graph has no Node built-ins.
+import { CHROMIUM_PATH } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -32,7 +33,7 @@ void sameValues;
 export type { BuilderTypes };
 
 const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
+  executablePath: CHROMIUM_PATH,
   headless: true,
   args: [
     "--no-sandbox",

@@ -1,6 +1,7 @@
 // The page (web/), built as `npm run build` builds it, in real Chromium: served by
 // `callforest view`'s server with the worked example preloaded, and opened straight from disk.
 // One browser for the file; the page is built once into a temporary directory.
+import { CHROMIUM_PATH } from "../support/chromium.js";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, request } from "node:http";
@@ -30,7 +31,7 @@ import { SWAP_FILE } from "../support/media-rollouts.js";
 import type { Rollout } from "../../src/types.js";
 
 const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
+  executablePath: CHROMIUM_PATH,
   headless: true,
   args: [
     "--no-sandbox",

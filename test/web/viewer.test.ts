@@ -2,6 +2,7 @@
 // generated rollout of 1,000 calls and ~190 agents: it opens fitted (every lane and column in
 // view), zooms, collapses lanes, finds calls, shows the packed layout, decodes tokens, and stays
 // quick (time to first paint and to zoom measured and bounded).
+import { CHROMIUM_PATH } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,7 +17,7 @@ import { savingsOf } from "../../src/draw/savings.js";
 import type { Rollout } from "../../src/types.js";
 
 const LAUNCH = {
-  executablePath: "/usr/bin/chromium",
+  executablePath: CHROMIUM_PATH,
   headless: true,
   args: [
     "--no-sandbox",

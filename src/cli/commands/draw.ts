@@ -63,7 +63,7 @@ export function register(program: Command): void {
       "Draw each rollout's call forest as SVG. One rollout: written to -o. Several: " +
         "<stem>.<rollout id>.svg beside -o (a repeated or missing id gets its position added).",
     )
-    .argument("<input>", inputHelp(false))
+    .argument("[input]", inputHelp(true))
     .option("-o, --output <file>", "the SVG file (- for stdout, one rollout only)", "forest.svg")
     .option("--rollout <id>", "draw only the rollout with this rollout_id")
     .option(
@@ -74,8 +74,8 @@ export function register(program: Command): void {
       "--layout <layout>",
       "rows (default: the forest and each row's path), or packed: each tree's segments and what packing saves",
     );
-  addInputOptions(command, { media: true }).action(async (input: string, options: DrawOptions) => {
-    await draw(input, options);
+  addInputOptions(command, { media: true }).action(async (input: string | undefined, options: DrawOptions) => {
+    await draw(input ?? "-", options);
   });
 }
 
