@@ -58,7 +58,7 @@ export class TsCore implements ForestCore {
    * place, unstaged) and some row holds them with their logprobs (8).
    */
   minimumBytes(hints: SizeHints): number {
-    return 12 * hints.longestCall;
+    return 12 * (hints.longestLinked ?? 0);
   }
 
   private agentParents = new Int32Array(0);

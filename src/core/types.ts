@@ -90,6 +90,8 @@ export interface SizeHints {
   generated: number;
   /** The longest call's prompt + generation. */
   longestCall: number;
+  /** The same over the calls that will be linked (kept, with generated tokens); 0 when unknown. */
+  longestLinked?: number;
 }
 
 export interface ForestCore {

@@ -193,7 +193,8 @@ class WasmCore implements ForestCore {
    * logprobs (8): 16 bytes a token of it, whatever the rest of the rollout.
    */
   minimumBytes(hints: SizeHints): number {
-    return 16 * hints.longestCall;
+    // (An unkept or empty call is only staged, for its checks: 4 bytes a token.)
+    return Math.max(4 * hints.longestCall, 16 * (hints.longestLinked ?? 0));
   }
 
   begin(agentParents: Int32Array, hints: SizeHints): void {

@@ -60,6 +60,7 @@ function copyLogprobs(source: Logprobs, dest: Float32Array): number {
 function sizeHints(calls: unknown[]): SizeHints {
   let generated = 0;
   let longestCall = 0;
+  let longestLinked = 0;
   let withArrays = 0; // (not calls.length: ten million nulls must not reserve room for as many calls)
   for (const call of calls) {
     const prompt = (call as { prompt_token_ids?: unknown } | null)?.prompt_token_ids;
@@ -68,8 +69,10 @@ function sizeHints(calls: unknown[]): SizeHints {
     withArrays++;
     generated += generation.length;
     longestCall = Math.max(longestCall, prompt.length + generation.length);
+    const kept = (call as { kept?: unknown }).kept !== false;
+    if (kept && generation.length > 0) longestLinked = Math.max(longestLinked, prompt.length + generation.length);
   }
-  return { calls: withArrays, generated, longestCall };
+  return { calls: withArrays, generated, longestCall, longestLinked };
 }
 
 /** invalid_token for the combined index `index` into prompt ++ generation. */
@@ -179,7 +182,7 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
   const limit = core.memoryLimit;
   if (hints.longestCall <= MAX_CALL_TOKENS && need > limit) {
     core.release();
-    const why = `its longest call has ${hints.longestCall} tokens, which need at least ${need} bytes of core memory, more than its ${limit}`;
+    const why = `its longest call has ${hints.longestCall} tokens; its calls need at least ${need} bytes of core memory, more than its ${limit}`;
     return planOfRejection(
       header.rolloutId,
       header.calls.length,

@@ -92,7 +92,7 @@ describe("a rollout too large for one instance", () => {
     // Its longest call alone (1.2 M tokens) cannot fit: refused before it is copied in.
     const longer = cf.plan(growingRollout("longer", 30, 40_000, 5));
     expect(longer.report.detail).toMatch(
-      /^the rollout does not fit in one core's memory \(its longest call has \d+ tokens, which need at least \d+ bytes of core memory, more than its 8388608\)$/,
+      /^the rollout does not fit in one core's memory \(its longest call has \d+ tokens; its calls need at least \d+ bytes of core memory, more than its 8388608\)$/,
     );
     const small = cf.plan(growingRollout("small", 5, 100, 6));
     expect(small.report).toMatchObject({ status: "ok", rows: 2 });

@@ -110,7 +110,7 @@ describe("memory limits (init({ maxMemory }))", () => {
       // Refused before the call is copied in: its tokens alone need more than the core may hold.
       const bytes = backend === "ts" ? 12 * 5_000_001 : 16 * 5_000_001;
       expect(plan.report.detail).toBe(
-        `the rollout does not fit in one core's memory (its longest call has 5000001 tokens, which need at least ${bytes} bytes of core memory, more than its 16777216)`,
+        `the rollout does not fit in one core's memory (its longest call has 5000001 tokens; its calls need at least ${bytes} bytes of core memory, more than its 16777216)`,
       );
       // The builder too, however large a call it is asked to stage, and the next rollout plans.
       const builder = cf.builder({ rollout_id: "staged", reward: 0 });
@@ -311,7 +311,7 @@ describe("a call too long for the core", () => {
     });
     expect([plan.report.reason, plan.report.detail]).toEqual([
       "rollout_too_large",
-      "the rollout does not fit in one core's memory (its longest call has 70001 tokens, which need at least 1120016 bytes of core memory, more than its 1048576)",
+      "the rollout does not fit in one core's memory (its longest call has 70001 tokens; its calls need at least 1120016 bytes of core memory, more than its 1048576)",
     ]);
     // and the core it did not use serves the next plan
     const small = cf.plan({
@@ -321,5 +321,28 @@ describe("a call too long for the core", () => {
     });
     expect(small.report.status).toBe("ok");
     small.release();
+  });
+});
+
+describe("the early refusal counts only what a core must hold", () => {
+  it("an unkept retry longer than a linked call may be is only staged: it does not refuse the rollout", async () => {
+    // 5 M tokens: staged, 20 MB; were it linked, 80 MB (16 a token) would pass 64 MiB.
+    const retry = {
+      id: "retry",
+      prompt_token_ids: new Int32Array(0),
+      generation_token_ids: new Int32Array(5_000_000).fill(3),
+      generation_log_probs: new Float32Array(5_000_000),
+      kept: false,
+    };
+    for (const backend of ["wasm", "ts"] as const) {
+      const cf = await init({ backend, maxMemory: 64 * 2 ** 20 });
+      const plan = cf.plan({
+        rollout_id: "r",
+        reward: 0,
+        calls: [retry, { id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+      });
+      expect([backend, plan.report.status]).toEqual([backend, "ok"]);
+      plan.release();
+    }
   });
 });
