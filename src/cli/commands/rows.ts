@@ -224,7 +224,7 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
     process.stderr.write(
-      `callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${countOf(rowCount, "row")}\n`,
+      `callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${countOf(rowCount, layout === "rows" ? "row" : capacity === undefined ? "packed tree" : "bin")}\n`,
     );
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);
