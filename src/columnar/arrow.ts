@@ -48,7 +48,9 @@ const schemas = new Map<Layout, Schema>();
 export function arrowSchema(layout: Layout): Schema {
   let schema = schemas.get(layout);
   if (schema === undefined) {
-    schema = new Schema(columnsOf(layout).map((column) => new Field(column.name, arrowType(column.type), false)));
+    schema = new Schema(
+      columnsOf(layout).map((column) => new Field(column.name, arrowType(column.type), column.nullable === true)),
+    );
     schemas.set(layout, schema);
   }
   return schema;
@@ -57,8 +59,14 @@ export function arrowSchema(layout: Layout): Schema {
 function toData(type: DataType, data: ColumnData, length: number): Data {
   const base = { length, nullCount: 0 };
   switch (data.kind) {
-    case "utf8":
-      return makeData({ ...base, type: type as Utf8, valueOffsets: data.offsets, data: data.bytes });
+    case "utf8": {
+      if (data.valid === undefined)
+        return makeData({ ...base, type: type as Utf8, valueOffsets: data.offsets, data: data.bytes });
+      let valid = 0;
+      for (let i = 0; i < length; i++) valid += (data.valid[i >> 3] >> (i & 7)) & 1;
+      const nulls = { nullCount: length - valid, nullBitmap: data.valid };
+      return makeData({ ...base, ...nulls, type: type as Utf8, valueOffsets: data.offsets, data: data.bytes });
+    }
     case "bool":
       return makeData({ ...base, type: type as Bool, data: data.bits });
     case "list": {

@@ -6,7 +6,7 @@ import { columnsOf, type Bits, type ColumnType, type Layout, type RecordOf } fro
 
 /** One column's buffers, laid out as Arrow lays out its type (see schema.ts). */
 export type ColumnData =
-  | { kind: "utf8"; offsets: Int32Array; bytes: Uint8Array }
+  | { kind: "utf8"; offsets: Int32Array; bytes: Uint8Array; valid?: Uint8Array }
   | { kind: "int32"; values: Int32Array }
   | { kind: "float32"; values: Float32Array }
   | { kind: "float64"; values: Float64Array }
@@ -108,8 +108,12 @@ class Utf8Builder implements Builder {
   private readonly offsets = new Growable(Int32Array);
   private readonly data = new Growable(Uint8Array, 256);
 
-  constructor() {
+  /** Which values are not null (a nullable column only). */
+  private readonly valid: BitRun | null;
+
+  constructor(nullable = false) {
     this.offsets.push(0);
+    this.valid = nullable ? new BitRun() : null;
   }
   get length() {
     return this.offsets.length - 1;
@@ -118,6 +122,11 @@ class Utf8Builder implements Builder {
     return this.offsets.length * 4 + this.data.length;
   }
   append(value: unknown) {
+    if (this.valid !== null) this.valid.push(value !== null);
+    if (value === null) {
+      this.offsets.push(this.data.length);
+      return;
+    }
     const text = value as string;
     this.data.reserve(text.length * 3);
     this.data.length += encoder.encodeInto(text, this.data.data.subarray(this.data.length)).written;
@@ -129,7 +138,11 @@ class Utf8Builder implements Builder {
     return list.length;
   }
   appendRange(data: ColumnData, from: number, to: number) {
-    const { offsets, bytes } = data as { offsets: Int32Array; bytes: Uint8Array };
+    const { offsets, bytes, valid } = data as { offsets: Int32Array; bytes: Uint8Array; valid?: Uint8Array };
+    if (this.valid !== null) {
+      if (valid !== undefined) this.valid.pushBits(valid, from, to - from);
+      else for (let i = from; i < to; i++) this.valid.push(true);
+    }
     appendOffsets(this.offsets, offsets, from, to, this.data.length);
     this.data.pushAll(bytes.subarray(offsets[from], offsets[to]));
   }
@@ -137,9 +150,12 @@ class Utf8Builder implements Builder {
     if (length >= this.length) return;
     this.offsets.length = length + 1;
     this.data.length = this.offsets.data[length];
+    this.valid?.truncate(length);
   }
   finish(): ColumnData {
-    return { kind: "utf8", offsets: this.offsets.view(), bytes: this.data.view() };
+    const data: ColumnData = { kind: "utf8", offsets: this.offsets.view(), bytes: this.data.view() };
+    if (this.valid !== null) data.valid = this.valid.view();
+    return data;
   }
 }
 
@@ -237,10 +253,10 @@ function appendOffsets(
   target.length = at;
 }
 
-function builderFor(type: ColumnType): Builder {
+function builderFor(type: ColumnType, nullable = false): Builder {
   switch (type.kind) {
     case "utf8":
-      return new Utf8Builder();
+      return new Utf8Builder(nullable);
     case "bool":
       return new BoolBuilder();
     case "list":
@@ -274,7 +290,7 @@ export class RecordColumns<L extends Layout = Layout> {
     private readonly keepBytes = 8 << 20,
   ) {
     this.columns = columnsOf(layout);
-    this.builders = this.columns.map((column) => builderFor(column.type));
+    this.builders = this.columns.map((column) => builderFor(column.type, column.nullable));
     this.filled = this.measure(); // not 0: empty offset buffers hold their first 0
   }
 
@@ -324,7 +340,7 @@ export class RecordColumns<L extends Layout = Layout> {
   /** Empty again, keeping its buffers for the next records (after view()'s block is used up). */
   clear(): void {
     if (this.filled > this.keepBytes) {
-      this.builders = this.columns.map((column) => builderFor(column.type));
+      this.builders = this.columns.map((column) => builderFor(column.type, column.nullable));
       this.weights.length = 0;
       this.filled = this.measure();
       return;
@@ -352,7 +368,12 @@ export class RecordColumns<L extends Layout = Layout> {
 function copyData(data: ColumnData): ColumnData {
   switch (data.kind) {
     case "utf8":
-      return { kind: "utf8", offsets: data.offsets.slice(), bytes: data.bytes.slice() };
+      return {
+        kind: "utf8",
+        offsets: data.offsets.slice(),
+        bytes: data.bytes.slice(),
+        ...(data.valid === undefined ? {} : { valid: data.valid.slice() }),
+      };
     case "bool":
       return { kind: "bool", bits: data.bits.slice(), length: data.length };
     case "list":
@@ -381,6 +402,7 @@ export function blockBuffers(block: ColumnBlock): ArrayBuffer[] {
     switch (data.kind) {
       case "utf8":
         buffers.add(data.offsets.buffer as ArrayBuffer).add(data.bytes.buffer as ArrayBuffer);
+        if (data.valid !== undefined) buffers.add(data.valid.buffer as ArrayBuffer);
         return;
       case "bool":
         buffers.add(data.bits.buffer as ArrayBuffer);

@@ -1,7 +1,8 @@
 // SPEC "Columnar output": the columns of rows, packed trees and bins, in SPEC's field order, each
 // with its type and how to read it from a record. A description only (no Arrow library), shared
 // by the builders in worker threads and by the Arrow conversion on the main thread.
-import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, Row } from "../types.js";
+import { expertsEnvelope } from "../output/jsonl.js";
+import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, RoutedExperts, Row } from "../types.js";
 
 export type ColumnType =
   | { kind: "utf8" }
@@ -26,6 +27,8 @@ export interface Bits {
 /** A top-level column: its name, type, and its value in a record. */
 export interface Column<R> extends StructField {
   value(record: R): unknown;
+  /** Null where the record has no value (only `routed_experts`: when the rollout gives none). */
+  nullable?: boolean;
 }
 
 /** What the records of a table are: SPEC's rows, packed trees, or bins. */
@@ -59,6 +62,10 @@ const BIN_SEGMENTS = listOf(
   ]),
 );
 
+/** SPEC's `routed_experts` column: the envelope, null when the rollout gives none. */
+const experts = (record: { routedExperts?: RoutedExperts }): string | null =>
+  record.routedExperts === undefined ? null : expertsEnvelope(record.routedExperts);
+
 const mask = (record: { lossMask: Uint8Array; numTokens: number }): Bits => ({
   bits: record.lossMask,
   length: record.numTokens,
@@ -78,6 +85,7 @@ export const ROW_COLUMNS: readonly Column<Row>[] = [
   { name: "loss_mask", type: listOf(bool), value: mask },
   { name: "reward", type: float64, value: (r) => r.reward },
   { name: "media", type: MEDIA, value: (r): readonly MediaItem[] => r.media },
+  { name: "routed_experts", type: utf8, nullable: true, value: experts },
 ];
 
 /** The arrays and tail every packed record has, after its names (SPEC's order). */
@@ -92,6 +100,7 @@ function packedColumns<R extends PackedTree | PackedBin>(segments: ColumnType): 
     { name: "segments", type: segments, value: (r): readonly (PackedSegment | BinSegment)[] => r.segments },
     { name: "media", type: MEDIA, value: (r) => r.media },
     { name: "reward", type: float64, value: (r) => r.reward },
+    { name: "routed_experts", type: utf8, nullable: true, value: experts },
   ];
 }
 

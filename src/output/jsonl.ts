@@ -51,9 +51,13 @@ export function mediaList(media: readonly MediaItem[]): string {
 
 /** `,"routed_experts":"nrlre1:…"` when a row or record has them (SPEC: only when the rollout gives them). */
 export function expertsField(experts: RoutedExperts | undefined): string {
-  if (experts === undefined) return "";
+  return experts === undefined ? "" : `,"routed_experts":"${expertsEnvelope(experts)}"`;
+}
+
+/** SPEC's envelope of a row's or record's routed experts (int8 is written as int16). */
+export function expertsEnvelope(experts: RoutedExperts): string {
   const data = experts.data instanceof Int8Array ? Int16Array.from(experts.data) : experts.data;
-  return `,"routed_experts":"${encodeRoutedExperts(data, experts.tokens, experts.layers, experts.topk)}"`;
+  return encodeRoutedExperts(data, experts.tokens, experts.layers, experts.topk);
 }
 
 /** Throws unless the row's arrays hold its numTokens tokens (a released plan's rows hold none). */

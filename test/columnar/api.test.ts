@@ -142,7 +142,9 @@ describe("toArrowTable, toArrowIPC, toParquet", () => {
       "loss_mask: List<Bool>",
       "reward: Float64",
       "media: List<Struct<{id:Utf8, offset:Int32, length:Int32}>>",
+      "routed_experts: Utf8",
     ]);
+    expect(table.schema.fields.at(-1)!.nullable).toBe(true); // null where a rollout gives no routed experts
     const row = plan.rows[2];
     expect(Array.from(table.getChild("token_ids")!.get(2)!.toArray() as Int32Array)).toEqual(Array.from(row.tokenIds));
     expect([...table.getChild("loss_mask")!.get(2)!].map(Number)).toEqual(

@@ -136,6 +136,7 @@ describe("Parquet settings", () => {
       "loss_mask",
       "reward",
       "media",
+      "routed_experts",
     ]);
   });
 });

@@ -2,6 +2,7 @@
 // Parquet, flechette for Arrow IPC (written with apache-arrow) — and compared column by column
 // with the JSONL rows of the same input: the worked example, a generated batch with media, packed
 // trees and bins. Types are SPEC's ("Columnar output").
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { cli, tempDir } from "../ingest/cli.js";
@@ -24,6 +25,7 @@ const DUCKDB_TYPES = {
     ...ARRAYS,
     reward: "DOUBLE",
     media: MEDIA,
+    routed_experts: "VARCHAR",
   },
   trees: {
     rollout_id: "VARCHAR",
@@ -36,6 +38,7 @@ const DUCKDB_TYPES = {
     segments: 'STRUCT("call" VARCHAR, parent INTEGER, "start" INTEGER, length INTEGER, "end" INTEGER)[]',
     media: MEDIA,
     reward: "DOUBLE",
+    routed_experts: "VARCHAR",
   },
   bins: {
     rollout_id: "VARCHAR",
@@ -48,6 +51,7 @@ const DUCKDB_TYPES = {
       'STRUCT("call" VARCHAR, parent INTEGER, "start" INTEGER, length INTEGER, "end" INTEGER, tree INTEGER, trained BOOLEAN)[]',
     media: MEDIA,
     reward: "DOUBLE",
+    routed_experts: "VARCHAR",
   },
 };
 
@@ -70,6 +74,7 @@ const ARROW_TYPES = {
     ...ARROW_ARRAYS,
     reward: "float64",
     media: ARROW_MEDIA,
+    routed_experts: "utf8",
   },
   trees: {
     rollout_id: "utf8",
@@ -82,6 +87,7 @@ const ARROW_TYPES = {
     segments: "list<struct<call: utf8, parent: int32, start: int32, length: int32, end: int32>>",
     media: ARROW_MEDIA,
     reward: "float64",
+    routed_experts: "utf8",
   },
   bins: {
     rollout_id: "utf8",
@@ -94,6 +100,7 @@ const ARROW_TYPES = {
       "list<struct<call: utf8, parent: int32, start: int32, length: int32, end: int32, tree: int32, trained: bool>>",
     media: ARROW_MEDIA,
     reward: "float64",
+    routed_experts: "utf8",
   },
 };
 
@@ -147,4 +154,23 @@ test("the generated batch has media in its records (the comparison covers it)", 
   const { jsonl } = await both(dir, mixedBatch(dir), ".parquet", []);
   const withMedia = jsonlRecords(jsonl).filter((record) => (record.media as unknown[]).length > 0);
   expect(withMedia.length).toBeGreaterThan(3);
+});
+
+test("routed experts: the envelope where a rollout gives them, null where not, read back by DuckDB", async () => {
+  const dir = tempDir();
+  const input = join(dir, "experts.jsonl");
+  const base = '"prompt_token_ids":[1,2],"generation_token_ids":[3],"generation_log_probs":[-1]';
+  writeFileSync(
+    input,
+    [
+      `{"rollout_id":"with","reward":1,"calls":[{"id":"c",${base},"routed_experts":"nrlre1:int16:3x1x1:AQACAAMA"}]}`,
+      `{"rollout_id":"without","reward":1,"calls":[{"id":"c",${base}}]}`,
+    ].join("\n") + "\n",
+  );
+  for (const layout of [[], ["--layout", "packed"], ["--capacity", "64"]]) {
+    const { jsonl, columnar } = await both(dir, input, ".parquet", layout);
+    const { records } = await parquetRecords(columnar);
+    expect(records.map((r) => r.routed_experts)).toEqual(["nrlre1:int16:3x1x1:AQACAAMA", null]);
+    expect(records).toEqual(jsonlRecords(jsonl));
+  }
 });

@@ -32,6 +32,8 @@ export function normalizeJsonl(record: Record<string, Json>): Record<string, Jso
   const n = record.num_tokens as number;
   return {
     ...record,
+    // The columns always hold routed_experts: null where the JSONL has none.
+    routed_experts: record.routed_experts ?? null,
     logprobs: (record.logprobs as number[]).map((x) => Math.fround(x)),
     loss_mask: Array.from(maskToInts(fromBase64(record.loss_mask as string), n), (bit) => bit === 1),
   };
