@@ -438,21 +438,10 @@ export class TsCore implements ForestCore {
     }
     // Later requests of one finish() go after the earlier ones (their views must stay valid).
     if (first) this.packAt = this.packMaskAt = 0;
-    this.packTokens = this.growKept(this.packTokens, this.packAt + total);
-    this.packPositions = this.growKept(this.packPositions, this.packAt + total);
-    this.packLogprobs = this.growKept(this.packLogprobs, this.packAt + total);
-    if (this.packMask.length < this.packMaskAt + maskTotal) {
-      const bigger = new Uint8Array(
-        this.roomFor(
-          this.packMask.byteLength,
-          1,
-          this.packMaskAt + maskTotal,
-          Math.max(this.packMaskAt + maskTotal, this.packMask.length * 2),
-        ),
-      );
-      bigger.set(this.packMask.subarray(0, this.packMaskAt));
-      this.packMask = bigger;
-    }
+    this.packTokens = this.grow(this.packTokens, this.packAt + total, this.packAt);
+    this.packPositions = this.grow(this.packPositions, this.packAt + total, this.packAt);
+    this.packLogprobs = this.grow(this.packLogprobs, this.packAt + total, this.packAt);
+    this.packMask = this.grow(this.packMask, this.packMaskAt + maskTotal, this.packMaskAt);
     return Array.from(recordTokens, (tokens, r) => {
       const at = this.packAt;
       const maskAt = this.packMaskAt;
@@ -471,16 +460,6 @@ export class TsCore implements ForestCore {
       }
       return record;
     });
-  }
-
-  /** `array` with room for `need` elements, keeping its first `packAt` (growing within the budget). */
-  private growKept<T extends Int32Array | Float32Array>(array: T, need: number): T {
-    if (need <= array.length) return array;
-    const bigger = new (array.constructor as { new (n: number): T })(
-      this.roomFor(array.byteLength, array.BYTES_PER_ELEMENT, need, Math.max(need, array.length * 2)),
-    );
-    bigger.set(array.subarray(0, this.packAt));
-    return bigger;
   }
 
   /** Writes full(call)[from:] at packed index `at`: tokens, positions, logprobs, mask bits. */
@@ -589,15 +568,16 @@ export class TsCore implements ForestCore {
   }
 
   /**
-   * `array`, or a copy with room for `need` elements (doubling, within the budget). Past the
-   * budget: a CoreMemoryError, which rejects the rollout with rollout_too_large, as a WASM core's
-   * memory limit does, rather than letting the process grow until the system kills it.
+   * `array`, or a copy with room for `need` elements that keeps its first `kept` (doubling, within
+   * the budget). Past the budget: a CoreMemoryError, which rejects the rollout with
+   * rollout_too_large, as a WASM core's memory limit does, rather than letting the process grow
+   * until the system kills it.
    */
-  private grow<T extends Int32Array | Float32Array>(array: T, need: number): T {
+  private grow<T extends Int32Array | Float32Array | Uint8Array>(array: T, need: number, kept = array.length): T {
     if (need <= array.length) return array;
     const size = this.roomFor(array.byteLength, array.BYTES_PER_ELEMENT, need, Math.max(need, array.length * 2, 256));
     const bigger = new (array.constructor as { new (n: number): T })(size);
-    bigger.set(array);
+    bigger.set(kept === array.length ? array : array.subarray(0, kept)); // only what is still in use
     return bigger;
   }
 

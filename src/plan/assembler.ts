@@ -132,6 +132,8 @@ export class RolloutAssembler {
     routedExperts: [],
   };
   private readonly mediaNumbers = new MediaNumbers();
+  /** Whether some call linked so far (or being linked) has media. */
+  private linksMedia = false;
   /** The first call that gave routed experts, and their shape (SPEC: L × K the same for all). */
   private expertShape: { call: string; layers: number; topk: number } | null = null;
   /** Whether the first eligible call gave routed experts (then all must). */
@@ -286,7 +288,9 @@ export class RolloutAssembler {
 
   /** Hands the core the media of a call it will link (the others' media play no part in linking). */
   private stageMedia(call: CallIdentity): void {
-    if (call.media && this.isEligible(call)) this.core.stageMedia(this.mediaNumbers.triples(call.media));
+    if (!call.media || !this.isEligible(call)) return;
+    this.linksMedia = true;
+    this.core.stageMedia(this.mediaNumbers.triples(call.media));
   }
 
   /**
@@ -347,7 +351,8 @@ export class RolloutAssembler {
     }
     const calls = this.calls;
     const eligible = this.isEligible(call);
-    const mediaMismatch = eligible && this.core.lastMediaMismatch();
+    // (Only a rollout that links media can mismatch: the others ask the core nothing.)
+    const mediaMismatch = eligible && this.linksMedia && this.core.lastMediaMismatch();
     this.seen.set(id, calls.ids.length);
     if (eligible) {
       calls.eligible.push(calls.ids.length);

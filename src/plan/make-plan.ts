@@ -225,10 +225,11 @@ function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExpe
   const { layers, topk } = experts;
   const width = layers * topk;
   const wide = needsInt32(experts, tokens);
-  const data =
-    (experts.data instanceof Int16Array && !wide) || (experts.data instanceof Int32Array && wide)
-      ? experts.data.subarray(0, tokens * width)
-      : expertArray(tokens, layers, topk, wide).map((_, i) => experts.data[i]);
+  const own = experts.data.subarray(0, tokens * width);
+  // A view when the type is already the one written, else one converting copy (int8, or int32 that fits int16).
+  const sameType = (own instanceof Int16Array && !wide) || (own instanceof Int32Array && wide);
+  const data = sameType ? (own as Int16Array | Int32Array) : expertArray(tokens, layers, topk, wide);
+  if (!sameType) data.set(own);
   return { routedExperts: { tokens, layers, topk, data } };
 }
 

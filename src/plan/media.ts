@@ -1,13 +1,10 @@
 // A call's media occurrences (SPEC "Input", `calls[].media`): checked, copied out of the caller's
 // objects, and numbered for the cores, which compare media as integer triples.
 import { describeValue } from "../messages.js";
+import { isRecord } from "./validate.js";
 import type { MediaItem } from "../types.js";
 
 const MAX_INDEX = 2 ** 31 - 1;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function isIndex(value: unknown, least: number): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= least && value <= MAX_INDEX;

@@ -1,7 +1,7 @@
 // The columnar API through the browser entry, bundled by vite as a consumer's app would be, in
 // real Chromium: Parquet (parquet-wasm fetched on first use) and Arrow IPC bytes of a planned
 // rollout, identical to what Node writes for the same records, and read back by DuckDB.
-import { CHROMIUM_PATH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -14,18 +14,6 @@ import { init, toArrowIPC, toParquet } from "../../src/index.js";
 import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
 import { parquetRecords } from "./support.js";
 
-const LAUNCH = {
-  executablePath: CHROMIUM_PATH,
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-  ],
-};
 const TYPES: Record<string, string> = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm" };
 
 let dir: string;
@@ -88,7 +76,7 @@ document.body.dataset.ready = "true";
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch(LAUNCH);
+  browser = await chromium.launch(CHROMIUM_LAUNCH);
 }, 120_000);
 
 afterAll(async () => {

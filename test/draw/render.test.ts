@@ -1,7 +1,7 @@
 // The SVG in a real browser (Chromium via playwright-core): it parses as XML with the browser's
 // own parser, and a 500-call picture renders at its natural size with 11px text that fits its
 // boxes (legible: the picture scrolls, the text does not shrink).
-import { CHROMIUM_PATH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH } from "../support/chromium.js";
 import { readFileSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,18 +11,6 @@ import { generateRollout } from "../../bench/generate.js";
 import type { Rollout } from "../../src/types.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";
 
-const LAUNCH = {
-  executablePath: CHROMIUM_PATH,
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-  ],
-};
 const example = JSON.parse(readFileSync(new URL("../../examples/login-bug.json", import.meta.url), "utf8")) as Rollout;
 
 let browser: Browser;
@@ -30,7 +18,7 @@ let page: Page;
 let cf: Callforest;
 beforeAll(async () => {
   cf = await init();
-  browser = await chromium.launch(LAUNCH);
+  browser = await chromium.launch(CHROMIUM_LAUNCH);
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
 });
 afterAll(async () => {

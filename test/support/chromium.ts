@@ -1,3 +1,17 @@
 // The Chromium the browser tests drive (playwright-core cannot download one here): CHROMIUM_PATH
 // when set, else Debian's. `npm test`'s pretest (scripts/ensure-chromium.sh) installs Debian's.
 export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
+
+/** How every browser test launches it: headless, and quiet (no background traffic, no first-run UI). */
+export const CHROMIUM_LAUNCH = {
+  executablePath: CHROMIUM_PATH,
+  headless: true,
+  args: [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+  ],
+};

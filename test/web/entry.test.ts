@@ -3,7 +3,7 @@
 // static server serves them. In real Chromium the core is fetched by URL and compiled while
 // streaming; a server with the wrong MIME type still works (buffered compile); the TS backend
 // works there too; and rows equal Node's. The entry's import graph has no Node built-ins.
-import { CHROMIUM_PATH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -32,18 +32,6 @@ type BuilderTypes = [
 void sameValues;
 export type { BuilderTypes };
 
-const LAUNCH = {
-  executablePath: CHROMIUM_PATH,
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-  ],
-};
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const example = JSON.parse(readFileSync(join(ROOT, "examples/login-bug.json"), "utf8")) as Rollout;
 
@@ -127,7 +115,7 @@ document.body.dataset.ready = "true";
   });
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  browser = await chromium.launch(LAUNCH);
+  browser = await chromium.launch(CHROMIUM_LAUNCH);
 });
 afterAll(async () => {
   await browser?.close();

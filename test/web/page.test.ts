@@ -1,7 +1,7 @@
 // The page (web/), built as `npm run build` builds it, in real Chromium: served by
 // `callforest view`'s server with the worked example preloaded, and opened straight from disk.
 // One browser for the file; the page is built once into a temporary directory.
-import { CHROMIUM_PATH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH } from "../support/chromium.js";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, request } from "node:http";
@@ -30,18 +30,6 @@ import { FROM_OPTIONS } from "../../src/formats/index.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";
 import type { Rollout } from "../../src/types.js";
 
-const LAUNCH = {
-  executablePath: CHROMIUM_PATH,
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-  ],
-};
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
 const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
@@ -95,7 +83,7 @@ beforeAll(async () => {
     },
   );
   view = await startViewServer({ page: join(dir, "web/index.html"), input: EXAMPLE_FILE, port: 0 });
-  browser = await chromium.launch(LAUNCH);
+  browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await context.newPage();
   page.on("request", (request) => requests.push(request.url()));

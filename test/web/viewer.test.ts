@@ -2,7 +2,7 @@
 // generated rollout of 1,000 calls and ~190 agents: it opens fitted (every lane and column in
 // view), zooms, collapses lanes, finds calls, shows the packed layout, decodes tokens, and stays
 // quick (time to first paint and to zoom measured and bounded).
-import { CHROMIUM_PATH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,18 +16,6 @@ import { generateRollout } from "../../bench/generate.js";
 import { savingsOf } from "../../src/draw/savings.js";
 import type { Rollout } from "../../src/types.js";
 
-const LAUNCH = {
-  executablePath: CHROMIUM_PATH,
-  headless: true,
-  args: [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-  ],
-};
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
 /** Where screenshots for a person to look at go (not compared: fonts differ between machines). */
@@ -74,7 +62,7 @@ beforeAll(async () => {
     ],
     { cwd: ROOT, stdio: "pipe" },
   );
-  browser = await chromium.launch(LAUNCH);
+  browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   cf = await init();
   big = generateRollout({ calls: 1000, seed: 7 });
