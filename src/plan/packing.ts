@@ -111,67 +111,95 @@ export function leafPastCapacity(shape: ForestShape, capacity: number): number {
 }
 
 /**
- * Bins of at most `capacity` tokens (no leaf may be longer: see leafPastCapacity). Each tree is
- * cut into pieces by leaves: a piece is the union of its leaves' paths (so it is closed under
- * parents, and the piece that trains a leaf holds its whole path). Leaves are taken in pre-order,
- * each into the piece of its tree where it adds the fewest tokens (what its path adds to what the
- * piece holds) and still fits, else into a new piece; as no leaf's path is counted twice, the
- * pieces hold at most row_tokens. A call is trained in the first piece that holds it. Pieces then
- * go into bins first-fit, in order: small trees and pieces share a bin.
+ * Bins of at most `capacity` tokens (no leaf may be longer: see leafPastCapacity), built bottom-up.
+ * A piece of a call's subtree is the call plus at most one piece of each child; it must leave
+ * room for the call's ancestors, so under call c the child pieces are bin-packed, first-fit
+ * decreasing, into as few pieces as fit in `capacity - full(c)`: each extra piece repeats c's
+ * segment (and, above, its path). First fit never leaves two pieces that would fit together, so no
+ * piece can hold two pieces of one child. The trees' root pieces (small trees whole) then go into
+ * bins. A call is trained in the first of its tree's pieces that holds it; a piece holds each of
+ * its leaves' paths once, so packed_tokens ≤ row_tokens.
  */
 export function layOutBins(shape: ForestShape, capacity: number): RecordLayout[] {
   const { children, roots } = childLists(shape);
-  const fullOf = (c: number) => shape.fullLengths[c];
+  const full = shape.fullLengths;
   const pieces: Piece[] = [];
   roots.forEach((root, tree) => {
+    // Post-order (reverse pre-order visits children before parents).
     const order = preOrder(root, children);
-    const open: { held: Set<number>; tokens: number }[] = [];
-    for (const leaf of order.filter((c) => children[c].length === 0)) {
-      // What the leaf's path adds to a piece: full(leaf) past its deepest call already held.
-      const adds = (held: Set<number>) => {
-        let a = leaf;
-        while (a >= 0 && !held.has(a)) a = shape.parents[a];
-        return fullOf(leaf) - (a < 0 ? 0 : fullOf(a));
-      };
-      let best = -1;
-      let bestAdds = Infinity;
-      open.forEach((piece, i) => {
-        const n = adds(piece.held);
-        if (piece.tokens + n <= capacity && n < bestAdds) [best, bestAdds] = [i, n];
-      });
-      if (best < 0) {
-        open.push({ held: new Set(), tokens: 0 });
-        best = open.length - 1;
-        bestAdds = fullOf(leaf);
-      }
-      const piece = open[best];
-      for (let a = leaf; a >= 0 && !piece.held.has(a); a = shape.parents[a]) piece.held.add(a);
-      piece.tokens += bestAdds;
+    const below = new Map<number, SubtreePiece[]>();
+    for (let i = order.length - 1; i >= 0; i--) {
+      const c = order[i];
+      const own = full[c] - (shape.parents[c] < 0 ? 0 : full[shape.parents[c]]);
+      const items = children[c].flatMap((k) => below.get(k)!);
+      for (const k of children[c]) below.delete(k);
+      below.set(c, packUnder(c, own, items, capacity - full[c]));
     }
     const trained = new Set<number>();
-    for (const piece of open) {
-      const calls = order.filter((c) => piece.held.has(c)); // pre-order: parents first
+    for (const piece of below.get(root)!) {
+      const calls = callsOf(piece);
       pieces.push({ tree, calls, trained: calls.map((c) => !trained.has(c)), tokens: piece.tokens });
       for (const c of calls) trained.add(c);
     }
   });
 
-  const bins: { pieces: Piece[]; tokens: number }[] = [];
-  for (const piece of pieces) {
-    const bin = bins.find((b) => b.tokens + piece.tokens <= capacity);
+  // Bins first-fit decreasing (fewer bins: less padding for a trainer), then each bin's pieces,
+  // and the bins, in tree order, so that bins read in the order of the rollout.
+  const bins: { pieces: number[]; tokens: number }[] = [];
+  const bySize = pieces.map((_, i) => i).sort((a, b) => pieces[b].tokens - pieces[a].tokens || a - b);
+  for (const i of bySize) {
+    const bin = bins.find((b) => b.tokens + pieces[i].tokens <= capacity);
     if (bin) {
-      bin.pieces.push(piece);
-      bin.tokens += piece.tokens;
-    } else bins.push({ pieces: [piece], tokens: piece.tokens });
+      bin.pieces.push(i);
+      bin.tokens += pieces[i].tokens;
+    } else bins.push({ pieces: [i], tokens: pieces[i].tokens });
   }
+  for (const bin of bins) bin.pieces.sort((a, b) => a - b);
+  bins.sort((a, b) => a.pieces[0] - b.pieces[0]);
   return bins.map((bin) => {
     const record = new RecordBuilder(shape);
-    for (const piece of bin.pieces) {
+    for (const piece of bin.pieces.map((i) => pieces[i])) {
       record.startPiece();
       piece.calls.forEach((call, i) => record.add(call, piece.tree, piece.trained[i]));
     }
     return record.done();
   });
+}
+
+/** A piece of one call's subtree while packing: the call and one piece of some of its children. */
+interface SubtreePiece {
+  call: number;
+  parts: SubtreePiece[];
+  tokens: number;
+}
+
+/** The pieces of call `c`'s subtree: its child pieces first-fit decreasing into `room` each. */
+function packUnder(call: number, own: number, items: SubtreePiece[], room: number): SubtreePiece[] {
+  if (items.length === 0) return [{ call, parts: [], tokens: own }];
+  items.sort((a, b) => b.tokens - a.tokens);
+  const groups: SubtreePiece[] = [];
+  for (const item of items) {
+    const group = groups.find((g) => g.tokens + item.tokens <= room);
+    if (group) {
+      group.parts.push(item);
+      group.tokens += item.tokens;
+    } else groups.push({ call, parts: [item], tokens: item.tokens });
+  }
+  for (const g of groups) g.tokens += own;
+  return groups;
+}
+
+/** A piece's calls in pre-order (children in ledger order), without recursion: trees run deep. */
+function callsOf(piece: SubtreePiece): number[] {
+  const calls: number[] = [];
+  const pending = [piece];
+  while (pending.length > 0) {
+    const p = pending.pop()!;
+    calls.push(p.call);
+    const parts = p.parts.sort((a, b) => b.call - a.call); // popped in ledger order
+    for (const part of parts) pending.push(part);
+  }
+  return calls;
 }
 
 /** Part of one tree, closed under parents, in pre-order; `trained` per call. */
@@ -180,4 +208,29 @@ interface Piece {
   calls: number[];
   trained: boolean[];
   tokens: number;
+}
+
+/**
+ * A lower bound on packed_tokens for any bins of `capacity` (what no packer can beat): every
+ * token below call c lies in a piece that also holds c's path, so c's segment is repeated at
+ * least ceil(tokens below c ÷ (capacity − full(c))) times, and at least as often as any child's.
+ */
+export function packedTokensLowerBound(shape: ForestShape, capacity: number): number {
+  const n = shape.parents.length;
+  const full = shape.fullLengths;
+  const own = (c: number) => full[c] - (shape.parents[c] < 0 ? 0 : full[shape.parents[c]]);
+  const below = new Float64Array(n);
+  const copies = new Float64Array(n).fill(1);
+  let total = 0;
+  // A parent precedes its children in ledger order, so this visits children first.
+  for (let c = n - 1; c >= 0; c--) {
+    if (below[c] > 0) copies[c] = Math.max(copies[c], Math.ceil(below[c] / (capacity - full[c])));
+    total += own(c) * copies[c];
+    const p = shape.parents[c];
+    if (p >= 0) {
+      below[p] += own(c) + below[c];
+      copies[p] = Math.max(copies[p], copies[c]);
+    }
+  }
+  return total;
 }
