@@ -98,7 +98,10 @@ describe("layOutBins", () => {
   test("trees that fit share bins, in the order of the rollout", () => {
     const shape = forest([-1, 0, -1, -1, 3], [5, 5, 12, 4, 4]);
     const bins = layOutBins(shape, 20);
-    expect(bins.map((b) => b.segments.map((s) => s.call))).toEqual([[0, 1], [2, 3, 4]]);
+    expect(bins.map((b) => b.segments.map((s) => s.call))).toEqual([
+      [0, 1],
+      [2, 3, 4],
+    ]);
     expect(total(bins)).toBe(30);
   });
 });
