@@ -6,11 +6,15 @@
 //   npm run bench (or: runColumnarBench() from bench/run.ts)
 // Environment: COLUMNAR_BENCH_MB (default 1024), COLUMNAR_BENCH_REPEATS (default 3).
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DuckDBInstance } from "@duckdb/node-api";
+import { tableFromIPC, tableToIPC } from "apache-arrow";
+import { loadParquet } from "../src/columnar/load-node.js";
+import { parquetFromIpc } from "../src/columnar/parquet.js";
+import type { ParquetCompression } from "../src/columnar/types.js";
 import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
 
 interface Run {
@@ -93,20 +97,40 @@ function parseJsonlRows(path: string): { rows: number; tokens: number; trained: 
   return totals;
 }
 
-const TRAINER_QUERY = (path: string) =>
-  `SELECT count(*) AS rows, sum(len(token_ids)) AS tokens, sum(list_sum(loss_mask::INTEGER[])) AS trained, sum(list_sum(token_ids)) AS id_sum FROM read_parquet('${path}')`;
+/** DuckDB reading every token id and mask bit, two ways: per-row list sums, and the tokens flattened. */
+const TRAINER_QUERIES = {
+  "list sums":
+    "SELECT count(*) AS rows, sum(len(token_ids)) AS tokens, sum(list_sum(loss_mask::INTEGER[])) AS trained, " +
+    "sum(list_sum(token_ids)) AS id_sum FROM read_parquet('FILE')",
+  flattened:
+    "SELECT (SELECT count(*) FROM read_parquet('FILE')) AS rows, count(*) AS tokens, count_if(m) AS trained, " +
+    "sum(t) AS id_sum FROM (SELECT unnest(token_ids) AS t, unnest(loss_mask) AS m FROM read_parquet('FILE'))",
+};
+type TrainerQuery = keyof typeof TRAINER_QUERIES;
 
 /** DuckDB's side: one full scan of the Parquet rows touching token_ids and loss_mask. */
-async function scanParquet(path: string): Promise<{ seconds: number; totals: number[] }> {
+async function scanParquet(path: string, query: TrainerQuery): Promise<{ seconds: number; totals: number[] }> {
   const connection = await (await DuckDBInstance.create(":memory:")).connect();
   try {
     const started = process.hrtime.bigint();
-    const result = await connection.runAndReadAll(TRAINER_QUERY(path));
+    const result = await connection.runAndReadAll(TRAINER_QUERIES[query].replaceAll("FILE", path));
     const seconds = Number(process.hrtime.bigint() - started) / 1e9;
     return { seconds, totals: result.getRows()[0].map(Number) };
   } finally {
     connection.closeSync();
   }
+}
+
+/**
+ * The encoder's floor: parquet-wasm alone (one thread, as `rows` runs it) turning the Arrow IPC
+ * file that `rows -o rows.arrow` wrote into Parquet, with the writer settings `rows` uses.
+ */
+async function encodeAlone(arrowFile: string, compression: ParquetCompression): Promise<number> {
+  const pq = await loadParquet();
+  const stream = tableToIPC(tableFromIPC(readFileSync(arrowFile)), "stream");
+  const started = process.hrtime.bigint();
+  parquetFromIpc(pq, stream, compression);
+  return Number(process.hrtime.bigint() - started) / 1e9;
 }
 
 export async function runColumnarBench(
@@ -205,21 +229,30 @@ export async function runColumnarBench(
 
   // The trainer side, on the files the default runs wrote.
   const jsonlReads: number[] = [];
-  const parquetReads: number[] = [];
+  const parquetReads: Record<TrainerQuery, number[]> = { "list sums": [], flattened: [] };
   let agree = true;
   for (let r = 0; r < repeats; r++) {
     const startedJson = process.hrtime.bigint();
     const json = parseJsonlRows(out("rows.jsonl"));
     jsonlReads.push(Number(process.hrtime.bigint() - startedJson) / 1e9);
-    const parquet = await scanParquet(out("rows.parquet"));
-    parquetReads.push(parquet.seconds);
-    agree &&= parquet.totals.join() === [json.rows, json.tokens, json.trained, json.idSum].join();
+    for (const query of Object.keys(TRAINER_QUERIES) as TrainerQuery[]) {
+      const parquet = await scanParquet(out("rows.parquet"), query);
+      parquetReads[query].push(parquet.seconds);
+      agree &&= parquet.totals.join() === [json.rows, json.tokens, json.trained, json.idSum].join();
+    }
   }
+  const encoded = { zstd: [] as number[], snappy: [] as number[] };
+  for (let r = 0; r < repeats; r++)
+    for (const compression of ["zstd", "snappy"] as const)
+      encoded[compression].push(await encodeAlone(out("rows.arrow"), compression));
   rmSync(dir, { recursive: true, force: true });
 
   const [jsonl, parquet] = [stats[0], stats[1]];
   const jsonRead = median(jsonlReads);
-  const parquetRead = median(parquetReads);
+  const reads = (Object.keys(TRAINER_QUERIES) as TrainerQuery[]).map((query) => {
+    const seconds = median(parquetReads[query]);
+    return `${query} ${seconds.toFixed(2)} s, ${(jsonRead / seconds).toFixed(1)}× faster`;
+  });
   const pairs = [
     [stats[6], stats[7]],
     [stats[8], stats[9]],
@@ -235,9 +268,11 @@ export async function runColumnarBench(
     `Parquet vs JSONL end to end: ${(parquet.mbPerSecond / jsonl.mbPerSecond).toFixed(2)}× the throughput (goal ≥ 1.5×), ` +
       `${((100 * parquet.size) / jsonl.size).toFixed(0)}% of the size (goal ≤ 60%), ${(parquet.cpu / jsonl.cpu).toFixed(2)}× the CPU, ` +
       `peak RSS +${(parquet.rss - jsonl.rss).toFixed(0)} MB (goal ≤ +256 MB).`,
-    `Trainer side: DuckDB scanning the Parquet (${TRAINER_QUERY("rows.parquet")}) ${parquetRead.toFixed(2)} s, ` +
-      `JSON.parse of the JSONL rows in Node (the same sums) ${jsonRead.toFixed(2)} s: ${(jsonRead / parquetRead).toFixed(1)}× faster (goal ≥ 10×); ` +
-      (agree ? "both give the same sums." : "THE SUMS DIFFER."),
+    `Parquet encoding alone (parquet-wasm on one thread, the same row groups): zstd ${median(encoded.zstd).toFixed(2)} s, ` +
+      `snappy ${median(encoded.snappy).toFixed(2)} s, against ${jsonl.seconds.toFixed(2)} s for all of the JSONL run.`,
+    `Trainer side: JSON.parse of the JSONL rows in Node (row count, tokens, trained tokens, Σ token ids) ` +
+      `${jsonRead.toFixed(2)} s; DuckDB scanning the Parquet for the same sums: ${reads.join("; ")} (goal ≥ 10×); ` +
+      (agree ? "all give the same sums." : "THE SUMS DIFFER."),
     `Default --jobs vs --jobs 1: ${pairs.map(([auto, one]) => `${(auto.input.bytes / 2 ** 20).toFixed(0)} MB ${auto.name.replace(" (default --jobs)", "")} ${(one.seconds / auto.seconds).toFixed(2)}×`).join("; ")} (goal ≥ 1.00× each).`,
     `Load average at the end: ${loadavg()
       .map((l) => l.toFixed(1))
