@@ -53,7 +53,11 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
 /** Bytes the hints would reserve (see begin; the children table is sized like NODES). */
 function hintedBytes(calls: i32, generated: i32, longest: i32): i64 {
   const nodes = <i64>calls * 2 + 1;
-  return ((<i64>calls + nodes) << 5) + childrenBytes(nodes) + ((<i64>longest * 2 + <i64>generated + <i64>min(longest, generated)) << 2);
+  return (
+    ((<i64>calls + nodes) << 5) +
+    childrenBytes(nodes) +
+    ((<i64>longest * 2 + <i64>generated + <i64>min(longest, generated)) << 2)
+  );
 }
 
 /** Makes room to stage a call; the host then writes prompt ++ generation and the logprobs. */

@@ -235,7 +235,14 @@ function linkByMedia(c: i32, best: i32): i32 {
  * are not looked at here: the caller checks them (commit in index.ts, which rejects the call
  * after linking when one is not finite).
  */
-export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, generated: i32, agent: i32, media: Vec): i32 {
+export function linkCall(
+  staged: usize,
+  stagedLogprobs: usize,
+  prompt: i32,
+  generated: i32,
+  agent: i32,
+  media: Vec,
+): i32 {
   const c = vecGrow(CALLS, 1);
   const full = prompt + generated;
   setCallField(c, C_FULL, full);
@@ -251,7 +258,8 @@ export function linkCall(staged: usize, stagedLogprobs: usize, prompt: i32, gene
   if (invalidTokenAt >= 0) return INVALID_TOKEN;
   mediaMismatch = false;
   // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
-  const parent = best < 0 ? -1 : MEDIA.len == 0 ? chooseParent(c, nodeField(best, N_END_HEAD), false) : linkByMedia(c, best);
+  const parent =
+    best < 0 ? -1 : MEDIA.len == 0 ? chooseParent(c, nodeField(best, N_END_HEAD), false) : linkByMedia(c, best);
   setCallField(c, C_PARENT, parent);
   return parent;
 }

@@ -158,15 +158,19 @@ const rate = (tokens: number, ms: number) => `${(((tokens / ms) * 1000) / 1e6).t
 
 export function coreTable(rows: CoreBenchRow[]): string {
   const out = [
-    "| workload | tokens | wasm (SIMD) | wasm scalar | ts | memcpy | cached copy | all but linking | wasm ÷ ts | wasm time ÷ memcpy time | wasm time ÷ cached copy time | ts ÷ all but linking (ceiling) |",
+    "| workload | tokens | wasm (SIMD) | wasm scalar | ts | memcpy | cached copy | all but linking | wasm ÷ ts | " +
+      "wasm time ÷ memcpy time | wasm time ÷ cached copy time | ts ÷ all but linking (ceiling) |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) {
     const m = r.medianMs;
     out.push(
-      `| ${r.workload} | ${r.tokens.toLocaleString("en-US")} | ${rate(r.tokens, m.wasm)} | ${rate(r.tokens, m["wasm-scalar"])} | ` +
-        `${rate(r.tokens, m.ts)} | ${rate(r.tokens, m.memcpy)} | ${rate(r.tokens, m["cached copy"])} | ${rate(r.tokens, m.shared)} | ${(m.ts / m.wasm).toFixed(2)}× | ` +
-        `${(m.wasm / m.memcpy).toFixed(2)}× | ${(m.wasm / m["cached copy"]).toFixed(2)}× | ${(m.ts / m.shared).toFixed(2)}× |`,
+      `| ${r.workload} | ${r.tokens.toLocaleString("en-US")} | ${rate(r.tokens, m.wasm)} | ` +
+        `${rate(r.tokens, m["wasm-scalar"])} | ` +
+        `${rate(r.tokens, m.ts)} | ${rate(r.tokens, m.memcpy)} | ${rate(r.tokens, m["cached copy"])} | ` +
+        `${rate(r.tokens, m.shared)} | ${(m.ts / m.wasm).toFixed(2)}× | ` +
+        `${(m.wasm / m.memcpy).toFixed(2)}× | ${(m.wasm / m["cached copy"]).toFixed(2)}× | ` +
+        `${(m.ts / m.shared).toFixed(2)}× |`,
     );
   }
   return out.join("\n");

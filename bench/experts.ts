@@ -61,7 +61,8 @@ export function runExpertsBench(log: (line: string) => void = console.log): stri
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[1];
       const seconds = median(runs.map((r) => r.seconds));
       table.push(
-        `| ${name} | ${mb.toFixed(0)} | ${seconds.toFixed(2)} | ${(mb / seconds).toFixed(0)} | ${(median(runs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`,
+        `| ${name} | ${mb.toFixed(0)} | ${seconds.toFixed(2)} | ${(mb / seconds).toFixed(0)} | ` +
+          `${(median(runs.map((r) => r.maxRssKiB)) / 1024).toFixed(0)} |`,
       );
       log(`${name}: done`);
     }

@@ -128,7 +128,8 @@ function cpuCeiling(oneJob: IngestResult, twoJobs: IngestResult): string[] {
   const cores = Math.min(2, availableParallelism());
   const floor = twoJobs.medianCpu / cores;
   return [
-    `--jobs 2 needs ${twoJobs.medianCpu.toFixed(2)} CPU s (--jobs 1: ${oneJob.medianCpu?.toFixed(2) ?? "?"}); on ${cores} fully busy cores that is ` +
+    `--jobs 2 needs ${twoJobs.medianCpu.toFixed(2)} CPU s (--jobs 1: ${oneJob.medianCpu?.toFixed(2) ?? "?"}); ` +
+      `on ${cores} fully busy cores that is ` +
       `≥ ${floor.toFixed(2)} s, so at most ${(oneJob.median / floor).toFixed(2)}× over --jobs 1 here`,
     "",
   ];
@@ -176,7 +177,9 @@ export async function runIngestBench(
   const bin = join(root, "bin", "callforest.js");
   const input = await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log });
   log(
-    `input: ${input.path}: ${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(1)} M tokens`,
+    `input: ${input.path}: ${(input.bytes / 2 ** 20).toFixed(0)} MB, ` +
+      `${input.rollouts} rollouts (${input.huge} huge), ` +
+      `${(input.tokens / 1e6).toFixed(1)} M tokens`,
   );
 
   // Baseline first: the plain path (JSON.parse in, rowToJson out), what the rows command does
@@ -232,14 +235,16 @@ export async function runIngestBench(
       hashesWithoutLines[i] = hashWithoutLines(reports);
       if (!config.halves) hashes[i] = createHash("sha256").update(reports[0]).digest("hex").slice(0, 16);
       log(
-        `  ${config.name}: ${elapsed.toFixed(2)} s (cpu ${cpu[i].length > 0 ? cpu[i][cpu[i].length - 1].toFixed(2) : "?"} s, load ${loadavg()[0].toFixed(1)})`,
+        `  ${config.name}: ${elapsed.toFixed(2)} s ` +
+          `(cpu ${cpu[i].length > 0 ? cpu[i][cpu[i].length - 1].toFixed(2) : "?"} s, load ${loadavg()[0].toFixed(1)})`,
       );
     }
   }
   for (const path of [reportOf(""), reportOf("-half1"), reportOf("-half2"), ...halves]) rmSync(path, { force: true });
   const scaling = await machineScaling(repeats);
   log(
-    `  two cores at once: ${scaling.compute.toFixed(2)}× a compute loop's work, ${scaling.memory.toFixed(2)}× a 64 MB copy's`,
+    `  two cores at once: ${scaling.compute.toFixed(2)}× a compute loop's work, ` +
+      `${scaling.memory.toFixed(2)}× a 64 MB copy's`,
   );
   const results: IngestResult[] = configs.map((config, i) => {
     const m = median(seconds[i]);
@@ -263,24 +268,31 @@ export async function runIngestBench(
       : `REPORTS DIFFER: ${hashes.join(" ")}; without line numbers ${hashesWithoutLines.join(" ")}`;
   const rowsOf = results.map(
     (r) =>
-      `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ${(r.tokensPerSecond / 1e6).toFixed(1)} | ${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× | ${r.medianCpu === null ? "–" : r.medianCpu.toFixed(2)} |`,
+      `| ${r.name} | ${r.median.toFixed(2)} | ${r.mbPerSecond.toFixed(0)} | ` +
+      `${(r.tokensPerSecond / 1e6).toFixed(1)} | ` +
+      `${(base / r.median).toFixed(2)}× | ${(oneJob / r.median).toFixed(2)}× | ` +
+      `${r.medianCpu === null ? "–" : r.medianCpu.toFixed(2)} |`,
   );
   const loads = loadavg();
   const table = [
-    `rows + report, ${(input.bytes / 2 ** 20).toFixed(0)} MB JSONL (${input.rollouts} rollouts, ${input.huge} huge; ${(input.tokens / 1e6).toFixed(0)} M tokens), median of ${repeats}, rows to /dev/null`,
+    `rows + report, ${(input.bytes / 2 ** 20).toFixed(0)} MB JSONL (${input.rollouts} rollouts, ${input.huge} huge; ` +
+      `${(input.tokens / 1e6).toFixed(0)} M tokens), median of ${repeats}, rows to /dev/null`,
     "",
     "| path | median s | MB/s | M tokens/s | vs JSON.parse | vs fast --jobs 1 | CPU s |",
     "|---|---:|---:|---:|---:|---:|---:|",
     ...rowsOf,
     "",
     ...cpuCeiling(results[ONE_JOB], results[TWO_JOBS]),
-    `This machine's two cores at once (plain work, no callforest code, median of ${repeats}): ${scaling.compute.toFixed(2)}× the work of one ` +
+    `This machine's two cores at once (plain work, no callforest code, median of ${repeats}): ` +
+      `${scaling.compute.toFixed(2)}× the work of one ` +
       `for a compute loop, ${scaling.memory.toFixed(2)}× for copies of a 64 MB buffer (memory bandwidth).`,
     "",
-    `The reference row is two processes that share nothing, each on half the file: ${(oneJob / results[HALVES].median).toFixed(2)}× over --jobs 1 ` +
+    `The reference row is two processes that share nothing, each on half the file: ` +
+      `${(oneJob / results[HALVES].median).toFixed(2)}× over --jobs 1 ` +
       `(--jobs 2: ${(oneJob / results[TWO_JOBS].median).toFixed(2)}×).`,
     "",
-    `${availableParallelism()} cores; load average at the end ${loads.map((l) => l.toFixed(1)).join(" ")} (other work on the machine slows the wall clock)`,
+    `${availableParallelism()} cores; load average at the end ${loads.map((l) => l.toFixed(1)).join(" ")} ` +
+      `(other work on the machine slows the wall clock)`,
     sameReports,
   ].join("\n");
   return { table, results };

@@ -41,12 +41,15 @@ function line(rollout: Rollout): { text: string; tokens: number } {
     const kept = call.kept === false ? ',"kept":false' : "";
     return (
       `{"id":${JSON.stringify(call.id)},"agent":${JSON.stringify(call.agent ?? "")}${kept},` +
-      `"prompt_token_ids":${numbers(call.prompt_token_ids)},"generation_token_ids":${numbers(call.generation_token_ids)},` +
+      `"prompt_token_ids":${numbers(call.prompt_token_ids)},` +
+      `"generation_token_ids":${numbers(call.generation_token_ids)},` +
       `"generation_log_probs":${numbers(call.generation_log_probs)}}`
     );
   });
   const agents = rollout.agents === undefined ? "" : `,"agents":${JSON.stringify(rollout.agents)}`;
-  const text = `{"rollout_id":${JSON.stringify(rollout.rollout_id)},"reward":${rollout.reward}${agents},"calls":[${calls.join(",")}]}\n`;
+  const text =
+    `{"rollout_id":${JSON.stringify(rollout.rollout_id)},"reward":${rollout.reward}${agents},` +
+    `"calls":[${calls.join(",")}]}\n`;
   return { text, tokens };
 }
 

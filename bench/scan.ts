@@ -58,7 +58,8 @@ function generationHeavyLine(): { text: string; values: number } {
     const generation = Array.from({ length: 2000 }, () => Math.floor(random() * 150_000));
     const logprobs = generation.map(() => Math.fround(-Math.exp(-random() * 20)));
     calls.push(
-      `{"id":"c${c}","prompt_token_ids":[${prompt.join(",")}],"generation_token_ids":[${generation.join(",")}],"generation_log_probs":[${logprobs.join(",")}]}`,
+      `{"id":"c${c}","prompt_token_ids":[${prompt.join(",")}],"generation_token_ids":[${generation.join(",")}],` +
+        `"generation_log_probs":[${logprobs.join(",")}]}`,
     );
     values += prompt.length + 2 * generation.length;
   }
@@ -114,7 +115,8 @@ export async function runScanBench(log: (line: string) => void = console.log): P
     ...(await scanWorkload("generation-heavy (1/2 logprobs)", heavy.text, heavy.values, log)),
   ];
   log(
-    `scan bench: deep rollout has ${eligibleTokens(rollout).toLocaleString("en-US")} eligible tokens; planning its rows ...`,
+    `scan bench: deep rollout has ${eligibleTokens(rollout).toLocaleString("en-US")} eligible tokens; ` +
+      `planning its rows ...`,
   );
 
   const cf = await init();
@@ -163,7 +165,8 @@ export function scanTable(rows: ScanBenchRow[]): string {
   for (const r of rows) {
     const base = byName.get(key(r.workload, r.baseline))!;
     out.push(
-      `| ${r.workload} | ${r.task} | ${(r.bytes / 1e6).toFixed(1)} | ${r.medianMs.toFixed(1)} | ${(r.bytes / 1e6 / (r.medianMs / 1000)).toFixed(0)} | ` +
+      `| ${r.workload} | ${r.task} | ${(r.bytes / 1e6).toFixed(1)} | ${r.medianMs.toFixed(1)} | ` +
+        `${(r.bytes / 1e6 / (r.medianMs / 1000)).toFixed(0)} | ` +
         `${(r.values / 1e6 / (r.medianMs / 1000)).toFixed(1)} M | ${(base.medianMs / r.medianMs).toFixed(2)}× |`,
     );
   }

@@ -67,9 +67,11 @@ export async function runViewerBench(log: (line: string) => void = console.log):
     const mb = statSync(file).size / 2 ** 20;
     const ms = (key: keyof (typeof runs)[number]) => `${median(runs.map((r) => r[key])).toFixed(0)}`;
     return [
-      `| rollout | MB | first paint from navigation, ms | from the bytes arriving, ms | zoom step, ms | zoom to 1:1, ms |`,
+      `| rollout | MB | first paint from navigation, ms | from the bytes arriving, ms | ` +
+        `zoom step, ms | zoom to 1:1, ms |`,
       `|---|---:|---:|---:|---:|---:|`,
-      `| 1,000 calls, ${new Set(rollout.calls.map((c) => c.agent)).size} agents | ${mb.toFixed(1)} | ${ms("paint")} | ${ms("afterBytes")} | ${ms("zoom")} | ${ms("detail")} |`,
+      `| 1,000 calls, ${new Set(rollout.calls.map((c) => c.agent)).size} agents | ${mb.toFixed(1)} | ` +
+        `${ms("paint")} | ${ms("afterBytes")} | ${ms("zoom")} | ${ms("detail")} |`,
     ].join("\n");
   } finally {
     await browser.close();

@@ -38,7 +38,8 @@ function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Ca
 export async function initWith(loadModule: ModuleLoader, options: InitOptions = {}): Promise<Callforest> {
   if (options === null || typeof options !== "object") {
     throw new TypeError(
-      `init() takes an options object such as { backend: "ts" }, got ${typeof options === "string" ? JSON.stringify(options) : String(options)}`,
+      `init() takes an options object such as { backend: "ts" }, ` +
+        `got ${typeof options === "string" ? JSON.stringify(options) : String(options)}`,
     );
   }
   const backend = options.backend ?? "wasm";

@@ -12,7 +12,10 @@ import { loadParquet } from "./columnar/load-browser.js";
 export * from "./exports.js";
 export { setParquetWasmUrl } from "./columnar/load-browser.js";
 
-/** Columns (SPEC "Columnar output"), as in the Node entry; parquet-wasm's .wasm is fetched on the first Parquet write. */
+/**
+ * Columns (SPEC "Columnar output"), as in the Node entry; parquet-wasm's .wasm is fetched on the
+ * first Parquet write.
+ */
 export const { toArrowTable, toArrowIPC, toParquet, createColumnarWriter } = columnarApi(loadParquet);
 
 export interface BrowserInitOptions extends InitOptions {
@@ -27,7 +30,10 @@ function defaultWasmUrl(simd: boolean): URL {
     : new URL("../build/core-scalar.wasm", import.meta.url);
 }
 
-/** Fetches and compiles one core build; falls back to a buffered compile when the server does not say application/wasm. */
+/**
+ * Fetches and compiles one core build; falls back to a buffered compile when the server does not
+ * say application/wasm.
+ */
 export async function loadWasm(url: string | URL): Promise<WebAssembly.Module> {
   let response: Response;
   try {

@@ -8,7 +8,10 @@ import { loadParquet } from "./columnar/load-node.js";
 
 export * from "./exports.js";
 
-/** Columns (SPEC "Columnar output"): plans, rows or packed records as Arrow tables, Arrow IPC, Parquet, or a streaming writer. */
+/**
+ * Columns (SPEC "Columnar output"): plans, rows or packed records as Arrow tables, Arrow IPC,
+ * Parquet, or a streaming writer.
+ */
 export const { toArrowTable, toArrowIPC, toParquet, createColumnarWriter } = columnarApi(loadParquet);
 
 async function loadModule(simd: boolean): Promise<WebAssembly.Module> {

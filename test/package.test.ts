@@ -74,7 +74,8 @@ describe("the built package", () => {
   });
 
   it("runs the compaction snippet against the exported test bed", () => {
-    const script = `
+    const script =
+      `
       import { createModelClient, recencyPolicy, turnChunked, runAgent } from "callforest/compaction";
       import { startModelServer, createGridWorld } from "callforest/compaction/testbed";
       import { init } from "callforest";
@@ -84,11 +85,13 @@ describe("the built package", () => {
         const { rollout } = await runAgent({
           model,
           environment: createGridWorld({ goal: true }),
-          compaction: { policy: recencyPolicy({ images: { keepLastGroups: 3, protectInitialContext: true }, reasoning: { keepFirstBlock: false, keepLastBlocks: 3 } }), schedule: turnChunked(2) },
+          compaction: { policy: recencyPolicy({ images: { keepLastGroups: 3, protectInitialContext: true }, ` +
+      `reasoning: { keepFirstBlock: false, keepLastBlocks: 3 } }), schedule: turnChunked(2) },
           maxTurns: 6,
         });
         const plan = (await init()).plan(rollout);
-        console.log(plan.report.status, rollout.calls.length, plan.report.trained_tokens === plan.report.captured_tokens);
+        console.log(plan.report.status, rollout.calls.length, ` +
+      `plan.report.trained_tokens === plan.report.captured_tokens);
       } finally {
         await server.close();
       }`;
@@ -97,71 +100,76 @@ describe("the built package", () => {
     expect(result.stdout.trim()).toMatch(/^ok [1-6] true$/);
   });
 
-  it("its type declarations check in a Node project without the DOM lib, under NodeNext and node10 resolution, and without any global types", () => {
-    const dir = mkdtempSync(join(tmpdir(), "callforest-types-"));
-    try {
-      mkdirSync(join(dir, "node_modules"));
-      symlinkSync(root, join(dir, "node_modules", "callforest"), "dir");
-      writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
-      writeFileSync(
-        join(dir, "use.ts"),
-        [
-          'import { init, rowToJson, type Callforest, type MaskFormat, type Plan, type Rollout, type RolloutBuilder } from "callforest";',
-          'import { runAgent, type EvidenceRecord } from "callforest/compaction";',
-          'import { startModelServer } from "callforest/compaction/testbed";',
-          "const rollout: Rollout = { rollout_id: 'r', reward: 0, agents: [{ id: 'a' }], calls: [] };",
-          "export async function use(): Promise<string> {",
-          "  const cf: Callforest = await init();",
-          "  const plan: Plan = cf.plan(rollout);",
-          "  const mask: MaskFormat = 'ints';",
-          "  const b: RolloutBuilder = cf.builder({ rollout_id: 'r', reward: 0 });",
-          "  void [runAgent, startModelServer, b, null as unknown as EvidenceRecord];",
-          "  return plan.rows.map((row) => rowToJson(row, mask)).join('\\n');",
-          "}",
-        ].join("\n"),
-      );
-      const base = {
-        target: "ES2022",
-        lib: ["ES2022"],
-        types: ["node"],
-        typeRoots: [join(root, "node_modules/@types")],
-        strict: true,
-        skipLibCheck: false,
-        noEmit: true,
-      };
-      for (const [name, options] of [
-        ["nodenext", { module: "NodeNext", moduleResolution: "NodeNext" }],
-        ["node10", { module: "ES2022", moduleResolution: "node10" }],
-      ] as const) {
+  it(
+    "its type declarations check in a Node project without the DOM lib, " +
+      "under NodeNext and node10 resolution, and without any global types",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "callforest-types-"));
+      try {
+        mkdirSync(join(dir, "node_modules"));
+        symlinkSync(root, join(dir, "node_modules", "callforest"), "dir");
+        writeFileSync(join(dir, "package.json"), JSON.stringify({ type: "module" }));
         writeFileSync(
-          join(dir, `${name}.json`),
-          JSON.stringify({ compilerOptions: { ...base, ...options }, files: ["use.ts"] }),
+          join(dir, "use.ts"),
+          [
+            "import { init, rowToJson, type Callforest, type MaskFormat, type Plan, type Rollout, " +
+              'type RolloutBuilder } from "callforest";',
+            'import { runAgent, type EvidenceRecord } from "callforest/compaction";',
+            'import { startModelServer } from "callforest/compaction/testbed";',
+            "const rollout: Rollout = { rollout_id: 'r', reward: 0, agents: [{ id: 'a' }], calls: [] };",
+            "export async function use(): Promise<string> {",
+            "  const cf: Callforest = await init();",
+            "  const plan: Plan = cf.plan(rollout);",
+            "  const mask: MaskFormat = 'ints';",
+            "  const b: RolloutBuilder = cf.builder({ rollout_id: 'r', reward: 0 });",
+            "  void [runAgent, startModelServer, b, null as unknown as EvidenceRecord];",
+            "  return plan.rows.map((row) => rowToJson(row, mask)).join('\\n');",
+            "}",
+          ].join("\n"),
         );
-        const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, `${name}.json`)]);
-        expect([name, tsc.status, tsc.stdout]).toEqual([name, 0, ""]);
+        const base = {
+          target: "ES2022",
+          lib: ["ES2022"],
+          types: ["node"],
+          typeRoots: [join(root, "node_modules/@types")],
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+        };
+        for (const [name, options] of [
+          ["nodenext", { module: "NodeNext", moduleResolution: "NodeNext" }],
+          ["node10", { module: "ES2022", moduleResolution: "node10" }],
+        ] as const) {
+          writeFileSync(
+            join(dir, `${name}.json`),
+            JSON.stringify({ compilerOptions: { ...base, ...options }, files: ["use.ts"] }),
+          );
+          const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, `${name}.json`)]);
+          expect([name, tsc.status, tsc.stdout]).toEqual([name, 0, ""]);
+        }
+        // The library and the agent runtime need no global types at all: not Node's, not the DOM's
+        // (the model client declares the fetch it takes). Only the test bed is Node's.
+        writeFileSync(
+          join(dir, "bare.ts"),
+          [
+            'import { init, type Plan, type Rollout } from "callforest";',
+            'import { createModelClient, runAgent, type FetchLike } from "callforest/compaction";',
+            "export async function use(fetch: FetchLike): Promise<number> {",
+            "  const plan: Plan = (await init()).plan({ rollout_id: 'r', reward: 0, calls: [] } satisfies Rollout);",
+            "  void [runAgent, createModelClient({ baseUrl: 'http://127.0.0.1:1', model: 'm', fetch })];",
+            "  return plan.rows.length;",
+            "}",
+          ].join("\n"),
+        );
+        const bare = { ...base, types: [], module: "NodeNext", moduleResolution: "NodeNext" };
+        writeFileSync(join(dir, "bare.json"), JSON.stringify({ compilerOptions: bare, files: ["bare.ts"] }));
+        const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, "bare.json")]);
+        expect(["bare", tsc.status, tsc.stdout]).toEqual(["bare", 0, ""]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
       }
-      // The library and the agent runtime need no global types at all: not Node's, not the DOM's
-      // (the model client declares the fetch it takes). Only the test bed is Node's.
-      writeFileSync(
-        join(dir, "bare.ts"),
-        [
-          'import { init, type Plan, type Rollout } from "callforest";',
-          'import { createModelClient, runAgent, type FetchLike } from "callforest/compaction";',
-          "export async function use(fetch: FetchLike): Promise<number> {",
-          "  const plan: Plan = (await init()).plan({ rollout_id: 'r', reward: 0, calls: [] } satisfies Rollout);",
-          "  void [runAgent, createModelClient({ baseUrl: 'http://127.0.0.1:1', model: 'm', fetch })];",
-          "  return plan.rows.length;",
-          "}",
-        ].join("\n"),
-      );
-      const bare = { ...base, types: [], module: "NodeNext", moduleResolution: "NodeNext" };
-      writeFileSync(join(dir, "bare.json"), JSON.stringify({ compilerOptions: bare, files: ["bare.ts"] }));
-      const tsc = run([join(root, "node_modules/typescript/bin/tsc"), "-p", join(dir, "bare.json")]);
-      expect(["bare", tsc.status, tsc.stdout]).toEqual(["bare", 0, ""]);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+    },
+  );
 
   it("prints its version, and show reads stdin when given no file", () => {
     const version = run(["bin/callforest.js", "--version"]);

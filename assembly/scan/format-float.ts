@@ -81,7 +81,10 @@ function writeJsNumber(at: usize, digits: u32, exp10: i32): usize {
   return distance <= bound ? q + (up ? 1 : 0) : 0;
 }
 
-/** Math.fround(Number(text)) === x for the text d·10^exp10: d and the power are exact, so one IEEE operation rounds it right. */
+/**
+ * Math.fround(Number(text)) === x for the text d·10^exp10: d and the power are exact, so one IEEE
+ * operation rounds it right.
+ */
 // @ts-ignore: decorator
 @inline function roundTrips(d: u32, exp10: i32, x: f32): bool {
   const v = exp10 >= 0 ? <f64>d * exactPow10(exp10) : <f64>d / exactPow10(-exp10);

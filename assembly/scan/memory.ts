@@ -10,7 +10,10 @@ export function setMemoryLimit(pages: i32): void {
   setPageLimit(pages);
 }
 
-/** Makes [0, end) addressable, growing by at least a quarter each time; false when memory cannot (or may not) grow that far. */
+/**
+ * Makes [0, end) addressable, growing by at least a quarter each time; false when memory cannot (or
+ * may not) grow that far.
+ */
 export function ensureMemory(end: u64): bool {
   return growTo(end, memory.size() >> 2);
 }

@@ -122,7 +122,10 @@ def main(rollouts_path, rows_path, packed_paths):
                 generated[r["rollout_id"], c["id"]] = len(c["generation_token_ids"])
     rows = read_jsonl(rows_path)
     packed = {path: read_jsonl(path) for path in packed_paths}
-    max_position = max([r["num_tokens"] for r in rows] + [max(p["position_ids"], default=0) + 1 for recs in packed.values() for p in recs])
+    max_position = max(
+        [r["num_tokens"] for r in rows]
+        + [max(p["position_ids"], default=0) + 1 for recs in packed.values() for p in recs]
+    )
     torch.manual_seed(0)
     model = Model(max_position).eval()
     problems = []
@@ -147,7 +150,12 @@ def main(rollouts_path, rows_path, packed_paths):
                 problems.append(f"row {row['rollout_id']}/{row['row']}: mask 1 at {i}, not a trained call's token")
                 continue
             key = (row["rollout_id"], call, i - prompt[row["rollout_id"], call])
-            put(expected, key, (row["token_ids"][i], row["logprobs"][i], value), f"rows {row['rollout_id']}/{row['row']}")
+            put(
+                expected,
+                key,
+                (row["token_ids"][i], row["logprobs"][i], value),
+                f"rows {row['rollout_id']}/{row['row']}",
+            )
 
     # Every generated token of every eligible call of the rollouts the rows come from: once.
     planned = {row["rollout_id"] for row in rows}
@@ -167,14 +175,19 @@ def main(rollouts_path, rows_path, packed_paths):
                         call = (rec["rollout_id"], s["call"])
                         key = (*call, rec["position_ids"][k] - prompt[call])
                         if not 0 <= key[2] < generated[call]:
-                            problems.append(f"{path} {rec['rollout_id']}: mask 1 at {k}, not a generated token of {s['call']}")
+                            problems.append(
+                                f"{path} {rec['rollout_id']}: mask 1 at {k}, not a generated token of {s['call']}"
+                            )
                         put(got, key, (rec["token_ids"][k], rec["logprobs"][k], lp[k]), f"{path} {rec['rollout_id']}")
         for key in sorted(expected.keys() ^ got.keys()):
             problems.append(f"{path}: {key} trained in {'rows only' if key in expected else 'packed only'}")
         for key in sorted(expected.keys() & got.keys()):
             (t1, s1, m1), (t2, s2, m2) = expected[key], got[key]
             if t1 != t2 or s1 != s2 or (m1 is None) != (m2 is None):
-                problems.append(f"{path}: {key} rows (token {t1}, logprob {s1}, scored {m1 is not None}) vs packed ({t2}, {s2}, {m2 is not None})")
+                problems.append(
+                    f"{path}: {key} rows (token {t1}, logprob {s1}, scored {m1 is not None}) "
+                    f"vs packed ({t2}, {s2}, {m2 is not None})"
+                )
             elif m1 is not None:
                 worst = max(worst, abs(m1 - m2))
                 if abs(m1 - m2) > TOLERANCE:
@@ -187,11 +200,15 @@ def main(rollouts_path, rows_path, packed_paths):
     if problems:
         for p in problems[:20]:
             print(p, file=sys.stderr)
-        print(f"check_packed: MISMATCH, {len(problems)} problems over {len(packed)} packed files ({len(expected)} trained tokens of {rollouts} rollouts)")
+        print(
+            f"check_packed: MISMATCH, {len(problems)} problems over {len(packed)} packed files "
+            f"({len(expected)} trained tokens of {rollouts} rollouts)"
+        )
         return 1
     print(
-        f"check_packed: ok, {len(expected)} trained tokens of {rollouts} rollouts score the same from rows ({len(rows)} rows "
-        f"{rows_tokens} tokens) and from {'; '.join(summary)}: max |diff| {worst:.1e}, loss {rows_loss:.6f}"
+        f"check_packed: ok, {len(expected)} trained tokens of {rollouts} rollouts score the same from rows "
+        f"({len(rows)} rows {rows_tokens} tokens) and from {'; '.join(summary)}: "
+        f"max |diff| {worst:.1e}, loss {rows_loss:.6f}"
     )
     return 0
 

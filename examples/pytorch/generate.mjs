@@ -22,7 +22,8 @@ function rollout(index) {
   const rand = mulberry32(seed * 1000 + index);
   const int = (lo, hi) => lo + Math.floor(rand() * (hi - lo + 1));
   // mostly vocabulary-sized token IDs, now and then anywhere in [0, 2^31-1]
-  const tokens = (lo, hi) => Array.from({ length: int(lo, hi) }, () => (rand() < 0.05 ? int(0, 2 ** 31 - 1) : int(0, 151_000)));
+  const tokens = (lo, hi) =>
+    Array.from({ length: int(lo, hi) }, () => (rand() < 0.05 ? int(0, 2 ** 31 - 1) : int(0, 151_000)));
   const generation = (lo, hi) => {
     const ids = tokens(lo, hi);
     return { ids, logprobs: ids.map(() => -Math.round(rand() * 4e4) / 1e4) };
@@ -30,7 +31,14 @@ function rollout(index) {
   const agents = [{ id: "L", parent: null, mode: "leader" }];
   const calls = [];
   const call = (agent, prompt, gen, extra = {}) => {
-    calls.push({ id: `c${calls.length + 1}`, agent, prompt_token_ids: prompt, generation_token_ids: gen.ids, generation_log_probs: gen.logprobs, ...extra });
+    calls.push({
+      id: `c${calls.length + 1}`,
+      agent,
+      prompt_token_ids: prompt,
+      generation_token_ids: gen.ids,
+      generation_log_probs: gen.logprobs,
+      ...extra,
+    });
     return [...prompt, ...gen.ids];
   };
   const system = tokens(3, 8);

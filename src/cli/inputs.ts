@@ -36,7 +36,8 @@ export function addInputOptions(command: Command, { backend = true, media = fals
   if (media) {
     command.option(
       "--media-token <ids>",
-      "gym-compaction: the model's media placeholder token id(s), comma-separated; each media occurrence is placed on a run of them in the prompt",
+      "gym-compaction: the model's media placeholder token id(s), comma-separated; " +
+        "each media occurrence is placed on a run of them in the prompt",
     );
   }
   if (backend) addBackendOption(command);
@@ -83,7 +84,8 @@ export function parseInteger(option: string, text: string, { min = 1, max = Numb
 export function inputHelp(stdinDefault: boolean): string {
   return (
     ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout or an array of them), " +
-    `or - for stdin${stdinDefault ? " (the default)" : ""}; stdin, or a file of another name, is JSONL unless its first line is { or [ alone (one pretty-printed value)`
+    `or - for stdin${stdinDefault ? " (the default)" : ""}; ` +
+    `stdin, or a file of another name, is JSONL unless its first line is { or [ alone (one pretty-printed value)`
   );
 }
 

@@ -15,7 +15,10 @@ function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>, medi
   else marks.push(`trained in row ${call.ownerRow}`);
   const tokens = `${call.promptLength}+${call.generationLength} tokens`;
   const media = call.media.length > 0 ? `  ${oneLine(mediaList(call.media, mediaName))}` : "";
-  return `${oneLine(call.id)} [${oneLine(agentLabel(call.agent, agents.get(call.agent)))}] ${tokens}  ${marks.join(", ")}${media}`;
+  return (
+    `${oneLine(call.id)} [${oneLine(agentLabel(call.agent, agents.get(call.agent)))}] ` +
+    `${tokens}  ${marks.join(", ")}${media}`
+  );
 }
 
 function table(header: string[], body: string[][]): string[] {
@@ -54,7 +57,8 @@ function packedTables(plan: Plan): string[] {
   const packed = records.reduce((n, r) => n + r.numTokens, 0);
   out.push(
     "",
-    `packed: ${packed} tokens in ${countOf(records.length, binned ? "bin" : "tree")}, for ${plan.report.row_tokens} in rows`,
+    `packed: ${packed} tokens in ${countOf(records.length, binned ? "bin" : "tree")}, ` +
+      `for ${plan.report.row_tokens} in rows`,
   );
   return out;
 }
@@ -102,7 +106,8 @@ export function renderPlan(plan: Plan): string {
     // Said once, not on every marked call: what the mark means and what it did.
     const list = oneLine(mismatched.map((c) => c.id).join(", "));
     out.push(
-      `  media mismatch (${list}): the call's tokens extend an earlier call whose media differ, so it is a root or continues a shorter call`,
+      `  media mismatch (${list}): the call's tokens extend an earlier call whose media differ, ` +
+        `so it is a root or continues a shorter call`,
     );
   }
   out.push("", "rows");

@@ -62,7 +62,10 @@ export interface ResourcesOptions {
   /** Gym's `skip_verification`: no `/verify`; the reward is `skipVerificationReward` (default 0). */
   skipVerification?: boolean;
   skipVerificationReward?: number;
-  /** A tool answer's text as an observation (default: the text itself, as Gym's agent shows it; see jsonObservation). */
+  /**
+   * A tool answer's text as an observation (default: the text itself, as Gym's agent shows it; see
+   * jsonObservation).
+   */
   observe?: (text: string, tool: string) => Observation | Promise<Observation>;
 }
 
@@ -94,7 +97,10 @@ export interface RunAgentOptions {
 export interface RunAgentResult {
   /** The last model response (null if no call was made). */
   response: ResponsesResponse | null;
-  /** What Gym's agent returns from `/v1/responses` (a ContextCompactedResponse with compaction on), when asked for or scored. */
+  /**
+   * What Gym's agent returns from `/v1/responses` (a ContextCompactedResponse with compaction on),
+   * when asked for or scored.
+   */
   gymResponse?: GymResponse;
   /**
    * With `resources`: what Gym's `/run` returns. The verify response with `response` replaced by
@@ -370,7 +376,8 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
   const sent = await send(run, callId, cv);
   const generation = extractGeneration(callId, sent.response);
   run.provenance.note(`call ${callId} (response ${sent.response.id})`, sent.response);
-  // Checked now, not only when the rollout is built: a prompt whose placeholder runs do not match the images shown stops the run at this call.
+  // Checked now, not only when the rollout is built: a prompt whose placeholder runs do not match
+  // the images shown stops the run at this call.
   if (run.imagePlaceholderToken !== null)
     mediaSpans(`call ${callId}`, generation.prompt_token_ids, cv.view.mediaIds, run.imagePlaceholderToken);
   const output = appendOutput(run, sent.response, turn);
@@ -445,7 +452,8 @@ function checkOptions(opts: RunAgentOptions): void {
   const placeholder = opts.model?.imagePlaceholderToken;
   if (placeholder !== undefined && !isTokenId(placeholder)) {
     throw new CompactionError(
-      `runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got ${placeholder}`,
+      `runAgent: the model client's imagePlaceholderToken must be a token id ` +
+        `(an integer in [0, 2^31-1]), got ${placeholder}`,
     );
   }
 }

@@ -125,7 +125,10 @@ export interface ModelClientOptions {
    * request is aborted and fails as a retryable ModelHttpError (status 0), like a lost connection.
    */
   timeoutMs?: number;
-  /** Bytes an answer may have (default 64 MiB). A longer one is aborted as it arrives: a ResponseTooLargeError, not retried. */
+  /**
+   * Bytes an answer may have (default 64 MiB). A longer one is aborted as it arrives: a
+   * ResponseTooLargeError, not retried.
+   */
   maxResponseBytes?: number;
   /** Follow HTTP redirects (default false: a 3xx answer is a ModelHttpError naming its Location). */
   followRedirects?: boolean;

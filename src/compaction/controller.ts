@@ -280,7 +280,8 @@ export function checkRequiredPrefix(
   if (i === required.length) return;
   const where = i < n ? `first difference at token ${i}` : `observed prompt is shorter`;
   throw new PrefixMismatchError(
-    `call ${callId}: observed prompt_token_ids (${observed.length} tokens) does not start with required_prefix_token_ids (${required.length} tokens); ${where}`,
+    `call ${callId}: observed prompt_token_ids (${observed.length} tokens) does not start with ` +
+      `required_prefix_token_ids (${required.length} tokens); ${where}`,
     required.length,
     observed.length,
   );

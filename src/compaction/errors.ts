@@ -50,7 +50,10 @@ export class ModelHttpError extends HttpError {
   override readonly name: string = "ModelHttpError";
 }
 
-/** A resources-server failure (`/seed_session`, a tool, `/verify`, `/aggregate_metrics`), or an answer of the wrong shape. */
+/**
+ * A resources-server failure (`/seed_session`, a tool, `/verify`, `/aggregate_metrics`), or an
+ * answer of the wrong shape.
+ */
 export class ResourcesServerError extends HttpError {
   override readonly name = "ResourcesServerError";
 }

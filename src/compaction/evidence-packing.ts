@@ -13,7 +13,10 @@ export const PACKING = "callforest-evidence-delta/1";
 
 type Json = Record<string, unknown>;
 
-/** A record as `packEvidence` writes it: `packing` names the encoding; `validateEvidence` and `rolloutFromEvidence` take it as is. */
+/**
+ * A record as `packEvidence` writes it: `packing` names the encoding; `validateEvidence` and
+ * `rolloutFromEvidence` take it as is.
+ */
 export interface PackedEvidenceRecord {
   packing: typeof PACKING;
   [field: string]: unknown;
@@ -204,7 +207,10 @@ function derivedAttempts(calls: readonly CallEvidence[], failed: readonly Attemp
   return out;
 }
 
-/** The packed envelope of a record (see the module comment); a part that would not expand byte-identical is kept as it was. */
+/**
+ * The packed envelope of a record (see the module comment); a part that would not expand
+ * byte-identical is kept as it was.
+ */
 export function packEvidence(record: EvidenceRecord): PackedEvidenceRecord {
   const ctx: Context = { record, sequences: new Map(), mediaIds: record.media.map((m) => m.id) };
   const calls = record.calls.map((call, i) => {

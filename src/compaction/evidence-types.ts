@@ -52,7 +52,10 @@ export interface AttemptRecord {
   error?: string;
 }
 
-/** Why an episode ended (`failed`: only in the evidence of a partial run, see partialRunOf); `output_truncated`: the last response was cut off (status "incomplete") with no action in it. */
+/**
+ * Why an episode ended (`failed`: only in the evidence of a partial run, see partialRunOf);
+ * `output_truncated`: the last response was cut off (status "incomplete") with no action in it.
+ */
 export type StopReason =
   | "max_turns"
   | "final_message"

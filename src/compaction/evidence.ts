@@ -21,7 +21,10 @@ function badLogprob(value: unknown): string {
   return `${JSON.stringify(value) ?? String(value)} is not a finite number`;
 }
 
-/** The planner's rules (token ids in [0, 2^31-1], logprobs finite as float32), with the index and value of the first break. */
+/**
+ * The planner's rules (token ids in [0, 2^31-1], logprobs finite as float32), with the index and
+ * value of the first break.
+ */
 function checkGeneration(where: string, g: Partial<Record<keyof GenerationEvidence, unknown>>): GenerationEvidence {
   for (const key of ["prompt_token_ids", "generation_token_ids"] as const) {
     const ids = g[key];
@@ -30,7 +33,8 @@ function checkGeneration(where: string, g: Partial<Record<keyof GenerationEviden
     const bad = firstBad(ids, isTokenId);
     if (bad >= 0)
       throw new EvidenceError(
-        `${where}: ${key} must be an array of integers in [0, 2^31-1] (${key}[${bad}] is ${JSON.stringify(ids[bad]) ?? String(ids[bad])})`,
+        `${where}: ${key} must be an array of integers in [0, 2^31-1] ` +
+          `(${key}[${bad}] is ${JSON.stringify(ids[bad]) ?? String(ids[bad])})`,
       );
   }
   const lps = g.generation_log_probs;
@@ -40,7 +44,8 @@ function checkGeneration(where: string, g: Partial<Record<keyof GenerationEviden
   const bad = firstBad(lps, isFloat32Logprob);
   if (bad >= 0)
     throw new EvidenceError(
-      `${where}: generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[${bad}]: ${badLogprob(lps[bad])})`,
+      `${where}: generation_log_probs must be an array of finite numbers in float32 range ` +
+        `(generation_log_probs[${bad}]: ${badLogprob(lps[bad])})`,
     );
   const ids = g.generation_token_ids as number[];
   if (lps.length !== ids.length) {
@@ -133,7 +138,10 @@ function arr(path: string, v: unknown): unknown[] {
   return v;
 }
 
-/** Where `observed` first differs from `prefix` ("first difference at token i" or "is shorter"), or null when it starts with it. */
+/**
+ * Where `observed` first differs from `prefix` ("first difference at token i" or "is shorter"), or
+ * null when it starts with it.
+ */
 function prefixBreak(prefix: readonly number[], observed: readonly number[]): string | null {
   const n = Math.min(prefix.length, observed.length);
   for (let i = 0; i < n; i++) if (prefix[i] !== observed[i]) return `first difference at token ${i}`;

@@ -97,7 +97,10 @@ function recencyConfig(path: string, raw: Obj): Obj {
   };
 }
 
-/** Policy types this runtime knows: Gym's two, and the test bed's screen policy (registered, as Gym's custom policies are). */
+/**
+ * Policy types this runtime knows: Gym's two, and the test bed's screen policy (registered, as
+ * Gym's custom policies are).
+ */
 const POLICY_TYPES = ["identity", "recency", "latest_screenshot"];
 
 /** Validates a `context_history` block as Gym does and returns its dump (every key, defaults filled in). */
@@ -206,7 +209,10 @@ export function compactionOf(config: ContextHistoryConfig): CompactionOptions | 
   return { policy: policyOf(config.policy), schedule, ...(Object.keys(guards).length ? { guards } : {}) };
 }
 
-/** The `context_history` block in a parsed file: the file itself, its `context_history` key, or the one such key in a whole Gym config. */
+/**
+ * The `context_history` block in a parsed file: the file itself, its `context_history` key, or the
+ * one such key in a whole Gym config.
+ */
 function findBlock(doc: unknown): unknown {
   const found: unknown[] = [];
   const walk = (v: unknown) => {

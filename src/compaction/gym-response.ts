@@ -261,7 +261,10 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
   const chunked = inputs.compaction.schedule.type === "turn_chunked";
   const scheduleDigest = chunked ? canonicalDigestSync(contextHistoryOf(inputs.compaction).schedule) : null;
   const chunkIdOf = async (block: number) =>
-    `chunk-${pad6(block)}-${(await canonicalDigest({ rollout_id: rolloutId, block_index: block, schedule_config_digest: scheduleDigest })).slice(0, 12)}`;
+    `chunk-${pad6(block)}-` +
+    (
+      await canonicalDigest({ rollout_id: rolloutId, block_index: block, schedule_config_digest: scheduleDigest })
+    ).slice(0, 12);
   const byCall = new Map(e.calls.map((c) => [c.call_id, c]));
   const selections = inputs.turns.map((t) =>
     selectionOf(
@@ -283,7 +286,16 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     for (const m of previous.media) remaining.set(m, (remaining.get(m) ?? 0) + 1);
     for (const m of first.media) remaining.set(m, (remaining.get(m) ?? 0) - 1);
     events.set(b.first_call, {
-      event_id: `boundary-${pad6(step)}-${(await canonicalDigest({ rollout_id: rolloutId, applies_to_step: step, previous_view_digest: prev, current_view_digest: cur })).slice(0, 12)}`,
+      event_id:
+        `boundary-${pad6(step)}-` +
+        (
+          await canonicalDigest({
+            rollout_id: rolloutId,
+            applies_to_step: step,
+            previous_view_digest: prev,
+            current_view_digest: cur,
+          })
+        ).slice(0, 12),
       trigger_after_step: step - 1,
       applies_to_step: step,
       reason: "history_policy_rewrite",
@@ -318,7 +330,14 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     if (!segmentIds.has(call.segment))
       segmentIds.set(call.segment, await stableId("segment", rolloutId, call.segment, call.segment, viewDigest));
     const prepared = await stableId("prepared-request", rolloutId, step, viewDigest, contractId);
-    const completionId = `completion-${pad6(step)}-${(await sha256Hex(`{"prompt_token_ids":${JSON.stringify(call.prompt_token_ids)},"rollout_id":${JSON.stringify(rolloutId)},"sampled_token_ids":${JSON.stringify(call.generation_token_ids)},"turn_id":${step}}`)).slice(0, 12)}`;
+    const completionId =
+      `completion-${pad6(step)}-` +
+      (
+        await sha256Hex(
+          `{"prompt_token_ids":${JSON.stringify(call.prompt_token_ids)},"rollout_id":${JSON.stringify(rolloutId)},` +
+            `"sampled_token_ids":${JSON.stringify(call.generation_token_ids)},"turn_id":${step}}`,
+        )
+      ).slice(0, 12);
     const actionId = `action-${pad6(step)}`;
     const mediaIds = call.media.map((m) => gymMediaId.get(m)!);
     const requestId = await stableId("request", prepared, call.prompt_token_ids, mediaIds);
@@ -357,7 +376,11 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
         selection_digest: orderedIdDigest(
           policy.name === "identity" ? sel.retained : [...sel.retained, "--omitted--", ...sel.omitted],
         ),
-        transformation_id: `transform-${(await canonicalDigest({ type: policy.name, version: policy.version, config: policy.config_digest, units })).slice(0, 24)}`,
+        transformation_id:
+          "transform-" +
+          (
+            await canonicalDigest({ type: policy.name, version: policy.version, config: policy.config_digest, units })
+          ).slice(0, 24),
       },
       generation_contract_id: contractId,
       policy_output_spans: [

@@ -21,7 +21,8 @@ export function mediaSpans(
   const runs = placeholderRuns(promptIds, new Set([placeholderToken]));
   if (runs.length !== mediaIds.length) {
     throw new EvidenceError(
-      `${where}: prompt_token_ids holds ${runs.length} run(s) of the image placeholder token ${placeholderToken} for ${mediaIds.length} image(s) shown`,
+      `${where}: prompt_token_ids holds ${runs.length} run(s) of the image placeholder token ${placeholderToken} ` +
+        `for ${mediaIds.length} image(s) shown`,
     );
   }
   return runs.map((run, k) => ({ id: mediaIds[k], offset: run.offset, length: run.length }));

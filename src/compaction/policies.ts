@@ -110,7 +110,10 @@ export function identityPolicy(): Policy {
 
 export interface RecencyImagesConfig {
   enabled: boolean;
-  /** Image groups (observations with images) to keep, counted from the newest. Groups the next action responds to are always kept. */
+  /**
+   * Image groups (observations with images) to keep, counted from the newest. Groups the next
+   * action responds to are always kept.
+   */
   keepLastGroups: number;
   /** Always keep the images of the initial context (the task). */
   protectInitialContext: boolean;

@@ -26,7 +26,10 @@ function matchLength(base: readonly number[], from: number, target: readonly num
   return n;
 }
 
-/** The pieces that rebuild `target` from `base` (greedy: the longest copy at each position, the base's next run first). */
+/**
+ * The pieces that rebuild `target` from `base` (greedy: the longest copy at each position, the
+ * base's next run first).
+ */
 export function encodeDelta(base: readonly number[], target: readonly number[]): DeltaPiece[] {
   const index = new Map<number, number[]>();
   for (let p = 0; p + GRAM <= base.length; p++) {

@@ -56,7 +56,8 @@ export class ProvenanceRecorder {
     for (const [key] of IDENTITIES) {
       if (this.seen[key] !== now[key]) {
         throw new EvidenceError(
-          `${where}: generation_provenance.${key} is ${JSON.stringify(now[key] ?? null)}, earlier calls reported ${JSON.stringify(this.seen[key] ?? null)}`,
+          `${where}: generation_provenance.${key} is ${JSON.stringify(now[key] ?? null)}, ` +
+            `earlier calls reported ${JSON.stringify(this.seen[key] ?? null)}`,
         );
       }
     }

@@ -120,7 +120,8 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
             throw new ResourcesServerError(`POST ${url}: the answer is not an object`, 200, false);
           if (typeof answer.reward !== "number" || !Number.isFinite(answer.reward)) {
             throw new ResourcesServerError(
-              `POST ${url}: the answer's reward is ${JSON.stringify(answer.reward) ?? "missing"}, expected a finite number`,
+              `POST ${url}: the answer's reward is ${JSON.stringify(answer.reward) ?? "missing"}, ` +
+                `expected a finite number`,
               200,
               false,
             );

@@ -125,7 +125,10 @@ export const RESPONSES_CREATE_PARAMS_KEYS: readonly string[] = [
 ];
 /** Keys `POST /v1/responses` may carry. */
 export const PLAIN_BODY_KEYS: readonly string[] = RESPONSES_CREATE_PARAMS_KEYS;
-/** Keys `POST /v1/responses/context-compaction` and the adapter's `POST /tokenize` may carry (Gym's VLLMContextCompactionResponseCreateParams). */
+/**
+ * Keys `POST /v1/responses/context-compaction` and the adapter's `POST /tokenize` may carry (Gym's
+ * VLLMContextCompactionResponseCreateParams).
+ */
 export const COMPACTION_BODY_KEYS: readonly string[] = [...RESPONSES_CREATE_PARAMS_KEYS, "required_prefix_token_ids"];
 export const TOKENIZE_BODY_KEYS: readonly string[] = COMPACTION_BODY_KEYS;
 

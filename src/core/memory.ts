@@ -14,7 +14,8 @@ export function checkMaxMemory(maxMemory: number | undefined): number {
     // (A number out of range is a RangeError, anything else a TypeError, as Node's own checks.)
     const ErrorClass = typeof bytes === "number" ? RangeError : TypeError;
     throw new ErrorClass(
-      `maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), got ${typeof bytes === "string" ? JSON.stringify(bytes) : String(maxMemory)}`,
+      `maxMemory must be a positive whole number of bytes (or Infinity: 4 GiB), ` +
+        `got ${typeof bytes === "string" ? JSON.stringify(bytes) : String(maxMemory)}`,
     );
   }
   return bytes;

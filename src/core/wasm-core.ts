@@ -155,7 +155,9 @@ export class WasmCorePool {
       // Each unreleased plan holds an instance, and each reserves address space for its memory:
       // too many live plans, or a process limit (ulimit -v) — not the rollout (rollout_too_large).
       throw new CoreUnavailableError(
-        `cannot create another WebAssembly core instance (each reserves address space; ${this.live} plans of this init() are not released, and a limit such as ulimit -v counts every instance): ${errorLine(error)}`,
+        `cannot create another WebAssembly core instance (each reserves address space; ` +
+          `${this.live} plans of this init() are not released, ` +
+          `and a limit such as ulimit -v counts every instance): ${errorLine(error)}`,
       );
     }
     const exports = instance.exports as unknown as CoreExports;

@@ -96,7 +96,8 @@ export function fromGymCompaction(
       "missing_field",
       bare
         ? "no rollout id: context_compaction_contract.rollout_id and id both absent"
-        : "no rollout id: _ng_task_index/_ng_rollout_index, response.context_compaction_contract.rollout_id and response.id all absent",
+        : "no rollout id: _ng_task_index/_ng_rollout_index, response.context_compaction_contract.rollout_id " +
+            "and response.id all absent",
     );
   }
   const reward = bare ? 0 : requireReward(value, "");
@@ -142,7 +143,8 @@ function transportCompletions(response: JsonObject, where: string): Completion[]
   if (carriers.length !== metadata.length) {
     throw new FormatError(
       "evidence_mismatch",
-      `${where}output has ${countOf(carriers.length, "item")} with generation_token_ids, but ${where}model_call_metadata has ${countOf(metadata.length, "entry", "entries")}`,
+      `${where}output has ${countOf(carriers.length, "item")} with generation_token_ids, ` +
+        `but ${where}model_call_metadata has ${countOf(metadata.length, "entry", "entries")}`,
     );
   }
   return metadata.map((record, k) => {
@@ -201,7 +203,10 @@ function toCall(
   return call;
 }
 
-/** Transport pairs records and items by position only: the record's output span must end where the item's generation does. */
+/**
+ * Transport pairs records and items by position only: the record's output span must end where the
+ * item's generation does.
+ */
 function checkPairing(completion: Completion, id: string, generated: number): void {
   const spans = field(completion.record, "policy_output_spans");
   const last = Array.isArray(spans) && spans.length > 0 ? spans[spans.length - 1] : undefined;
@@ -209,7 +214,8 @@ function checkPairing(completion: Completion, id: string, generated: number): vo
   if (typeof end === "number" && end !== generated) {
     throw new FormatError(
       "evidence_mismatch",
-      `${completion.where} (call ${q(id)}): its policy output span ends at ${end}, but ${completion.tokensWhere} has ${countOf(generated, "generated token")}`,
+      `${completion.where} (call ${q(id)}): its policy output span ends at ${end}, ` +
+        `but ${completion.tokensWhere} has ${countOf(generated, "generated token")}`,
     );
   }
 }
@@ -232,7 +238,8 @@ function mediaOf(
     if (unplaced > 0) {
       throw new FormatError(
         "media_unlocated",
-        `${label}${countOf(unplaced, "media occurrence")} without placeholder_span_or_position: give --media-token ID (the model's media placeholder token ids) to place them`,
+        `${label}${countOf(unplaced, "media occurrence")} without placeholder_span_or_position: ` +
+          `give --media-token ID (the model's media placeholder token ids) to place them`,
       );
     }
     return occurrences.map((o) => ({ id: o.id, offset: o.span!.offset, length: o.span!.length }));
@@ -241,7 +248,8 @@ function mediaOf(
   if (runs.length !== occurrences.length) {
     throw new FormatError(
       "media_unlocated",
-      `${label}${countOf(occurrences.length, "media occurrence")} but ${countOf(runs.length, "run")} of placeholder ${tokensWord(placeholders)} in ${completion.tokensWhere}.prompt_token_ids`,
+      `${label}${countOf(occurrences.length, "media occurrence")} but ${countOf(runs.length, "run")} ` +
+        `of placeholder ${tokensWord(placeholders)} in ${completion.tokensWhere}.prompt_token_ids`,
     );
   }
   return occurrences.map((o, k) => {
@@ -249,7 +257,8 @@ function mediaOf(
     if (o.span !== null && (o.span.offset !== run.offset || o.span.length !== run.length)) {
       throw new FormatError(
         "media_unlocated",
-        `${label}media_occurrences[${k}].placeholder_span_or_position is ${showSpan(o.span)}, but run ${k + 1} of placeholder ${tokensWord(placeholders)} is ${showSpan(run)}`,
+        `${label}media_occurrences[${k}].placeholder_span_or_position is ${showSpan(o.span)}, ` +
+          `but run ${k + 1} of placeholder ${tokensWord(placeholders)} is ${showSpan(run)}`,
       );
     }
     return { id: o.id, offset: run.offset, length: run.length };
@@ -279,7 +288,8 @@ function occurrencesOf(record: JsonObject, where: string, label: string): Occurr
     if (ordinal !== expected) {
       throw new FormatError(
         "media_unlocated",
-        `${label}media_occurrences[${k}] (media ${q(mediaId)}) has occurrence_ordinal ${show(ordinal)}, expected ${expected}: the occurrences are not in prompt order`,
+        `${label}media_occurrences[${k}] (media ${q(mediaId)}) has occurrence_ordinal ${show(ordinal)}, ` +
+          `expected ${expected}: the occurrences are not in prompt order`,
       );
     }
     return { id: mediaId, span: givenSpan(occurrence, at) };
@@ -291,7 +301,8 @@ function occurrencesOf(record: JsonObject, where: string, label: string): Occurr
   ) {
     throw new FormatError(
       "media_unlocated",
-      `${label}media_occurrences (${countOf(occurrences.length, "occurrence")}) do not list media_ids (${countOf(ids.length, "id")}) in order`,
+      `${label}media_occurrences (${countOf(occurrences.length, "occurrence")}) ` +
+        `do not list media_ids (${countOf(ids.length, "id")}) in order`,
     );
   }
   return occurrences;

@@ -63,7 +63,8 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
       new FormatError(
         "unknown_format",
         isObject(value)
-          ? `not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`
+          ? `not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), ` +
+              `no ng_agent_observations.records[] (gym-observed)`
           : `the value is ${show(value)}, expected a JSON object`,
       ),
     );

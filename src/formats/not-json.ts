@@ -14,7 +14,10 @@ class NotJson {
   ) {}
 }
 
-/** Length of the valid UTF-8 sequence at i, or 0 (TextDecoder's fatal rules: no overlongs, surrogates or > U+10FFFF). */
+/**
+ * Length of the valid UTF-8 sequence at i, or 0 (TextDecoder's fatal rules: no overlongs,
+ * surrogates or > U+10FFFF).
+ */
 function utf8Length(bytes: Uint8Array, i: number): number {
   const b = bytes[i];
   const n = bytes.length;

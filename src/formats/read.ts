@@ -98,7 +98,10 @@ export async function readDocument(
 /** Why one JSON value of `bytes` (null: more than the limit, size unknown) is refused: V8 takes no string that long. */
 export function tooLargeDocument(bytes: number | null): string {
   const amount = bytes === null ? `over ${MAX_STRING_BYTES >> 20} MB` : `${bytes} bytes`;
-  return `${amount} of one JSON value is more than JSON.parse takes (${MAX_STRING_BYTES >> 20} MB); write it as JSONL, one rollout a line`;
+  return (
+    `${amount} of one JSON value is more than JSON.parse takes (${MAX_STRING_BYTES >> 20} MB); ` +
+    `write it as JSONL, one rollout a line`
+  );
 }
 
 /** A file that cannot be read is a FileError naming it; anything else goes on as it is. */
@@ -165,7 +168,8 @@ export function rolloutToJson(rollout: Rollout, diagnostics: readonly Diagnostic
   const text = JSON.stringify(body, (key, value: unknown) => {
     if (typeof value === "number" && !Number.isFinite(value)) {
       throw new RangeError(
-        `${key === "" ? "a value" : JSON.stringify(key)} is ${value}, which JSON cannot hold (a number out of range, such as 1e400)`,
+        `${key === "" ? "a value" : JSON.stringify(key)} is ${value}, ` +
+          `which JSON cannot hold (a number out of range, such as 1e400)`,
       );
     }
     if (value instanceof Float32Array) return Array.from(value, logprob);

@@ -101,7 +101,11 @@ export const MAX_STRING_BYTES = 256 << 20;
 
 /** Why `bytes` of text were not parsed: longer than a JS string can be. */
 export function textTooLongDetail(bytes: number): string {
-  return `${bytes} bytes of text are more than JSON.parse can read (a JavaScript string holds at most 2^29 - 24 characters); \`callforest rows\` reads longer lines when most of their bytes are token arrays`;
+  return (
+    `${bytes} bytes of text are more than JSON.parse can read ` +
+    `(a JavaScript string holds at most 2^29 - 24 characters); ` +
+    `\`callforest rows\` reads longer lines when most of their bytes are token arrays`
+  );
 }
 
 /** The text of `input`; null when its bytes are not UTF-8, TOO_LONG past V8's longest string. */

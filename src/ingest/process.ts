@@ -91,7 +91,10 @@ function decode(bytes: Uint8Array): string {
 
 /** Why a line of `bytes` was not read by the JSON.parse reader. */
 function pastJsonReaderDetail(bytes: number): string {
-  return `the line has ${bytes} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); the WASM scanner (--backend wasm) reads lines of up to 4 GiB`;
+  return (
+    `the line has ${bytes} bytes, more than the JSON.parse reader takes (${MAX_STRING_BYTES >> 20} MB); ` +
+    `the WASM scanner (--backend wasm) reads lines of up to 4 GiB`
+  );
 }
 
 /**

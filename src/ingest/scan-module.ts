@@ -74,7 +74,8 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
   } catch (error) {
     // As for the planning core: the process's address space, not the input.
     throw new CoreUnavailableError(
-      `cannot create a WebAssembly scanner instance (each reserves address space; a limit such as ulimit -v counts every instance): ${errorLine(error)}`,
+      `cannot create a WebAssembly scanner instance ` +
+        `(each reserves address space; a limit such as ulimit -v counts every instance): ${errorLine(error)}`,
     );
   }
   const exports = instance.exports as unknown as ScanExports;

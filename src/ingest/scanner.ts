@@ -22,7 +22,10 @@ const STATUS_OK = 0;
 const KIND_I32 = 0;
 const NONCE_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 
-/** 16 random characters (the scanner puts `\u0000` before them): no line can guess them, so no user string is taken for a placeholder. */
+/**
+ * 16 random characters (the scanner puts `\u0000` before them): no line can guess them, so no user
+ * string is taken for a placeholder.
+ */
 function makeNonce(): string {
   const random = new Uint8Array(16);
   globalThis.crypto.getRandomValues(random);

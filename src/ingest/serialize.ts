@@ -105,7 +105,8 @@ export class RowSerializer {
     if (maskFormat === "bits") this.maskBase64(record.lossMask);
     else this.maskInts(record.lossMask, record.numTokens);
     this.text(
-      `,"segments":${segmentList(record.segments)},"media":${mediaList(record.media)},"reward":${rewardText(record.reward)}`,
+      `,"segments":${segmentList(record.segments)},"media":${mediaList(record.media)},` +
+        `"reward":${rewardText(record.reward)}`,
     );
     if (record.routedExperts !== undefined) this.text(expertsField(record.routedExperts));
     this.text("}\n");

@@ -49,7 +49,8 @@ port.on("message", (received: ToWorker) => {
         const transfer = piece.rows.map((chunk) => chunk.buffer as ArrayBuffer);
         if (piece.columns !== undefined) transfer.push(...blockBuffers(piece.columns)); // a few dozen buffers
         // The last piece takes the input buffers home for reuse.
-        if (piece.last) for (const buffer of message.buffers) transfer.push(buffer); // not push(...): a line may come in 100,000s of parts
+        // not push(...): a line may come in 100,000s of parts
+        if (piece.last) for (const buffer of message.buffers) transfer.push(buffer);
         post({ type: "piece", seq: message.seq, piece, ...(piece.last ? { buffers: message.buffers } : {}) }, transfer);
       });
     } catch (error) {

@@ -68,7 +68,8 @@ export function checkRowArrays(row: Row): void {
     row.lossMask.length !== (row.numTokens + 7) >> 3
   ) {
     throw new Error(
-      `row ${row.index} of ${JSON.stringify(row.rolloutId)}: its arrays do not hold its ${row.numTokens} tokens (was its plan released? write rows before release())`,
+      `row ${row.index} of ${JSON.stringify(row.rolloutId)}: its arrays do not hold its ${row.numTokens} tokens ` +
+        `(was its plan released? write rows before release())`,
     );
   }
 }
@@ -103,7 +104,8 @@ export function checkPackedArrays(record: PackedTree | PackedBin): void {
     record.lossMask.length !== (n + 7) >> 3
   ) {
     throw new Error(
-      `packed record ${record.index} of ${JSON.stringify(record.rolloutId)}: its arrays do not hold its ${n} tokens (was its plan released? write records before release())`,
+      `packed record ${record.index} of ${JSON.stringify(record.rolloutId)}: its arrays do not hold its ${n} tokens ` +
+        `(was its plan released? write records before release())`,
     );
   }
 }
@@ -112,7 +114,9 @@ export function checkPackedArrays(record: PackedTree | PackedBin): void {
 export function segmentList(segments: readonly (PackedSegment | BinSegment)[]): string {
   let out = "[";
   segments.forEach((s, i) => {
-    out += `${i === 0 ? "" : ","}{"call":${JSON.stringify(s.call)},"parent":${s.parent},"start":${s.start},"length":${s.length},"end":${s.end}`;
+    out +=
+      `${i === 0 ? "" : ","}{"call":${JSON.stringify(s.call)},"parent":${s.parent},` +
+      `"start":${s.start},"length":${s.length},"end":${s.end}`;
     if ("tree" in s) out += `,"tree":${s.tree},"trained":${s.trained}`;
     out += "}";
   });
@@ -125,7 +129,10 @@ export function packedHead(record: PackedTree | PackedBin): string {
     "root" in record
       ? `"tree":${record.index},"root":${JSON.stringify(record.root)},"agent":${JSON.stringify(record.agent)}`
       : `"bin":${record.index},"roots":${JSON.stringify(record.roots)}`;
-  return `{"rollout_id":${JSON.stringify(record.rolloutId)},${names},"calls":${JSON.stringify(record.calls)},"num_tokens":${record.numTokens}`;
+  return (
+    `{"rollout_id":${JSON.stringify(record.rolloutId)},${names},` +
+    `"calls":${JSON.stringify(record.calls)},"num_tokens":${record.numTokens}`
+  );
 }
 
 /** One packed tree or bin as a JSONL line (no trailing newline), SPEC's field order. */

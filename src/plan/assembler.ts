@@ -264,7 +264,10 @@ export class RolloutAssembler {
   expertsProblem(id: string, experts: RoutedExperts | null, eligible: boolean): string | null {
     const shape = this.expertShape;
     if (experts !== null && shape !== null && experts.layers * experts.topk !== shape.layers * shape.topk) {
-      return `routed_experts has ${experts.layers}x${experts.topk} per token, where ${shape.call} has ${shape.layers}x${shape.topk}`;
+      return (
+        `routed_experts has ${experts.layers}x${experts.topk} per token, ` +
+        `where ${shape.call} has ${shape.layers}x${shape.topk}`
+      );
     }
     const first = this.eligibleGiveExperts;
     if (eligible && first !== null && (experts !== null) !== first.give) {
@@ -344,7 +347,8 @@ export class RolloutAssembler {
       this.reject(
         new Rejection(
           "ambiguous_parent",
-          `${this.where(id)}: earlier calls ${tied.join(" and ")} have identical full sequences, and neither its agent nor its parent agent singles one out`,
+          `${this.where(id)}: earlier calls ${tied.join(" and ")} have identical full sequences, ` +
+            `and neither its agent nor its parent agent singles one out`,
         ),
       );
       return false;
@@ -420,7 +424,8 @@ export class RolloutAssembler {
     const index = this.calls.eligible[leaf];
     return new Rejection(
       "row_exceeds_capacity",
-      `leaf ${callName(this.calls.ids[index], index)} holds ${shape.fullLengths[leaf]} tokens, more than the capacity of ${capacity}`,
+      `leaf ${callName(this.calls.ids[index], index)} holds ${shape.fullLengths[leaf]} tokens, ` +
+        `more than the capacity of ${capacity}`,
     );
   }
 

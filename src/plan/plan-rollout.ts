@@ -150,7 +150,8 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
       return assembler.reject(
         new Rejection(
           "logprob_length_mismatch",
-          `${callLabel(calls[i], i)}: ${shape.logprobs.length} generation_log_probs for ${generationLength} generated tokens`,
+          `${callLabel(calls[i], i)}: ${shape.logprobs.length} generation_log_probs ` +
+            `for ${generationLength} generated tokens`,
         ),
       );
     }
@@ -182,7 +183,9 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
   const limit = core.memoryLimit;
   if (hints.longestCall <= MAX_CALL_TOKENS && need > limit) {
     core.release();
-    const why = `its longest call has ${hints.longestCall} tokens; its calls need at least ${need} bytes of core memory, more than its ${limit}`;
+    const why =
+      `its longest call has ${hints.longestCall} tokens; ` +
+      `its calls need at least ${need} bytes of core memory, more than its ${limit}`;
     return planOfRejection(
       header.rolloutId,
       header.calls.length,

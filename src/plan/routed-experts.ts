@@ -20,7 +20,10 @@ function isIndexText(text: string): boolean {
 function decodeEnvelope(text: string): RoutedExperts | string {
   const match = ENVELOPE.exec(text);
   if (match === null)
-    return `routed_experts must be an nrlre1:<int8|int16|int32>:<S>x<L>x<K>:<base64> envelope, got ${describeValue(text.length > 60 ? text.slice(0, 60) + "…" : text)}`;
+    return (
+      `routed_experts must be an nrlre1:<int8|int16|int32>:<S>x<L>x<K>:<base64> envelope, ` +
+      `got ${describeValue(text.length > 60 ? text.slice(0, 60) + "…" : text)}`
+    );
   const [, type, s, l, k, payload] = match as unknown as [string, ExpertType, string, string, string, string];
   if (![s, l, k].every(isIndexText) || Number(l) === 0 || Number(k) === 0)
     return `routed_experts has a bad shape ${s}x${l}x${k}`;

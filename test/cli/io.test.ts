@@ -107,86 +107,104 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     }
   });
 
-  it("a reader that closes the pipe early (| head) ends rows, show and convert quietly with 141, as SIGPIPE would", () => {
-    const bin = join(ROOT, "bin/callforest.js");
-    const input = join(tmp(), "many.jsonl");
-    writeFileSync(input, goodLines(300).join("\n") + "\n"); // megabytes of output: more than a pipe holds
-    const runs = [
-      ["rows", input, "--quiet"],
-      ["rows", input, "--quiet", "-o", "/dev/stdout"],
-      ["show", input],
-      ["convert", input],
-    ];
-    for (const argv of runs) {
-      // A real shell pipe (Node's own child pipes are sockets, which /dev/stdout cannot open).
-      const quoted = [process.execPath, bin, ...argv].map((a) => `'${a}'`).join(" ");
-      const errFile = join(tmp(), "stderr.txt");
-      const run = spawnSync("bash", ["-c", `${quoted} 2>"$ERR" | head -c 1000 >/dev/null; echo "\${PIPESTATUS[0]}"`], {
+  it(
+    "a reader that closes the pipe early (| head) " + "ends rows, show and convert quietly with 141, as SIGPIPE would",
+    () => {
+      const bin = join(ROOT, "bin/callforest.js");
+      const input = join(tmp(), "many.jsonl");
+      writeFileSync(input, goodLines(300).join("\n") + "\n"); // megabytes of output: more than a pipe holds
+      const runs = [
+        ["rows", input, "--quiet"],
+        ["rows", input, "--quiet", "-o", "/dev/stdout"],
+        ["show", input],
+        ["convert", input],
+      ];
+      for (const argv of runs) {
+        // A real shell pipe (Node's own child pipes are sockets, which /dev/stdout cannot open).
+        const quoted = [process.execPath, bin, ...argv].map((a) => `'${a}'`).join(" ");
+        const errFile = join(tmp(), "stderr.txt");
+        const run = spawnSync(
+          "bash",
+          ["-c", `${quoted} 2>"$ERR" | head -c 1000 >/dev/null; echo "\${PIPESTATUS[0]}"`],
+          {
+            encoding: "utf8",
+            env: { ...process.env, ERR: errFile },
+          },
+        );
+        expect(run.status).toBe(0);
+        expect([argv.join(" "), run.stdout.trim(), readFileSync(errFile, "utf8")]).toEqual([argv.join(" "), "141", ""]);
+      }
+    },
+  );
+
+  it(
+    "a stderr that fails (closed early, full disk) " + "does not cut the rows short: the run ends, then exits 141 or 2",
+    () => {
+      const bin = join(ROOT, "bin/callforest.js");
+      const dir = tmp();
+      const input = join(dir, "notes.jsonl");
+      // a note for every other line
+      writeFileSync(input, Array.from({ length: 2000 }, () => `[1]\n${goodLines(0)[0]}`).join("\n") + "\n");
+      for (const jobs of ["1", "2"]) {
+        const rows = join(dir, `rows${jobs}.jsonl`);
+        const closed = spawnSync(
+          "bash",
+          [
+            "-c",
+            `'${process.execPath}' '${bin}' rows '${input}' -o '${rows}' --jobs ${jobs} ` +
+              `2>&1 | head -n 1 >/dev/null; echo "\${PIPESTATUS[0]}"`,
+          ],
+          { encoding: "utf8" },
+        );
+        expect([jobs, closed.stdout.trim(), lines(readFileSync(rows, "utf8")).length]).toEqual([jobs, "141", 2000 * 5]);
+      }
+      const full = openSync(DEV_FULL, "w");
+      try {
+        const rows = join(dir, "full.jsonl");
+        const run = spawnSync(process.execPath, [bin, "rows", input, "-o", rows], {
+          stdio: ["ignore", "ignore", full],
+        });
+        expect([run.status, lines(readFileSync(rows, "utf8")).length]).toEqual([2, 2000 * 5]);
+      } finally {
+        closeSync(full);
+      }
+    },
+  );
+
+  it(
+    "outputs are refused before any is opened: an unwritable --report leaves -o as it was; " +
+      "stdin's file and one FIFO twice are refused",
+    async () => {
+      const dir = tmp();
+      const precious = join(dir, "prev.jsonl");
+      writeFileSync(precious, "precious\n");
+      let r = await cli("rows", LOGIN_BUG, "-o", precious, "--report", join(dir, "missing", "r.jsonl"));
+      expect([r.code, readFileSync(precious, "utf8")]).toEqual([2, "precious\n"]);
+      const bin = join(ROOT, "bin/callforest.js");
+      const input = join(dir, "in.jsonl");
+      writeFileSync(input, goodLines(2).join("\n") + "\n");
+      const stdin = openSync(input, "r"); // `< in.jsonl`: stdin is the file itself
+      const same = spawnSync(process.execPath, [bin, "rows", "-", "-o", input], {
+        stdio: [stdin, "pipe", "pipe"],
         encoding: "utf8",
-        env: { ...process.env, ERR: errFile },
       });
-      expect(run.status).toBe(0);
-      expect([argv.join(" "), run.stdout.trim(), readFileSync(errFile, "utf8")]).toEqual([argv.join(" "), "141", ""]);
-    }
-  });
-
-  it("a stderr that fails (closed early, full disk) does not cut the rows short: the run ends, then exits 141 or 2", () => {
-    const bin = join(ROOT, "bin/callforest.js");
-    const dir = tmp();
-    const input = join(dir, "notes.jsonl");
-    writeFileSync(input, Array.from({ length: 2000 }, () => `[1]\n${goodLines(0)[0]}`).join("\n") + "\n"); // a note for every other line
-    for (const jobs of ["1", "2"]) {
-      const rows = join(dir, `rows${jobs}.jsonl`);
-      const closed = spawnSync(
-        "bash",
-        [
-          "-c",
-          `'${process.execPath}' '${bin}' rows '${input}' -o '${rows}' --jobs ${jobs} 2>&1 | head -n 1 >/dev/null; echo "\${PIPESTATUS[0]}"`,
-        ],
-        { encoding: "utf8" },
-      );
-      expect([jobs, closed.stdout.trim(), lines(readFileSync(rows, "utf8")).length]).toEqual([jobs, "141", 2000 * 5]);
-    }
-    const full = openSync(DEV_FULL, "w");
-    try {
-      const rows = join(dir, "full.jsonl");
-      const run = spawnSync(process.execPath, [bin, "rows", input, "-o", rows], { stdio: ["ignore", "ignore", full] });
-      expect([run.status, lines(readFileSync(rows, "utf8")).length]).toEqual([2, 2000 * 5]);
-    } finally {
-      closeSync(full);
-    }
-  });
-
-  it("outputs are refused before any is opened: an unwritable --report leaves -o as it was; stdin's file and one FIFO twice are refused", async () => {
-    const dir = tmp();
-    const precious = join(dir, "prev.jsonl");
-    writeFileSync(precious, "precious\n");
-    let r = await cli("rows", LOGIN_BUG, "-o", precious, "--report", join(dir, "missing", "r.jsonl"));
-    expect([r.code, readFileSync(precious, "utf8")]).toEqual([2, "precious\n"]);
-    const bin = join(ROOT, "bin/callforest.js");
-    const input = join(dir, "in.jsonl");
-    writeFileSync(input, goodLines(2).join("\n") + "\n");
-    const stdin = openSync(input, "r"); // `< in.jsonl`: stdin is the file itself
-    const same = spawnSync(process.execPath, [bin, "rows", "-", "-o", input], {
-      stdio: [stdin, "pipe", "pipe"],
-      encoding: "utf8",
-    });
-    closeSync(stdin);
-    expect([same.status, same.stderr, readFileSync(input, "utf8").length > 0]).toEqual([
-      2,
-      `callforest: -o ${input}: is also the input <stdin>; write the output somewhere else\n`,
-      true,
-    ]);
-    const fifo = join(dir, "fifo");
-    execFileSync("mkfifo", [fifo]);
-    r = await cli("rows", input, "-o", fifo, "--report", fifo);
-    expect([r.code, r.stderr]).toEqual([
-      2,
-      `callforest: --report ${fifo}: is also -o ${fifo}; write the output somewhere else\n`,
-    ]);
-    expect(inputSize([fifo])).toBe(null); // a pipe's size says nothing: no "small input" rule, no percentage
-    expect([inputSize([]), inputSize(["-"])]).toEqual([null, null]); // stdin, named or not
-  });
+      closeSync(stdin);
+      expect([same.status, same.stderr, readFileSync(input, "utf8").length > 0]).toEqual([
+        2,
+        `callforest: -o ${input}: is also the input <stdin>; write the output somewhere else\n`,
+        true,
+      ]);
+      const fifo = join(dir, "fifo");
+      execFileSync("mkfifo", [fifo]);
+      r = await cli("rows", input, "-o", fifo, "--report", fifo);
+      expect([r.code, r.stderr]).toEqual([
+        2,
+        `callforest: --report ${fifo}: is also -o ${fifo}; write the output somewhere else\n`,
+      ]);
+      expect(inputSize([fifo])).toBe(null); // a pipe's size says nothing: no "small input" rule, no percentage
+      expect([inputSize([]), inputSize(["-"])]).toEqual([null, null]); // stdin, named or not
+    },
+  );
 
   it("-o /dev/stdout is stdout, even where it cannot be opened by name (Node's child pipes are sockets)", () => {
     const bin = join(ROOT, "bin/callforest.js");
@@ -283,76 +301,80 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     expect([run.status, run.stdout.trim()]).toEqual([0, "5"]);
   });
 
-  it("rows and reports on one standard stream, or a stream appended to an input, are refused; stdout and stderr may share a file", () => {
-    const bin = join(ROOT, "bin/callforest.js");
-    for (const [argv, message] of [
-      [["-o", "-", "--report", "-"], "--report -: -o - writes to stdout too"],
-      [["--report", "/dev/stdout"], "--report /dev/stdout: -o (stdout) writes to stdout too"],
-      [["-o", "/dev/stderr", "--report", "/dev/fd/2"], "--report /dev/fd/2: -o /dev/stderr writes to stderr too"],
-    ] as const) {
-      const run = spawnSync(process.execPath, [bin, "rows", LOGIN_BUG, ...argv], { encoding: "utf8" });
-      expect([run.status, run.stdout, run.stderr]).toEqual([
+  it(
+    "rows and reports on one standard stream, or a stream appended to an input, " +
+      "are refused; stdout and stderr may share a file",
+    () => {
+      const bin = join(ROOT, "bin/callforest.js");
+      for (const [argv, message] of [
+        [["-o", "-", "--report", "-"], "--report -: -o - writes to stdout too"],
+        [["--report", "/dev/stdout"], "--report /dev/stdout: -o (stdout) writes to stdout too"],
+        [["-o", "/dev/stderr", "--report", "/dev/fd/2"], "--report /dev/fd/2: -o /dev/stderr writes to stderr too"],
+      ] as const) {
+        const run = spawnSync(process.execPath, [bin, "rows", LOGIN_BUG, ...argv], { encoding: "utf8" });
+        expect([run.status, run.stdout, run.stderr]).toEqual([
+          2,
+          "",
+          `callforest: ${message}; write one of them somewhere else\n`,
+        ]);
+      }
+      const dir = tmp();
+      const input = join(dir, "in.jsonl");
+      writeFileSync(input, goodLines(2).join("\n") + "\n");
+      const sh = (command: string) =>
+        spawnSync("bash", ["-c", command], {
+          encoding: "utf8",
+          env: { ...process.env, CF: bin, IN: input, OUT: join(dir, "out") },
+        });
+      let run = sh(`node "$CF" rows "$IN" >>"$IN"`);
+      expect([run.status, run.stderr]).toEqual([
         2,
-        "",
-        `callforest: ${message}; write one of them somewhere else\n`,
+        `callforest: -o (stdout): is also the input ${input}; write the output somewhere else\n`,
       ]);
-    }
-    const dir = tmp();
-    const input = join(dir, "in.jsonl");
-    writeFileSync(input, goodLines(2).join("\n") + "\n");
-    const sh = (command: string) =>
-      spawnSync("bash", ["-c", command], {
-        encoding: "utf8",
-        env: { ...process.env, CF: bin, IN: input, OUT: join(dir, "out") },
-      });
-    let run = sh(`node "$CF" rows "$IN" >>"$IN"`);
-    expect([run.status, run.stderr]).toEqual([
-      2,
-      `callforest: -o (stdout): is also the input ${input}; write the output somewhere else\n`,
-    ]);
-    expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
-    run = sh(`node "$CF" rows "$IN" --quiet --report "$OUT" >"$OUT"`); // stdout's file as --report too
-    expect([run.status, run.stderr]).toEqual([
-      2,
-      `callforest: --report ${join(dir, "out")}: is also -o (stdout); write the output somewhere else\n`,
-    ]);
-    // Stdin given by default (no input named) is an input too.
-    for (const command of [
-      `node "$CF" rows -o "$IN" <"$IN"`,
-      `node "$CF" rows <"$IN" >>"$IN"`,
-      `node "$CF" convert <"$IN" >>"$IN"`,
-    ]) {
-      run = sh(command);
-      expect([command, run.status, run.stderr]).toEqual([
-        command,
+      expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
+      run = sh(`node "$CF" rows "$IN" --quiet --report "$OUT" >"$OUT"`); // stdout's file as --report too
+      expect([run.status, run.stderr]).toEqual([
         2,
-        expect.stringMatching(/: is also the input <stdin>; write the output somewhere else\n$/),
+        `callforest: --report ${join(dir, "out")}: is also -o (stdout); write the output somewhere else\n`,
       ]);
-    }
-    expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
-    // An output file that stdout or stderr already goes to would be emptied under the shell's redirection.
-    for (const [command, where] of [
-      [`node "$CF" rows "$IN" -o "$OUT" 2>>"$OUT"`, "-o OUT: is also where stderr goes"],
-      [`node "$CF" rows "$IN" -o /dev/null --report "$OUT" 2>>"$OUT"`, "--report OUT: is also where stderr goes"],
-      [`node "$CF" convert "$IN" -o "$OUT" >>"$OUT"`, "-o OUT: is also where stdout goes"],
-    ] as const) {
-      const out = join(dir, "out");
-      writeFileSync(out, "keep\n");
-      run = sh(command);
-      // The message goes to stderr, which is the file itself in the 2>> cases: kept, then the line.
-      const message = `callforest: ${where.replace("OUT", out)}; write the output somewhere else\n`;
-      expect([command, run.status, readFileSync(out, "utf8") + run.stderr]).toEqual([command, 2, `keep\n${message}`]);
-    }
-    run = sh(`node "$CF" rows "$IN" --report /dev/stderr >"$OUT" 2>&1`);
-    const shared = lines(readFileSync(join(dir, "out"), "utf8")).map(
-      (line) => JSON.parse(line) as { status?: string; loss_mask?: string },
-    );
-    expect([
-      run.status,
-      shared.filter((o) => o.status === "ok").length,
-      shared.filter((o) => o.loss_mask !== undefined).length > 2,
-    ]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
-  });
+      // Stdin given by default (no input named) is an input too.
+      for (const command of [
+        `node "$CF" rows -o "$IN" <"$IN"`,
+        `node "$CF" rows <"$IN" >>"$IN"`,
+        `node "$CF" convert <"$IN" >>"$IN"`,
+      ]) {
+        run = sh(command);
+        expect([command, run.status, run.stderr]).toEqual([
+          command,
+          2,
+          expect.stringMatching(/: is also the input <stdin>; write the output somewhere else\n$/),
+        ]);
+      }
+      expect(readFileSync(input, "utf8")).toBe(goodLines(2).join("\n") + "\n");
+      // An output file that stdout or stderr already goes to would be emptied under the shell's redirection.
+      for (const [command, where] of [
+        [`node "$CF" rows "$IN" -o "$OUT" 2>>"$OUT"`, "-o OUT: is also where stderr goes"],
+        [`node "$CF" rows "$IN" -o /dev/null --report "$OUT" 2>>"$OUT"`, "--report OUT: is also where stderr goes"],
+        [`node "$CF" convert "$IN" -o "$OUT" >>"$OUT"`, "-o OUT: is also where stdout goes"],
+      ] as const) {
+        const out = join(dir, "out");
+        writeFileSync(out, "keep\n");
+        run = sh(command);
+        // The message goes to stderr, which is the file itself in the 2>> cases: kept, then the line.
+        const message = `callforest: ${where.replace("OUT", out)}; write the output somewhere else\n`;
+        expect([command, run.status, readFileSync(out, "utf8") + run.stderr]).toEqual([command, 2, `keep\n${message}`]);
+      }
+      run = sh(`node "$CF" rows "$IN" --report /dev/stderr >"$OUT" 2>&1`);
+      const shared = lines(readFileSync(join(dir, "out"), "utf8")).map(
+        (line) => JSON.parse(line) as { status?: string; loss_mask?: string },
+      );
+      expect([
+        run.status,
+        shared.filter((o) => o.status === "ok").length,
+        shared.filter((o) => o.loss_mask !== undefined).length > 2,
+      ]).toEqual([0, lines(readFileSync(input, "utf8")).length, true]);
+    },
+  );
 
   it("the progress bar stays off a terminal that rows or reports are written to", () => {
     const input = join(tmp(), "in.jsonl");
@@ -401,7 +423,8 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const r = await cli("rows", input, "-o", join(tmp(), "rows.jsonl"), "--quiet");
     const notes = r.stderr.trimEnd().split("\n");
     expect(notes[0]).toBe(
-      `${input.replace("\n", "\\n")}:1: rejected (malformed_json): not JSON at byte 1: unexpected 'o' where 'null' should be`,
+      `${input.replace("\n", "\\n")}:1: rejected (malformed_json): ` +
+        `not JSON at byte 1: unexpected 'o' where 'null' should be`,
     );
     expect(notes).toHaveLength(1);
   });
@@ -435,12 +458,14 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     const input = join(tmp(), "bad.jsonl");
     writeFileSync(
       input,
-      `${goodLines(1)[0]}\n{"rollout_id":"x","reward":0,"calls":[{"id":"a","prompt_token_ids":[-1],"generation_token_ids":[2],"generation_log_probs":[-1]}]}\n`,
+      `${goodLines(1)[0]}\n{"rollout_id":"x","reward":0,"calls":[{"id":"a","prompt_token_ids":[-1],` +
+        `"generation_token_ids":[2],"generation_log_probs":[-1]}]}\n`,
     );
     const r = await cli("show", input);
     expect(r.code).toBe(0);
     expect(r.stdout.trimEnd().split("\n").at(-1)).toBe(
-      `${input}:2: rejected (invalid_token): call "a" (calls[0]): prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`,
+      `${input}:2: rejected (invalid_token): call "a" (calls[0]): ` +
+        `prompt_token_ids[0] is -1, not an integer in [0, 2^31-1]`,
     );
     // An importer's rejection carries its own code too, as convert and rows say it.
     const unknown = join(tmp(), "unknown.jsonl");
@@ -638,43 +663,46 @@ describe("every reader reads the same lines", () => {
     expect(got.rows).toEqual(want);
   };
 
-  it("a file named neither .json nor .jsonl goes by its first line, on every reader (the page too); .JSON is .json", async () => {
-    const pretty = `\n${JSON.stringify([JSON.parse(a), JSON.parse(b)], null, 2)}\n`;
-    const document = await readers("rollouts.txt", pretty);
-    expect([document.read, document.page]).toEqual([
-      [
-        ["rollouts.txt[0]", "ok"],
-        ["rollouts.txt[1]", "ok"],
-      ],
-      [
-        ["rollouts.txt[0]", "ok"],
-        ["rollouts.txt[1]", "ok"],
-      ],
-    ]);
-    expect(document.rows).toEqual([
-      ["rollouts.txt", "ok"],
-      ["rollouts.txt", "ok"],
-    ]); // reports of a value's elements have no line
-    expectEveryReader(await readers("rollouts.txt", `${a}\n${b}\n`), [
-      ["rollouts.txt:1", "ok"],
-      ["rollouts.txt:2", "ok"],
-    ]);
-    const asJsonl = await readers("pretty.ndjson", pretty); // a JSONL name is JSONL, whatever it holds
-    expect([asJsonl.read[0], asJsonl.read.length > 10]).toEqual([["pretty.ndjson:2", "malformed_json"], true]);
-    expectEveryReader(asJsonl, asJsonl.read);
-    // `.JSON` is `.json`: a compact array on one line is one value, not a JSONL line.
-    const upper = await readers("ROLLOUTS.JSON", `${JSON.stringify([JSON.parse(a), JSON.parse(b)])}\n`);
-    expect([upper.read, upper.rows]).toEqual([
-      [
-        ["ROLLOUTS.JSON[0]", "ok"],
-        ["ROLLOUTS.JSON[1]", "ok"],
-      ],
-      [
-        ["ROLLOUTS.JSON", "ok"],
-        ["ROLLOUTS.JSON", "ok"],
-      ],
-    ]);
-  });
+  it(
+    "a file named neither .json nor .jsonl goes by its first line, " + "on every reader (the page too); .JSON is .json",
+    async () => {
+      const pretty = `\n${JSON.stringify([JSON.parse(a), JSON.parse(b)], null, 2)}\n`;
+      const document = await readers("rollouts.txt", pretty);
+      expect([document.read, document.page]).toEqual([
+        [
+          ["rollouts.txt[0]", "ok"],
+          ["rollouts.txt[1]", "ok"],
+        ],
+        [
+          ["rollouts.txt[0]", "ok"],
+          ["rollouts.txt[1]", "ok"],
+        ],
+      ]);
+      expect(document.rows).toEqual([
+        ["rollouts.txt", "ok"],
+        ["rollouts.txt", "ok"],
+      ]); // reports of a value's elements have no line
+      expectEveryReader(await readers("rollouts.txt", `${a}\n${b}\n`), [
+        ["rollouts.txt:1", "ok"],
+        ["rollouts.txt:2", "ok"],
+      ]);
+      const asJsonl = await readers("pretty.ndjson", pretty); // a JSONL name is JSONL, whatever it holds
+      expect([asJsonl.read[0], asJsonl.read.length > 10]).toEqual([["pretty.ndjson:2", "malformed_json"], true]);
+      expectEveryReader(asJsonl, asJsonl.read);
+      // `.JSON` is `.json`: a compact array on one line is one value, not a JSONL line.
+      const upper = await readers("ROLLOUTS.JSON", `${JSON.stringify([JSON.parse(a), JSON.parse(b)])}\n`);
+      expect([upper.read, upper.rows]).toEqual([
+        [
+          ["ROLLOUTS.JSON[0]", "ok"],
+          ["ROLLOUTS.JSON[1]", "ok"],
+        ],
+        [
+          ["ROLLOUTS.JSON", "ok"],
+          ["ROLLOUTS.JSON", "ok"],
+        ],
+      ]);
+    },
+  );
 
   it("a lone CR is not a line break (rows, show/draw/convert and the page agree)", async () => {
     const got = await readers("cr.jsonl", `${a}\r${b}\n${c}\r\n`);
@@ -715,61 +743,71 @@ describe("every reader reads the same lines", () => {
     expect(Buffer.from(out.subarray(0, filled)).toString()).toBe(`${a}\n`);
   });
 
-  it("stdin that opens with `{` or `[` alone is one pretty-printed value (cat x.json | callforest ...), on every command", () => {
-    const bin = join(ROOT, "bin/callforest.js");
-    const pretty = readFileSync(LOGIN_BUG, "utf8");
-    expect(pretty.split("\n")[0]).toBe("{");
-    const second = JSON.stringify({ ...JSON.parse(pretty), rollout_id: "second" }, null, 2);
-    const array = `${BOM}[\n${pretty.trimEnd()},\n${second}\n]\n`;
-    const stdin = (input: string, ...argv: string[]) =>
-      spawnSync(process.execPath, [bin, ...argv], { input, encoding: "utf8" });
-    const report = join(tmp(), "report.jsonl");
-    let run = stdin(pretty, "rows", "--report", report);
-    expect([run.status, run.stderr, lines(run.stdout).length, JSON.parse(readFileSync(report, "utf8")).status]).toEqual(
-      [0, "", 5, "ok"],
-    );
-    run = stdin(array, "rows", "-", "--quiet", "--jobs", "2");
-    expect([
-      run.status,
-      run.stderr,
-      lines(run.stdout)
-        .map((l) => JSON.parse(l).rollout_id)
-        .join(),
-    ]).toEqual([0, "", "login-bug,".repeat(5) + "second,".repeat(4) + "second"]);
-    run = stdin(array, "convert");
-    expect([run.status, lines(run.stdout).map((l) => JSON.parse(l).rollout_id)]).toEqual([0, ["login-bug", "second"]]);
-    run = stdin(pretty, "show", "-");
-    expect([run.status, run.stdout]).toEqual([0, stdin(pretty.replace(/\n\s*/g, ""), "show", "-").stdout]);
-    run = stdin(pretty, "draw", "-", "-o", "-");
-    expect([run.status, run.stdout.startsWith("<?xml")]).toEqual([0, true]);
-    // Blank lines before it; and inputs with no name to go by: /dev/stdin, a pipe, another name.
-    run = stdin(`\n\n${pretty}`, "rows", "--quiet");
-    expect([run.status, run.stderr, lines(run.stdout).length]).toEqual([0, "", 5]);
-    const txt = join(tmp(), "rollout.txt");
-    writeFileSync(txt, pretty);
-    for (const command of [
-      `node "$CF" rows /dev/stdin --quiet <"$IN"`,
-      `node "$CF" rows <(cat "$IN") --quiet`,
-      `node "$CF" rows "$TXT" --quiet`,
-    ]) {
-      const sh = spawnSync("bash", ["-c", command], {
-        encoding: "utf8",
-        env: { ...process.env, CF: bin, IN: LOGIN_BUG, TXT: txt },
-      });
-      expect([command, sh.status, sh.stderr, lines(sh.stdout).length]).toEqual([command, 0, "", 5]);
-    }
-    const jsonl = join(tmp(), "pretty.jsonl"); // a .jsonl name is JSONL, as ever
-    writeFileSync(jsonl, pretty);
-    expect(stdin("", "rows", jsonl, "--quiet").stderr.split("\n")[0]).toMatch(
-      /pretty\.jsonl:1: rejected \(malformed_json\)/,
-    );
-    // JSONL on stdin is read as ever, and a broken document is one rejection, not one per line.
-    run = stdin(goodLines(2).join("\n"), "rows", "--quiet");
-    expect([run.status, run.stderr]).toEqual([0, ""]);
-    run = stdin(pretty.slice(0, 200), "rows");
-    expect(run.stderr.split("\n")[0]).toMatch(/^<stdin>: rejected \(malformed_json\): /);
-    expect(run.stderr.split("\n")[1]).toBe("callforest: 1 rollout (0 ok, 1 rejected), 0 rows");
-  });
+  it(
+    "stdin that opens with `{` or `[` alone is one pretty-printed value " +
+      "(cat x.json | callforest ...), on every command",
+    () => {
+      const bin = join(ROOT, "bin/callforest.js");
+      const pretty = readFileSync(LOGIN_BUG, "utf8");
+      expect(pretty.split("\n")[0]).toBe("{");
+      const second = JSON.stringify({ ...JSON.parse(pretty), rollout_id: "second" }, null, 2);
+      const array = `${BOM}[\n${pretty.trimEnd()},\n${second}\n]\n`;
+      const stdin = (input: string, ...argv: string[]) =>
+        spawnSync(process.execPath, [bin, ...argv], { input, encoding: "utf8" });
+      const report = join(tmp(), "report.jsonl");
+      let run = stdin(pretty, "rows", "--report", report);
+      expect([
+        run.status,
+        run.stderr,
+        lines(run.stdout).length,
+        JSON.parse(readFileSync(report, "utf8")).status,
+      ]).toEqual([0, "", 5, "ok"]);
+      run = stdin(array, "rows", "-", "--quiet", "--jobs", "2");
+      expect([
+        run.status,
+        run.stderr,
+        lines(run.stdout)
+          .map((l) => JSON.parse(l).rollout_id)
+          .join(),
+      ]).toEqual([0, "", "login-bug,".repeat(5) + "second,".repeat(4) + "second"]);
+      run = stdin(array, "convert");
+      expect([run.status, lines(run.stdout).map((l) => JSON.parse(l).rollout_id)]).toEqual([
+        0,
+        ["login-bug", "second"],
+      ]);
+      run = stdin(pretty, "show", "-");
+      expect([run.status, run.stdout]).toEqual([0, stdin(pretty.replace(/\n\s*/g, ""), "show", "-").stdout]);
+      run = stdin(pretty, "draw", "-", "-o", "-");
+      expect([run.status, run.stdout.startsWith("<?xml")]).toEqual([0, true]);
+      // Blank lines before it; and inputs with no name to go by: /dev/stdin, a pipe, another name.
+      run = stdin(`\n\n${pretty}`, "rows", "--quiet");
+      expect([run.status, run.stderr, lines(run.stdout).length]).toEqual([0, "", 5]);
+      const txt = join(tmp(), "rollout.txt");
+      writeFileSync(txt, pretty);
+      for (const command of [
+        `node "$CF" rows /dev/stdin --quiet <"$IN"`,
+        `node "$CF" rows <(cat "$IN") --quiet`,
+        `node "$CF" rows "$TXT" --quiet`,
+      ]) {
+        const sh = spawnSync("bash", ["-c", command], {
+          encoding: "utf8",
+          env: { ...process.env, CF: bin, IN: LOGIN_BUG, TXT: txt },
+        });
+        expect([command, sh.status, sh.stderr, lines(sh.stdout).length]).toEqual([command, 0, "", 5]);
+      }
+      const jsonl = join(tmp(), "pretty.jsonl"); // a .jsonl name is JSONL, as ever
+      writeFileSync(jsonl, pretty);
+      expect(stdin("", "rows", jsonl, "--quiet").stderr.split("\n")[0]).toMatch(
+        /pretty\.jsonl:1: rejected \(malformed_json\)/,
+      );
+      // JSONL on stdin is read as ever, and a broken document is one rejection, not one per line.
+      run = stdin(goodLines(2).join("\n"), "rows", "--quiet");
+      expect([run.status, run.stderr]).toEqual([0, ""]);
+      run = stdin(pretty.slice(0, 200), "rows");
+      expect(run.stderr.split("\n")[0]).toMatch(/^<stdin>: rejected \(malformed_json\): /);
+      expect(run.stderr.split("\n")[1]).toBe("callforest: 1 rollout (0 ok, 1 rejected), 0 rows");
+    },
+  );
 
   it("opensDocument: only a first line of `{` or `[` alone (after a byte order mark, around blanks)", () => {
     const bytes = (text: string) => new TextEncoder().encode(text);
@@ -787,7 +825,8 @@ describe("every reader reads the same lines", () => {
   it("a pretty-printed JSON value in a JSONL file: its first line says what is likely wrong", async () => {
     const got = await readers("pretty.jsonl", JSON.stringify(JSON.parse(a), null, 2) + "\n");
     expect(got.details[0]).toBe(
-      "not JSON at byte 1: cut off: the line ends where a key string should be (a JSON value spread over lines? JSONL holds one a line; a .json file may hold one value over many)",
+      "not JSON at byte 1: cut off: the line ends where a key string should be " +
+        "(a JSON value spread over lines? JSONL holds one a line; a .json file may hold one value over many)",
     );
     expect(got.details[1]).not.toContain("spread over lines"); // `"rollout_id": ...,`
     expect(got.rowDetails).toEqual(got.details);

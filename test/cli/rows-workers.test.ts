@@ -13,7 +13,8 @@ import { cli, goodLines, lines, read, rowsOf, tempDir } from "../ingest/cli.js";
  * write out with JSON.stringify, not for a worker's. Its rejection must read the same on both.
  */
 const DEEP_VALUE_LINE =
-  '{"rollout_id":"deep","reward":0,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":' +
+  '{"rollout_id":"deep","reward":0,"calls":[{"id":"c","prompt_token_ids":[1],' +
+  '"generation_token_ids":[2],"generation_log_probs":' +
   '{"a":['.repeat(2000) +
   "1" +
   "]}".repeat(2000) +
@@ -71,33 +72,37 @@ describe("rows --jobs N", () => {
     expect(parallel.stdout).toBe(alone + example.stdout + alone);
   });
 
-  it("keeps a document read whole (a pretty-printed rollout named neither .json nor .jsonl) in its place after heavy batches", async () => {
-    const dir = tempDir();
-    // Heavy lines last, so workers are still busy when the document comes.
-    const heavy = Array.from({ length: 6 }, (_, i) =>
-      JSON.stringify({
-        rollout_id: `heavy${i}`,
-        reward: 0,
-        calls: [
-          {
-            id: "c",
-            prompt_token_ids: Array(1_000_000).fill(5 + i),
-            generation_token_ids: [1],
-            generation_log_probs: [-1],
-          },
-        ],
-      }),
-    );
-    const { input: first } = await rowsOf(dir, "a", [...goodLines(20, 5), ...heavy].join("\n") + "\n", "--jobs", "1");
-    const doc = join(dir, "doc.txt");
-    writeFileSync(doc, JSON.stringify(JSON.parse(read(join(ROOT, "examples", "login-bug.json"))), null, 2));
-    const serial = await cli("rows", first, doc, "--jobs", "1", "--quiet");
-    const parallel = await cli("rows", first, doc, "--jobs", "3", "--batch-bytes", "4096", "--quiet");
-    expect(parallel.code).toBe(0);
-    const ids = lines(parallel.stdout).map((line) => (JSON.parse(line) as { rollout_id: string }).rollout_id);
-    expect(ids.slice(-11)).toEqual([...heavy.map((_, i) => `heavy${i}`), ...Array(5).fill("login-bug")]);
-    expect(parallel.stdout === serial.stdout).toBe(true);
-  });
+  it(
+    "keeps a document read whole (a pretty-printed rollout named neither .json nor .jsonl) " +
+      "in its place after heavy batches",
+    async () => {
+      const dir = tempDir();
+      // Heavy lines last, so workers are still busy when the document comes.
+      const heavy = Array.from({ length: 6 }, (_, i) =>
+        JSON.stringify({
+          rollout_id: `heavy${i}`,
+          reward: 0,
+          calls: [
+            {
+              id: "c",
+              prompt_token_ids: Array(1_000_000).fill(5 + i),
+              generation_token_ids: [1],
+              generation_log_probs: [-1],
+            },
+          ],
+        }),
+      );
+      const { input: first } = await rowsOf(dir, "a", [...goodLines(20, 5), ...heavy].join("\n") + "\n", "--jobs", "1");
+      const doc = join(dir, "doc.txt");
+      writeFileSync(doc, JSON.stringify(JSON.parse(read(join(ROOT, "examples", "login-bug.json"))), null, 2));
+      const serial = await cli("rows", first, doc, "--jobs", "1", "--quiet");
+      const parallel = await cli("rows", first, doc, "--jobs", "3", "--batch-bytes", "4096", "--quiet");
+      expect(parallel.code).toBe(0);
+      const ids = lines(parallel.stdout).map((line) => (JSON.parse(line) as { rollout_id: string }).rollout_id);
+      expect(ids.slice(-11)).toEqual([...heavy.map((_, i) => `heavy${i}`), ...Array(5).fill("login-bug")]);
+      expect(parallel.stdout === serial.stdout).toBe(true);
+    },
+  );
 
   it("runs as a real process on stdin with workers, exit codes and stderr as documented", () => {
     const content = input();

@@ -10,7 +10,8 @@ import { COMPETITIVE_CODING, LOGIN_BUG, OBSERVED_DIR, OBSERVED_ROWS, VLLM_ROUND_
 import { cli, goodLines, lines, read, rowsOf, tempDir } from "../ingest/cli.js";
 
 const tokenLine = (id: string, prompt: string, generation = "[4,5]") =>
-  `{"rollout_id":"${id}","reward":1,"calls":[{"id":"c1","prompt_token_ids":${prompt},"generation_token_ids":${generation},"generation_log_probs":[-0.5,-0.25]}]}`;
+  `{"rollout_id":"${id}","reward":1,"calls":[{"id":"c1","prompt_token_ids":${prompt},` +
+  `"generation_token_ids":${generation},"generation_log_probs":[-0.5,-0.25]}]}`;
 
 /** Bad lines and the code each must get. */
 const BAD: [string | Uint8Array, string][] = [
@@ -114,73 +115,90 @@ describe("rows: bad lines in a batch", () => {
     expect(details[9]).toBe('call "c1" (calls[0]): generation_token_ids[1] is 5.5, not an integer in [0, 2^31-1]');
   });
 
-  it("gives the same bytes on the JSON.parse reader, the plain rowToJson writer and the TypeScript backend", async () => {
-    const dir = tempDir();
-    const content = mixed(good, false);
-    const fast = await rowsOf(dir, "fast", content, "--jobs", "1");
-    const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
-    const plain = await rowsOf(dir, "plain", content, "--jobs", "1", "--reader", "json", "--writer", "js");
-    const ts = await rowsOf(dir, "ts", content, "--jobs", "1", "--backend", "ts");
-    expect(parsed.rows).toBe(fast.rows);
-    expect(parsed.report).toBe(fast.report);
-    expect(plain.rows).toBe(fast.rows);
-    expect(plain.report).toBe(fast.report);
-    expect(ts.rows).toBe(fast.rows);
-    expect(ts.report).toBe(fast.report);
-  });
+  it(
+    "gives the same bytes on the JSON.parse reader, " + "the plain rowToJson writer and the TypeScript backend",
+    async () => {
+      const dir = tempDir();
+      const content = mixed(good, false);
+      const fast = await rowsOf(dir, "fast", content, "--jobs", "1");
+      const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
+      const plain = await rowsOf(dir, "plain", content, "--jobs", "1", "--reader", "json", "--writer", "js");
+      const ts = await rowsOf(dir, "ts", content, "--jobs", "1", "--backend", "ts");
+      expect(parsed.rows).toBe(fast.rows);
+      expect(parsed.report).toBe(fast.report);
+      expect(plain.rows).toBe(fast.rows);
+      expect(plain.report).toBe(fast.report);
+      expect(ts.rows).toBe(fast.rows);
+      expect(ts.report).toBe(fast.report);
+    },
+  );
 
-  it("quotes a rejected value holding token arrays as JSON.parse read it (the scanner's typed arrays never show)", async () => {
-    const dir = tempDir();
-    const quoted = [
-      '{"rollout_id":"r1","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},"prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}',
-      '{"rollout_id":"r2","reward":1,"calls":[[{"generation_log_probs":[-0.5]}]]}',
-      '{"rollout_id":"r3","reward":1,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2,{"generation_token_ids":[3]}],"generation_log_probs":[-0.5,-0.5]}]}',
-      '{"rollout_id":"r4","reward":1,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2],"generation_log_probs":[{"generation_log_probs":[0.1000000001]}]}]}',
-      '{"rollout_id":"r5","reward":{"prompt_token_ids":[]},"calls":[]}',
-    ];
-    const content = [good[0], ...quoted, good[1]].join("\n") + "\n";
-    const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
-    for (const jobs of ["1", "2"]) {
-      const fast = await rowsOf(dir, `fast${jobs}`, content, "--jobs", jobs, "--batch-bytes", "4096");
-      expect(fast.report).toBe(parsed.report);
-      expect(fast.rows).toBe(parsed.rows);
-    }
-    const details = lines(parsed.report).map((l) => JSON.parse(l).detail);
-    expect(details[1]).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
-    // A line too big to read twice (over 1 MB) quotes the scanner's arrays as lists too.
-    const big = `{"rollout_id":"big","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},"prompt_token_ids":[${Array.from({ length: 300_000 }, (_, i) => i).join(",")}],"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}`;
-    expect(big.length).toBeGreaterThan(1 << 20);
-    const bigFast = await rowsOf(dir, "big", big + "\n", "--jobs", "1");
-    expect(JSON.parse(bigFast.report).detail).toBe(
-      'calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}',
-    );
-    // ... and its logprobs as float32, as README says (reading it again would undo bounded memory).
-    const bigFloat = big.replace('{"prompt_token_ids":[7]}', '{"generation_log_probs":[0.30000000000000004]}');
-    const bigFloatFast = await rowsOf(dir, "bigFloat", bigFloat + "\n", "--jobs", "1");
-    expect(JSON.parse(bigFloatFast.report).detail).toBe(
-      'calls[0]: id must be a non-empty string, got {"generation_log_probs":[0.3]}',
-    );
-    expect(details[4]).toBe(
-      'call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number',
-    );
-  });
+  it(
+    "quotes a rejected value holding token arrays as JSON.parse read it " + "(the scanner's typed arrays never show)",
+    async () => {
+      const dir = tempDir();
+      const quoted = [
+        '{"rollout_id":"r1","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},"prompt_token_ids":[1],' +
+          '"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}',
+        '{"rollout_id":"r2","reward":1,"calls":[[{"generation_log_probs":[-0.5]}]]}',
+        '{"rollout_id":"r3","reward":1,"calls":[{"id":"c","prompt_token_ids":[1],' +
+          '"generation_token_ids":[2,{"generation_token_ids":[3]}],"generation_log_probs":[-0.5,-0.5]}]}',
+        '{"rollout_id":"r4","reward":1,"calls":[{"id":"c","prompt_token_ids":[1],"generation_token_ids":[2],' +
+          '"generation_log_probs":[{"generation_log_probs":[0.1000000001]}]}]}',
+        '{"rollout_id":"r5","reward":{"prompt_token_ids":[]},"calls":[]}',
+      ];
+      const content = [good[0], ...quoted, good[1]].join("\n") + "\n";
+      const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
+      for (const jobs of ["1", "2"]) {
+        const fast = await rowsOf(dir, `fast${jobs}`, content, "--jobs", jobs, "--batch-bytes", "4096");
+        expect(fast.report).toBe(parsed.report);
+        expect(fast.rows).toBe(parsed.rows);
+      }
+      const details = lines(parsed.report).map((l) => JSON.parse(l).detail);
+      expect(details[1]).toBe('calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}');
+      // A line too big to read twice (over 1 MB) quotes the scanner's arrays as lists too.
+      const big =
+        `{"rollout_id":"big","reward":1,"calls":[{"id":{"prompt_token_ids":[7]},` +
+        `"prompt_token_ids":[${Array.from({ length: 300_000 }, (_, i) => i).join(",")}],` +
+        `"generation_token_ids":[2],"generation_log_probs":[-0.5]}]}`;
+      expect(big.length).toBeGreaterThan(1 << 20);
+      const bigFast = await rowsOf(dir, "big", big + "\n", "--jobs", "1");
+      expect(JSON.parse(bigFast.report).detail).toBe(
+        'calls[0]: id must be a non-empty string, got {"prompt_token_ids":[7]}',
+      );
+      // ... and its logprobs as float32, as README says (reading it again would undo bounded memory).
+      const bigFloat = big.replace('{"prompt_token_ids":[7]}', '{"generation_log_probs":[0.30000000000000004]}');
+      const bigFloatFast = await rowsOf(dir, "bigFloat", bigFloat + "\n", "--jobs", "1");
+      expect(JSON.parse(bigFloatFast.report).detail).toBe(
+        'calls[0]: id must be a non-empty string, got {"generation_log_probs":[0.3]}',
+      );
+      expect(details[4]).toBe(
+        'call "c" (calls[0]): generation_log_probs[0] = {"generation_log_probs":[0.1000000001]} is not a finite number',
+      );
+    },
+  );
 
-  it("reads a long line in parts whole, even where a part is all blanks (inner spaces, a CR left alone by the split)", async () => {
-    const dir = tempDir();
-    const [head, tail] = [good[0].slice(0, good[0].indexOf('"calls"')), good[0].slice(good[0].indexOf('"calls"'))];
-    const padded = (length: number) => head + " ".repeat(length - head.length - tail.length) + tail;
-    // 10,000 inner spaces span whole 4 KB parts; lines of 8192 ± 2 bytes + CRLF put the CR at every place around a part's end.
-    const longLines = [padded(10_000 + good[0].length), ...[-2, -1, 0, 1, 2].map((d) => padded(8192 + d))];
-    const content = longLines.map((line) => line + "\r\n").join("") + good[1] + "\n";
-    const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
-    expect(lines(parsed.report)).toHaveLength(longLines.length + 1);
-    expect(lines(parsed.report).every((line) => JSON.parse(line).status === "ok")).toBe(true);
-    for (const jobs of ["1", "2"]) {
-      const fast = await rowsOf(dir, `fast${jobs}`, content, "--jobs", jobs, "--batch-bytes", "4096");
-      expect(fast.report).toBe(parsed.report);
-      expect(fast.rows).toBe(parsed.rows);
-    }
-  });
+  it(
+    "reads a long line in parts whole, " +
+      "even where a part is all blanks (inner spaces, a CR left alone by the split)",
+    async () => {
+      const dir = tempDir();
+      const [head, tail] = [good[0].slice(0, good[0].indexOf('"calls"')), good[0].slice(good[0].indexOf('"calls"'))];
+      const padded = (length: number) => head + " ".repeat(length - head.length - tail.length) + tail;
+      // 10,000 inner spaces span whole 4 KB parts; lines of 8192 ± 2 bytes + CRLF put the CR at every
+      // place around a part's end.
+      const longLines = [padded(10_000 + good[0].length), ...[-2, -1, 0, 1, 2].map((d) => padded(8192 + d))];
+      const content = longLines.map((line) => line + "\r\n").join("") + good[1] + "\n";
+      const parsed = await rowsOf(dir, "parsed", content, "--jobs", "1", "--reader", "json");
+      expect(lines(parsed.report)).toHaveLength(longLines.length + 1);
+      expect(lines(parsed.report).every((line) => JSON.parse(line).status === "ok")).toBe(true);
+      for (const jobs of ["1", "2"]) {
+        const fast = await rowsOf(dir, `fast${jobs}`, content, "--jobs", jobs, "--batch-bytes", "4096");
+        expect(fast.report).toBe(parsed.report);
+        expect(fast.rows).toBe(parsed.rows);
+      }
+    },
+  );
 
   it("rejects a cut-off last line (no newline) with its line number", async () => {
     const dir = tempDir();
@@ -344,7 +362,8 @@ describe("rows: inputs and options", () => {
     const strict = await cli("rows", jsonl, "--strict", "--quiet", "-o", join(dir, "o"), "--jobs", "1");
     expect(strict.code).toBe(1);
     expect(lines(strict.stderr)).toEqual([
-      `${jsonl}:3: rejected (invalid_rollout, unknown_format): the value is an array, expected a JSON object`, // the importer's own code, as convert says it
+      // the importer's own code, as convert says it
+      `${jsonl}:3: rejected (invalid_rollout, unknown_format): the value is an array, expected a JSON object`,
       "callforest: 1 of 3 rollouts rejected",
     ]);
     // Every rollout rejected is no exception.
@@ -376,7 +395,8 @@ describe("rows: inputs and options", () => {
       ["ok", undefined],
     ]);
     expect(reports[0].detail).toBe(
-      `${300 << 20} bytes of one JSON value is more than JSON.parse takes (256 MB); write it as JSONL, one rollout a line`,
+      `${300 << 20} bytes of one JSON value is more than JSON.parse takes (256 MB); ` +
+        `write it as JSONL, one rollout a line`,
     );
     expect(lines(read(join(dir, "rows")))).toHaveLength(5);
   });

@@ -33,7 +33,8 @@ describe("show with media", () => {
         "  └─ C2 [L · leader] 11+1 tokens  leaf → row 0  media sha256:aaaa@3+3",
         "  C3 [L · leader] 13+2 tokens  root, media mismatch, trained in row 1  media sha256:bbbb@3+3",
         "  └─ C4 [L · leader] 16+1 tokens  leaf → row 1  media sha256:bbbb@3+3",
-        "  media mismatch (C3): the call's tokens extend an earlier call whose media differ, so it is a root or continues a shorter call",
+        "  media mismatch (C3): the call's tokens extend an earlier call whose media differ, " +
+          "so it is a root or continues a shorter call",
         "",
         "rows",
         "  row  leaf  agent  path (root first)  trains  context only  tokens",
@@ -58,24 +59,27 @@ describe("show with media", () => {
     );
   });
 
-  it("lists several items in prompt order, shortens long ids, and keeps whole the ids a short form would confuse", async () => {
-    const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
-    const digest = `sha256:${"0123456789abcdef".repeat(4)}`;
-    // two file names that differ only in the middle: shortened, they would look the same
-    const [one, two] = ["screens/session-0001/step-7.png", "screens/session-0002/step-7.png"];
-    swap.calls[0].media = [
-      { id: digest, offset: 3, length: 3 },
-      { id: one, offset: 7, length: 1 },
-    ];
-    swap.calls[1].media = [...swap.calls[0].media, { id: two, offset: 10, length: 1 }];
-    const text = await show(swap);
-    expect(text).toContain(
-      `  C1 [L · leader] 8+2 tokens  root, trained in row 0  media sha256:01234…abcdef@3+3, ${one}@7+1\n`,
-    );
-    expect(text).toContain(
-      `  └─ C2 [L · leader] 11+1 tokens  leaf → row 0  media sha256:01234…abcdef@3+3, ${one}@7+1, ${two}@10+1\n`,
-    );
-  });
+  it(
+    "lists several items in prompt order, shortens long ids, " + "and keeps whole the ids a short form would confuse",
+    async () => {
+      const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
+      const digest = `sha256:${"0123456789abcdef".repeat(4)}`;
+      // two file names that differ only in the middle: shortened, they would look the same
+      const [one, two] = ["screens/session-0001/step-7.png", "screens/session-0002/step-7.png"];
+      swap.calls[0].media = [
+        { id: digest, offset: 3, length: 3 },
+        { id: one, offset: 7, length: 1 },
+      ];
+      swap.calls[1].media = [...swap.calls[0].media, { id: two, offset: 10, length: 1 }];
+      const text = await show(swap);
+      expect(text).toContain(
+        `  C1 [L · leader] 8+2 tokens  root, trained in row 0  media sha256:01234…abcdef@3+3, ${one}@7+1\n`,
+      );
+      expect(text).toContain(
+        `  └─ C2 [L · leader] 11+1 tokens  leaf → row 0  media sha256:01234…abcdef@3+3, ${one}@7+1, ${two}@10+1\n`,
+      );
+    },
+  );
 
   it("escapes control characters in media ids (no forged lines, no terminal escapes)", async () => {
     const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;

@@ -26,7 +26,11 @@ describe("callforest agent-demo", () => {
     expect(out).toMatch(/^ {2}tokens: the row's length; trained: its tokens with loss mask 1/m);
     expect(out).toMatch(/^ {2}reason: why the context is not a continuation/m);
     expect(out).toMatch(
-      /^images: \d+ distinct images stored, each once by content; the last request showed \d+ images \(a repeated image counts each time it is shown\)$/m,
+      new RegExp(
+        /^images: \d+ distinct images stored, each once by content; /.source +
+          /the last request showed \d+ images \(a repeated image counts each time it is shown\)$/.source,
+        "m",
+      ),
     );
     expect(await agentDemo(defaults)).toBe(out); // deterministic
   });
@@ -80,7 +84,8 @@ describe("callforest agent-demo", () => {
       guards: "max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25",
     });
     expect(guarded.split("\n")[0]).toBe(
-      "agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), guards max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25, stop max_turns",
+      "agent-demo: 10 calls, policy combined (recency/2), schedule turn_chunked(3), " +
+        "guards max_active_images=3,max_vision_tokens=100,projected_vision_tokens_per_image=25, stop max_turns",
     );
     expect(guarded).toMatch(/^guards: agent-c\d+ admit_after_compaction \(active_images 4>3/m);
     expect(guarded).toMatch(/^every sampled token trained exactly once: (\d+) of \1$/m);
@@ -97,7 +102,9 @@ describe("callforest agent-demo", () => {
     const file = join(dir, "agent.yaml");
     writeFileSync(
       file,
-      "context_history:\n  enabled: true\n  policy:\n    type: recency\n    config:\n      images: {enabled: true, keep_last_groups: 2}\n      reasoning: {enabled: true, keep_last_blocks: 2}\n  schedule: {type: turn_chunked_recency, actions_per_chunk: 3}\n",
+      "context_history:\n  enabled: true\n  policy:\n    type: recency\n    config:\n" +
+        "      images: {enabled: true, keep_last_groups: 2}\n      reasoning: {enabled: true, keep_last_blocks: 2}\n" +
+        "  schedule: {type: turn_chunked_recency, actions_per_chunk: 3}\n",
     );
     const fromFile = await agentDemo({ ...defaults, policy: undefined, schedule: undefined, config: file });
     expect(fromFile.split("\n")[0]).toBe(

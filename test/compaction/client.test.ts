@@ -42,29 +42,32 @@ describe("request bodies", () => {
 });
 
 describe("model client over fetch", () => {
-  it("the review's bug is real on the wire: a strict server answers 422 to the leaked key, 200 to the plain body", async () => {
-    await withServer({}, async (server, model) => {
-      const leaky = await fetch(`${server.url}/v1/responses`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ model: server.model, input, required_prefix_token_ids: null }),
+  it(
+    "the review's bug is real on the wire: " + "a strict server answers 422 to the leaked key, 200 to the plain body",
+    async () => {
+      await withServer({}, async (server, model) => {
+        const leaky = await fetch(`${server.url}/v1/responses`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ model: server.model, input, required_prefix_token_ids: null }),
+        });
+        expect(leaky.status).toBe(422);
+        expect(await leaky.json()).toEqual({
+          detail: [
+            {
+              type: "extra_forbidden",
+              loc: ["body", "required_prefix_token_ids"],
+              msg: "Extra inputs are not permitted",
+              input: null,
+            },
+          ],
+        });
+        const ok = await model.respond({ endpoint: "responses", body: plainBody({ model: server.model, input }) });
+        expect(ok.object).toBe("response");
+        expect(server.requests.map((r) => r.status)).toEqual([422, 200]);
       });
-      expect(leaky.status).toBe(422);
-      expect(await leaky.json()).toEqual({
-        detail: [
-          {
-            type: "extra_forbidden",
-            loc: ["body", "required_prefix_token_ids"],
-            msg: "Extra inputs are not permitted",
-            input: null,
-          },
-        ],
-      });
-      const ok = await model.respond({ endpoint: "responses", body: plainBody({ model: server.model, input }) });
-      expect(ok.object).toBe("response");
-      expect(server.requests.map((r) => r.status)).toEqual([422, 200]);
-    });
-  });
+    },
+  );
 
   it("marks 5xx and transport failures retryable, 4xx not", async () => {
     await withServer({ faults: { 1: "http_500" } }, async (server, model) => {

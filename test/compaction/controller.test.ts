@@ -21,7 +21,10 @@ async function decision(policy: Policy): Promise<ViewDecision> {
   };
 }
 
-/** The first `upTo` entries of a 4-turn history under a policy; `output` = the entries of the next turn's model output. */
+/**
+ * The first `upTo` entries of a 4-turn history under a policy; `output` = the entries of the next
+ * turn's model output.
+ */
 async function setup(upTo: number, policy: Policy) {
   const { history, media } = await sampleHistory(4);
   const entries = history.entries().slice(0, upTo);
@@ -40,37 +43,41 @@ describe("changedRanges", () => {
     expect(changedRanges([], ["a"])).toEqual([{ old_start: 0, old_end: 0, new_start: 0, new_end: 1 }]);
   });
 
-  it("gives valid, minimal ranges: applied to the old list they give the new one, keeping a longest common subsequence", () => {
-    const lcsLength = (a: string[], b: string[]): number => {
-      const table = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
-      for (let i = 1; i <= a.length; i++) {
-        for (let j = 1; j <= b.length; j++) {
-          table[i][j] = a[i - 1] === b[j - 1] ? table[i - 1][j - 1] + 1 : Math.max(table[i - 1][j], table[i][j - 1]);
-        }
-      }
-      return table[a.length][b.length];
-    };
-    fc.assert(
-      fc.property(
-        fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }),
-        fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }),
-        (a, b) => {
-          const ranges = changedRanges(a, b);
-          const rebuilt: string[] = [];
-          let at = 0;
-          for (const r of ranges) {
-            rebuilt.push(...a.slice(at, r.old_start), ...b.slice(r.new_start, r.new_end));
-            at = r.old_end;
+  it(
+    "gives valid, minimal ranges: applied to the old list they give the new one, " +
+      "keeping a longest common subsequence",
+    () => {
+      const lcsLength = (a: string[], b: string[]): number => {
+        const table = Array.from({ length: a.length + 1 }, () => new Array<number>(b.length + 1).fill(0));
+        for (let i = 1; i <= a.length; i++) {
+          for (let j = 1; j <= b.length; j++) {
+            table[i][j] = a[i - 1] === b[j - 1] ? table[i - 1][j - 1] + 1 : Math.max(table[i - 1][j], table[i][j - 1]);
           }
-          rebuilt.push(...a.slice(at));
-          expect(rebuilt).toEqual(b);
-          const kept = a.length - ranges.reduce((n, r) => n + r.old_end - r.old_start, 0);
-          expect(kept).toBe(lcsLength(a, b));
-        },
-      ),
-      { seed: 7, numRuns: 500 },
-    );
-  });
+        }
+        return table[a.length][b.length];
+      };
+      fc.assert(
+        fc.property(
+          fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }),
+          fc.array(fc.constantFrom("a", "b", "c"), { maxLength: 12 }),
+          (a, b) => {
+            const ranges = changedRanges(a, b);
+            const rebuilt: string[] = [];
+            let at = 0;
+            for (const r of ranges) {
+              rebuilt.push(...a.slice(at, r.old_start), ...b.slice(r.new_start, r.new_end));
+              at = r.old_end;
+            }
+            rebuilt.push(...a.slice(at));
+            expect(rebuilt).toEqual(b);
+            const kept = a.length - ranges.reduce((n, r) => n + r.old_end - r.old_start, 0);
+            expect(kept).toBe(lcsLength(a, b));
+          },
+        ),
+        { seed: 7, numRuns: 500 },
+      );
+    },
+  );
 
   it("handles a long history with a change in the middle (the table covers only what changed)", () => {
     // A full table would be 50,001^2 cells (10 GB): the common head and tail are matched first.
@@ -109,7 +116,8 @@ describe("controller", () => {
     });
     expect(() => c.acknowledge(p1, v1, [], [1, 2, 3, 4, 9, 9], [7])).toThrow(PrefixMismatchError);
     expect(() => c.acknowledge(p1, v1, [], [1, 2, 3, 4, 9, 9], [7])).toThrow(
-      "call c1: observed prompt_token_ids (6 tokens) does not start with required_prefix_token_ids (5 tokens); first difference at token 4",
+      "call c1: observed prompt_token_ids (6 tokens) does not start with required_prefix_token_ids (5 tokens); " +
+        "first difference at token 4",
     );
     c.acknowledge(p1, v1, [], [1, 2, 3, 4, 5, 6], [7]);
     expect(c.boundaries).toEqual([]);
@@ -192,7 +200,8 @@ describe("checkRequiredPrefix", () => {
     const shorter = () => checkRequiredPrefix("c", [1, 2, 3], [1, 2]);
     expect(shorter).toThrow(PrefixMismatchError);
     expect(shorter).toThrow(
-      "call c: observed prompt_token_ids (2 tokens) does not start with required_prefix_token_ids (3 tokens); observed prompt is shorter",
+      "call c: observed prompt_token_ids (2 tokens) does not start with required_prefix_token_ids (3 tokens); " +
+        "observed prompt is shorter",
     );
     expect(() => checkRequiredPrefix("c", [1], [])).toThrow(/observed prompt is shorter$/);
   });

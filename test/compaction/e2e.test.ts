@@ -218,48 +218,52 @@ describe("retries", () => {
 });
 
 describe("the request's header", () => {
-  it("tools that change mid-episode open a boundary (header_rewritten): the next call is not sent as a continuation", async () => {
-    await withServer({ seed: 5 }, async (_server, model) => {
-      const world = createGridWorld({ seed: 4 });
-      let actions = 0;
-      const extra = {
-        type: "function" as const,
-        name: "wait",
-        description: "do nothing",
-        parameters: { type: "object", properties: {} },
-      };
-      // The environment offers one more tool once it has taken its first action.
-      const environment = {
-        ...world,
-        start: () => world.start(),
-        reward: () => world.reward(),
-        get tools() {
-          return actions === 0 ? world.tools : [...world.tools, extra];
-        },
-        call: async (name: string, args: unknown) => {
-          actions++;
-          return world.call(name, args);
-        },
-      };
-      const result = await runAgent({
-        model,
-        environment,
-        compaction: { policy: identityPolicy(), schedule: rolling() },
-        maxTurns: 4,
+  it(
+    "tools that change mid-episode open a boundary (header_rewritten): " +
+      "the next call is not sent as a continuation",
+    async () => {
+      await withServer({ seed: 5 }, async (_server, model) => {
+        const world = createGridWorld({ seed: 4 });
+        let actions = 0;
+        const extra = {
+          type: "function" as const,
+          name: "wait",
+          description: "do nothing",
+          parameters: { type: "object", properties: {} },
+        };
+        // The environment offers one more tool once it has taken its first action.
+        const environment = {
+          ...world,
+          start: () => world.start(),
+          reward: () => world.reward(),
+          get tools() {
+            return actions === 0 ? world.tools : [...world.tools, extra];
+          },
+          call: async (name: string, args: unknown) => {
+            actions++;
+            return world.call(name, args);
+          },
+        };
+        const result = await runAgent({
+          model,
+          environment,
+          compaction: { policy: identityPolicy(), schedule: rolling() },
+          maxTurns: 4,
+        });
+        const [boundary, ...others] = result.evidence.boundaries;
+        expect([boundary.first_call, boundary.reason, others]).toEqual(["agent-c1", "header_rewritten", []]);
+        // The items only grew (the tool's answer appended): the header alone broke the continuation.
+        expect(boundary.changed_ranges).toEqual([
+          {
+            old_start: boundary.old_items,
+            old_end: boundary.old_items,
+            new_start: boundary.old_items,
+            new_end: boundary.new_items,
+          },
+        ]);
+        expect(result.evidence.calls.map((c) => c.parent_call)).toEqual([null, null, "agent-c1", "agent-c2"]);
+        await expectTrainsOnceAlongLineage(result.evidence, result.rollout);
       });
-      const [boundary, ...others] = result.evidence.boundaries;
-      expect([boundary.first_call, boundary.reason, others]).toEqual(["agent-c1", "header_rewritten", []]);
-      // The items only grew (the tool's answer appended): the header alone broke the continuation.
-      expect(boundary.changed_ranges).toEqual([
-        {
-          old_start: boundary.old_items,
-          old_end: boundary.old_items,
-          new_start: boundary.old_items,
-          new_end: boundary.new_items,
-        },
-      ]);
-      expect(result.evidence.calls.map((c) => c.parent_call)).toEqual([null, null, "agent-c1", "agent-c2"]);
-      await expectTrainsOnceAlongLineage(result.evidence, result.rollout);
-    });
-  });
+    },
+  );
 });

@@ -29,7 +29,8 @@ describe("the packed envelope of a 100-turn run", () => {
     const full = JSON.stringify(result.evidence);
     const packed = JSON.stringify(packEvidence(result.evidence));
     console.log(
-      `${name}: full ${full.length} bytes, packed ${packed.length} bytes (${((100 * packed.length) / full.length).toFixed(1)}%)`,
+      `${name}: full ${full.length} bytes, packed ${packed.length} bytes ` +
+        `(${((100 * packed.length) / full.length).toFixed(1)}%)`,
     );
     expect(packed.length).toBeLessThanOrEqual(full.length / 10);
     expect(JSON.stringify(expandEvidence(JSON.parse(packed)))).toBe(full);
@@ -52,7 +53,8 @@ describe("packing", () => {
     const packed = packEvidence(result.evidence) as unknown as { calls: Record<string, unknown>[] };
     const [first, second] = result.evidence.calls;
     expect(packed.calls[0].prompt_token_ids).toEqual(first.prompt_token_ids);
-    // one copy of the whole required prefix, then what the call adds (new tokens, and copies of runs it repeats: an image's pads)
+    // one copy of the whole required prefix, then what the call adds (new tokens, and copies of
+    // runs it repeats: an image's pads)
     const delta = packed.calls[1].prompt_delta as {
       base_call: string;
       pieces: { copy?: number[]; tokens?: number[] }[];

@@ -76,25 +76,28 @@ describe("generation evidence", () => {
     expect(g).toEqual({ prompt_token_ids: [1, 2], generation_token_ids: [3, 4], generation_log_probs: [-1, -2] });
   });
 
-  it("accepts several output items carrying the same token evidence, and refuses ones that disagree on any field", () => {
-    const tokens = { prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-1] };
-    // a reasoning item and a function call of one response, each carrying token fields
-    const both = (reasoning: Record<string, unknown>): ResponsesResponse => {
-      const r = response(tokens);
-      r.output.unshift({
-        type: "reasoning",
-        id: "rs",
-        content: [{ type: "reasoning_text", text: "hm" }],
-        ...reasoning,
-      } as never);
-      return r;
-    };
-    expect(extractGeneration("c0", both(tokens))).toEqual(tokens);
-    const differ = "call c0 (response resp_1): output items carry different token evidence";
-    expect(() => extractGeneration("c0", both({ ...tokens, generation_token_ids: [4] }))).toThrow(differ);
-    expect(() => extractGeneration("c0", both({ ...tokens, generation_log_probs: [-2] }))).toThrow(differ);
-    expect(() => extractGeneration("c0", both({ ...tokens, prompt_token_ids: [1, 9] }))).toThrow(differ);
-  });
+  it(
+    "accepts several output items carrying the same token evidence, " + "and refuses ones that disagree on any field",
+    () => {
+      const tokens = { prompt_token_ids: [1, 2], generation_token_ids: [3], generation_log_probs: [-1] };
+      // a reasoning item and a function call of one response, each carrying token fields
+      const both = (reasoning: Record<string, unknown>): ResponsesResponse => {
+        const r = response(tokens);
+        r.output.unshift({
+          type: "reasoning",
+          id: "rs",
+          content: [{ type: "reasoning_text", text: "hm" }],
+          ...reasoning,
+        } as never);
+        return r;
+      };
+      expect(extractGeneration("c0", both(tokens))).toEqual(tokens);
+      const differ = "call c0 (response resp_1): output items carry different token evidence";
+      expect(() => extractGeneration("c0", both({ ...tokens, generation_token_ids: [4] }))).toThrow(differ);
+      expect(() => extractGeneration("c0", both({ ...tokens, generation_log_probs: [-2] }))).toThrow(differ);
+      expect(() => extractGeneration("c0", both({ ...tokens, prompt_token_ids: [1, 9] }))).toThrow(differ);
+    },
+  );
 
   it("rejects malformed evidence with the call, the field and the counts", () => {
     expect(() => extractGeneration("c0", response({ generation_token_ids: [3], generation_log_probs: [-1] }))).toThrow(
@@ -187,7 +190,8 @@ describe("evidence records", () => {
     expect(bad((e) => (e.image_placeholder_token = -1))).toThrow(
       "evidence image_placeholder_token: must be null or an integer in [0, 2^31-1]",
     );
-    expect(bad((e) => delete (e as Partial<EvidenceRecord>).image_placeholder_token)).not.toThrow(); // written before the field
+    // written before the field
+    expect(bad((e) => delete (e as Partial<EvidenceRecord>).image_placeholder_token)).not.toThrow();
     expect(() => rolloutFromEvidence("nope")).toThrow("evidence record: must be an object");
   });
 });
@@ -207,7 +211,8 @@ describe("evidence the planner would reject is refused where it is taken (issue 
         response({ prompt_token_ids: [1], generation_token_ids: [3], generation_log_probs: [-1e39] }),
       ),
     ).toThrow(
-      "call c0 (response resp_1): generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[0]: -1e+39 overflows float32)",
+      "call c0 (response resp_1): generation_log_probs must be an array of finite numbers in float32 range " +
+        "(generation_log_probs[0]: -1e+39 overflows float32)",
     );
     expect(() =>
       extractGeneration(
@@ -215,10 +220,12 @@ describe("evidence the planner would reject is refused where it is taken (issue 
         response({ prompt_token_ids: [1, 2 ** 31], generation_token_ids: [3], generation_log_probs: [-1] }),
       ),
     ).toThrow(
-      "call c0 (response resp_1): prompt_token_ids must be an array of integers in [0, 2^31-1] (prompt_token_ids[1] is 2147483648)",
+      "call c0 (response resp_1): prompt_token_ids must be an array of integers in [0, 2^31-1] " +
+        "(prompt_token_ids[1] is 2147483648)",
     );
     expect(bad((e) => (e.calls[1].generation_log_probs = [-3.5e38]))).toThrow(
-      "evidence calls[1] (b): generation_log_probs must be an array of finite numbers in float32 range (generation_log_probs[0]: -3.5e+38 overflows float32)",
+      "evidence calls[1] (b): generation_log_probs must be an array of finite numbers in float32 range " +
+        "(generation_log_probs[0]: -3.5e+38 overflows float32)",
     );
     // the largest float32 is still one
     expect(bad((e) => (e.calls[1].generation_log_probs = [-3.4028234663852886e38]))).not.toThrow();
@@ -226,7 +233,8 @@ describe("evidence the planner would reject is refused where it is taken (issue 
 
   it("a continuation must start with its parent's exact tokens, and record that many as its prefix", () => {
     expect(bad((e) => (e.calls[1].prompt_token_ids = [1, 9, 3, 4]))).toThrow(
-      "evidence calls[1] (b).prompt_token_ids: does not start with parent_call a's 3 tokens (first difference at token 1)",
+      "evidence calls[1] (b).prompt_token_ids: does not start with parent_call a's 3 tokens " +
+        "(first difference at token 1)",
     );
     expect(bad((e) => (e.calls[1].prompt_token_ids = [1, 2]))).toThrow(
       "evidence calls[1] (b).prompt_token_ids: does not start with parent_call a's 3 tokens (it is shorter)",
@@ -287,9 +295,10 @@ describe("malformed evidence from the server is not carried forward", () => {
       const { requiredLength, observedLength, message } = error as PrefixMismatchError;
       expect(requiredLength).toBeGreaterThan(0);
       expect(message).toBe(
-        `call agent-c1: observed prompt_token_ids (${observedLength} tokens) does not start with required_prefix_token_ids (${requiredLength} tokens); ${
-          /first difference at token \d+|observed prompt is shorter/.exec(message)![0]
-        }`,
+        `call agent-c1: observed prompt_token_ids (${observedLength} tokens) does not start with ` +
+          `required_prefix_token_ids (${requiredLength} tokens); ${
+            /first difference at token \d+|observed prompt is shorter/.exec(message)![0]
+          }`,
       );
     });
   });

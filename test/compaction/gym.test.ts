@@ -50,56 +50,59 @@ async function rowsOf(rollout: Rollout) {
 }
 
 describe("scoring through a resources server, as Gym's agent runs an episode", () => {
-  it("seeds first, runs tools there, verifies with the run body and the response, and takes the verifier's reward", async () => {
-    await withResources(async (resources) => {
-      await withServer({ seed: 11 }, async (_server, model) => {
-        const runBody = await gridWorldRunBody(
-          { size: 3, goal: true, seed: 1 },
-          { _ng_task_index: 7, expected: "goal" },
-        );
-        const server = createResourcesServer({ baseUrl: resources.url });
-        const result = await runAgent({
-          model,
-          resources: { server, runBody, observe: jsonObservation },
-          compaction: compaction(),
-          maxTurns: 12,
+  it(
+    "seeds first, runs tools there, verifies with the run body and the response, " + "and takes the verifier's reward",
+    async () => {
+      await withResources(async (resources) => {
+        await withServer({ seed: 11 }, async (_server, model) => {
+          const runBody = await gridWorldRunBody(
+            { size: 3, goal: true, seed: 1 },
+            { _ng_task_index: 7, expected: "goal" },
+          );
+          const server = createResourcesServer({ baseUrl: resources.url });
+          const result = await runAgent({
+            model,
+            resources: { server, runBody, observe: jsonObservation },
+            compaction: compaction(),
+            maxTurns: 12,
+          });
+          const paths = resources.requests.map((r) => r.path);
+          expect(paths[0]).toBe("/seed_session");
+          expect(paths[paths.length - 1]).toBe("/verify");
+          expect(paths.slice(1, -1).every((p) => p === "/move" || p === "/look")).toBe(true);
+          // every request after the seed carries the session cookie it set
+          expect(new Set(resources.requests.map((r) => r.session))).toEqual(new Set([null, "1"]));
+          expect(resources.requests.slice(1).every((r) => r.session === "1")).toBe(true);
+          const verify = resources.requests[resources.requests.length - 1].body as Record<string, unknown>;
+          expect(verify).toMatchObject({
+            _ng_task_index: 7,
+            expected: "goal",
+            responses_create_params: runBody.responses_create_params,
+          });
+          const sent = verify.response as Record<string, unknown[]>;
+          expect(sent.completion_evidence).toHaveLength(result.evidence.calls.length);
+          expect(sent.agent_input).toHaveLength(1);
+          // the reward is the verifier's; the row is Gym's /run answer: the transport projection
+          const reward = result.evidence.stop_reason === "environment_done" ? 1 : 0;
+          expect(result.evidence.reward).toBe(reward);
+          expect(result.rollout.reward).toBe(reward);
+          expect(result.row).toMatchObject({ reward, _ng_task_index: 7 });
+          const row = result.row!.response as Record<string, unknown>;
+          expect(row.completion_evidence).toBeUndefined();
+          expect(row.model_call_metadata).toHaveLength(result.evidence.calls.length);
+          expect((row.context_compaction_contract as { schema_version: number }).schema_version).toBe(3);
+          await expectTrainsOnceAlongLineage(result.evidence, result.rollout);
+          // a batch's metrics come from the same server, from the rows Gym's collector would send
+          const metrics = await server.aggregateMetrics([result.row!]);
+          expect(metrics).toMatchObject({
+            agent_metrics: { "mean/reward": reward },
+            group_level_metrics: [{ _ng_task_index: 7, "mean/reward": reward }],
+          });
+          expect(metricsRow(result.row!)).not.toHaveProperty("responses_create_params");
         });
-        const paths = resources.requests.map((r) => r.path);
-        expect(paths[0]).toBe("/seed_session");
-        expect(paths[paths.length - 1]).toBe("/verify");
-        expect(paths.slice(1, -1).every((p) => p === "/move" || p === "/look")).toBe(true);
-        // every request after the seed carries the session cookie it set
-        expect(new Set(resources.requests.map((r) => r.session))).toEqual(new Set([null, "1"]));
-        expect(resources.requests.slice(1).every((r) => r.session === "1")).toBe(true);
-        const verify = resources.requests[resources.requests.length - 1].body as Record<string, unknown>;
-        expect(verify).toMatchObject({
-          _ng_task_index: 7,
-          expected: "goal",
-          responses_create_params: runBody.responses_create_params,
-        });
-        const sent = verify.response as Record<string, unknown[]>;
-        expect(sent.completion_evidence).toHaveLength(result.evidence.calls.length);
-        expect(sent.agent_input).toHaveLength(1);
-        // the reward is the verifier's; the row is Gym's /run answer: the transport projection
-        const reward = result.evidence.stop_reason === "environment_done" ? 1 : 0;
-        expect(result.evidence.reward).toBe(reward);
-        expect(result.rollout.reward).toBe(reward);
-        expect(result.row).toMatchObject({ reward, _ng_task_index: 7 });
-        const row = result.row!.response as Record<string, unknown>;
-        expect(row.completion_evidence).toBeUndefined();
-        expect(row.model_call_metadata).toHaveLength(result.evidence.calls.length);
-        expect((row.context_compaction_contract as { schema_version: number }).schema_version).toBe(3);
-        await expectTrainsOnceAlongLineage(result.evidence, result.rollout);
-        // a batch's metrics come from the same server, from the rows Gym's collector would send
-        const metrics = await server.aggregateMetrics([result.row!]);
-        expect(metrics).toMatchObject({
-          agent_metrics: { "mean/reward": reward },
-          group_level_metrics: [{ _ng_task_index: 7, "mean/reward": reward }],
-        });
-        expect(metricsRow(result.row!)).not.toHaveProperty("responses_create_params");
       });
-    });
-  });
+    },
+  );
 
   it("skip_verification: no /verify, Gym's skip reward and the full internal response in the row", async () => {
     await withResources(async (resources) => {
@@ -214,24 +217,32 @@ describe("Gym's envelope out", () => {
     },
   );
 
-  it("runAgent returns it without a resources server when asked, and the plain Gym response with compaction off", async () => {
-    await withServer({ seed: 5 }, async (_server, model) => {
-      const { createGridWorld } = await import("../../src/compaction/testbed/index.js");
-      const on = await runAgent({
-        model,
-        environment: createGridWorld({ seed: 4 }),
-        compaction: compaction(),
-        maxTurns: 3,
-        gymResponse: true,
+  it(
+    "runAgent returns it without a resources server when asked, " + "and the plain Gym response with compaction off",
+    async () => {
+      await withServer({ seed: 5 }, async (_server, model) => {
+        const { createGridWorld } = await import("../../src/compaction/testbed/index.js");
+        const on = await runAgent({
+          model,
+          environment: createGridWorld({ seed: 4 }),
+          compaction: compaction(),
+          maxTurns: 3,
+          gymResponse: true,
+        });
+        expect(on.gymResponse?.completion_evidence).toHaveLength(3);
+        const off = await runAgent({
+          model,
+          environment: createGridWorld({ seed: 4 }),
+          maxTurns: 3,
+          gymResponse: true,
+        });
+        expect(off.gymResponse).not.toHaveProperty("completion_evidence");
+        // the output carries each call's token fields on its last item, as Gym's does
+        expect(off.gymResponse!.output.filter((o) => o.generation_token_ids !== undefined)).toHaveLength(3);
+        expect(await runAgent({ model, environment: createGridWorld({ seed: 4 }), maxTurns: 1 })).not.toHaveProperty(
+          "gymResponse",
+        );
       });
-      expect(on.gymResponse?.completion_evidence).toHaveLength(3);
-      const off = await runAgent({ model, environment: createGridWorld({ seed: 4 }), maxTurns: 3, gymResponse: true });
-      expect(off.gymResponse).not.toHaveProperty("completion_evidence");
-      // the output carries each call's token fields on its last item, as Gym's does
-      expect(off.gymResponse!.output.filter((o) => o.generation_token_ids !== undefined)).toHaveLength(3);
-      expect(await runAgent({ model, environment: createGridWorld({ seed: 4 }), maxTurns: 1 })).not.toHaveProperty(
-        "gymResponse",
-      );
-    });
-  });
+    },
+  );
 });

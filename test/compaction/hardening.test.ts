@@ -92,7 +92,8 @@ describe("bounded answers (18.5)", () => {
     expect(error).toMatchObject({ retryable: false, limit: 1 << 20 });
     expect((error as Error).message).toMatch(
       new RegExp(
-        `^POST ${baseUrl}/v1/responses: the answer is larger than maxResponseBytes \\(1048576 bytes; aborted after \\d+ bytes\\)$`,
+        `^POST ${baseUrl}/v1/responses: the answer is larger than maxResponseBytes ` +
+          `\\(1048576 bytes; aborted after \\d+ bytes\\)$`,
       ),
     );
     expect(sent).toBeLessThan(16 << 20); // the server stopped soon after: the body was not read to its end
@@ -189,7 +190,10 @@ describe("provenance (19.4)", () => {
       await expect(
         runAgent({ model: drifting, environment: createGridWorld(), compaction, maxTurns: 3 }),
       ).rejects.toThrow(
-        /^call agent-c1 \(response resp_[0-9a-f]+\): generation_provenance.tokenizer is "other", earlier calls reported "o200k_base@4.0.0"$/,
+        new RegExp(
+          /^call agent-c1 \(response resp_[0-9a-f]+\): generation_provenance.tokenizer is "other", /.source +
+            /earlier calls reported "o200k_base@4.0.0"$/.source,
+        ),
       );
     });
   });

@@ -32,19 +32,22 @@ describe("media store", () => {
     expect(store.dataUrl(id)).toBe(`data:image/png;base64,${Buffer.from(store.bytes(id)).toString("base64")}`);
   });
 
-  it("keeps its own copy of a Node Buffer too (whose slice() is a view), even if the caller reuses it at once", async () => {
-    const store = new MediaStore();
-    const reused = Buffer.from(png(4, 4, 1));
-    const first = store.put(reused);
-    Buffer.from(png(4, 4, 2)).copy(reused); // before put has finished hashing
-    const { id } = await first;
-    expect(id).toBe(
-      `sha256:${createHash("sha256")
-        .update(png(4, 4, 1))
-        .digest("hex")}`,
-    );
-    expect(Buffer.from(store.bytes(id)).equals(Buffer.from(png(4, 4, 1)))).toBe(true);
-  });
+  it(
+    "keeps its own copy of a Node Buffer too (whose slice() is a view), " + "even if the caller reuses it at once",
+    async () => {
+      const store = new MediaStore();
+      const reused = Buffer.from(png(4, 4, 1));
+      const first = store.put(reused);
+      Buffer.from(png(4, 4, 2)).copy(reused); // before put has finished hashing
+      const { id } = await first;
+      expect(id).toBe(
+        `sha256:${createHash("sha256")
+          .update(png(4, 4, 1))
+          .digest("hex")}`,
+      );
+      expect(Buffer.from(store.bytes(id)).equals(Buffer.from(png(4, 4, 1)))).toBe(true);
+    },
+  );
 
   it("rejects bytes that are not an image of their mime type, and unknown ids", async () => {
     const store = new MediaStore();
@@ -121,11 +124,14 @@ describe("media formats (issue 19.8)", () => {
     0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
   ]);
 
-  it("stores JPEG and WebP with their sizes read by image-size, and refuses a mime type their bytes are not", async () => {
-    const store = new MediaStore();
-    expect(await store.put(jpeg, "image/jpeg")).toMatchObject({ mime: "image/jpeg", width: 3, height: 2 });
-    expect(await store.put(webp, "image/webp")).toMatchObject({ mime: "image/webp", width: 5, height: 4 });
-    await expect(store.put(jpeg, "image/webp")).rejects.toThrow("its bytes are jpg");
-    expect(store.dataUrl((await store.put(jpeg, "image/jpeg")).id)).toMatch(/^data:image\/jpeg;base64,\/9j\//);
-  });
+  it(
+    "stores JPEG and WebP with their sizes read by image-size, " + "and refuses a mime type their bytes are not",
+    async () => {
+      const store = new MediaStore();
+      expect(await store.put(jpeg, "image/jpeg")).toMatchObject({ mime: "image/jpeg", width: 3, height: 2 });
+      expect(await store.put(webp, "image/webp")).toMatchObject({ mime: "image/webp", width: 5, height: 4 });
+      await expect(store.put(jpeg, "image/webp")).rejects.toThrow("its bytes are jpg");
+      expect(store.dataUrl((await store.put(jpeg, "image/jpeg")).id)).toMatch(/^data:image\/jpeg;base64,\/9j\//);
+    },
+  );
 });

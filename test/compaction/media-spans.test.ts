@@ -117,7 +117,8 @@ describe("media spans from evidence", () => {
   it("refuses a prompt whose placeholder runs and images shown differ in number", () => {
     expect(() => mediaOf(evidenceOf([1, B, P, E, 2], ["sha256:x", "sha256:y"], P))).toThrow(
       new EvidenceError(
-        "evidence calls[0] (a): prompt_token_ids holds 1 run(s) of the image placeholder token 200031 for 2 image(s) shown",
+        "evidence calls[0] (a): prompt_token_ids holds 1 run(s) of the image placeholder token 200031 " +
+          "for 2 image(s) shown",
       ),
     );
     expect(() => mediaOf(evidenceOf([P, 1, P], ["sha256:x"], P))).toThrow(/holds 2 run\(s\) .* for 1 image\(s\) shown/);
@@ -213,18 +214,23 @@ describe("media spans of the runtime's rollouts", () => {
     );
   });
 
-  it("refuses a placeholder token that is not a token id, from createModelClient or a client of one's own", async () => {
-    expect(() => createModelClient({ baseUrl: "http://127.0.0.1:9", model: "m", imagePlaceholderToken: -1 })).toThrow(
-      new CompactionError("model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got -1"),
-    );
-    const model = {
-      model: "m",
-      imagePlaceholderToken: 1.5,
-      respond: async () => Promise.reject(new Error("sent")),
-      countTokens: async () => 0,
-    };
-    await expect(runAgent({ model, environment: createGridWorld(), maxTurns: 1 })).rejects.toThrow(
-      "runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got 1.5",
-    );
-  });
+  it(
+    "refuses a placeholder token that is not a token id, " + "from createModelClient or a client of one's own",
+    async () => {
+      expect(() => createModelClient({ baseUrl: "http://127.0.0.1:9", model: "m", imagePlaceholderToken: -1 })).toThrow(
+        new CompactionError(
+          "model client: imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got -1",
+        ),
+      );
+      const model = {
+        model: "m",
+        imagePlaceholderToken: 1.5,
+        respond: async () => Promise.reject(new Error("sent")),
+        countTokens: async () => 0,
+      };
+      await expect(runAgent({ model, environment: createGridWorld(), maxTurns: 1 })).rejects.toThrow(
+        "runAgent: the model client's imagePlaceholderToken must be a token id (an integer in [0, 2^31-1]), got 1.5",
+      );
+    },
+  );
 });

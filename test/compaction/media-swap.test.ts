@@ -85,57 +85,65 @@ function screenEpisode(): Promise<RunAgentResult> {
 }
 
 describe("a screenshot swapped in place, end to end", () => {
-  it("starts a new tree with media_mismatch where tokens alone would continue under the stale screenshot; every token is trained once", async () => {
-    const result = await screenEpisode();
-    const e = result.evidence;
-    const screenOf = (i: number) => e.calls[i].media[0];
-    const swapped = e.calls.filter((_, i) => i > 0 && screenOf(i) !== screenOf(i - 1)).map((c) => c.call_id);
-    const kept = e.calls.filter((_, i) => i > 0 && screenOf(i) === screenOf(i - 1)).map((c) => c.call_id);
-    // The episode has both: keys typed (a new screenshot) and waits (the same one).
-    expect([swapped.length > 0, kept.length > 0]).toEqual([true, true]);
-    // The controller saw each swap as a rewrite of the first item, yet the prompt kept every token.
-    expect(e.boundaries.map((b) => [b.first_call, b.reason, b.changed_ranges[0]?.old_start])).toEqual(
-      swapped.map((id) => [id, "history_rewritten", 0]),
-    );
-    for (const id of swapped) {
-      const i = e.calls.findIndex((c) => c.call_id === id);
-      const previous = [...e.calls[i - 1].prompt_token_ids, ...e.calls[i - 1].generation_token_ids];
-      expect(e.calls[i].prompt_token_ids.slice(0, previous.length)).toEqual(previous);
-      expect(result.rollout.calls[i].media).toEqual([{ ...result.rollout.calls[i - 1].media![0], id: screenOf(i) }]);
-    }
-    await expectTrainsOnceAlongLineage(e, result.rollout);
-
-    for (const cf of await backends()) {
-      const withMedia = cf.plan(result.rollout);
-      const tokensOnly = cf.plan(withoutMedia(result.rollout));
-      try {
-        for (const plan of [withMedia, tokensOnly]) {
-          expect(plan.report.status, cf.backend).toBe("ok");
-          expect(plan.report.trained_tokens).toBe(plan.report.captured_tokens);
-        }
-        const byId = new Map(withMedia.forest.map((c) => [c.id, c]));
-        const tokenParent = new Map(tokensOnly.forest.map((c) => [c.id, c.parent]));
-        for (const id of swapped) {
-          const i = e.calls.findIndex((c) => c.call_id === id);
-          expect(byId.get(id), `${cf.backend} ${id}`).toMatchObject({ root: true, parent: null, mediaMismatch: true });
-          // tokens alone put it under the call that saw the old screenshot
-          expect(tokenParent.get(id), `${cf.backend} ${id} by tokens`).toBe(e.calls[i - 1].call_id);
-        }
-        for (const id of kept)
-          expect(byId.get(id), `${cf.backend} ${id}`).toMatchObject({ root: false, mediaMismatch: false });
-        expect(withMedia.report.diagnostics.filter((d) => d.code === "media_mismatch")).toEqual(
-          swapped.map((call) => ({ code: "media_mismatch", call })),
-        );
-        expect(tokensOnly.report.diagnostics.some((d) => d.code === "media_mismatch")).toBe(false);
-        expect(withMedia.report.roots).toBe(1 + swapped.length);
-        expect(tokensOnly.report.roots).toBe(1);
-        // each row carries its leaf's screenshot, at the leaf's span
-        for (const row of withMedia.rows)
-          expect(row.media).toEqual(result.rollout.calls.find((c) => c.id === row.leaf)!.media);
-      } finally {
-        withMedia.release();
-        tokensOnly.release();
+  it(
+    "starts a new tree with media_mismatch where tokens alone would continue under the stale screenshot; " +
+      "every token is trained once",
+    async () => {
+      const result = await screenEpisode();
+      const e = result.evidence;
+      const screenOf = (i: number) => e.calls[i].media[0];
+      const swapped = e.calls.filter((_, i) => i > 0 && screenOf(i) !== screenOf(i - 1)).map((c) => c.call_id);
+      const kept = e.calls.filter((_, i) => i > 0 && screenOf(i) === screenOf(i - 1)).map((c) => c.call_id);
+      // The episode has both: keys typed (a new screenshot) and waits (the same one).
+      expect([swapped.length > 0, kept.length > 0]).toEqual([true, true]);
+      // The controller saw each swap as a rewrite of the first item, yet the prompt kept every token.
+      expect(e.boundaries.map((b) => [b.first_call, b.reason, b.changed_ranges[0]?.old_start])).toEqual(
+        swapped.map((id) => [id, "history_rewritten", 0]),
+      );
+      for (const id of swapped) {
+        const i = e.calls.findIndex((c) => c.call_id === id);
+        const previous = [...e.calls[i - 1].prompt_token_ids, ...e.calls[i - 1].generation_token_ids];
+        expect(e.calls[i].prompt_token_ids.slice(0, previous.length)).toEqual(previous);
+        expect(result.rollout.calls[i].media).toEqual([{ ...result.rollout.calls[i - 1].media![0], id: screenOf(i) }]);
       }
-    }
-  });
+      await expectTrainsOnceAlongLineage(e, result.rollout);
+
+      for (const cf of await backends()) {
+        const withMedia = cf.plan(result.rollout);
+        const tokensOnly = cf.plan(withoutMedia(result.rollout));
+        try {
+          for (const plan of [withMedia, tokensOnly]) {
+            expect(plan.report.status, cf.backend).toBe("ok");
+            expect(plan.report.trained_tokens).toBe(plan.report.captured_tokens);
+          }
+          const byId = new Map(withMedia.forest.map((c) => [c.id, c]));
+          const tokenParent = new Map(tokensOnly.forest.map((c) => [c.id, c.parent]));
+          for (const id of swapped) {
+            const i = e.calls.findIndex((c) => c.call_id === id);
+            expect(byId.get(id), `${cf.backend} ${id}`).toMatchObject({
+              root: true,
+              parent: null,
+              mediaMismatch: true,
+            });
+            // tokens alone put it under the call that saw the old screenshot
+            expect(tokenParent.get(id), `${cf.backend} ${id} by tokens`).toBe(e.calls[i - 1].call_id);
+          }
+          for (const id of kept)
+            expect(byId.get(id), `${cf.backend} ${id}`).toMatchObject({ root: false, mediaMismatch: false });
+          expect(withMedia.report.diagnostics.filter((d) => d.code === "media_mismatch")).toEqual(
+            swapped.map((call) => ({ code: "media_mismatch", call })),
+          );
+          expect(tokensOnly.report.diagnostics.some((d) => d.code === "media_mismatch")).toBe(false);
+          expect(withMedia.report.roots).toBe(1 + swapped.length);
+          expect(tokensOnly.report.roots).toBe(1);
+          // each row carries its leaf's screenshot, at the leaf's span
+          for (const row of withMedia.rows)
+            expect(row.media).toEqual(result.rollout.calls.find((c) => c.id === row.leaf)!.media);
+        } finally {
+          withMedia.release();
+          tokensOnly.release();
+        }
+      }
+    },
+  );
 });

@@ -79,7 +79,8 @@ describe("model client", () => {
   it("a name with several addresses (localhost: ::1 and 127.0.0.1) says why for each", async () => {
     const refused = (address: string) =>
       Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: "ECONNREFUSED" });
-    const cause = new AggregateError([refused("::1:8000"), refused("127.0.0.1:8000")], ""); // Node's: no message of its own
+    // Node's: no message of its own
+    const cause = new AggregateError([refused("::1:8000"), refused("127.0.0.1:8000")], "");
     const fetch = async () => Promise.reject(new TypeError("fetch failed", { cause }));
     const error = await failureOf(
       createModelClient({ baseUrl: "http://localhost:8000", model: "m", fetch }).respond({
@@ -88,7 +89,8 @@ describe("model client", () => {
       }),
     );
     expect((error as Error).message).toBe(
-      "POST http://localhost:8000/v1/responses: fetch failed: connect ECONNREFUSED ::1:8000; connect ECONNREFUSED 127.0.0.1:8000",
+      "POST http://localhost:8000/v1/responses: fetch failed: " +
+        "connect ECONNREFUSED ::1:8000; connect ECONNREFUSED 127.0.0.1:8000",
     );
   });
 
@@ -261,26 +263,29 @@ describe("runAgent", () => {
     }
   });
 
-  it("an answer cut off with no action in it ends the episode as output_truncated, not as a final message", async () => {
-    const reasoning = {
-      type: "reasoning",
-      id: "rs1",
-      summary: [],
-      content: [{ type: "reasoning_text", text: "thinking..." }],
-    } as unknown as ResponsesResponse["output"][number];
-    const model = scripted([[reasoning]]);
-    const truncated = {
-      ...model,
-      respond: async (call: Parameters<ModelClient["respond"]>[0]) =>
-        ({ ...(await model.respond(call)), status: "incomplete" }) as ResponsesResponse,
-    };
-    expect((await runAgent({ model: truncated, environment: createGridWorld(), maxTurns: 3 })).stopReason).toBe(
-      "output_truncated",
-    );
-    expect(
-      (await runAgent({ model: scripted([[reasoning]]), environment: createGridWorld(), maxTurns: 3 })).stopReason,
-    ).toBe("final_message");
-  });
+  it(
+    "an answer cut off with no action in it ends the episode as output_truncated, " + "not as a final message",
+    async () => {
+      const reasoning = {
+        type: "reasoning",
+        id: "rs1",
+        summary: [],
+        content: [{ type: "reasoning_text", text: "thinking..." }],
+      } as unknown as ResponsesResponse["output"][number];
+      const model = scripted([[reasoning]]);
+      const truncated = {
+        ...model,
+        respond: async (call: Parameters<ModelClient["respond"]>[0]) =>
+          ({ ...(await model.respond(call)), status: "incomplete" }) as ResponsesResponse,
+      };
+      expect((await runAgent({ model: truncated, environment: createGridWorld(), maxTurns: 3 })).stopReason).toBe(
+        "output_truncated",
+      );
+      expect(
+        (await runAgent({ model: scripted([[reasoning]]), environment: createGridWorld(), maxTurns: 3 })).stopReason,
+      ).toBe("final_message");
+    },
+  );
 
   it("a response without an id is refused (the evidence names every response)", async () => {
     const model = scripted([[move("south", 1)]]);

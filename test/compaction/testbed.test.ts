@@ -67,49 +67,53 @@ describe("test-bed model server", () => {
     });
   });
 
-  it("breaks the prefix for real on the plain endpoint, and honours required_prefix_token_ids on the compaction endpoint", async () => {
-    await withServer({ seed: 5 }, async (server, model) => {
-      const first = await model.respond({
-        endpoint: "responses",
-        body: plainBody({ model: server.model, input: [task], tools }),
+  it(
+    "breaks the prefix for real on the plain endpoint, " +
+      "and honours required_prefix_token_ids on the compaction endpoint",
+    async () => {
+      await withServer({ seed: 5 }, async (server, model) => {
+        const first = await model.respond({
+          endpoint: "responses",
+          body: plainBody({ model: server.model, input: [task], tools }),
+        });
+        const t1 = tokens(first);
+        const call = first.output.find((o) => o.type === "function_call")!;
+        const next: InputItem[] = [
+          task,
+          ...first.output.map(asInput),
+          { type: "function_call_output", call_id: call.type === "function_call" ? call.call_id : "", output: "ok" },
+        ];
+        const full = [...t1.prompt, ...t1.generation];
+
+        const plain = tokens(
+          await model.respond({ endpoint: "responses", body: plainBody({ model: server.model, input: next, tools }) }),
+        );
+        expect(startsWith(plain.prompt, full)).toBe(false); // the template dropped the first call's reasoning
+        expect(startsWith(plain.prompt, t1.prompt)).toBe(true);
+
+        const body = compactionBody({ model: server.model, input: next, tools }, full);
+        const honoured = tokens(await model.respond({ endpoint: "context_compaction", body }));
+        expect(startsWith(honoured.prompt, full)).toBe(true);
+        expect(honoured.prompt.length).toBeGreaterThan(full.length);
+        expect(
+          await model.countTokens({ model: server.model, input: next, tools, required_prefix_token_ids: full }),
+        ).toBe(honoured.prompt.length);
+        expect(await model.countTokens({ model: server.model, input: next, tools })).toBe(plain.prompt.length);
+
+        const wrong = [...full.slice(0, -1), 7];
+        const refused = await model
+          .respond({
+            endpoint: "context_compaction",
+            body: compactionBody({ model: server.model, input: next, tools }, wrong),
+          })
+          .catch((e: unknown) => e);
+        expect(refused).toMatchObject({ status: 400 });
+        expect(String((refused as Error).message)).toMatch(
+          /required_prefix_token_ids does not match the input items \(matched \d+ of \d+ prefix tokens/,
+        );
       });
-      const t1 = tokens(first);
-      const call = first.output.find((o) => o.type === "function_call")!;
-      const next: InputItem[] = [
-        task,
-        ...first.output.map(asInput),
-        { type: "function_call_output", call_id: call.type === "function_call" ? call.call_id : "", output: "ok" },
-      ];
-      const full = [...t1.prompt, ...t1.generation];
-
-      const plain = tokens(
-        await model.respond({ endpoint: "responses", body: plainBody({ model: server.model, input: next, tools }) }),
-      );
-      expect(startsWith(plain.prompt, full)).toBe(false); // the template dropped the first call's reasoning
-      expect(startsWith(plain.prompt, t1.prompt)).toBe(true);
-
-      const body = compactionBody({ model: server.model, input: next, tools }, full);
-      const honoured = tokens(await model.respond({ endpoint: "context_compaction", body }));
-      expect(startsWith(honoured.prompt, full)).toBe(true);
-      expect(honoured.prompt.length).toBeGreaterThan(full.length);
-      expect(
-        await model.countTokens({ model: server.model, input: next, tools, required_prefix_token_ids: full }),
-      ).toBe(honoured.prompt.length);
-      expect(await model.countTokens({ model: server.model, input: next, tools })).toBe(plain.prompt.length);
-
-      const wrong = [...full.slice(0, -1), 7];
-      const refused = await model
-        .respond({
-          endpoint: "context_compaction",
-          body: compactionBody({ model: server.model, input: next, tools }, wrong),
-        })
-        .catch((e: unknown) => e);
-      expect(refused).toMatchObject({ status: 400 });
-      expect(String((refused as Error).message)).toMatch(
-        /required_prefix_token_ids does not match the input items \(matched \d+ of \d+ prefix tokens/,
-      );
-    });
-  });
+    },
+  );
 
   it("answers 422 to unknown fields when strict (the default) and ignores them when lenient", async () => {
     const body = { model: "testbed-model", input: [task], seed: 3 };
@@ -125,54 +129,58 @@ describe("test-bed model server", () => {
     });
   });
 
-  it("answers /tokenize as Gym's adapter does ({tokens}) and as vLLM does ({count, max_model_len, tokens}), and 422s any other shape", async () => {
-    await withServer({ maxModelLen: 4096 }, async (server) => {
-      const post = async (body: unknown) => {
-        const answer = await fetch(server.url + "/tokenize", { method: "POST", body: JSON.stringify(body) });
-        return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
-      };
-      const adapter = await post({
-        model: server.model,
-        input: [task],
-        tools,
-        temperature: 0.5,
-        parallel_tool_calls: true,
+  it(
+    "answers /tokenize as Gym's adapter does ({tokens}) " +
+      "and as vLLM does ({count, max_model_len, tokens}), and 422s any other shape",
+    async () => {
+      await withServer({ maxModelLen: 4096 }, async (server) => {
+        const post = async (body: unknown) => {
+          const answer = await fetch(server.url + "/tokenize", { method: "POST", body: JSON.stringify(body) });
+          return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+        };
+        const adapter = await post({
+          model: server.model,
+          input: [task],
+          tools,
+          temperature: 0.5,
+          parallel_tool_calls: true,
+        });
+        expect(adapter.status).toBe(200);
+        expect(Object.keys(adapter.body)).toEqual(["tokens"]);
+        expect(adapter.body.tokens).toEqual(renderPrompt({ input: [task], tools }));
+        // the same request in the chat form Gym's adapter forwards upstream to vLLM
+        const chatTools = tools.map((t) => ({
+          type: "function",
+          function: { name: t.name, description: t.description, parameters: t.parameters },
+        }));
+        const chat = await post({
+          model: server.model,
+          messages: [{ role: "user", content: [{ type: "text", text: "Explore." }] }],
+          tools: chatTools,
+          add_generation_prompt: true,
+        });
+        expect(chat).toEqual({
+          status: 200,
+          body: { count: (adapter.body.tokens as number[]).length, max_model_len: 4096, tokens: adapter.body.tokens },
+        });
+        expect((await post({ prompt: "Moved north." })).body).toEqual({
+          count: encodeText("Moved north.").length,
+          max_model_len: 4096,
+          tokens: encodeText("Moved north."),
+        });
+        for (const bad of [
+          { model: server.model },
+          { prompt: "x", messages: [] },
+          { prompt: "x", echo: true },
+          { messages: [{ role: "narrator", content: "x" }] },
+          { model: server.model, input: [task], seed: 1 },
+        ]) {
+          expect((await post(bad)).status, JSON.stringify(bad)).toBe(422);
+        }
+        expect((await post({ model: "other", prompt: "x" })).status).toBe(404);
       });
-      expect(adapter.status).toBe(200);
-      expect(Object.keys(adapter.body)).toEqual(["tokens"]);
-      expect(adapter.body.tokens).toEqual(renderPrompt({ input: [task], tools }));
-      // the same request in the chat form Gym's adapter forwards upstream to vLLM
-      const chatTools = tools.map((t) => ({
-        type: "function",
-        function: { name: t.name, description: t.description, parameters: t.parameters },
-      }));
-      const chat = await post({
-        model: server.model,
-        messages: [{ role: "user", content: [{ type: "text", text: "Explore." }] }],
-        tools: chatTools,
-        add_generation_prompt: true,
-      });
-      expect(chat).toEqual({
-        status: 200,
-        body: { count: (adapter.body.tokens as number[]).length, max_model_len: 4096, tokens: adapter.body.tokens },
-      });
-      expect((await post({ prompt: "Moved north." })).body).toEqual({
-        count: encodeText("Moved north.").length,
-        max_model_len: 4096,
-        tokens: encodeText("Moved north."),
-      });
-      for (const bad of [
-        { model: server.model },
-        { prompt: "x", messages: [] },
-        { prompt: "x", echo: true },
-        { messages: [{ role: "narrator", content: "x" }] },
-        { model: server.model, input: [task], seed: 1 },
-      ]) {
-        expect((await post(bad)).status, JSON.stringify(bad)).toBe(422);
-      }
-      expect((await post({ model: "other", prompt: "x" })).status).toBe(404);
-    });
-  });
+    },
+  );
 
   it("takes every Responses create parameter Gym's adapter takes, and nothing else", async () => {
     await withServer({}, async (server) => {

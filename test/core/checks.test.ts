@@ -210,7 +210,8 @@ describe("ambiguous_parent", () => {
     };
     expectEverywhere(
       rollout,
-      'ambiguous_parent: call "c1" (calls[5]): earlier calls "a1" and "b1" have identical full sequences, and neither its agent nor its parent agent singles one out',
+      'ambiguous_parent: call "c1" (calls[5]): earlier calls "a1" and "b1" have identical full sequences, ' +
+        "and neither its agent nor its parent agent singles one out",
     );
   });
 
@@ -381,40 +382,44 @@ describe("misuse of the API", () => {
     }
   });
 
-  it("a caller's getter that throws passes its error on, even a RangeError (it is not rollout_too_large), and gives its core back", () => {
-    const call = {
-      id: "c",
-      prompt_token_ids: [1],
-      generation_log_probs: [-1],
-      get generation_token_ids(): number[] {
-        throw new RangeError("my bug");
-      },
-    };
-    for (const { name, cf } of backends) {
-      // The memory a plan's rows are views into: the same buffer again means the same pooled core.
-      const memoryOf = () => {
-        const plan = cf.plan(good);
-        const buffer = plan.rows[0].tokenIds.buffer;
-        plan.release();
-        return buffer;
-      };
-      const before = memoryOf();
-      expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
-      // Read once to size the plan, then it throws: by then a core was taken.
-      let reads = 0;
-      const late = {
+  it(
+    "a caller's getter that throws passes its error on, " +
+      "even a RangeError (it is not rollout_too_large), and gives its core back",
+    () => {
+      const call = {
         id: "c",
         prompt_token_ids: [1],
         generation_log_probs: [-1],
         get generation_token_ids(): number[] {
-          if (reads++ > 0) throw new RangeError("my late bug");
-          return [2];
+          throw new RangeError("my bug");
         },
       };
-      expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [late] })).toThrow("my late bug");
-      expect([name, reads, memoryOf() === before]).toEqual([name, 2, true]);
-    }
-  });
+      for (const { name, cf } of backends) {
+        // The memory a plan's rows are views into: the same buffer again means the same pooled core.
+        const memoryOf = () => {
+          const plan = cf.plan(good);
+          const buffer = plan.rows[0].tokenIds.buffer;
+          plan.release();
+          return buffer;
+        };
+        const before = memoryOf();
+        expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [call] })).toThrow("my bug");
+        // Read once to size the plan, then it throws: by then a core was taken.
+        let reads = 0;
+        const late = {
+          id: "c",
+          prompt_token_ids: [1],
+          generation_log_probs: [-1],
+          get generation_token_ids(): number[] {
+            if (reads++ > 0) throw new RangeError("my late bug");
+            return [2];
+          },
+        };
+        expect(() => cf.plan({ rollout_id: "r", reward: 0, calls: [late] })).toThrow("my late bug");
+        expect([name, reads, memoryOf() === before]).toEqual([name, 2, true]);
+      }
+    },
+  );
 
   it("init() refuses what is not an options object, and checks every option whatever the backend", async () => {
     await expect(init(null as never)).rejects.toThrow(
@@ -641,21 +646,27 @@ describe("misuse of the API", () => {
     await expect(init({ simd: "no" as never })).rejects.toThrow('simd must be true or false, got "no"');
   });
 
-  it("no core instance to be had (as with too many live plans) is an error naming the cause, not rollout_too_large", () => {
-    // A module whose instantiation fails (it imports a function nobody gives it).
-    const failing = new WebAssembly.Module(
-      new Uint8Array([
-        0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 12, 1, 3, 101, 110, 118, 4, 110, 111, 112, 101, 0, 0,
-      ]),
-    );
-    const pool = new WasmCorePool(failing);
-    expect(() => planRollout(() => pool.acquire(), good)).toThrow(CoreUnavailableError);
-    expect(() => planRollout(() => pool.acquire(), good)).toThrow(
-      /^cannot create another WebAssembly core instance \(each reserves address space; 0 plans of this init\(\) are not released, and a limit such as ulimit -v counts every instance\): /,
-    );
-    expect(failureOf(new CoreUnavailableError("cannot create another WebAssembly core instance (...)"))).toEqual({
-      exitCode: 2,
-      message: "cannot create another WebAssembly core instance (...)",
-    });
-  });
+  it(
+    "no core instance to be had (as with too many live plans) " + "is an error naming the cause, not rollout_too_large",
+    () => {
+      // A module whose instantiation fails (it imports a function nobody gives it).
+      const failing = new WebAssembly.Module(
+        new Uint8Array([
+          0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 2, 12, 1, 3, 101, 110, 118, 4, 110, 111, 112, 101, 0, 0,
+        ]),
+      );
+      const pool = new WasmCorePool(failing);
+      expect(() => planRollout(() => pool.acquire(), good)).toThrow(CoreUnavailableError);
+      expect(() => planRollout(() => pool.acquire(), good)).toThrow(
+        new RegExp(
+          /^cannot create another WebAssembly core instance \(each reserves address space; /.source +
+            /0 plans of this init\(\) are not released, and a limit such as ulimit -v counts every instance\): /.source,
+        ),
+      );
+      expect(failureOf(new CoreUnavailableError("cannot create another WebAssembly core instance (...)"))).toEqual({
+        exitCode: 2,
+        message: "cannot create another WebAssembly core instance (...)",
+      });
+    },
+  );
 });

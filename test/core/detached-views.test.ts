@@ -87,12 +87,16 @@ describe("a rollout too large for one instance", () => {
     const big = cf.plan(growingRollout("big", 30, 12_000, 5));
     expect(big.report).toMatchObject({ rollout_id: "big", status: "rejected", reason: "rollout_too_large", rows: 0 });
     expect(big.report.detail).toBe(
-      "the rollout does not fit in one core's memory (the WebAssembly core ran out of memory at init's maxMemory of 8 MiB)",
+      "the rollout does not fit in one core's memory " +
+        "(the WebAssembly core ran out of memory at init's maxMemory of 8 MiB)",
     );
     // Its longest call alone (1.2 M tokens) cannot fit: refused before it is copied in.
     const longer = cf.plan(growingRollout("longer", 30, 40_000, 5));
     expect(longer.report.detail).toMatch(
-      /^the rollout does not fit in one core's memory \(its longest call has \d+ tokens; its calls need at least \d+ bytes of core memory, more than its 8388608\)$/,
+      new RegExp(
+        /^the rollout does not fit in one core's memory \(its longest call has \d+ tokens; /.source +
+          /its calls need at least \d+ bytes of core memory, more than its 8388608\)$/.source,
+      ),
     );
     const small = cf.plan(growingRollout("small", 5, 100, 6));
     expect(small.report).toMatchObject({ status: "ok", rows: 2 });

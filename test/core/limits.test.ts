@@ -19,26 +19,29 @@ const call = (id: string, prompt: TokenIds, generation: TokenIds) => ({
 const reasonOf = (report: { status: string; reason?: string }) => report.reason ?? report.status;
 
 describe("odd token arrays", () => {
-  it("a negative token in an Int32Array is invalid_token at once (the TS core once followed another node's child)", async () => {
-    const t = 3 - 2 ** 31;
-    const typed = (id: string, gen: number[]) => ({
-      ...call(id, new Int32Array(0), Int32Array.from(gen)),
-      generation_log_probs: new Float32Array(gen.length),
-    });
-    const rollout = {
-      rollout_id: "neg",
-      reward: 0,
-      calls: [typed("X", [1, 2, 3, 4]), typed("X2", [7, 3, 8]), typed("P", [1, 2]), typed("F", [7, t, 9])],
-    };
-    for (const backend of BACKENDS) {
-      const plan = (await init({ backend })).plan(rollout);
-      expect([backend, plan.report.reason, plan.report.detail]).toEqual([
-        backend,
-        "invalid_token",
-        `call "F" (calls[3]): generation_token_ids[1] is ${t}, not an integer in [0, 2^31-1]`,
-      ]);
-    }
-  });
+  it(
+    "a negative token in an Int32Array is invalid_token at once " + "(the TS core once followed another node's child)",
+    async () => {
+      const t = 3 - 2 ** 31;
+      const typed = (id: string, gen: number[]) => ({
+        ...call(id, new Int32Array(0), Int32Array.from(gen)),
+        generation_log_probs: new Float32Array(gen.length),
+      });
+      const rollout = {
+        rollout_id: "neg",
+        reward: 0,
+        calls: [typed("X", [1, 2, 3, 4]), typed("X2", [7, 3, 8]), typed("P", [1, 2]), typed("F", [7, t, 9])],
+      };
+      for (const backend of BACKENDS) {
+        const plan = (await init({ backend })).plan(rollout);
+        expect([backend, plan.report.reason, plan.report.detail]).toEqual([
+          backend,
+          "invalid_token",
+          `call "F" (calls[3]): generation_token_ids[1] is ${t}, not an integer in [0, 2^31-1]`,
+        ]);
+      }
+    },
+  );
 
   it("a BigInt or a Symbol among plain token ids is invalid_token, not an exception", async () => {
     for (const backend of BACKENDS) {
@@ -67,17 +70,21 @@ describe("odd token arrays", () => {
     }
   });
 
-  it("a sparse array claiming 4 G entries is rollout_too_large on both backends, without reserving gigabytes", async () => {
-    // (The WASM host once passed 2^32 tokens to the core as an i32, which wrapped to 0.)
-    const sparse: number[] = [];
-    sparse.length = 2 ** 32 - 1;
-    for (const backend of BACKENDS) {
-      const plan = (await init({ backend })).plan({ rollout_id: "r", reward: 0, calls: [call("a", sparse, [1])] });
-      expect(plan.report.detail).toBe(
-        `the rollout does not fit in one core's memory (a call of ${2 ** 32} tokens: a core holds at most 2^31-1 tokens a call)`,
-      );
-    }
-  });
+  it(
+    "a sparse array claiming 4 G entries is rollout_too_large on both backends, " + "without reserving gigabytes",
+    async () => {
+      // (The WASM host once passed 2^32 tokens to the core as an i32, which wrapped to 0.)
+      const sparse: number[] = [];
+      sparse.length = 2 ** 32 - 1;
+      for (const backend of BACKENDS) {
+        const plan = (await init({ backend })).plan({ rollout_id: "r", reward: 0, calls: [call("a", sparse, [1])] });
+        expect(plan.report.detail).toBe(
+          `the rollout does not fit in one core's memory ` +
+            `(a call of ${2 ** 32} tokens: a core holds at most 2^31-1 tokens a call)`,
+        );
+      }
+    },
+  );
 });
 
 describe("memory limits (init({ maxMemory }))", () => {
@@ -97,7 +104,8 @@ describe("memory limits (init({ maxMemory }))", () => {
   });
 
   it("the TS backend keeps to maxMemory too: past it rollout_too_large, not a process the system kills", async () => {
-    const big = { rollout_id: "big", reward: 0, calls: [call("a", new Int32Array(5_000_000).fill(4), [2])] }; // 20 MB of tokens to store
+    // 20 MB of tokens to store
+    const big = { rollout_id: "big", reward: 0, calls: [call("a", new Int32Array(5_000_000).fill(4), [2])] };
     for (const backend of BACKENDS) {
       const cf = await init({ backend, maxMemory: 16 * MiB });
       const plan = cf.plan(big);
@@ -110,7 +118,8 @@ describe("memory limits (init({ maxMemory }))", () => {
       // Refused before the call is copied in: its tokens alone need more than the core may hold.
       const bytes = backend === "ts" ? 12 * 5_000_001 : 16 * 5_000_001;
       expect(plan.report.detail).toBe(
-        `the rollout does not fit in one core's memory (its longest call has 5000001 tokens; its calls need at least ${bytes} bytes of core memory, more than its 16777216)`,
+        `the rollout does not fit in one core's memory (its longest call has 5000001 tokens; ` +
+          `its calls need at least ${bytes} bytes of core memory, more than its 16777216)`,
       );
       // The builder too, however large a call it is asked to stage, and the next rollout plans.
       const builder = cf.builder({ rollout_id: "staged", reward: 0 });
@@ -122,7 +131,8 @@ describe("memory limits (init({ maxMemory }))", () => {
         reasonOf(cf.plan({ rollout_id: "small", reward: 0, calls: [call("a", [1, 2], [3])] }).report),
       ]).toEqual([backend, "ok"]);
     }
-    // Size hints are only hints: unkept retries hinting 24 MB of logprobs do not make a 16 MiB core refuse a small rollout.
+    // Size hints are only hints: unkept retries hinting 24 MB of logprobs do not make a 16 MiB core
+    // refuse a small rollout.
     const retries = Array.from({ length: 6 }, (_, i) => ({
       ...call(`r${i}`, [], new Int32Array(1_000_000).fill(3)),
       kept: false,
@@ -311,7 +321,8 @@ describe("a call too long for the core", () => {
     });
     expect([plan.report.reason, plan.report.detail]).toEqual([
       "rollout_too_large",
-      "the rollout does not fit in one core's memory (its longest call has 70001 tokens; its calls need at least 1120016 bytes of core memory, more than its 1048576)",
+      "the rollout does not fit in one core's memory (its longest call has 70001 tokens; " +
+        "its calls need at least 1120016 bytes of core memory, more than its 1048576)",
     ]);
     // and the core it did not use serves the next plan
     const small = cf.plan({

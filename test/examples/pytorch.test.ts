@@ -12,7 +12,8 @@ test("examples/pytorch/run.sh: packed trees and bins train the same as rows", ()
   const probe = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" });
   if (probe.status !== 0) {
     throw new Error(
-      `PyTorch is missing: ${PYTHON} -c "import torch" failed (${(probe.stderr || String(probe.error ?? "")).trim().split("\n").pop()}). ` +
+      `PyTorch is missing: ${PYTHON} -c "import torch" failed ` +
+        `(${(probe.stderr || String(probe.error ?? "")).trim().split("\n").pop()}). ` +
         "Install it with: apt-get install -y --no-install-recommends python3-torch",
     );
   }

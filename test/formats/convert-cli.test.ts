@@ -94,73 +94,88 @@ describe("callforest convert", () => {
     expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["0-1", "0-9"]);
     expect(lines(r.stderr)).toEqual([
       `${file}:2: rejected (malformed_json): not JSON at byte 19: cut off inside a string`, // as `rows` says it
-      `${file}:4: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+      `${file}:4: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), ` +
+        `no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
       `${file}:5: rejected (invalid_rollout, missing_field): gym-rollout: reward is "high", expected a finite number`,
     ]);
   });
 
-  it("names the right line for a bad line longer than a read batch (2 MB), and converts the lines around it", async () => {
-    const dir = tmp();
-    const file = join(dir, "long.jsonl");
-    const [row] = readJsonl(COMPETITIVE_CODING);
-    const long = JSON.stringify({ ...row, padding: "x".repeat(5 << 20) });
-    writeFileSync(file, [JSON.stringify(row), `${long} x`, long, JSON.stringify(row)].join("\n") + "\n");
-    const r = await run(file);
-    expect(r.code).toBe(0);
-    expect(lines(r.stdout)).toHaveLength(3);
-    expect(lines(r.stderr)).toEqual([
-      `${file}:2: rejected (malformed_json): not JSON at byte ${long.length + 1}: unexpected 'x' after the JSON value`,
-    ]);
-  });
+  it(
+    "names the right line for a bad line longer than a read batch (2 MB), " + "and converts the lines around it",
+    async () => {
+      const dir = tmp();
+      const file = join(dir, "long.jsonl");
+      const [row] = readJsonl(COMPETITIVE_CODING);
+      const long = JSON.stringify({ ...row, padding: "x".repeat(5 << 20) });
+      writeFileSync(file, [JSON.stringify(row), `${long} x`, long, JSON.stringify(row)].join("\n") + "\n");
+      const r = await run(file);
+      expect(r.code).toBe(0);
+      expect(lines(r.stdout)).toHaveLength(3);
+      expect(lines(r.stderr)).toEqual([
+        `${file}:2: rejected (malformed_json): not JSON at byte ${long.length + 1}: ` +
+          `unexpected 'x' after the JSON value`,
+      ]);
+    },
+  );
 
-  it("a value it cannot write back (an unknown field nested 10,000 deep) is one line on stderr; the rest converts", async () => {
-    const dir = tmp();
-    const file = join(dir, "deep.jsonl");
-    const good = {
-      rollout_id: "ok",
-      reward: 1,
-      calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
-    };
-    const deep = JSON.stringify({ ...good, rollout_id: "deep" }).replace(
-      /}$/,
-      `,"extra":${"[".repeat(10_000)}${"]".repeat(10_000)}}`,
-    );
-    writeFileSync(file, `${deep}\n${JSON.stringify(good)}\n`);
-    const r = await run(file);
-    expect(r.code).toBe(0);
-    expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["ok"]);
-    expect(lines(r.stderr)).toEqual([
-      `${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`,
-    ]);
-  });
+  it(
+    "a value it cannot write back (an unknown field nested 10,000 deep) " + "is one line on stderr; the rest converts",
+    async () => {
+      const dir = tmp();
+      const file = join(dir, "deep.jsonl");
+      const good = {
+        rollout_id: "ok",
+        reward: 1,
+        calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+      };
+      const deep = JSON.stringify({ ...good, rollout_id: "deep" }).replace(
+        /}$/,
+        `,"extra":${"[".repeat(10_000)}${"]".repeat(10_000)}}`,
+      );
+      writeFileSync(file, `${deep}\n${JSON.stringify(good)}\n`);
+      const r = await run(file);
+      expect(r.code).toBe(0);
+      expect(lines(r.stdout).map((l) => JSON.parse(l).rollout_id)).toEqual(["ok"]);
+      expect(lines(r.stderr)).toEqual([
+        `${file}:1: not converted: it cannot be written back as JSON (Maximum call stack size exceeded)`,
+      ]);
+    },
+  );
 
-  it("a number out of range (1e400) is not written as null: that value is one line on stderr, --strict exits 1", async () => {
-    const dir = tmp();
-    const file = join(dir, "range.jsonl");
-    const good = {
-      rollout_id: "ok",
-      reward: 1,
-      calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
-    };
-    writeFileSync(
-      file,
-      `${JSON.stringify(good).replace('"reward":1', '"reward":1e400')}\n${JSON.stringify(good)}\n${JSON.stringify(good).replace("[-1]", "[-1e400]")}\n`,
-    );
-    const r = await run(file, "--strict");
-    expect(r.code).toBe(1);
-    expect(lines(r.stdout).map((l) => JSON.parse(l).reward)).toEqual([1]);
-    expect(lines(r.stderr).slice(0, 2)).toEqual([
-      `${file}:1: not converted: it cannot be written back as JSON ("reward" is Infinity, which JSON cannot hold (a number out of range, such as 1e400))`,
-      `${file}:3: not converted: it cannot be written back as JSON ("0" is -Infinity, which JSON cannot hold (a number out of range, such as 1e400))`,
-    ]);
-  });
+  it(
+    "a number out of range (1e400) is not written as null: " + "that value is one line on stderr, --strict exits 1",
+    async () => {
+      const dir = tmp();
+      const file = join(dir, "range.jsonl");
+      const good = {
+        rollout_id: "ok",
+        reward: 1,
+        calls: [{ id: "a", prompt_token_ids: [1], generation_token_ids: [2], generation_log_probs: [-1] }],
+      };
+      writeFileSync(
+        file,
+        `${JSON.stringify(good).replace('"reward":1', '"reward":1e400')}\n${JSON.stringify(good)}\n` +
+          `${JSON.stringify(good).replace("[-1]", "[-1e400]")}\n`,
+      );
+      const r = await run(file, "--strict");
+      expect(r.code).toBe(1);
+      expect(lines(r.stdout).map((l) => JSON.parse(l).reward)).toEqual([1]);
+      expect(lines(r.stderr).slice(0, 2)).toEqual([
+        `${file}:1: not converted: it cannot be written back as JSON ` +
+          `("reward" is Infinity, which JSON cannot hold (a number out of range, such as 1e400))`,
+        `${file}:3: not converted: it cannot be written back as JSON ` +
+          `("0" is -Infinity, which JSON cannot hold (a number out of range, such as 1e400))`,
+      ]);
+    },
+  );
 
   it("keeps a -0 logprob as -0 (JSON.stringify alone writes 0), plain or Float32Array", async () => {
     const dir = tmp();
     const file = join(dir, "negzero.jsonl");
     writeFileSync(
       file,
-      '{"rollout_id":"z","reward":1,"calls":[{"id":"a","prompt_token_ids":[1],"generation_token_ids":[3,4],"generation_log_probs":[-0.0,0]}]}\n',
+      '{"rollout_id":"z","reward":1,"calls":[{"id":"a","prompt_token_ids":[1],' +
+        '"generation_token_ids":[3,4],"generation_log_probs":[-0.0,0]}]}\n',
     );
     const r = await run(file);
     expect(r.stdout).toContain('"generation_log_probs":[-0,0]');
@@ -177,7 +192,8 @@ describe("callforest convert", () => {
     expect(r.code).toBe(1);
     expect(lines(r.stdout)).toHaveLength(5);
     expect(lines(r.stderr)).toEqual([
-      `${VLLM_ROUND_TRIP}: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+      `${VLLM_ROUND_TRIP}: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), ` +
+        `no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
       "callforest: 1 of 6 input values rejected",
     ]);
     // Every value rejected is no exception.
@@ -218,7 +234,9 @@ describe("callforest convert", () => {
     const r = await run("--tokens", tokens, OBSERVED_ROWS);
     expect(r.stdout).toBe("");
     expect(lines(r.stderr)).toEqual([
-      `${OBSERVED_ROWS}:1: rejected (invalid_rollout, missing_field): gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call "mc-leader-2"): generation_log_probs is missing, expected an array`,
+      `${OBSERVED_ROWS}:1: rejected (invalid_rollout, missing_field): ` +
+        `gym-observed: ${join(tokens, "7-2.tokens.jsonl")}:3 (call "mc-leader-2"): ` +
+        `generation_log_probs is missing, expected an array`,
     ]);
   });
 
@@ -248,7 +266,9 @@ describe("callforest convert", () => {
     const r = await run("--tokens", OBSERVED_DIR, file);
     expect(lines(r.stdout)).toHaveLength(1);
     expect(lines(r.stderr)).toEqual([
-      `${file}:2: rejected (invalid_rollout, unknown_model_call): gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation "inv-fork"): model_call_id "mc-typo" is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
+      `${file}:2: rejected (invalid_rollout, unknown_model_call): ` +
+        `gym-observed: ng_agent_observations.records[2].model_calls[0] (invocation "inv-fork"): ` +
+        `model_call_id "mc-typo" is in neither ng_model_call_capture.calls nor ${OBSERVED_TOKENS}`,
     ]);
   });
 
@@ -256,7 +276,10 @@ describe("callforest convert", () => {
     const r = await run("--tokens", tmp(), OBSERVED_ROWS);
     expect(lines(r.stderr)).toEqual([
       expect.stringMatching(
-        /:1: rejected \(invalid_rollout, missing_token_file\): gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/,
+        new RegExp(
+          /:1: rejected \(invalid_rollout, missing_token_file\): /.source +
+            /gym-observed: no token entries for rollout "7-2": .+\/7-2\.tokens\.jsonl not found$/.source,
+        ),
       ),
     ]);
   });

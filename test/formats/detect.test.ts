@@ -36,7 +36,8 @@ describe("auto detection", () => {
       reason: "invalid_rollout",
       code: "unknown_format",
       detail:
-        'not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)',
+        'not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), ' +
+        "no ng_agent_observations.records[] (gym-observed)",
       rolloutId: null,
     });
   });
@@ -172,7 +173,8 @@ describe("rolloutToJson", () => {
       ],
     });
     expect(text).toBe(
-      '{"rollout_id":"t","reward":1,"calls":[{"id":"a","prompt_token_ids":[1,2147483647],"generation_token_ids":[3],"generation_log_probs":[-0.1]}]}',
+      '{"rollout_id":"t","reward":1,"calls":[{"id":"a","prompt_token_ids":[1,2147483647],' +
+        '"generation_token_ids":[3],"generation_log_probs":[-0.1]}]}',
     );
     expect(Math.fround(JSON.parse(text).calls[0].generation_log_probs[0])).toBe(Math.fround(-0.1));
   });

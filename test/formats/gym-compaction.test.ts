@@ -143,13 +143,16 @@ describe("gym-compaction: the internal response (completion_evidence)", () => {
     value.completion_evidence[0].media_occurrences[1].placeholder_span_or_position = [7, 8];
     expect(rejected(value)).toMatchObject({
       code: "media_unlocated",
-      detail: `gym-compaction: completion_evidence[0] (call "${C1}"): media_occurrences[1].placeholder_span_or_position is [7, 8), but run 2 of placeholder token 900 is [7, 9)`,
+      detail:
+        `gym-compaction: completion_evidence[0] (call "${C1}"): ` +
+        `media_occurrences[1].placeholder_span_or_position is [7, 8), but run 2 of placeholder token 900 is [7, 9)`,
     });
     value.completion_evidence[0].media_occurrences[1].placeholder_span_or_position = "7-9";
     expect(rejected(value)).toMatchObject({
       code: "missing_field",
       detail:
-        'gym-compaction: completion_evidence[0].media_occurrences[1].placeholder_span_or_position is "7-9", expected [start, end], a position or null',
+        'gym-compaction: completion_evidence[0].media_occurrences[1].placeholder_span_or_position is "7-9", ' +
+        "expected [start, end], a position or null",
     });
   });
 
@@ -206,7 +209,9 @@ describe("gym-compaction: the transport response (output items + model_call_meta
     swapped.model_call_metadata.reverse();
     expect(rejected(swapped)).toMatchObject({
       code: "evidence_mismatch",
-      detail: `gym-compaction: model_call_metadata[0] (call "${C2}"): its policy output span ends at 3, but output[0] has 4 generated tokens`,
+      detail:
+        `gym-compaction: model_call_metadata[0] (call "${C2}"): its policy output span ends at 3, ` +
+        `but output[0] has 4 generated tokens`,
     });
   });
 });
@@ -247,7 +252,10 @@ describe("gym-compaction: media that cannot be placed", () => {
       format: "gym-compaction",
       reason: "invalid_rollout",
       code: "media_unlocated",
-      detail: `gym-compaction: completion_evidence[0] (call "${C1}"): 2 media occurrences without placeholder_span_or_position: give --media-token ID (the model's media placeholder token ids) to place them`,
+      detail:
+        `gym-compaction: completion_evidence[0] (call "${C1}"): ` +
+        `2 media occurrences without placeholder_span_or_position: ` +
+        `give --media-token ID (the model's media placeholder token ids) to place them`,
       rolloutId: "rollout-7-0",
     });
   });
@@ -255,7 +263,9 @@ describe("gym-compaction: media that cannot be placed", () => {
   it("when the runs and the occurrences differ in count, either way", () => {
     expect(rejected(internal, { mediaTokens: [12] })).toMatchObject({
       code: "media_unlocated",
-      detail: `gym-compaction: completion_evidence[0] (call "${C1}"): 2 media occurrences but 1 run of placeholder token 12 in completion_evidence[0].prompt_token_ids`,
+      detail:
+        `gym-compaction: completion_evidence[0] (call "${C1}"): ` +
+        `2 media occurrences but 1 run of placeholder token 12 in completion_evidence[0].prompt_token_ids`,
     });
     const merged = clone(internal);
     merged.completion_evidence[0].prompt_token_ids.splice(5, 2, 900, 900); // the two images' runs touch
@@ -267,7 +277,9 @@ describe("gym-compaction: media that cannot be placed", () => {
     extra.completion_evidence[1].prompt_token_ids[3] = 900; // a placeholder no occurrence names
     expect(rejected(extra)).toMatchObject({
       code: "media_unlocated",
-      detail: `gym-compaction: completion_evidence[1] (call "${C2}"): 1 media occurrence but 2 runs of placeholder token 900 in completion_evidence[1].prompt_token_ids`,
+      detail:
+        `gym-compaction: completion_evidence[1] (call "${C2}"): ` +
+        `1 media occurrence but 2 runs of placeholder token 900 in completion_evidence[1].prompt_token_ids`,
     });
   });
 
@@ -276,13 +288,17 @@ describe("gym-compaction: media that cannot be placed", () => {
     reordered.completion_evidence[0].media_occurrences.reverse();
     expect(rejected(reordered)).toMatchObject({
       code: "media_unlocated",
-      detail: `gym-compaction: completion_evidence[0] (call "${C1}"): media_occurrences[0] (media "${IMAGE_A}") has occurrence_ordinal 1, expected 0: the occurrences are not in prompt order`,
+      detail:
+        `gym-compaction: completion_evidence[0] (call "${C1}"): media_occurrences[0] (media "${IMAGE_A}") ` +
+        `has occurrence_ordinal 1, expected 0: the occurrences are not in prompt order`,
     });
     const dropped = clone(internal);
     dropped.completion_evidence[1].media_occurrences = [];
     expect(rejected(dropped)).toMatchObject({
       code: "media_unlocated",
-      detail: `gym-compaction: completion_evidence[1] (call "${C2}"): media_occurrences (0 occurrences) do not list media_ids (1 id) in order`,
+      detail:
+        `gym-compaction: completion_evidence[1] (call "${C2}"): media_occurrences (0 occurrences) ` +
+        `do not list media_ids (1 id) in order`,
     });
   });
 
@@ -302,7 +318,8 @@ describe("gym-compaction: media that cannot be placed", () => {
     expect(toCanonical(readJsonl(COMPETITIVE_CODING)[0], "gym-compaction")).toMatchObject({
       ok: false,
       detail:
-        "gym-compaction: response.completion_evidence is missing and response.model_call_metadata is missing, expected an array",
+        "gym-compaction: response.completion_evidence is missing and response.model_call_metadata is missing, " +
+        "expected an array",
     });
   });
 });
@@ -358,7 +375,9 @@ describe("gym-compaction: the CLI", () => {
       ["7-0", "rejected", "invalid_rollout", 3],
     ]);
     expect(again[0].detail).toBe(
-      `gym-compaction: response.completion_evidence[0] (call "${C1}"): 2 media occurrences without placeholder_span_or_position: give --media-token ID (the model's media placeholder token ids) to place them`,
+      `gym-compaction: response.completion_evidence[0] (call "${C1}"): ` +
+        `2 media occurrences without placeholder_span_or_position: ` +
+        `give --media-token ID (the model's media placeholder token ids) to place them`,
     );
     expect(lines(bare.rows).length).toBe(5);
     const noted = await cli("rows", bare.input, "-o", join(dir, "noted.rows"), "--jobs", "1");
@@ -425,7 +444,8 @@ describe("gym-compaction: the CLI", () => {
           command[0],
           2,
           "",
-          `callforest: --media-token must be token ids (integers in [0, 2147483647]) separated by commas, got '${value}'\n`,
+          `callforest: --media-token must be token ids (integers in [0, 2147483647]) separated by commas, ` +
+            `got '${value}'\n`,
         ]);
       }
     });

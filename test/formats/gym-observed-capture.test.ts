@@ -100,19 +100,23 @@ function convert(values: Record<string, unknown>[], value = rowFor(values.map((v
 }
 
 describe("token digest (gym-formats README §1.4)", () => {
-  it("gives the README's test vectors, and the example's first call's stamped digest (Node's SHA-256 and the page's)", () => {
-    for (const hash of [undefined, new Sha256()]) {
-      expect(tokenDigest([[1, 2, 3]], hash)).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
-    }
-    expect(tokenDigest([[]], new Sha256())).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
-    expect(tokenDigest([[]])).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
-    expect(tokenDigest([])).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
-    expect(tokenDigest([[1, 2, 3]])).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
-    expect(tokenDigest([[1], [], [2, 3]])).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
-    expect(tokenDigest([new Int32Array([100, 101, 102, 103]), [200, 201, 202]])).toBe(
-      "315b791608af017e797e98c799511f5c9c86201751dc01fadcbb360976f60b1e",
-    );
-  });
+  it(
+    "gives the README's test vectors, " +
+      "and the example's first call's stamped digest (Node's SHA-256 and the page's)",
+    () => {
+      for (const hash of [undefined, new Sha256()]) {
+        expect(tokenDigest([[1, 2, 3]], hash)).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
+      }
+      expect(tokenDigest([[]], new Sha256())).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
+      expect(tokenDigest([[]])).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
+      expect(tokenDigest([])).toBe("2e222d36d0c6ae1db1ec18b3f96d9a46df5db61b40137bbfbac4cdf0acde9763");
+      expect(tokenDigest([[1, 2, 3]])).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
+      expect(tokenDigest([[1], [], [2, 3]])).toBe("bf99633051449f0f3248b4995a7c8468b9561d7732447341916085f12ff9ff54");
+      expect(tokenDigest([new Int32Array([100, 101, 102, 103]), [200, 201, 202]])).toBe(
+        "315b791608af017e797e98c799511f5c9c86201751dc01fadcbb360976f60b1e",
+      );
+    },
+  );
 
   it("encodes each id as a big-endian u64 (ids past 2^32 too); is null for a token no digest covers", () => {
     const ids = [0, 1, 2 ** 31, 2 ** 32 + 5, 2 ** 53 - 1];
@@ -215,33 +219,43 @@ describe("the example capture (examples/gym-capture/README.md): v5, delta prompt
     }
   });
 
-  it("notes the unresolved call, the compaction's summary call, the records and gaps; after planning, the parent Gym recorded that tokens overrule", () => {
-    const at = (name: keyof typeof ID) => `${join(DIR, "12-0.tokens.jsonl")}:${LINE[name]}`;
-    expect(result.diagnostics).toEqual([
-      {
-        code: "parent_unresolved",
-        call: ID.L4,
-        detail: `${at("L4")}: parent_resolution "unresolved" (reason "no_match")`,
-      },
-      {
-        code: "context_compaction",
-        call: ID.S,
-        detail: `invocation session-7f3a, trigger auto, outcome completed, before_model_call ${ID.L3}, after_model_call ${ID.L4}, tokens 142 -> 51`,
-      },
-      { code: "observation_records", call: null, detail: "tool_call: 4" },
-      { code: "invalid_transcript_record", call: null, detail: "invocation agent-fork-2c1e: agent-fork-2c1e.jsonl:17" },
-      { code: "no_sandbox_runtime", call: null },
-    ]);
-    const report = usePlan(cf, result, 1, (_plan, report) => report);
-    expect(report.diagnostics.slice(0, 6)).toEqual([
-      ...result.diagnostics,
-      {
-        code: "recorded_parent_differs",
-        call: ID.L6,
-        detail: `${at("L6")}: Gym recorded parent "${ID.L5}"; exact tokens make it a root`,
-      },
-    ]);
-  });
+  it(
+    "notes the unresolved call, the compaction's summary call, the records and gaps; " +
+      "after planning, the parent Gym recorded that tokens overrule",
+    () => {
+      const at = (name: keyof typeof ID) => `${join(DIR, "12-0.tokens.jsonl")}:${LINE[name]}`;
+      expect(result.diagnostics).toEqual([
+        {
+          code: "parent_unresolved",
+          call: ID.L4,
+          detail: `${at("L4")}: parent_resolution "unresolved" (reason "no_match")`,
+        },
+        {
+          code: "context_compaction",
+          call: ID.S,
+          detail:
+            `invocation session-7f3a, trigger auto, outcome completed, before_model_call ${ID.L3}, ` +
+            `after_model_call ${ID.L4}, tokens 142 -> 51`,
+        },
+        { code: "observation_records", call: null, detail: "tool_call: 4" },
+        {
+          code: "invalid_transcript_record",
+          call: null,
+          detail: "invocation agent-fork-2c1e: agent-fork-2c1e.jsonl:17",
+        },
+        { code: "no_sandbox_runtime", call: null },
+      ]);
+      const report = usePlan(cf, result, 1, (_plan, report) => report);
+      expect(report.diagnostics.slice(0, 6)).toEqual([
+        ...result.diagnostics,
+        {
+          code: "recorded_parent_differs",
+          call: ID.L6,
+          detail: `${at("L6")}: Gym recorded parent "${ID.L5}"; exact tokens make it a root`,
+        },
+      ]);
+    },
+  );
 
   it("reads (model_ref, response_id) refs exactly as model_call_id refs", () => {
     const byId = clone(row);
@@ -382,7 +396,8 @@ describe("Gym's own v3 example (gym-formats README §1.7, copied byte for byte)"
         code: "context_compaction",
         call: null,
         detail:
-          "invocation pi-session-0, trigger overflow, outcome completed, before_model_call c2b1f1a2c3d44e5f9a0b1c2d3e4f5061, after_model_call c3c2a2b3d4e54f60ab1c2d3e4f506172",
+          "invocation pi-session-0, trigger overflow, outcome completed, " +
+          "before_model_call c2b1f1a2c3d44e5f9a0b1c2d3e4f5061, after_model_call c3c2a2b3d4e54f60ab1c2d3e4f506172",
       },
       { code: "observation_records", call: null, detail: "tool_call: 1" },
       { code: "compaction_summary_unavailable", call: null, detail: "invocation pi-session-0" },
@@ -431,7 +446,9 @@ describe("schema versions", () => {
         ok: false,
         reason: "invalid_rollout",
         code: "unsupported_schema_version",
-        detail: `gym-observed: mem/r-0.tokens.jsonl:1 (call "a"): schema_version ${version} is not one callforest reads (TokenEntry 1 to 5)`,
+        detail:
+          `gym-observed: mem/r-0.tokens.jsonl:1 (call "a"): schema_version ${version} ` +
+          `is not one callforest reads (TokenEntry 1 to 5)`,
       });
     }
     expect(convert([entry("a", p1, g1, { schema_version: "5" })])).toMatchObject({
@@ -480,30 +497,33 @@ describe("routed experts: passed through from token entries unchanged", () => {
 describe("recorded lineage: evidence next to exact tokens", () => {
   const v5 = (fields: Record<string, unknown>) => ({ schema_version: 5, ...fields });
 
-  it("a recorded parent that is not the exact-prefix parent is noted with both ids; a kept: false parent says so", () => {
-    // b continues a by tokens, but Gym recorded x (a retry nobody kept) as its parent.
-    const values = [
-      entry("a", [1, 2], [3], v5({ parent_resolution: "root" })),
-      entry("x", [1, 2], [9], v5({ parent_resolution: "root" })),
-      entry("b", [1, 2, 3, 4], [5], v5({ parent_resolution: "resolved", parent_call_id: "x" })),
-      entry("c", [1, 2, 3, 4, 5, 6], [7], v5({ parent_resolution: "resolved", parent_call_id: "b" })),
-      entry("d", [50], [51], v5({ parent_resolution: "resolved", parent_call_id: "ghost" })),
-    ];
-    const result = accepted(convert(values, rowFor(["a", "b", "c", "d"])));
-    const report = usePlan(cf, result, 1, (_plan, report) => report);
-    expect(report.diagnostics.filter((d) => d.code === "recorded_parent_differs")).toEqual([
-      {
-        code: "recorded_parent_differs",
-        call: "b",
-        detail: 'mem/r-0.tokens.jsonl:3: Gym recorded parent "x" (not kept); exact tokens link it to "a"',
-      },
-      {
-        code: "recorded_parent_differs",
-        call: "d",
-        detail: 'mem/r-0.tokens.jsonl:5: Gym recorded parent "ghost" (no token entry); exact tokens make it a root',
-      },
-    ]);
-  });
+  it(
+    "a recorded parent that is not the exact-prefix parent is noted with both ids; " + "a kept: false parent says so",
+    () => {
+      // b continues a by tokens, but Gym recorded x (a retry nobody kept) as its parent.
+      const values = [
+        entry("a", [1, 2], [3], v5({ parent_resolution: "root" })),
+        entry("x", [1, 2], [9], v5({ parent_resolution: "root" })),
+        entry("b", [1, 2, 3, 4], [5], v5({ parent_resolution: "resolved", parent_call_id: "x" })),
+        entry("c", [1, 2, 3, 4, 5, 6], [7], v5({ parent_resolution: "resolved", parent_call_id: "b" })),
+        entry("d", [50], [51], v5({ parent_resolution: "resolved", parent_call_id: "ghost" })),
+      ];
+      const result = accepted(convert(values, rowFor(["a", "b", "c", "d"])));
+      const report = usePlan(cf, result, 1, (_plan, report) => report);
+      expect(report.diagnostics.filter((d) => d.code === "recorded_parent_differs")).toEqual([
+        {
+          code: "recorded_parent_differs",
+          call: "b",
+          detail: 'mem/r-0.tokens.jsonl:3: Gym recorded parent "x" (not kept); exact tokens link it to "a"',
+        },
+        {
+          code: "recorded_parent_differs",
+          call: "d",
+          detail: 'mem/r-0.tokens.jsonl:5: Gym recorded parent "ghost" (no token entry); exact tokens make it a root',
+        },
+      ]);
+    },
+  );
 
   it("notes what Gym's validator would refuse and a v3+ entry without a decision; never rejects for them", () => {
     const values = [
@@ -572,7 +592,8 @@ describe("rejections: one line naming file:line and the call", () => {
       "a delta whose parent has no entry",
       () => [root("a", [1, 2], [3]), delta("b", "gone", [4], [5], [1, 2, 3, 4, 5])],
       "delta_parent_missing",
-      'mem/r-0.tokens.jsonl:2 (call "b"): prompt_is_delta, but parent_call_id "gone" has no entry in mem/r-0.tokens.jsonl',
+      'mem/r-0.tokens.jsonl:2 (call "b"): prompt_is_delta, ' +
+        'but parent_call_id "gone" has no entry in mem/r-0.tokens.jsonl',
     ],
     [
       "a delta with no parent_call_id",
@@ -584,31 +605,37 @@ describe("rejections: one line naming file:line and the call", () => {
       "a delta whose parent is a delta that cannot be rebuilt (named at the entry that needs it)",
       () => [delta("c", "b", [6], [7], [1, 2, 3, 4, 5, 6, 7]), delta("b", "gone", [4], [5], [1, 2, 3, 4, 5])],
       "delta_parent_unreadable",
-      'mem/r-0.tokens.jsonl:1 (call "c"): prompt_is_delta, but its parent "b" cannot be rebuilt: at mem/r-0.tokens.jsonl:2 (call "b") parent_call_id "gone" has no entry in mem/r-0.tokens.jsonl',
+      'mem/r-0.tokens.jsonl:1 (call "c"): prompt_is_delta, but its parent "b" cannot be rebuilt: ' +
+        'at mem/r-0.tokens.jsonl:2 (call "b") parent_call_id "gone" has no entry in mem/r-0.tokens.jsonl',
     ],
     [
       "delta entries whose parents loop",
       () => [delta("a", "b", [1], [2], [1, 2]), delta("b", "a", [3], [4], [3, 4])],
       "delta_parent_unreadable",
-      'mem/r-0.tokens.jsonl:1 (call "a"): prompt_is_delta, but its parent "b" cannot be rebuilt: at mem/r-0.tokens.jsonl:2 (call "b") the delta chain loops back to call "a" (mem/r-0.tokens.jsonl:1)',
+      'mem/r-0.tokens.jsonl:1 (call "a"): prompt_is_delta, but its parent "b" cannot be rebuilt: ' +
+        'at mem/r-0.tokens.jsonl:2 (call "b") the delta chain loops back to call "a" (mem/r-0.tokens.jsonl:1)',
     ],
     [
       "a digest that does not match the tokens",
       () => [root("a", [1, 2], [3], { digest: digestOf([1, 2, 4]) })],
       "token_digest_mismatch",
-      `mem/r-0.tokens.jsonl:1 (call "a"): digest ${digestOf([1, 2, 4])} does not match its prompt and generation (they hash to ${digestOf([1, 2, 3])})`,
+      `mem/r-0.tokens.jsonl:1 (call "a"): digest ${digestOf([1, 2, 4])} does not match its prompt and generation ` +
+        `(they hash to ${digestOf([1, 2, 3])})`,
     ],
     [
       "a delta whose rebuilt prompt does not hash to its digest (one token of the parent's changed)",
       () => [root("a", [1, 2], [3]), delta("b", "a", [4], [5], [1, 2, 9, 4, 5])],
       "token_digest_mismatch",
-      `mem/r-0.tokens.jsonl:2 (call "b"): digest ${digestOf([1, 2, 9, 4, 5])} does not match its prompt (rebuilt from its delta chain) and generation (they hash to ${digestOf([1, 2, 3, 4, 5])})`,
+      `mem/r-0.tokens.jsonl:2 (call "b"): digest ${digestOf([1, 2, 9, 4, 5])} ` +
+        `does not match its prompt (rebuilt from its delta chain) and generation ` +
+        `(they hash to ${digestOf([1, 2, 3, 4, 5])})`,
     ],
     [
       "a parent whose own digest fails is named, not its delta child",
       () => [delta("b", "a", [4], [5], [1, 2, 3, 4, 5]), root("a", [1, 2], [3], { digest: digestOf([7]) })],
       "token_digest_mismatch",
-      `mem/r-0.tokens.jsonl:2 (call "a"): digest ${digestOf([7])} does not match its prompt and generation (they hash to ${digestOf([1, 2, 3])})`,
+      `mem/r-0.tokens.jsonl:2 (call "a"): digest ${digestOf([7])} does not match its prompt and generation ` +
+        `(they hash to ${digestOf([1, 2, 3])})`,
     ],
     [
       "a cum_len that is not the length of prompt + generation",
@@ -620,13 +647,15 @@ describe("rejections: one line naming file:line and the call", () => {
       "a delta's cum_len counts the full sequence, not the stored suffix",
       () => [root("a", [1, 2], [3]), delta("b", "a", [4], [5], [1, 2, 3, 4, 5], { cum_len: 2 })],
       "token_cum_len_mismatch",
-      'mem/r-0.tokens.jsonl:2 (call "b"): cum_len is 2, but its prompt (rebuilt from its delta chain) and generation hold 5 tokens',
+      'mem/r-0.tokens.jsonl:2 (call "b"): cum_len is 2, ' +
+        "but its prompt (rebuilt from its delta chain) and generation hold 5 tokens",
     ],
     [
       "a digest that is not 64 lowercase hex digits",
       () => [root("a", [1, 2], [3], { digest: digestOf([1, 2, 3]).toUpperCase() })],
       "missing_field",
-      `mem/r-0.tokens.jsonl:1 (call "a"): digest is "${digestOf([1, 2, 3]).toUpperCase().slice(0, 36)}..., expected 64 lowercase hex digits or null`,
+      `mem/r-0.tokens.jsonl:1 (call "a"): digest is "${digestOf([1, 2, 3]).toUpperCase().slice(0, 36)}..., ` +
+        `expected 64 lowercase hex digits or null`,
     ],
     [
       "an entry of another rollout",
@@ -638,7 +667,8 @@ describe("rejections: one line naming file:line and the call", () => {
       "a parent_resolution Gym does not write",
       () => [root("a", [1, 2], [3], { parent_resolution: "guessed" })],
       "missing_field",
-      'mem/r-0.tokens.jsonl:1 (call "a"): parent_resolution is "guessed", expected "root", "resolved", "unresolved" or null',
+      'mem/r-0.tokens.jsonl:1 (call "a"): parent_resolution is "guessed", ' +
+        'expected "root", "resolved", "unresolved" or null',
     ],
     [
       "prompt_is_delta that is not a boolean",
@@ -686,7 +716,9 @@ describe("rejections: one line naming file:line and the call", () => {
     expect(toCanonical(value, "gym-observed", { tokens: source(true) })).toMatchObject({
       ok: false,
       code: "delta_parent_unreadable",
-      detail: `gym-observed: ${FILE}:2 (call "b"): prompt_is_delta, but its parent "a" has no readable entry (${FILE}:1: not JSON at byte 40: unexpected end of input)`,
+      detail:
+        `gym-observed: ${FILE}:2 (call "b"): prompt_is_delta, but its parent "a" has no readable entry ` +
+        `(${FILE}:1: not JSON at byte 40: unexpected end of input)`,
     });
     expect(toCanonical(value, "gym-observed", { tokens: source(false) })).toMatchObject({
       ok: false,
@@ -713,7 +745,11 @@ describe("rejections: one line naming file:line and the call", () => {
       ok: false,
       reason: "invalid_rollout",
       code: "model_call_ref_conflict",
-      detail: `gym-observed: ng_agent_observations.records[0].model_calls[0] (invocation "session-7f3a"): model_call_id "${ID.L1}" is ng_model_call_capture.calls[0], whose response_id is "${value.ng_model_call_capture.calls[0].response_id}", not "${value.ng_model_call_capture.calls[1].response_id}"`,
+      detail:
+        `gym-observed: ng_agent_observations.records[0].model_calls[0] (invocation "session-7f3a"): ` +
+        `model_call_id "${ID.L1}" is ng_model_call_capture.calls[0], ` +
+        `whose response_id is "${value.ng_model_call_capture.calls[0].response_id}", ` +
+        `not "${value.ng_model_call_capture.calls[1].response_id}"`,
     });
   });
 

@@ -34,7 +34,9 @@ describe("--tokens DIR and symlinks", () => {
       ok: false,
       reason: "invalid_rollout",
       code: "token_file_outside_dir",
-      detail: `gym-observed: ${join(tokens, "7-2.tokens.jsonl")} is a symlink to ${join(outside, "7-2.tokens.jsonl")}, outside ${tokens}`,
+      detail:
+        `gym-observed: ${join(tokens, "7-2.tokens.jsonl")} is a symlink to ${join(outside, "7-2.tokens.jsonl")}, ` +
+        `outside ${tokens}`,
     });
   });
 
@@ -98,7 +100,8 @@ describe("--tokens DIR and symlinks", () => {
       ["7-2", "ok", 4],
     ]);
     expect(reports[0].detail).toBe(
-      `gym-observed: ${join(tokens, "7-1.tokens.jsonl")} is a symlink to ${join(outside, "secret.jsonl")}, outside ${tokens}`,
+      `gym-observed: ${join(tokens, "7-1.tokens.jsonl")} is a symlink to ${join(outside, "secret.jsonl")}, ` +
+        `outside ${tokens}`,
     );
     // Without --report the rejection is a line on stderr, with the finer code.
     const again = await cli("rows", input, "--tokens", tokens, "-o", join(dir, "again.jsonl"), "--jobs", "1");

@@ -97,7 +97,8 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
         code: "context_compaction",
         call: "mc-leader-3-summary",
         detail:
-          "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
+          "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, " +
+          "after_model_call mc-leader-4, tokens 91 -> 39",
       },
       { code: "observation_records", call: null, detail: "tool_call: 3, sandbox: 1" },
       { code: "subagent_parent_unavailable", call: null, detail: "invocation inv-bg" },
@@ -244,7 +245,8 @@ describe("gym-observed fixture (examples/gym-observed/README.md)", () => {
       code: "agent_parent_missing",
       call: null,
       detail:
-        "ng_agent_observations.records[1]: invocation inv-bg names parent inv-gone, which has no agent_invocation record",
+        "ng_agent_observations.records[1]: invocation inv-bg names parent inv-gone, " +
+        "which has no agent_invocation record",
     });
   });
 
@@ -272,21 +274,24 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       (v) => (v.ng_agent_observations.records[0].model_calls[1] = { model_call_id: "mc-nowhere" }),
       () => {},
       "unknown_model_call",
-      `${refWhere}[1] (invocation "inv-leader"): model_call_id "mc-nowhere" is in neither ng_model_call_capture.calls nor ${FILE}`,
+      `${refWhere}[1] (invocation "inv-leader"): model_call_id "mc-nowhere" ` +
+        `is in neither ng_model_call_capture.calls nor ${FILE}`,
     ],
     [
       "an id with a newline stays on one line (quoted, as JSON)",
       (v) => (v.ng_agent_observations.records[0].model_calls[1] = { model_call_id: "mc-x\nfake.jsonl:9: rejected" }),
       () => {},
       "unknown_model_call",
-      `${refWhere}[1] (invocation "inv-leader"): model_call_id "mc-x\\nfake.jsonl:9: rejected" is in neither ng_model_call_capture.calls nor ${FILE}`,
+      `${refWhere}[1] (invocation "inv-leader"): model_call_id "mc-x\\nfake.jsonl:9: rejected" ` +
+        `is in neither ng_model_call_capture.calls nor ${FILE}`,
     ],
     [
       "unknown response_id",
       (v) => (v.ng_agent_observations.records[0].model_calls[2].response_id = "resp_nowhere"),
       () => {},
       "unknown_model_call",
-      `${refWhere}[2] (invocation "inv-leader"): response_id "resp_nowhere" (model_ref "responses_api_models/policy_model") matches no ng_model_call_capture.calls entry`,
+      `${refWhere}[2] (invocation "inv-leader"): response_id "resp_nowhere" ` +
+        `(model_ref "responses_api_models/policy_model") matches no ng_model_call_capture.calls entry`,
     ],
     [
       "response_id under another model_ref",
@@ -294,7 +299,8 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
         (v.ng_agent_observations.records[0].model_calls[2].model_ref = { type: "responses_api_models", name: "judge" }),
       () => {},
       "unknown_model_call",
-      `${refWhere}[2] (invocation "inv-leader"): response_id "resp_leader_3_summary" (model_ref "responses_api_models/judge") matches no ng_model_call_capture.calls entry`,
+      `${refWhere}[2] (invocation "inv-leader"): response_id "resp_leader_3_summary" ` +
+        `(model_ref "responses_api_models/judge") matches no ng_model_call_capture.calls entry`,
     ],
     [
       "model_ref whose type is not a string",
@@ -312,7 +318,8 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       (v) => (v.ng_model_call_capture.calls[7].response_id = "resp_leader_3_summary"),
       () => {},
       "ambiguous_model_call",
-      `${refWhere}[2] (invocation "inv-leader"): response_id "resp_leader_3_summary" (model_ref "responses_api_models/policy_model") matches ng_model_call_capture.calls[6, 7]`,
+      `${refWhere}[2] (invocation "inv-leader"): response_id "resp_leader_3_summary" ` +
+        `(model_ref "responses_api_models/policy_model") matches ng_model_call_capture.calls[6, 7]`,
     ],
     [
       "ref with neither key",
@@ -329,14 +336,16 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       () => {},
       (e) => e.splice(4, 1), // mc-bg-2 (captured, listed, but no tokens)
       "missing_token_entry",
-      `ng_agent_observations.records[1].model_calls[1] (invocation "inv-bg"): model call "mc-bg-2" has no entry in ${FILE}`,
+      `ng_agent_observations.records[1].model_calls[1] (invocation "inv-bg"): ` +
+        `model call "mc-bg-2" has no entry in ${FILE}`,
     ],
     [
       "call listed by two invocations",
       (v) => v.ng_agent_observations.records[2].model_calls.push({ model_call_id: "mc-leader-2" }),
       () => {},
       "duplicate_model_call",
-      `ng_agent_observations.records[2].model_calls[2] (invocation "inv-fork"): model call "mc-leader-2" is already listed at ${refWhere}[1] (invocation "inv-leader")`,
+      `ng_agent_observations.records[2].model_calls[2] (invocation "inv-fork"): ` +
+        `model call "mc-leader-2" is already listed at ${refWhere}[1] (invocation "inv-leader")`,
     ],
     [
       "two invocation records with one id",
@@ -449,20 +458,23 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     });
   });
 
-  it("a token file's line that is not JSON is described as every reader describes it (byte offset, what was found)", () => {
-    const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
-    try {
-      const lines = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
-      lines[3] = lines[3].replace(/"created_at":[^,}]+/, '"created_at":NaN');
-      writeFileSync(join(dir, "7-2.tokens.jsonl"), lines.join("\n"));
-      const result = toCanonical(row, "gym-observed", { tokens: tokenDirectory(dir) });
-      expect(result.ok ? "accepted" : result.detail).toMatch(
-        /^gym-observed: .*7-2\.tokens\.jsonl:4: not JSON at byte \d+: unexpected 'N' where a value should be$/,
-      );
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it(
+    "a token file's line that is not JSON is described as every reader describes it " + "(byte offset, what was found)",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+      try {
+        const lines = readFileSync(OBSERVED_TOKENS, "utf8").split("\n");
+        lines[3] = lines[3].replace(/"created_at":[^,}]+/, '"created_at":NaN');
+        writeFileSync(join(dir, "7-2.tokens.jsonl"), lines.join("\n"));
+        const result = toCanonical(row, "gym-observed", { tokens: tokenDirectory(dir) });
+        expect(result.ok ? "accepted" : result.detail).toMatch(
+          /^gym-observed: .*7-2\.tokens\.jsonl:4: not JSON at byte \d+: unexpected 'N' where a value should be$/,
+        );
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("without a token source", () => {
     expect(toCanonical(row, "gym-observed")).toMatchObject({
@@ -586,7 +598,8 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
       code: "context_compaction",
       call: null,
       detail:
-        "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, after_model_call mc-leader-4, tokens 91 -> 39",
+        "invocation inv-leader, trigger auto, outcome completed, before_model_call mc-leader-2, " +
+        "after_model_call mc-leader-4, tokens 91 -> 39",
     });
   });
 });

@@ -41,20 +41,24 @@ describe("gym-rollout: vllm-round-trip.json (a bare Responses object)", () => {
     expect(rollout.calls[1].generation_log_probs).toBe(response.output[7].generation_log_probs);
   });
 
-  it("plans to two roots and two rows, all 702 generated tokens trained (the second prompt re-rendered the reasoning)", () => {
-    const { rollout } = accepted(toCanonical(response));
-    const plan = cf.plan(rollout);
-    try {
-      expect(plan.report.status).toBe("ok");
-      expect(plan.report.roots).toBe(2);
-      expect(plan.report.rows).toBe(2);
-      expect(plan.report.captured_tokens).toBe(702);
-      expect(plan.report.trained_tokens).toBe(702);
-      expect(plan.rows.map((r) => r.numTokens)).toEqual([3088 + 495, 3637 + 207]);
-    } finally {
-      plan.release();
-    }
-  });
+  it(
+    "plans to two roots and two rows, " +
+      "all 702 generated tokens trained (the second prompt re-rendered the reasoning)",
+    () => {
+      const { rollout } = accepted(toCanonical(response));
+      const plan = cf.plan(rollout);
+      try {
+        expect(plan.report.status).toBe("ok");
+        expect(plan.report.roots).toBe(2);
+        expect(plan.report.rows).toBe(2);
+        expect(plan.report.captured_tokens).toBe(702);
+        expect(plan.report.trained_tokens).toBe(702);
+        expect(plan.rows.map((r) => r.numTokens)).toEqual([3088 + 495, 3637 + 207]);
+      } finally {
+        plan.release();
+      }
+    },
+  );
 
   it("accepts typed token arrays from a fast reader and hands them on untouched", () => {
     const value = clone(response);
@@ -163,13 +167,15 @@ describe("gym-rollout rejections: one line naming what and where", () => {
       "no prompt_token_ids",
       (v) => delete v.response.output[1].prompt_token_ids,
       "missing_field",
-      `gym-rollout: response.output[1] (call ${row.response.output[1].id}): prompt_token_ids is missing, expected an array`,
+      `gym-rollout: response.output[1] (call ${row.response.output[1].id}): ` +
+        `prompt_token_ids is missing, expected an array`,
     ],
     [
       "no generation_log_probs",
       (v) => (v.response.output[1].generation_log_probs = null),
       "missing_field",
-      `gym-rollout: response.output[1] (call ${row.response.output[1].id}): generation_log_probs is null, expected an array`,
+      `gym-rollout: response.output[1] (call ${row.response.output[1].id}): ` +
+        `generation_log_probs is null, expected an array`,
     ],
     [
       "generation ids not an array",

@@ -9,7 +9,8 @@ import { describe, expect, test } from "vitest";
 import { cli, lines, read, tempDir } from "../ingest/cli.js";
 
 const ok = (id: string, extra = "") =>
-  `{"rollout_id":"${id}","reward":1,"calls":[{"id":"c1","prompt_token_ids":[1,2,3],"generation_token_ids":[4,5],"generation_log_probs":[-0.5,-0.25]${extra}}]}`;
+  `{"rollout_id":"${id}","reward":1,"calls":[{"id":"c1","prompt_token_ids":[1,2,3],"generation_token_ids":[4,5],` +
+  `"generation_log_probs":[-0.5,-0.25]${extra}}]}`;
 const call = (fields: string) => `{"rollout_id":"bad","reward":0,"calls":[{"id":"c1",${fields}}]}`;
 const tokens = `"prompt_token_ids":[1,2,3],"generation_token_ids":[4],"generation_log_probs":[-1]`;
 
@@ -95,8 +96,10 @@ const CORPUS: [string, string, string][] = [
   ["no calls", '{"rollout_id":"x","reward":1,"calls":[]}', "no_trainable_calls"],
   [
     "twin subagents continued by a sibling",
-    '{"rollout_id":"x","reward":1,"agents":[{"id":"L","parent":null},{"id":"A","parent":"L"},{"id":"B","parent":"L"},{"id":"C","parent":"L"}],"calls":[{"id":"a","agent":"A",' +
-      '"prompt_token_ids":[9],"generation_token_ids":[8],"generation_log_probs":[-1]},{"id":"b","agent":"B","prompt_token_ids":[9],"generation_token_ids":[8],"generation_log_probs":[-1]},' +
+    '{"rollout_id":"x","reward":1,"agents":[{"id":"L","parent":null},{"id":"A","parent":"L"},' +
+      '{"id":"B","parent":"L"},{"id":"C","parent":"L"}],"calls":[{"id":"a","agent":"A",' +
+      '"prompt_token_ids":[9],"generation_token_ids":[8],"generation_log_probs":[-1]},' +
+      '{"id":"b","agent":"B","prompt_token_ids":[9],"generation_token_ids":[8],"generation_log_probs":[-1]},' +
       '{"id":"c","agent":"C","prompt_token_ids":[9,8],"generation_token_ids":[7],"generation_log_probs":[-1]}]}',
     "ambiguous_parent",
   ],

@@ -241,12 +241,14 @@ describe("sniffDocument and readWhole (an input with no name to go by)", () => {
     const sniff = async (text: string, sizes = [4096]) => {
       const bytes = encode(text);
       const sniffed = await sniffDocument(chunkedSource(bytes, sizes));
-      expect(Buffer.from((await readWhole(sniffed.source, bytes.length))!).equals(Buffer.from(bytes))).toBe(true); // every byte handed on
+      // every byte handed on
+      expect(Buffer.from((await readWhole(sniffed.source, bytes.length))!).equals(Buffer.from(bytes))).toBe(true);
       return sniffed.document;
     };
     const line = '{"rollout_id": "r", "calls": []}';
     expect(await sniff(`${"\n".repeat(65_535)}${line}\n${line}\n`)).toBe(false); // valid JSONL after many blank lines
-    expect(await sniff(`{${" ".repeat(65_535)}"rollout_id": "r"}\n${line}\n`)).toBe(false); // `{` and blanks past a window, then more
+    // `{` and blanks past a window, then more
+    expect(await sniff(`{${" ".repeat(65_535)}"rollout_id": "r"}\n${line}\n`)).toBe(false);
     expect(await sniff(`${"\n".repeat(65_536)}{\n}\n`)).toBe(true); // a document after a window of blank lines
     expect(await sniff(`{${" ".repeat(70_000)}\n}`)).toBe(true);
     expect(await sniff(`\uFEFF[\n1]`, [1])).toBe(true); // a mark read a byte at a time

@@ -67,7 +67,8 @@ describe("a line longer than the reader takes", () => {
       [3, "ok", null],
     ]);
     expect(reports[1].detail).toBe(
-      `the line has ${lineBytes} bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads lines of up to 4 GiB`,
+      `the line has ${lineBytes} bytes, more than the JSON.parse reader takes (256 MB); ` +
+        `the WASM scanner (--backend wasm) reads lines of up to 4 GiB`,
     );
     expect(reports.map((r) => r.rollout_id)).toEqual([
       JSON.parse(before).rollout_id,

@@ -63,7 +63,10 @@ describe("LineProcessor out of memory", () => {
     expect(result.reports[0]).toBe(reference.reports[0]);
     expect(JSON.parse(result.reports[2])).toEqual({ ...JSON.parse(reference.reports[1]), line: 3 });
     expect(result.notes).toMatch(
-      /^in\.jsonl:2: rejected \(rollout_too_large\): the rollout does not fit in memory \(Array buffer allocation failed\)\n$/,
+      new RegExp(
+        /^in\.jsonl:2: rejected \(rollout_too_large\): /.source +
+          /the rollout does not fit in memory \(Array buffer allocation failed\)\n$/.source,
+      ),
     );
   });
 
@@ -136,7 +139,8 @@ describe("LineProcessor on a line the reader dropped unread (Batch.dropped)", ()
       ["scan", "a line of 5000000000 bytes does not fit in the scanner's memory"],
       [
         "json",
-        "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); the WASM scanner (--backend wasm) reads lines of up to 4 GiB",
+        "the line has 5000000000 bytes, more than the JSON.parse reader takes (256 MB); " +
+          "the WASM scanner (--backend wasm) reads lines of up to 4 GiB",
       ],
     ] as const) {
       const pieces: Piece[] = [];

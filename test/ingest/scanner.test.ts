@@ -246,7 +246,11 @@ function write(node: Node, spaces: string[], k = { i: 0 }): string {
     case "arr":
       return `[${s()}${node.items.map((n) => write(n, spaces, k)).join(`${s()},${s()}`)}${s()}]`;
     case "obj":
-      return `{${s()}${node.entries.map((e) => `${e.key.text}${s()}:${s()}${write(e.value, spaces, k)}`).join(`${s()},${s()}`)}${s()}}`;
+      return (
+        `{${s()}` +
+        `${node.entries.map((e) => `${e.key.text}${s()}:${s()}${write(e.value, spaces, k)}`).join(`${s()},${s()}`)}` +
+        `${s()}}`
+      );
   }
 }
 
@@ -361,18 +365,22 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
   });
   const scan = (text: string) => scanner.scan(encoder.encode(text));
 
-  it("equals JSON.parse with typed arrays for generated lines (canonical, Gym rows, token entries, any JSON) with tricky keys, strings and whitespace", () => {
-    fc.assert(
-      fc.property(lineArb, fc.array(ws, { minLength: 1, maxLength: 7 }), (node, spaces) => {
-        const text = write(node, spaces);
-        const diff = same(scannedValue(scan(text)), expected(node));
-        if (diff) throw new Error(`${diff}\nline: ${text}`);
-        // The model itself agrees with JSON.parse when nothing is typed.
-        expect(same(JSON.parse(text), expected(node, undefined, false))).toBeNull();
-      }),
-      { numRuns: simd ? 1500 : 500 },
-    );
-  });
+  it(
+    "equals JSON.parse with typed arrays for generated lines " +
+      "(canonical, Gym rows, token entries, any JSON) with tricky keys, strings and whitespace",
+    () => {
+      fc.assert(
+        fc.property(lineArb, fc.array(ws, { minLength: 1, maxLength: 7 }), (node, spaces) => {
+          const text = write(node, spaces);
+          const diff = same(scannedValue(scan(text)), expected(node));
+          if (diff) throw new Error(`${diff}\nline: ${text}`);
+          // The model itself agrees with JSON.parse when nothing is typed.
+          expect(same(JSON.parse(text), expected(node, undefined, false))).toBeNull();
+        }),
+        { numRuns: simd ? 1500 : 500 },
+      );
+    },
+  );
 
   it("parses long token and logprob arrays (the 64-byte SIMD blocks) like JSON.parse, whatever the spacing", () => {
     const digitsToken = fc
@@ -395,7 +403,9 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
         fc.string({ maxLength: 80 }),
         (items, logprobs, tail) => {
           const body = items.map(([t, a, b], i) => (i === 0 ? `${a}${t}` : `${a},${b}${t}`)).join("");
-          const text = `{"prompt_token_ids":[${body}],"generation_log_probs":[${logprobs.join(",")}],"tail":${JSON.stringify(tail)}}`;
+          const text =
+            `{"prompt_token_ids":[${body}],"generation_log_probs":[${logprobs.join(",")}],` +
+            `"tail":${JSON.stringify(tail)}}`;
           const parsed = JSON.parse(text);
           const plain = items.every(([t]) => /^(0|[1-9][0-9]*)$/.test(t) && Number(t) < 2 ** 31);
           const want = {
@@ -447,39 +457,45 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
     expect(escaped.prompt_token_ids).toEqual([1, 2]);
   });
 
-  it("refuses number syntax JSON does not allow, in a short array and at every place of a long one (the SIMD blocks)", () => {
-    const tokenKeys = ["prompt_token_ids", "generation_token_ids"];
-    const cases: [keys: string[], entry: string][] = [
-      ...["01", "012345678", "00000000", "-01", "1,,2", "1,", "+1", "1 2"].map((entry): [string[], string] => [
-        tokenKeys,
-        entry,
-      ]),
-      ...["-1e", "2E+", "-1.", "0.e5", "-.5", "1e+-2", "-01.5", "--1", "-", "1.5.2"].map(
-        (entry): [string[], string] => [[LOGPROB_KEY, ...tokenKeys], entry],
-      ),
-    ];
-    for (const [keys, entry] of cases) {
-      for (const key of keys) {
-        const filler = key === LOGPROB_KEY ? "-0.25" : "7";
-        for (const [before, after] of [
-          [0, 0],
-          [0, 40],
-          [40, 0],
-          ...Array.from({ length: 24 }, (_, i) => [i + 1, 40 - i]),
-        ]) {
-          const items = [...Array(before).fill(filler), entry, ...Array(after).fill(filler)];
-          const text = `{"${key}":[${items.join(",")}]}`;
-          expect(() => JSON.parse(text)).toThrow(SyntaxError);
-          const result = scan(text);
-          expect([text, result.ok ? "ok" : result.code]).toEqual([text, "malformed_json"]);
+  it(
+    "refuses number syntax JSON does not allow, " +
+      "in a short array and at every place of a long one (the SIMD blocks)",
+    () => {
+      const tokenKeys = ["prompt_token_ids", "generation_token_ids"];
+      const cases: [keys: string[], entry: string][] = [
+        ...["01", "012345678", "00000000", "-01", "1,,2", "1,", "+1", "1 2"].map((entry): [string[], string] => [
+          tokenKeys,
+          entry,
+        ]),
+        ...["-1e", "2E+", "-1.", "0.e5", "-.5", "1e+-2", "-01.5", "--1", "-", "1.5.2"].map(
+          (entry): [string[], string] => [[LOGPROB_KEY, ...tokenKeys], entry],
+        ),
+      ];
+      for (const [keys, entry] of cases) {
+        for (const key of keys) {
+          const filler = key === LOGPROB_KEY ? "-0.25" : "7";
+          for (const [before, after] of [
+            [0, 0],
+            [0, 40],
+            [40, 0],
+            ...Array.from({ length: 24 }, (_, i) => [i + 1, 40 - i]),
+          ]) {
+            const items = [...Array(before).fill(filler), entry, ...Array(after).fill(filler)];
+            const text = `{"${key}":[${items.join(",")}]}`;
+            expect(() => JSON.parse(text)).toThrow(SyntaxError);
+            const result = scan(text);
+            expect([text, result.ok ? "ok" : result.code]).toEqual([text, "malformed_json"]);
+          }
         }
       }
-    }
-  });
+    },
+  );
 
   it("keeps __proto__ and constructor keys as plain own data, never reaching a prototype", () => {
     const text =
-      '{"__proto__":{"prompt_token_ids":[1],"polluted":true},"constructor":{"prototype":{"generation_token_ids":[2]}},"calls":[{"__proto__":[3],"prompt_token_ids":[4]}]}';
+      '{"__proto__":{"prompt_token_ids":[1],"polluted":true},' +
+      '"constructor":{"prototype":{"generation_token_ids":[2]}},' +
+      '"calls":[{"__proto__":[3],"prompt_token_ids":[4]}]}';
     const value = scannedValue(scan(text)) as Record<string, any>;
     expect(Object.getPrototypeOf(value)).toBe(Object.prototype);
     expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -596,7 +612,9 @@ describe.each([true, false])("LineScanner (simd %s)", (simd) => {
 
   it("grows its memory for a large line and stays correct afterwards", () => {
     const tokens = Array.from({ length: 2_000_000 }, (_, i) => (i * 7919) % 200_000);
-    const text = `{"calls":[{"prompt_token_ids":[${tokens.join(",")}],"generation_token_ids":[1],"generation_log_probs":[-0.25]}]}`;
+    const text =
+      `{"calls":[{"prompt_token_ids":[${tokens.join(",")}],` +
+      `"generation_token_ids":[1],"generation_log_probs":[-0.25]}]}`;
     const value = scannedValue(scan(text)) as { calls: { prompt_token_ids: Int32Array }[] };
     const got = value.calls[0].prompt_token_ids;
     expect(got.length).toBe(tokens.length);
@@ -662,7 +680,10 @@ describe("LineScanner with huge lines", () => {
     const result = scanner.scan([encoder.encode('{"rollout_id":"e","x":['), body, encoder.encode("{}]}")]);
     expect(result).toMatchObject({ ok: false, code: "rollout_too_large" });
     expect(result.ok ? "" : result.detail).toMatch(
-      /^a line of \d+ bytes: its text without the token arrays \(\d+ bytes\) is longer than a JavaScript string can be$/,
+      new RegExp(
+        /^a line of \d+ bytes: its text without the token arrays \(\d+ bytes\) /.source +
+          /is longer than a JavaScript string can be$/.source,
+      ),
     );
     expect(scannedValue(scanner.scan(encoder.encode('{"a":[1]}')))).toEqual({ a: [1] });
   }, 60_000);

@@ -6,7 +6,7 @@ import { describe, expect, test } from "vitest";
 import { type ForestShape, layOutBins, packedTokensLowerBound, type RecordLayout } from "../../src/plan/packing.js";
 
 /** A forest from each call's parent (an earlier call, or -1) and what it adds to its parent. */
-function forest(parents: number[], adds: number[]): ForestShape {
+function forest(parents: number[], adds: number[]): ForestShape & { parents: number[]; fullLengths: number[] } {
   const fullLengths: number[] = [];
   parents.forEach((p, c) => fullLengths.push((p < 0 ? 0 : fullLengths[p]) + adds[c]));
   return { parents, fullLengths };
@@ -55,12 +55,12 @@ describe("layOutBins", () => {
   test("random forests: SPEC's invariants, and the bound ≤ packed tokens ≤ row tokens", () => {
     fc.assert(
       fc.property(shapeArb, fc.integer({ min: 0, max: 200 }), (shape, slack) => {
-        const isLeaf = shape.parents.map((_, c) => !Array.prototype.includes.call(shape.parents, c));
+        const isLeaf = shape.parents.map((_, c) => !shape.parents.includes(c));
         const leaves = shape.parents.map((_, c) => c).filter((c) => isLeaf[c]);
         const capacity = Math.max(...leaves.map((c) => shape.fullLengths[c])) + slack;
         const bins = layOutBins(shape, capacity);
         checkLayout(shape, bins, capacity);
-        const unique = shape.parents.reduce<number>(
+        const unique = shape.parents.reduce(
           (t, p, c) => t + shape.fullLengths[c] - (p < 0 ? 0 : shape.fullLengths[p]),
           0,
         );

@@ -693,33 +693,36 @@ describe("API: every rejection code on both backends", () => {
     );
   });
 
-  test("a rejected report keeps the diagnostics of the calls read: no_trainable_calls lists every empty generation", () => {
-    const input = rollout([call("c1", [1], []), call("c2", [1, 2], [2], { kept: false }), call("c3", [1, 2], [])]);
-    const empty = (id: string) => ({ code: "empty_generation", call: id });
-    for (const { name, cf } of backends) {
-      const report = expectRejectedPlan(cf, input, "no_trainable_calls", null, 1);
-      expect([name, report.diagnostics, report.detail]).toEqual([
-        name,
-        [empty("c1"), empty("c3")],
-        "none of the 3 calls is kept with generated tokens",
-      ]);
-      expect(expectRejectedPlan(cf, rollout([]), "no_trainable_calls", null, 1).detail).toBe(
-        "the rollout lists no calls",
-      );
-      expect(expectRejectedPlan(cf, rollout([call("c1", [1], [])]), "no_trainable_calls", null, 1).detail).toBe(
-        "its one call is not kept with generated tokens",
-      );
-      // A problem stops reading: the calls before it are in, the ones after are not looked at.
-      const stopped = expectRejectedPlan(
-        cf,
-        rollout([call("c1", [1], []), call("c2", [-1], [2]), call("c3", [1], [])]),
-        "invalid_token",
-        "c2",
-        1,
-      );
-      expect([name, stopped.diagnostics]).toEqual([name, [empty("c1")]]);
-    }
-  });
+  test(
+    "a rejected report keeps the diagnostics of the calls read: " + "no_trainable_calls lists every empty generation",
+    () => {
+      const input = rollout([call("c1", [1], []), call("c2", [1, 2], [2], { kept: false }), call("c3", [1, 2], [])]);
+      const empty = (id: string) => ({ code: "empty_generation", call: id });
+      for (const { name, cf } of backends) {
+        const report = expectRejectedPlan(cf, input, "no_trainable_calls", null, 1);
+        expect([name, report.diagnostics, report.detail]).toEqual([
+          name,
+          [empty("c1"), empty("c3")],
+          "none of the 3 calls is kept with generated tokens",
+        ]);
+        expect(expectRejectedPlan(cf, rollout([]), "no_trainable_calls", null, 1).detail).toBe(
+          "the rollout lists no calls",
+        );
+        expect(expectRejectedPlan(cf, rollout([call("c1", [1], [])]), "no_trainable_calls", null, 1).detail).toBe(
+          "its one call is not kept with generated tokens",
+        );
+        // A problem stops reading: the calls before it are in, the ones after are not looked at.
+        const stopped = expectRejectedPlan(
+          cf,
+          rollout([call("c1", [1], []), call("c2", [-1], [2]), call("c3", [1], [])]),
+          "invalid_token",
+          "c2",
+          1,
+        );
+        expect([name, stopped.diagnostics]).toEqual([name, [empty("c1")]]);
+      }
+    },
+  );
 
   test("array lengths that are not arrays never size the core: invalid_rollout on every backend", () => {
     // Sizes are reserved up front from the calls' arrays; a fake `length` must not count (it
@@ -1003,25 +1006,30 @@ describe("CLI rows: rejected lines are reported, the other rollouts still give t
     );
   });
 
-  test('SPEC\'s "unknown fields are ignored": extra fields never turn a canonical rollout into a rejection', async () => {
-    // fields other formats use (a kept Gym `response`, `object`, `ng_agent_observations`) are
-    // unknown fields of a canonical rollout: it has rollout_id, reward and calls[]
-    const example = workedExample();
-    const extras: Record<string, unknown>[] = [
-      { response: { id: "resp_1", output: [] } },
-      { object: "response" },
-      { ng_agent_observations: { records: [] } },
-      { notes: "kept for debugging", response_id: "resp_2" },
-    ];
-    const lines = extras.map((extra) => JSON.stringify({ ...example, ...extra }));
-    const result = await runRows([writeInput("unknown-fields.jsonl", lines)]);
-    const plain = apiRowLines(backends[0].cf, example);
-    expect(result.code).toBe(0);
-    expect(
-      result.reports.map((r) => ({ line: r.line, rollout_id: r.rollout_id, status: r.status, reason: r.reason })),
-    ).toEqual(lines.map((_, i) => ({ line: i + 1, rollout_id: example.rollout_id, status: "ok", reason: undefined })));
-    expect(result.rows).toEqual(extras.flatMap(() => plain));
-  });
+  test(
+    'SPEC\'s "unknown fields are ignored": ' + "extra fields never turn a canonical rollout into a rejection",
+    async () => {
+      // fields other formats use (a kept Gym `response`, `object`, `ng_agent_observations`) are
+      // unknown fields of a canonical rollout: it has rollout_id, reward and calls[]
+      const example = workedExample();
+      const extras: Record<string, unknown>[] = [
+        { response: { id: "resp_1", output: [] } },
+        { object: "response" },
+        { ng_agent_observations: { records: [] } },
+        { notes: "kept for debugging", response_id: "resp_2" },
+      ];
+      const lines = extras.map((extra) => JSON.stringify({ ...example, ...extra }));
+      const result = await runRows([writeInput("unknown-fields.jsonl", lines)]);
+      const plain = apiRowLines(backends[0].cf, example);
+      expect(result.code).toBe(0);
+      expect(
+        result.reports.map((r) => ({ line: r.line, rollout_id: r.rollout_id, status: r.status, reason: r.reason })),
+      ).toEqual(
+        lines.map((_, i) => ({ line: i + 1, rollout_id: example.rollout_id, status: "ok", reason: undefined })),
+      );
+      expect(result.rows).toEqual(extras.flatMap(() => plain));
+    },
+  );
 
   test("a .json file that is not JSON: one malformed_json report, exit 0", async () => {
     const result = await runRows([writeInput("broken.json", ['{"rollout_id": "r", "calls": ['])]);

@@ -244,28 +244,31 @@ describe("worked example through the CLI", () => {
     expect(run.stdout).toContain("rollout login-bug: 14 calls, 12 eligible, 4 trees");
   });
 
-  it("show escapes control characters from the data (no forged lines, no terminal escapes) and counts in words", async () => {
-    const file = join(tmp(), "names.jsonl");
-    const rollout = {
-      rollout_id: "r\nFAKE LINE",
-      reward: 1,
-      calls: [
-        {
-          id: "a\r\u001b[31mRED\u009b2J\u202eevil",
-          agent: "L\nX",
-          prompt_token_ids: [1],
-          generation_token_ids: [2],
-          generation_log_probs: [-0.5],
-        },
-      ],
-    };
-    writeFileSync(file, JSON.stringify(rollout) + "\n");
-    const run = await captureOutput(() => main(["show", file]));
-    expect(run.code).toBe(0);
-    expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
-    expect(run.stdout.split("\n")[0]).toBe("rollout r\\nFAKE LINE: 1 call, 1 eligible, 1 tree, 1 leaf, 1 row");
-    expect(run.stdout).toContain("a\\r\\u001b[31mRED\\u009b2J\\u202eevil [L\\nX]");
-  });
+  it(
+    "show escapes control characters from the data (no forged lines, " + "no terminal escapes) and counts in words",
+    async () => {
+      const file = join(tmp(), "names.jsonl");
+      const rollout = {
+        rollout_id: "r\nFAKE LINE",
+        reward: 1,
+        calls: [
+          {
+            id: "a\r\u001b[31mRED\u009b2J\u202eevil",
+            agent: "L\nX",
+            prompt_token_ids: [1],
+            generation_token_ids: [2],
+            generation_log_probs: [-0.5],
+          },
+        ],
+      };
+      writeFileSync(file, JSON.stringify(rollout) + "\n");
+      const run = await captureOutput(() => main(["show", file]));
+      expect(run.code).toBe(0);
+      expect(run.stdout).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/);
+      expect(run.stdout.split("\n")[0]).toBe("rollout r\\nFAKE LINE: 1 call, 1 eligible, 1 tree, 1 leaf, 1 row");
+      expect(run.stdout).toContain("a\\r\\u001b[31mRED\\u009b2J\\u202eevil [L\\nX]");
+    },
+  );
 
   it("demo plans the built-in example", async () => {
     const run = await captureOutput(() => main(["demo"]));

@@ -724,7 +724,8 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
       { S: 1 },
       [[[0, 1]], [[2]]], // ragged
       [[["x"]]],
-      `nrlre1:int8:${Math.max(0, full - 1)}x1x1:${Buffer.alloc(Math.max(0, full - 1)).toString("base64")}`, // one token short
+      // one token short
+      `nrlre1:int8:${Math.max(0, full - 1)}x1x1:${Buffer.alloc(Math.max(0, full - 1)).toString("base64")}`,
       Array.from({ length: Math.max(0, full - 1) }, () => [[1]]),
     ];
     c.routed_experts = full === 0 ? bad[0] : bad[pick % bad.length];

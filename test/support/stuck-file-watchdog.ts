@@ -47,7 +47,8 @@ export default class StuckFileWatchdog implements Reporter {
     const seconds = Math.round(this.limitMs / 1000);
     for (const id of stuck) {
       process.stderr.write(
-        `${id}: still running after ${seconds} s; a test is stuck where its timeout cannot stop it (a synchronous loop, e.g. in the WebAssembly core)\n`,
+        `${id}: still running after ${seconds} s; a test is stuck where its timeout cannot stop it ` +
+          `(a synchronous loop, e.g. in the WebAssembly core)\n`,
       );
     }
     process.exitCode = 1;

@@ -54,7 +54,8 @@ export function register(program: Command): void {
   const command = program
     .command("agent-demo")
     .description(
-      "Run a short compacted grid-world episode against the built-in model server; print its boundaries and rows, with a legend.",
+      "Run a short compacted grid-world episode against the built-in model server; " +
+        "print its boundaries and rows, with a legend.",
     )
     .option("--turns <n>", "model calls at most", "10")
     .option("--policy <name>", `compaction policy: ${POLICIES.join(", ")} (default: combined)`)
@@ -65,7 +66,8 @@ export function register(program: Command): void {
     .option("--guards <list>", `context guards, Gym's names: ${Object.keys(GUARDS).join("=N,")}=N (comma-separated)`)
     .option(
       "--config <file>",
-      "a Gym context_history block (YAML or JSON, alone or in a Gym agent config) instead of --policy/--schedule/--keep-*/--guards",
+      "a Gym context_history block (YAML or JSON, alone or in a Gym agent config) " +
+        "instead of --policy/--schedule/--keep-*/--guards",
     )
     .option("--seed <n>", "seed of the model server and of the grid world's walls", "0");
   addBackendOption(command).action(async (options: AgentDemoOptions) => {
@@ -186,8 +188,10 @@ const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? o
 const BOUNDARY_LEGEND = [
   "#: boundary number; first call: the call sent with the rewritten context; previous: the call before it",
   "reason: why the context is not a continuation (history_rewritten: an image or reasoning was dropped or replaced)",
-  "trigger: what recomputed the view (chunk_opened: a new chunk's base; rolling: every call; guard_recompaction: a guard closed the chunk)",
-  "items, media: request items and images shown, before > after; omitted i/r: images / reasoning blocks the new view leaves out",
+  "trigger: what recomputed the view (chunk_opened: a new chunk's base; rolling: every call; " +
+    "guard_recompaction: a guard closed the chunk)",
+  "items, media: request items and images shown, before > after; " +
+    "omitted i/r: images / reasoning blocks the new view leaves out",
 ];
 const ROW_LEGEND = [
   "row: training row; leaf: its last call; calls: the calls its tokens come from, root first",
@@ -229,8 +233,13 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
           .join(",")}`
       : "";
     const last = e.calls[e.calls.length - 1];
-    out += `agent-demo: ${e.calls.length} calls, policy ${label} (${policy.name}/${policy.version}), schedule ${scheduleText}${guardText}, stop ${e.stop_reason}\n`;
-    out += `images: ${plural(e.media.length, "distinct image")} stored, each once by content; the last request showed ${plural(last?.media.length ?? 0, "image")} (a repeated image counts each time it is shown)\n\n`;
+    out +=
+      `agent-demo: ${e.calls.length} calls, policy ${label} (${policy.name}/${policy.version}), ` +
+      `schedule ${scheduleText}${guardText}, stop ${e.stop_reason}\n`;
+    out +=
+      `images: ${plural(e.media.length, "distinct image")} stored, each once by content; ` +
+      `the last request showed ${plural(last?.media.length ?? 0, "image")} ` +
+      `(a repeated image counts each time it is shown)\n\n`;
     out += `boundaries (${e.boundaries.length}): where a rewrite starts a new context\n`;
     const bw = [3, 12, 12, 18, 18, 8, 6, 12];
     out += pad(["#", "first call", "previous", "reason", "trigger", "items", "media", "omitted i/r"], bw);
@@ -278,9 +287,14 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
       const r = plan.report;
       const roots = plan.forest.filter((c) => c.root).map((c) => c.id);
       out += `\nroots: ${roots.join(" ")}\n`;
-      out += `report: ${r.status}${r.reason ? ` (${r.reason}: ${r.detail})` : ""}, calls ${r.calls}, roots ${r.roots}, rows ${r.rows}, captured ${r.captured_tokens}, trained ${r.trained_tokens}\n`;
+      out +=
+        `report: ${r.status}${r.reason ? ` (${r.reason}: ${r.detail})` : ""}, ` +
+        `calls ${r.calls}, roots ${r.roots}, rows ${r.rows}, ` +
+        `captured ${r.captured_tokens}, trained ${r.trained_tokens}\n`;
       const once = r.status === "ok" && r.trained_tokens === r.captured_tokens;
-      out += `${once ? "every sampled token trained exactly once" : "NOT every sampled token trained exactly once"}: ${r.trained_tokens} of ${r.captured_tokens}\n`;
+      out +=
+        `${once ? "every sampled token trained exactly once" : "NOT every sampled token trained exactly once"}: ` +
+        `${r.trained_tokens} of ${r.captured_tokens}\n`;
     } finally {
       plan.release();
     }

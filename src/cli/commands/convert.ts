@@ -19,7 +19,8 @@ export function register(program: Command): void {
   const command = program
     .command("convert")
     .description(
-      "Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures, compaction-agent responses) as canonical JSONL.",
+      "Write rollouts (callforest, NeMo Gym rows or Responses objects, gym-observed captures, " +
+        "compaction-agent responses) as canonical JSONL.",
     )
     .argument("[input...]", inputHelp(true))
     .option("--to <format>", "output format: callforest", "callforest")

@@ -49,13 +49,15 @@ export function register(program: Command): void {
     .argument("[input...]", inputHelp(true))
     .option(
       "-o, --output <file>",
-      "rows here instead of stdout; .parquet, .arrow (Arrow IPC file) and .arrows (IPC stream) choose the format. A file is written whole when the run succeeds, and left as it was otherwise",
+      "rows here instead of stdout; .parquet, .arrow (Arrow IPC file) and .arrows (IPC stream) choose the format. " +
+        "A file is written whole when the run succeeds, and left as it was otherwise",
     )
     .option("--format <format>", "jsonl (default), parquet, arrow or arrows, for stdout or a name that says none")
     .option("--compression <codec>", "Parquet compression: zstd (default), snappy or none")
     .option(
       "--row-group-rows <n>",
-      "Parquet row groups / Arrow record batches of at most this many records (default 4096; a group also ends at about 16 MB of columns)",
+      "Parquet row groups / Arrow record batches of at most this many records " +
+        "(default 4096; a group also ends at about 16 MB of columns)",
     )
     .option("--report <file>", "one report line per input rollout, in input order")
     .option("--layout <layout>", "rows (one per leaf, SPEC's rows) or packed (one record per tree, every token once)")
@@ -67,11 +69,14 @@ export function register(program: Command): void {
     .option("--strict", "exit 1 when any rollout was rejected")
     .option(
       "--jobs <n>",
-      `worker threads planning rollouts (default: the number of cores, less one for Parquet's encoder thread; in-process below ${WORKERS_FROM_BYTES >> 20} MB of input, where workers cost more than they gain; 1 = no workers; small inputs, at most one ${DEFAULT_CHUNK >> 20} MB batch, run in-process)`,
+      `worker threads planning rollouts (default: the number of cores, less one for Parquet's encoder thread; ` +
+        `in-process below ${WORKERS_FROM_BYTES >> 20} MB of input, where workers cost more than they gain; ` +
+        `1 = no workers; small inputs, at most one ${DEFAULT_CHUNK >> 20} MB batch, run in-process)`,
     )
     .option(
       "--quiet",
-      "no progress bar and no summary line (rejections still go to stderr without --report, and --strict says why it exits 1)",
+      "no progress bar and no summary line " +
+        "(rejections still go to stderr without --report, and --strict says why it exits 1)",
     )
     // The JSON.parse reader, for comparisons and benchmarks; --backend ts uses it by default.
     .addOption(new Option("--reader <name>", "scan (WASM scanner) or json (JSON.parse)").hideHelp())
@@ -102,7 +107,10 @@ function parseMaskFormat(text: string): MaskFormat {
   throw new UsageError(`unknown --mask-format '${text}': expected bits or ints`);
 }
 
-/** `--jobs` at most this many times the cores (64 jobs on a 137 MB input took 2.3 GB and 17 s, 2 took 302 MB and 7.7 s). */
+/**
+ * `--jobs` at most this many times the cores (64 jobs on a 137 MB input took 2.3 GB and 17 s, 2
+ * took 302 MB and 7.7 s).
+ */
 const MAX_JOBS_PER_CORE = 4;
 
 /** Batch buffers are allocated whole: more than this is not a batch size but a mistake. */
@@ -224,7 +232,8 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
     process.stderr.write(
-      `callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ${countOf(rowCount, layout === "rows" ? "row" : capacity === undefined ? "packed tree" : "bin")}\n`,
+      `callforest: ${countOf(total, "rollout")} (${total - rejected} ok, ${rejected} rejected), ` +
+        `${countOf(rowCount, layout === "rows" ? "row" : capacity === undefined ? "packed tree" : "bin")}\n`,
     );
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);

@@ -204,7 +204,8 @@ function prompt(parsed: Parsed, honourPrefix: boolean, maxModelLen: number): num
   }
   if (ids.length > maxModelLen)
     throw badRequest(
-      `This model's maximum context length is ${maxModelLen} tokens. However, your request has ${ids.length} input tokens.`,
+      `This model's maximum context length is ${maxModelLen} tokens. ` +
+        `However, your request has ${ids.length} input tokens.`,
     );
   return ids;
 }
@@ -257,7 +258,10 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     throw new HttpError(404, { detail: "Not Found" });
   }
 
-  /** Gym's adapter form (Responses params: `{tokens}`), or vLLM's (`prompt` or `messages`: `{count, max_model_len, tokens}`). */
+  /**
+   * Gym's adapter form (Responses params: `{tokens}`), or vLLM's (`prompt` or `messages`: `{count,
+   * max_model_len, tokens}`).
+   */
   function tokenize(body: Record<string, unknown>): unknown {
     const forms = ["input", "messages", "prompt"].filter((k) => k in body);
     if (forms.length !== 1)
@@ -266,7 +270,9 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
           {
             type: "missing",
             loc: ["body"],
-            msg: `a /tokenize body has exactly one of input (Gym's adapter), messages or prompt (vLLM); this one has ${forms.length ? forms.join(" and ") : "none"}`,
+            msg:
+              `a /tokenize body has exactly one of input (Gym's adapter), messages or prompt (vLLM); ` +
+              `this one has ${forms.length ? forms.join(" and ") : "none"}`,
           },
         ],
       });

@@ -206,7 +206,8 @@ export function renderWithPrefix(req: RenderRequest, prefix: readonly number[]):
   for (const chunk of header(req.instructions, req.tools)) {
     if (!startsWithAt(prefix, at, chunk))
       throw new TemplateError(
-        `required_prefix_token_ids does not match the rendered instructions/tools (matched ${at} of ${prefix.length} prefix tokens)`,
+        `required_prefix_token_ids does not match the rendered instructions/tools ` +
+          `(matched ${at} of ${prefix.length} prefix tokens)`,
       );
     at += chunk.length;
   }
@@ -220,7 +221,8 @@ export function renderWithPrefix(req: RenderRequest, prefix: readonly number[]):
   }
   if (at !== prefix.length) {
     throw new TemplateError(
-      `required_prefix_token_ids does not match the input items (matched ${at} of ${prefix.length} prefix tokens over ${covered} of ${req.input.length} items)`,
+      `required_prefix_token_ids does not match the input items ` +
+        `(matched ${at} of ${prefix.length} prefix tokens over ${covered} of ${req.input.length} items)`,
     );
   }
   const out = [...prefix];

@@ -50,7 +50,8 @@ function brokenChain(entry: TokenEntry, at: TokenEntry, why: string): FormatErro
   if (at === entry) return new FormatError("delta_parent_missing", `${entry.label}prompt_is_delta, but ${why}`);
   return new FormatError(
     "delta_parent_unreadable",
-    `${entry.label}prompt_is_delta, but its parent ${q(entry.parentCallId)} cannot be rebuilt: at ${at.where} (call ${q(at.id)}) ${why}`,
+    `${entry.label}prompt_is_delta, but its parent ${q(entry.parentCallId)} cannot be rebuilt: ` +
+      `at ${at.where} (call ${q(at.id)}) ${why}`,
   );
 }
 
@@ -70,7 +71,8 @@ function checkRecorded(entry: TokenEntry, prompt: ArrayLike<unknown>): void {
   if (digest !== null && digest !== entry.digest) {
     throw new FormatError(
       "token_digest_mismatch",
-      `${entry.label}digest ${entry.digest} does not match its prompt${rebuilt} and generation (they hash to ${digest})`,
+      `${entry.label}digest ${entry.digest} does not match its prompt${rebuilt} and generation ` +
+        `(they hash to ${digest})`,
     );
   }
 }

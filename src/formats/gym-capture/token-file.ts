@@ -69,6 +69,7 @@ function orphanedDelta(
   if (orphan === undefined) return null;
   return new FormatError(
     "delta_parent_unreadable",
-    `${orphan.label}prompt_is_delta, but its parent ${q(orphan.parentCallId)} has no readable entry (${unreadable.detail})`,
+    `${orphan.label}prompt_is_delta, but its parent ${q(orphan.parentCallId)} ` +
+      `has no readable entry (${unreadable.detail})`,
   );
 }
