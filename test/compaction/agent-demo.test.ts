@@ -2,6 +2,9 @@ import { describe, expect, it, vi } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { agentDemo, type AgentDemoOptions } from "../../src/cli/commands/agent-demo.js";
 import { UsageError } from "../../src/cli/errors.js";
+import { tempDirs } from "../support/temp-dirs.js";
+
+const tempDir = tempDirs("agent-demo");
 
 const defaults: AgentDemoOptions = { turns: "10", policy: "combined", schedule: "chunked", seed: "0", backend: "wasm" };
 
@@ -95,10 +98,9 @@ describe("callforest agent-demo", () => {
   });
 
   it("reads a Gym context_history block with --config", async () => {
-    const { mkdtempSync, writeFileSync } = await import("node:fs");
+    const { writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
-    const { tmpdir } = await import("node:os");
-    const dir = mkdtempSync(join(tmpdir(), "agent-demo-"));
+    const dir = tempDir();
     const file = join(dir, "agent.yaml");
     writeFileSync(
       file,
