@@ -45,7 +45,8 @@ function root(): string {
 
 // Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
 const MEASURE =
-  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})';
+  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();' +
+  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})";
 
 /** One `callforest rows` run as its own process. */
 function run(bin: string, argv: string[]): Promise<Run> {
@@ -152,7 +153,8 @@ export async function runColumnarBench(
   const out = (name: string) => join(dir, name);
   const report = out("report.jsonl");
   const describe = (input: JsonlInput) =>
-    `${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ${(input.tokens / 1e6).toFixed(0)} M tokens`;
+    `${(input.bytes / 2 ** 20).toFixed(0)} MB, ${input.rollouts} rollouts (${input.huge} huge), ` +
+    `${(input.tokens / 1e6).toFixed(0)} M tokens`;
 
   const configs = [
     { input: big, name: "-o rows.jsonl (default --jobs)", argv: ["-o", out("rows.jsonl")], output: out("rows.jsonl") },
@@ -209,7 +211,8 @@ export async function runColumnarBench(
       runs[i].push(result);
       if (config.output !== null) sizes[i] = statSync(config.output).size;
       log(
-        `  ${config.name} on ${(config.input.bytes / 2 ** 20).toFixed(0)} MB: ${result.seconds.toFixed(2)} s, cpu ${result.cpu.toFixed(2)} s, ${result.rssMb.toFixed(0)} MB RSS (load ${loadavg()[0].toFixed(1)})`,
+        `  ${config.name} on ${(config.input.bytes / 2 ** 20).toFixed(0)} MB: ${result.seconds.toFixed(2)} s, ` +
+          `cpu ${result.cpu.toFixed(2)} s, ${result.rssMb.toFixed(0)} MB RSS (load ${loadavg()[0].toFixed(1)})`,
       );
     }
   }
@@ -225,7 +228,9 @@ export async function runColumnarBench(
     };
   });
   const row = (s: (typeof stats)[number]) =>
-    `| ${(s.input.bytes / 2 ** 20).toFixed(0)} MB | ${s.name} | ${s.seconds.toFixed(2)} | ${s.mbPerSecond.toFixed(0)} | ${s.cpu.toFixed(2)} | ${s.rss.toFixed(0)} | ${s.size === 0 ? "–" : (s.size / 2 ** 20).toFixed(1)} |`;
+    `| ${(s.input.bytes / 2 ** 20).toFixed(0)} MB | ${s.name} | ${s.seconds.toFixed(2)} | ` +
+    `${s.mbPerSecond.toFixed(0)} | ${s.cpu.toFixed(2)} | ${s.rss.toFixed(0)} | ` +
+    `${s.size === 0 ? "–" : (s.size / 2 ** 20).toFixed(1)} |`;
 
   // The trainer side, on the files the default runs wrote.
   const jsonlReads: number[] = [];
@@ -258,22 +263,32 @@ export async function runColumnarBench(
     [stats[8], stats[9]],
     [stats[11], stats[12]],
   ];
+  const speedups = pairs
+    .map(
+      ([auto, one]) =>
+        `${(auto.input.bytes / 2 ** 20).toFixed(0)} MB ${auto.name.replace(" (default --jobs)", "")} ` +
+        `${(one.seconds / auto.seconds).toFixed(2)}×`,
+    )
+    .join("; ");
   const table = [
-    `Inputs: ${describe(big)}; ${describe(mixed)}. Median of ${repeats}; report to a file in every run; ${availableParallelism()} cores.`,
+    `Inputs: ${describe(big)}; ${describe(mixed)}. Median of ${repeats}; ` +
+      `report to a file in every run; ${availableParallelism()} cores.`,
     "",
     "| input | run | median s | MB/s | CPU s | peak RSS MB | output MB |",
     "|---|---|---:|---:|---:|---:|---:|",
     ...stats.map(row),
     "",
-    `Parquet vs JSONL end to end: ${(parquet.mbPerSecond / jsonl.mbPerSecond).toFixed(2)}× the throughput (goal ≥ 1.5×), ` +
-      `${((100 * parquet.size) / jsonl.size).toFixed(0)}% of the size (goal ≤ 60%), ${(parquet.cpu / jsonl.cpu).toFixed(2)}× the CPU, ` +
+    `Parquet vs JSONL end to end: ${(parquet.mbPerSecond / jsonl.mbPerSecond).toFixed(2)}× the throughput ` +
+      `(goal ≥ 1.5×), ${((100 * parquet.size) / jsonl.size).toFixed(0)}% of the size (goal ≤ 60%), ` +
+      `${(parquet.cpu / jsonl.cpu).toFixed(2)}× the CPU, ` +
       `peak RSS +${(parquet.rss - jsonl.rss).toFixed(0)} MB (goal ≤ +256 MB).`,
-    `Parquet encoding alone (parquet-wasm on one thread, the same row groups): zstd ${median(encoded.zstd).toFixed(2)} s, ` +
+    `Parquet encoding alone (parquet-wasm on one thread, the same row groups): ` +
+      `zstd ${median(encoded.zstd).toFixed(2)} s, ` +
       `snappy ${median(encoded.snappy).toFixed(2)} s, against ${jsonl.seconds.toFixed(2)} s for all of the JSONL run.`,
     `Trainer side: JSON.parse of the JSONL rows in Node (row count, tokens, trained tokens, Σ token ids) ` +
       `${jsonRead.toFixed(2)} s; DuckDB scanning the Parquet for the same sums: ${reads.join("; ")} (goal ≥ 10×); ` +
       (agree ? "all give the same sums." : "THE SUMS DIFFER."),
-    `Default --jobs vs --jobs 1: ${pairs.map(([auto, one]) => `${(auto.input.bytes / 2 ** 20).toFixed(0)} MB ${auto.name.replace(" (default --jobs)", "")} ${(one.seconds / auto.seconds).toFixed(2)}×`).join("; ")} (goal ≥ 1.00× each).`,
+    `Default --jobs vs --jobs 1: ${speedups} (goal ≥ 1.00× each).`,
     `Load average at the end: ${loadavg()
       .map((l) => l.toFixed(1))
       .join(" ")} (other work on the machine slows the wall clock).`,

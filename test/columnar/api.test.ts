@@ -87,7 +87,8 @@ describe("row groups", () => {
             for (const end of ends) {
               const block = new RecordColumns(layout);
               for (const record of records.slice(from, end)) block.add(record as never);
-              for (const group of cutter.addBlock(block.finish())) groups.push(...bytesOf([group])); // used before the next
+              // used before the next
+              for (const group of cutter.addBlock(block.finish())) groups.push(...bytesOf([group]));
               from = end;
             }
             groups.push(...bytesOf([cutter.end()]));
@@ -189,60 +190,66 @@ describe("toArrowTable, toArrowIPC, toParquet", () => {
   });
 });
 
-test("createColumnarWriter: plans written as they come (each released after), read back equal to the JSONL rows", async () => {
-  const dir = tempDir();
-  const input = join(dir, "batch.jsonl");
-  const rollouts = [example, ...generateSmallRollouts(30, 9, { arrays: "plain" })];
-  writeFileSync(input, rollouts.map((r) => JSON.stringify(r)).join("\n") + "\n");
-  expect((await cli("rows", input, "-o", join(dir, "rows.jsonl"), "--quiet")).code).toBe(0);
-  const chunks: Uint8Array[] = [];
-  const writer = await createColumnarWriter(
-    { write: (chunk) => void chunks.push(chunk.slice()) },
-    { format: "arrows", layout: "rows", rowGroupRows: 16 },
-  );
-  for (const rollout of rollouts) {
-    const plan = cf.plan(rollout);
-    await writer.write(plan.rows);
-    plan.release();
-  }
-  await writer.close();
-  writeFileSync(join(dir, "rows.arrows"), Buffer.concat(chunks));
-  expect(writer.groups).toBeGreaterThan(2);
-  expect(ipcRecords(join(dir, "rows.arrows")).records).toEqual(jsonlRecords(join(dir, "rows.jsonl")));
-  const parquetWriter = await createColumnarWriter(
-    { write: (chunk) => void chunks.push(chunk.slice()) },
-    { format: "parquet", layout: "rows", compression: "snappy" },
-  );
-  chunks.length = 0;
-  for (const rollout of rollouts) {
-    const plan = cf.plan(rollout);
-    await parquetWriter.write(plan.rows);
-    plan.release();
-  }
-  await parquetWriter.close();
-  writeFileSync(join(dir, "rows.parquet"), Buffer.concat(chunks));
-  expect((await parquetRecords(join(dir, "rows.parquet"))).records).toEqual(jsonlRecords(join(dir, "rows.jsonl")));
-  const db = await duckdb();
-  const codecs = await db.runAndReadAll(
-    `SELECT DISTINCT compression FROM parquet_metadata('${join(dir, "rows.parquet")}')`,
-  );
-  expect(codecs.getRows().map((row) => String(row[0]))).toEqual(["SNAPPY"]);
-  db.closeSync();
-});
+test(
+  "createColumnarWriter: plans written as they come (each released after), " + "read back equal to the JSONL rows",
+  async () => {
+    const dir = tempDir();
+    const input = join(dir, "batch.jsonl");
+    const rollouts = [example, ...generateSmallRollouts(30, 9, { arrays: "plain" })];
+    writeFileSync(input, rollouts.map((r) => JSON.stringify(r)).join("\n") + "\n");
+    expect((await cli("rows", input, "-o", join(dir, "rows.jsonl"), "--quiet")).code).toBe(0);
+    const chunks: Uint8Array[] = [];
+    const writer = await createColumnarWriter(
+      { write: (chunk) => void chunks.push(chunk.slice()) },
+      { format: "arrows", layout: "rows", rowGroupRows: 16 },
+    );
+    for (const rollout of rollouts) {
+      const plan = cf.plan(rollout);
+      await writer.write(plan.rows);
+      plan.release();
+    }
+    await writer.close();
+    writeFileSync(join(dir, "rows.arrows"), Buffer.concat(chunks));
+    expect(writer.groups).toBeGreaterThan(2);
+    expect(ipcRecords(join(dir, "rows.arrows")).records).toEqual(jsonlRecords(join(dir, "rows.jsonl")));
+    const parquetWriter = await createColumnarWriter(
+      { write: (chunk) => void chunks.push(chunk.slice()) },
+      { format: "parquet", layout: "rows", compression: "snappy" },
+    );
+    chunks.length = 0;
+    for (const rollout of rollouts) {
+      const plan = cf.plan(rollout);
+      await parquetWriter.write(plan.rows);
+      plan.release();
+    }
+    await parquetWriter.close();
+    writeFileSync(join(dir, "rows.parquet"), Buffer.concat(chunks));
+    expect((await parquetRecords(join(dir, "rows.parquet"))).records).toEqual(jsonlRecords(join(dir, "rows.jsonl")));
+    const db = await duckdb();
+    const codecs = await db.runAndReadAll(
+      `SELECT DISTINCT compression FROM parquet_metadata('${join(dir, "rows.parquet")}')`,
+    );
+    expect(codecs.getRows().map((row) => String(row[0]))).toEqual(["SNAPPY"]);
+    db.closeSync();
+  },
+);
 
-test("the modules the browser entry loads use no Node built-ins (only Node's loader and the CLI's encoder thread do)", () => {
-  const dir = join(ROOT, "src", "columnar");
-  const nodeOnly = ["encoder-thread.ts", "load-node.ts", "threaded-writer.ts"];
-  for (const file of readdirSync(dir)) {
-    const source = readFileSync(join(dir, file), "utf8");
-    expect(/from "node:/.test(source), file).toBe(nodeOnly.includes(file));
-    if (!nodeOnly.includes(file))
-      expect(
-        nodeOnly.some((other) => source.includes(`./${other.replace(".ts", ".js")}`)),
-        file,
-      ).toBe(false);
-  }
-  const browser = readFileSync(join(ROOT, "src", "browser.ts"), "utf8");
-  expect(browser).toContain('from "./columnar/load-browser.js"');
-  expect(browser).not.toContain("load-node");
-});
+test(
+  "the modules the browser entry loads use no Node built-ins " + "(only Node's loader and the CLI's encoder thread do)",
+  () => {
+    const dir = join(ROOT, "src", "columnar");
+    const nodeOnly = ["encoder-thread.ts", "load-node.ts", "threaded-writer.ts"];
+    for (const file of readdirSync(dir)) {
+      const source = readFileSync(join(dir, file), "utf8");
+      expect(/from "node:/.test(source), file).toBe(nodeOnly.includes(file));
+      if (!nodeOnly.includes(file))
+        expect(
+          nodeOnly.some((other) => source.includes(`./${other.replace(".ts", ".js")}`)),
+          file,
+        ).toBe(false);
+    }
+    const browser = readFileSync(join(ROOT, "src", "browser.ts"), "utf8");
+    expect(browser).toContain('from "./columnar/load-browser.js"');
+    expect(browser).not.toContain("load-node");
+  },
+);

@@ -34,10 +34,13 @@ beforeAll(async () => {
     join(app, "app.ts"),
     `import { init, toParquet, toArrowIPC } from "${entry}";
 const cf = await init();
-const base64 = (bytes: Uint8Array) => { let s = ""; for (const b of bytes) s += String.fromCharCode(b); return btoa(s); };
+const base64 = (bytes: Uint8Array) => { let s = ""; ` +
+      `for (const b of bytes) s += String.fromCharCode(b); return btoa(s); };
 (window as any).columns = async (text: string) => {
   const plan = cf.plan(JSON.parse(text), { trees: true });
-  const out = { parquet: base64(await toParquet(plan)), trees: base64(await toParquet(plan, { layout: "trees", compression: "snappy" })), arrow: base64(await toArrowIPC(plan)) };
+  const out = { parquet: base64(await toParquet(plan)), ` +
+      `trees: base64(await toParquet(plan, { layout: "trees", compression: "snappy" })), ` +
+      `arrow: base64(await toArrowIPC(plan)) };
   plan.release();
   return out;
 };
@@ -90,29 +93,32 @@ test("parquet-wasm's .wasm is a separate asset, fetched only when Parquet is ask
   expect(assets.filter((name) => name.startsWith("parquet_wasm_bg") && name.endsWith(".wasm"))).toHaveLength(1);
 });
 
-test("in Chromium: Parquet and Arrow IPC bytes equal to Node's for the same rollout, and DuckDB reads the Parquet", async () => {
-  const page = await browser.newPage();
-  const errors: string[] = [];
-  page.on("pageerror", (error) => errors.push(error.message));
-  await page.goto(`${origin}/`);
-  await page.waitForSelector("body[data-ready=true]", { state: "attached" });
-  const text = readFileSync(LOGIN_BUG, "utf8");
-  const got = await page.evaluate(
-    (t) => (window as unknown as { columns(t: string): Promise<Record<string, string>> }).columns(t),
-    text,
-  );
-  await page.close();
-  expect(errors).toEqual([]);
-  const plan = (await init()).plan(JSON.parse(text), { trees: true });
-  expect(Buffer.from(got.parquet, "base64").equals(Buffer.from(await toParquet(plan)))).toBe(true);
-  expect(
-    Buffer.from(got.trees, "base64").equals(
-      Buffer.from(await toParquet(plan, { layout: "trees", compression: "snappy" })),
-    ),
-  ).toBe(true);
-  expect(Buffer.from(got.arrow, "base64").equals(Buffer.from(await toArrowIPC(plan)))).toBe(true);
-  plan.release();
-  writeFileSync(join(dir, "page.parquet"), Buffer.from(got.parquet, "base64"));
-  const { records } = await parquetRecords(join(dir, "page.parquet"));
-  expect(records.map((record) => record.leaf)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
-});
+test(
+  "in Chromium: Parquet and Arrow IPC bytes equal to Node's for the same rollout, " + "and DuckDB reads the Parquet",
+  async () => {
+    const page = await browser.newPage();
+    const errors: string[] = [];
+    page.on("pageerror", (error) => errors.push(error.message));
+    await page.goto(`${origin}/`);
+    await page.waitForSelector("body[data-ready=true]", { state: "attached" });
+    const text = readFileSync(LOGIN_BUG, "utf8");
+    const got = await page.evaluate(
+      (t) => (window as unknown as { columns(t: string): Promise<Record<string, string>> }).columns(t),
+      text,
+    );
+    await page.close();
+    expect(errors).toEqual([]);
+    const plan = (await init()).plan(JSON.parse(text), { trees: true });
+    expect(Buffer.from(got.parquet, "base64").equals(Buffer.from(await toParquet(plan)))).toBe(true);
+    expect(
+      Buffer.from(got.trees, "base64").equals(
+        Buffer.from(await toParquet(plan, { layout: "trees", compression: "snappy" })),
+      ),
+    ).toBe(true);
+    expect(Buffer.from(got.arrow, "base64").equals(Buffer.from(await toArrowIPC(plan)))).toBe(true);
+    plan.release();
+    writeFileSync(join(dir, "page.parquet"), Buffer.from(got.parquet, "base64"));
+    const { records } = await parquetRecords(join(dir, "page.parquet"));
+    expect(records.map((record) => record.leaf)).toEqual(["C4", "C6", "C9", "C10", "C12"]);
+  },
+);

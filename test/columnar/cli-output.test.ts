@@ -57,27 +57,31 @@ describe("choosing the format", () => {
     expect(readdirSync(dir)).toEqual([]);
   });
 
-  test("the name decides (.parquet, .arrow, .arrows, .jsonl); --format decides for a name that says nothing, and for stdout", async () => {
-    const dir = tempDir();
-    const magic = (path: string) => readFileSync(path).subarray(0, 6).toString("latin1");
-    for (const [name, argv, start] of [
-      ["a.parquet", [], "PAR1"],
-      ["a.arrow", [], "ARROW1"],
-      ["a.jsonl", [], '{"rol'],
-      ["a.out", ["--format", "parquet"], "PAR1"],
-      ["b.out", [], '{"rol'],
-    ] as const) {
-      const run = await cli("rows", LOGIN_BUG, "-o", join(dir, name), "--quiet", ...argv);
-      expect(run.code, name).toBe(0);
-      expect(magic(join(dir, name)).startsWith(start), name).toBe(true);
-    }
-    // The IPC stream format starts with a message (continuation marker), not a file magic.
-    await cli("rows", LOGIN_BUG, "-o", join(dir, "a.arrows"), "--quiet");
-    expect([...readFileSync(join(dir, "a.arrows")).subarray(0, 4)]).toEqual([255, 255, 255, 255]);
-    const piped = await spawned(["rows", LOGIN_BUG, "--format", "parquet", "--quiet"]);
-    expect(piped.code).toBe(0);
-    expect(piped.stdout.equals(readFileSync(join(dir, "a.parquet")))).toBe(true);
-  });
+  test(
+    "the name decides (.parquet, .arrow, .arrows, .jsonl); " +
+      "--format decides for a name that says nothing, and for stdout",
+    async () => {
+      const dir = tempDir();
+      const magic = (path: string) => readFileSync(path).subarray(0, 6).toString("latin1");
+      for (const [name, argv, start] of [
+        ["a.parquet", [], "PAR1"],
+        ["a.arrow", [], "ARROW1"],
+        ["a.jsonl", [], '{"rol'],
+        ["a.out", ["--format", "parquet"], "PAR1"],
+        ["b.out", [], '{"rol'],
+      ] as const) {
+        const run = await cli("rows", LOGIN_BUG, "-o", join(dir, name), "--quiet", ...argv);
+        expect(run.code, name).toBe(0);
+        expect(magic(join(dir, name)).startsWith(start), name).toBe(true);
+      }
+      // The IPC stream format starts with a message (continuation marker), not a file magic.
+      await cli("rows", LOGIN_BUG, "-o", join(dir, "a.arrows"), "--quiet");
+      expect([...readFileSync(join(dir, "a.arrows")).subarray(0, 4)]).toEqual([255, 255, 255, 255]);
+      const piped = await spawned(["rows", LOGIN_BUG, "--format", "parquet", "--quiet"]);
+      expect(piped.code).toBe(0);
+      expect(piped.stdout.equals(readFileSync(join(dir, "a.parquet")))).toBe(true);
+    },
+  );
 });
 
 describe("Parquet settings", () => {
@@ -217,31 +221,39 @@ describe("outputs are written whole or not at all", () => {
     },
   );
 
-  test("a full disk for the rows: exit 2 with one line, and the report file is not replaced by one saying every rollout was ok", async () => {
-    const { report } = previous("unused");
-    for (const argv of [
-      ["-o", "/dev/full"],
-      ["--format", "parquet", "-o", "/dev/full"],
-    ]) {
-      const run = await cli("rows", LOGIN_BUG, ...argv, "--report", report, "--quiet");
-      expect([run.code, run.stderr]).toEqual([2, "callforest: cannot write /dev/full: no space left on device\n"]);
-      expect(readFileSync(report, "utf8")).toBe(OLD_REPORT);
-    }
-  });
+  test(
+    "a full disk for the rows: exit 2 with one line, " +
+      "and the report file is not replaced by one saying every rollout was ok",
+    async () => {
+      const { report } = previous("unused");
+      for (const argv of [
+        ["-o", "/dev/full"],
+        ["--format", "parquet", "-o", "/dev/full"],
+      ]) {
+        const run = await cli("rows", LOGIN_BUG, ...argv, "--report", report, "--quiet");
+        expect([run.code, run.stderr]).toEqual([2, "callforest: cannot write /dev/full: no space left on device\n"]);
+        expect(readFileSync(report, "utf8")).toBe(OLD_REPORT);
+      }
+    },
+  );
 
-  test("a successful run replaces both files; a replaced file keeps its permissions, a symbolic link stays a link to the new file", async () => {
-    const { dir, rows, report } = previous("rows.parquet");
-    chmodSync(rows, 0o600);
-    const link = join(dir, "latest.jsonl");
-    symlinkSync(report, link);
-    const run = await cli("rows", LOGIN_BUG, "-o", rows, "--report", link, "--quiet");
-    expect(run.code).toBe(0);
-    expect(readFileSync(rows).subarray(0, 4).toString()).toBe("PAR1");
-    expect(statSync(rows).mode & 0o777).toBe(0o600);
-    expect(lstatSync(link).isSymbolicLink()).toBe(true);
-    expect(JSON.parse(readFileSync(report, "utf8")).status).toBe("ok");
-    expect(readdirSync(dir).sort()).toEqual(["latest.jsonl", "report.jsonl", "rows.parquet"]);
-  });
+  test(
+    "a successful run replaces both files; a replaced file keeps its permissions, " +
+      "a symbolic link stays a link to the new file",
+    async () => {
+      const { dir, rows, report } = previous("rows.parquet");
+      chmodSync(rows, 0o600);
+      const link = join(dir, "latest.jsonl");
+      symlinkSync(report, link);
+      const run = await cli("rows", LOGIN_BUG, "-o", rows, "--report", link, "--quiet");
+      expect(run.code).toBe(0);
+      expect(readFileSync(rows).subarray(0, 4).toString()).toBe("PAR1");
+      expect(statSync(rows).mode & 0o777).toBe(0o600);
+      expect(lstatSync(link).isSymbolicLink()).toBe(true);
+      expect(JSON.parse(readFileSync(report, "utf8")).status).toBe("ok");
+      expect(readdirSync(dir).sort()).toEqual(["latest.jsonl", "report.jsonl", "rows.parquet"]);
+    },
+  );
 
   test("special files are written in place, as before: /dev/null", async () => {
     const run = await cli("rows", LOGIN_BUG, "-o", "/dev/null", "--format", "parquet", "--quiet");

@@ -48,7 +48,8 @@ const DUCKDB_TYPES = {
     ...ARRAYS,
     position_ids: "INTEGER[]",
     segments:
-      'STRUCT("call" VARCHAR, parent INTEGER, "start" INTEGER, length INTEGER, "end" INTEGER, tree INTEGER, trained BOOLEAN)[]',
+      'STRUCT("call" VARCHAR, parent INTEGER, "start" INTEGER, length INTEGER, ' +
+      '"end" INTEGER, tree INTEGER, trained BOOLEAN)[]',
     media: MEDIA,
     reward: "DOUBLE",
     routed_experts: "VARCHAR",
