@@ -60,7 +60,8 @@ export function renderDetails(host: HTMLElement, plan: Plan, index: number, deco
     pair(
       list,
       "logprobs",
-      `sum ${sum.toFixed(3)} · mean ${mean.toFixed(3)} (p ${Math.exp(mean).toFixed(3)}) · min ${min.toFixed(3)} · max ${max.toFixed(3)}`,
+      `sum ${sum.toFixed(3)} · mean ${mean.toFixed(3)} (p ${Math.exp(mean).toFixed(3)}) · ` +
+        `min ${min.toFixed(3)} · max ${max.toFixed(3)}`,
       "logprobs",
     );
   }

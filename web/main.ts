@@ -12,14 +12,17 @@ import {
 } from "../src/formats/index.js";
 import {
   XML_DECLARATION,
+  binsSavingsLine,
   faultOf,
   fileSafeId,
+  renderBinsSvg,
   renderPackedSvg,
   renderSvg,
   savingsLine,
   savingsOf,
   type DrawablePlan,
 } from "../src/draw/index.js";
+import { countOf, errorLine } from "../src/messages.js";
 import {
   holdsOneValue,
   jsonlItems,
@@ -35,6 +38,7 @@ import { Minimap } from "./minimap.js";
 import { Finder } from "./finder.js";
 import { renderDetails } from "./details.js";
 import { TokenizerPicker } from "./tokenizer.js";
+import { parquetWriter, parquetWriterLoaded } from "./parquet.js";
 
 /**
  * One rollout of the open file: where it is and its report. Its parsed value is not kept (a
@@ -57,9 +61,34 @@ interface State {
   /** The selected call's index, -1 for none; the row shown, -1 for none. */
   call: number;
   row: number;
+  /** The capacity control's tokens (null: none, the packed view shows packed trees). */
+  capacity: number | null;
+  /** The shown rollout planned again in bins of `capacity` (its report may be a rejection). */
+  bins: { plan: Plan; report: Report; capacity: number } | null;
 }
 
-const state: State = { cf: null, entries: [], selected: -1, plan: null, drawable: null, call: -1, row: -1 };
+const state: State = {
+  cf: null,
+  entries: [],
+  selected: -1,
+  plan: null,
+  drawable: null,
+  call: -1,
+  row: -1,
+  capacity: null,
+  bins: null,
+};
+
+/** Plans a download still reads (their rows are views into the core's memory), and those to release after it. */
+const inUse = new Set<Plan>();
+const releaseAfterUse = new Set<Plan>();
+
+/** Releases a plan the page no longer shows, once no download reads it. */
+function dropPlan(plan: Plan | null | undefined): void {
+  if (plan == null) return;
+  if (inUse.has(plan)) releaseAfterUse.add(plan);
+  else plan.release();
+}
 
 /** Resolves once state.cf is set: a file opened while the core loads waits for it. */
 let coreReady!: () => void;
@@ -175,18 +204,22 @@ async function openText(
     const option = document.createElement("option");
     option.value = String(i);
     const r = entry.report;
-    option.textContent = `${entry.where} · ${r.rollout_id ?? "(no id)"} · ${r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`}`;
+    const status = r.status === "ok" ? `${r.rows} rows` : `rejected (${r.reason})`;
+    option.textContent = `${entry.where} · ${r.rollout_id ?? "(no id)"} · ${status}`;
     options.append(option);
   });
-  state.plan?.release();
+  dropPlan(state.plan);
   state.plan = null;
+  dropPlan(state.bins?.plan);
+  state.bins = null;
   state.entries = entries;
   const select = element<HTMLSelectElement>("rollout-select");
   select.replaceChildren(options);
   element("rollouts").hidden = state.entries.length < 2;
   const rejected = state.entries.filter((e) => e.report.status === "rejected").length;
   setStatus(
-    `${name}: ${state.entries.length} rollout${state.entries.length === 1 ? "" : "s"}${rejected > 0 ? `, ${rejected} rejected` : ""}`,
+    `${name}: ${state.entries.length} rollout${state.entries.length === 1 ? "" : "s"}` +
+      `${rejected > 0 ? `, ${rejected} rejected` : ""}`,
   );
   if (state.entries.length === 0) {
     clearViews();
@@ -196,6 +229,7 @@ async function openText(
 }
 
 function clearViews(): void {
+  state.selected = -1;
   for (const id of ["report", "rows-table", "strip", "details", "packed-host"]) element(id).replaceChildren();
   viewer().clear();
   state.drawable = null;
@@ -217,22 +251,102 @@ function viewer(): ForestViewer {
 let finder: Finder | null = null;
 let tokenizer: TokenizerPicker | null = null;
 
-/** The packed layout instead of the forest, when "Packed view" is on. */
-function showPacked(): void {
-  const on = element<HTMLInputElement>("packed-toggle").checked && state.plan !== null;
-  element("packed-host").hidden = !on;
-  element("svg-host").hidden = on;
-  element("minimap").hidden = on || state.plan === null;
-  if (!on || state.plan === null) return element("packed-host").replaceChildren();
+/** What the picture shows: the forest (and the rows), the packed trees, or the bins of a capacity. */
+type Shown =
+  | { layout: "rows"; plan: Plan | null }
+  | { layout: "trees"; plan: Plan }
+  | { layout: "bins"; plan: Plan; report: Report; capacity: number };
+
+function shown(): Shown {
   const plan = state.plan;
-  const width = Math.max(720, element("picture").clientWidth - 2);
-  element("packed-host").innerHTML = renderPackedSvg(
-    { report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees },
-    { width, declaration: false },
-  );
+  if (plan === null || !element<HTMLInputElement>("packed-toggle").checked) return { layout: "rows", plan };
+  return state.bins === null ? { layout: "trees", plan } : { layout: "bins", ...state.bins };
 }
 
-/** Selects a call: marked in the picture with its path, children and owner row; its details and owner row's tokens shown. */
+/** How a download of what is shown is named: as `draw` names a rollout's file, and which layout. */
+function downloadName(view: Shown, extension: string): string {
+  const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
+  const layout = view.layout === "rows" ? "" : view.layout === "trees" ? ".packed" : `.bins-${view.capacity}`;
+  return `${fileSafeId(id)}${layout}.${extension}`;
+}
+
+/** The packed picture, as `callforest draw --layout packed [--capacity N]` draws it. */
+function packedSvg(view: Exclude<Shown, { layout: "rows" }>, width: number | undefined, declaration: boolean): string {
+  const plan = state.plan!;
+  const drawn = { forest: plan.forest, agents: plan.agents, rows: plan.rows };
+  if (view.layout === "trees")
+    return renderPackedSvg({ ...drawn, report: state.drawable!.report, trees: plan.trees }, { width, declaration });
+  // A rejected report draws as its reason, as every rejected rollout does.
+  const { report, capacity } = view;
+  return renderBinsSvg({ ...drawn, report, bins: view.plan.bins, capacity }, { width, declaration });
+}
+
+/** The line under the picture: what the packed trees save, or what the bins cost. */
+function showSavings(view: Shown): void {
+  const plan = state.plan;
+  element("savings").textContent =
+    plan === null
+      ? ""
+      : view.layout === "bins" && view.report.status === "ok"
+        ? `bins of at most ${view.capacity} tokens: ${binsSavingsLine(view.report)}`
+        : `packed: ${savingsLine(savingsOf(plan))}`;
+}
+
+/** The packed layout instead of the forest, when "Packed view" is on: the bins, with a capacity. */
+function showPacked(): void {
+  const view = shown();
+  const on = view.layout !== "rows";
+  const host = element("packed-host");
+  host.hidden = !on;
+  element("svg-host").hidden = on;
+  element("minimap").hidden = on || state.plan === null;
+  showSavings(view);
+  if (!on) return host.replaceChildren();
+  if (view.layout === "bins" && view.report.status === "rejected") {
+    // A rollout whose longest row does not fit: one line, its reason (SPEC's row_exceeds_capacity).
+    const { reason, detail } = view.report;
+    const line = document.createElement("p");
+    line.className = "bins-rejected";
+    line.textContent = `bins of at most ${view.capacity} tokens: rejected, ${reason}${detail ? `: ${detail}` : ""}`;
+    return host.replaceChildren(line);
+  }
+  host.innerHTML = packedSvg(view, Math.max(720, element("picture").clientWidth - 2), false);
+}
+
+/** Plans the shown rollout (`item`, read again if not given) in bins of state.capacity. */
+function planBins(shownItem?: LoadedItem): void {
+  dropPlan(state.bins?.plan);
+  state.bins = null;
+  const entry = state.entries[state.selected];
+  if (state.capacity === null || state.plan === null || entry === undefined) return;
+  const item = shownItem ?? entry.load();
+  if (!item.result.ok) return;
+  const capacity = state.capacity;
+  const plan = state.cf!.plan(item.result.rollout, {
+    ...(item.line === undefined ? {} : { line: item.line }),
+    capacity,
+  });
+  state.bins = { plan, report: withImport(plan.report, item.result), capacity };
+}
+
+/** The capacity control: empty for the packed trees, else a whole number of tokens (as `rows --capacity`). */
+function setCapacity(input: HTMLInputElement): void {
+  const text = input.value.trim();
+  const value = Number(text);
+  if (input.validity.badInput || (text !== "" && (!/^\d+$/.test(text) || value < 1 || value > 2 ** 31 - 1))) {
+    setStatus(`the capacity must be a whole number of tokens from 1 to ${2 ** 31 - 1}`, true);
+    return;
+  }
+  state.capacity = text === "" ? null : value;
+  if (state.capacity !== null) element<HTMLInputElement>("packed-toggle").checked = true;
+  planBins();
+  showPacked();
+}
+
+/**
+ * Selects a call: marked in the picture with its path, children and owner row; its details and
+ * owner row's tokens shown.
+ */
 function selectCall(index: number, scroll = true): void {
   const plan = state.plan;
   if (plan === null || plan.forest[index] === undefined) return;
@@ -251,8 +365,10 @@ function selectRow(index: number, scroll = true): void {
 }
 
 async function showRollout(index: number): Promise<void> {
-  state.plan?.release();
+  dropPlan(state.plan);
   state.plan = null;
+  dropPlan(state.bins?.plan);
+  state.bins = null;
   state.selected = index;
   element<HTMLSelectElement>("rollout-select").value = String(index);
   const entry = state.entries[index];
@@ -281,7 +397,7 @@ async function showRollout(index: number): Promise<void> {
   element("svg-host").hidden = false;
   viewer().show(drawable);
   finder!.reset(drawable.forest, drawable.rows.length);
-  element("savings").textContent = state.plan === null ? "" : `packed: ${savingsLine(savingsOf(state.plan))}`;
+  planBins(item);
   showPacked();
   element("rows-section").hidden = state.plan === null;
   element("tokens-section").hidden = state.plan === null;
@@ -392,16 +508,68 @@ async function openExample(): Promise<void> {
   await openText("login-bug.json", new Uint8Array(await response.arrayBuffer()), {}, open);
 }
 
-function downloadSvg(): void {
-  if (state.drawable === null) return;
-  // The whole picture at the detail scale, as `callforest draw` writes it (not the zoomed window).
-  const svg = renderSvg(state.drawable, { declaration: false });
+function save(blob: Blob, name: string): void {
   const link = document.createElement("a");
-  link.href = URL.createObjectURL(new Blob([`${XML_DECLARATION}\n${svg}`], { type: "image/svg+xml" }));
-  const id = state.entries[state.selected]?.report.rollout_id ?? "rollout";
-  link.download = `${fileSafeId(id)}.svg`; // as `draw` names files
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
   link.click();
   setTimeout(() => URL.revokeObjectURL(link.href), 0);
+}
+
+function downloadSvg(): void {
+  if (state.drawable === null) return;
+  // The whole picture as `callforest draw` writes it (not the zoomed window): the forest at the
+  // detail scale, or (packed view) the packed trees or bins at draw's width.
+  const view = shown();
+  const svg =
+    view.layout === "rows"
+      ? `${XML_DECLARATION}\n${renderSvg(state.drawable, { declaration: false })}`
+      : packedSvg(view, undefined, true);
+  save(new Blob([svg], { type: "image/svg+xml" }), downloadName(view, "svg"));
+}
+
+/** True while a Parquet file is being written (a second click waits for it). */
+let writingParquet = false;
+
+/**
+ * What the page shows as Parquet, the bytes `callforest rows <file> -o x.parquet` writes for this
+ * rollout: its rows, or in the packed view its packed trees (`--layout packed`) or its bins
+ * (`--capacity N`). A rejected rollout has none: the file holds the columns and no records, as
+ * the CLI's does.
+ */
+async function downloadParquet(): Promise<void> {
+  if (state.selected < 0 || writingParquet) return;
+  const view = shown();
+  const name = downloadName(view, "parquet");
+  const button = element<HTMLButtonElement>("download-parquet");
+  const plan = view.plan;
+  writingParquet = true;
+  button.disabled = true;
+  if (plan !== null) inUse.add(plan);
+  try {
+    if (!parquetWriterLoaded()) setStatus(`${name}: unpacking the Parquet writer…`);
+    const writer = await parquetWriter();
+    setStatus(`${name}: writing…`);
+    const layout = view.layout;
+    const bytes = await writer.toParquet(plan ?? [], { layout });
+    save(new Blob([bytes as Uint8Array<ArrayBuffer>], { type: "application/vnd.apache.parquet" }), name);
+    const [records, noun] =
+      layout === "rows"
+        ? [plan?.rows.length ?? 0, "row"]
+        : layout === "trees"
+          ? [view.plan.trees.length, "packed tree"]
+          : [view.plan.bins.length, "bin"];
+    setStatus(`${name}: ${countOf(records, noun)}, ${(bytes.length / 1024).toFixed(1)} KB`);
+  } catch (error) {
+    setStatus(`${name}: ${errorLine(error)}`, true); // one line, never a stack
+  } finally {
+    writingParquet = false;
+    button.disabled = false;
+    if (plan !== null) {
+      inUse.delete(plan);
+      if (releaseAfterUse.delete(plan)) plan.release();
+    }
+  }
 }
 
 function wire(): void {
@@ -412,6 +580,9 @@ function wire(): void {
   });
   element("example").addEventListener("click", () => openExample().catch(fail));
   element("download-svg").addEventListener("click", downloadSvg);
+  element("download-parquet").addEventListener("click", () => void downloadParquet());
+  const capacity = element<HTMLInputElement>("capacity");
+  capacity.addEventListener("change", () => setCapacity(capacity));
   // Clicking a call (or its tick in a collapsed lane) selects it and shows the tokens of the row
   // that trains it; clicking a row's path shows that row.
   element("svg-host").addEventListener("click", (event) => {
@@ -489,7 +660,10 @@ function wire(): void {
   });
 }
 
-/** For tests and the console: the selected rollout's rows and report as the CLI writes them, and the picture's state. */
+/**
+ * For tests and the console: the selected rollout's rows and report as the CLI writes them, and
+ * the picture's state.
+ */
 export interface PageHandle {
   backend: string;
   openText(name: string, text: string | Uint8Array, read?: ReadOptions): Promise<void>;
@@ -505,6 +679,8 @@ export interface PageHandle {
     lanes: { agent: string; y: number; height: number; collapsed: boolean }[];
   } | null;
   callBox(index: number): { x: number; y: number; width: number; height: number; folded: boolean } | null;
+  /** Whether "Download Parquet" has unpacked the Parquet writer yet. */
+  parquetWriterLoaded(): boolean;
 }
 
 declare global {
@@ -583,6 +759,7 @@ async function start(): Promise<void> {
         folded: l.folded.has(call.agent),
       };
     },
+    parquetWriterLoaded,
   };
   const query = new URLSearchParams(location.search);
   const from = parseFrom(query.get("from") ?? "auto");
@@ -598,7 +775,8 @@ async function start(): Promise<void> {
     );
   } else if (from === null) {
     setStatus(
-      `?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: nothing opened (open a file to read it as auto)`,
+      `?from=${query.get("from")} is not one of ${FROM_OPTIONS.join(", ")}: ` +
+        "nothing opened (open a file to read it as auto)",
       true,
     );
   } else if (input !== null && !userOpened) {

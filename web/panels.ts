@@ -24,7 +24,8 @@ const COUNTS: (keyof Report)[] = [
 export function renderReport(host: HTMLElement, report: Report, fault: Fault | null, faultCall: unknown): void {
   host.replaceChildren();
   const title = document.createElement("h2");
-  title.textContent = `rollout ${report.rollout_id ?? "(no id)"}${report.line !== undefined ? ` (line ${report.line})` : ""}`;
+  const line = report.line !== undefined ? ` (line ${report.line})` : "";
+  title.textContent = `rollout ${report.rollout_id ?? "(no id)"}${line}`;
   host.append(title);
   if (report.status === "rejected") {
     const box = document.createElement("div");
@@ -57,7 +58,8 @@ export function renderReport(host: HTMLElement, report: Report, fault: Fault | n
     const notes = document.createElement("ul");
     notes.className = "diagnostics";
     for (const d of report.diagnostics) {
-      notes.append(cell("li", `${d.code}${d.call !== null ? ` · ${d.call}` : ""}${d.detail ? ` · ${d.detail}` : ""}`));
+      const call = d.call !== null ? ` · ${d.call}` : "";
+      notes.append(cell("li", `${d.code}${call}${d.detail ? ` · ${d.detail}` : ""}`));
     }
     host.append(notes);
   }

@@ -11,7 +11,10 @@ import { visible, type TokenDecoder } from "../src/tokenizer/decoder.js";
 /** A special token repeated at least this many times is a placeholder run (an image's pads). */
 const RUN_MIN = 4;
 
-/** Where placeholder runs start and how long they are (decoded mode): media occurrences, and repeated special tokens. */
+/**
+ * Where placeholder runs start and how long they are (decoded mode): media occurrences, and
+ * repeated special tokens.
+ */
 function placeholderRuns(
   row: Row,
   decoder: TokenDecoder,
@@ -68,7 +71,9 @@ export function renderStrip(
       const item = run.media >= 0 ? row.media[run.media] : null;
       const pad = decoder!.piece(row.tokenIds[i]).text;
       chip.textContent = item !== null ? `▣ ${mediaName(item.id)} · ${run.length} tokens` : `▣ ${pad} ×${run.length}`;
-      chip.title = `#${i}–#${i + run.length - 1}: ${item !== null ? `media ${item.id}, ` : ""}${run.length} placeholder tokens (${pad}${run.length > 1 ? " …" : ""})`;
+      chip.title =
+        `#${i}–#${i + run.length - 1}: ${item !== null ? `media ${item.id}, ` : ""}` +
+        `${run.length} placeholder tokens (${pad}${run.length > 1 ? " …" : ""})`;
       chip.dataset.start = String(i);
       chip.dataset.length = String(run.length);
       if (item !== null) chip.dataset.media = String(run.media);
@@ -117,7 +122,8 @@ export function renderStrip(
       cell.append(prob);
       // Confidence as bar height: exp(logprob) in [0, 1].
       cell.style.setProperty("--p", Math.exp(lp).toFixed(3));
-      cell.title = `#${i} token ${row.tokenIds[i]} · ${row.calls[k]} · logprob ${formatFloat32(lp)} · loss mask ${bit}`;
+      cell.title =
+        `#${i} token ${row.tokenIds[i]} · ${row.calls[k]} · logprob ${formatFloat32(lp)} · ` + `loss mask ${bit}`;
     } else {
       cell.title = `#${i} token ${row.tokenIds[i]} · prompt · loss mask 0`;
     }

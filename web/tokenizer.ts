@@ -54,14 +54,17 @@ export class TokenizerPicker {
     if (cached !== undefined) return this.use(cached);
     if (location.protocol === "file:") {
       throw new Error(
-        `${name}: a page opened from disk fetches nothing; open gpt-tokenizer's ${OPENAI_ENCODINGS[name]}.tiktoken with "file…" (pick ${name} first for its special tokens), or run callforest view --tokenizer ${name}`,
+        `${name}: a page opened from disk fetches nothing; open gpt-tokenizer's ` +
+          `${OPENAI_ENCODINGS[name]}.tiktoken with "file…" (pick ${name} first for its special tokens), ` +
+          `or run callforest view --tokenizer ${name}`,
       );
     }
     this.say(`loading ${name}…`);
     const response = await fetch(new URL(openAiRanksPath(name), location.href));
     if (!response.ok)
       throw new Error(
-        `${name}: no ranks at ${openAiRanksPath(name)} (HTTP ${response.status}); callforest view serves them, or open the .tiktoken file with "file…"`,
+        `${name}: no ranks at ${openAiRanksPath(name)} (HTTP ${response.status}); ` +
+          `callforest view serves them, or open the .tiktoken file with "file…"`,
       );
     const decoder = tokenizerFromText(`${name}.tiktoken`, await response.text(), name);
     this.cache.set(name, decoder);

@@ -34,7 +34,10 @@ export const LABEL_EVERY_PX = 20 * COL;
 export const ROW_LABEL_CHARS = 20;
 /** Wide enough for the legend (1,023 px of marks and labels from the margin) and the header. */
 export const MIN_WIDTH = 1056;
-/** What the legend's "media cut" item takes (8 px mark, 6, 9 characters, 18), drawn only in a picture with a media cut. */
+/**
+ * What the legend's "media cut" item takes (8 px mark, 6, 9 characters, 18), drawn only in a
+ * picture with a media cut.
+ */
 export const MEDIA_CUT_LEGEND_W = 96;
 /** The narrowest picture `fit` makes. */
 export const MIN_FIT_WIDTH = 320;

@@ -3,7 +3,7 @@
 // (its generated tokens darker); the thin line after it runs to end(segment), over the tokens
 // that attend to it; a connector drops from the parent. "×N" marks a segment that N rows repeat,
 // which the packed record computes once. Above: what packing saves (tokens, attention).
-import type { PackedTree } from "../types.js";
+import type { PackedSegment, PackedTree } from "../types.js";
 import { laneColour } from "./colours.js";
 import { laneOrder, type DrawablePlan } from "./layout.js";
 import { CHAR, MARGIN } from "./metrics.js";
@@ -25,11 +25,12 @@ export interface PackedSvgOptions {
 export const PACKED_DEFAULT_WIDTH = 1400;
 const LEVEL_H = 20;
 const BLOCK_H = 14;
-const TREE_HEAD_H = 26;
-const TREE_GAP = 18;
-const TOP = 92;
+/** A record's head line, the gap after it, where the first record starts (under the four lines of text). */
+export const TREE_HEAD_H = 26;
+export const TREE_GAP = 18;
+export const TOP = 92;
 
-const STYLE = [
+export const PACKED_STYLE = [
   `.cf-packed text{fill:#222}`,
   `.cf-packed .cf-title{font-weight:bold}`,
   `.cf-packed .cf-dim{fill:#666}`,
@@ -38,15 +39,82 @@ const STYLE = [
   `.cf-packed .cf-seg-label{fill:#111}`,
 ].join("");
 
-function text(x: number, y: number, content: string, cls?: string): string {
+export function text(x: number, y: number, content: string, cls?: string): string {
   return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
 }
 
-/** Depth of each segment (its parent's + 1). Parents come first in pre-order. */
-function depths(tree: PackedTree): number[] {
+/** Depth of each segment (its parent's + 1; a tree's or a piece's root 0). Parents come first in pre-order. */
+export function depths(record: { segments: readonly PackedSegment[] }): number[] {
   const out: number[] = [];
-  for (const segment of tree.segments) out.push(segment.parent < 0 ? 0 : out[segment.parent] + 1);
+  for (const segment of record.segments) out.push(segment.parent < 0 ? 0 : out[segment.parent] + 1);
   return out;
+}
+
+/** Where one segment is drawn, and how. */
+export interface SegmentMark {
+  /** The x of packed index k. */
+  at: (k: number) => number;
+  /** The record's first level's y, and each segment's depth. */
+  top: number;
+  depth: readonly number[];
+  segments: readonly PackedSegment[];
+  s: number;
+  colour: string;
+  /** The segment's generated tokens (its last ones), drawn darker unless hollow. */
+  generated: number;
+  label: string;
+  /** Context (a bin that does not train the call): an outline, no fill. */
+  hollow?: boolean;
+}
+
+/**
+ * One segment's marks: a connector dropping from its parent, its block (the tokens it adds; its
+ * generated tokens darker), the line to end(segment) and its label where there is room.
+ */
+export function segmentMarks(body: string[], m: SegmentMark): void {
+  const segment = m.segments[m.s];
+  const x0 = m.at(segment.start);
+  const x1 = Math.max(x0 + 2, m.at(segment.start + segment.length));
+  const xEnd = Math.max(x1, m.at(segment.end));
+  const by = m.top + m.depth[m.s] * LEVEL_H;
+  const xGen = Math.min(x1 - 1, Math.max(x0, m.at(segment.start + segment.length - m.generated)));
+  if (segment.parent >= 0) {
+    const py = m.top + m.depth[segment.parent] * LEVEL_H + BLOCK_H;
+    body.push(`<path d="M${x0},${py} V${by}" class="cf-parent-link"/>`);
+  }
+  if (m.hollow)
+    body.push(
+      `<rect x="${x0}" y="${by}" width="${x1 - x0}" height="${BLOCK_H}" fill="#fff" stroke="${m.colour}" ` +
+        `class="cf-context-seg"/>`,
+    );
+  else {
+    body.push(
+      `<rect x="${x0}" y="${by}" width="${x1 - x0}" height="${BLOCK_H}" fill="${m.colour}" fill-opacity="0.35" ` +
+        `stroke="${m.colour}"/>`,
+    );
+    if (x1 > xGen)
+      body.push(`<rect x="${xGen}" y="${by}" width="${x1 - xGen}" height="${BLOCK_H}" fill="${m.colour}"/>`);
+  }
+  if (xEnd > x1)
+    body.push(
+      `<path d="M${x1},${by + BLOCK_H / 2} H${xEnd} M${xEnd},${by + 3} V${by + BLOCK_H - 3}" class="cf-subtree" ` +
+        `stroke="${m.colour}"/>`,
+    );
+  const room = Math.floor((x1 - x0 - 4) / CHAR);
+  if (room >= 3)
+    body.push(
+      text(
+        x0 + 3,
+        by + 11,
+        Array.from(m.label).length <= room ? m.label : clipMiddle(segment.call, room),
+        m.hollow ? "cf-seg-label cf-dim" : "cf-seg-label",
+      ),
+    );
+}
+
+/** The height of a record's levels. */
+export function levelsHeight(depth: readonly number[]): number {
+  return (depth.reduce((most, d) => Math.max(most, d), 0) + 1) * LEVEL_H;
 }
 
 export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions = {}): string {
@@ -67,7 +135,8 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
       MARGIN,
       MARGIN + 12,
       clip(
-        `rollout ${id} · packed: ${plan.trees.length} tree${plan.trees.length === 1 ? "" : "s"}, ${segments} segments, every token once`,
+        `rollout ${id} · packed: ${plan.trees.length} tree${plan.trees.length === 1 ? "" : "s"}, ` +
+          `${segments} segments, every token once`,
         chars,
       ),
       "cf-title",
@@ -77,7 +146,8 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
       MARGIN,
       MARGIN + 48,
       clip(
-        "block: the tokens a call adds to its parent (darker: generated) · line: to end(segment), the tokens that attend to it",
+        "block: the tokens a call adds to its parent (darker: generated) · " +
+          "line: to end(segment), the tokens that attend to it",
         chars,
       ),
       "cf-dim",
@@ -104,57 +174,38 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
     let keys = 0;
     for (let i = 0; i < tree.positionIds.length; i++) keys += tree.positionIds[i] + 1;
     const head =
-      `tree ${tree.index} · root ${tree.root} · ${agentName(tree.agent)} · ${count(tree.numTokens)} tokens once (its ${inRows.rows} row${inRows.rows === 1 ? "" : "s"} hold ${count(inRows.tokens)}, ${times(inRows.tokens, tree.numTokens)}) · ` +
+      `tree ${tree.index} · root ${tree.root} · ${agentName(tree.agent)} · ${count(tree.numTokens)} tokens once ` +
+      `(its ${inRows.rows} row${inRows.rows === 1 ? "" : "s"} hold ${count(inRows.tokens)}, ` +
+      `${times(inRows.tokens, tree.numTokens)}) · ` +
       `keys ${count(keys)} (rows ${count(inRows.keys)})`;
     body.push(`<g class="cf-tree" data-tree="${tree.index}">`, text(MARGIN, y + 14, clip(head, chars), "cf-title"));
     const top = y + TREE_HEAD_H;
     const depth = depths(tree);
     tree.segments.forEach((segment, s) => {
       const call = byId.get(segment.call);
-      const colour = colourOf.get(call?.agent ?? "") ?? laneColour(0);
-      const x0 = at(segment.start);
-      const x1 = Math.max(x0 + 2, at(segment.start + segment.length));
-      const xEnd = Math.max(x1, at(segment.end));
-      const by = top + depth[s] * LEVEL_H;
       const generated = Math.min(segment.length, call?.generationLength ?? 0);
-      const xGen = Math.min(x1 - 1, Math.max(x0, at(segment.start + segment.length - generated)));
       const repeats = savings.rowsOf.get(segment.call) ?? 0;
+      const parent =
+        segment.parent < 0 ? "none (root)" : `segment ${segment.parent} (${tree.segments[segment.parent].call})`;
       const title =
-        `${segment.call} · segment ${s} of tree ${tree.index} · parent ${segment.parent < 0 ? "none (root)" : `segment ${segment.parent} (${tree.segments[segment.parent].call})`} · ` +
-        `tokens [${segment.start}, ${segment.start + segment.length}) (${segment.length}: ${segment.length - generated} added to the prompt, ${generated} generated) · ` +
-        `seen by [${segment.start}, ${segment.end}) · in ${repeats} row${repeats === 1 ? "" : "s"}${repeats > 1 ? `, computed once here` : ""}`;
+        `${segment.call} · segment ${s} of tree ${tree.index} · ` +
+        `parent ${parent} · ` +
+        `tokens [${segment.start}, ${segment.start + segment.length}) ` +
+        `(${segment.length}: ${segment.length - generated} added to the prompt, ${generated} generated) · ` +
+        `seen by [${segment.start}, ${segment.end}) · in ${repeats} row${repeats === 1 ? "" : "s"}` +
+        `${repeats > 1 ? `, computed once here` : ""}`;
       body.push(
-        `<g class="cf-segment" data-tree="${tree.index}" data-segment="${s}" data-call="${xmlText(segment.call)}" data-parent="${segment.parent}" ` +
-          `data-start="${segment.start}" data-length="${segment.length}" data-end="${segment.end}" data-rows="${repeats}"><title>${xmlText(title)}</title>`,
+        `<g class="cf-segment" data-tree="${tree.index}" data-segment="${s}" data-call="${xmlText(segment.call)}" ` +
+          `data-parent="${segment.parent}" data-start="${segment.start}" data-length="${segment.length}" ` +
+          `data-end="${segment.end}" data-rows="${repeats}"><title>${xmlText(title)}</title>`,
       );
-      if (segment.parent >= 0) {
-        const py = top + depth[segment.parent] * LEVEL_H + BLOCK_H;
-        body.push(`<path d="M${x0},${py} V${by}" class="cf-parent-link"/>`);
-      }
-      body.push(
-        `<rect x="${x0}" y="${by}" width="${x1 - x0}" height="${BLOCK_H}" fill="${colour}" fill-opacity="0.35" stroke="${colour}"/>`,
-      );
-      if (x1 > xGen)
-        body.push(`<rect x="${xGen}" y="${by}" width="${x1 - xGen}" height="${BLOCK_H}" fill="${colour}"/>`);
-      if (xEnd > x1)
-        body.push(
-          `<path d="M${x1},${by + BLOCK_H / 2} H${xEnd} M${xEnd},${by + 3} V${by + BLOCK_H - 3}" class="cf-subtree" stroke="${colour}"/>`,
-        );
-      const room = Math.floor((x1 - x0 - 4) / CHAR);
       const label = repeats > 1 ? `${segment.call} ×${repeats}` : segment.call;
-      if (room >= 3)
-        body.push(
-          text(
-            x0 + 3,
-            by + 11,
-            Array.from(label).length <= room ? label : clipMiddle(segment.call, room),
-            "cf-seg-label",
-          ),
-        );
+      const colour = colourOf.get(call?.agent ?? "") ?? laneColour(0);
+      segmentMarks(body, { at, top, depth, segments: tree.segments, s, colour, generated, label });
       body.push(`</g>`);
     });
     body.push(`</g>`);
-    y = top + (depth.reduce((most, d) => Math.max(most, d), 0) + 1) * LEVEL_H + TREE_GAP; // no spreading: a tree may have more segments than a call takes arguments
+    y = top + levelsHeight(depth) + TREE_GAP; // no spreading: a tree may have more segments than a call takes arguments
   }
   return svgDocument({
     declaration: options.declaration,
@@ -162,7 +213,7 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
     height: y + MARGIN,
     title: `callforest: rollout ${id}, packed`,
     className: "cf-packed",
-    style: STYLE,
+    style: PACKED_STYLE,
     body,
   });
 }

@@ -53,7 +53,9 @@ export function count(n: number): string {
 /** One line: tokens and attention, rows against packed. */
 export function savingsLine(s: Savings): string {
   return (
-    `tokens: rows ${count(s.rowTokens)} → packed ${count(s.packedTokens)} (${times(s.rowTokens, s.packedTokens)} fewer) · ` +
-    `attention (keys per token, causal): rows ${count(s.rowKeys)} → packed ${count(s.packedKeys)} (${times(s.rowKeys, s.packedKeys)} less)`
+    `tokens: rows ${count(s.rowTokens)} → packed ${count(s.packedTokens)} ` +
+    `(${times(s.rowTokens, s.packedTokens)} fewer) · ` +
+    `attention (keys per token, causal): rows ${count(s.rowKeys)} → packed ${count(s.packedKeys)} ` +
+    `(${times(s.rowKeys, s.packedKeys)} less)`
   );
 }

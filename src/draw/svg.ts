@@ -106,8 +106,10 @@ function header(plan: DrawablePlan, width: number): string[] {
   out.push(text(MARGIN, MARGIN + 12, clip(`rollout ${id}`, chars), "cf-title"));
   if (report.status === "rejected") return out;
   const counts =
-    `${countOf(report.calls, "call")} · ${report.eligible} eligible · ${countOf(report.roots, "tree")} · ${countOf(report.leaves, "leaf", "leaves")} · ` +
-    `${countOf(report.rows, "row")} · tokens: ${report.captured_tokens} generated, ${report.trained_tokens} trained, ` +
+    `${countOf(report.calls, "call")} · ${report.eligible} eligible · ${countOf(report.roots, "tree")} · ` +
+    `${countOf(report.leaves, "leaf", "leaves")} · ` +
+    `${countOf(report.rows, "row")} · tokens: ${report.captured_tokens} generated, ` +
+    `${report.trained_tokens} trained, ` +
     `${report.row_tokens} in rows, ${report.unique_tokens} unique`;
   out.push(text(MARGIN, MARGIN + 30, clip(counts, chars), "cf-dim"));
   return out;
@@ -276,7 +278,10 @@ function links(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, vie
 
 function cutTitle(cut: Cut): string {
   if (cut.reason === "context") {
-    return `context cut in ${agentName(cut.agent)}: ${cut.before} was the last call of the old context, ${cut.after} starts a new tree`;
+    return (
+      `context cut in ${agentName(cut.agent)}: ${cut.before} was the last call of the old context, ` +
+      `${cut.after} starts a new tree`
+    );
   }
   const then =
     cut.before === null ? "so it starts a new tree" : `so it continues ${cut.before}, a shorter call whose media agree`;
@@ -341,7 +346,8 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
     if (l.folded.has(call.agent)) {
       // Folded into a collapsed lane: a tick, not a call box (expand the lane to see the call).
       out.push(
-        `<rect x="${x}" y="${y}" width="${w}" height="${h}" class="cf-tick" data-index="${call.index}" fill="${call.eligible ? lane.colour : "#ccc"}"/>`,
+        `<rect x="${x}" y="${y}" width="${w}" height="${h}" class="cf-tick" data-index="${call.index}" ` +
+          `fill="${call.eligible ? lane.colour : "#ccc"}"/>`,
       );
       continue;
     }
@@ -353,7 +359,8 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
       call.mediaMismatch ? "cf-is-media-mismatch" : "",
     ];
     out.push(
-      `<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}"><title>${xmlText(callTitle(call, label, mediaName, compactions.get(call.id)))}</title>`,
+      `<g class="${classes.filter(Boolean).join(" ")}" data-call="${xmlText(call.id)}" data-index="${call.index}">` +
+        `<title>${xmlText(callTitle(call, label, mediaName, compactions.get(call.id)))}</title>`,
     );
     if (!s.labels) {
       out.push(
@@ -368,7 +375,8 @@ function calls(plan: DrawablePlan, l: Layout, view: View): string[] {
     }
     if (call.eligible) {
       out.push(
-        `<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-box" fill="${lane.colour}" fill-opacity="0.2" stroke="${lane.colour}"/>`,
+        `<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-box" fill="${lane.colour}" ` +
+          `fill-opacity="0.2" stroke="${lane.colour}"/>`,
       );
     } else {
       out.push(`<rect x="${x}" y="${y}" width="${w}" height="${h}" rx="3" class="cf-unlinked"/>`);
@@ -411,14 +419,17 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
     if (!view.y(y, y + s.rowH)) continue;
     const trained = new Set(row.trained);
     if (row.index % 2 === 0) out.push(`<rect x="0" y="${y}" width="${l.width}" height="${s.rowH}" fill="#f6f6f6"/>`);
-    const title = `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens · trains ${row.trained.join(" ") || "–"} · context ${row.context.join(" ") || "–"}`;
+    const title =
+      `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens · trains ${row.trained.join(" ") || "–"} · ` +
+      `context ${row.context.join(" ") || "–"}`;
     out.push(`<g class="cf-row" data-row="${row.index}"><title>${xmlText(title)}</title>`);
     out.push(text(MARGIN, y + labelY, `row ${row.index}`, "cf-lane-label"));
     const xs = row.calls.map((id) => l.x.get(id)!);
     const mid = y + boxTop + s.rowBoxH / 2;
     if (xs.length > 1)
       out.push(
-        `<path d="M${xs[0] + Math.round(s.boxW / 2)},${mid} H${xs[xs.length - 1] + Math.round(s.boxW / 2)}" class="cf-path"/>`,
+        `<path d="M${xs[0] + Math.round(s.boxW / 2)},${mid} H${xs[xs.length - 1] + Math.round(s.boxW / 2)}" ` +
+          `class="cf-path"/>`,
       );
     row.calls.forEach((id, i) => {
       if (!view.x(xs[i], xs[i] + s.boxW)) return;
@@ -478,13 +489,16 @@ export function svgDocument(options: {
   const { width, height } = options;
   const out = [
     ...(options.declaration === false ? [] : [XML_DECLARATION]),
-    `<svg xmlns="http://www.w3.org/2000/svg" class="${options.className}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" ` +
+    `<svg xmlns="http://www.w3.org/2000/svg" class="${options.className}" width="${width}" height="${height}" ` +
+      `viewBox="0 0 ${width} ${height}" ` +
       `font-family="${FONT_FAMILY}" font-size="${FONT}" role="img">`,
     `<title>${xmlText(options.title)}</title>`,
     `<style>${options.style}</style>`,
-    `<defs><marker id="cf-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>` +
+    `<defs><marker id="cf-arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" markerHeight="7" orient="auto">` +
+      `<path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>` +
       (options.smallArrow
-        ? `<marker id="cf-arrow-small" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>`
+        ? `<marker id="cf-arrow-small" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="5" markerHeight="5" ` +
+          `orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#555"/></marker>`
         : "") +
       `</defs>`,
     `<rect width="${width}" height="${height}" fill="#fff"/>`,

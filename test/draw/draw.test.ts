@@ -12,6 +12,7 @@ import { BOX_W, COL, FONT, ROW_LABEL_CHARS } from "../../src/draw/layout.js";
 import { clip, clipMiddle, wrap } from "../../src/draw/xml.js";
 import { laneColour } from "../../src/draw/colours.js";
 import { renderPackedSvg } from "../../src/draw/packed.js";
+import { binsSavingsLine, renderBinsSvg } from "../../src/draw/bins.js";
 import { layout } from "../../src/draw/layout.js";
 import { main } from "../../src/cli/main.js";
 import { captureOutput, type Captured } from "../support/capture.js";
@@ -455,7 +456,11 @@ describe("fitted, collapsed and windowed pictures", () => {
     expect(
       [
         ...svg.matchAll(
-          /<g class="cf-segment" data-tree="0" data-segment="\d+" data-call="(C\d+)" data-parent="(-?\d+)" data-start="(\d+)" data-length="(\d+)" data-end="(\d+)"/g,
+          new RegExp(
+            '<g class="cf-segment" data-tree="0" data-segment="\\d+" data-call="(C\\d+)" data-parent="(-?\\d+)" ' +
+              'data-start="(\\d+)" data-length="(\\d+)" data-end="(\\d+)"',
+            "g",
+          ),
         ),
       ].map((m) => m.slice(1).join(" ")),
     ).toEqual(["C1 -1 0 7 24", "C3 0 7 3 24", "C7 1 10 4 24", "C8 2 14 3 19", "C9 3 17 2 19", "C10 2 19 5 24"]);
@@ -467,6 +472,89 @@ describe("fitted, collapsed and windowed pictures", () => {
       expect([bad.code, bad.stderr]).toEqual([2, `callforest: ${message}\n`]);
     }
   });
+});
+
+describe("bins (packed records of a capacity, SPEC's Bins)", () => {
+  /** `bin segment call trained` of every segment the SVG draws. */
+  function binSegments(svg: string): string[] {
+    return [
+      ...svg.matchAll(
+        /<g class="cf-segment" data-bin="(\d+)" data-segment="(\d+)" data-call="([^"]+)"[^>]* data-trained="(\w+)"/g,
+      ),
+    ].map((m) => m.slice(1).join(" "));
+  }
+
+  it("draws each bin's pieces, context outlined, and what the bins cost against rows and unique tokens", () => {
+    const plan = cf.plan(example, { capacity: 20 });
+    try {
+      const svg = renderBinsSvg({ ...plan, forest: plan.forest, capacity: 20 });
+      expect(svg).toContain("rollout login-bug · bins of at most 20 tokens: 4 bins, 15 segments (3 as context)</text>");
+      expect(svg).toContain("tokens: rows 63 → bins 63 (1.00× fewer) · unique 49 (the bins repeat 14 as context)");
+      expect(binsSavingsLine(plan.report)).toBe(
+        "tokens: rows 63 → bins 63 (1.00× fewer) · unique 49 (the bins repeat 14 as context)",
+      );
+      expect(binSegments(svg)).toEqual(
+        plan.bins.flatMap((bin) => bin.segments.map((s, i) => `${bin.index} ${i} ${s.call} ${s.trained}`)),
+      );
+      // bin 1 repeats C1 C3 C7 as context for C10: outlines, not filled blocks
+      const context = [
+        ...svg.matchAll(/data-call="(C\d+)"[^>]*data-trained="false"><title>[^<]*<\/title>(.*?)<\/g>/gs),
+      ];
+      expect(context.map((m) => m[1])).toEqual(["C1", "C3", "C7"]);
+      for (const m of context) expect(m[2]).toMatch(/<rect [^>]*fill="#fff"[^>]*class="cf-context-seg"\/>/);
+      expect(svg).toContain("bin 1 · 19 of 20 tokens (95%) · 1 piece, root C1 · trains 1 call, 3 more as context");
+      expect(svg).toContain("bin 2 · 17 of 20 tokens (85%) · 2 pieces, roots C2 C11 · trains 4 calls");
+    } finally {
+      plan.release();
+    }
+  });
+
+  it(
+    "draw --capacity N writes renderBinsSvg's picture " + "(implying --layout packed); a rejection draws its reason",
+    async () => {
+      const dir = tmp();
+      const drawn = await run(EXAMPLE_FILE.pathname, "--capacity", "24", "-o", join(dir, "bins.svg"));
+      expect(drawn.code).toBe(0);
+      const svg = readFileSync(join(dir, "bins.svg"), "utf8");
+      const plan = cf.plan(example, { capacity: 24 });
+      expect(svg).toBe(renderBinsSvg({ ...plan, forest: plan.forest, capacity: 24 }));
+      plan.release();
+      expect(binSegments(svg).filter((s) => s.startsWith("0 "))).toEqual([
+        "0 0 C1 true",
+        "0 1 C3 true",
+        "0 2 C7 true",
+        "0 3 C8 true",
+        "0 4 C9 true",
+        "0 5 C10 true",
+      ]);
+      const packed = await run(
+        EXAMPLE_FILE.pathname,
+        "--layout",
+        "packed",
+        "--capacity",
+        "24",
+        "-o",
+        join(dir, "p.svg"),
+      );
+      expect([packed.code, readFileSync(join(dir, "p.svg"), "utf8")]).toEqual([0, svg]);
+      // C9's row holds 19 tokens: at 16 the rollout is rejected, and drawn as every rejection is
+      const tight = await run(EXAMPLE_FILE.pathname, "--capacity", "16", "-o", join(dir, "tight.svg"));
+      expect(tight.code).toBe(0);
+      const rejected = readFileSync(join(dir, "tight.svg"), "utf8");
+      expect(rejected).toContain("rejected (row_exceeds_capacity):");
+      expect(rejected).toContain("leaf call &quot;C9&quot; (calls[8]) holds 19 tokens, more than the capacity of 16");
+      for (const [args, message] of [
+        [["--capacity", "0"], "--capacity must be a positive integer, got '0'"],
+        [
+          ["--layout", "rows", "--capacity", "8"],
+          "--capacity lays out bins of packed records: it needs --layout packed, not rows",
+        ],
+      ] as const) {
+        const bad = await run(EXAMPLE_FILE.pathname, ...args, "-o", join(dir, "x.svg"));
+        expect([bad.code, bad.stderr]).toEqual([2, `callforest: ${message}\n`]);
+      }
+    },
+  );
 });
 
 describe("faultOf", () => {
@@ -561,20 +649,24 @@ describe("callforest draw", () => {
     expect(readFileSync(join(dir, "pic.rollout.4.svg"), "utf8")).toContain("rejected (malformed_json):");
   });
 
-  it("never writes two rollouts to one file: a name already taken gets one more suffix; .SVG is the extension in any case", async () => {
-    const dir = tmp();
-    const input = join(dir, "clash.jsonl");
-    // the third's <stem>.<id>.svg and <stem>.<id>.<position>.svg are both the names of earlier ones
-    writeFileSync(
-      input,
-      ["r.2.3", "r.2", "r.2"].map((id) => JSON.stringify({ ...example, rollout_id: id })).join("\n") + "\n",
-    );
-    const r = await run(input, "-o", join(dir, "F.SVG"));
-    expect([r.code, r.stderr]).toEqual([0, ""]);
-    const names = ["F.r.2.3.svg", "F.r.2.svg", "F.r.2.3_.svg"];
-    expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
-    expect(readFileSync(join(dir, "F.r.2.3.svg"), "utf8")).toContain("rollout r.2.3");
-  });
+  it(
+    "never writes two rollouts to one file: a name already taken " +
+      "gets one more suffix; .SVG is the extension in any case",
+    async () => {
+      const dir = tmp();
+      const input = join(dir, "clash.jsonl");
+      // the third's <stem>.<id>.svg and <stem>.<id>.<position>.svg are both the names of earlier ones
+      writeFileSync(
+        input,
+        ["r.2.3", "r.2", "r.2"].map((id) => JSON.stringify({ ...example, rollout_id: id })).join("\n") + "\n",
+      );
+      const r = await run(input, "-o", join(dir, "F.SVG"));
+      expect([r.code, r.stderr]).toEqual([0, ""]);
+      const names = ["F.r.2.3.svg", "F.r.2.svg", "F.r.2.3_.svg"];
+      expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
+      expect(readFileSync(join(dir, "F.r.2.3.svg"), "utf8")).toContain("rollout r.2.3");
+    },
+  );
 
   it("--rollout finds a rollout the importer rejects by its id, and draws the rejection", async () => {
     // a gym-observed capture without --tokens: rejected, but its rollout_id is known
@@ -590,18 +682,21 @@ describe("callforest draw", () => {
     expect(readFileSync(join(dir, "x.svg"), "utf8")).toContain("rollout 7-2");
   });
 
-  it("counts a rollout_id that is missing, empty or not a string as missing (the rollout is drawn as rejected)", async () => {
-    const dir = tmp();
-    const input = join(dir, "ids.jsonl");
-    const { rollout_id: _, ...noId } = example;
-    const rollouts = [noId, { ...example, rollout_id: "" }, { ...example, rollout_id: 5 }, example];
-    writeFileSync(input, rollouts.map((v) => JSON.stringify(v)).join("\n") + "\n");
-    const r = await run(input, "-o", join(dir, "f.svg"));
-    expect([r.code, r.stderr]).toEqual([0, ""]);
-    const names = ["f.rollout.1.svg", "f.rollout.2.svg", "f.rollout.3.svg", "f.login-bug.svg"];
-    expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
-    expect(readFileSync(join(dir, "f.rollout.3.svg"), "utf8")).toContain("rejected (invalid_rollout):");
-  });
+  it(
+    "counts a rollout_id that is missing, empty or not a " + "string as missing (the rollout is drawn as rejected)",
+    async () => {
+      const dir = tmp();
+      const input = join(dir, "ids.jsonl");
+      const { rollout_id: _, ...noId } = example;
+      const rollouts = [noId, { ...example, rollout_id: "" }, { ...example, rollout_id: 5 }, example];
+      writeFileSync(input, rollouts.map((v) => JSON.stringify(v)).join("\n") + "\n");
+      const r = await run(input, "-o", join(dir, "f.svg"));
+      expect([r.code, r.stderr]).toEqual([0, ""]);
+      const names = ["f.rollout.1.svg", "f.rollout.2.svg", "f.rollout.3.svg", "f.login-bug.svg"];
+      expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
+      expect(readFileSync(join(dir, "f.rollout.3.svg"), "utf8")).toContain("rejected (invalid_rollout):");
+    },
+  );
 
   /** two.jsonl in `dir`: the worked example, then a copy with rollout_id "other". */
   const writeTwoRollouts = (dir: string) => {
@@ -642,7 +737,8 @@ describe("callforest draw", () => {
       const r = await run(input, "-o", `/dev/fd/${fd}`);
       expect([r.code, r.stderr]).toEqual([
         2,
-        `callforest: -o /dev/fd/${fd} writes one SVG, but ${input} holds several rollouts: pick one with --rollout ID\n`,
+        `callforest: -o /dev/fd/${fd} writes one SVG, but ${input} holds several rollouts: ` +
+          "pick one with --rollout ID\n",
       ]);
     } finally {
       closeSync(fd);

@@ -58,7 +58,8 @@ describe("a media cut", () => {
     );
     expect(svg).toMatch(/<g class="cf-call cf-is-root cf-is-media-mismatch" data-call="C3" /);
     expect(callTitle(svg, "C3")).toBe(
-      `C3 · L · leader · calls[2] · 13 prompt + 2 generated tokens · root · trained in row 1 · media cut: ${MEDIA_CUT_REASON} · media sha256:bbbb@3+3`,
+      "C3 · L · leader · calls[2] · 13 prompt + 2 generated tokens · root · trained in row 1 · " +
+        `media cut: ${MEDIA_CUT_REASON} · media sha256:bbbb@3+3`,
     );
     expect(callTitle(svg, "C2")).toMatch(/ · continues C1 · .* · media sha256:aaaa@3\+3$/);
   });
@@ -68,7 +69,9 @@ describe("a media cut", () => {
     expect(cutMarks(svg)).toEqual([
       {
         attributes: `class="cf-cut-mark cf-is-media-cut" data-reason="media" data-after="C3"`,
-        title: `media cut in (no agent) before C3: ${MEDIA_CUT_REASON}, so it continues C1, a shorter call whose media agree`,
+        title:
+          `media cut in (no agent) before C3: ${MEDIA_CUT_REASON}, ` +
+          "so it continues C1, a shorter call whose media agree",
       },
     ]);
     expect(callTitle(svg, "C3")).toMatch(/ · continues C1 · .* · media cut: /);

@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
-import { renderSvg } from "../../src/draw/index.js";
+import { renderBinsSvg, renderPackedSvg, renderSvg } from "../../src/draw/index.js";
 import { generateRollout } from "../../bench/generate.js";
 import type { Rollout } from "../../src/types.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";
@@ -29,6 +29,17 @@ function draw(rollout: unknown): string {
   const plan = cf.plan(rollout);
   try {
     return renderSvg(plan);
+  } finally {
+    plan.release();
+  }
+}
+
+/** The packed trees' picture, and the bins' at `capacity`. */
+function drawPacked(rollout: unknown, capacity: number): string[] {
+  const plan = cf.plan(rollout, { trees: true, capacity });
+  try {
+    const drawn = { report: plan.report, forest: plan.forest, agents: plan.agents, rows: plan.rows };
+    return [renderPackedSvg({ ...drawn, trees: plan.trees }), renderBinsSvg({ ...drawn, bins: plan.bins, capacity })];
   } finally {
     plan.release();
   }
@@ -70,8 +81,11 @@ describe("SVG validity", () => {
       draw(rejected),
       draw(generateRollout({ calls: 500, seed: 3 })),
       draw(swap),
+      ...drawPacked(nasty, 20),
+      ...drawPacked(swap, 32768),
     ];
     expect(svgs[5]).toContain('data-reason="media"');
+    expect(svgs[7]).toContain('<g class="cf-bin" data-bin="3">');
     for (const svg of svgs) expect(await xmlProblem(svg)).toBe("");
   });
 });

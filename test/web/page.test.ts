@@ -189,52 +189,55 @@ describe("the page", () => {
     plan.release();
   });
 
-  it("marks a media cut in the picture and each row's media placeholders in the token strip (screenshot-swap)", async () => {
-    await page.setInputFiles("#file", SWAP_FILE);
-    await nextLoad();
-    expect(await rowsInDom()).toEqual([
-      { leaf: "C2", trained: ["C1", "C2"], context: [] },
-      { leaf: "C4", trained: ["C3", "C4"], context: [] },
-    ]);
-    // C3 becomes a root because its screenshot changed: a media cut, with the reason in its tooltip
-    const cuts = await page.$$eval("#svg-host .cf-cut-mark", (gs) =>
-      gs.map((g) => ({
-        after: g.getAttribute("data-after"),
-        reason: g.getAttribute("data-reason"),
-        title: g.querySelector("title")!.textContent,
-      })),
-    );
-    expect(cuts).toEqual([{ after: "C3", reason: "media", title: expect.stringContaining(MEDIA_CUT_REASON) }]);
-    expect(
-      await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call"))),
-    ).toEqual(["C3"]);
-    expect(await page.$$eval("#report .diagnostics li", (lis) => lis.map((li) => li.textContent))).toEqual([
-      "media_mismatch · C3",
-    ]);
-    // row 0's placeholders (prompt positions 3–5) are outlined after a tag naming the old screenshot
-    const strip = () =>
-      page.$$eval("#strip", ([host]) => ({
-        tags: Array.from(host.querySelectorAll(".media-tag"), (t) => ({
-          text: t.textContent,
-          title: (t as HTMLElement).title,
+  it(
+    "marks a media cut in the picture and each row's media " + "placeholders in the token strip (screenshot-swap)",
+    async () => {
+      await page.setInputFiles("#file", SWAP_FILE);
+      await nextLoad();
+      expect(await rowsInDom()).toEqual([
+        { leaf: "C2", trained: ["C1", "C2"], context: [] },
+        { leaf: "C4", trained: ["C3", "C4"], context: [] },
+      ]);
+      // C3 becomes a root because its screenshot changed: a media cut, with the reason in its tooltip
+      const cuts = await page.$$eval("#svg-host .cf-cut-mark", (gs) =>
+        gs.map((g) => ({
+          after: g.getAttribute("data-after"),
+          reason: g.getAttribute("data-reason"),
+          title: g.querySelector("title")!.textContent,
         })),
-        media: Array.from(host.querySelectorAll(".tok"), (c, i) => (c.classList.contains("media") ? i : -1)).filter(
-          (i) => i >= 0,
-        ),
-        titles: Array.from(host.querySelectorAll(".tok.media"), (c) => (c as HTMLElement).title),
-        outline: getComputedStyle(host.querySelector(".tok.media")!).outlineStyle,
-        plain: getComputedStyle(host.querySelector(".tok:not(.media)")!).outlineStyle,
-      }));
-    let shown = await strip();
-    expect(shown.tags).toEqual([{ text: "sha256:aaaa", title: "media sha256:aaaa · 3 placeholder tokens from #3" }]);
-    expect(shown.media).toEqual([3, 4, 5]);
-    expect(shown.titles[0]).toMatch(/^#3 token 901 · prompt · loss mask 0 · media sha256:aaaa, placeholder 1 of 3$/);
-    expect([shown.outline, shown.plain]).toEqual(["dashed", "none"]);
-    await page.click('#rows-table tr[data-row="1"]');
-    shown = await strip();
-    expect(shown.tags.map((t) => t.text)).toEqual(["sha256:bbbb"]);
-    expect(shown.media).toEqual([3, 4, 5]);
-  });
+      );
+      expect(cuts).toEqual([{ after: "C3", reason: "media", title: expect.stringContaining(MEDIA_CUT_REASON) }]);
+      expect(
+        await page.$$eval("#svg-host g.cf-is-media-mismatch", (gs) => gs.map((g) => g.getAttribute("data-call"))),
+      ).toEqual(["C3"]);
+      expect(await page.$$eval("#report .diagnostics li", (lis) => lis.map((li) => li.textContent))).toEqual([
+        "media_mismatch · C3",
+      ]);
+      // row 0's placeholders (prompt positions 3–5) are outlined after a tag naming the old screenshot
+      const strip = () =>
+        page.$$eval("#strip", ([host]) => ({
+          tags: Array.from(host.querySelectorAll(".media-tag"), (t) => ({
+            text: t.textContent,
+            title: (t as HTMLElement).title,
+          })),
+          media: Array.from(host.querySelectorAll(".tok"), (c, i) => (c.classList.contains("media") ? i : -1)).filter(
+            (i) => i >= 0,
+          ),
+          titles: Array.from(host.querySelectorAll(".tok.media"), (c) => (c as HTMLElement).title),
+          outline: getComputedStyle(host.querySelector(".tok.media")!).outlineStyle,
+          plain: getComputedStyle(host.querySelector(".tok:not(.media)")!).outlineStyle,
+        }));
+      let shown = await strip();
+      expect(shown.tags).toEqual([{ text: "sha256:aaaa", title: "media sha256:aaaa · 3 placeholder tokens from #3" }]);
+      expect(shown.media).toEqual([3, 4, 5]);
+      expect(shown.titles[0]).toMatch(/^#3 token 901 · prompt · loss mask 0 · media sha256:aaaa, placeholder 1 of 3$/);
+      expect([shown.outline, shown.plain]).toEqual(["dashed", "none"]);
+      await page.click('#rows-table tr[data-row="1"]');
+      shown = await strip();
+      expect(shown.tags.map((t) => t.text)).toEqual(["sha256:bbbb"]);
+      expect(shown.media).toEqual([3, 4, 5]);
+    },
+  );
 
   it("keeps a media id as text in the strip and the picture (markup in an id stays inert)", async () => {
     const swap = JSON.parse(readFileSync(SWAP_FILE, "utf8")) as Rollout;
@@ -282,31 +285,36 @@ describe("the page", () => {
     plan.release();
   });
 
-  it("opens a gym-observed capture selected together with its token file, as the CLI reads it with --tokens", async () => {
-    await page.setInputFiles("#file", [OBSERVED_ROWS, OBSERVED_TOKENS]);
-    await nextLoad();
-    const cf = await init();
-    const items = [];
-    for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) })) items.push(item);
-    expect(items[0].result.ok).toBe(true);
-    const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
-    const expected = plan.rows.map((row) => rowToJson(row, "bits")).join("\n");
-    expect(plan.rows.length).toBeGreaterThan(1);
-    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(expected);
-    plan.release();
-    // The rollout file alone: the rejection names the token file it needs.
-    await page.setInputFiles("#file", OBSERVED_ROWS);
-    await nextLoad();
-    expect(await page.textContent("#report")).toContain(
-      'no token entries for rollout "7-2": 7-2.tokens.jsonl was not opened with the rollout file (select or drop them together)',
-    );
-    // Token files alone: a one-line status, nothing opened.
-    await page.setInputFiles("#file", OBSERVED_TOKENS);
-    await page.waitForSelector("#status.error");
-    expect(await page.textContent("#status")).toBe(
-      "open a rollout file too (token files only give a gym-observed capture its tokens)",
-    );
-  });
+  it(
+    "opens a gym-observed capture selected together with " + "its token file, as the CLI reads it with --tokens",
+    async () => {
+      await page.setInputFiles("#file", [OBSERVED_ROWS, OBSERVED_TOKENS]);
+      await nextLoad();
+      const cf = await init();
+      const items = [];
+      for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) }))
+        items.push(item);
+      expect(items[0].result.ok).toBe(true);
+      const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
+      const expected = plan.rows.map((row) => rowToJson(row, "bits")).join("\n");
+      expect(plan.rows.length).toBeGreaterThan(1);
+      expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(expected);
+      plan.release();
+      // The rollout file alone: the rejection names the token file it needs.
+      await page.setInputFiles("#file", OBSERVED_ROWS);
+      await nextLoad();
+      expect(await page.textContent("#report")).toContain(
+        'no token entries for rollout "7-2": 7-2.tokens.jsonl was not ' +
+          "opened with the rollout file (select or drop them together)",
+      );
+      // Token files alone: a one-line status, nothing opened.
+      await page.setInputFiles("#file", OBSERVED_TOKENS);
+      await page.waitForSelector("#status.error");
+      expect(await page.textContent("#status")).toBe(
+        "open a rollout file too (token files only give a gym-observed capture its tokens)",
+      );
+    },
+  );
 
   it("shows a rejected rollout's reason and the call at fault", async () => {
     const bad = structuredClone(example);
@@ -349,45 +357,48 @@ describe("the page", () => {
     expect(await page.isHidden("#rollouts")).toBe(false);
   });
 
-  it("lists more rollouts than one call's arguments can hold (no spreading), and a failed open changes nothing", async () => {
-    const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
-    await page.evaluate(
-      (text) =>
-        (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
-          "many.jsonl",
-          text,
-        ),
-      many,
-    );
-    await nextLoad();
-    expect(await page.textContent("#status")).toBe("many.jsonl: 150000 rollouts, 150000 rejected");
-    expect(await page.$eval("#rollout-select", (s) => (s as HTMLSelectElement).options.length)).toBe(150_000);
-    await page.click("#example");
-    await nextLoad();
-    // A file that cannot be read leaves the open one as it was, still clickable.
-    const failed = await page.evaluate(
-      async (capture) => {
-        try {
-          const tokens = {
-            describe: () => "",
-            load: () => {
-              throw new Error("boom");
-            },
-          }; // a token source that breaks
-          await (
-            window as unknown as { callforest: { openText(n: string, t: string, r: unknown): Promise<void> } }
-          ).callforest.openText("x.jsonl", capture, { tokens });
-          return "";
-        } catch (error) {
-          return (error as Error).message;
-        }
-      },
-      readFileSync(OBSERVED_ROWS, "utf8"),
-    );
-    expect(failed).toBe("boom");
-    await page.click('#rows-table tr[data-row="1"]');
-    expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
-  });
+  it(
+    "lists more rollouts than one call's arguments can hold " + "(no spreading), and a failed open changes nothing",
+    async () => {
+      const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
+      await page.evaluate(
+        (text) =>
+          (window as unknown as { callforest: { openText(n: string, t: string): void } }).callforest.openText(
+            "many.jsonl",
+            text,
+          ),
+        many,
+      );
+      await nextLoad();
+      expect(await page.textContent("#status")).toBe("many.jsonl: 150000 rollouts, 150000 rejected");
+      expect(await page.$eval("#rollout-select", (s) => (s as HTMLSelectElement).options.length)).toBe(150_000);
+      await page.click("#example");
+      await nextLoad();
+      // A file that cannot be read leaves the open one as it was, still clickable.
+      const failed = await page.evaluate(
+        async (capture) => {
+          try {
+            const tokens = {
+              describe: () => "",
+              load: () => {
+                throw new Error("boom");
+              },
+            }; // a token source that breaks
+            await (
+              window as unknown as { callforest: { openText(n: string, t: string, r: unknown): Promise<void> } }
+            ).callforest.openText("x.jsonl", capture, { tokens });
+            return "";
+          } catch (error) {
+            return (error as Error).message;
+          }
+        },
+        readFileSync(OBSERVED_ROWS, "utf8"),
+      );
+      expect(failed).toBe("boom");
+      await page.click('#rows-table tr[data-row="1"]');
+      expect(await page.textContent("#strip-title")).toMatch(/^row 1 · leaf C6/);
+    },
+  );
 
   it("plans a big file in slices, and a file opened meanwhile wins", async () => {
     const many = Array.from({ length: 150_000 }, () => "[]").join("\n") + "\n";
@@ -541,45 +552,48 @@ describe("the page", () => {
     }
   });
 
-  it("view --port N refuses a taken port (exit 2); without --port a taken default port gives way to a free one", async () => {
-    const blocker = createServer();
-    blocker.listen(0, "127.0.0.1");
-    await once(blocker, "listening");
-    const taken = (blocker.address() as AddressInfo).port;
-    const view = (...args: string[]) =>
-      spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", ...args], {
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-    try {
-      const refused = view("--port", String(taken));
-      const stderr: Buffer[] = [];
-      refused.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
-      const timer = setTimeout(() => refused.kill(), 10_000); // serving instead would hang here
-      const [code] = (await once(refused, "exit")) as [number | null];
-      clearTimeout(timer);
-      expect([code, Buffer.concat(stderr).toString()]).toEqual([
-        2,
-        `callforest: --port ${taken}: already in use (--port 0 picks a free one)\n`,
+  it(
+    "view --port N refuses a taken port (exit 2); without " + "--port a taken default port gives way to a free one",
+    async () => {
+      const blocker = createServer();
+      blocker.listen(0, "127.0.0.1");
+      await once(blocker, "listening");
+      const taken = (blocker.address() as AddressInfo).port;
+      const view = (...args: string[]) =>
+        spawn(process.execPath, [join(ROOT, "bin/callforest.js"), "view", ...args], {
+          stdio: ["ignore", "pipe", "pipe"],
+        });
+      try {
+        const refused = view("--port", String(taken));
+        const stderr: Buffer[] = [];
+        refused.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
+        const timer = setTimeout(() => refused.kill(), 10_000); // serving instead would hang here
+        const [code] = (await once(refused, "exit")) as [number | null];
+        clearTimeout(timer);
+        expect([code, Buffer.concat(stderr).toString()]).toEqual([
+          2,
+          `callforest: --port ${taken}: already in use (--port 0 picks a free one)\n`,
+        ]);
+      } finally {
+        blocker.close();
+      }
+      const defaultPort = createServer();
+      defaultPort.listen(DEFAULT_PORT, "127.0.0.1");
+      const [event] = await Promise.race([
+        once(defaultPort, "listening").then(() => ["listening"]),
+        once(defaultPort, "error").then(() => ["error"]),
       ]);
-    } finally {
-      blocker.close();
-    }
-    const defaultPort = createServer();
-    defaultPort.listen(DEFAULT_PORT, "127.0.0.1");
-    const [event] = await Promise.race([
-      once(defaultPort, "listening").then(() => ["listening"]),
-      once(defaultPort, "error").then(() => ["error"]),
-    ]);
-    const child = view();
-    try {
-      const [url] = (await once(child.stdout, "data")) as [Buffer];
-      const port = Number(new URL(url.toString().trim()).port);
-      expect([event, port === DEFAULT_PORT, port > 0]).toEqual(["listening", false, true]);
-    } finally {
-      child.kill();
-      defaultPort.close();
-    }
-  });
+      const child = view();
+      try {
+        const [url] = (await once(child.stdout, "data")) as [Buffer];
+        const port = Number(new URL(url.toString().trim()).port);
+        expect([event, port === DEFAULT_PORT, port > 0]).toEqual(["listening", false, true]);
+      } finally {
+        child.kill();
+        defaultPort.close();
+      }
+    },
+  );
 
   it("refuses to follow ?input= to another origin", async () => {
     const other = await context.newPage();
@@ -757,68 +771,72 @@ describe("callforest view's server", () => {
     await withServer({}, async (server) => expect(new URL(server.url).pathname).not.toBe(pathname));
   });
 
-  it("may not be framed: X-Frame-Options DENY and CSP frame-ancestors 'none' on every response, and Chromium obeys", async () => {
-    const base = baseOf(view.url);
-    for (const path of ["/", "/input/login-bug.json", "/nope"]) {
-      const response = await fetch(`${base}${path}`);
-      expect([path, response.headers.get("x-frame-options"), response.headers.get("content-security-policy")]).toEqual([
-        path,
-        "DENY",
-        expect.stringContaining("frame-ancestors 'none'"),
-      ]);
-    }
-    // Another local site framing the page gets no page in its frame.
-    const framer = createServer((_, response) =>
-      response.writeHead(200, { "Content-Type": "text/html" }).end(`<iframe src="${view.url}"></iframe>`),
-    );
-    framer.listen(0, "127.0.0.1");
-    await once(framer, "listening");
-    const tab = await context.newPage();
-    try {
-      await tab.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
-      await tab.waitForTimeout(500);
-      const inner = tab.frames().find((f) => f !== tab.mainFrame())!;
-      expect(await inner.evaluate(() => document.body?.dataset.ready ?? "no page").catch(() => "blocked")).not.toBe(
-        "true",
+  it(
+    "may not be framed: X-Frame-Options DENY and CSP " + "frame-ancestors 'none' on every response, and Chromium obeys",
+    async () => {
+      const base = baseOf(view.url);
+      for (const path of ["/", "/input/login-bug.json", "/nope"]) {
+        const response = await fetch(`${base}${path}`);
+        expect([
+          path,
+          response.headers.get("x-frame-options"),
+          response.headers.get("content-security-policy"),
+        ]).toEqual([path, "DENY", expect.stringContaining("frame-ancestors 'none'")]);
+      }
+      // Another local site framing the page gets no page in its frame.
+      const framer = createServer((_, response) =>
+        response.writeHead(200, { "Content-Type": "text/html" }).end(`<iframe src="${view.url}"></iframe>`),
       );
-      expect(await inner.$("#file").catch(() => null)).toBeNull();
-    } finally {
-      await tab.close();
-      framer.close();
-    }
-  });
+      framer.listen(0, "127.0.0.1");
+      await once(framer, "listening");
+      const tab = await context.newPage();
+      try {
+        await tab.goto(`http://127.0.0.1:${(framer.address() as AddressInfo).port}/`);
+        await tab.waitForTimeout(500);
+        const inner = tab.frames().find((f) => f !== tab.mainFrame())!;
+        expect(await inner.evaluate(() => document.body?.dataset.ready ?? "no page").catch(() => "blocked")).not.toBe(
+          "true",
+        );
+        expect(await inner.$("#file").catch(() => null)).toBeNull();
+      } finally {
+        await tab.close();
+        framer.close();
+      }
+    },
+  );
 
-  it("with --tokens, never serves a symlink that resolves outside the directory (404), but serves one inside", async () => {
-    const outside = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
-    try {
-      writeFileSync(join(outside, "secret.txt"), "outside\n");
-      mkdirSync(join(outside, "tok"));
-      writeFileSync(join(outside, "tok", "real.tokens.jsonl"), "inside\n");
-      symlinkSync(join(outside, "secret.txt"), join(outside, "tok", "pw.tokens.jsonl"));
-      symlinkSync("/etc/passwd", join(outside, "tok", "etc.tokens.jsonl"));
-      symlinkSync("real.tokens.jsonl", join(outside, "tok", "alias.tokens.jsonl"));
-      execFileSync("mkfifo", [join(outside, "tok", "fifo.tokens.jsonl")]);
-      // DIR itself through a symlink: its real path is what files must stay in
-      symlinkSync(join(outside, "tok"), join(outside, "link"));
-      await withServer(
-        { input: OBSERVED_ROWS, tokensDir: join(outside, "link"), from: "gym-observed" },
-        async (_, base) => {
-          for (const name of ["pw", "etc", "fifo"]) {
-            for (const method of ["GET", "HEAD"])
-              expect([name, method, (await fetch(`${base}/tokens/${name}.tokens.jsonl`, { method })).status]).toEqual([
-                name,
-                method,
-                404,
-              ]);
-          }
-          expect(await (await fetch(`${base}/tokens/alias.tokens.jsonl`)).text()).toBe("inside\n");
-          expect(await (await fetch(`${base}/tokens/real.tokens.jsonl`)).text()).toBe("inside\n");
-        },
-      );
-    } finally {
-      rmSync(outside, { recursive: true, force: true });
-    }
-  });
+  it(
+    "with --tokens, never serves a symlink that resolves " + "outside the directory (404), but serves one inside",
+    async () => {
+      const outside = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
+      try {
+        writeFileSync(join(outside, "secret.txt"), "outside\n");
+        mkdirSync(join(outside, "tok"));
+        writeFileSync(join(outside, "tok", "real.tokens.jsonl"), "inside\n");
+        symlinkSync(join(outside, "secret.txt"), join(outside, "tok", "pw.tokens.jsonl"));
+        symlinkSync("/etc/passwd", join(outside, "tok", "etc.tokens.jsonl"));
+        symlinkSync("real.tokens.jsonl", join(outside, "tok", "alias.tokens.jsonl"));
+        execFileSync("mkfifo", [join(outside, "tok", "fifo.tokens.jsonl")]);
+        // DIR itself through a symlink: its real path is what files must stay in
+        symlinkSync(join(outside, "tok"), join(outside, "link"));
+        await withServer(
+          { input: OBSERVED_ROWS, tokensDir: join(outside, "link"), from: "gym-observed" },
+          async (_, base) => {
+            for (const name of ["pw", "etc", "fifo"]) {
+              for (const method of ["GET", "HEAD"])
+                expect([name, method, (await fetch(`${base}/tokens/${name}.tokens.jsonl`, { method })).status]).toEqual(
+                  [name, method, 404],
+                );
+            }
+            expect(await (await fetch(`${base}/tokens/alias.tokens.jsonl`)).text()).toBe("inside\n");
+            expect(await (await fetch(`${base}/tokens/real.tokens.jsonl`)).text()).toBe("inside\n");
+          },
+        );
+      } finally {
+        rmSync(outside, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("with --tokens, never serves a token file from outside the directory, however the name is encoded", async () => {
     const outside = mkdtempSync(join(tmpdir(), "callforest-tokens-"));
@@ -845,45 +863,53 @@ describe("callforest view's server", () => {
     }
   });
 
-  it("with --tokens, serves the directory's token files (and nothing else) and the page plans the capture", async () => {
-    await withServer({ input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed" }, async (server, base) => {
-      expect(server.url).toMatch(/\?input=input%2Frollouts\.jsonl&from=gym-observed&tokens=tokens%2F$/);
-      expect(await (await fetch(`${base}/tokens/7-2.tokens.jsonl`)).text()).toBe(readFileSync(OBSERVED_TOKENS, "utf8"));
-      for (const path of [
-        "/tokens/README.md",
-        "/tokens/..%2F..%2Fpackage.json",
-        "/tokens/%2e%2e%2fx.tokens.jsonl",
-        "/tokens/missing.tokens.jsonl",
-        "/tokens/%E0%A4%A.tokens.jsonl",
-      ]) {
-        expect([
-          path,
-          (await fetch(`${base}${path}`)).status,
-          (await fetch(`${base}${path}`, { method: "HEAD" })).status,
-        ]).toEqual([path, 404, 404]);
-      }
-      expect((await fetch(`${base}/tokens/7-2.tokens.jsonl`, { method: "HEAD" })).status).toBe(200);
-      const tab = await context.newPage();
-      await tab.goto(server.url);
-      await tab.waitForSelector('body[data-loads="1"]');
-      const cf = await init();
-      const items = [];
-      for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) }))
-        items.push(item);
-      const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
-      expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(
-        plan.rows.map((row) => rowToJson(row, "bits")).join("\n"),
+  it(
+    "with --tokens, serves the directory's token files " + "(and nothing else) and the page plans the capture",
+    async () => {
+      await withServer(
+        { input: OBSERVED_ROWS, tokensDir: OBSERVED_DIR, from: "gym-observed" },
+        async (server, base) => {
+          expect(server.url).toMatch(/\?input=input%2Frollouts\.jsonl&from=gym-observed&tokens=tokens%2F$/);
+          expect(await (await fetch(`${base}/tokens/7-2.tokens.jsonl`)).text()).toBe(
+            readFileSync(OBSERVED_TOKENS, "utf8"),
+          );
+          for (const path of [
+            "/tokens/README.md",
+            "/tokens/..%2F..%2Fpackage.json",
+            "/tokens/%2e%2e%2fx.tokens.jsonl",
+            "/tokens/missing.tokens.jsonl",
+            "/tokens/%E0%A4%A.tokens.jsonl",
+          ]) {
+            expect([
+              path,
+              (await fetch(`${base}${path}`)).status,
+              (await fetch(`${base}${path}`, { method: "HEAD" })).status,
+            ]).toEqual([path, 404, 404]);
+          }
+          expect((await fetch(`${base}/tokens/7-2.tokens.jsonl`, { method: "HEAD" })).status).toBe(200);
+          const tab = await context.newPage();
+          await tab.goto(server.url);
+          await tab.waitForSelector('body[data-loads="1"]');
+          const cf = await init();
+          const items = [];
+          for await (const item of readRollouts([OBSERVED_ROWS], { tokens: tokenDirectory(OBSERVED_DIR) }))
+            items.push(item);
+          const plan = cf.plan((items[0].result as { rollout: Rollout }).rollout);
+          expect(await tab.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl())).toBe(
+            plan.rows.map((row) => rowToJson(row, "bits")).join("\n"),
+          );
+          plan.release();
+          // ?tokens= is followed only to the page's own origin too
+          await tab.goto(`${base}/?input=input%2Frollouts.jsonl&tokens=${encodeURIComponent("http://example.com/")}`);
+          await tab.waitForSelector("body[data-ready=true]");
+          expect(await tab.textContent("#status")).toBe(
+            "?tokens= must name a file on this page's own origin, not http://example.com",
+          );
+          await tab.close();
+        },
       );
-      plan.release();
-      // ?tokens= is followed only to the page's own origin too
-      await tab.goto(`${base}/?input=input%2Frollouts.jsonl&tokens=${encodeURIComponent("http://example.com/")}`);
-      await tab.waitForSelector("body[data-ready=true]");
-      expect(await tab.textContent("#status")).toBe(
-        "?tokens= must name a file on this page's own origin, not http://example.com",
-      );
-      await tab.close();
-    });
-  });
+    },
+  );
 
   it("serves an input whose name needs escaping in a URL (spaces, #, %), and the page opens it", async () => {
     const input = join(dir, "my rollout #1 100%.jsonl");

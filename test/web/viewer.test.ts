@@ -124,7 +124,8 @@ describe("a rollout of 1,000 calls and ~190 agents", () => {
     try {
       await page.goto(view.url);
       await page.waitForSelector('body[data-loads="1"]');
-      // The page marks when its picture was painted (the first frame after it was drawn), and when the file's bytes arrived.
+      // The page marks when its picture was painted (the first frame after it was drawn), and when
+      // the file's bytes arrived.
       await page.waitForFunction(() => performance.getEntriesByName("callforest:painted").length > 0);
       const [firstPaint, fetched] = await page.evaluate(() =>
         ["callforest:painted", "callforest:fetched"].map((name) => performance.getEntriesByName(name)[0].startTime),
@@ -179,39 +180,44 @@ describe("zoom, lanes, find and selection", () => {
     await page.close();
   });
 
-  it("collapses a lane with its subagents: their calls are no longer drawn as calls, and expand brings them back", async () => {
-    const page = await openPage(bigFile);
-    const plan = cf.plan(big);
-    const leader = plan.agents[0].id;
-    const leaderCalls = plan.forest.filter((c) => c.agent === leader).map((c) => String(c.index));
-    // (lanes far below the box are not drawn yet: only what is on screen and a screen around it)
-    const before = await page.$$eval("#svg-host g.cf-call", (gs) => gs.length);
-    expect(before).toBeGreaterThan(big.calls.length / 2);
-    await page.click(`#svg-host .lane-toggle[data-agent="${leader}"]`);
-    const state = await picture(page);
-    // the leader's lane holds every agent (they all descend from it) and is collapsed
-    expect(state.lanes.map((l) => [l.agent, l.collapsed])).toEqual([[leader, true]]);
-    expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(0);
-    expect(await page.$$eval("#svg-host .cf-tick", (ts) => ts.length)).toBe(big.calls.length);
-    expect(await page.textContent("#svg-host .lane-tag")).toMatch(
-      new RegExp(`^▸${leader} \\+\\d+ · ${big.calls.length} calls$`),
-    );
-    await page.click(`#svg-host .lane-toggle[data-agent="${leader}"]`);
-    expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(before);
-    // "Collapse subagents" folds each top-level agent's subagents; a subagent's own toggle folds only its lane
-    const sub = plan.agents.find((a) => a.parent === leader)!.id;
-    const subCalls = plan.forest.filter((c) => c.agent === sub).map((c) => String(c.index));
-    await page.click(`#svg-host .lane-toggle[data-agent="${sub}"]`);
-    const drawnIndexes = await page.$$eval("#svg-host g.cf-call", (gs) => gs.map((g) => g.getAttribute("data-index")));
-    expect(drawnIndexes.filter((i) => subCalls.includes(i!))).toEqual([]);
-    expect(drawnIndexes.filter((i) => leaderCalls.includes(i!))).toEqual(leaderCalls);
-    await page.click("#collapse-all");
-    expect((await picture(page)).lanes.length).toBe(1);
-    await page.click("#expand-all");
-    expect((await picture(page)).lanes.length).toBe(new Set(big.calls.map((c) => c.agent)).size);
-    plan.release();
-    await page.close();
-  });
+  it(
+    "collapses a lane with its subagents: their calls are " + "no longer drawn as calls, and expand brings them back",
+    async () => {
+      const page = await openPage(bigFile);
+      const plan = cf.plan(big);
+      const leader = plan.agents[0].id;
+      const leaderCalls = plan.forest.filter((c) => c.agent === leader).map((c) => String(c.index));
+      // (lanes far below the box are not drawn yet: only what is on screen and a screen around it)
+      const before = await page.$$eval("#svg-host g.cf-call", (gs) => gs.length);
+      expect(before).toBeGreaterThan(big.calls.length / 2);
+      await page.click(`#svg-host .lane-toggle[data-agent="${leader}"]`);
+      const state = await picture(page);
+      // the leader's lane holds every agent (they all descend from it) and is collapsed
+      expect(state.lanes.map((l) => [l.agent, l.collapsed])).toEqual([[leader, true]]);
+      expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(0);
+      expect(await page.$$eval("#svg-host .cf-tick", (ts) => ts.length)).toBe(big.calls.length);
+      expect(await page.textContent("#svg-host .lane-tag")).toMatch(
+        new RegExp(`^▸${leader} \\+\\d+ · ${big.calls.length} calls$`),
+      );
+      await page.click(`#svg-host .lane-toggle[data-agent="${leader}"]`);
+      expect(await page.$$eval("#svg-host g.cf-call", (gs) => gs.length)).toBe(before);
+      // "Collapse subagents" folds each top-level agent's subagents; a subagent's own toggle folds only its lane
+      const sub = plan.agents.find((a) => a.parent === leader)!.id;
+      const subCalls = plan.forest.filter((c) => c.agent === sub).map((c) => String(c.index));
+      await page.click(`#svg-host .lane-toggle[data-agent="${sub}"]`);
+      const drawnIndexes = await page.$$eval("#svg-host g.cf-call", (gs) =>
+        gs.map((g) => g.getAttribute("data-index")),
+      );
+      expect(drawnIndexes.filter((i) => subCalls.includes(i!))).toEqual([]);
+      expect(drawnIndexes.filter((i) => leaderCalls.includes(i!))).toEqual(leaderCalls);
+      await page.click("#collapse-all");
+      expect((await picture(page)).lanes.length).toBe(1);
+      await page.click("#expand-all");
+      expect((await picture(page)).lanes.length).toBe(new Set(big.calls.map((c) => c.agent)).size);
+      plan.release();
+      await page.close();
+    },
+  );
 
   it("finds a call by id, selects it (path, children, owner row, details) and scrolls to it", async () => {
     const page = await openPage(bigFile);
@@ -366,66 +372,70 @@ describe("decoded text", () => {
     }
   }
 
-  it("view --tokenizer o200k_harmony: the details and the strip show the agent-demo's text as gpt-tokenizer decodes it, images as one chip", async () => {
-    const { decode } = await import("gpt-tokenizer/encoding/o200k_harmony");
-    const rollout = await agentDemoRollout();
-    const file = join(dir, "agent-demo.json");
-    writeFileSync(file, asJson(rollout));
-    const view = await startViewServer({
-      page: join(dir, "web/index.html"),
-      input: file,
-      port: 0,
-      tokenizer: "o200k_harmony",
-    });
-    const page = await context.newPage();
-    try {
-      expect(view.url).toMatch(/&?tokenizer=o200k_harmony$/);
-      await page.goto(view.url);
-      await page.waitForSelector("body[data-tokenizer=o200k_harmony]");
-      const plan = cf.plan(JSON.parse(readFileSync(file, "utf8")));
-      for (const call of plan.forest.filter((c) => c.eligible)) {
-        await page.fill("#find", call.id);
-        await page.press("#find", "Enter");
-        const row = plan.rows[call.ownerRow];
-        const generated = Array.from(
-          row.tokenIds.subarray(call.promptLength, call.promptLength + call.generationLength),
-        );
-        expect(await page.textContent('#details pre[data-key="generated-text"]')).toBe(decode(generated));
-        const parent = plan.forest.find((c) => c.id === call.parent);
-        const from = parent === undefined ? 0 : parent.promptLength + parent.generationLength;
-        expect(await page.textContent('#details pre[data-key="prompt-text"]')).toBe(
-          decode(Array.from(row.tokenIds.subarray(from, call.promptLength))),
-        );
-      }
-      // The strip of the last row: every token's text (special tokens marked), each image one chip.
-      const row = plan.rows[plan.rows.length - 1];
-      await page.click(`#rows-table tr[data-row="${row.index}"]`);
-      const strip = await page.$$eval("#strip > .tok, #strip > .image-chip", (cells) =>
-        cells.map((c) =>
-          c.classList.contains("image-chip")
-            ? { chip: Number((c as HTMLElement).dataset.length), start: Number((c as HTMLElement).dataset.start) }
-            : { text: (c as HTMLElement).dataset.text!, special: c.classList.contains("special") },
-        ),
-      );
-      const chips = strip.filter((c) => "chip" in c) as { chip: number; start: number }[];
-      expect(chips.map((c) => [c.start, c.chip])).toEqual(row.media.map((m) => [m.offset, m.length]));
-      const ids = Array.from(row.tokenIds);
-      const outside = ids.filter((_, i) => !row.media.some((m) => i >= m.offset && i < m.offset + m.length));
-      const texts = strip.filter((c) => "text" in c) as { text: string; special: boolean }[];
-      expect(texts.length).toBe(outside.length);
-      // each token alone, where its bytes are whole characters, is what the tokenizer decodes it to
-      texts.forEach((cell, i) => {
-        const own = decode([outside[i]]);
-        if (!own.includes("\uFFFD") && !cell.text.startsWith("‹")) expect([i, cell.text]).toEqual([i, own]);
+  it(
+    "view --tokenizer o200k_harmony: the details and the strip show the " +
+      "agent-demo's text as gpt-tokenizer decodes it, images as one chip",
+    async () => {
+      const { decode } = await import("gpt-tokenizer/encoding/o200k_harmony");
+      const rollout = await agentDemoRollout();
+      const file = join(dir, "agent-demo.json");
+      writeFileSync(file, asJson(rollout));
+      const view = await startViewServer({
+        page: join(dir, "web/index.html"),
+        input: file,
+        port: 0,
+        tokenizer: "o200k_harmony",
       });
-      expect(texts.filter((c) => c.special).map((c) => c.text)).toContain("<|start|>");
-      expect(rollout.calls.some((c) => (c.media ?? []).length > 0)).toBe(true);
-      plan.release();
-    } finally {
-      await page.close();
-      await view.close();
-    }
-  });
+      const page = await context.newPage();
+      try {
+        expect(view.url).toMatch(/&?tokenizer=o200k_harmony$/);
+        await page.goto(view.url);
+        await page.waitForSelector("body[data-tokenizer=o200k_harmony]");
+        const plan = cf.plan(JSON.parse(readFileSync(file, "utf8")));
+        for (const call of plan.forest.filter((c) => c.eligible)) {
+          await page.fill("#find", call.id);
+          await page.press("#find", "Enter");
+          const row = plan.rows[call.ownerRow];
+          const generated = Array.from(
+            row.tokenIds.subarray(call.promptLength, call.promptLength + call.generationLength),
+          );
+          expect(await page.textContent('#details pre[data-key="generated-text"]')).toBe(decode(generated));
+          const parent = plan.forest.find((c) => c.id === call.parent);
+          const from = parent === undefined ? 0 : parent.promptLength + parent.generationLength;
+          expect(await page.textContent('#details pre[data-key="prompt-text"]')).toBe(
+            decode(Array.from(row.tokenIds.subarray(from, call.promptLength))),
+          );
+        }
+        // The strip of the last row: every token's text (special tokens marked), each image one chip.
+        const row = plan.rows[plan.rows.length - 1];
+        await page.click(`#rows-table tr[data-row="${row.index}"]`);
+        const strip = await page.$$eval("#strip > .tok, #strip > .image-chip", (cells) =>
+          cells.map((c) =>
+            c.classList.contains("image-chip")
+              ? { chip: Number((c as HTMLElement).dataset.length), start: Number((c as HTMLElement).dataset.start) }
+              : { text: (c as HTMLElement).dataset.text!, special: c.classList.contains("special") },
+          ),
+        );
+        const chips = strip.filter((c) => "chip" in c) as { chip: number; start: number }[];
+        expect(chips.map((c) => [c.start, c.chip])).toEqual(row.media.map((m) => [m.offset, m.length]));
+        const ids = Array.from(row.tokenIds);
+        const outside = ids.filter((_, i) => !row.media.some((m) => i >= m.offset && i < m.offset + m.length));
+        const texts = strip.filter((c) => "text" in c) as { text: string; special: boolean }[];
+        expect(texts.length).toBe(outside.length);
+        // each token alone, where its bytes are whole characters, is what the tokenizer decodes it to
+        texts.forEach((cell, i) => {
+          const own = decode([outside[i]]);
+          if (!own.includes("\uFFFD") && !cell.text.startsWith("‹")) expect([i, cell.text]).toEqual([i, own]);
+        });
+        expect(texts.filter((c) => c.special).map((c) => c.text)).toContain("<|start|>");
+        expect(rollout.calls.some((c) => (c.media ?? []).length > 0)).toBe(true);
+        plan.release();
+      } finally {
+        await page.close();
+        await view.close();
+      }
+    },
+  );
 
   it("a Hugging Face tokenizer.json opened in the page (from disk) decodes as tokenizers.js does", async () => {
     const { Tokenizer } = await import("@huggingface/tokenizers");

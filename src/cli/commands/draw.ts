@@ -1,6 +1,6 @@
 // `callforest draw`: one SVG picture per rollout (lanes of calls, links, cuts, rows). --fit WIDTH
 // zooms out (calls become marks) until the picture is WIDTH px wide; --layout packed draws the
-// packed trees instead (segments, their parents, what they save).
+// packed trees instead (segments, their parents, what they save), and --capacity N their bins.
 //
 // File names: with one rollout drawn (after --rollout), the SVG goes to -o exactly (default
 // forest.svg; `-o -` = stdout). With several, each goes beside it as <stem>.<rollout id>.svg
@@ -14,7 +14,7 @@ import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
 import { reportOfImportRejection, usePlan } from "../../formats/index.js";
 import { inputName } from "../../formats/text.js";
-import { MIN_FIT_WIDTH, fileSafeId, renderPackedSvg, renderSvg } from "../../draw/index.js";
+import { MIN_FIT_WIDTH, fileSafeId, renderBinsSvg, renderPackedSvg, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../plan/validate.js";
 import { FileError } from "../../ingest/file-error.js";
 import { descriptorOf, refuseRuntimeDescriptor, standardStream } from "../../ingest/sink.js";
@@ -34,11 +34,14 @@ interface DrawOptions extends InputOptions {
   rollout?: string;
   fit?: string;
   layout?: string;
+  capacity?: string;
 }
 
-/** What to draw, from --layout and --fit. */
+/** What to draw, from --layout, --capacity and --fit. */
 interface Picture {
   packed: boolean;
+  /** Bins of at most this many tokens (packed only). */
+  capacity?: number;
   fit?: number;
 }
 
@@ -53,7 +56,11 @@ function pictureOf(options: DrawOptions): Picture {
     options.fit === undefined
       ? undefined
       : parseInteger("--fit", options.fit, { min: MIN_FIT_WIDTH, max: MAX_FIT_WIDTH });
-  return { packed: layout === "packed", fit };
+  if (options.capacity === undefined) return { packed: layout === "packed", fit };
+  // As `rows --capacity`: bins are packed records, so --capacity implies --layout packed.
+  if (layout === "rows")
+    throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
+  return { packed: true, capacity: parseInteger("--capacity", options.capacity, { max: 2 ** 31 - 1 }), fit };
 }
 
 export function register(program: Command): void {
@@ -73,6 +80,10 @@ export function register(program: Command): void {
     .option(
       "--layout <layout>",
       "rows (default: the forest and each row's path), or packed: each tree's segments and what packing saves",
+    )
+    .option(
+      "--capacity <tokens>",
+      "draw the packed records as bins of at most this many tokens (implies --layout packed)",
     );
   addInputOptions(command, { media: true }).action(async (input: string | undefined, options: DrawOptions) => {
     await draw(input ?? "-", options);
@@ -88,6 +99,20 @@ function idOfItem(item: ReadItem): string | null {
 function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
   if (!item.result.ok)
     return renderSvg({ report: reportOfImportRejection(item.result, item.line), forest: [], agents: [], rows: [] });
+  const { capacity } = picture;
+  if (capacity !== undefined) {
+    return usePlan(
+      cf,
+      item.result,
+      item.line,
+      (plan, report) =>
+        renderBinsSvg(
+          { report, forest: plan.forest, agents: plan.agents, rows: plan.rows, bins: plan.bins, capacity },
+          { width: picture.fit },
+        ),
+      { capacity },
+    );
+  }
   if (picture.packed) {
     return usePlan(
       cf,
@@ -143,7 +168,8 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   let first: ReadItem | null = null;
   let count = 0;
   const write = (path: string, svg: string) => {
-    if (path !== options.output) checkOutputs([input], [["the SVG", path]]); // a name made from an id may be the input's
+    // a name made from an id may be the input's
+    if (path !== options.output) checkOutputs([input], [["the SVG", path]]);
     try {
       writeFileSync(path, svg);
     } catch (error) {

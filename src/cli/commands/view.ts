@@ -159,7 +159,8 @@ function tokenizerOf(option: string | undefined): ServedTokenizer | null {
   }
   if (!isFile)
     throw new UsageError(
-      `--tokenizer ${option}: not an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) nor a tokenizer file`,
+      `--tokenizer ${option}: not an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) ` +
+        "nor a tokenizer file",
     );
   const path = `${TOKENIZER_PATH}${encodeURIComponent(basename(option))}`;
   return { query: path.slice(1), file: option, path };
@@ -302,7 +303,8 @@ export function register(program: Command): void {
     );
   command.option(
     "--tokenizer <name|path>",
-    `decode tokens in the page: an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) or a Hugging Face tokenizer.json`,
+    `decode tokens in the page: an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) ` +
+      "or a Hugging Face tokenizer.json",
   );
   addInputOptions(command, { backend: false }).action(
     async (
