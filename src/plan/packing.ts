@@ -173,7 +173,7 @@ interface SubtreePiece {
   tokens: number;
 }
 
-/** The pieces of call `c`'s subtree: its child pieces first-fit decreasing into `room` each. */
+/** The pieces of `call`'s subtree: its children's pieces first-fit decreasing into `room` each, plus `call`. */
 function packUnder(call: number, own: number, items: SubtreePiece[], room: number): SubtreePiece[] {
   if (items.length === 0) return [{ call, parts: [], tokens: own }];
   items.sort((a, b) => b.tokens - a.tokens);
