@@ -225,3 +225,19 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
   if (!tokensIsDirectory) throw new UsageError(`--tokens ${options.tokens}: not a directory`);
   return { from, tokens: tokenDirectory(options.tokens), ...media };
 }
+
+/**
+ * --layout and --capacity, as rows, show and draw take them: bins are packed records, so a
+ * capacity implies --layout packed and refuses --layout rows.
+ */
+export function parseLayout(
+  layout: string | undefined,
+  capacity: string | undefined,
+): { layout: "rows" | "packed"; capacity?: number } {
+  if (layout !== undefined && layout !== "rows" && layout !== "packed")
+    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  if (capacity === undefined) return { layout: layout ?? "rows" };
+  if (layout === "rows")
+    throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
+  return { layout: "packed", capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
+}

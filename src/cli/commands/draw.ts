@@ -25,6 +25,7 @@ import {
   checkOutputs,
   parseBackend,
   parseInteger,
+  parseLayout,
   inputHelp,
   type InputOptions,
 } from "../inputs.js";
@@ -49,18 +50,12 @@ interface Picture {
 const MAX_FIT_WIDTH = 100_000;
 
 function pictureOf(options: DrawOptions): Picture {
-  const { layout } = options;
-  if (layout !== undefined && layout !== "rows" && layout !== "packed")
-    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
+  const { layout, capacity } = parseLayout(options.layout, options.capacity);
   const fit =
     options.fit === undefined
       ? undefined
       : parseInteger("--fit", options.fit, { min: MIN_FIT_WIDTH, max: MAX_FIT_WIDTH });
-  if (options.capacity === undefined) return { packed: layout === "packed", fit };
-  // As `rows --capacity`: bins are packed records, so --capacity implies --layout packed.
-  if (layout === "rows")
-    throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
-  return { packed: true, capacity: parseInteger("--capacity", options.capacity, { max: 2 ** 31 - 1 }), fit };
+  return { packed: layout === "packed", ...(capacity === undefined ? {} : { capacity }), fit };
 }
 
 export function register(program: Command): void {

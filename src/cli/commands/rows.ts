@@ -16,6 +16,7 @@ import {
   checkOutputs,
   parseBackend,
   parseInteger,
+  parseLayout,
   inputHelp,
   type InputOptions,
 } from "../inputs.js";
@@ -87,19 +88,6 @@ export function register(program: Command): void {
   addInputOptions(command, { media: true }).action(async (inputs: string[], options: RowsOptions) => {
     await rows(inputs, options, command);
   });
-}
-
-/** --layout and --capacity: what the rows output holds. */
-function parseLayout(
-  layout: string | undefined,
-  capacity: string | undefined,
-): { layout: "rows" | "packed"; capacity?: number } {
-  if (layout !== undefined && layout !== "rows" && layout !== "packed")
-    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
-  if (capacity === undefined) return { layout: layout ?? "rows" };
-  if (layout === "rows")
-    throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
-  return { layout: "packed", capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
 }
 
 function parseMaskFormat(text: string): MaskFormat {

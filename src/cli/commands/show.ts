@@ -7,8 +7,7 @@ import { renderPlan } from "../show.js";
 import { inputsOrStdin } from "../../formats/text.js";
 import { rejectionLine } from "../../messages.js";
 import { outputFailed } from "../stdio.js";
-import { addInputOptions, checkInputs, parseBackend, parseInteger, inputHelp, type InputOptions } from "../inputs.js";
-import { UsageError } from "../errors.js";
+import { addInputOptions, checkInputs, parseBackend, parseLayout, inputHelp, type InputOptions } from "../inputs.js";
 
 interface ShowOptions extends InputOptions {
   layout?: string;
@@ -17,14 +16,8 @@ interface ShowOptions extends InputOptions {
 
 /** --layout packed: the trees' segment tables; --capacity N: the bins'. */
 function layoutOptions(options: ShowOptions): { trees?: boolean; capacity?: number } {
-  const { layout, capacity } = options;
-  if (layout !== undefined && layout !== "rows" && layout !== "packed")
-    throw new UsageError(`unknown --layout '${layout}': expected rows or packed`);
-  if (capacity !== undefined) {
-    if (layout === "rows")
-      throw new UsageError("--capacity lays out bins of packed records: it needs --layout packed, not rows");
-    return { capacity: parseInteger("--capacity", capacity, { max: 2 ** 31 - 1 }) };
-  }
+  const { layout, capacity } = parseLayout(options.layout, options.capacity);
+  if (capacity !== undefined) return { capacity };
   return layout === "packed" ? { trees: true } : {};
 }
 
