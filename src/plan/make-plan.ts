@@ -14,7 +14,7 @@ import type {
   RoutedExperts,
   Row,
 } from "../types.js";
-import { copyToken, expertArray, needsInt32 } from "./routed-experts.js";
+import { copyTokens, expertArray, needsInt32 } from "./routed-experts.js";
 
 /**
  * What the assembler kept of each committed call, in ledger order. Its own lists, not the
@@ -224,7 +224,7 @@ function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExpe
   if (experts === null) return {};
   const { layers, topk } = experts;
   const width = layers * topk;
-  const wide = needsInt32(experts, tokens);
+  const wide = needsInt32(experts, 0, tokens);
   const own = experts.data.subarray(0, tokens * width);
   // A view when the type is already the one written, else one converting copy (int8, or int32 that fits int16).
   const sameType = (own instanceof Int16Array && !wide) || (own instanceof Int32Array && wide);
@@ -248,14 +248,22 @@ function packedExperts(
   if (!first) return {};
   const { layers, topk } = first;
   const width = layers * topk;
-  const wide = record.segments.some((s) => needsInt32(all[calls.eligible[s.call]]!, s.from + s.length));
+  // Where each segment's entries come from: its own array, and its last token's from the first
+  // child's (which may sit in another bin); the type is chosen from exactly these entries.
+  const sources = record.segments.map((s) => ({
+    s,
+    own: all[calls.eligible[s.call]]!,
+    child: firstChild[s.call] >= 0 ? all[calls.eligible[firstChild[s.call]]]! : null,
+  }));
+  const last = (s: (typeof record.segments)[number]) => s.from + s.length - 1;
+  const wide = sources.some(
+    ({ s, own, child }) =>
+      needsInt32(own, s.from, s.from + s.length) || (child !== null && needsInt32(child, last(s), last(s) + 1)),
+  );
   const data = expertArray(record.numTokens, layers, topk, wide);
-  for (const s of record.segments) {
-    const own = all[calls.eligible[s.call]]!;
-    for (let k = 0; k < s.length; k++) copyToken(own, s.from + k, data, (s.start + k) * width);
-    const child = firstChild[s.call];
-    if (child >= 0)
-      copyToken(all[calls.eligible[child]]!, s.from + s.length - 1, data, (s.start + s.length - 1) * width);
+  for (const { s, own, child } of sources) {
+    copyTokens(own, s.from, s.from + s.length, data, s.start * width);
+    if (child !== null) copyTokens(child, last(s), last(s) + 1, data, (s.start + s.length - 1) * width);
   }
   return { routedExperts: { tokens: record.numTokens, layers, topk, data } };
 }

@@ -89,22 +89,28 @@ export function readRoutedExperts(value: unknown, fullLength: number): RoutedExp
   return experts;
 }
 
-/** Token t's L·K entries of `experts`, copied into `into` at entry `at`. */
-export function copyToken(experts: RoutedExperts, t: number, into: Int16Array | Int32Array, at: number): void {
+/** Copies the entries of tokens [from, to) of `experts` into `into`, from element `at`. */
+export function copyTokens(
+  experts: RoutedExperts,
+  from: number,
+  to: number,
+  into: Int16Array | Int32Array,
+  at: number,
+): void {
   const width = experts.layers * experts.topk;
-  into.set(experts.data.subarray(t * width, (t + 1) * width), at);
+  into.set(experts.data.subarray(from * width, to * width), at);
 }
 
-/** Entries of `tokens` × L × K, to fill with copyToken; int16 unless some entry needs int32. */
+/** Entries of `tokens` × L × K, to fill with copyTokens; int16 unless some entry needs int32. */
 export function expertArray(tokens: number, layers: number, topk: number, wide: boolean): Int16Array | Int32Array {
   return wide ? new Int32Array(tokens * layers * topk) : new Int16Array(tokens * layers * topk);
 }
 
-/** Whether any of the first `tokens` tokens' entries is outside int16. */
-export function needsInt32(experts: RoutedExperts, tokens: number): boolean {
+/** Whether any entry of tokens [from, to) is outside int16. */
+export function needsInt32(experts: RoutedExperts, from: number, to: number): boolean {
   if (!(experts.data instanceof Int32Array)) return false;
-  const end = tokens * experts.layers * experts.topk;
-  for (let i = 0; i < end; i++) if (experts.data[i] < -32768 || experts.data[i] > 32767) return true;
+  const width = experts.layers * experts.topk;
+  for (let i = from * width; i < to * width; i++) if (experts.data[i] < -32768 || experts.data[i] > 32767) return true;
   return false;
 }
 

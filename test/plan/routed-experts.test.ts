@@ -119,6 +119,35 @@ describe("through the forest", () => {
     );
   });
 
+  test("a bin takes a parent's last token from a first child in another bin: past int16, it is int32", () => {
+    // A's children B and C; B's entry at A's last token (3) is past int16. Bins of 7: [A, B], [A, C].
+    const one = (n: number, at = -1, v = 0) => Array.from({ length: n }, (_, i) => [[i === at ? v : 1]]);
+    const call = (id: string, prompt: number[], generation: number[], routed_experts: number[][][]) => ({
+      id,
+      prompt_token_ids: prompt,
+      generation_token_ids: generation,
+      generation_log_probs: generation.map(() => -1),
+      routed_experts,
+    });
+    const rollout = {
+      rollout_id: "r",
+      reward: 1,
+      calls: [
+        call("A", [1, 2], [3, 4], one(4)),
+        call("B", [1, 2, 3, 4, 5], [6], one(6, 3, 40000)),
+        call("C", [1, 2, 3, 4, 7], [8], one(6)),
+      ],
+    } as Rollout;
+    for (const { cf } of backends) {
+      const plan = cf.plan(rollout, { capacity: 7 });
+      const withC = plan.bins.find((b) => b.calls.includes("C"))!;
+      expect(withC.calls).toEqual(["A", "C"]);
+      expect(withC.routedExperts!.data).toBeInstanceOf(Int32Array);
+      expect(Array.from(withC.routedExperts!.data)).toEqual([1, 1, 1, 40000, 1, 1]);
+      plan.release();
+    }
+  });
+
   test("rows without routed experts in the input have no routed_experts field", () => {
     fc.assert(
       fc.property(acceptedRolloutArb({ maxActions: 6 }), (rollout) => {
