@@ -7,7 +7,7 @@ import {
   parseFrom,
   reportOfImportRejection,
   usePlan,
-  withImport,
+  planImported,
   type FromOption,
 } from "../src/formats/index.js";
 import {
@@ -163,12 +163,9 @@ async function planEntries(
   const planned = await eachItem(name, text, read, open, "planning", (item, again) => {
     // The first rollout is shown at once: its plan (with the packed trees) is kept for that, not made twice.
     if (entries.length === 0 && item.result.ok) {
-      const plan = cf.plan(item.result.rollout, {
-        ...(item.line === undefined ? {} : { line: item.line }),
-        trees: true,
-      });
+      const { plan, report } = planImported(cf, item.result, item.line, { trees: true });
       firstPlan = plan;
-      entries.push({ where: item.where, report: withImport(plan.report, item.result), load: again });
+      entries.push({ where: item.where, report, load: again });
     } else entries.push({ where: item.where, report: reportOf(cf, item), load: again });
   });
   if (!planned) {
@@ -322,11 +319,8 @@ function planBins(shownItem?: LoadedItem): void {
   const item = shownItem ?? entry.load();
   if (!item.result.ok) return;
   const capacity = state.capacity;
-  const plan = state.cf!.plan(item.result.rollout, {
-    ...(item.line === undefined ? {} : { line: item.line }),
-    capacity,
-  });
-  state.bins = { plan, report: withImport(plan.report, item.result), capacity };
+  const { plan, report } = planImported(state.cf!, item.result, item.line, { capacity });
+  state.bins = { plan, report, capacity };
 }
 
 /** The capacity control: empty for the packed trees, else a whole number of tokens (as `rows --capacity`). */

@@ -121,9 +121,27 @@ export function reportOfImportRejection(rejection: FormatRejection, line?: numbe
 }
 
 /**
- * Plans an imported rollout and hands `use` the plan and its report (withImport's: the import's
- * diagnostics and token sources in), then releases the plan.
+ * Plans an imported rollout: the plan (the caller releases it) and its report, withImport's (the
+ * import's diagnostics and token sources in).
  */
+export function planImported(
+  cf: Callforest,
+  imported: Converted,
+  line: number | undefined,
+  layout: Omit<PlanOptions, "line"> = {},
+): { plan: Plan; report: Report } {
+  const plan = cf.plan(imported.rollout, line === undefined ? layout : { ...layout, line });
+  try {
+    // The forest is built on first access: only a capture that recorded parents asks for it.
+    const forest = imported.recordedParents?.size ? plan.forest : undefined;
+    return { plan, report: withImport(plan.report, imported, forest) };
+  } catch (error) {
+    plan.release();
+    throw error;
+  }
+}
+
+/** planImported, handing `use` the plan and its report, then releasing the plan. */
 export function usePlan<T>(
   cf: Callforest,
   imported: Converted,
@@ -131,11 +149,9 @@ export function usePlan<T>(
   use: (plan: Plan, report: Report) => T,
   layout: Omit<PlanOptions, "line"> = {},
 ): T {
-  const plan = cf.plan(imported.rollout, line === undefined ? layout : { ...layout, line });
+  const { plan, report } = planImported(cf, imported, line, layout);
   try {
-    // The forest is built on first access: only a capture that recorded parents asks for it.
-    const forest = imported.recordedParents?.size ? plan.forest : undefined;
-    return use(plan, withImport(plan.report, imported, forest));
+    return use(plan, report);
   } finally {
     plan.release();
   }

@@ -26,7 +26,7 @@ import { readRollouts } from "../../src/formats/read.js";
 import { tokenDirectory } from "../../src/formats/tokens-dir.js";
 import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS } from "../support/fixtures.js";
 import { MEDIA_CUT_REASON } from "../../src/draw/media.js";
-import { FROM_OPTIONS } from "../../src/formats/index.js";
+import { FROM_OPTIONS, usePlan } from "../../src/formats/index.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";
 import type { Rollout } from "../../src/types.js";
 
@@ -315,6 +315,25 @@ describe("the page", () => {
       );
     },
   );
+
+  it("reports the first rollout of a capture as the CLI does, recorded_parent_differs included", async () => {
+    const dir = join(ROOT, "examples", "gym-capture");
+    const rows = join(dir, "rollouts.jsonl");
+    await page.setInputFiles("#file", [rows, join(dir, "12-0.tokens.jsonl"), join(dir, "0-0.tokens.jsonl")]);
+    await nextLoad();
+    const cf = await init();
+    let expected = "";
+    for await (const item of readRollouts([rows], { tokens: tokenDirectory(dir) })) {
+      if (!item.result.ok) throw new Error("the example capture does not import");
+      expected = usePlan(cf, item.result, item.line, (_plan, report) => reportToJson(report));
+      break;
+    }
+    expect(expected).toContain('"code":"recorded_parent_differs"');
+    // The page knows the token files by name only.
+    expect(await page.evaluate(() => (window as unknown as PageWindow).callforest.reportJson())).toBe(
+      expected.replaceAll(`${dir}/`, ""),
+    );
+  });
 
   it("shows a rejected rollout's reason and the call at fault", async () => {
     const bad = structuredClone(example);
