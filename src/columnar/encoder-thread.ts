@@ -11,8 +11,8 @@ import { ColumnarWriter, type ColumnarWriterOptions } from "./writer.js";
 export type ToEncoder = { type: "block"; block: ColumnBlock } | { type: "close" };
 export type FromEncoder =
   | { type: "bytes"; bytes: Uint8Array }
-  | { type: "taken" }
-  | { type: "closed" }
+  | { type: "taken"; groups: number }
+  | { type: "closed"; rows: number; groups: number }
   | { type: "error"; message: string };
 
 const port = parentPort!;
@@ -40,11 +40,13 @@ port.on("message", (message: ToEncoder) => {
     if (failed) return;
     try {
       if (message.type === "block") {
-        await (await writer).writeBlock(message.block);
-        post({ type: "taken" });
+        const taking = await writer;
+        await taking.writeBlock(message.block);
+        post({ type: "taken", groups: taking.groups });
       } else {
-        await (await writer).close();
-        post({ type: "closed" });
+        const done = await writer;
+        await done.close();
+        post({ type: "closed", rows: done.rows, groups: done.groups });
       }
     } catch (error) {
       failed = true;

@@ -70,9 +70,13 @@ export class ThreadedColumnarWriter<L extends Layout = Layout> implements Column
         this.signal();
       });
     } else if (message.type === "taken") {
+      this.groups = message.groups;
       this.inFlightBytes -= this.inFlight.shift() ?? 0;
       this.signal();
     } else if (message.type === "closed") {
+      // The encoder's own counts: what was written, not what was sent.
+      this.rows = message.rows;
+      this.groups = message.groups;
       this.closed?.();
     } else {
       this.fail(new Error(message.message));

@@ -14,6 +14,8 @@ import { cli, tempDir } from "../ingest/cli.js";
 import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
 import { duckdb, ipcRecords, jsonlRecords, parquetRecords } from "./support.js";
 import type { Layout } from "../../src/columnar/schema.js";
+import { ThreadedColumnarWriter } from "../../src/columnar/threaded-writer.js";
+import type { ColumnarWriter as ColumnarWriterType } from "../../src/columnar/types.js";
 
 const cf = await init();
 const example = JSON.parse(readFileSync(LOGIN_BUG, "utf8"));
@@ -253,3 +255,34 @@ test(
     expect(browser).not.toContain("load-node");
   },
 );
+
+test("the CLI's threaded writer: the same bytes, row and group counts as the in-process writer", async () => {
+  const cf = await init();
+  const rollouts = [example, ...generateSmallRollouts(30, 9, { arrays: "plain" })];
+  const options = { format: "parquet", layout: "rows", rowGroupRows: 16 } as const;
+  const written = async (writer: ColumnarWriterType<"rows">, chunks: Uint8Array[]) => {
+    for (const rollout of rollouts) {
+      const plan = cf.plan(rollout);
+      const columns = new RecordColumns("rows", 1 << 20);
+      for (const row of plan.rows) columns.add(row);
+      await writer.writeBlock(columns.finish());
+      plan.release();
+    }
+    await writer.close();
+    return { bytes: Buffer.concat(chunks), rows: writer.rows, groups: writer.groups };
+  };
+  const inProcess: Uint8Array[] = [];
+  const threaded: Uint8Array[] = [];
+  const expected = await written(
+    await createColumnarWriter({ write: (chunk) => void inProcess.push(chunk.slice()) }, options),
+    inProcess,
+  );
+  const got = await written(
+    new ThreadedColumnarWriter(options, { write: (chunk) => void threaded.push(chunk) }),
+    threaded,
+  );
+  expect(expected.groups).toBeGreaterThan(2);
+  expect(got.rows).toBe(expected.rows);
+  expect(got.groups).toBe(expected.groups);
+  expect(got.bytes.equals(expected.bytes)).toBe(true);
+});
