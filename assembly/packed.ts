@@ -1,5 +1,5 @@
 // Packed records (SPEC "Packed trees" and "Bins"). The host lays out each record's segments
-// (src/packing.ts: which call, from which depth of its full sequence, trained or not); this fills
+// (src/plan/packing.ts: which call, from which depth of its full sequence, trained or not); this fills
 // every record's token IDs, position ids, logprobs and bitset loss mask in one block.
 import { allocBytes, vecAt } from "./vec";
 import { fillAscending, setBits } from "./compare";

@@ -1,4 +1,4 @@
-// The contract between the planner (src/planner.ts) and a forest core. Two cores implement it
+// The contract between the planner (src/plan/plan-rollout.ts) and a forest core. Two cores implement it
 // with identical results: the WebAssembly one (wasm-core.ts) and the pure TypeScript one
 // (ts-core.ts). The planner validates metadata; a core checks token values, links, and builds rows.
 
@@ -52,7 +52,7 @@ export interface CoreRow {
 }
 
 /**
- * Packed records to fill at finish() (src/packing.ts lays them out): record r holds segments
+ * Packed records to fill at finish() (src/plan/packing.ts lays them out): record r holds segments
  * [recordStarts[r], recordStarts[r + 1]); segment s is the triple at 3s of `segments`: eligible
  * call, `from` (it holds full(call)[from:]), trained (1) or not (0).
  */

@@ -25,12 +25,14 @@ export type FromWorker =
   | {
       type: "piece";
       seq: number;
-      piece: Piece /** the batch's buffers, back with its last piece */;
+      piece: Piece;
+      /** the batch's buffers, back with its last piece */
       buffers?: ArrayBuffer[];
     }
   | {
       type: "fatal";
-      message: string /** The error's class, when the main thread tells it apart (exit codes). */;
+      message: string;
+      /** The error's class, when the main thread tells it apart (exit codes). */
       kind?: "core_unavailable";
     };
 

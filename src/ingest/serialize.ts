@@ -1,7 +1,8 @@
-// RowSerializer: one row as SPEC's JSONL line, byte for byte `rowToJson(row, maskFormat) + "\n"`
-// (src/output.ts), written as bounded Uint8Array chunks: a row can be longer than V8's maximum
-// string length, so it is never one string. Token ids, logprobs (shortest float32 text, as
-// formatFloat32) and the mask are formatted by assembly/scan in linear memory.
+// RowSerializer: one row or packed record as SPEC's JSONL line, byte for byte `rowToJson` or
+// `packedToJson` + "\n" (src/output/jsonl.ts), written as bounded Uint8Array chunks: a row can be
+// longer than V8's maximum string length, so its arrays are never one string. Token ids, logprobs
+// (shortest float32 text, as formatFloat32) and the mask are formatted by assembly/scan in linear
+// memory; only the routed_experts envelope is made in JS, as one string (expertsField).
 import {
   checkPackedArrays,
   checkRowArrays,

@@ -1,5 +1,5 @@
 // Assembles one rollout in a core, call by call: identity checks (ids, agents), staging, value
-// checks, linking; then the report's call counts, the rows being made by planned.ts. Used by
+// checks, linking; then the report's call counts, the rows being made by make-plan.ts. Used by
 // plan() (which copies a canonical object's arrays in, or lets a JS core read typed ones in place)
 // and by the builder (whose caller writes them in place).
 import { callName, describeValue, errorLine } from "../messages.js";

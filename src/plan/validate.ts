@@ -1,5 +1,5 @@
 // Structural checks of SPEC's canonical rollout (SPEC "Input"). Token and logprob values are
-// checked while they are copied into a core (src/planner.ts), not here.
+// checked while they are copied into a core (src/plan/plan-rollout.ts), not here.
 import { callLabel, describeValue } from "../messages.js";
 import { Rejection } from "./rejection.js";
 import type { AgentInfo, Logprobs, PlanOptions, TokenIds } from "../types.js";
