@@ -4,12 +4,11 @@
 // names) and media names (short media ids, as show, the SVG and the page print them).
 // Environment-neutral: used by the CLI's `draw` and the page.
 export { XML_DECLARATION, renderSvg, type DrawablePlan, type SvgOptions, type Window } from "./svg.js";
-export { renderPackedSvg, PACKED_DEFAULT_WIDTH, type PackedDrawable, type PackedSvgOptions } from "./packed.js";
+export { renderPackedSvg, type PackedDrawable, type PackedSvgOptions } from "./packed.js";
 export { renderBinsSvg, binsSavingsLine, type BinsDrawable } from "./bins.js";
-export { savingsOf, savingsLine, type Savings } from "./savings.js";
-export { layout, laneOrder, MIN_FIT_WIDTH, type Lane, type Layout, type LayoutOptions } from "./layout.js";
-export { COL, DETAIL, LABELS_MIN_COL, MAX_COL, MIN_COL, scaleAt, type Scale } from "./scale.js";
-export { laneColour } from "./colours.js";
+export { savingsOf, savingsLine } from "./savings.js";
+export { layout, MIN_FIT_WIDTH, type Layout } from "./layout.js";
+export { COL, MAX_COL, scaleAt } from "./scale.js";
 export { faultOf, type Fault } from "./fault.js";
 export { mediaNamer } from "./media.js";
 export { clipMiddle } from "./xml.js";

@@ -18,12 +18,6 @@ export interface DrawablePlan {
   rows: readonly Pick<Row, "index" | "leaf" | "agent" | "calls" | "trained" | "context" | "numTokens">[];
 }
 
-/** The detail scale's sizes, as the picture always had them. */
-export const BOX_H = DETAIL.boxH;
-export const LANE_H = DETAIL.laneH;
-export const BOX_TOP = DETAIL.boxTop;
-export const ROW_H = DETAIL.rowH;
-export const ROW_BOX_H = DETAIL.rowBoxH;
 /** Title, counts and one line of legend. */
 export const HEADER_H = 76;
 /** Height of each further line of legend (a narrow, fitted picture). */
@@ -118,11 +112,6 @@ export function agentName(agent: string): string {
 export function agentLabel(agent: string, info: AgentInfo | undefined): string {
   const name = agentName(agent);
   return info?.mode ? `${name} · ${info.mode}` : name;
-}
-
-/** Left edge of column `index` at the detail scale. */
-export function columnX(gutter: number, index: number): number {
-  return MARGIN + gutter + index * COL;
 }
 
 /**
