@@ -74,16 +74,22 @@ export function checkRowArrays(row: Row): void {
   }
 }
 
-/** One row as a JSONL line (no trailing newline), SPEC's field order. */
-export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
-  // Checked: a typo ("bit") must not quietly change the output's format.
+/** A typo ("bit") must not quietly change the output's format. */
+function checkMaskFormat(maskFormat: MaskFormat): void {
   if (maskFormat !== "bits" && maskFormat !== "ints")
     throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
+}
+
+/** The loss_mask field's value: the bitset in base64, or the 0/1 list. */
+function maskJson(mask: Uint8Array, numTokens: number, maskFormat: MaskFormat): string {
+  return maskFormat === "bits" ? JSON.stringify(toBase64(mask)) : "[" + maskToInts(mask, numTokens).join(",") + "]";
+}
+
+/** One row as a JSONL line (no trailing newline), SPEC's field order. */
+export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
+  checkMaskFormat(maskFormat);
   checkRowArrays(row);
-  const mask =
-    maskFormat === "bits"
-      ? JSON.stringify(toBase64(row.lossMask))
-      : "[" + maskToInts(row.lossMask, row.numTokens).join(",") + "]";
+  const mask = maskJson(row.lossMask, row.numTokens, maskFormat);
   return (
     `{"rollout_id":${JSON.stringify(row.rolloutId)},"row":${row.index},"leaf":${JSON.stringify(row.leaf)},` +
     `"agent":${JSON.stringify(row.agent)},"calls":${JSON.stringify(row.calls)},` +
@@ -137,13 +143,9 @@ export function packedHead(record: PackedTree | PackedBin): string {
 
 /** One packed tree or bin as a JSONL line (no trailing newline), SPEC's field order. */
 export function packedToJson(record: PackedTree | PackedBin, maskFormat: MaskFormat = "bits"): string {
-  if (maskFormat !== "bits" && maskFormat !== "ints")
-    throw new TypeError(`maskFormat must be "bits" or "ints", got ${JSON.stringify(maskFormat)}`);
+  checkMaskFormat(maskFormat);
   checkPackedArrays(record);
-  const mask =
-    maskFormat === "bits"
-      ? JSON.stringify(toBase64(record.lossMask))
-      : "[" + maskToInts(record.lossMask, record.numTokens).join(",") + "]";
+  const mask = maskJson(record.lossMask, record.numTokens, maskFormat);
   return (
     packedHead(record) +
     `,"token_ids":[${record.tokenIds.join(",")}],"position_ids":[${record.positionIds.join(",")}],` +
