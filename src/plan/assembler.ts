@@ -390,8 +390,9 @@ export class RolloutAssembler {
             : `none of the ${totalCalls} calls is kept with generated tokens`;
       this.rejection = new Rejection("no_trainable_calls", detail);
     }
-    const shape = this.forestShape();
-    if (!this.rejection && options.capacity !== undefined)
+    // Only packing reads the forest's shape.
+    const shape = options.trees || options.capacity !== undefined ? this.forestShape() : null;
+    if (!this.rejection && shape !== null && options.capacity !== undefined)
       this.rejection = this.capacityProblem(shape, options.capacity);
     if (this.rejection) {
       this.core.release();
@@ -404,8 +405,8 @@ export class RolloutAssembler {
     // A header of its own: the caller's (this.header) holds the calls and their arrays.
     const { rolloutId, reward } = this.header;
     const layouts = {
-      trees: options.trees ? layOutTrees(shape) : null,
-      bins: options.capacity !== undefined ? layOutBins(shape, options.capacity) : null,
+      trees: shape !== null && options.trees ? layOutTrees(shape) : null,
+      bins: shape !== null && options.capacity !== undefined ? layOutBins(shape, options.capacity) : null,
     };
     const requests = [layouts.trees, layouts.bins].filter((l): l is RecordLayout[] => l !== null).map(packRequest);
     return makePlan(this.calls, this.core.finish(requests), { rolloutId, reward, agents }, report, this.core, layouts);

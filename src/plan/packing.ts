@@ -105,8 +105,10 @@ export function layOutTrees(shape: ForestShape): RecordLayout[] {
 
 /** The eligible index of the first leaf longer than `capacity`, or -1. */
 export function leafPastCapacity(shape: ForestShape, capacity: number): number {
-  const { children } = childLists(shape);
-  for (let c = 0; c < children.length; c++) if (children[c].length === 0 && shape.fullLengths[c] > capacity) return c;
+  const n = shape.parents.length;
+  const isParent = new Uint8Array(n);
+  for (let c = 0; c < n; c++) if (shape.parents[c] >= 0) isParent[shape.parents[c]] = 1;
+  for (let c = 0; c < n; c++) if (!isParent[c] && shape.fullLengths[c] > capacity) return c;
   return -1;
 }
 
