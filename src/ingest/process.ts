@@ -17,7 +17,7 @@ import { isOutOfMemory } from "../plan/assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../messages.js";
 import { packedToJson, reportToJson, rowToJson, type MaskFormat } from "../output/jsonl.js";
-import type { BackendName, Report } from "../types.js";
+import type { BackendName, PackedBin, PackedTree, PlanOptions, Report, Row } from "../types.js";
 import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch } from "./batches.js";
 import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
@@ -168,6 +168,9 @@ export class LineProcessor {
   private readonly rowBytes = new RowBytes();
   /** With `columns`: the records since the last piece. */
   private readonly columns: RecordColumns | null;
+  /** What each rollout becomes (--layout, --capacity), and the plan options that make it. */
+  private readonly kind: "rows" | "trees" | "bins";
+  private readonly planOptions: Omit<PlanOptions, "line">;
   private reports = "";
   private notes = "";
   private rollouts = 0;
@@ -182,9 +185,10 @@ export class LineProcessor {
     private readonly serializer: RowSerializer,
     private readonly options: IngestOptions,
   ) {
-    this.columns = options.columns
-      ? new RecordColumns(options.layout !== "packed" ? "rows" : options.capacity === undefined ? "trees" : "bins")
-      : null;
+    this.kind = options.layout !== "packed" ? "rows" : options.capacity === undefined ? "trees" : "bins";
+    this.planOptions =
+      this.kind === "rows" ? {} : this.kind === "trees" ? { trees: true } : { capacity: options.capacity };
+    this.columns = options.columns ? new RecordColumns(this.kind) : null;
     this.context = {
       ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }),
       ...(options.mediaTokens === undefined ? {} : { mediaTokens: options.mediaTokens }),
@@ -351,37 +355,33 @@ export class LineProcessor {
       const mark = this.rowBytes.mark();
       const columnMark = this.columns?.length ?? 0;
       try {
-        const { layout = "rows", capacity, writer, maskFormat } = this.options;
-        const planOptions = layout === "rows" ? {} : capacity === undefined ? { trees: true } : { capacity };
+        const { writer, maskFormat } = this.options;
         report = usePlan(
           this.cf,
           result,
           line,
           (plan, report) => {
             if (!writeRows) return report;
+            const records = this.kind === "rows" ? plan.rows : this.kind === "trees" ? plan.trees : plan.bins;
+            this.rowCount += records.length;
             if (this.columns !== null) {
-              const records = layout === "rows" ? plan.rows : capacity === undefined ? plan.trees : plan.bins;
               for (const record of records) this.columns.add(record as never);
-              this.rowCount += records.length;
               return report;
             }
-            if (layout === "rows") {
-              for (const row of plan.rows) {
+            for (const record of records) {
+              if (this.kind === "rows") {
+                const row = record as Row;
                 if (writer === "js") this.rowBytes.add(ENCODER.encode(rowToJson(row, maskFormat) + "\n"));
                 else this.serializer.writeRow(row, maskFormat, this.rowBytes.add);
+              } else {
+                const packed = record as PackedTree | PackedBin;
+                if (writer === "js") this.rowBytes.add(ENCODER.encode(packedToJson(packed, maskFormat) + "\n"));
+                else this.serializer.writePacked(packed, maskFormat, this.rowBytes.add);
               }
-              this.rowCount += plan.rows.length;
-              return report;
             }
-            const records = capacity === undefined ? plan.trees : plan.bins;
-            for (const record of records) {
-              if (writer === "js") this.rowBytes.add(ENCODER.encode(packedToJson(record, maskFormat) + "\n"));
-              else this.serializer.writePacked(record, maskFormat, this.rowBytes.add);
-            }
-            this.rowCount += records.length;
             return report;
           },
-          planOptions,
+          this.planOptions,
         );
       } catch (error) {
         // Out of memory half-way (a buffer or string too large): this rollout only, no rows.
