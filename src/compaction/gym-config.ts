@@ -5,7 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { ConfigError } from "./errors.js";
 import type { CompactionOptions } from "./options.js";
 import type { GuardConfig } from "./guards.js";
-import { identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy } from "./policies.js";
+import { OMISSION_MARKER, identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy } from "./policies.js";
 import { rolling, turnChunked } from "./schedules.js";
 import { stableIdSync } from "./gym-ids.js";
 
@@ -79,7 +79,7 @@ function recencyConfig(path: string, raw: Obj): Obj {
   const reasoningOn = half("reasoning", reasoning);
   if (!imagesOn && !reasoningOn)
     throw new ConfigError(path, "the recency policy requires images.enabled or reasoning.enabled");
-  const marker = images.omission_marker === undefined ? "[Earlier image omitted]" : images.omission_marker;
+  const marker = images.omission_marker === undefined ? OMISSION_MARKER : images.omission_marker;
   if (marker !== null && typeof marker !== "string")
     throw new ConfigError(`${path}.images.omission_marker`, `must be a string or null, got ${JSON.stringify(marker)}`);
   return {

@@ -20,12 +20,10 @@ import {
   requireObject,
   requireReward,
   requireTokenArray,
+  q,
   show,
   type JsonObject,
 } from "./values.js";
-
-/** Ids from the data, quoted in rejection details (one line whatever they hold). */
-const q = (value: unknown): string => JSON.stringify(value) ?? String(value);
 
 /** The keys of a completion's token arrays where they are read. */
 interface TokenKeys {

@@ -24,7 +24,7 @@ import { refResolver, type RefResolver } from "./gym-capture/model-call-refs.js"
 import { compactionNote, gapNotes, recordCountsNote } from "./gym-capture/observation-notes.js";
 import type { RecordedParent } from "./gym-capture/recorded-lineage.js";
 import { readCapturedCalls, type CapturedCalls } from "./gym-capture/token-file.js";
-import { q } from "./gym-capture/token-entry.js";
+import { q } from "./values.js";
 
 export function isGymObserved(value: JsonObject): boolean {
   const observations = field(value, "ng_agent_observations");

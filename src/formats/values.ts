@@ -33,6 +33,9 @@ export function field(object: JsonObject, key: string): unknown {
   return Object.hasOwn(object, key) ? object[key] : undefined;
 }
 
+/** Quotes an id or name for a one-line message (a newline in the data must not split it). */
+export const q = (value: unknown): string => JSON.stringify(value) ?? String(value);
+
 /** A short rendering of a value for messages (never the whole value). */
 export function show(value: unknown): string {
   if (value === undefined) return "missing";

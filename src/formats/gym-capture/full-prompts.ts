@@ -4,7 +4,8 @@
 // then each entry's `cum_len` and token `digest`, which describe the full sequence, must hold.
 import { FormatError } from "../values.js";
 import { tokenDigest } from "./token-digest.js";
-import { q, type TokenEntry } from "./token-entry.js";
+import type { TokenEntry } from "./token-entry.js";
+import { q } from "../values.js";
 
 /** Full prompts by call id, each entry checked; throws on the first entry that fails. */
 export function fullPrompts(entries: readonly TokenEntry[], file: string): Map<string, ArrayLike<unknown>> {

@@ -2,7 +2,7 @@
 // `model_call_id`, or by `(model_ref, response_id)` through `ng_model_call_capture.calls[]`, as
 // Gym's own join does. A ref that gives both must agree with the captured call.
 import { FormatError, field, isNonEmptyString, isObject, show, type JsonObject } from "../values.js";
-import { q } from "./token-entry.js";
+import { q } from "../values.js";
 
 /** Resolves one ref (`where` names it in messages) to a model_call_id, or throws. */
 export type RefResolver = (ref: unknown, where: string) => string;

@@ -2,7 +2,8 @@
 // to the forest: calls link by exact token prefixes only. What Gym recorded is compared with
 // that link after planning (`recorded_parent_differs`), and what it could not prove is noted.
 import type { Diagnostic, ForestCall } from "../../types.js";
-import { q, type TokenEntry } from "./token-entry.js";
+import type { TokenEntry } from "./token-entry.js";
+import { q } from "../values.js";
 
 /** A parent Gym recorded for a call, and where (token file:line). */
 export interface RecordedParent {

@@ -1,7 +1,16 @@
 // One line of a `<rollout_id>.tokens.jsonl` file as Gym's TokenEntry, schema versions 1 to 5
 // (gym-formats README §1.2). Fields are read where present, as Gym's newest (v5) reader reads
 // them: a version only bounds what is accepted, since every field is optional past v1's.
-import { FormatError, field, isNonEmptyString, isObject, requireTokenArray, show, type JsonObject } from "../values.js";
+import {
+  FormatError,
+  field,
+  isNonEmptyString,
+  isObject,
+  q,
+  requireTokenArray,
+  show,
+  type JsonObject,
+} from "../values.js";
 import type { Time } from "./created-at.js";
 import { timeOf } from "./created-at.js";
 
@@ -38,9 +47,6 @@ export interface TokenEntry {
   cumLen: number | null;
   digest: string | null;
 }
-
-/** Quotes an id or name for a one-line message (a newline in the data must not split it). */
-export const q = (value: unknown): string => JSON.stringify(value) ?? String(value);
 
 /** Reads and checks one parsed line; `rolloutId` is the file's rollout (an entry naming another is misfiled). */
 export function readTokenEntry(value: unknown, where: string, line: number, rolloutId: string): TokenEntry {

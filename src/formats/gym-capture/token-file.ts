@@ -7,7 +7,8 @@ import { FormatError } from "../values.js";
 import { compareTimes } from "./created-at.js";
 import { fullPrompts } from "./full-prompts.js";
 import { lineageNotes, recordedParents, type RecordedParent } from "./recorded-lineage.js";
-import { q, readTokenEntry, type TokenEntry } from "./token-entry.js";
+import { readTokenEntry, type TokenEntry } from "./token-entry.js";
+import { q } from "../values.js";
 
 export interface CapturedCalls {
   /** Ledger order. */
