@@ -18,9 +18,9 @@ import {
   depths,
   levelsHeight,
   segmentMarks,
-  text,
   type PackedSvgOptions,
 } from "./packed.js";
+import { text } from "./xml.js";
 import { count, times } from "./savings.js";
 import { renderSvg, svgDocument } from "./svg.js";
 import { clip, xmlText } from "./xml.js";

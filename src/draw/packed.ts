@@ -9,7 +9,7 @@ import { laneOrder, type DrawablePlan } from "./layout.js";
 import { CHAR, MARGIN } from "./metrics.js";
 import { savingsLine, savingsOf, count, times } from "./savings.js";
 import { renderSvg, svgDocument } from "./svg.js";
-import { clip, clipMiddle, xmlText } from "./xml.js";
+import { clip, clipMiddle, text, xmlText } from "./xml.js";
 import { agentName } from "./layout.js";
 
 export interface PackedDrawable extends DrawablePlan {
@@ -38,10 +38,6 @@ export const PACKED_STYLE = [
   `.cf-packed .cf-parent-link{stroke:#888;stroke-width:1}`,
   `.cf-packed .cf-seg-label{fill:#111}`,
 ].join("");
-
-export function text(x: number, y: number, content: string, cls?: string): string {
-  return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
-}
 
 /** Depth of each segment (its parent's + 1; a tree's or a piece's root 0). Parents come first in pre-order. */
 export function depths(record: { segments: readonly PackedSegment[] }): number[] {

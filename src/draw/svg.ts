@@ -21,7 +21,7 @@ import {
 } from "./layout.js";
 import { legendItems, type PlacedItem } from "./legend.js";
 import { CHAR, FONT, FONT_FAMILY, MARGIN } from "./metrics.js";
-import { clip, clipMiddle, wrap, xmlText } from "./xml.js";
+import { clip, clipMiddle, text, wrap, xmlText } from "./xml.js";
 import { MEDIA_CUT_REASON, mediaList, mediaNamer } from "./media.js";
 
 export type { DrawablePlan } from "./layout.js";
@@ -75,10 +75,6 @@ const COMPACT_STYLE = [
 ].join("");
 /** Only with a collapsed lane. */
 const COLLAPSED_STYLE = `.cf-forest .cf-tick{fill-opacity:.6}`;
-
-function text(x: number, y: number, content: string, cls?: string): string {
-  return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
-}
 
 /** The first line of a standalone SVG file (\`renderSvg\` without \`declaration: false\`). */
 export const XML_DECLARATION = `<?xml version="1.0" encoding="UTF-8"?>`;

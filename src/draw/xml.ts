@@ -54,3 +54,8 @@ export function clipMiddle(text: string, max: number): string {
   const head = max - 1 - tail;
   return chars.slice(0, head).join("") + "…" + chars.slice(chars.length - tail).join("");
 }
+
+/** A <text> element at (x, y), its content escaped. */
+export function text(x: number, y: number, content: string, cls?: string): string {
+  return `<text x="${x}" y="${y}"${cls ? ` class="${cls}"` : ""}>${xmlText(content)}</text>`;
+}

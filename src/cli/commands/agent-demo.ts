@@ -17,6 +17,7 @@ import {
 } from "../../compaction/index.js";
 import { init } from "../../index.js";
 import { UsageError } from "../errors.js";
+import { countOf } from "../../messages.js";
 import { addBackendOption, parseBackend, parseInteger } from "../inputs.js";
 
 const POLICIES = ["identity", "images", "reasoning", "combined"] as const;
@@ -183,8 +184,6 @@ function ones(mask: Uint8Array): number {
   return n;
 }
 
-const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
-
 const BOUNDARY_LEGEND = [
   "#: boundary number; first call: the call sent with the rewritten context; previous: the call before it",
   "reason: why the context is not a continuation (history_rewritten: an image or reasoning was dropped or replaced)",
@@ -237,8 +236,8 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
       `agent-demo: ${e.calls.length} calls, policy ${label} (${policy.name}/${policy.version}), ` +
       `schedule ${scheduleText}${guardText}, stop ${e.stop_reason}\n`;
     out +=
-      `images: ${plural(e.media.length, "distinct image")} stored, each once by content; ` +
-      `the last request showed ${plural(last?.media.length ?? 0, "image")} ` +
+      `images: ${countOf(e.media.length, "distinct image")} stored, each once by content; ` +
+      `the last request showed ${countOf(last?.media.length ?? 0, "image")} ` +
       `(a repeated image counts each time it is shown)\n\n`;
     out += `boundaries (${e.boundaries.length}): where a rewrite starts a new context\n`;
     const bw = [3, 12, 12, 18, 18, 8, 6, 12];
