@@ -1,40 +1,18 @@
 // Issue 18 in the runtime: a failed episode keeps what it recorded (18.4); answers are bounded in
 // size, a too-large one is not retried, redirects are refused unless asked (18.5). And issue 19.4:
 // the evidence says what generated its tokens, and what the server did not report.
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
 import { createModelClient, plainBody, type ModelClient } from "../../src/compaction/client.js";
 import { EvidenceError, ModelHttpError, ResponseTooLargeError } from "../../src/compaction/errors.js";
 import { partialRunOf } from "../../src/compaction/partial.js";
 import { identityPolicy, recencyPolicy } from "../../src/compaction/policies.js";
-import type { InputItem, ResponsesResponse } from "../../src/compaction/responses.js";
+import type { ResponsesResponse } from "../../src/compaction/responses.js";
 import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
-import { withServer } from "./support.js";
+import { failureOf, input, plainServers, withServer } from "./support.js";
 
-const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }];
-const servers: Server[] = [];
-afterEach(() => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    server.close();
-  }
-});
-
-async function serve(handler: Parameters<typeof createServer>[1]): Promise<string> {
-  const server = createServer(handler);
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-const failureOf = (promise: Promise<unknown>) =>
-  promise.then(
-    () => null,
-    (error: unknown) => error,
-  );
+const serve = plainServers();
 const respond = (model: ModelClient) =>
   model.respond({ endpoint: "responses", body: plainBody({ model: "m", input }) });
 

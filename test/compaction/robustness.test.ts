@@ -1,9 +1,9 @@
 // The runtime against servers and models that misbehave: cut or stalled answers, odd /tokenize
 // answers, transient preflight failures, malformed output items, bad options; and an episode
 // that ends in the middle of a response's tool calls.
-import { createServer, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
 import {
   assertBodyKeys,
@@ -14,31 +14,12 @@ import {
 } from "../../src/compaction/client.js";
 import { EvidenceError, ModelHttpError } from "../../src/compaction/errors.js";
 import { identityPolicy } from "../../src/compaction/policies.js";
-import type { InputItem, ResponsesResponse } from "../../src/compaction/responses.js";
+import type { ResponsesResponse } from "../../src/compaction/responses.js";
 import { rolling } from "../../src/compaction/schedules.js";
 import { createGridWorld, startModelServer } from "../../src/compaction/testbed/index.js";
+import { failureOf, input, plainServers } from "./support.js";
 
-const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }];
-const servers: Server[] = [];
-afterEach(() => {
-  for (const server of servers.splice(0)) {
-    server.closeAllConnections();
-    server.close();
-  }
-});
-
-async function serve(handler: Parameters<typeof createServer>[1]): Promise<string> {
-  const server = createServer(handler);
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-const failureOf = (promise: Promise<unknown>) =>
-  promise.then(
-    () => null,
-    (error: unknown) => error,
-  );
+const serve = plainServers();
 
 describe("model client", () => {
   it("an answer cut off after its headers is a retryable transport failure", async () => {

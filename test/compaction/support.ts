@@ -1,9 +1,12 @@
 // Shared helpers of the compaction tests: a running test-bed server, both core backends, and the
 // checks every end-to-end run must pass.
-import { expect } from "vitest";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, expect } from "vitest";
 import { encode as encodePng } from "fast-png";
 import { createModelClient, type ModelClient } from "../../src/compaction/client.js";
 import type { EvidenceRecord } from "../../src/compaction/evidence.js";
+import type { InputItem } from "../../src/compaction/responses.js";
 import {
   gridWorldRunBody,
   startGridWorldResources,
@@ -16,6 +19,36 @@ import {
 import { runAgent, type RunAgentOptions, type RunAgentResult } from "../../src/compaction/agent.js";
 import { createResourcesServer, jsonObservation } from "../../src/compaction/resources.js";
 import { init, type Callforest, type Rollout } from "../../src/index.js";
+
+/** A one-message input ("hi"). */
+export const input: InputItem[] = [{ type: "message", role: "user", content: [{ type: "input_text", text: "hi" }] }];
+
+/**
+ * A maker of plain HTTP servers on 127.0.0.1 with the given handler (their base URLs), all closed
+ * after each test; call it at a test file's top level.
+ */
+export function plainServers(): (handler: Parameters<typeof createServer>[1]) => Promise<string> {
+  const servers: Server[] = [];
+  afterEach(() => {
+    for (const server of servers.splice(0)) {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+  return async (handler) => {
+    const server = createServer(handler);
+    servers.push(server);
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  };
+}
+
+/** What a promise rejects with, or null when it resolves. */
+export const failureOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => null,
+    (error: unknown) => error,
+  );
 
 export async function withServer<T>(
   options: ModelServerOptions,
