@@ -18,11 +18,18 @@ import {
 import { emptyReport, reportOfRejection } from "./report.js";
 import type { RolloutHeader } from "./validate.js";
 import { makePlan, type CallTable } from "./make-plan.js";
-import { MediaNumbers } from "./media.js";
+import { MediaNumbers, readMedia } from "./media.js";
+import { readRoutedExperts } from "./routed-experts.js";
 import { layOutBins, layOutTrees, leafPastCapacity, type ForestShape, type RecordLayout } from "./packing.js";
 import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions, RejectionCode, RoutedExperts } from "../types.js";
 
 /** Who a call is, and the media in its prompt (checked: see readMedia; none when absent). */
+/** Why a call's media or routed experts reject the rollout. */
+export interface CallProblem {
+  code: "invalid_routed_experts" | "invalid_media";
+  detail: string;
+}
+
 export interface CallIdentity {
   id: string;
   agent: string;
@@ -259,9 +266,9 @@ export class RolloutAssembler {
   /**
    * SPEC's invalid_routed_experts across calls, for the next call (`eligible`: kept, with generated
    * tokens): every call's L × K the same, and the eligible calls all giving them or none. Null when
-   * they agree. The caller rejects with rejectAfterValues, as for the call's own checks.
+   * they agree (readExtras reports it).
    */
-  expertsProblem(id: string, experts: RoutedExperts | null, eligible: boolean): string | null {
+  private expertsProblem(experts: RoutedExperts | null, eligible: boolean): string | null {
     const shape = this.expertShape;
     if (experts !== null && shape !== null && experts.layers * experts.topk !== shape.layers * shape.topk) {
       return (
@@ -276,8 +283,38 @@ export class RolloutAssembler {
         ? `it gives routed_experts, but the eligible call ${earlier} before it does not`
         : `it gives no routed_experts, but the eligible call ${earlier} before it does`;
     }
-    void id;
     return null;
+  }
+
+  /**
+   * A call's media and routed experts, read and checked. `problem` is the first in SPEC's order
+   * (its experts, then experts across calls, then its media); the caller rejects with it after the
+   * call's values (rejectAfterValues).
+   */
+  readExtras(
+    mediaValue: unknown,
+    expertsValue: unknown,
+    kept: boolean,
+    promptLength: number,
+    generationLength: number,
+  ): { problem: CallProblem | null; media: MediaItem[] | null; routedExperts: RoutedExperts | null } {
+    const experts = readRoutedExperts(expertsValue, promptLength + generationLength);
+    const media = readMedia(mediaValue, promptLength);
+    const eligible = kept && generationLength > 0;
+    const across = typeof experts === "string" ? null : this.expertsProblem(experts, eligible);
+    const problem: CallProblem | null =
+      typeof experts === "string"
+        ? { code: "invalid_routed_experts", detail: experts }
+        : across !== null
+          ? { code: "invalid_routed_experts", detail: across }
+          : typeof media === "string"
+            ? { code: "invalid_media", detail: media }
+            : null;
+    return {
+      problem,
+      media: typeof media === "string" ? null : media,
+      routedExperts: typeof experts === "string" ? null : experts,
+    };
   }
 
   /** Remembers what a recorded call's experts require of the later ones (see expertsProblem). */

@@ -6,8 +6,6 @@ import { Rejection } from "./rejection.js";
 import { callIdentityProblem, checkHeader, checkPlanOptions, rolloutIdOf, type RolloutHeader } from "./validate.js";
 import { RolloutAssembler, isOutOfMemory, planOfRejection, tooLargeRejection } from "./assembler.js";
 import { MAX_CALL_TOKENS, type CoreFactory } from "../core/types.js";
-import { readMedia } from "./media.js";
-import { readRoutedExperts } from "./routed-experts.js";
 import type { BuilderHeader, CallMeta, CallSlot, Plan, PlanOptions, RolloutBuilder } from "../types.js";
 
 export function createBuilder(makeCore: CoreFactory, header: BuilderHeader, callsHint = 0): RolloutBuilder {
@@ -93,19 +91,15 @@ class InPlaceBuilder implements RolloutBuilder {
         const agentName = agent ?? "";
         const agentIndex = assembler.identify(id, agentName);
         if (agentIndex === null) return false;
-        const experts = readRoutedExperts(
+        const extras = assembler.readExtras(
+          mediaValue,
           expertsValue,
-          assembler.stagedPromptLength + assembler.stagedGenerationLength,
+          kept !== false,
+          assembler.stagedPromptLength,
+          assembler.stagedGenerationLength,
         );
-        const eligible = kept !== false && assembler.stagedGenerationLength > 0;
-        const expertsProblem = typeof experts === "string" ? experts : assembler.expertsProblem(id, experts, eligible);
-        if (expertsProblem !== null) {
-          assembler.rejectAfterValues(id, "invalid_routed_experts", expertsProblem);
-          return false;
-        }
-        const media = readMedia(mediaValue, assembler.stagedPromptLength);
-        if (typeof media === "string") {
-          assembler.rejectAfterValues(id, "invalid_media", media);
+        if (extras.problem !== null) {
+          assembler.rejectAfterValues(id, extras.problem.code, extras.problem.detail);
           return false;
         }
         return assembler.commit(
@@ -113,8 +107,8 @@ class InPlaceBuilder implements RolloutBuilder {
             id,
             agent: agentName,
             kept: kept !== false,
-            media,
-            routedExperts: experts as Exclude<typeof experts, string>,
+            media: extras.media,
+            routedExperts: extras.routedExperts,
           },
           agentIndex,
         );

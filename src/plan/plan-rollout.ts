@@ -22,8 +22,6 @@ import {
 } from "./assembler.js";
 import { MAX_CALL_TOKENS, type CoreFactory, type SizeHints } from "../core/types.js";
 import { CoreMemoryError } from "../core/errors.js";
-import { readMedia } from "./media.js";
-import { readRoutedExperts } from "./routed-experts.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "../types.js";
 
 /** Copies token IDs into the core; returns the index of the first invalid plain-array value, or -1. */
@@ -95,24 +93,19 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     const agent = assembler.identify(shape.id, shape.agent);
     if (agent === null) return;
     // Checked now, rejected after the values (SPEC's order): see rejectAfterValues.
-    const experts = readRoutedExperts(shape.routedExperts, shape.prompt.length + shape.generation.length);
-    const media = readMedia(shape.media, shape.prompt.length);
-    const eligible = shape.kept && shape.generation.length > 0;
-    const across = typeof experts === "string" ? null : assembler.expertsProblem(shape.id, experts, eligible);
-    const problem =
-      typeof experts === "string"
-        ? { code: "invalid_routed_experts" as const, detail: experts }
-        : across !== null
-          ? { code: "invalid_routed_experts" as const, detail: across }
-          : typeof media === "string"
-            ? { code: "invalid_media" as const, detail: media }
-            : null;
+    const { problem, media, routedExperts } = assembler.readExtras(
+      shape.media,
+      shape.routedExperts,
+      shape.kept,
+      shape.prompt.length,
+      shape.generation.length,
+    );
     const identity: CallIdentity = {
       id: shape.id,
       agent: shape.agent,
       kept: shape.kept,
-      media: typeof media === "string" ? null : media,
-      routedExperts: typeof experts === "string" ? null : experts,
+      media,
+      routedExperts,
     };
 
     // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so
