@@ -3,7 +3,7 @@
 // (answering `{output, images, done}`, which `jsonObservation` reads), `/verify` scores it
 // (`reward`: 1 at the goal, else 0) and `/aggregate_metrics` averages a batch, as Gym's do.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { RouteAnswer, listenLocally, readJson, requireObject } from "./http.js";
 import type { GymRunBody } from "../resources.js";
 import { createGridWorld, type GridWorld, type GridWorldOptions } from "./gridworld.js";
 import type { Observation } from "../environment.js";
@@ -47,24 +47,6 @@ export async function gridWorldRunBody(
   };
 }
 
-class HttpAnswer extends Error {
-  constructor(
-    readonly status: number,
-    readonly payload: unknown,
-  ) {
-    super(JSON.stringify(payload));
-  }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
 function sessionOf(req: IncomingMessage): string | null {
   const match = /(?:^|;\s*)grid_session=([^;]+)/.exec(req.headers.cookie ?? "");
   return match ? match[1] : null;
@@ -87,7 +69,7 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
   ): Promise<unknown> {
     if (path === "/seed_session") {
       if (typeof body.responses_create_params !== "object" || body.responses_create_params === null) {
-        throw new HttpAnswer(422, {
+        throw new RouteAnswer(422, {
           detail: [{ type: "missing", loc: ["body", "responses_create_params"], msg: "Field required" }],
         });
       }
@@ -101,7 +83,7 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
     if (path === "/aggregate_metrics") {
       const rows = body.verify_responses;
       if (!Array.isArray(rows))
-        throw new HttpAnswer(422, {
+        throw new RouteAnswer(422, {
           detail: [{ type: "missing", loc: ["body", "verify_responses"], msg: "Field required" }],
         });
       const rewards = rows.map((r) => Number((r as { reward?: unknown }).reward));
@@ -125,15 +107,15 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
     const world = session === null ? undefined : worlds.get(session);
     if (path === "/verify") {
       if (typeof body.response !== "object" || body.response === null)
-        throw new HttpAnswer(422, { detail: [{ type: "missing", loc: ["body", "response"], msg: "Field required" }] });
-      if (!world) throw new HttpAnswer(400, { detail: "no session: call /seed_session first" });
+        throw new RouteAnswer(422, { detail: [{ type: "missing", loc: ["body", "response"], msg: "Field required" }] });
+      if (!world) throw new RouteAnswer(400, { detail: "no session: call /seed_session first" });
       return { ...body, reward: world.reward() };
     }
     if (path === "/move" || path === "/look") {
-      if (!world) throw new HttpAnswer(400, { detail: "no session: call /seed_session first" });
+      if (!world) throw new RouteAnswer(400, { detail: "no session: call /seed_session first" });
       return observation(await world.call(path.slice(1), body));
     }
-    throw new HttpAnswer(404, { detail: "Not Found" });
+    throw new RouteAnswer(404, { detail: "Not Found" });
   }
 
   const server = createServer((req, res) => {
@@ -144,38 +126,17 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
       let payload: unknown;
       let body: unknown = null;
       try {
-        if (req.method !== "POST") throw new HttpAnswer(405, { detail: "Method Not Allowed" });
-        try {
-          body = JSON.parse(await readBody(req));
-        } catch {
-          throw new HttpAnswer(422, { detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }] });
-        }
-        if (!body || typeof body !== "object" || Array.isArray(body))
-          throw new HttpAnswer(422, {
-            detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }],
-          });
-        payload = await route(path, body as Record<string, unknown>, session, res);
+        body = await readJson(req);
+        payload = await route(path, requireObject(body), session, res);
       } catch (error) {
-        status = error instanceof HttpAnswer ? error.status : 500;
-        payload = error instanceof HttpAnswer ? error.payload : { detail: String(error) };
+        status = error instanceof RouteAnswer ? error.status : 500;
+        payload = error instanceof RouteAnswer ? error.payload : { detail: String(error) };
       }
       requests.push({ path, body, status, session });
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(payload));
     })();
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    requests,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  const { url, close } = await listenLocally(server);
+  return { url, requests, close };
 }

@@ -5,7 +5,7 @@
 // (`prompt` or `messages` → `{count, max_model_len, tokens}`). Anything else gets 422, as the real
 // servers' pydantic models (extra="forbid") answer.
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { RouteAnswer, listenLocally, readJson, requireObject } from "./http.js";
 import {
   COMPACTION_BODY_KEYS,
   PLAIN_BODY_KEYS,
@@ -77,33 +77,15 @@ export interface ModelServer {
   close(): Promise<void>;
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly payload: unknown,
-  ) {
-    super(JSON.stringify(payload));
-  }
-}
-
-function badRequest(message: string): HttpError {
-  return new HttpError(400, { error: { message, type: "BadRequestError", code: 400 } });
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
+function badRequest(message: string): RouteAnswer {
+  return new RouteAnswer(400, { error: { message, type: "BadRequestError", code: 400 } });
 }
 
 function checkKeys(body: Record<string, unknown>, allowed: readonly string[], strict: boolean): void {
   if (!strict) return;
   const extra = Object.keys(body).filter((k) => !allowed.includes(k));
   if (extra.length) {
-    throw new HttpError(422, {
+    throw new RouteAnswer(422, {
       detail: extra.map((k) => ({
         type: "extra_forbidden",
         loc: ["body", k],
@@ -121,7 +103,7 @@ function isTokenList(v: unknown): v is number[] {
 function checkItem(item: unknown, i: number): InputItem {
   const it = item as Record<string, unknown>;
   const fail = (what: string): never => {
-    throw new HttpError(422, { detail: [{ type: "value_error", loc: ["body", "input", i], msg: what }] });
+    throw new RouteAnswer(422, { detail: [{ type: "value_error", loc: ["body", "input", i], msg: what }] });
   };
   if (!it || typeof it !== "object") fail("must be an object");
   switch (it.type) {
@@ -159,14 +141,14 @@ interface Parsed extends RenderRequest {
   prefix: number[] | null;
 }
 
-function invalid(loc: string, msg: string): HttpError {
-  return new HttpError(422, { detail: [{ type: "value_error", loc: ["body", loc], msg }] });
+function invalid(loc: string, msg: string): RouteAnswer {
+  return new RouteAnswer(422, { detail: [{ type: "value_error", loc: ["body", loc], msg }] });
 }
 
 function parse(body: Record<string, unknown>, served: string): Parsed {
   if (typeof body.model !== "string") throw invalid("model", "model must be a string");
   if (body.model !== served)
-    throw new HttpError(404, {
+    throw new RouteAnswer(404, {
       error: { message: `The model \`${body.model}\` does not exist.`, type: "NotFoundError", code: 404 },
     });
   if (!Array.isArray(body.input)) throw invalid("input", "input must be an array of items");
@@ -189,7 +171,7 @@ function parse(body: Record<string, unknown>, served: string): Parsed {
 /** The model named in a vLLM-form request, if any, must be the served one. */
 function checkModel(body: Record<string, unknown>, served: string): void {
   if (body.model !== undefined && body.model !== served)
-    throw new HttpError(404, {
+    throw new RouteAnswer(404, {
       error: { message: `The model \`${String(body.model)}\` does not exist.`, type: "NotFoundError", code: 404 },
     });
 }
@@ -251,11 +233,11 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       if (!compaction) parsed.prefix = null; // a lenient plain endpoint ignores what it does not know
       const fault = options.faults?.[++generations];
       if (fault === "http_500")
-        throw new HttpError(500, { error: { message: "injected failure", type: "InternalServerError", code: 500 } });
+        throw new RouteAnswer(500, { error: { message: "injected failure", type: "InternalServerError", code: 500 } });
       return generate(parsed, fault);
     }
     if (path === "/tokenize") return tokenize(body);
-    throw new HttpError(404, { detail: "Not Found" });
+    throw new RouteAnswer(404, { detail: "Not Found" });
   }
 
   /**
@@ -265,7 +247,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
   function tokenize(body: Record<string, unknown>): unknown {
     const forms = ["input", "messages", "prompt"].filter((k) => k in body);
     if (forms.length !== 1)
-      throw new HttpError(422, {
+      throw new RouteAnswer(422, {
         detail: [
           {
             type: "missing",
@@ -319,18 +301,10 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     let payload: unknown;
     let body: unknown = null;
     try {
-      if (req.method !== "POST") throw new HttpError(405, { detail: "Method Not Allowed" });
-      const text = await readBody(req);
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new HttpError(422, { detail: [{ type: "json_invalid", loc: ["body"], msg: "JSON decode error" }] });
-      }
-      if (!body || typeof body !== "object" || Array.isArray(body))
-        throw new HttpError(422, { detail: [{ type: "model_type", loc: ["body"], msg: "Input should be an object" }] });
-      payload = route(path, body as Record<string, unknown>);
+      body = await readJson(req);
+      payload = route(path, requireObject(body));
     } catch (error) {
-      if (error instanceof HttpError) {
+      if (error instanceof RouteAnswer) {
         status = error.status;
         payload = error.payload;
       } else {
@@ -349,21 +323,6 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     res.end(JSON.stringify(payload));
   }
 
-  const server = createServer((req, res) => void handle(req, res));
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  return {
-    url: `http://127.0.0.1:${port}`,
-    model,
-    imagePlaceholderToken: SPECIAL.imagePad,
-    requests,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
-  };
+  const { url, close } = await listenLocally(createServer((req, res) => void handle(req, res)));
+  return { url, model, imagePlaceholderToken: SPECIAL.imagePad, requests, close };
 }
