@@ -7,9 +7,13 @@
 // and close() after a failure closes what is left without masking it.
 //
 // A regular file (or one not there yet) is written whole or not at all: to a temporary file
-// beside it, renamed over it only once the run has succeeded (withSinks), and removed when the
-// run fails or is interrupted — the previous file stays as it was, and no file under its name is
-// ever half-written. Special files (stdout, /dev/fd/N, a FIFO, /dev/null) are written in place.
+// beside it, fsynced and renamed over it only once the run has succeeded (withSinks), then its
+// directory fsynced; the temporary file is removed when the run fails or is interrupted — the
+// previous file stays as it was, and no file under its name is ever half-written, even after a
+// power loss. A kill -9 leaves the temporary file (`.NAME.partial-HOST-PID-N`); the next run
+// into that directory removes those of processes of this host that no longer exist. Special
+// files (stdout, /dev/fd/N, a FIFO, /dev/null) are written in place.
+import { createHash, type Hash } from "node:crypto";
 import {
   accessSync,
   chmodSync,
@@ -17,6 +21,7 @@ import {
   constants,
   createWriteStream,
   existsSync,
+  fsyncSync,
   lstatSync,
   openSync,
   readFileSync,
@@ -27,9 +32,17 @@ import {
   statSync,
   unlinkSync,
 } from "node:fs";
+import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
+import { removeStalePartials } from "./stale-partials.js";
+
+/** What a sink wrote: its byte count and their SHA-256 (hex). */
+export interface OutputDigest {
+  bytes: number;
+  sha256: string;
+}
 
 export interface ByteSink {
   /** `written` is called once the stream is done with `data` (its buffer may then be reused). */
@@ -40,6 +53,15 @@ export interface ByteSink {
   commit?(): void;
   /** After a failure: removes the temporary file; the target stays as it was. */
   discard?(): void;
+  /** Written to a temporary file put in place by commit() (not a stream or special file). */
+  readonly staged?: boolean;
+  /** After close(), with `digest` asked for: the bytes written and their SHA-256. */
+  digest?(): OutputDigest;
+}
+
+export interface SinkOptions {
+  /** Count the bytes written and hash them (SHA-256), for digest(). */
+  digest?: boolean;
 }
 
 const DESCRIPTOR_PATH = /^\/(?:dev|proc\/self|proc\/thread-self)\/fd\/(\d+)$/;
@@ -83,10 +105,19 @@ function stagingOf(path: string): { target: string; temporary: string } | null {
   } catch {
     // not there yet
   }
-  return { target, temporary: join(dirname(target), `.${basename(target)}.partial-${process.pid}-${++staged}`) };
+  return {
+    target,
+    temporary: join(dirname(target), `.${basename(target)}.partial-${HOST}-${process.pid}-${++stagedCount}`),
+  };
 }
 
-let staged = 0;
+let stagedCount = 0;
+
+/**
+ * This host in temporary names: a directory on shared storage may hold other hosts' partial
+ * files, and only this host's process ids can be checked (see stale-partials.ts).
+ */
+const HOST = hostname().replace(/[^A-Za-z0-9._]/g, "_") || "host";
 
 /** Temporary files not yet renamed or removed: removed if the process is interrupted. */
 const pending = new Set<string>();
@@ -124,7 +155,7 @@ function unstage(path: string): void {
 }
 
 /** Opens `path` for writing (see descriptorOf). Throws a FileError when it cannot. */
-export function openByteSink(path: string | undefined): ByteSink {
+export function openByteSink(path: string | undefined, options: SinkOptions = {}): ByteSink {
   const stream = standardStream(path);
   const fd = descriptorOf(path);
   const name = stream === null ? path! : `<${stream}>`;
@@ -144,7 +175,32 @@ export function openByteSink(path: string | undefined): ByteSink {
   out.on("error", onError);
   let closed = false;
   let settled = false;
+  const hash: Hash | null = options.digest === true ? createHash("sha256") : null;
+  let bytes = 0;
+  let sha256: string | null = null;
+  /** Ends the stream, then (a staged file) flushes its data to the disk. */
+  const finish = () =>
+    new Promise<void>((resolve, reject) => {
+      out.end((error?: Error | null) => {
+        if (error) onError(error);
+        if (!failure && staging !== null) {
+          try {
+            syncFile(staging.temporary);
+          } catch (error) {
+            onError(error as Error);
+          }
+        }
+        if (failure) reject(failure);
+        else resolve();
+      });
+    });
   return {
+    staged: staging !== null,
+    digest() {
+      if (hash === null) throw new Error("digest() of a sink opened without { digest: true }");
+      sha256 ??= hash.digest("hex");
+      return { bytes, sha256 };
+    },
     commit() {
       if (staging === null || settled) return;
       settled = true;
@@ -156,6 +212,7 @@ export function openByteSink(path: string | undefined): ByteSink {
       } finally {
         unstage(staging.temporary);
       }
+      syncDirectory(dirname(staging.target)); // the rename itself survives a power loss
     },
     discard() {
       if (staging === null || settled) return;
@@ -165,6 +222,10 @@ export function openByteSink(path: string | undefined): ByteSink {
     },
     write(data, written) {
       if (failure) throw failure;
+      if (hash !== null) {
+        hash.update(data);
+        bytes += typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+      }
       if (out.write(data, written === undefined ? undefined : () => written())) return;
       return new Promise((resolve, reject) => {
         const done = () => {
@@ -200,15 +261,36 @@ export function openByteSink(path: string | undefined): ByteSink {
           else out.once("close", settle);
         });
       }
-      return new Promise<void>((resolve, reject) => {
-        out.end((error?: Error | null) => {
-          if (error) onError(error);
-          if (failure) reject(failure);
-          else resolve();
-        });
-      });
+      return finish();
     },
   };
+}
+
+/** Flushes a file's data to the disk (fsync through a descriptor of its own: Linux syncs the file, not the descriptor). */
+function syncFile(path: string): void {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Flushes a directory's entries (a rename in it) to the disk; where a file system cannot, nothing more is done. */
+function syncDirectory(path: string): void {
+  let fd: number;
+  try {
+    fd = openSync(path, "r");
+  } catch {
+    return;
+  }
+  try {
+    fsyncSync(fd);
+  } catch {
+    // EINVAL/EISDIR: a file system (or platform) without directory fsync
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** A write stream on `path`: emptied first ("w"), or appended to ("a"). */
@@ -231,6 +313,7 @@ function openStagedStream(name: string, staging: { target: string; temporary: st
     throw new FileError("write", name, error);
   }
   stage(staging.temporary);
+  removeStalePartials(dirname(staging.target), HOST);
   try {
     chmodSync(staging.temporary, statSync(staging.target).mode & 0o7777); // the file it replaces keeps its mode
   } catch {
@@ -256,41 +339,102 @@ function streamOn(fd: number, path: string, name: string): Writable {
   }
 }
 
+export type Outcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
 /**
- * Runs `work` with sinks opened by `open` (one per path, in order; null: none) and closes them
+ * A run's record: the last line of one sink (the report) says how the run ended and names what
+ * another (the rows) holds, so a reader can tell a rows file and a report of one run from a pair
+ * a kill between their renames left behind.
+ */
+export interface RunRecord<T> {
+  /** Index in `paths` of the sink the record ends (its commit comes last). */
+  record: number;
+  /** Index in `paths` of the sink the record describes (hashed while written). */
+  described: number;
+  /** The record's line (with its newline) for a run that ended so, the described sink's digest when it closed. */
+  line(outcome: Outcome<T>, digest: OutputDigest | null): string;
+}
+
+/**
+ * Runs `work` with sinks opened on `paths` (one per path, in order; null: none) and closes them
  * all, however `work` ends. The first failure wins: opening, then `work`'s own error, else the
  * first close() failure — a close never masks what went wrong before it. Files are put in place
- * (commit) only when everything succeeded; after any failure none is, and every output file
- * keeps what it held before.
+ * (commit, in order) only when everything succeeded; after any failure none is, and every output
+ * file keeps what it held before.
+ *
+ * With `run`, its record sink is closed and committed last, after the others are on disk. A
+ * record file gets its line only when the run succeeded (else it is discarded as any file); a
+ * record written to a stream (stdout) cannot be taken back, so it gets its line either way, last:
+ * one that says the run failed, and why, retracts what it streamed before.
  */
 export async function withSinks<T>(
   paths: readonly (string | undefined | null)[],
   work: (sinks: (ByteSink | null)[]) => Promise<T>,
+  run?: RunRecord<T>,
 ): Promise<T> {
   // Every output is checked before any is opened: opening truncates, and a later one that
   // cannot be written must not have emptied an earlier one.
   for (const path of paths) if (path !== null && path !== undefined) checkWritable(path);
   const sinks: (ByteSink | null)[] = [];
-  let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+  let outcome: Outcome<T>;
+  const recordIndex = run !== undefined && paths[run.record] !== null ? run.record : -1;
   try {
-    for (const path of paths) sinks.push(path === null ? null : openByteSink(path));
+    for (const [index, path] of paths.entries()) {
+      const digest = recordIndex >= 0 && index === run!.described;
+      sinks.push(path === null ? null : openByteSink(path, { digest }));
+    }
     outcome = { ok: true, value: await work(sinks) };
   } catch (error) {
     outcome = { ok: false, error };
   }
+  const fail = (error: unknown) => {
+    if (outcome.ok) outcome = { ok: false, error };
+  };
+  const record = recordIndex >= 0 ? sinks[recordIndex] : null;
   for (const sink of sinks) {
+    if (sink === record) continue;
     try {
       await sink?.close();
     } catch (error) {
-      if (outcome.ok) outcome = { ok: false, error };
+      fail(error);
+    }
+  }
+  const described = recordIndex >= 0 ? sinks[run!.described] : null;
+  const digest = () => (outcome.ok && described?.digest !== undefined ? described.digest() : null);
+  // A record file: its line, then it is closed (and synced) like the others.
+  if (record?.staged) {
+    try {
+      if (outcome.ok) await record.write(run!.line(outcome, digest()));
+      await record.close();
+    } catch (error) {
+      fail(error);
     }
   }
   for (const sink of sinks) {
+    if (sink === record) continue;
     try {
       if (outcome.ok) sink?.commit?.();
       else sink?.discard?.();
     } catch (error) {
-      if (outcome.ok) outcome = { ok: false, error };
+      fail(error);
+    }
+  }
+  if (record !== null) {
+    if (record.staged) {
+      try {
+        if (outcome.ok) record.commit?.();
+        else record.discard?.();
+      } catch (error) {
+        fail(error);
+      }
+    } else {
+      // A stream: the outputs are in place (or not) by now, and its last line says which.
+      try {
+        await record.write(run!.line(outcome, digest()));
+        await record.close();
+      } catch (error) {
+        fail(error);
+      }
     }
   }
   if (!outcome.ok) throw outcome.error;

@@ -760,7 +760,7 @@ describe("every reader reads the same lines", () => {
         run.status,
         run.stderr,
         lines(run.stdout).length,
-        JSON.parse(readFileSync(report, "utf8")).status,
+        JSON.parse(lines(readFileSync(report, "utf8"))[0]).status,
       ]).toEqual([0, "", 5, "ok"]);
       run = stdin(array, "rows", "-", "--quiet", "--jobs", "2");
       expect([

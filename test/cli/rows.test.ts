@@ -280,7 +280,7 @@ describe("rows: inputs and options", () => {
     const b = await cli("rows", jsonl, "-o", join(dir, "b.rows"), "--report", join(dir, "b.report"), "--jobs", "1");
     expect([a.code, b.code]).toEqual([0, 0]);
     expect(read(join(dir, "a.rows"))).toBe(read(join(dir, "b.rows")));
-    const report = JSON.parse(read(join(dir, "b.report")));
+    const report = JSON.parse(lines(read(join(dir, "b.report")))[0]);
     expect(report).toMatchObject({
       status: "ok",
       roots: 2,
@@ -289,7 +289,7 @@ describe("rows: inputs and options", () => {
       captured_tokens: 702,
       line: 1,
     });
-    expect(JSON.parse(read(join(dir, "a.report")))).toMatchObject({
+    expect(JSON.parse(lines(read(join(dir, "a.report")))[0])).toMatchObject({
       status: "ok",
       roots: 2,
       rows: 2,
@@ -313,7 +313,7 @@ describe("rows: inputs and options", () => {
       "1",
     );
     expect(run.code).toBe(0);
-    const report = JSON.parse(read(join(dir, "r")));
+    const report = JSON.parse(lines(read(join(dir, "r")))[0]);
     expect(report).toMatchObject({ rollout_id: "7-2", status: "ok", rows: 4, roots: 3, line: 1 });
     expect(report.diagnostics.map((d: { code: string }) => d.code)).toContain("unowned_call");
     expect(report.trained_tokens).toBe(report.captured_tokens);

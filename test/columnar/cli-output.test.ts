@@ -14,7 +14,7 @@ import {
 } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
-import { cli, tempDir } from "../ingest/cli.js";
+import { cli, lines, tempDir } from "../ingest/cli.js";
 import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
 import { duckdb, jsonlRecords, mixedBatch, parquetRecords } from "./support.js";
 
@@ -250,7 +250,7 @@ describe("outputs are written whole or not at all", () => {
       expect(readFileSync(rows).subarray(0, 4).toString()).toBe("PAR1");
       expect(statSync(rows).mode & 0o777).toBe(0o600);
       expect(lstatSync(link).isSymbolicLink()).toBe(true);
-      expect(JSON.parse(readFileSync(report, "utf8")).status).toBe("ok");
+      expect(JSON.parse(lines(readFileSync(report, "utf8"))[0]).status).toBe("ok");
       expect(readdirSync(dir).sort()).toEqual(["latest.jsonl", "report.jsonl", "rows.parquet"]);
     },
   );

@@ -40,7 +40,22 @@ export async function cli(...argv: string[]): Promise<Run> {
 export const tempDir = tempDirs("rows");
 
 export const read = (path: string) => readFileSync(path, "utf8");
-export const lines = (text: string) => text.split("\n").filter((line) => line !== "");
+/** A report's run record (its last line, see src/cli/run-record.ts) starts so; no rollout's line does. */
+const RECORD = '{"run":';
+
+/** The lines of a JSONL output; of a report, its rollouts' lines (the run record aside). */
+export const lines = (text: string) => text.split("\n").filter((line) => line !== "" && !line.startsWith(RECORD));
+
+/**
+ * A report's text without its run record, which must be its last line (the record names the
+ * run's own output, so two runs' reports differ there even when they say the same of each rollout).
+ */
+export function withoutRecord(report: string): string {
+  const end = report.lastIndexOf("\n", report.length - 2) + 1;
+  if (!report.startsWith(RECORD, end))
+    throw new Error(`the report does not end with a run record: ${report.slice(end)}`);
+  return report.slice(0, end);
+}
 
 /** Canonical rollouts as JSONL lines: the worked example and `count` small generated ones. */
 export function goodLines(count: number, seed = 7): string[] {
@@ -55,5 +70,12 @@ export async function rowsOf(dir: string, name: string, content: string | Uint8A
   const rowsFile = join(dir, `${name}.rows.jsonl`);
   const reportFile = join(dir, `${name}.report.jsonl`);
   const run = await cli("rows", input, "-o", rowsFile, "--report", reportFile, ...argv);
-  return { run, rows: read(rowsFile), report: read(reportFile), input };
+  const report = read(reportFile);
+  return {
+    run,
+    rows: read(rowsFile),
+    report: withoutRecord(report),
+    record: report.slice(withoutRecord(report).length),
+    input,
+  };
 }

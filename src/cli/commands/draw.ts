@@ -7,6 +7,10 @@
 // (forest.svg → forest.login-bug.svg), the id reduced to [A-Za-z0-9._-] (others become _); an id
 // already used in this run, or a rollout without id, gets its 1-based position added
 // (forest.r.2.svg, forest.rollout.3.svg). Written paths are printed one a line.
+//
+// Pictures are written as `rows` writes its outputs: each to a temporary file beside its name,
+// all renamed into place once every one is written, none when a write fails (the previous
+// pictures stay as they were, and no cut or empty SVG is left under a picture's name).
 import { writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import type { Command } from "commander";
@@ -17,7 +21,13 @@ import { inputName } from "../../formats/text.js";
 import { MIN_FIT_WIDTH, fileSafeId, renderBinsSvg, renderPackedSvg, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../plan/validate.js";
 import { FileError } from "../../ingest/file-error.js";
-import { descriptorOf, refuseRuntimeDescriptor, standardStream } from "../../ingest/sink.js";
+import {
+  descriptorOf,
+  openByteSink,
+  refuseRuntimeDescriptor,
+  standardStream,
+  type ByteSink,
+} from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
 import {
   addInputOptions,
@@ -162,30 +172,42 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
   const used = new Set<string>();
   let first: ReadItem | null = null;
   let count = 0;
-  const write = (path: string, svg: string) => {
+  const pictures: { path: string; sink: ByteSink }[] = [];
+  const write = async (path: string, svg: string) => {
     // a name made from an id may be the input's
     if (path !== options.output) checkOutputs([input], [["the SVG", path]]);
-    try {
-      writeFileSync(path, svg);
-    } catch (error) {
-      throw new FileError("write", path, error);
-    }
-    process.stdout.write(path + "\n");
+    const sink = openByteSink(path);
+    pictures.push({ path, sink });
+    await sink.write(svg);
+    await sink.close();
   };
-  // One item of look-ahead decides between the single name and the several-names scheme.
-  for await (const item of readRollouts([input], read)) {
-    if (!wanted(item)) continue;
-    count++;
-    if (count === 1) {
-      first = item;
-      continue;
+  try {
+    // One item of look-ahead decides between the single name and the several-names scheme.
+    for await (const item of readRollouts([input], read)) {
+      if (!wanted(item)) continue;
+      count++;
+      if (count === 1) {
+        first = item;
+        continue;
+      }
+      if (fd !== null)
+        throw new UsageError(
+          `-o ${options.output} writes one SVG, but ${name} holds several rollouts: pick one with --rollout ID`,
+        );
+      if (count === 2) await write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!, picture));
+      await write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item, picture));
     }
-    if (fd !== null)
-      throw new UsageError(
-        `-o ${options.output} writes one SVG, but ${name} holds several rollouts: pick one with --rollout ID`,
-      );
-    if (count === 2) write(severalName(options.output, idOfItem(first!), 1, used), svgOf(cf, first!, picture));
-    write(severalName(options.output, idOfItem(item), count, used), svgOf(cf, item, picture));
+    if (count === 1 && stream === null && fd === null) await write(options.output, svgOf(cf, first!, picture));
+    for (const { path, sink } of pictures) {
+      sink.commit?.();
+      process.stdout.write(path + "\n");
+    }
+  } catch (error) {
+    for (const { sink } of pictures) {
+      sink.close().catch(() => undefined); // a failed one is closed already; this only settles it
+      sink.discard?.();
+    }
+    throw error;
   }
   if (count === 0) {
     throw new UsageError(
@@ -194,10 +216,9 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
         : `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${name}`,
     );
   }
-  if (count === 1) {
+  if (count === 1 && (stream !== null || fd !== null)) {
     const svg = svgOf(cf, first!, picture);
     if (stream !== null) process[stream].write(svg);
-    else if (fd !== null) writeToDescriptor(options.output, svg);
-    else write(options.output, svg);
+    else writeToDescriptor(options.output, svg);
   }
 }

@@ -2,9 +2,12 @@
 // The work is in src/ingest (streaming reader, WASM scanner, worker threads); this module is the
 // command line around it.
 import { availableParallelism } from "node:os";
+import { basename } from "node:path";
 import { Option, type Command } from "commander";
-import { WORKERS_FROM_BYTES, inputSize, runRows } from "../../ingest/run.js";
+import { WORKERS_FROM_BYTES, inputSize, runRows, type RunTotals } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
+import { runRecordLine } from "../run-record.js";
+import { makeDatasetDirs, partsOf, shardsOf, REPORTS_DIR } from "../partitions.js";
 import { DEFAULT_CHUNK } from "../../ingest/batches.js";
 import type { ReaderName, WriterName } from "../../ingest/process.js";
 import type { MaskFormat } from "../../output/jsonl.js";
@@ -28,6 +31,7 @@ import type { ColumnarWriter } from "../../columnar/types.js";
 
 interface RowsOptions extends InputOptions {
   output?: string;
+  outputDir?: string;
   format?: string;
   compression?: string;
   rowGroupRows?: string;
@@ -52,6 +56,11 @@ export function register(program: Command): void {
       "-o, --output <file>",
       "rows here instead of stdout; .parquet, .arrow (Arrow IPC file) and .arrows (IPC stream) choose the format. " +
         "A file is written whole when the run succeeds, and left as it was otherwise",
+    )
+    .option(
+      "--output-dir <dir>",
+      "a partitioned dataset: one file per input shard (a directory stands for its files) at DIR/<shard>.<format>, " +
+        `its report at DIR/${REPORTS_DIR}/<shard>.jsonl; each written whole, so a rerun of a shard replaces only its part`,
     )
     .option("--format <format>", "jsonl (default), parquet, arrow or arrows, for stdout or a name that says none")
     .option("--compression <codec>", "Parquet compression: zstd (default), snappy or none")
@@ -159,64 +168,30 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
       : parseInteger("--batch-bytes", options.batchBytes, { max: MAX_BATCH_BYTES });
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
-  const sources = inputsOrStdin(inputs);
-  const read = checkInputs(sources, options);
-  checkOutputs(sources, [
-    ["-o", options.output],
-    ["--report", options.report ?? null],
-  ]);
-  const totals = await withSinks([options.output, options.report ?? null], async ([rowsOut, reportOut]) => {
-    const progress = startProgress(
-      inputSize(inputs),
-      options.quiet === true ||
-        sharesStderrTerminal([options.output, ...(options.report === undefined ? [] : [options.report])]),
+  const settings: RunSettings = { backend, maskFormat, layout, capacity, output, jobs, chunk, reader, writer };
+  let totals: RunTotals;
+  if (options.outputDir === undefined) {
+    totals = await rowsRun(inputs, options.output, options.report, options, settings);
+  } else {
+    if (options.output !== undefined)
+      throw new UsageError("--output-dir writes one file per input shard: drop -o (or --output-dir)");
+    if (options.report !== undefined)
+      throw new UsageError(`--output-dir writes each shard's report under ${REPORTS_DIR}/: drop --report`);
+    const parts = partsOf(shardsOf(inputs), options.outputDir, output.format);
+    checkInputs(
+      parts.map((part) => part.input),
+      options,
     );
-    try {
-      const columns =
-        output.format === "jsonl"
-          ? null
-          : await openColumnar(
-              output,
-              layout === "rows" ? "rows" : capacity === undefined ? "trees" : "bins",
-              rowsOut!,
-            );
-      try {
-        const totals = await runRows(
-          inputs,
-          {
-            reader,
-            writer,
-            backend,
-            from: read.from,
-            tokensDir: options.tokens,
-            mediaTokens: read.mediaTokens,
-            maskFormat,
-            layout,
-            capacity,
-            notes: reportOut === null,
-            jobs,
-            autoJobs: options.jobs === undefined,
-            chunk,
-            columns: columns !== null,
-          },
-          {
-            rows: rowsOut!,
-            ...(columns === null ? {} : { columns }),
-            report: reportOut,
-            notes: (text) => progress.write(text), // above the bar, when there is one
-            progress: (counts) => progress.update(counts),
-          },
-        );
-        await columns?.close();
-        return totals;
-      } catch (error) {
-        columns?.abort();
-        throw error;
-      }
-    } finally {
-      progress.stop();
+    makeDatasetDirs(options.outputDir);
+    totals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
+    // One after another: each part is committed (and stays) before the next starts.
+    for (const part of parts) {
+      const done = await rowsRun([part.input], part.output, part.report, options, settings, basename(part.output));
+      totals.rollouts += done.rollouts;
+      totals.rejected += done.rejected;
+      totals.rows += done.rows;
     }
-  });
+  }
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
     process.stderr.write(
@@ -225,4 +200,96 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
     );
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);
+}
+
+interface RunSettings {
+  backend: ReturnType<typeof parseBackend>;
+  maskFormat: MaskFormat;
+  layout: "rows" | "packed";
+  capacity: number | undefined;
+  output: RowsOutput;
+  jobs: number;
+  chunk: number | undefined;
+  reader: ReaderName;
+  writer: WriterName;
+}
+
+/**
+ * One run: `inputs` planned into `rowsPath` (undefined: stdout) and `reportPath`, whose last line
+ * records the run (see run-record.ts), naming the rows output `recordName`.
+ */
+async function rowsRun(
+  inputs: string[],
+  rowsPath: string | undefined,
+  reportPath: string | undefined,
+  options: RowsOptions,
+  settings: RunSettings,
+  recordName = rowsPath ?? "-",
+): Promise<RunTotals> {
+  const { backend, maskFormat, layout, capacity, output, jobs, chunk, reader, writer } = settings;
+  const sources = inputsOrStdin(inputs);
+  const read = checkInputs(sources, options);
+  checkOutputs(sources, [
+    ["-o", rowsPath],
+    ["--report", reportPath ?? null],
+  ]);
+  return withSinks(
+    [rowsPath, reportPath ?? null],
+    async ([rowsOut, reportOut]) => {
+      const progress = startProgress(
+        inputSize(inputs),
+        options.quiet === true || sharesStderrTerminal([rowsPath, ...(reportPath === undefined ? [] : [reportPath])]),
+      );
+      try {
+        const columns =
+          output.format === "jsonl"
+            ? null
+            : await openColumnar(
+                output,
+                layout === "rows" ? "rows" : capacity === undefined ? "trees" : "bins",
+                rowsOut!,
+              );
+        try {
+          const totals = await runRows(
+            inputs,
+            {
+              reader,
+              writer,
+              backend,
+              from: read.from,
+              tokensDir: options.tokens,
+              mediaTokens: read.mediaTokens,
+              maskFormat,
+              layout,
+              capacity,
+              notes: reportOut === null,
+              jobs,
+              autoJobs: options.jobs === undefined,
+              chunk,
+              columns: columns !== null,
+            },
+            {
+              rows: rowsOut!,
+              ...(columns === null ? {} : { columns }),
+              report: reportOut,
+              notes: (text) => progress.write(text), // above the bar, when there is one
+              progress: (counts) => progress.update(counts),
+            },
+          );
+          await columns?.close();
+          return totals;
+        } catch (error) {
+          columns?.abort();
+          throw error;
+        }
+      } finally {
+        progress.stop();
+      }
+    },
+    {
+      record: 1,
+      described: 0,
+      line: (outcome, digest) => runRecordLine(recordName, outcome, digest),
+    },
+  );
 }
