@@ -390,7 +390,8 @@ export async function withSinks<T>(
   const fail = (error: unknown) => {
     if (outcome.ok) outcome = { ok: false, error };
   };
-  const record = recordIndex >= 0 ? sinks[recordIndex] : null;
+  // (an output that could not be opened ends `sinks` early: the ones after it are none)
+  const record = recordIndex >= 0 ? (sinks[recordIndex] ?? null) : null;
   for (const sink of sinks) {
     if (sink === record) continue;
     try {
@@ -399,17 +400,23 @@ export async function withSinks<T>(
       fail(error);
     }
   }
-  const described = recordIndex >= 0 ? sinks[run!.described] : null;
+  const described = recordIndex >= 0 ? (sinks[run!.described] ?? null) : null;
   const digest = () => (outcome.ok && described?.digest !== undefined ? described.digest() : null);
-  // A record file: its line, then it is closed (and synced) like the others.
-  if (record?.staged) {
+  /** Writes the record's line (a file: only for a run that succeeded), then closes it. */
+  const finishRecord = async (sink: ByteSink) => {
     try {
-      if (outcome.ok) await record.write(run!.line(outcome, digest()));
-      await record.close();
+      if (outcome.ok || !sink.staged) await sink.write(run!.line(outcome, digest()));
     } catch (error) {
       fail(error);
     }
-  }
+    try {
+      await sink.close();
+    } catch (error) {
+      fail(error);
+    }
+  };
+  // A record file is closed (and synced) like the others, before any is renamed.
+  if (record?.staged) await finishRecord(record);
   for (const sink of sinks) {
     if (sink === record) continue;
     try {
@@ -429,12 +436,7 @@ export async function withSinks<T>(
       }
     } else {
       // A stream: the outputs are in place (or not) by now, and its last line says which.
-      try {
-        await record.write(run!.line(outcome, digest()));
-        await record.close();
-      } catch (error) {
-        fail(error);
-      }
+      await finishRecord(record);
     }
   }
   if (!outcome.ok) throw outcome.error;

@@ -798,7 +798,9 @@ async function runRows(args: string[]): Promise<CliResult> {
       return [];
     }
   };
-  return { code, stderr, rows: lines(out), reports: lines(reportFile).map((l) => JSON.parse(l) as Report) };
+  // The report's last line is the run record (docs/cli.md), not a rollout's.
+  const reports = lines(reportFile).filter((l) => !l.startsWith('{"run":'));
+  return { code, stderr, rows: lines(out), reports: reports.map((l) => JSON.parse(l) as Report) };
 }
 
 /** Valid rollouts to surround the rejected lines with: the worked example and generated ones. */

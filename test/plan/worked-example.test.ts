@@ -177,7 +177,11 @@ describe("worked example through the CLI", () => {
         .trimEnd()
         .split("\n")
         .map((l) => JSON.parse(l));
-      expect(reports).toEqual([{ rollout_id: "login-bug", status: "ok", ...EXPECTED_COUNTS, diagnostics: [] }]);
+      expect(reports).toEqual([
+        { rollout_id: "login-bug", status: "ok", ...EXPECTED_COUNTS, diagnostics: [] },
+        // the run record (docs/cli.md)
+        { run: expect.objectContaining({ status: "ok", rollouts: 1, rejected: 0, records: 5, output: rowsFile }) },
+      ]);
     }
   });
 

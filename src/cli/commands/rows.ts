@@ -69,7 +69,7 @@ export function register(program: Command): void {
       "Parquet row groups / Arrow record batches of at most this many records " +
         "(default 4096; a group also ends at about 16 MB of columns)",
     )
-    .option("--report <file>", "one report line per input rollout, in input order")
+    .option("--report <file>", "one report line per input rollout, in input order, then the run record (docs/cli.md)")
     .option("--layout <layout>", "rows (one per leaf, SPEC's rows) or packed (one record per tree, every token once)")
     .option(
       "--capacity <tokens>",
@@ -169,29 +169,10 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
   const reader = parseReader(options.reader, backend);
   const writer = parseWriter(options.writer);
   const settings: RunSettings = { backend, maskFormat, layout, capacity, output, jobs, chunk, reader, writer };
-  let totals: RunTotals;
-  if (options.outputDir === undefined) {
-    totals = await rowsRun(inputs, options.output, options.report, options, settings);
-  } else {
-    if (options.output !== undefined)
-      throw new UsageError("--output-dir writes one file per input shard: drop -o (or --output-dir)");
-    if (options.report !== undefined)
-      throw new UsageError(`--output-dir writes each shard's report under ${REPORTS_DIR}/: drop --report`);
-    const parts = partsOf(shardsOf(inputs), options.outputDir, output.format);
-    checkInputs(
-      parts.map((part) => part.input),
-      options,
-    );
-    makeDatasetDirs(options.outputDir);
-    totals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
-    // One after another: each part is committed (and stays) before the next starts.
-    for (const part of parts) {
-      const done = await rowsRun([part.input], part.output, part.report, options, settings, basename(part.output));
-      totals.rollouts += done.rollouts;
-      totals.rejected += done.rejected;
-      totals.rows += done.rows;
-    }
-  }
+  const totals =
+    options.outputDir === undefined
+      ? await rowsRun(inputs, options.output, options.report, options, settings)
+      : await rowsToDataset(inputs, options.outputDir, options, settings);
   const { rollouts: total, rejected, rows: rowCount } = totals;
   if (options.report === undefined && options.quiet !== true) {
     process.stderr.write(
@@ -200,6 +181,35 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
     );
   }
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);
+}
+
+/** `--output-dir DIR`: a part and a report under DIR for each shard (see partitions.ts), one run after another. */
+async function rowsToDataset(
+  inputs: string[],
+  dir: string,
+  options: RowsOptions,
+  settings: RunSettings,
+): Promise<RunTotals> {
+  if (options.output !== undefined)
+    throw new UsageError("--output-dir writes one file per input shard: drop -o (or --output-dir)");
+  if (options.report !== undefined)
+    throw new UsageError(`--output-dir writes each shard's report under ${REPORTS_DIR}/: drop --report`);
+  const parts = partsOf(shardsOf(inputs), dir, settings.output.format);
+  checkInputs(
+    parts.map((part) => part.input),
+    options,
+  );
+  makeDatasetDirs(dir);
+  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
+  // Each part is committed (and stays) before the next starts.
+  for (const part of parts) {
+    const done = await rowsRun([part.input], part.output, part.report, options, settings, basename(part.output));
+    totals.rollouts += done.rollouts;
+    totals.rejected += done.rejected;
+    totals.rows += done.rows;
+    totals.bytes += done.bytes;
+  }
+  return totals;
 }
 
 interface RunSettings {
