@@ -38,6 +38,8 @@ export interface GymResponseInputs {
   params: Readonly<Record<string, unknown>>;
   maxOutputTokens?: number;
   temperature?: number;
+  /** The episode was cut short by a guard and kept: the response says `incomplete`. */
+  partial?: boolean;
 }
 
 /** A ContextCompactedResponse (compaction on) or a plain NeMoGymResponse (off), as JSON. */
@@ -214,7 +216,11 @@ function responseFields(inputs: GymResponseInputs, output: Record<string, unknow
     id: last?.response_id ?? `resp_${inputs.evidence.rollout_id}`,
     created_at: 0,
     error: null,
-    incomplete_details: lastTurn?.finishReason ? { reason: lastTurn.finishReason } : null,
+    incomplete_details: inputs.partial
+      ? { reason: "context_guard_rejected" }
+      : lastTurn?.finishReason
+        ? { reason: lastTurn.finishReason }
+        : null,
     instructions: inputs.instructions ?? null,
     metadata: null,
     model: inputs.model,
@@ -235,7 +241,7 @@ function responseFields(inputs: GymResponseInputs, output: Record<string, unknow
     reasoning: null,
     safety_identifier: null,
     service_tier: null,
-    status: "completed",
+    status: inputs.partial || lastTurn?.finishReason ? "incomplete" : "completed",
     text: null,
     top_logprobs: null,
     truncation: null,
@@ -455,7 +461,8 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
   for (const g of e.guards) {
     const call = byCall.get(g.call_id);
     const turn = call ? turnId(call) : e.calls.length + 1;
-    const chunk = call?.decision?.chunk ?? null;
+    // The chunk the first round measured (the one a guard closes early), as Gym reads it.
+    const chunk = g.chunk !== undefined ? g.chunk : (call?.decision?.chunk ?? null);
     const before = inputs.entries.filter((x) => x.origin !== "model" && isImageGroup(x) && imagesOf(x).length > 0);
     const latest = Math.max(
       -1,
@@ -470,7 +477,7 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
         rollout_id: rolloutId,
         chunk_id: chunked && chunk !== null ? await chunkIdOf(chunk) : null,
         applies_to_step: turn,
-        completed_action_count: 0,
+        completed_action_count: g.completed_actions ?? 0,
         pending_observation_group_ids: pending,
         guard_name: check.guard,
         measured_value: check.measured,

@@ -117,6 +117,8 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
             compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) },
             maxTurns: TURNS,
             maxOutputTokens: 64,
+            // Keep a rejected episode (marked partial) to inspect its records; the default fails it.
+            onGuardReject: "end_episode",
           },
         );
         const e = result.evidence;
@@ -162,6 +164,12 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
         } else {
           // nothing drops images here: the image guard trips and, after any recompaction, rejects
           expect(e.stop_reason).toBe("guard_rejected");
+          expect(result.partial).toBe(true);
+          expect(result.row).toMatchObject({ partial_episode: "guard_rejected" });
+          expect(result.gymResponse).toMatchObject({
+            status: "incomplete",
+            incomplete_details: { reason: "context_guard_rejected" },
+          });
           expect(e.guards[e.guards.length - 1].outcome).toBe("reject");
         }
       });
