@@ -573,7 +573,14 @@ function gymInputs(run: Run, evidence: EvidenceRecord): GymResponseInputs {
     maxOutputTokens: run.opts.maxOutputTokens,
     temperature: run.opts.temperature,
     partial: evidence.stop_reason === "guard_rejected",
+    agentInput: run.opts.resources ? agentInputOf(run.opts.resources.runBody) : undefined,
   };
+}
+
+/** Gym's `agent_input`: the run body's input as given, a string as Gym's EasyInputMessage dumps it. */
+function agentInputOf(body: GymRunBody): unknown[] {
+  const input = body.responses_create_params.input;
+  return typeof input === "string" ? [{ content: input, role: "user", type: "message" }] : structuredClone(input);
 }
 
 async function evidenceOf(run: Run, stopReason: StopReason, reward: number): Promise<EvidenceRecord> {

@@ -38,6 +38,8 @@ export interface GymResponseInputs {
   params: Readonly<Record<string, unknown>>;
   maxOutputTokens?: number;
   temperature?: number;
+  /** The task's input as given (a run body's); absent: the initial context as this runtime renders it. */
+  agentInput?: readonly unknown[];
   /** The episode was cut short by a guard and kept: the response says `incomplete`. */
   partial?: boolean;
 }
@@ -489,12 +491,14 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     }
   }
 
-  const agentInput = inputs.entries
-    .filter((x) => x.origin === "initial")
-    .flatMap((x) => {
-      const item = entryItem(x, inputs.media) as InputItem | null;
-      return item ? [item] : [];
-    });
+  const agentInput =
+    inputs.agentInput ??
+    inputs.entries
+      .filter((x) => x.origin === "initial")
+      .flatMap((x) => {
+        const item = entryItem(x, inputs.media) as InputItem | null;
+        return item ? [item] : [];
+      });
   return {
     ...response,
     agent_input: agentInput,
