@@ -3,7 +3,14 @@
 // replaced them, the protected parts, the selection digest and the transformation lineage. Built
 // from this runtime's view plans over Gym's part split of the same items, so a NeMo RL bridge
 // reading Gym's lineage gets the records Gym's agent would write for these views.
-import { gymParts, lineageRecord, unitRecord, type GymPart, type OmissionArtifact } from "./gym-lineage.js";
+import {
+  gymParts,
+  lineageRecord,
+  unitRecord,
+  type GymPart,
+  type OmissionArtifact,
+  type UnitLineageRecord,
+} from "./gym-lineage.js";
 import type { TransformationLineageRecord } from "./gym-lineage.js";
 import { isImageGroup, type HistoryEntry } from "./history.js";
 import { entryItem } from "./materialize.js";
@@ -44,10 +51,21 @@ function protectionOf(form: Readonly<Record<string, unknown>>): Protection | nul
   };
 }
 
-/** Gym's parts of the history entries, memoized by entry (an entry's parts never change). */
+/** Gym's parts of the history entries, memoized by entry (an entry's parts never change), and their unit records. */
 export class GymPartIndex {
   private readonly cache = new Map<number, GymPart[]>();
+  private readonly units = new Map<string, UnitLineageRecord>();
   constructor(private readonly media: MediaStore) {}
+  /** The part's unit record, the same object for the same disposition (later calls reuse its digests). */
+  unit(part: GymPart, kept: boolean, artifact: OmissionArtifact | undefined): UnitLineageRecord {
+    const key = `${part.id}\u0000${kept ? "" : (artifact?.id ?? "-")}`;
+    let record = this.units.get(key);
+    if (!record) {
+      record = unitRecord(part, kept, artifact);
+      this.units.set(key, record);
+    }
+    return record;
+  }
   of(entry: HistoryEntry): GymPart[] {
     let parts = this.cache.get(entry.seq);
     if (!parts) {
@@ -107,7 +125,7 @@ export function policyDecision(
     }
     for (const part of entryParts) {
       const kept = item !== undefined && !(part.kind === "image" && item.dropImages === true);
-      units.push(unitRecord(part, kept, !kept && part.kind === "image" ? (artifact ?? undefined) : undefined));
+      units.push(parts.unit(part, kept, !kept && part.kind === "image" ? (artifact ?? undefined) : undefined));
       if (!kept) {
         omitted.push(part.id);
         run.push(part.id);

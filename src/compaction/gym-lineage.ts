@@ -179,6 +179,17 @@ export function unitRecordRepr(r: UnitLineageRecord): string {
   );
 }
 
+/** A record's repr (as a JSON string) and canonical JSON, computed once per record. */
+const forms = new WeakMap<UnitLineageRecord, { repr: string; json: string }>();
+function formsOf(r: UnitLineageRecord): { repr: string; json: string } {
+  let f = forms.get(r);
+  if (!f) {
+    f = { repr: JSON.stringify(unitRecordRepr(r)), json: canonicalJson(r) };
+    forms.set(r, f);
+  }
+  return f;
+}
+
 /** `_lineage_record`. */
 export function lineageRecord(
   type: string,
@@ -187,7 +198,11 @@ export function lineageRecord(
   units: UnitLineageRecord[],
   lossy: boolean,
 ): TransformationLineageRecord {
-  const identity = digestOf({ type, version, config: configDigest, units: units.map(unitRecordRepr) });
+  // canonical_digest({type, version, config, units}): keys sorted, each unit its repr string.
+  const identity = sha256HexSync(
+    `{"config":${JSON.stringify(configDigest)},"type":${JSON.stringify(type)},` +
+      `"units":[${units.map((u) => formsOf(u).repr).join(",")}],"version":${JSON.stringify(version)}}`,
+  );
   return {
     transformation_id: `transform-${identity.slice(0, 24)}`,
     transformation_type: type,
@@ -206,15 +221,8 @@ function stateDigest(records: readonly UnitLineageRecord[]): string {
   const sorted = [...records].sort((a, b) =>
     a.source_unit_id < b.source_unit_id ? -1 : a.source_unit_id > b.source_unit_id ? 1 : 0,
   );
-  return digestOf(
-    sorted.map((r) => ({
-      source_unit_id: r.source_unit_id,
-      source_digest: r.source_digest,
-      disposition: r.disposition,
-      output_unit_ids: r.output_unit_ids,
-      output_digests: r.output_digests,
-    })),
-  );
+  // Each record's canonical JSON is that of the dict Gym builds from its five fields.
+  return sha256HexSync(`[${sorted.map((r) => formsOf(r).json).join(",")}]`);
 }
 
 /** `build_lineage_delta`: the records that differ from the previous call's, and the new state. */
@@ -225,7 +233,7 @@ export function lineageDelta(
 ): { delta: TransformationLineageDeltaRecord; state: Map<string, UnitLineageRecord> } {
   const state = new Map(lineage.unit_records.map((r) => [r.source_unit_id, r]));
   const same = (a: UnitLineageRecord | undefined, b: UnitLineageRecord) =>
-    a !== undefined && canonicalJson(a) === canonicalJson(b);
+    a !== undefined && (a === b || formsOf(a).json === formsOf(b).json);
   const upserts = [...state.values()].filter((r) => !same(previous.get(r.source_unit_id), r));
   return {
     delta: {
