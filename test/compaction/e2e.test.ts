@@ -76,6 +76,18 @@ function checkEvidenceShape(result: RunAgentResult) {
 
 function checkGuards(result: RunAgentResult) {
   const e = result.evidence;
+  // Gym's completed_action_count: the calls the measured chunk had completed (0 under rolling)
+  const records = result.gymResponse!.guard_records as { applies_to_step: number; completed_action_count: number }[];
+  for (const g of e.guards) {
+    const at = e.calls.findIndex((c) => c.call_id === g.call_id);
+    const before = at < 0 ? e.calls : e.calls.slice(0, at);
+    const completed = g.chunk === null ? 0 : before.filter((c) => c.decision?.chunk === g.chunk).length;
+    expect(g.completed_actions).toBe(completed);
+    const step = (at < 0 ? e.calls.length : at) + 1;
+    for (const r of records.filter((x) => x.applies_to_step === step)) expect(r.completed_action_count).toBe(completed);
+  }
+  if (e.compaction.schedule?.type === "turn_chunked")
+    expect(records.some((r) => r.completed_action_count > 0)).toBe(true);
   const evaluated = e.guards.map((g) => g.call_id);
   expect(new Set(evaluated).size).toBe(evaluated.length); // one evaluation per call
   expect(evaluated.slice(0, e.calls.length)).toEqual(e.calls.map((c) => c.call_id));
