@@ -13,7 +13,7 @@ import {
 import { ContextController, type PreparedCall } from "./controller.js";
 import { canonicalJson, sha256Hex } from "./digest.js";
 import type { Environment, Observation } from "./environment.js";
-import { CompactionError, HttpError } from "./errors.js";
+import { CompactionError, GuardRejectedError, HttpError } from "./errors.js";
 import {
   EVIDENCE_SCHEMA_VERSION,
   extractGeneration,
@@ -42,7 +42,9 @@ import { createScheduler, type ScheduledView, type Scheduler } from "./schedules
 import { isTokenId } from "./token-rules.js";
 import { ProvenanceRecorder } from "./provenance.js";
 import { withPartialRun } from "./partial.js";
+import type { TaskItem } from "./task-input.js";
 import { resourcesEnvironment, type GymRunBody, type ResourcesServer, type ResourcesSession } from "./resources.js";
+import { NO_IDENTITY, runIdentity, type RunIdentity } from "./run-identity.js";
 import {
   gymResponse,
   transportResponse,
@@ -86,6 +88,13 @@ export interface RunAgentOptions {
   maxOutputTokens?: number;
   temperature?: number;
   /**
+   * What a guard rejection does: `"fail"` (default, as Gym's agent) throws a GuardRejectedError,
+   * so no truncated episode is verified or rewarded; `"end_episode"` ends the episode there and
+   * keeps it, marked partial (`result.partial`, stop reason `guard_rejected`, the Gym response's
+   * `status: "incomplete"`, the row's `partial_episode`).
+   */
+  onGuardReject?: "fail" | "end_episode";
+  /**
    * Extra attempts for a request after a transient failure (transport error, timeout, HTTP 5xx),
    * model calls and `/tokenize` preflights alike. A non-negative integer; default 2.
    */
@@ -109,6 +118,11 @@ export interface RunAgentResult {
    */
   row?: Record<string, unknown>;
   evidence: EvidenceRecord;
+  /**
+   * True when the episode was cut short and kept (`onGuardReject: "end_episode"`): not a finished
+   * episode, whatever its reward.
+   */
+  partial: boolean;
   /** SPEC's canonical rollout, built from `evidence` alone. */
   rollout: Rollout;
   stopReason: StopReason;
@@ -143,6 +157,10 @@ interface Run {
   /** The resources server's session (with `resources`). */
   session: ResourcesSession | null;
   params: Readonly<Record<string, unknown>> | undefined;
+  /** The model server's cookies of this episode (each run has its own jar). */
+  modelCookies: Map<string, string>;
+  /** Rollout and contract identity read from the run body (with `resources`). */
+  identity: RunIdentity;
 }
 
 /** What one call will send: the scheduled view, its materialization, the controller's verdict. */
@@ -180,6 +198,28 @@ async function appendObservation(
       turn,
       parts: [{ type: "text", text: `Observation after ${call.name}:` }, ...images],
     });
+  }
+}
+
+/** Appends a task's whole initial context (any role, earlier turns), its images stored. */
+async function appendContext(run: Run, items: readonly TaskItem[]): Promise<void> {
+  for (const item of items) {
+    if (item.kind !== "user") {
+      run.history.append({ ...item, origin: "initial", turn: -1 });
+      continue;
+    }
+    const parts: UserPart[] = [];
+    for (const part of item.parts) {
+      if (part.type === "text") {
+        parts.push(part);
+        continue;
+      }
+      const before = run.media.size;
+      const record = await run.media.put(part.image.bytes, part.image.mime);
+      if (run.media.size > before) run.mediaOrder.push(record);
+      parts.push({ type: "image", mediaId: record.id });
+    }
+    run.history.append({ kind: "user", ...(item.role ? { role: item.role } : {}), origin: "initial", turn: -1, parts });
   }
 }
 
@@ -279,6 +319,8 @@ async function admit(
     ),
   });
   const passes = (round: GuardRound) => round.checks.every((c) => c.ok);
+  const chunk = cv.scheduled.chunk;
+  const completed = chunk === null ? 0 : run.calls.filter((c) => c.decision?.chunk === chunk).length;
   const rounds = [await measure(cv)];
   let outcome: GuardOutcome = "admit";
   if (!passes(rounds[0])) {
@@ -289,8 +331,15 @@ async function admit(
       if (passes(rounds[1])) outcome = "admit_after_compaction";
     }
   }
-  run.guardLog.push({ call_id: callId, outcome, rounds });
-  return outcome === "reject" ? null : cv;
+  run.guardLog.push({ call_id: callId, outcome, rounds, chunk, completed_actions: completed });
+  if (outcome !== "reject") return cv;
+  if (run.opts.onGuardReject === "end_episode") return null;
+  const last = rounds[rounds.length - 1];
+  throw new GuardRejectedError(
+    callId,
+    run.calls.length + 1,
+    last.checks.filter((c) => !c.ok).map((c) => c.guard),
+  );
 }
 
 /** Whether a failed request may be tried again (attempt counts from 1); waits before it if so. */
@@ -312,7 +361,7 @@ async function send(
     if (cv.prepared) cv.prepared = prepare(run, callId, cv.scheduled, cv.view);
     const call = buildCall(run, cv);
     try {
-      const response = await run.opts.model.respond(call);
+      const response = await run.opts.model.respond(call, run.modelCookies);
       run.attempts.push({ call_id: callId, attempt, status: "ok" });
       return { response, attempts: attempt, call };
     } catch (error) {
@@ -339,7 +388,7 @@ async function retrying<T>(run: Run, work: () => Promise<T> | T): Promise<T> {
 }
 
 function countTokens(run: Run, body: TokenizeBody): Promise<number> {
-  return retrying(run, () => run.opts.model.countTokens(body));
+  return retrying(run, () => run.opts.model.countTokens(body, run.modelCookies));
 }
 
 /** Runs the model's function calls; returns how many ran and whether the episode ended. */
@@ -418,11 +467,13 @@ async function step(run: Run, turn: number): Promise<StopReason | null> {
     appended_items: parent ? view.input.length - parent.view.input_items : 0,
     ...generation,
   });
-  const { actions, done } = await act(run, output, turn);
-  run.scheduler.recordCall(callId, actions);
+  // One model call is one action of the chunk, however many function calls it made (Gym's action-{turn}).
+  run.scheduler.recordCall(callId);
   run.current = null;
-  // No action: the model is done, unless the server cut its answer off (max_output_tokens).
-  if (actions === 0) return sent.response.status === "incomplete" ? "output_truncated" : "final_message";
+  // A response cut off (max_output_tokens) ends the episode before its function calls run, as in Gym.
+  if (sent.response.status === "incomplete" || sent.response.incomplete_details) return "output_truncated";
+  const { actions, done } = await act(run, output, turn);
+  if (actions === 0) return "final_message";
   return done ? "environment_done" : null;
 }
 
@@ -446,6 +497,10 @@ function checkOptions(opts: RunAgentOptions): void {
   }
   if (!opts.environment === !opts.resources)
     throw new CompactionError("runAgent: give exactly one of environment and resources");
+  if (opts.onGuardReject !== undefined && opts.onGuardReject !== "fail" && opts.onGuardReject !== "end_episode")
+    throw new CompactionError(
+      `runAgent: onGuardReject must be "fail" or "end_episode" (got ${JSON.stringify(opts.onGuardReject)})`,
+    );
   const skipReward = opts.resources?.skipVerificationReward;
   if (skipReward !== undefined && !Number.isFinite(skipReward))
     throw new CompactionError(`runAgent: resources.skipVerificationReward must be a finite number (got ${skipReward})`);
@@ -499,6 +554,8 @@ function newRun(opts: RunAgentOptions): Run {
     environment,
     session,
     params,
+    modelCookies: new Map(),
+    identity: resources ? runIdentity(resources.runBody) : NO_IDENTITY,
   };
 }
 
@@ -515,14 +572,22 @@ function gymInputs(run: Run, evidence: EvidenceRecord): GymResponseInputs {
     params: run.params ?? {},
     maxOutputTokens: run.opts.maxOutputTokens,
     temperature: run.opts.temperature,
+    partial: evidence.stop_reason === "guard_rejected",
+    agentInput: run.opts.resources ? agentInputOf(run.opts.resources.runBody) : undefined,
   };
+}
+
+/** Gym's `agent_input`: the run body's input as given, a string as Gym's EasyInputMessage dumps it. */
+function agentInputOf(body: GymRunBody): unknown[] {
+  const input = body.responses_create_params.input;
+  return typeof input === "string" ? [{ content: input, role: "user", type: "message" }] : structuredClone(input);
 }
 
 async function evidenceOf(run: Run, stopReason: StopReason, reward: number): Promise<EvidenceRecord> {
   const { compaction, opts } = run;
   return {
     schema_version: EVIDENCE_SCHEMA_VERSION,
-    rollout_id: opts.rolloutId ?? (await defaultRolloutId(run.calls)),
+    rollout_id: opts.rolloutId ?? run.identity.rolloutId ?? (await defaultRolloutId(run.calls)),
     reward,
     agent: run.agent,
     stop_reason: stopReason,
@@ -563,23 +628,45 @@ async function failed(run: Run, error: unknown): Promise<Error> {
 }
 
 /** Gym's `/run` after the episode: `/verify` (or its skip), the reward, and the row it returns. */
-async function score(run: Run, response: GymResponse): Promise<{ reward: number; row: Record<string, unknown> }> {
+async function score(
+  run: Run,
+  response: GymResponse,
+  partial: boolean,
+): Promise<{ reward: number; row: Record<string, unknown> }> {
   const resources = run.opts.resources!;
   const runBody = resources.runBody as Record<string, unknown>;
+  // A kept partial episode says so in its row, so no trainer takes it for a finished one.
+  const mark = partial ? { partial_episode: "guard_rejected" } : {};
+  // `/run` returns the contract with the run body's identity (Gym sets it after verification).
+  const identified = (r: GymResponse): GymResponse =>
+    run.compaction
+      ? {
+          ...r,
+          context_compaction_contract: {
+            ...(r.context_compaction_contract as Record<string, unknown>),
+            ...run.identity.contract,
+          },
+        }
+      : r;
   if (resources.skipVerification) {
     const reward = resources.skipVerificationReward ?? 0;
-    return { reward, row: { ...runBody, response, reward, verification_skipped: true } };
+    return {
+      reward,
+      row: { ...runBody, response: identified(response), reward, verification_skipped: true, ...mark },
+    };
   }
   const verified = await retrying(run, () => run.session!.verify({ ...runBody, response }));
-  const row = run.compaction ? { ...verified, response: await transportResponse(response) } : verified;
-  return { reward: verified.reward, row };
+  const row = run.compaction ? { ...verified, response: identified(await transportResponse(response)) } : verified;
+  return { reward: verified.reward, row: { ...row, ...mark } };
 }
 
 export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
   checkOptions(opts);
   const run = newRun(opts);
   try {
-    await appendObservation(run, await retrying(run, () => run.environment.start()), -1);
+    const env = run.environment;
+    if (env.startContext) await appendContext(run, (await retrying(run, () => env.startContext!())).context);
+    else await appendObservation(run, await retrying(run, () => env.start()), -1);
     let stopReason: StopReason = "max_turns";
     for (let turn = 0; turn < opts.maxTurns; turn++) {
       const stop = await step(run, turn);
@@ -590,9 +677,11 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
     }
     run.scheduler.finish();
     const evidence = await evidenceOf(run, stopReason, opts.resources ? 0 : run.environment.reward());
+    const partial = stopReason === "guard_rejected";
     const result: RunAgentResult = {
       response: run.lastResponse,
       evidence,
+      partial,
       rollout: null as unknown as Rollout,
       stopReason,
       history: run.history,
@@ -600,7 +689,7 @@ export async function runAgent(opts: RunAgentOptions): Promise<RunAgentResult> {
     };
     if (opts.gymResponse || opts.resources) result.gymResponse = await gymResponse(gymInputs(run, evidence));
     if (opts.resources) {
-      const { reward, row } = await score(run, result.gymResponse!);
+      const { reward, row } = await score(run, result.gymResponse!, partial);
       evidence.reward = reward;
       result.row = row;
     }

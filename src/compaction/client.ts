@@ -109,9 +109,14 @@ export interface ModelClient {
   readonly model: string;
   /** See ModelClientOptions.imagePlaceholderToken. */
   readonly imagePlaceholderToken?: number;
-  respond(call: ModelCall): Promise<ResponsesResponse>;
+  /**
+   * Sends the call. `cookies`, when given, is the episode's cookie jar: sent with the request and
+   * updated from the answer's Set-Cookie, so a model server's session cookie travels between the
+   * calls of an episode (as with Gym's client) and never between episodes.
+   */
+  respond(call: ModelCall, cookies?: Map<string, string>): Promise<ResponsesResponse>;
   /** Prompt token count the server would build for this request (the `/tokenize` preflight). */
-  countTokens(body: TokenizeBody): Promise<number>;
+  countTokens(body: TokenizeBody, cookies?: Map<string, string>): Promise<number>;
 }
 
 export interface ModelClientOptions {
@@ -180,19 +185,32 @@ export function createModelClient(options: ModelClientOptions): ModelClient {
     maxResponseBytes,
     followRedirects: options.followRedirects === true,
   };
-  async function post(endpoint: keyof typeof ALLOWED_KEYS, body: object): Promise<unknown> {
+  async function post(
+    endpoint: keyof typeof ALLOWED_KEYS,
+    body: object,
+    cookies: Map<string, string> | undefined,
+  ): Promise<unknown> {
     assertBodyKeys(endpoint, body);
     const url = root + ENDPOINT_PATHS[endpoint];
-    return parseAnswer(url, await postJson(url, body, http, ModelHttpError), ModelHttpError);
+    const extra: Record<string, string> = cookies?.size
+      ? { cookie: [...cookies].map(([k, v]) => `${k}=${v}`).join("; ") }
+      : {};
+    const answer = await postJson(url, body, http, ModelHttpError, extra);
+    if (cookies)
+      for (const c of answer.cookies) {
+        const at = c.indexOf("=");
+        cookies.set(c.slice(0, at), c.slice(at + 1));
+      }
+    return parseAnswer(url, answer, ModelHttpError);
   }
   return {
     model: options.model,
     ...(placeholder !== undefined ? { imagePlaceholderToken: placeholder } : {}),
-    async respond(call) {
-      return (await post(call.endpoint, call.body)) as ResponsesResponse;
+    async respond(call, cookies) {
+      return (await post(call.endpoint, call.body, cookies)) as ResponsesResponse;
     },
-    async countTokens(body) {
-      return tokenCountOf(root + ENDPOINT_PATHS.tokenize, await post("tokenize", body));
+    async countTokens(body, cookies) {
+      return tokenCountOf(root + ENDPOINT_PATHS.tokenize, await post("tokenize", body, cookies));
     },
   };
 }

@@ -16,6 +16,24 @@ export class ConfigError extends CompactionError {
   }
 }
 
+/**
+ * A context guard refused a model call that no recompaction could admit. As in Gym's agent the
+ * sample fails (the partial run is on the error, see partialRunOf); `onGuardReject: "end_episode"`
+ * keeps the episode instead, marked partial.
+ */
+export class GuardRejectedError extends CompactionError {
+  override readonly name = "GuardRejectedError";
+  constructor(
+    readonly callId: string,
+    readonly step: number,
+    readonly guards: readonly string[],
+  ) {
+    super(
+      `context guard rejected model call ${callId} at complete action boundary: step=${step} guards=${guards.join(",")}`,
+    );
+  }
+}
+
 /** Generation evidence that cannot be trusted: missing token ids, a logprob count mismatch, a bad record. */
 export class EvidenceError extends Error {
   override readonly name = "EvidenceError";

@@ -43,6 +43,12 @@ export interface GuardEvaluation {
   call_id: string;
   outcome: GuardOutcome;
   rounds: GuardRound[];
+  /**
+   * The chunk whose view the first round measured, and the model calls that chunk had completed
+   * (Gym's `completed_action_count`; 0 under rolling). Absent in records written before them.
+   */
+  chunk?: number | null;
+  completed_actions?: number;
 }
 
 /** Vision tokens a model spends on one image: one per patch, rounding the image up to whole patches. */

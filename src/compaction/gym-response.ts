@@ -2,8 +2,8 @@
 // Gym's compaction agent returns — the whole logical output with token fields on each call's last
 // item, one ObservedCompletion per call, media assets, boundary, chunk and guard records and the
 // contract — and its post-verification transport projection. Ids follow Gym's formulas over this
-// runtime's own views and parts (view digests, part ids `part-{event:06d}-{index:03d}`); Gym's
-// lineage records (`lineage_deltas`, `final_policy_decision`) are not produced.
+// runtime's own views and parts (view digests, part ids `part-{event:06d}-{index:03d}`), and so
+// do the lineage records (`final_policy_decision`, `lineage_deltas`, see gym-decision.ts).
 import type { CompactionOptions } from "./options.js";
 import type { CallEvidence, EvidenceRecord } from "./evidence-types.js";
 import type { FunctionTool, InputItem } from "./responses.js";
@@ -12,7 +12,9 @@ import { imagesOf, isImageGroup, type HistoryEntry } from "./history.js";
 import type { MediaStore } from "./media.js";
 import { mediaSpans } from "./media-spans.js";
 import type { ViewPlan } from "./policies.js";
-import { canonicalDigest, canonicalDigestSync, orderedIdDigest, pythonJsonWithFloats, stableId } from "./gym-ids.js";
+import { canonicalDigest, canonicalDigestSync, pythonJsonWithFloats, stableId } from "./gym-ids.js";
+import { chunkedDecision, GymPartIndex, policyDecision, type PolicyDecisionRecord } from "./gym-decision.js";
+import { lineageDelta, type TransformationLineageDeltaRecord, type UnitLineageRecord } from "./gym-lineage.js";
 import { compactionPolicyId, contextHistoryOf } from "./gym-config.js";
 import { sha256Hex } from "./digest.js";
 
@@ -38,59 +40,16 @@ export interface GymResponseInputs {
   params: Readonly<Record<string, unknown>>;
   maxOutputTokens?: number;
   temperature?: number;
+  /** The task's input as given (a run body's); absent: the initial context as this runtime renders it. */
+  agentInput?: readonly unknown[];
+  /** The episode was cut short by a guard and kept: the response says `incomplete`. */
+  partial?: boolean;
 }
 
 /** A ContextCompactedResponse (compaction on) or a plain NeMoGymResponse (off), as JSON. */
 export type GymResponse = Record<string, unknown> & { output: Record<string, unknown>[] };
 
 const hex = (digest: string) => digest.replace(/^sha256:/, "");
-
-/** Gym's part ids of an entry: one per content part of a user message, one for any other item. */
-function partIds(entry: HistoryEntry): { id: string; image: boolean }[] {
-  const event = String(entry.seq).padStart(6, "0");
-  if (entry.kind !== "user") return [{ id: `part-${event}-000`, image: false }];
-  return entry.parts.map((p, k) => ({ id: `part-${event}-${String(k).padStart(3, "0")}`, image: p.type === "image" }));
-}
-
-interface Selection {
-  retained: string[];
-  omitted: string[];
-  /** Runs of consecutive omitted parts, [first, last]. */
-  changed: [string, string][];
-  /** First part of each run of images a marker stands for. */
-  markers: string[];
-}
-
-function selectionOf(plan: ViewPlan, entries: readonly HistoryEntry[]): Selection {
-  const shown = new Map(plan.items.map((item) => [item.entry, item]));
-  const sel: Selection = { retained: [], omitted: [], changed: [], markers: [] };
-  let run: string[] = [];
-  const close = () => {
-    if (run.length) sel.changed.push([run[0], run[run.length - 1]]);
-    run = [];
-  };
-  for (const entry of entries) {
-    const item = shown.get(entry.seq);
-    const parts = partIds(entry);
-    let markerPlaced = false;
-    for (const part of parts) {
-      const kept = item !== undefined && !(part.image && item.dropImages);
-      if (kept) {
-        sel.retained.push(part.id);
-        close();
-      } else {
-        sel.omitted.push(part.id);
-        run.push(part.id);
-        if (part.image && item?.marker !== undefined && !markerPlaced) {
-          sel.markers.push(part.id);
-          markerPlaced = true;
-        }
-      }
-    }
-  }
-  close();
-  return sel;
-}
 
 /** Dimensions and colour mode as Gym reads them: PNG only (its IHDR), null for other formats. */
 function pngFacts(
@@ -214,7 +173,11 @@ function responseFields(inputs: GymResponseInputs, output: Record<string, unknow
     id: last?.response_id ?? `resp_${inputs.evidence.rollout_id}`,
     created_at: 0,
     error: null,
-    incomplete_details: lastTurn?.finishReason ? { reason: lastTurn.finishReason } : null,
+    incomplete_details: inputs.partial
+      ? { reason: "context_guard_rejected" }
+      : lastTurn?.finishReason
+        ? { reason: lastTurn.finishReason }
+        : null,
     instructions: inputs.instructions ?? null,
     metadata: null,
     model: inputs.model,
@@ -235,7 +198,7 @@ function responseFields(inputs: GymResponseInputs, output: Record<string, unknow
     reasoning: null,
     safety_identifier: null,
     service_tier: null,
-    status: "completed",
+    status: inputs.partial || lastTurn?.finishReason ? "incomplete" : "completed",
     text: null,
     top_logprobs: null,
     truncation: null,
@@ -266,21 +229,40 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
       await canonicalDigest({ rollout_id: rolloutId, block_index: block, schedule_config_digest: scheduleDigest })
     ).slice(0, 12);
   const byCall = new Map(e.calls.map((c) => [c.call_id, c]));
-  const selections = inputs.turns.map((t) =>
-    selectionOf(
+  // Each call's policy decision over Gym's parts; under turnChunked, its chunk's base decision
+  // (its first call's) with the tail kept, as Gym's chunked controller decides.
+  const parts = new GymPartIndex(inputs.media);
+  const own = inputs.turns.map((t, i) =>
+    policyDecision(
+      policy,
+      inputs.compaction!.policy.config,
       t.plan,
       inputs.entries.filter((x) => x.seq < (t.output[0] ?? Infinity)),
+      parts,
+      turnId(e.calls[i]),
     ),
   );
-  const artifacts = (sel: Selection) =>
-    sel.markers.map((part) => `omission-${policy.config_digest.slice(0, 12)}-${part}`);
+  const baseOfChunk = new Map<number, PolicyDecisionRecord>();
+  const decisions = own.map((d, i) => {
+    const chunk = e.calls[i].decision?.chunk;
+    if (!chunked || chunk === null || chunk === undefined) return d;
+    if (!baseOfChunk.has(chunk)) baseOfChunk.set(chunk, d);
+    return chunkedDecision(baseOfChunk.get(chunk)!, d);
+  });
+  const lineageDeltas: TransformationLineageDeltaRecord[] = [];
+  let state = new Map<string, UnitLineageRecord>();
+  for (const d of decisions) {
+    const next = lineageDelta(d.lineage, state, lineageDeltas[lineageDeltas.length - 1]?.transformation_id ?? null);
+    lineageDeltas.push(next.delta);
+    state = next.state;
+  }
 
   const events = new Map<string, Record<string, unknown>>();
   for (const b of e.boundaries) {
     const first = byCall.get(b.first_call)!;
     const previous = byCall.get(b.previous_call)!;
     const step = turnId(first);
-    const sel = selections[e.calls.indexOf(first)];
+    const decision = decisions[e.calls.indexOf(first)];
     const [prev, cur] = [hex(previous.view_digest), hex(first.view_digest)];
     const remaining = new Map<string, number>();
     for (const m of previous.media) remaining.set(m, (remaining.get(m) ?? 0) + 1);
@@ -304,12 +286,12 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
       config_digest: policy.config_digest,
       previous_view_digest: prev,
       current_view_digest: cur,
-      changed_part_ranges: sel.changed,
-      retained_part_count: sel.retained.length,
-      omitted_part_count: sel.omitted.length,
+      changed_part_ranges: decision.changed_part_ranges,
+      retained_part_count: decision.retained_part_count,
+      omitted_part_count: decision.omitted_part_count,
       retained_media_count: first.media.length,
       removed_media_count: [...remaining.values()].reduce((n, k) => n + Math.max(0, k), 0),
-      inserted_artifact_ids: artifacts(sel),
+      inserted_artifact_ids: decision.inserted_artifact_ids,
       schedule_name: chunked ? "turn_chunked_recency" : "per_action",
       schedule_version: "1",
       schedule_config_digest: scheduleDigest,
@@ -326,7 +308,7 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
   for (const [i, call] of e.calls.entries()) {
     const step = turnId(call);
     const viewDigest = hex(call.view_digest);
-    const sel = selections[i];
+    const decision = decisions[i];
     if (!segmentIds.has(call.segment))
       segmentIds.set(call.segment, await stableId("segment", rolloutId, call.segment, call.segment, viewDigest));
     const prepared = await stableId("prepared-request", rolloutId, step, viewDigest, contractId);
@@ -347,10 +329,6 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
         ? null
         : mediaSpans(`call ${call.call_id}`, call.prompt_token_ids, call.media, e.image_placeholder_token);
     const seen = new Map<string, number>();
-    const units = [
-      ...sel.retained.map((id) => ({ source_unit_id: id, disposition: "kept" })),
-      ...sel.omitted.map((id) => ({ source_unit_id: id, disposition: "dropped" })),
-    ];
     completions.push({
       rollout_id: rolloutId,
       completion_id: completionId,
@@ -373,14 +351,8 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
         policy_version: policy.version,
         config_digest: policy.config_digest,
         decision_turn: step,
-        selection_digest: orderedIdDigest(
-          policy.name === "identity" ? sel.retained : [...sel.retained, "--omitted--", ...sel.omitted],
-        ),
-        transformation_id:
-          "transform-" +
-          (
-            await canonicalDigest({ type: policy.name, version: policy.version, config: policy.config_digest, units })
-          ).slice(0, 24),
+        selection_digest: decision.selection_digest,
+        transformation_id: decision.lineage.transformation_id,
       },
       generation_contract_id: contractId,
       policy_output_spans: [
@@ -455,7 +427,8 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
   for (const g of e.guards) {
     const call = byCall.get(g.call_id);
     const turn = call ? turnId(call) : e.calls.length + 1;
-    const chunk = call?.decision?.chunk ?? null;
+    // The chunk the first round measured (the one a guard closes early), as Gym reads it.
+    const chunk = g.chunk !== undefined ? g.chunk : (call?.decision?.chunk ?? null);
     const before = inputs.entries.filter((x) => x.origin !== "model" && isImageGroup(x) && imagesOf(x).length > 0);
     const latest = Math.max(
       -1,
@@ -470,7 +443,7 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
         rollout_id: rolloutId,
         chunk_id: chunked && chunk !== null ? await chunkIdOf(chunk) : null,
         applies_to_step: turn,
-        completed_action_count: 0,
+        completed_action_count: g.completed_actions ?? 0,
         pending_observation_group_ids: pending,
         guard_name: check.guard,
         measured_value: check.measured,
@@ -482,20 +455,22 @@ export async function gymResponse(inputs: GymResponseInputs): Promise<GymRespons
     }
   }
 
-  const agentInput = inputs.entries
-    .filter((x) => x.origin === "initial")
-    .flatMap((x) => {
-      const item = entryItem(x, inputs.media) as InputItem | null;
-      return item ? [item] : [];
-    });
+  const agentInput =
+    inputs.agentInput ??
+    inputs.entries
+      .filter((x) => x.origin === "initial")
+      .flatMap((x) => {
+        const item = entryItem(x, inputs.media) as InputItem | null;
+        return item ? [item] : [];
+      });
   return {
     ...response,
     agent_input: agentInput,
     seed_obs: [],
     media_assets: assets,
     completion_evidence: completions,
-    final_policy_decision: null,
-    lineage_deltas: [],
+    final_policy_decision: decisions[decisions.length - 1] ?? null,
+    lineage_deltas: lineageDeltas,
     chunk_records: chunkRecords,
     boundary_events: [...events.values()],
     guard_records: guardRecords,

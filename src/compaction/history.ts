@@ -15,23 +15,28 @@ interface EntryBase {
   origin: Origin;
 }
 
+/** A message the model reads: the task, an observation, or a system or developer message of the initial context. */
 export interface UserEntry extends EntryBase {
   kind: "user";
+  /** Absent: "user". System and developer messages come only from the initial context. */
+  role?: "system" | "developer";
   parts: readonly UserPart[];
 }
+/** Reasoning; `id` may be absent on an earlier turn given as initial context. */
 export interface ReasoningEntry extends EntryBase {
   kind: "reasoning";
-  id: string;
+  id?: string;
   text: string;
 }
+/** An assistant message: the model's, or an earlier turn given as initial context. */
 export interface MessageEntry extends EntryBase {
   kind: "message";
-  id: string;
+  id?: string;
   text: string;
 }
 export interface FunctionCallEntry extends EntryBase {
   kind: "function_call";
-  id: string;
+  id?: string;
   callId: string;
   name: string;
   arguments: string;

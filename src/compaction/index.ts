@@ -45,11 +45,14 @@ export type { BoundaryRecord } from "./controller.js";
 export type { ChunkRecord } from "./schedules.js";
 export type { GuardEvaluation } from "./guards.js";
 export type { Environment, Observation, ObservationImage } from "./environment.js";
+export { taskInputItems, type TaskInput, type TaskItem, type TaskPart } from "./task-input.js";
+export { runIdentity, type RunIdentity } from "./run-identity.js";
 export type { FunctionTool, InputItem, ResponsesResponse } from "./responses.js";
 export {
   CompactionError,
   ConfigError,
   EvidenceError,
+  GuardRejectedError,
   HttpError,
   ModelHttpError,
   PrefixMismatchError,

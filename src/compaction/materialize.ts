@@ -37,16 +37,26 @@ export function entryItem(
           markerPlaced = true;
         }
       }
-      return content.length ? { type: "message", role: "user", content } : null;
+      return content.length ? { type: "message", role: entry.role ?? "user", content } : null;
     }
     case "reasoning":
-      return { type: "reasoning", id: entry.id, summary: [], content: [{ type: "reasoning_text", text: entry.text }] };
+      return {
+        type: "reasoning",
+        ...idOf(entry),
+        summary: [],
+        content: [{ type: "reasoning_text", text: entry.text }],
+      };
     case "message":
-      return { type: "message", role: "assistant", id: entry.id, content: [{ type: "output_text", text: entry.text }] };
+      return {
+        type: "message",
+        role: "assistant",
+        ...idOf(entry),
+        content: [{ type: "output_text", text: entry.text }],
+      };
     case "function_call":
       return {
         type: "function_call",
-        id: entry.id,
+        ...idOf(entry),
         call_id: entry.callId,
         name: entry.name,
         arguments: entry.arguments,
@@ -54,6 +64,11 @@ export function entryItem(
     case "function_output":
       return { type: "function_call_output", call_id: entry.callId, output: entry.output };
   }
+}
+
+/** `{id}` when the entry has one (an earlier turn of the initial context may not). */
+function idOf(entry: { id?: string }): { id: string } | Record<string, never> {
+  return entry.id === undefined ? {} : { id: entry.id };
 }
 
 /** Media ids an entry shows, in order (none when its images are dropped). */

@@ -13,7 +13,8 @@ import {
   type HttpOptions,
 } from "./http.js";
 import { dataUrlImage } from "./media.js";
-import type { FunctionTool, InputImage, InputText } from "./responses.js";
+import type { FunctionTool } from "./responses.js";
+import { taskInputItems } from "./task-input.js";
 
 /** A Gym run body: `responses_create_params` (the request: input, tools, …) plus the task's own fields. */
 export interface GymRunBody {
@@ -62,6 +63,7 @@ export interface ResourcesSession {
 export interface ResourcesServer {
   readonly baseUrl: string;
   session(): ResourcesSession;
+  /** Gym's `/aggregate_metrics`; rows of skipped verification give Gym's empty AggregateMetrics. */
   aggregateMetrics(verifyResponses: readonly Record<string, unknown>[]): Promise<AggregateMetrics>;
 }
 
@@ -131,6 +133,10 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
       };
     },
     async aggregateMetrics(verifyResponses) {
+      // Gym's agent with skip_verification answers an empty AggregateMetrics (with a warning)
+      // instead of asking the resources server to aggregate rewards nothing verified.
+      if (verifyResponses.length > 0 && verifyResponses.every((r) => r.verification_skipped === true))
+        return { group_level_metrics: [], agent_metrics: {}, key_metrics: {} };
       const url = `${root}/aggregate_metrics`;
       const answer = parseAnswer(
         url,
@@ -205,29 +211,9 @@ export function jsonObservation(text: string, tool: string): Observation {
   return { text: v.output, ...(images.length ? { images } : {}), ...(v.done === true ? { done: true } : {}) };
 }
 
-/** The run body's input as the task's observation: a string, or one user message of text and image parts. */
-function taskObservation(input: GymRunBody["responses_create_params"]["input"]): Observation {
-  if (typeof input === "string") return { text: input };
-  const refuse = (why: string) => new CompactionError(`resources run body: responses_create_params.input ${why}`);
-  if (!Array.isArray(input) || input.length !== 1) throw refuse("must be a string or one user message");
-  const message = input[0] as { role?: unknown; content?: unknown; type?: unknown };
-  if (message?.role !== "user" || (message.type !== undefined && message.type !== "message"))
-    throw refuse("[0] must be a user message");
-  if (typeof message.content === "string") return { text: message.content };
-  if (!Array.isArray(message.content)) throw refuse("[0].content must be a string or an array of parts");
-  const texts: string[] = [];
-  const images: ObservationImage[] = [];
-  (message.content as (InputText | InputImage)[]).forEach((part, i) => {
-    if (part?.type === "input_text" && typeof part.text === "string") texts.push(part.text);
-    else if (part?.type === "input_image")
-      images.push(imageOf(`responses_create_params.input[0].content[${i}]`, part.image_url));
-    else throw refuse(`[0].content[${i}] must be an input_text or input_image part`);
-  });
-  return { text: texts.join("\n"), ...(images.length ? { images } : {}) };
-}
-
 /**
- * The episode's environment through a resources server: the run body's input is the task,
+ * The episode's environment through a resources server: the run body's input (every item) is the
+ * initial context,
  * `/seed_session` is called first, and each function call goes to `POST /<name>`. Its reward is
  * not used: `/verify` scores the episode.
  */
@@ -242,9 +228,14 @@ export function resourcesEnvironment(
   return {
     instructions: typeof params.instructions === "string" ? params.instructions : undefined,
     tools: Array.isArray(params.tools) ? params.tools : [],
-    async start() {
+    start() {
+      throw new CompactionError("resources environment: the task is its startContext()");
+    },
+    async startContext() {
+      // Checked before the seed: a body Gym's agent would refuse opens no session.
+      const context = taskInputItems(params.input, "resources run body: responses_create_params.input");
       await session.seed(runBody);
-      return taskObservation(params.input);
+      return { context };
     },
     async call(name, args) {
       return observe(await session.callTool(name, args), name);

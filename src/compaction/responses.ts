@@ -22,24 +22,26 @@ export interface ReasoningText {
 
 export interface UserMessageItem {
   type: "message";
-  role: "user";
+  /** System and developer messages come only from a task's initial context. */
+  role: "user" | "system" | "developer";
   content: (InputText | InputImage)[];
 }
 export interface AssistantMessageItem {
   type: "message";
   role: "assistant";
-  id: string;
+  /** Absent on an earlier turn given as initial context without one. */
+  id?: string;
   content: OutputText[];
 }
 export interface ReasoningItem {
   type: "reasoning";
-  id: string;
+  id?: string;
   summary: never[];
   content: ReasoningText[];
 }
 export interface FunctionCallItem {
   type: "function_call";
-  id: string;
+  id?: string;
   call_id: string;
   name: string;
   arguments: string;

@@ -1,5 +1,7 @@
 // Schedules decide when the policy recomputes the view:
 // `rolling` every call; `turnChunked(n)` freezes one compacted base for n actions and appends a tail.
+// An action is one model call, as in Gym (`action-{turn}`): a response with two function calls is
+// one action, and so is the final message.
 import { CompactionError } from "./errors.js";
 import type { HistoryEntry } from "./history.js";
 import { planOf, type Policy, type ViewPlan } from "./policies.js";
@@ -43,8 +45,8 @@ export interface Scheduler {
   readonly config: ScheduleConfig;
   /** The view for the next call over the current history. */
   view(entries: readonly HistoryEntry[]): ScheduledView;
-  /** Notes the call just acknowledged and the actions it led to. */
-  recordCall(callId: string, actions: number): void;
+  /** Notes the model call just acknowledged: one action of the open chunk. */
+  recordCall(callId: string): void;
   /** Closes a nonempty chunk early so the next view recompacts; false when there is nothing to close. */
   closeChunkEarly(): boolean;
   /** Closes the open chunk at the end of the run. */
@@ -105,12 +107,12 @@ function chunkedScheduler(config: Extract<ScheduleConfig, { type: "turn_chunked"
       for (let i = baseEnd; i < entries.length; i++) items.push({ entry: i });
       return { plan: planOf(base.policy, entries, items), trigger, chunk: records.length - 1 };
     },
-    recordCall(callId, actions) {
+    recordCall(callId) {
       const current = open();
       if (!current) return;
       current.first_call ??= callId;
       current.last_call = callId;
-      current.actions += actions;
+      current.actions += 1;
     },
     closeChunkEarly() {
       const current = open();

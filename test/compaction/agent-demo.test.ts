@@ -165,3 +165,126 @@ describe("callforest agent-demo", () => {
     );
   });
 });
+
+describe("callforest agent-demo --config with a Gym dataset", () => {
+  /** A Gym agent config naming a dataset whose rows have a system message and earlier turns. */
+  async function gymSetup(dir: string): Promise<string> {
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const { gridWorldRunBody } = await import("../../src/compaction/testbed/index.js");
+    const rows = [];
+    for (const seed of [1, 2]) {
+      const body = await gridWorldRunBody({ seed });
+      const task = body.responses_create_params.input as unknown[];
+      const input = [
+        { role: "system", content: "You walk a grid world. Use the tools." },
+        { role: "user", content: "Where am I?" },
+        { role: "assistant", content: "Let me look." },
+        { type: "function_call", call_id: "call_0", name: "look", arguments: "{}" },
+        { type: "function_call_output", call_id: "call_0", output: "A corridor runs south." },
+        ...task,
+      ];
+      rows.push({ ...body, responses_create_params: { ...body.responses_create_params, input }, expected: "goal" });
+    }
+    writeFileSync(join(dir, "rows.jsonl"), rows.map((r) => `${JSON.stringify(r)}\n`).join(""));
+    const config = join(dir, "agent.yaml");
+    writeFileSync(
+      config,
+      [
+        "grid_agent:",
+        "  responses_api_agents:",
+        "    simple_agent_with_compaction:",
+        "      entrypoint: app.py",
+        "      resources_server: {type: resources_servers, name: grid_world}",
+        "      model_server: {type: responses_api_models, name: policy_model}",
+        "      datasets:",
+        "      - name: example",
+        "        type: example",
+        "        jsonl_fpath: rows.jsonl",
+        "      context_history:",
+        "        enabled: true",
+        "        policy:",
+        "          type: recency",
+        "          config:",
+        "            images: {enabled: true, keep_last_groups: 1}",
+        "            reasoning: {enabled: true, keep_last_blocks: 1}",
+        "        schedule: {type: turn_chunked_recency, actions_per_chunk: 2}",
+        "",
+      ].join("\n"),
+    );
+    return config;
+  }
+
+  async function cli(args: string[]): Promise<{ code: number; out: string }> {
+    const written: string[] = [];
+    const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(typeof chunk === "string" ? chunk : Buffer.from(chunk).toString("utf8"));
+      return true;
+    });
+    const err = vi.spyOn(process.stderr, "write").mockImplementation(() => true);
+    try {
+      const code = await main(args);
+      return { code, out: written.join("") };
+    } finally {
+      spy.mockRestore();
+      err.mockRestore();
+    }
+  }
+
+  it("runs each row as Gym's /run does; rows --from gym-compaction reads the envelope into the same rows", async () => {
+    const { join } = await import("node:path");
+    const dir = tempDir();
+    const config = await gymSetup(dir);
+    const envelope = join(dir, "envelope.jsonl");
+    const rollouts = join(dir, "rollouts.jsonl");
+    const { code, out } = await cli([
+      "agent-demo",
+      "--config",
+      config,
+      "--turns",
+      "6",
+      "--envelope",
+      envelope,
+      "--rollouts",
+      rollouts,
+    ]);
+    expect(code).toBe(0);
+    expect(out.split("\n")[0]).toBe(
+      `agent-demo: 2 dataset rows of ${join(dir, "rows.jsonl")}, policy from ${config} (recency/2), ` +
+        "schedule turn_chunked(2), stop per row",
+    );
+    expect(out).toMatch(/^row 0: rollout 0-0, 6 input items, \d+ calls, stop \w+, reward [01]$/m);
+    expect(out).toMatch(/^row 1: rollout 1-0, 6 input items, \d+ calls, stop \w+, reward [01]$/m);
+    expect(out.match(/^every sampled token trained exactly once: (\d+) of \1$/gm)).toHaveLength(2);
+    expect(out.match(/^envelope read back as rows --from gym-compaction reads it: the same rows$/gm)).toHaveLength(2);
+    // the real reader, through the CLI: the same training rows as the runtime's own rollouts
+    const training = (text: string) =>
+      text
+        .trim()
+        .split("\n")
+        .map((line) => {
+          const r = JSON.parse(line);
+          return [r.rollout_id, r.token_ids, r.logprobs, r.loss_mask, r.reward];
+        });
+    const fromEnvelope = await cli(["rows", "--from", "gym-compaction", envelope]);
+    const own = await cli(["rows", rollouts]);
+    expect(fromEnvelope.code).toBe(0);
+    expect(own.code).toBe(0);
+    expect(training(fromEnvelope.out).length).toBeGreaterThan(2);
+    expect(training(fromEnvelope.out)).toEqual(training(own.out));
+  });
+
+  it("refuses --envelope without a dataset, and names a bad dataset line", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    await expect(agentDemo({ ...defaults, envelope: "x.jsonl" })).rejects.toThrow(
+      new UsageError("--envelope needs a --config that names a dataset (datasets[].jsonl_fpath)"),
+    );
+    const dir = tempDir();
+    const config = await gymSetup(dir);
+    writeFileSync(join(dir, "rows.jsonl"), '{"responses_create_params": {"input": "hi"}}\n{oops\n');
+    await expect(agentDemo({ ...defaults, policy: undefined, schedule: undefined, config })).rejects.toThrow(
+      new UsageError(`dataset ${join(dir, "rows.jsonl")}:2: not JSON`),
+    );
+  });
+});

@@ -76,6 +76,18 @@ function checkEvidenceShape(result: RunAgentResult) {
 
 function checkGuards(result: RunAgentResult) {
   const e = result.evidence;
+  // Gym's completed_action_count: the calls the measured chunk had completed (0 under rolling)
+  const records = result.gymResponse!.guard_records as { applies_to_step: number; completed_action_count: number }[];
+  for (const g of e.guards) {
+    const at = e.calls.findIndex((c) => c.call_id === g.call_id);
+    const before = at < 0 ? e.calls : e.calls.slice(0, at);
+    const completed = g.chunk === null ? 0 : before.filter((c) => c.decision?.chunk === g.chunk).length;
+    expect(g.completed_actions).toBe(completed);
+    const step = (at < 0 ? e.calls.length : at) + 1;
+    for (const r of records.filter((x) => x.applies_to_step === step)) expect(r.completed_action_count).toBe(completed);
+  }
+  if (e.compaction.schedule?.type === "turn_chunked")
+    expect(records.some((r) => r.completed_action_count > 0)).toBe(true);
   const evaluated = e.guards.map((g) => g.call_id);
   expect(new Set(evaluated).size).toBe(evaluated.length); // one evaluation per call
   expect(evaluated.slice(0, e.calls.length)).toEqual(e.calls.map((c) => c.call_id));
@@ -117,6 +129,8 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
             compaction: { policy, schedule, ...(guarded ? { guards: GUARDS } : {}) },
             maxTurns: TURNS,
             maxOutputTokens: 64,
+            // Keep a rejected episode (marked partial) to inspect its records; the default fails it.
+            onGuardReject: "end_episode",
           },
         );
         const e = result.evidence;
@@ -162,6 +176,12 @@ describe.each(Object.keys(POLICIES))("%s", (policyName) => {
         } else {
           // nothing drops images here: the image guard trips and, after any recompaction, rejects
           expect(e.stop_reason).toBe("guard_rejected");
+          expect(result.partial).toBe(true);
+          expect(result.row).toMatchObject({ partial_episode: "guard_rejected" });
+          expect(result.gymResponse).toMatchObject({
+            status: "incomplete",
+            incomplete_details: { reason: "context_guard_rejected" },
+          });
           expect(e.guards[e.guards.length - 1].outcome).toBe("reject");
         }
       });

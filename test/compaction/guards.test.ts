@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
 import type { ModelClient } from "../../src/compaction/client.js";
-import { CompactionError } from "../../src/compaction/errors.js";
+import { CompactionError, GuardRejectedError } from "../../src/compaction/errors.js";
+import { partialRunOf } from "../../src/compaction/partial.js";
 import { measureGuards, projectVisionTokens, validateGuards } from "../../src/compaction/guards.js";
 import { materialize } from "../../src/compaction/materialize.js";
 import { identityPolicy } from "../../src/compaction/policies.js";
@@ -9,6 +10,7 @@ import { rolling } from "../../src/compaction/schedules.js";
 import { hasGuards } from "../../src/compaction/guards.js";
 import { createGridWorld } from "../../src/compaction/testbed/index.js";
 import { sampleHistory } from "./fixtures.js";
+import { failureOf } from "./support.js";
 
 describe("guards", () => {
   it("projects vision tokens per 16-pixel patch, rounding up", () => {
@@ -70,18 +72,34 @@ describe("guards", () => {
       countTokens: async () => 0,
     };
     const compaction = { policy: identityPolicy(), schedule: rolling(), guards: { maxVisionTokens: 0 } };
-    const result = await runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2 });
-    expect(result.stopReason).toBe("guard_rejected");
-    expect(result.evidence.calls).toEqual([]);
-    expect(result.evidence.guards).toEqual([
-      {
-        call_id: "agent-c0",
-        outcome: "reject",
-        rounds: [
-          { view_digest: expect.any(String), checks: [{ guard: "vision_tokens", measured: 25, limit: 0, ok: false }] },
-        ],
-      },
-    ]);
+    const rejection = {
+      call_id: "agent-c0",
+      outcome: "reject",
+      rounds: [
+        { view_digest: expect.any(String), checks: [{ guard: "vision_tokens", measured: 25, limit: 0, ok: false }] },
+      ],
+      chunk: null,
+      completed_actions: 0,
+    };
+    // Gym's agent raises: the sample fails, nothing truncated is scored.
+    const error = await failureOf(runAgent({ model, environment: createGridWorld(), compaction, maxTurns: 2 }));
+    expect(error).toBeInstanceOf(GuardRejectedError);
+    expect((error as Error).message).toBe(
+      "context guard rejected model call agent-c0 at complete action boundary: step=1 guards=vision_tokens",
+    );
+    expect(partialRunOf(error)!.evidence.guards).toEqual([rejection]);
+    // Kept on request, and marked partial.
+    const kept = await runAgent({
+      model,
+      environment: createGridWorld(),
+      compaction,
+      maxTurns: 2,
+      onGuardReject: "end_episode",
+    });
+    expect(kept.stopReason).toBe("guard_rejected");
+    expect(kept.partial).toBe(true);
+    expect(kept.evidence.calls).toEqual([]);
+    expect(kept.evidence.guards).toEqual([rejection]);
   });
 
   it("rejects limits that are not non-negative integers", () => {

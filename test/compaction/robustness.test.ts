@@ -292,6 +292,7 @@ describe("runAgent", () => {
         environment: environment(),
         compaction: rejectAll,
         maxTurns: 1,
+        onGuardReject: "end_episode",
       });
       expect(result.evidence.calls).toEqual([]);
       ids.add(result.evidence.rollout_id);

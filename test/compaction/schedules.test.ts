@@ -40,7 +40,7 @@ describe("schedules", () => {
     const first = s.view(history.entries());
     expect(first.trigger).toBe("chunk_opened");
     expect(first.plan.items).toEqual(policy.plan(history.entries()).items);
-    s.recordCall("c0", 1);
+    s.recordCall("c0");
     addTurn(history, 3);
     const second = s.view(history.entries());
     expect(second.trigger).toBe("chunk_tail");
@@ -48,7 +48,7 @@ describe("schedules", () => {
     expect(second.plan.items.slice(0, first.plan.items.length)).toEqual(first.plan.items);
     expect(second.plan.items.slice(first.plan.items.length).map((i) => i.entry)).toEqual([13, 14, 15]);
     expect(second.plan.retained.reasoning).toBe(2);
-    s.recordCall("c1", 1);
+    s.recordCall("c1");
     addTurn(history, 4);
     const third = s.view(history.entries());
     expect(third.trigger).toBe("chunk_opened");
@@ -64,10 +64,13 @@ describe("schedules", () => {
     const { history } = await sampleHistory(3);
     const s = createScheduler(turnChunked(2), policy);
     s.view(history.entries());
-    s.recordCall("c0", 2);
+    s.recordCall("c0");
+    addTurn(history, 3);
+    s.view(history.entries());
+    s.recordCall("c1");
     s.finish();
     expect(s.chunks()).toEqual([
-      { chunk: 0, base_entries: 13, first_call: "c0", last_call: "c0", actions: 2, closed_by: "full" },
+      { chunk: 0, base_entries: 13, first_call: "c0", last_call: "c1", actions: 2, closed_by: "full" },
     ]);
   });
 
@@ -76,7 +79,7 @@ describe("schedules", () => {
     const s = createScheduler(turnChunked(5), policy);
     s.view(history.entries());
     expect(s.closeChunkEarly()).toBe(false);
-    s.recordCall("c0", 1);
+    s.recordCall("c0");
     addTurn(history, 2);
     expect(s.view(history.entries()).trigger).toBe("chunk_tail");
     expect(s.closeChunkEarly()).toBe(true);
@@ -90,12 +93,15 @@ describe("schedules", () => {
     const { history } = await sampleHistory(2);
     const s = createScheduler(turnChunked(2), policy);
     s.view(history.entries());
-    s.recordCall("c0", 1);
+    s.recordCall("c0");
     addTurn(history, 2);
     expect(s.closeChunkEarly()).toBe(true);
     expect(s.view(history.entries()).trigger).toBe("guard_recompaction");
-    s.recordCall("c1", 2); // fills the recompacted chunk
+    s.recordCall("c1");
     addTurn(history, 3);
+    expect(s.view(history.entries()).trigger).toBe("chunk_tail");
+    s.recordCall("c2"); // fills the recompacted chunk
+    addTurn(history, 4);
     const next = s.view(history.entries());
     expect(next.trigger).toBe("chunk_opened");
     expect(next.chunk).toBe(2);

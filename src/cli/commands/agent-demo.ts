@@ -1,21 +1,31 @@
 // `callforest agent-demo`: runs a short compacted episode of the grid-world agent against the
 // built-in deterministic model server, then prints the rewrite boundaries the controller recorded
-// and the training rows the core plans from the evidence, with a legend for every column.
-import { readFileSync } from "node:fs";
+// and the training rows the core plans from the evidence, with a legend for every column. With a
+// Gym agent config that names a dataset, each dataset row runs as Gym's `/run` runs it, through
+// the test bed's resources server, and its output envelope is read back as `rows --from
+// gym-compaction` reads it.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Command } from "commander";
 import {
   createModelClient,
   identityPolicy,
+  createResourcesServer,
+  jsonObservation,
   parseContextHistory,
   recencyPolicy,
   rolling,
   runAgent,
   turnChunked,
   type GuardConfig,
+  type GymRunBody,
   type Policy,
+  type RunAgentResult,
   type ScheduleConfig,
 } from "../../compaction/index.js";
-import { init } from "../../index.js";
+import { parse as parseYaml } from "yaml";
+import { fromGymCompaction } from "../../formats/gym-compaction.js";
+import { init, type Callforest, type Rollout } from "../../index.js";
 import { UsageError } from "../errors.js";
 import { countOf } from "../../messages.js";
 import { addBackendOption, parseBackend, parseInteger } from "../inputs.js";
@@ -45,8 +55,15 @@ export interface AgentDemoOptions {
   keepReasoning?: string;
   /** `name=N,…` with Gym's guard names. */
   guards?: string;
-  /** A Gym `context_history` block (YAML or JSON), instead of the options above. */
+  /**
+   * A Gym `context_history` block (YAML or JSON), instead of the options above; a whole Gym agent
+   * config may also name a dataset (`datasets[].jsonl_fpath`), whose rows then run.
+   */
   config?: string;
+  /** Dataset mode: write each row's `/run` answer (its response the transport envelope) here, as JSONL. */
+  envelope?: string;
+  /** Dataset mode: write the runtime's own rollouts (callforest's canonical JSON) here, as JSONL. */
+  rollouts?: string;
   seed: string;
   backend: string;
 }
@@ -69,6 +86,14 @@ export function register(program: Command): void {
       "--config <file>",
       "a Gym context_history block (YAML or JSON, alone or in a Gym agent config) " +
         "instead of --policy/--schedule/--keep-*/--guards",
+    )
+    .option(
+      "--envelope <file>",
+      "with a --config that names a dataset: write each row's /run answer (Gym's envelope) as JSONL",
+    )
+    .option(
+      "--rollouts <file>",
+      "with a --config that names a dataset: write the runtime's own rollouts (canonical JSON) as JSONL",
     )
     .option("--seed <n>", "seed of the model server and of the grid world's walls", "0");
   addBackendOption(command).action(async (options: AgentDemoOptions) => {
@@ -110,6 +135,51 @@ interface Setup {
   policy: Policy;
   schedule: ScheduleConfig;
   guards?: GuardConfig;
+  /** The dataset a Gym agent config names (its first with a `jsonl_fpath`), resolved from the config's folder. */
+  dataset?: string;
+}
+
+/** The first `datasets[].jsonl_fpath` in a Gym config, if any. */
+function datasetPath(doc: unknown): string | undefined {
+  let found: string | undefined;
+  const walk = (v: unknown) => {
+    if (found !== undefined || !v || typeof v !== "object") return;
+    for (const [key, child] of Object.entries(v as Record<string, unknown>)) {
+      if (key === "datasets" && Array.isArray(child)) {
+        const entry = child.find((d) => typeof (d as { jsonl_fpath?: unknown })?.jsonl_fpath === "string");
+        if (entry) found = (entry as { jsonl_fpath: string }).jsonl_fpath;
+      } else walk(child);
+      if (found !== undefined) return;
+    }
+  };
+  walk(doc);
+  return found;
+}
+
+/** A dataset's rows: Gym run bodies, one JSON object a line; a bad line is a usage error naming it. */
+function datasetRows(path: string): GymRunBody[] {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    throw new UsageError(`dataset ${path}: cannot read it: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
+  const rows: GymRunBody[] = [];
+  text.split("\n").forEach((line, i) => {
+    if (!line.trim()) return;
+    let row: unknown;
+    try {
+      row = JSON.parse(line);
+    } catch {
+      throw new UsageError(`dataset ${path}:${i + 1}: not JSON`);
+    }
+    const params = (row as { responses_create_params?: unknown } | null)?.responses_create_params;
+    if (typeof params !== "object" || params === null || Array.isArray(params))
+      throw new UsageError(`dataset ${path}:${i + 1}: a row needs a responses_create_params object`);
+    rows.push(row as GymRunBody);
+  });
+  if (!rows.length) throw new UsageError(`dataset ${path}: no rows`);
+  return rows;
 }
 
 function setupFrom(options: AgentDemoOptions): Setup {
@@ -140,7 +210,14 @@ function setupFrom(options: AgentDemoOptions): Setup {
       throw new UsageError(
         `--config ${options.config}: context_history.enabled is false (compaction off): set enabled: true`,
       );
-    return { label: `from ${options.config}`, policy: c.policy, schedule: c.schedule, guards: c.guards };
+    const dataset = datasetPath(parseYaml(text));
+    return {
+      label: `from ${options.config}`,
+      policy: c.policy,
+      schedule: c.schedule,
+      guards: c.guards,
+      ...(dataset !== undefined ? { dataset: resolve(dirname(options.config), dataset) } : {}),
+    };
   }
   const name = options.policy ?? "combined";
   const scheduleName = options.schedule ?? "chunked";
@@ -198,107 +275,182 @@ const ROW_LEGEND = [
   "(a call's tokens are trained in exactly one row; earlier calls of the path are context there, loss mask 0)",
 ];
 
+/** The episode's boundaries, guard trips, rows and the invariant, as the demo prints them. */
+function describeEpisode(result: RunAgentResult, cf: Callforest): string {
+  const e = result.evidence;
+  let out = "";
+  const last = e.calls[e.calls.length - 1];
+  out +=
+    `images: ${countOf(e.media.length, "distinct image")} stored, each once by content; ` +
+    `the last request showed ${countOf(last?.media.length ?? 0, "image")} ` +
+    `(a repeated image counts each time it is shown)\n\n`;
+  out += `boundaries (${e.boundaries.length}): where a rewrite starts a new context\n`;
+  const bw = [3, 12, 12, 18, 18, 8, 6, 12];
+  out += pad(["#", "first call", "previous", "reason", "trigger", "items", "media", "omitted i/r"], bw);
+  for (const b of e.boundaries) {
+    out += pad(
+      [
+        b.boundary,
+        b.first_call,
+        b.previous_call,
+        b.reason,
+        b.trigger,
+        `${b.old_items}>${b.new_items}`,
+        `${b.old_media}>${b.new_media}`,
+        `${b.omitted.images}/${b.omitted.reasoning}`,
+      ],
+      bw,
+    );
+  }
+  if (e.boundaries.length) out += BOUNDARY_LEGEND.map((l) => `  ${l}\n`).join("");
+  const rejected = e.guards.filter((g) => g.outcome !== "admit");
+  if (rejected.length)
+    out += `\nguards: ${rejected
+      .map(
+        (g) =>
+          `${g.call_id} ${g.outcome} (${g.rounds[0].checks
+            .filter((c) => !c.ok)
+            .map((c) => `${c.guard} ${c.measured}>${c.limit}`)
+            .join(", ")})`,
+      )
+      .join("; ")}\n`;
+  const plan = cf.plan(result.rollout);
+  try {
+    out += `\nrows (backend ${cf.backend})\n`;
+    const rw = [4, 12, 26, 8, 8];
+    out += pad(["row", "leaf", "calls", "tokens", "trained"], rw);
+    for (const row of plan.rows) {
+      const span =
+        row.calls.length === 1
+          ? row.calls[0]
+          : `${row.calls[0]} .. ${row.calls[row.calls.length - 1]} (${row.calls.length})`;
+      out += pad([row.index, row.leaf, span, row.numTokens, ones(row.lossMask)], rw);
+    }
+    out += ROW_LEGEND.map((l) => `  ${l}\n`).join("");
+    const r = plan.report;
+    const roots = plan.forest.filter((c) => c.root).map((c) => c.id);
+    out += `\nroots: ${roots.join(" ")}\n`;
+    out +=
+      `report: ${r.status}${r.reason ? ` (${r.reason}: ${r.detail})` : ""}, ` +
+      `calls ${r.calls}, roots ${r.roots}, rows ${r.rows}, ` +
+      `captured ${r.captured_tokens}, trained ${r.trained_tokens}\n`;
+    const once = r.status === "ok" && r.trained_tokens === r.captured_tokens;
+    out +=
+      `${once ? "every sampled token trained exactly once" : "NOT every sampled token trained exactly once"}: ` +
+      `${r.trained_tokens} of ${r.captured_tokens}\n`;
+  } finally {
+    plan.release();
+  }
+  return out;
+}
+
+/** A rollout's rows as what training reads: tokens, logprobs, loss mask and reward (ids aside). */
+function trainingRows(cf: Callforest, rollout: Rollout): string {
+  const plan = cf.plan(rollout);
+  try {
+    return JSON.stringify(
+      plan.rows.map((r) => [Array.from(r.tokenIds), Array.from(r.logprobs), Array.from(r.lossMask), r.reward]),
+    );
+  } finally {
+    plan.release();
+  }
+}
+
+function setupText(setup: Setup, stop: string): string {
+  const { label, policy, schedule, guards } = setup;
+  const scheduleText = schedule.type === "rolling" ? "rolling" : `turn_chunked(${schedule.actionsPerChunk})`;
+  const gymName = (key: string) => Object.keys(GUARDS).find((name) => GUARDS[name] === key) ?? key;
+  const guardText = guards
+    ? `, guards ${Object.entries(guards)
+        .map(([k, v]) => `${gymName(k)}=${v}`)
+        .join(",")}`
+    : "";
+  return `policy ${label} (${policy.name}/${policy.version}), schedule ${scheduleText}${guardText}, stop ${stop}`;
+}
+
 /** Runs the demo and returns what it prints. */
 export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const turns = parseInteger("--turns", options.turns);
   const seed = parseInteger("--seed", options.seed, { min: 0 });
   const backend = parseBackend(options.backend);
-  const { label, policy, schedule, guards } = setupFrom(options);
+  const setup = setupFrom(options);
+  if (setup.dataset === undefined)
+    for (const flag of ["envelope", "rollouts"] as const)
+      if (options[flag] !== undefined)
+        throw new UsageError(`--${flag} needs a --config that names a dataset (datasets[].jsonl_fpath)`);
+  const rows = setup.dataset === undefined ? null : datasetRows(setup.dataset);
+  const { policy, schedule, guards } = setup;
+  const compaction = { policy, schedule, ...(guards ? { guards } : {}) };
 
   // The test bed carries a BPE tokenizer's tables: loaded only when this command runs.
-  const { createGridWorld, startModelServer } = await import("../../compaction/testbed/index.js");
+  const { createGridWorld, startGridWorldResources, startModelServer } = await import(
+    "../../compaction/testbed/index.js"
+  );
   const server = await startModelServer({ seed });
-  let out = "";
+  const cf = await init({ backend });
+  const model = createModelClient({
+    baseUrl: server.url,
+    model: server.model,
+    imagePlaceholderToken: server.imagePlaceholderToken,
+  });
   try {
-    const model = createModelClient({
-      baseUrl: server.url,
-      model: server.model,
-      imagePlaceholderToken: server.imagePlaceholderToken,
-    });
-    const compaction = { policy, schedule, ...(guards ? { guards } : {}) };
-    const result = await runAgent({
-      model,
-      environment: createGridWorld({ seed }),
-      compaction,
-      maxTurns: turns,
-      rolloutId: `agent-demo-${seed}`,
-    });
-    const e = result.evidence;
-    const scheduleText = schedule.type === "rolling" ? "rolling" : `turn_chunked(${schedule.actionsPerChunk})`;
-    const gymName = (key: string) => Object.keys(GUARDS).find((name) => GUARDS[name] === key) ?? key;
-    const guardText = guards
-      ? `, guards ${Object.entries(guards)
-          .map(([k, v]) => `${gymName(k)}=${v}`)
-          .join(",")}`
-      : "";
-    const last = e.calls[e.calls.length - 1];
-    out +=
-      `agent-demo: ${e.calls.length} calls, policy ${label} (${policy.name}/${policy.version}), ` +
-      `schedule ${scheduleText}${guardText}, stop ${e.stop_reason}\n`;
-    out +=
-      `images: ${countOf(e.media.length, "distinct image")} stored, each once by content; ` +
-      `the last request showed ${countOf(last?.media.length ?? 0, "image")} ` +
-      `(a repeated image counts each time it is shown)\n\n`;
-    out += `boundaries (${e.boundaries.length}): where a rewrite starts a new context\n`;
-    const bw = [3, 12, 12, 18, 18, 8, 6, 12];
-    out += pad(["#", "first call", "previous", "reason", "trigger", "items", "media", "omitted i/r"], bw);
-    for (const b of e.boundaries) {
-      out += pad(
-        [
-          b.boundary,
-          b.first_call,
-          b.previous_call,
-          b.reason,
-          b.trigger,
-          `${b.old_items}>${b.new_items}`,
-          `${b.old_media}>${b.new_media}`,
-          `${b.omitted.images}/${b.omitted.reasoning}`,
-        ],
-        bw,
-      );
+    if (rows === null) {
+      const result = await runAgent({
+        model,
+        environment: createGridWorld({ seed }),
+        compaction,
+        maxTurns: turns,
+        rolloutId: `agent-demo-${seed}`,
+      });
+      const e = result.evidence;
+      return `agent-demo: ${e.calls.length} calls, ${setupText(setup, e.stop_reason)}\n` + describeEpisode(result, cf);
     }
-    if (e.boundaries.length) out += BOUNDARY_LEGEND.map((l) => `  ${l}\n`).join("");
-    const rejected = e.guards.filter((g) => g.outcome !== "admit");
-    if (rejected.length)
-      out += `\nguards: ${rejected
-        .map(
-          (g) =>
-            `${g.call_id} ${g.outcome} (${g.rounds[0].checks
-              .filter((c) => !c.ok)
-              .map((c) => `${c.guard} ${c.measured}>${c.limit}`)
-              .join(", ")})`,
-        )
-        .join("; ")}\n`;
-    const cf = await init({ backend });
-    const plan = cf.plan(result.rollout);
+    // Each dataset row as Gym's /run: seed, tools, /verify, through the test bed's resources server.
+    const resources = await startGridWorldResources();
+    let out = `agent-demo: ${countOf(rows.length, "dataset row")} of ${setup.dataset}, ${setupText(setup, "per row")}\n`;
+    const envelopes: string[] = [];
+    const rollouts: string[] = [];
     try {
-      out += `\nrows (backend ${cf.backend})\n`;
-      const rw = [4, 12, 26, 8, 8];
-      out += pad(["row", "leaf", "calls", "tokens", "trained"], rw);
-      for (const row of plan.rows) {
-        const span =
-          row.calls.length === 1
-            ? row.calls[0]
-            : `${row.calls[0]} .. ${row.calls[row.calls.length - 1]} (${row.calls.length})`;
-        out += pad([row.index, row.leaf, span, row.numTokens, ones(row.lossMask)], rw);
+      for (const [i, row] of rows.entries()) {
+        // Gym's collector stamps the task and rollout index on each row it runs.
+        const runBody = { _ng_task_index: i, _ng_rollout_index: 0, ...row };
+        const result = await runAgent({
+          model,
+          resources: { server: createResourcesServer({ baseUrl: resources.url }), runBody, observe: jsonObservation },
+          compaction,
+          maxTurns: turns,
+        });
+        const e = result.evidence;
+        const input = row.responses_create_params.input;
+        out +=
+          `\nrow ${i}: rollout ${e.rollout_id}, ${countOf(Array.isArray(input) ? input.length : 1, "input item")}, ` +
+          `${countOf(e.calls.length, "call")}, stop ${e.stop_reason}, reward ${e.reward}\n`;
+        out += describeEpisode(result, cf);
+        // What a trainer reading Gym's envelope gets: the same rows as the runtime's own rollout.
+        const readBack = fromGymCompaction(JSON.parse(JSON.stringify(result.row)), {}).rollout;
+        const same = trainingRows(cf, readBack) === trainingRows(cf, result.rollout);
+        out += `envelope read back as rows --from gym-compaction reads it: ${same ? "the same rows" : "DIFFERENT rows"}\n`;
+        envelopes.push(JSON.stringify(result.row));
+        rollouts.push(JSON.stringify(result.rollout));
       }
-      out += ROW_LEGEND.map((l) => `  ${l}\n`).join("");
-      const r = plan.report;
-      const roots = plan.forest.filter((c) => c.root).map((c) => c.id);
-      out += `\nroots: ${roots.join(" ")}\n`;
-      out +=
-        `report: ${r.status}${r.reason ? ` (${r.reason}: ${r.detail})` : ""}, ` +
-        `calls ${r.calls}, roots ${r.roots}, rows ${r.rows}, ` +
-        `captured ${r.captured_tokens}, trained ${r.trained_tokens}\n`;
-      const once = r.status === "ok" && r.trained_tokens === r.captured_tokens;
-      out +=
-        `${once ? "every sampled token trained exactly once" : "NOT every sampled token trained exactly once"}: ` +
-        `${r.trained_tokens} of ${r.captured_tokens}\n`;
     } finally {
-      plan.release();
+      await resources.close();
     }
+    if (options.envelope !== undefined) writeOutput("--envelope", options.envelope, envelopes);
+    if (options.rollouts !== undefined) writeOutput("--rollouts", options.rollouts, rollouts);
+    return out;
   } finally {
     await server.close();
   }
-  return out;
+}
+
+/** Writes the file whole or not at all (a temporary file renamed into place). */
+function writeOutput(flag: string, path: string, lines: readonly string[]): void {
+  const partial = `${path}.partial`;
+  try {
+    writeFileSync(partial, lines.map((l) => `${l}\n`).join(""));
+    renameSync(partial, path);
+  } catch (error) {
+    throw new UsageError(`${flag}: cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`);
+  }
 }

@@ -8,6 +8,7 @@ import type { GymRunBody } from "../resources.js";
 import { createGridWorld, type GridWorld, type GridWorldOptions } from "./gridworld.js";
 import type { Observation } from "../environment.js";
 import type { RecordedRequest } from "./server.js";
+import { GymModelError, checkCompactedResponse } from "./gym-models.js";
 
 export interface ResourcesTestServer {
   /** `http://127.0.0.1:<port>` */
@@ -109,6 +110,15 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
       if (typeof body.response !== "object" || body.response === null)
         throw new RouteAnswer(422, { detail: [{ type: "missing", loc: ["body", "response"], msg: "Field required" }] });
       if (!world) throw new RouteAnswer(400, { detail: "no session: call /seed_session first" });
+      // A compacted response must be one Gym's agent would have accepted (its pydantic models).
+      if ("context_compaction_contract" in body.response) {
+        try {
+          checkCompactedResponse(body.response, ["body", "response"]);
+        } catch (error) {
+          if (!(error instanceof GymModelError)) throw error;
+          throw new RouteAnswer(422, { detail: [{ type: "value_error", loc: error.loc, msg: error.msg }] });
+        }
+      }
       return { ...body, reward: world.reward() };
     }
     if (path === "/move" || path === "/look") {

@@ -52,6 +52,8 @@ const WORDS = [
 export interface SampleOptions {
   /** Inclusive range of reasoning words per generation; [0, 0] disables reasoning. */
   reasoningWords: [number, number];
+  /** Function calls per response with tools (parallel tool calls); default 1. */
+  parallelCalls?: number;
 }
 
 export interface Sample {
@@ -111,15 +113,19 @@ export function sample(
     });
   }
   if (tools?.length) {
-    const tool = rand() < 0.8 ? tools[0] : tools[Math.floor(rand() * tools.length)];
-    output.push({
-      type: "function_call",
-      id: `fc_${id}`,
-      call_id: `call_${id}`,
-      name: tool.name,
-      arguments: argumentsFor(tool, rand),
-      status: "completed",
-    });
+    const calls = options.parallelCalls ?? 1;
+    for (let k = 0; k < calls; k++) {
+      const tool = rand() < 0.8 ? tools[0] : tools[Math.floor(rand() * tools.length)];
+      const suffix = k === 0 ? id : `${id}_${k}`;
+      output.push({
+        type: "function_call",
+        id: `fc_${suffix}`,
+        call_id: `call_${suffix}`,
+        name: tool.name,
+        arguments: argumentsFor(tool, rand),
+        status: "completed",
+      });
+    }
   } else {
     output.push({
       type: "message",

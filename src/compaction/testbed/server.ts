@@ -44,7 +44,9 @@ export type Fault =
   /** Leave out `prompt_token_ids`. */
   | "missing_prompt_ids"
   /** Render as if `required_prefix_token_ids` had not been sent (a server that ignores it). */
-  | "ignore_prefix";
+  | "ignore_prefix"
+  /** Answer `status: "incomplete"` (max_output_tokens), its items as sampled. */
+  | "incomplete";
 
 export interface ModelServerOptions {
   seed?: number;
@@ -58,12 +60,21 @@ export interface ModelServerOptions {
   faults?: Record<number, Fault>;
   /** Identities to report on every response (`generation_provenance`); vLLM reports none (the default). */
   provenance?: { tokenizer?: string; chat_template?: string; processor?: string };
+  /** Function calls per response with tools (parallel tool calls); default 1. */
+  parallelCalls?: number;
+  /**
+   * Sticky sessions, as a load-balanced model server keeps them: a request without the session
+   * cookie opens a session (`Set-Cookie: testbed_session=…`); one naming an unknown session is 422.
+   */
+  sessionCookie?: boolean;
 }
 
 export interface RecordedRequest {
   path: string;
   body: unknown;
   status: number;
+  /** The request's Cookie header, if any. */
+  cookie?: string;
 }
 
 export interface ModelServer {
@@ -108,7 +119,8 @@ function checkItem(item: unknown, i: number): InputItem {
   if (!it || typeof it !== "object") fail("must be an object");
   switch (it.type) {
     case "message":
-      if (it.role !== "user" && it.role !== "assistant") fail(`unsupported role ${String(it.role)}`);
+      if (!["user", "assistant", "system", "developer"].includes(it.role as string))
+        fail(`unsupported role ${String(it.role)}`);
       if (!Array.isArray(it.content)) fail("content must be an array");
       for (const part of it.content as Record<string, unknown>[]) {
         const ok =
@@ -203,7 +215,7 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
 
   function generate(parsed: Parsed, fault: Fault | undefined): ResponsesResponse {
     const promptIds = prompt(parsed, fault !== "ignore_prefix", maxModelLen);
-    const s = sample(seed, promptIds, parsed.tools, { reasoningWords });
+    const s = sample(seed, promptIds, parsed.tools, { reasoningWords, parallelCalls: options.parallelCalls });
     const last = s.output[s.output.length - 1] as OutputItem;
     last.prompt_token_ids = promptIds;
     last.generation_token_ids = s.generationIds;
@@ -214,7 +226,8 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
       id: `resp_${hashTokens(seed, promptIds).toString(16)}`,
       object: "response",
       model,
-      status: "completed",
+      status: fault === "incomplete" ? "incomplete" : "completed",
+      ...(fault === "incomplete" ? { incomplete_details: { reason: "max_output_tokens" } } : {}),
       output: s.output,
       usage: {
         input_tokens: promptIds.length,
@@ -295,13 +308,32 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
     return { count: tokens.length, max_model_len: maxModelLen, tokens };
   }
 
+  const sessions = new Set<string>();
+  /** The session a request belongs to (opening one when it names none), or a 422. */
+  function session(cookie: string | undefined): string | null {
+    const named = /(?:^|;\s*)testbed_session=([^;]+)/.exec(cookie ?? "")?.[1];
+    if (named === undefined) {
+      const opened = `s${sessions.size + 1}`;
+      sessions.add(opened);
+      return opened;
+    }
+    if (!sessions.has(named))
+      throw new RouteAnswer(422, {
+        detail: [{ type: "value_error", loc: ["cookie", "testbed_session"], msg: `unknown session ${named}` }],
+      });
+    return null;
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const path = (req.url ?? "/").split("?")[0];
+    const cookie = req.headers.cookie;
     let status = 200;
     let payload: unknown;
     let body: unknown = null;
+    let opened: string | null = null;
     try {
       body = await readJson(req);
+      if (options.sessionCookie) opened = session(cookie);
       payload = route(path, requireObject(body));
     } catch (error) {
       if (error instanceof RouteAnswer) {
@@ -318,8 +350,11 @@ export async function startModelServer(options: ModelServerOptions = {}): Promis
         };
       }
     }
-    requests.push({ path, body, status });
-    res.writeHead(status, { "content-type": "application/json" });
+    requests.push({ path, body, status, ...(cookie !== undefined ? { cookie } : {}) });
+    res.writeHead(status, {
+      "content-type": "application/json",
+      ...(opened ? { "set-cookie": `testbed_session=${opened}; Path=/` } : {}),
+    });
     res.end(JSON.stringify(payload));
   }
 

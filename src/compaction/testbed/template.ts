@@ -103,7 +103,7 @@ export function itemTokens(item: InputItem, names: ReadonlyMap<string, string>):
           SPECIAL.end,
         ];
       }
-      const out = [SPECIAL.start, ...encodeText("user"), SPECIAL.message];
+      const out = [SPECIAL.start, ...encodeText(item.role), SPECIAL.message];
       for (const part of item.content) {
         if (part.type === "input_text") append(out, encodeText(part.text));
         else
