@@ -1,6 +1,7 @@
 """Shared inputs for the Python tests: the CLI's rows, packed trees and bins of a generated batch.
 
-The batch is SPEC's worked example, a screenshot replaced in place, and 16 rollouts from
+The batch is SPEC's worked example (also with routed experts), a screenshot replaced in place,
+and 16 rollouts from
 examples/pytorch/generate.mjs (seed 7: forks, twins, fresh subagents, retries, compaction,
 continued generations, parallel samples). Each layout is written once per format by the built
 CLI (``node bin/callforest.js``; ``npm ci`` builds it)."""
@@ -15,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here downloads; fail fast if it tried
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "examples" / "pytorch"))
@@ -59,10 +63,19 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
         subprocess.run(
             ["node", str(ROOT / "examples" / "pytorch" / "generate.mjs"), "16", "7"], stdout=f, check=True
         )
+    # SPEC's worked example once more, with MoE router choices on every call ([S][L][K]: each
+    # token of the call's full sequence, 3 layers, top-2), so routed_experts columns hold values.
+    experts = json.loads((ROOT / "examples" / "login-bug.json").read_text())
+    experts["rollout_id"] = "login-bug-experts"
+    for c in experts["calls"]:
+        full = len(c["prompt_token_ids"]) + len(c["generation_token_ids"])
+        c["routed_experts"] = [[[(7 * t + 3 * layer + k) % 64 for k in range(2)] for layer in range(3)] for t in range(full)]
+    (work / "experts.json").write_text(json.dumps(experts))
     rollouts = work / "rollouts.jsonl"
     callforest(
         "convert", "--strict", str(ROOT / "examples" / "login-bug.json"),
-        str(ROOT / "examples" / "screenshot-swap.json"), str(generated), "-o", str(rollouts),
+        str(ROOT / "examples" / "screenshot-swap.json"), str(work / "experts.json"), str(generated),
+        "-o", str(rollouts),
     )  # fmt: skip
     out = Outputs(work, read_jsonl(rollouts))
     callforest("rows", "--strict", "--quiet", str(rollouts), "-o", str(out.path("rows")))
