@@ -226,3 +226,19 @@ def test_wrong_mask_is_caught(outputs, family):
     worst = max(abs(expected[k] - got[k]) for k in expected if expected[k] is not None)
     assert worst > 100 * FLEX_TOLERANCE
     print(f"{family[0]}: a causal mask over packed trees moves a log-probability by up to {worst:.3g}")
+
+
+def test_inputs_cover_the_cases(outputs):
+    """The batch has what the equivalence is about: forks and parallel samples (segments with
+    siblings), twins, compaction (several trees a rollout), and bins that split trees (a call
+    repeated as context, trained in another bin)."""
+    trees = outputs.jsonl("trees")
+    siblings = any(
+        sum(s["parent"] == i for s in t["segments"]) >= 2 for t in trees for i in range(len(t["segments"]))
+    )
+    twins = any(a["id"].startswith("T") for r in outputs.rollouts for a in r["agents"])
+    several_trees = any(t["tree"] >= 1 for t in trees)
+    split = outputs.jsonl(layout_name(outputs, "bins-split"))
+    context = any(not s["trained"] for b in split for s in b["segments"])
+    shared = any(len(b["roots"]) >= 2 for b in outputs.jsonl("bins-64"))
+    assert (siblings, twins, several_trees, context, shared) == (True, True, True, True, True)
