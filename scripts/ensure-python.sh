@@ -34,12 +34,13 @@ if [ -z "${PIP_INDEX_URL:-}" ] && [ ! -d /opt/pypi/simple ]; then
   exit 1
 fi
 
-echo "callforest tests: building the Python environment in .venv (about 1-2 minutes) ..." >&2
+echo "callforest tests: building the Python environment in .venv (2-6 minutes) ..." >&2
 start=$SECONDS
 rm -rf "$venv"
 "$python" -m venv "$venv"
+# (The extra index lacks most packages; pip warns once per missing folder: noise, filtered.)
 "$venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
   --index-url "$index" --extra-index-url "$extra" --find-links "$links" \
-  -r "$requirements" -c "$constraints"
+  -r "$requirements" -c "$constraints" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 echo "$hash" >"$stamp"
 echo "callforest tests: .venv ready in $((SECONDS - start)) s" >&2
