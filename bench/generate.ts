@@ -299,9 +299,12 @@ const EVERY_FEATURE: Features = {
 /**
  * One deep rollout: a leader with long growing contexts, several forks, fresh and background
  * subagents and compactions, with Int32Array/Float32Array arrays. Its eligible calls hold at
- * least `targetTokens` tokens (prompt + generation), 10 million by default.
+ * least `targetTokens` tokens (prompt + generation), 10 million by default. Agents compact once
+ * their context passes `maxContext` tokens (64K by default).
  */
-export function generateDeepRollout(options: { targetTokens?: number; seed?: number } = {}): Rollout {
+export function generateDeepRollout(
+  options: { targetTokens?: number; seed?: number; maxContext?: number } = {},
+): Rollout {
   return simulate({
     seed: options.seed ?? 1,
     rolloutId: "deep",
@@ -314,7 +317,7 @@ export function generateDeepRollout(options: { targetTokens?: number; seed?: num
       tool: [200, 3000],
       generation: [50, 600],
       summary: [400, 800],
-      maxContext: 64_000,
+      maxContext: options.maxContext ?? 64_000,
     },
     features: {
       leaderStep: 50,
@@ -445,9 +448,12 @@ export function generateMediaRollout(
 
 /**
  * A fork-heavy rollout: a leader that forks often (each fork resends its whole history), with
- * contexts compacted near 24K tokens, so trees are wide and deep and rows repeat much context.
+ * contexts compacted near `maxContext` tokens (24K by default), so trees are wide and deep and rows
+ * repeat much context.
  */
-export function generateForkHeavyRollout(options: { calls?: number; seed?: number } = {}): Rollout {
+export function generateForkHeavyRollout(
+  options: { calls?: number; seed?: number; maxContext?: number } = {},
+): Rollout {
   const seed = options.seed ?? 1;
   return simulate({
     seed,
@@ -461,7 +467,7 @@ export function generateForkHeavyRollout(options: { calls?: number; seed?: numbe
       tool: [100, 1200],
       generation: [30, 400],
       summary: [300, 600],
-      maxContext: 24_000,
+      maxContext: options.maxContext ?? 24_000,
     },
     features: {
       leaderStep: 20,

@@ -1,7 +1,8 @@
 // A deterministic batch of small agent rollouts (canonical JSONL on stdout) for run.sh: a leader
 // that steps, forks, starts fresh subagents, retries, generates nothing, continues a cut-off
 // generation, samples several continuations of one history, re-renders a fork (a new root) and
-// compacts (a summary call, then a new root), so the forest has branching trees. Every
+// compacts (a summary call, then a new root), and runs twin subagents (identical full sequences,
+// so a later call's parent is chosen by its agent), so the forest has branching trees. Every
 // row stays under 64 tokens (an agent compacts past 30), so `--capacity 64` takes every rollout.
 // usage: node generate.mjs [COUNT] [SEED]
 const count = Number(process.argv[2] ?? 16);
@@ -88,6 +89,16 @@ function rollout(index) {
         const id = `S${agents.length}`;
         agents.push({ id, parent: "L", mode: "fork" });
         call(id, leader, generation(1, 6));
+      }
+    } else if (r < 0.95) {
+      // twins: two forks that send the same prompt and happen to generate the same tokens, then
+      // go on each in its own agent (SPEC's Linking keeps each on its own agent's twin)
+      const prompt = [...leader, ...tokens(1, 3)];
+      const same = generation(1, 6);
+      for (let k = 0; k < 2; k++) {
+        const id = `T${agents.length}`;
+        agents.push({ id, parent: "L", mode: "fork" });
+        step(id, call(id, prompt, same));
       }
     } else {
       // a re-rendered fork: one token of the history changed, so it is a new root

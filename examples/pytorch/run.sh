@@ -2,12 +2,12 @@
 # Writes rows, packed trees and bins with the callforest CLI, then checks with a small transformer
 # in PyTorch (check_packed.py) that a trainer computes the same from each packed layout as from
 # the rows. Usage: bash examples/pytorch/run.sh
-#   PYTHON  the interpreter that has torch (default /usr/bin/python3: Debian's python3-torch)
+#   PYTHON  the interpreter that has torch (default: the project's .venv, scripts/ensure-python.sh)
 #   OUT     keep the generated files in this directory (default: a temporary one, removed)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
-python="${PYTHON:-/usr/bin/python3}"
+python="${PYTHON:-$root/.venv/bin/python}"
 if [[ -n "${OUT:-}" ]]; then
   work="$OUT" && mkdir -p "$work"
 else

@@ -1,12 +1,13 @@
 // examples/pytorch (issue 16): a real trainer's transformer, in PyTorch, computes the same
 // per-token log-probabilities and summed loss from the CLI's packed trees and bins as from its
-// rows. Needs Debian's python3-torch (CI installs it); without it this test fails, not skips.
+// rows. Runs in the project's .venv (scripts/ensure-python.sh, which `pretest` and CI run);
+// without it this test fails, not skips.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { expect, test } from "vitest";
 import { ROOT } from "../support/fixtures.js";
 
-const PYTHON = "/usr/bin/python3";
+const PYTHON = join(ROOT, ".venv", "bin", "python");
 
 test("examples/pytorch/run.sh: packed trees and bins train the same as rows", () => {
   const probe = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" });
@@ -14,7 +15,7 @@ test("examples/pytorch/run.sh: packed trees and bins train the same as rows", ()
     throw new Error(
       `PyTorch is missing: ${PYTHON} -c "import torch" failed ` +
         `(${(probe.stderr || String(probe.error ?? "")).trim().split("\n").pop()}). ` +
-        "Install it with: apt-get install -y --no-install-recommends python3-torch",
+        "Build the environment with: bash scripts/ensure-python.sh",
     );
   }
   const run = spawnSync("bash", [join(ROOT, "examples", "pytorch", "run.sh")], {
