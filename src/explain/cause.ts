@@ -94,11 +94,15 @@ export function breakCause(
   const special = isSpecial;
   if (special && specialToken(full, prompt, at, special, decode)) return { cause: "special_token" };
   if (!decode) {
+    const needText = special
+      ? "retokenized, whitespace or rewritten"
+      : "retokenized, whitespace, special_token or rewritten";
     return {
       cause: "unknown",
-      unknown: special
-        ? "retokenized, whitespace or rewritten: telling them apart needs a tokenizer"
-        : "retokenized, whitespace, special_token or rewritten: telling them apart needs a tokenizer",
+      unknown:
+        reasoning.length === 0
+          ? `reasoning_dropped needs reasoning markers; ${needText} need a tokenizer`
+          : `${needText}: telling them apart needs a tokenizer`,
     };
   }
   return { cause: "rewritten" };
@@ -121,14 +125,25 @@ export function rootCause(
   options: CauseOptions = {},
 ): CauseResult {
   const rest = near.promptLength - at;
-  if (rest > GLUE) {
-    // Up to 16 tokens before the glue, from the later half of the rest (past what was rewritten).
-    const end = near.promptLength - GLUE;
-    const chunk = slice(near.full, Math.max(at + (rest >> 1), end - 16), end);
-    if (chunk.length >= 4 && indexOf(prompt, chunk, at) >= 0) return { cause: "rewritten_prompt" };
-  }
+  if (rest > GLUE && historyResumes(near, prompt, at) !== null) return { cause: "rewritten_prompt" };
   if (holdsGeneration(near, prompt, options)) return { cause: rest <= GLUE ? "rewritten_prompt" : "compaction" };
   return { cause: "fresh" };
+}
+
+/**
+ * Where in `prompt` `near`'s generation would begin if the history goes on after a rewritten
+ * stretch from `at` (inside `near`'s prompt): found by up to 16 tokens of `near`'s prompt before
+ * its glue, from the later half of the stretch; null when they do not come back. A parting in the
+ * glue itself resumes at `at`.
+ */
+export function historyResumes(near: NearSequence, prompt: ArrayLike<number>, at: number): number | null {
+  if (near.promptLength - at <= GLUE) return at;
+  const end = near.promptLength - GLUE;
+  const start = Math.max(at + ((near.promptLength - at) >> 1), end - 16);
+  const chunk = slice(near.full, start, end);
+  if (chunk.length < 4) return null;
+  const found = indexOf(prompt, chunk, at);
+  return found < 0 ? null : found + (near.promptLength - start);
 }
 
 /** Whether `prompt` holds the core of `near`'s generation: its text without reasoning and specials. */
