@@ -266,9 +266,14 @@ function specialToken(
   return (lost && after(at + 1, at)) || (added && after(at, at + 1)) || (lost && added && after(at + 1, at + 1));
 }
 
-/** The first AGREE_CHARS characters of `a` (all, if fewer) begin `b`. */
+/**
+ * `b` goes on as `a` does: they agree on `a`'s first AGREE_CHARS characters (all, if fewer), or
+ * on at least 8 (what follows may hold another change, such as a replaced stop token).
+ */
 function agrees(a: string, b: string): boolean {
-  return b.startsWith(a.slice(0, AGREE_CHARS));
+  let k = 0;
+  while (k < a.length && k < b.length && a[k] === b[k]) k++;
+  return k >= Math.min(a.length, AGREE_CHARS) || k >= 8;
 }
 
 /** `a[i…]` and `b[j…]` agree on up to 8 tokens (as far as `a` goes). */
