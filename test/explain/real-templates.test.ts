@@ -67,9 +67,15 @@ describe.each(MODELS)("real chat template: %s", (name) => {
     if (process.env.EXPLAIN_DEBUG) console.log(misses.join("\n"), unexpected);
     // Every cause the harness builds occurs, and each break is where the rendered prompt parted.
     expect([...tallies.keys()].sort()).toEqual(
-      ["compaction", "reasoning_dropped", "retokenized", "rewritten_prompt", "special_token", "whitespace"].filter(
-        (cause) => CONVERSATIONS >= 12 || tallies.has(cause),
-      ),
+      [
+        "compaction",
+        "reasoning_dropped",
+        "retokenized",
+        "rewritten",
+        "rewritten_prompt",
+        "special_token",
+        "whitespace",
+      ].filter((cause) => CONVERSATIONS >= 12 || tallies.has(cause)),
     );
     for (const [cause, tally] of tallies) expect(tally.placed, cause).toBe(tally.breaks);
     expect(misses).toEqual([]);

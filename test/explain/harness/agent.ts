@@ -11,7 +11,7 @@ import type { CanonicalCall, Rollout } from "../../../src/types.js";
 import type { Message, Model, Sampled } from "./model.js";
 
 /** What a harness does wrong on one call (besides what the template does to reasoning). */
-export type Fault = "none" | "retokenize" | "newline" | "stop" | "system";
+export type Fault = "none" | "retokenize" | "newline" | "json" | "truncate" | "stop" | "system";
 
 export interface Expected {
   call: string;
@@ -112,11 +112,11 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       ? "reasoning_dropped"
       : x.fault === "retokenize"
         ? "retokenized"
-        : x.fault === "newline"
+        : x.fault === "newline" || x.fault === "json"
           ? "whitespace"
           : x.fault === "stop"
             ? "special_token"
-            : "rewritten";
+            : "rewritten"; // truncate
     expected.push({ call: id, near: x.id, at, cause });
   };
 
@@ -142,11 +142,30 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     const content = toolCalls.length > 0 && random() < 0.3 ? "" : sentence(summary ? 12 : 3, summary ? 20 : 10);
     // The same faults in both modes (the same seed samples the same turns): token-in/token-out
     // resends them exactly, so they break nothing there.
-    const fault: Fault = pick(["none", "none", "none", "retokenize", "newline", "stop", "system"] as const);
+    const fault: Fault = pick([
+      "none",
+      "none",
+      "none",
+      "retokenize",
+      "newline",
+      "json",
+      "truncate",
+      "stop",
+      "system",
+    ] as const);
     const turn: Sampled = { reasoning, content, toolCalls };
     let generation: number[];
     let applied: Fault = fault;
-    if (fault === "newline" && content !== "") {
+    // What the harness keeps of the turn: a "json" harness re-serializes the tool call's
+    // arguments the model wrote with spaces; a "truncate" one cuts the answer's last word.
+    let kept = content;
+    if (fault === "json" && toolCalls.length > 0) {
+      const spaced = toolCalls.map((call) => ({ ...call, arguments: call.arguments.replace('":"', '": "') }));
+      generation = model.encode(model.sampledText({ ...turn, toolCalls: spaced }));
+    } else if (fault === "truncate" && content.split(" ").length >= 3) {
+      kept = `${content.slice(0, content.lastIndexOf(" "))}.`;
+      generation = model.encode(model.sampledText(turn));
+    } else if (fault === "newline" && content !== "") {
       generation = model.encode(model.sampledText({ ...turn, content: `${content}\n` }));
     } else if (fault === "stop") {
       generation = model.encode(model.sampledText(turn, "other"));
@@ -160,7 +179,7 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       if (split === null) applied = "none";
     } else {
       generation = model.encode(model.sampledText(turn));
-      if (fault === "newline") applied = "none";
+      if (fault === "newline" || fault === "json" || fault === "truncate") applied = "none";
     }
     calls.push({
       id,
@@ -173,9 +192,7 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     // whether to render it), the content as the model wrote it, trimmed.
     context.messages.push({
       role: "assistant",
-      content: model.templateReasoning
-        ? content
-        : [content, ...toolCalls.map(llamaToolText)].filter(Boolean).join("\n"),
+      content: model.templateReasoning ? kept : [kept, ...toolCalls.map(llamaToolText)].filter(Boolean).join("\n"),
       ...(reasoning === null ? {} : { reasoning_content: reasoning }),
       ...(toolCalls.length === 0 || !model.templateReasoning
         ? {}
