@@ -163,7 +163,9 @@ function holdsGeneration(near: NearSequence, prompt: ArrayLike<number>, options:
     }
     text = text.trim();
     if (text.length === 0) return false;
-    const chunk = text.slice(Math.max(0, (text.length >> 1) - 32), (text.length >> 1) + 32);
+    // Its middle (the new context may quote it in part: cut, or with other text around it).
+    const half = Math.min(16, text.length >> 2);
+    const chunk = text.slice((text.length >> 1) - half, (text.length >> 1) + half + 1);
     return decode(Array.from(prompt)).includes(chunk);
   }
   // Tokens alone: a run from the middle of the generation (its last token, a stop token, left out).
