@@ -7,6 +7,7 @@ import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
   AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, mediaMismatch, treeReset,
+  breakAt, breakExpectedLength, breakFoundLength, breakNear, breakTokens,
 } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 export { pack, packLayoutAddress } from "./packed";
@@ -138,6 +139,26 @@ export function lastBadIndex(): i32 {
 /** After a commit that linked: 1 when SPEC's media_mismatch holds for the call. */
 export function lastMediaMismatch(): bool {
   return mediaMismatch;
+}
+
+/** After a commit that linked: the call's near parent (SPEC's prefix_break), -1 if none. */
+export function lastBreakNear(): i32 {
+  return breakNear;
+}
+
+/** After lastBreakNear() >= 0: the break's `at`. */
+export function lastBreakAt(): i32 {
+  return breakAt;
+}
+
+/** After lastBreakNear() >= 0: how many tokens `expected` (second: `found`) holds, at most 8. */
+export function lastBreakQuoteLength(found: bool): i32 {
+  return found ? breakFoundLength : breakExpectedLength;
+}
+
+/** Where the quotes are: 8 i32s of `expected`, then 8 of `found`. */
+export function breakTokensAddress(): usize {
+  return breakTokens;
 }
 
 export function ambiguousCandidates(second: bool): i32 {

@@ -4,6 +4,8 @@
 import { CoreMemoryError, CoreUnavailableError } from "./errors.js";
 import { errorLine } from "../messages.js";
 import {
+  BREAK_QUOTE,
+  type CoreBreak,
   type CoreForest,
   type CorePacked,
   type CoreRow,
@@ -28,6 +30,10 @@ interface CoreExports {
   checkStagedTokens(count: number): number;
   stageMedia(count: number): number;
   lastMediaMismatch(): number;
+  lastBreakNear(): number;
+  lastBreakAt(): number;
+  lastBreakQuoteLength(found: number): number;
+  breakTokensAddress(): number;
   commit(prompt: number, generated: number, agent: number, link: number): number;
   lastBadIndex(): number;
   ambiguousCandidates(second: number): number;
@@ -245,6 +251,20 @@ class WasmCore implements ForestCore {
 
   lastMediaMismatch(): boolean {
     return this.core.lastMediaMismatch() !== 0;
+  }
+
+  lastPrefixBreak(): CoreBreak | null {
+    const core = this.core;
+    const near = core.lastBreakNear();
+    if (near < 0) return null;
+    const heap = this.instance.heap32();
+    const at = core.breakTokensAddress() >>> 2;
+    return {
+      near,
+      at: core.lastBreakAt(),
+      expected: Array.from(heap.subarray(at, at + core.lastBreakQuoteLength(0))),
+      found: Array.from(heap.subarray(at + BREAK_QUOTE, at + BREAK_QUOTE + core.lastBreakQuoteLength(1))),
+    };
   }
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
