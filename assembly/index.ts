@@ -52,11 +52,13 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
   return vecAt(AGENT_PARENTS, 0);
 }
 
-/** Bytes the hints would reserve (see begin; the children table is sized like NODES). */
+/** Bytes the hints would reserve (see treeReset; the children table is sized like NODES). */
 function hintedBytes(calls: i32, generated: i32, longest: i32): i64 {
-  const nodes = <i64>calls * 2 + 1;
+  const nodes = <i64>calls * 3 + 1;
   return (
     ((<i64>calls + nodes) << 5) +
+    (nodes << 4) + // cover records
+    (<i64>calls << 2) + // where each call's generation is
     childrenBytes(nodes) +
     ((<i64>longest * 2 + <i64>generated + <i64>min(longest, generated)) << 2)
   );

@@ -202,7 +202,7 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
   promptNode = 0;
   while (pos < full) {
     let token = load<i32>(staged + ((<usize>pos) << 2));
-    let child = childGet(node, token);
+    const child = childGet(node, token);
     if (child < 0) {
       const bad = firstNegative(staged + ((<usize>pos) << 2), full - pos);
       if (bad >= 0) invalidTokenAt = pos + bad;
