@@ -7,7 +7,9 @@ import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
   AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, mediaMismatch, treeReset,
+  breakAt, breakExpectedLength, breakFoundLength, breakNear, breakTokens,
 } from "./tree";
+export { setBreaksOn } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 export { pack, packLayoutAddress } from "./packed";
 import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
@@ -50,11 +52,13 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
   return vecAt(AGENT_PARENTS, 0);
 }
 
-/** Bytes the hints would reserve (see begin; the children table is sized like NODES). */
+/** Bytes the hints would reserve (see treeReset; the children table is sized like NODES). */
 function hintedBytes(calls: i32, generated: i32, longest: i32): i64 {
-  const nodes = <i64>calls * 2 + 1;
+  const nodes = <i64>calls * 3 + 1;
   return (
     ((<i64>calls + nodes) << 5) +
+    (nodes << 4) + // cover records
+    (<i64>calls << 2) + // where each call's generation is
     childrenBytes(nodes) +
     ((<i64>longest * 2 + <i64>generated + <i64>min(longest, generated)) << 2)
   );
@@ -138,6 +142,26 @@ export function lastBadIndex(): i32 {
 /** After a commit that linked: 1 when SPEC's media_mismatch holds for the call. */
 export function lastMediaMismatch(): bool {
   return mediaMismatch;
+}
+
+/** After a commit that linked: the call's near parent (SPEC's prefix_break), -1 if none. */
+export function lastBreakNear(): i32 {
+  return breakNear;
+}
+
+/** After lastBreakNear() >= 0: the break's `at`. */
+export function lastBreakAt(): i32 {
+  return breakAt;
+}
+
+/** After lastBreakNear() >= 0: how many tokens `expected` (second: `found`) holds, at most 8. */
+export function lastBreakQuoteLength(found: bool): i32 {
+  return found ? breakFoundLength : breakExpectedLength;
+}
+
+/** Where the quotes are: 8 i32s of `expected`, then 8 of `found`. */
+export function breakTokensAddress(): usize {
+  return breakTokens;
 }
 
 export function ambiguousCandidates(second: bool): i32 {

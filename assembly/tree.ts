@@ -1,6 +1,14 @@
 // Linking (SPEC "Linking"): a prefix tree over the full sequences of the eligible calls, walked
 // once per call. Each token of each call is compared once (SIMD), so linking is linear in the
 // total number of tokens; edges point into a store that keeps every distinct token once.
+//
+// Prefix breaks (SPEC "Prefix breaks") come from the same tree. Every prompt ends at a node, and
+// each node keeps, for the calls whose *generation* runs through it, the latest such call per
+// child (the two latest from different children). A near parent p of c parts from c's prompt
+// inside p's generation, at a node n on c's path (after c is inserted, every place where c parts
+// from an earlier sequence is a node): the latest call through a child of n other than c's with
+// len(prompt(p)) <= depth(n). Walking up c's prompt path from its end to its parent's depth finds
+// the deepest such node, O(1) a node; so the diagnostic stays linear in the total tokens.
 import { Vec, vecAt, vecGrow, vecRestart } from "./vec";
 import { commonPrefix, firstNegative } from "./compare";
 import { childGet, childSet, childrenReset } from "./children";
@@ -24,6 +32,18 @@ export const N_DEPTH: i32 = 8;
 export const N_PARENT: i32 = 12;
 export const N_END_HEAD: i32 = 16; // first call whose full sequence ends here, -1 if none
 
+// Cover record (16 bytes), one per node, beside NODES: who could be a near parent through it.
+// A call p "covers" the edge into node v when full(p) runs through v and len(prompt(p)) <=
+// depth(parent(v)) (the edge lies in p's generation). Calls are added in ledger order, so the
+// latest is the one added last.
+const K_EDGE: i32 = 0; // the latest call covering the edge into this node, -1 if none
+const K_FIRST: i32 = 4; // the latest call covering an edge out of this node, -1 if none
+const K_FIRST_CHILD: i32 = 8; // the child whose edge that call covers
+const K_SECOND: i32 = 12; // the latest covering an edge out of this node to a child other than K_FIRST_CHILD
+
+// Extra call fields, beside CALLS (4 bytes each): where the call's generation tokens lie,
+// contiguous, in TOKENS (a near parent's expected tokens are read there).
+
 export const CALLS = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const NODES = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
@@ -31,6 +51,27 @@ export const LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const AGENT_PARENTS = changetype<Vec>(memory.data(offsetof<Vec>()));
 /** Every linked call's media occurrences, in ledger order: (item, offset, length) triples of i32. */
 export const MEDIA = changetype<Vec>(memory.data(offsetof<Vec>()));
+const COVER = changetype<Vec>(memory.data(offsetof<Vec>()));
+const CALL_GEN = changetype<Vec>(memory.data(offsetof<Vec>()));
+
+/**
+ * Whether linking finds prefix breaks (and keeps what it needs for them: prompt nodes, covers,
+ * contiguous generations). Always on but in the bench, which measures what they cost.
+ */
+export let breaksOn: bool = true;
+export function setBreaksOn(on: bool): void {
+  breaksOn = on;
+}
+
+/** Tokens a prefix_break quotes on each side (SPEC: "up to 8 tokens each"). */
+export const BREAK_QUOTE: i32 = 8;
+/** After linkCall: c's near parent (SPEC's prefix_break), -1 if none; then breakAt and the quotes. */
+export let breakNear: i32 = -1;
+export let breakAt: i32 = -1;
+export let breakExpectedLength: i32 = 0;
+export let breakFoundLength: i32 = 0;
+/** expected (BREAK_QUOTE i32s), then found (BREAK_QUOTE i32s). */
+export const breakTokens: usize = memory.data(64, 16); // 2 × BREAK_QUOTE i32s
 
 /** Two of the tied candidates when linking reports an ambiguous parent. */
 export let ambiguousFirst: i32 = -1;
@@ -59,6 +100,14 @@ export let mediaMismatch: bool = false;
 @inline function setNodeField(n: i32, field: i32, value: i32): void {
   store<i32>(vecAt(NODES, n) + <usize>field, value);
 }
+// @ts-ignore: decorator
+@inline function cover(n: i32, field: i32): i32 {
+  return load<i32>(vecAt(COVER, n) + <usize>field);
+}
+// @ts-ignore: decorator
+@inline function setCover(n: i32, field: i32, value: i32): void {
+  store<i32>(vecAt(COVER, n) + <usize>field, value);
+}
 
 /**
  * Empties the forest (after a heap reset), sized by the caller's hints: calls, generated tokens,
@@ -66,13 +115,16 @@ export let mediaMismatch: bool = false;
  */
 export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longestHint: i32): void {
   vecRestart(CALLS, 5, callsHint);
-  vecRestart(NODES, 5, callsHint * 2 + 1);
+  vecRestart(CALL_GEN, 2, callsHint);
+  // Up to three nodes a call: where it leaves the tree, where its prompt ends, where it ends.
+  vecRestart(NODES, 5, callsHint * 3 + 1);
+  vecRestart(COVER, 4, callsHint * 3 + 1);
   vecRestart(TOKENS, 2, longestHint); // distinct tokens: at least the longest call's
   vecRestart(LOGPROBS, 2, generatedHint);
   vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);
   vecRestart(MEDIA, 2, 0);
-  childrenReset(callsHint * 2 + 1);
+  childrenReset(callsHint * 3 + 1);
   newNode(0, 0, 0, -1); // the root: the empty sequence
 }
 
@@ -83,7 +135,44 @@ function newNode(edgeOff: i32, edgeLen: i32, depth: i32, parent: i32): i32 {
   setNodeField(n, N_DEPTH, depth);
   setNodeField(n, N_PARENT, parent);
   setNodeField(n, N_END_HEAD, -1);
+  vecGrow(COVER, 1);
+  setCover(n, K_EDGE, -1);
+  setCover(n, K_FIRST, -1);
+  setCover(n, K_FIRST_CHILD, -1);
+  setCover(n, K_SECOND, -1);
   return n;
+}
+
+/**
+ * Splits the edge into `child` (a child of `node` by `token`) after `same` of its tokens; returns
+ * the new node between them. What covers the edge covers both halves (no prompt ends inside an
+ * edge), so the cover records carry over.
+ */
+function splitEdge(node: i32, token: i32, child: i32, same: i32): i32 {
+  const edgeOff = nodeField(child, N_EDGE_OFF);
+  const mid = newNode(edgeOff, same, nodeField(node, N_DEPTH) + same, node);
+  childSet(node, token, mid);
+  setNodeField(child, N_EDGE_OFF, edgeOff + same);
+  setNodeField(child, N_EDGE_LEN, nodeField(child, N_EDGE_LEN) - same);
+  setNodeField(child, N_PARENT, mid);
+  childSet(mid, load<i32>(vecAt(TOKENS, edgeOff + same)), child);
+  const covering = cover(child, K_EDGE);
+  setCover(mid, K_EDGE, covering);
+  setCover(mid, K_FIRST, covering);
+  setCover(mid, K_FIRST_CHILD, child);
+  if (cover(node, K_FIRST_CHILD) == child) setCover(node, K_FIRST_CHILD, mid);
+  return mid;
+}
+
+/** Records that call c (the latest so far) covers the edge into `child` (see K_EDGE). */
+function addCover(child: i32, c: i32): void {
+  setCover(child, K_EDGE, c);
+  const node = nodeField(child, N_PARENT);
+  if (cover(node, K_FIRST_CHILD) != child) {
+    setCover(node, K_SECOND, cover(node, K_FIRST));
+    setCover(node, K_FIRST_CHILD, child);
+  }
+  setCover(node, K_FIRST, c);
 }
 
 /** Copies tokens [from, to) of the staged call into the token store; returns their offset. */
@@ -93,9 +182,13 @@ function storeTokens(staged: usize, from: i32, to: i32): i32 {
   return at;
 }
 
+/** The node where the prompt of the call being inserted ends (set by insert). */
+let promptNode: i32 = 0;
+
 /**
  * Inserts full(c) (staged at `staged`, `full` tokens, the first `prompt` of them the prompt) and
  * returns the deepest tree node at depth <= prompt where an earlier full sequence ends (-1: none).
+ * Makes a node where the prompt ends (promptNode) and records where the generation lies in TOKENS.
  *
  * It also checks the call's tokens, for free: tokens that match the tree equal tokens checked
  * before, so only the tokens it stores can be out of range. Sets invalidTokenAt (-1: all valid).
@@ -105,41 +198,98 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
   let node = 0;
   let pos = 0;
   let best = -1;
+  let generation = -1;
+  promptNode = 0;
   while (pos < full) {
-    const token = load<i32>(staged + ((<usize>pos) << 2));
+    let token = load<i32>(staged + ((<usize>pos) << 2));
     const child = childGet(node, token);
     if (child < 0) {
       const bad = firstNegative(staged + ((<usize>pos) << 2), full - pos);
       if (bad >= 0) invalidTokenAt = pos + bad;
-      const leaf = newNode(storeTokens(staged, pos, full), full - pos, full, node);
+      // The generation is stored whole, even where it runs along the tree (prompt < pos).
+      const from = breaksOn ? min(pos, prompt) : pos;
+      const at = storeTokens(staged, from, full);
+      generation = at + prompt - from;
+      if (breaksOn && pos < prompt) {
+        // A node where the prompt ends, then the generation.
+        const mid = newNode(at, prompt - pos, prompt, node);
+        childSet(node, token, mid);
+        node = mid;
+        pos = prompt;
+        token = load<i32>(staged + ((<usize>pos) << 2));
+      }
+      const leaf = newNode(at + pos - from, full - pos, full, node);
       childSet(node, token, leaf);
+      if (pos == prompt) promptNode = node;
       node = leaf;
       break;
     }
-    const edgeOff = nodeField(child, N_EDGE_OFF);
     const edgeLen = nodeField(child, N_EDGE_LEN);
     const room = min(edgeLen, full - pos);
-    const same = commonPrefix(vecAt(TOKENS, edgeOff), staged + ((<usize>pos) << 2), room);
-    if (same == edgeLen) {
+    let same = commonPrefix(vecAt(TOKENS, nodeField(child, N_EDGE_OFF)), staged + ((<usize>pos) << 2), room);
+    if (breaksOn && pos < prompt && prompt - pos < same) {
+      // The prompt ends inside the edge, which goes on along the call: a node there.
+      const cut = prompt - pos;
+      node = splitEdge(node, token, child, cut);
+      promptNode = node;
+      pos = prompt;
+      same -= cut;
+      token = load<i32>(staged + ((<usize>pos) << 2));
+      if (same == edgeLen - cut) {
+        node = child;
+        pos += same;
+        continue;
+      }
+    } else if (same == edgeLen) {
       node = child;
       pos += edgeLen;
       if (pos <= prompt && nodeField(node, N_END_HEAD) >= 0) best = node;
+      if (pos == prompt) promptNode = node;
       continue;
     }
     // The sequence leaves (or ends inside) the edge: split it after `same` tokens.
-    const mid = newNode(edgeOff, same, nodeField(node, N_DEPTH) + same, node);
-    childSet(node, token, mid);
-    setNodeField(child, N_EDGE_OFF, edgeOff + same);
-    setNodeField(child, N_EDGE_LEN, edgeLen - same);
-    setNodeField(child, N_PARENT, mid);
-    childSet(mid, load<i32>(vecAt(TOKENS, edgeOff + same)), child);
-    node = mid;
+    node = splitEdge(node, token, child, same);
     pos += same;
+    if (pos == prompt) promptNode = node;
   }
+  if (generation < 0 && breaksOn) generation = storeTokens(staged, prompt, full);
+  store<i32>(vecAt(CALL_GEN, vecGrow(CALL_GEN, 1)), generation);
   setCallField(c, C_END_NODE, node);
   setCallField(c, C_END_NEXT, nodeField(node, N_END_HEAD));
   setNodeField(node, N_END_HEAD, c);
   return best;
+}
+
+/**
+ * SPEC's prefix_break for c (just inserted, parent `parent`): sets breakNear (-1: none), breakAt
+ * and the quotes. Walks up c's prompt path from its end while deeper than the parent's sequence.
+ */
+function findBreak(c: i32, staged: usize, parent: i32): void {
+  breakNear = -1;
+  const floor = parent >= 0 ? callField(parent, C_FULL) : 0;
+  let below = promptNode;
+  for (let node = nodeField(below, N_PARENT); node >= 0; node = nodeField(node, N_PARENT)) {
+    const depth = nodeField(node, N_DEPTH);
+    if (depth <= floor) return;
+    const near = cover(node, K_FIRST_CHILD) != below ? cover(node, K_FIRST) : cover(node, K_SECOND);
+    if (near >= 0) {
+      breakNear = near;
+      breakAt = depth;
+      breakExpectedLength = min(BREAK_QUOTE, callField(near, C_FULL) - depth);
+      breakFoundLength = min(BREAK_QUOTE, callField(c, C_PROMPT) - depth);
+      const expected = vecAt(TOKENS, load<i32>(vecAt(CALL_GEN, near)) + depth - callField(near, C_PROMPT));
+      memory.copy(breakTokens, expected, (<usize>breakExpectedLength) << 2);
+      memory.copy(breakTokens + ((<usize>BREAK_QUOTE) << 2), staged + ((<usize>depth) << 2), (<usize>breakFoundLength) << 2);
+      return;
+    }
+    below = node;
+  }
+}
+
+/** Records that c covers the edges of its generation (for the calls after it). */
+function coverGeneration(c: i32): void {
+  const prompt = callField(c, C_PROMPT);
+  for (let v = callField(c, C_END_NODE); nodeField(v, N_DEPTH) > prompt; v = nodeField(v, N_PARENT)) addCover(v, c);
 }
 
 /** Media triples (i32s) of linked call `x`: they run from its C_MEDIA to the next call's. */
@@ -255,11 +405,15 @@ export function linkCall(
   memory.copy(vecAt(MEDIA, mediaAt), media.ptr, (<usize>media.len) << 2);
   setCallField(c, C_MEDIA, mediaAt);
   const best = insert(c, staged, prompt, full);
+  breakNear = -1;
   if (invalidTokenAt >= 0) return INVALID_TOKEN;
   mediaMismatch = false;
   // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
   const parent =
     best < 0 ? -1 : MEDIA.len == 0 ? chooseParent(c, nodeField(best, N_END_HEAD), false) : linkByMedia(c, best);
   setCallField(c, C_PARENT, parent);
+  if (!breaksOn) return parent;
+  if (parent >= -1) findBreak(c, staged, parent);
+  coverGeneration(c);
   return parent;
 }

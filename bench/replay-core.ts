@@ -46,6 +46,10 @@ export class ReplayCore implements ForestCore {
     return false;
   }
 
+  lastPrefixBreak(): null {
+    return null;
+  }
+
   commit(_prompt: number, _generated: number, _agent: number, link: boolean): number {
     return link ? -1 : NOT_LINKED; // the parents come with the recorded forest
   }
@@ -83,6 +87,7 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
         checkStagedTokens: (count: number) => core.checkStagedTokens(count),
         stageMedia: (triples: Int32Array) => core.stageMedia(triples),
         lastMediaMismatch: () => core.lastMediaMismatch(),
+        lastPrefixBreak: () => core.lastPrefixBreak(),
         commit: (prompt: number, generated: number, agent: number, link: boolean) =>
           core.commit(prompt, generated, agent, link),
         lastBadIndex: () => core.lastBadIndex(),

@@ -81,6 +81,27 @@ export interface Diagnostic {
   code: string;
   call: string | null;
   detail?: string;
+  /** prefix_break: the near parent's id (SPEC "Prefix breaks"). */
+  near?: string;
+  /** prefix_break: where the call's prompt parts from the near parent's full sequence. */
+  at?: number;
+  /** prefix_break: full(near)[at : at+8]. */
+  expected?: number[];
+  /** prefix_break: prompt(call)[at : at+8]. */
+  found?: number[];
+}
+
+/**
+ * SPEC's prefix_break: the call resent all of `near`'s prompt (and more than its own parent's
+ * sequence), then parted from `near` inside `near`'s generation, at token index `at`.
+ */
+export interface PrefixBreak extends Diagnostic {
+  code: "prefix_break";
+  call: string;
+  near: string;
+  at: number;
+  expected: number[];
+  found: number[];
 }
 
 /** SPEC's report: one per input rollout. */
@@ -218,6 +239,13 @@ export interface ForestCall {
    * continues a shorter call that still had the same media.
    */
   mediaMismatch: boolean;
+  /**
+   * The near parent's id when the call has a prefix break (SPEC's `prefix_break`: it resent all
+   * of that call's prompt, then parted from it inside its generation); null when none.
+   */
+  nearParent: string | null;
+  /** Where the call's prompt parts from its near parent's full sequence; null when none. */
+  breakAt: number | null;
 }
 
 /**

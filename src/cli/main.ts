@@ -10,6 +10,7 @@ import { register as registerConvert } from "./commands/convert.js";
 import { register as registerAgentDemo } from "./commands/agent-demo.js";
 import { register as registerDraw } from "./commands/draw.js";
 import { register as registerView } from "./commands/view.js";
+import { register as registerExplain } from "./commands/explain.js";
 
 export function buildProgram(): Command {
   const program = new Command("callforest")
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerRows(program);
   registerShow(program);
+  registerExplain(program);
   registerDemo(program);
   registerConvert(program);
   registerAgentDemo(program);

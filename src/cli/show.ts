@@ -1,5 +1,5 @@
-// A plan as text for a terminal: the forest (trees with agents, parent links, roots, leaves and
-// media mismatches marked, each call's media listed) and the rows table, as in SPEC's worked example.
+// A plan as text for a terminal: the forest (trees with agents, parent links, roots, leaves,
+// media mismatches and near parents marked, each call's media listed) and the rows table, as in SPEC's worked example.
 // Every name from the data goes through oneLine: an id holding a newline or an escape sequence
 // must not forge a line or drive the terminal.
 import { agentLabel } from "../draw/layout.js";
@@ -11,6 +11,7 @@ function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>, medi
   const marks: string[] = [];
   if (call.root) marks.push("root");
   if (call.mediaMismatch) marks.push("media mismatch");
+  if (call.nearParent !== null) marks.push(`near ${oneLine(call.nearParent)} (parts at ${call.breakAt})`);
   if (call.leaf) marks.push(`leaf → row ${call.ownerRow}`);
   else marks.push(`trained in row ${call.ownerRow}`);
   const tokens = `${call.promptLength}+${call.generationLength} tokens`;
@@ -108,6 +109,14 @@ export function renderPlan(plan: Plan): string {
     out.push(
       `  media mismatch (${list}): the call's tokens extend an earlier call whose media differ, ` +
         `so it is a root or continues a shorter call`,
+    );
+  }
+  const broken = plan.forest.filter((c) => c.nearParent !== null);
+  if (broken.length > 0) {
+    const list = oneLine(broken.map((c) => c.id).join(", "));
+    out.push(
+      `  prefix break (${list}): the call resent its near parent's prompt but not all of its generation, ` +
+        "so it is a root or continues a shorter call; `callforest explain` says why",
     );
   }
   out.push("", "rows");

@@ -1,9 +1,12 @@
 // The pure TypeScript core: the same algorithm as the WebAssembly core (assembly/), written for
 // reading. A prefix tree over the eligible calls' full sequences, walked once per call; edges
-// point into a store that holds each distinct token once.
+// point into a store that holds each distinct token once. Every prompt ends at a node, and nodes
+// keep who could be a near parent through them (SPEC's prefix_break; see assembly/tree.ts).
 import { CoreMemoryError } from "./errors.js";
 import {
   AMBIGUOUS_PARENT,
+  BREAK_QUOTE,
+  type CoreBreak,
   INVALID_LOGPROB,
   INVALID_TOKEN,
   NOT_LINKED,
@@ -47,7 +50,14 @@ function setBits(mask: Uint8Array, start: number, end: number): void {
 
 export class TsCore implements ForestCore {
   /** `maxBytes`: the most its arrays may hold at once (init's maxMemory; default 4 GiB, as a WASM core's memory). */
-  constructor(private readonly maxBytes = WASM_MEMORY_MAX_BYTES) {}
+  constructor(
+    private readonly maxBytes = WASM_MEMORY_MAX_BYTES,
+    /**
+     * Whether linking finds prefix breaks (and keeps what it needs for them: prompt nodes, covers,
+     * contiguous generations). Always on but in the bench, which measures what they cost.
+     */
+    private readonly breaksOn = true,
+  ) {}
 
   get memoryLimit(): number {
     return this.maxBytes;
@@ -71,6 +81,7 @@ export class TsCore implements ForestCore {
   /** The next commit's media triples (see stageMedia); emptied by every commit. */
   private stagedMedia: Int32Array = NO_TOKENS;
   private mediaMismatch = false;
+  private prefixBreak: CoreBreak | null = null;
 
   // Eligible calls, in ledger order.
   private callFull: number[] = [];
@@ -80,6 +91,8 @@ export class TsCore implements ForestCore {
   private callParent: number[] = [];
   private callEndNode: number[] = [];
   private callEndNext: number[] = [];
+  /** Where each call's generation lies, contiguous, in `tokens`. */
+  private callGeneration: number[] = [];
   /** Where each call's media triples start in `media` (they run to the next call's start). */
   private callMedia: number[] = [];
   /** Every linked call's media triples (item, offset, length), in ledger order. */
@@ -91,6 +104,16 @@ export class TsCore implements ForestCore {
   private nodeDepth: number[] = [];
   private nodeParent: number[] = [];
   private nodeEndHead: number[] = [];
+  // Per node, who could be a near parent through it. A call p covers the edge into node v when
+  // full(p) runs through v and len(prompt(p)) <= depth(parent(v)); calls come in ledger order,
+  // so the latest is the last one added.
+  /** The latest call covering the edge into the node, -1 if none. */
+  private coverEdge: number[] = [];
+  /** The latest call covering an edge out of the node, -1 if none; and that edge's child. */
+  private coverFirst: number[] = [];
+  private coverFirstChild: number[] = [];
+  /** The latest call covering an edge out of the node to a child other than coverFirstChild. */
+  private coverSecond: number[] = [];
   /** Per node, its children by the first token of their edge (null: none yet). */
   private children: (Map<number, number> | null)[] = [];
 
@@ -181,6 +204,10 @@ export class TsCore implements ForestCore {
     return this.mediaMismatch;
   }
 
+  lastPrefixBreak(): CoreBreak | null {
+    return this.prefixBreak;
+  }
+
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
     this.promptSource = this.stageTokens;
     this.generationSource = this.stageTokens.subarray(prompt, prompt + generated);
@@ -260,7 +287,66 @@ export class TsCore implements ForestCore {
     this.nodeDepth[id] = depth;
     this.nodeParent[id] = parent;
     this.nodeEndHead[id] = -1;
+    this.coverEdge[id] = -1;
+    this.coverFirst[id] = -1;
+    this.coverFirstChild[id] = -1;
+    this.coverSecond[id] = -1;
     return id;
+  }
+
+  /**
+   * Splits the edge into `child` (a child of `node` by `token`) after `same` of its tokens; returns
+   * the new node between them. What covers the edge covers both halves (no prompt ends inside an
+   * edge), so the cover records carry over.
+   */
+  private splitEdge(node: number, token: number, child: number, same: number): number {
+    const edgeOff = this.nodeEdgeOff[child];
+    const mid = this.newNode(edgeOff, same, this.nodeDepth[node] + same, node);
+    this.setChild(node, token, mid);
+    this.nodeEdgeOff[child] = edgeOff + same;
+    this.nodeEdgeLen[child] -= same;
+    this.nodeParent[child] = mid;
+    this.setChild(mid, this.tokens[edgeOff + same], child);
+    const covering = this.coverEdge[child];
+    this.coverEdge[mid] = covering;
+    this.coverFirst[mid] = covering;
+    this.coverFirstChild[mid] = child;
+    if (this.coverFirstChild[node] === child) this.coverFirstChild[node] = mid;
+    return mid;
+  }
+
+  /** Records that call c (the latest so far) covers the edge into `child`. */
+  private addCover(child: number, c: number): void {
+    this.coverEdge[child] = c;
+    const node = this.nodeParent[child];
+    if (this.coverFirstChild[node] !== child) {
+      this.coverSecond[node] = this.coverFirst[node];
+      this.coverFirstChild[node] = child;
+    }
+    this.coverFirst[node] = c;
+  }
+
+  /**
+   * SPEC's prefix_break for c (just inserted, its prompt ending at `promptNode`): the deepest node
+   * on c's prompt path, below its parent's sequence, where an earlier call's generation parts
+   * from c's prompt.
+   */
+  private findBreak(c: number, promptNode: number, parent: number): CoreBreak | null {
+    const floor = parent >= 0 ? this.callFull[parent] : 0;
+    let below = promptNode;
+    for (let node = this.nodeParent[below]; node >= 0; node = this.nodeParent[node]) {
+      const at = this.nodeDepth[node];
+      if (at <= floor) return null;
+      const near = this.coverFirstChild[node] !== below ? this.coverFirst[node] : this.coverSecond[node];
+      if (near >= 0) {
+        const from = this.callGeneration[near] + at - this.callPrompt[near];
+        const expected = Array.from(this.tokens.subarray(from, from + Math.min(BREAK_QUOTE, this.callFull[near] - at)));
+        const found = Array.from(this.promptSource.subarray(at, Math.min(at + BREAK_QUOTE, this.callPrompt[c])));
+        return { near, at, expected, found };
+      }
+      below = node;
+    }
+    return null;
   }
 
   /** Appends tokens [from, to) of the call (prompt ++ generation) to the store; returns where. */
@@ -291,21 +377,37 @@ export class TsCore implements ForestCore {
     this.callMedia[c] = this.media.length;
     for (const value of this.stagedMedia) this.media.push(value);
 
-    // Walk full(c) down the tree, inserting what is new. `best` is the deepest node at depth
-    // <= len(prompt) where an earlier full sequence ends: those calls are the candidates.
+    // Walk full(c) down the tree, inserting what is new, with a node where the prompt ends.
+    // `best` is the deepest node at depth <= len(prompt) where an earlier full sequence ends:
+    // those calls are the candidates.
     const head = this.promptSource;
     const tail = this.generationSource;
+    const tokenAt = (i: number) => (i < prompt ? head[i] : tail[i - prompt]);
     let node = 0;
     let pos = 0;
     let best = -1;
+    let generation = -1;
+    let promptNode = 0;
     while (pos < full) {
-      const token = pos < prompt ? head[pos] : tail[pos - prompt];
+      let token = tokenAt(pos);
       const child = this.childOf(node, token);
       if (child === undefined) {
-        // Tokens that matched the tree equal tokens checked before: only stored ones can be bad.
+        // Tokens that matched the tree equal tokens checked before: only new ones can be bad.
         this.invalidTokenAt = this.firstNegative(pos, full, prompt);
-        const leaf = this.newNode(this.storeTokens(pos, full, prompt), full - pos, full, node);
+        // The generation is stored whole, even where it runs along the tree (prompt < pos).
+        const from = this.breaksOn ? Math.min(pos, prompt) : pos;
+        const at = this.storeTokens(from, full, prompt);
+        generation = at + prompt - from;
+        if (this.breaksOn && pos < prompt) {
+          const mid = this.newNode(at, prompt - pos, prompt, node);
+          this.setChild(node, token, mid);
+          node = mid;
+          pos = prompt;
+          token = tail[0];
+        }
+        const leaf = this.newNode(at + pos - from, full - pos, full, node);
         this.setChild(node, token, leaf);
+        if (pos === prompt) promptNode = node;
         node = leaf;
         break;
       }
@@ -331,22 +433,33 @@ export class TsCore implements ForestCore {
         )
           same++;
       }
-      if (same === edgeLen) {
+      if (this.breaksOn && pos < prompt && prompt - pos < same) {
+        // The prompt ends inside the edge, which goes on along the call: a node there.
+        const cut = prompt - pos;
+        node = this.splitEdge(node, token, child, cut);
+        promptNode = node;
+        pos = prompt;
+        same -= cut;
+        token = tail[0];
+        if (same === edgeLen - cut) {
+          node = child;
+          pos += same;
+          continue;
+        }
+      } else if (same === edgeLen) {
         node = child;
         pos += edgeLen;
         if (pos <= prompt && this.nodeEndHead[node] >= 0) best = node;
+        if (pos === prompt) promptNode = node;
         continue;
       }
       // full(c) leaves (or ends inside) the edge: split it after `same` tokens.
-      const mid = this.newNode(edgeOff, same, this.nodeDepth[node] + same, node);
-      this.setChild(node, token, mid);
-      this.nodeEdgeOff[child] = edgeOff + same;
-      this.nodeEdgeLen[child] = edgeLen - same;
-      this.nodeParent[child] = mid;
-      this.setChild(mid, this.tokens[edgeOff + same], child);
-      node = mid;
+      node = this.splitEdge(node, token, child, same);
       pos += same;
+      if (pos === prompt) promptNode = node;
     }
+    if (generation < 0 && this.breaksOn) generation = this.storeTokens(prompt, full, prompt);
+    this.callGeneration[c] = generation;
     this.callEndNode[c] = node;
     this.callEndNext[c] = this.nodeEndHead[node];
     this.nodeEndHead[node] = c;
@@ -360,6 +473,10 @@ export class TsCore implements ForestCore {
           ? this.chooseParent(c, this.nodeEndHead[best], false)
           : this.linkByMedia(c, best);
     this.callParent[c] = parent;
+    if (!this.breaksOn) return parent;
+    this.prefixBreak = this.invalidTokenAt < 0 && parent >= -1 ? this.findBreak(c, promptNode, parent) : null;
+    // c covers the edges of its generation, for the calls after it.
+    for (let v = node; this.nodeDepth[v] > prompt; v = this.nodeParent[v]) this.addCover(v, c);
     return parent;
   }
 
@@ -668,6 +785,10 @@ class TsCoreLease implements ForestCore {
     return this.held().lastMediaMismatch();
   }
 
+  lastPrefixBreak(): CoreBreak | null {
+    return this.held().lastPrefixBreak();
+  }
+
   commit(prompt: number, generated: number, agent: number, link: boolean): number {
     return this.held().commit(prompt, generated, agent, link);
   }
@@ -716,10 +837,12 @@ export class TsCorePool {
   constructor(
     private readonly maxBytes = WASM_MEMORY_MAX_BYTES,
     private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
+    /** Off only in the bench (see TsCore's breaksOn). */
+    private readonly breaksOn = true,
   ) {}
 
   acquire(): ForestCore {
-    return new TsCoreLease(this.idle.pop() ?? new TsCore(this.maxBytes), (core) => {
+    return new TsCoreLease(this.idle.pop() ?? new TsCore(this.maxBytes, this.breaksOn), (core) => {
       if (core.heldBytes() <= this.keepBytes && this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
     });
   }

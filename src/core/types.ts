@@ -40,6 +40,19 @@ export interface StagedCall {
   logprobs: Float32Array;
 }
 
+/** SPEC's prefix_break for a call, as a core finds it: `near` is an eligible index. */
+export interface CoreBreak {
+  near: number;
+  at: number;
+  /** full(near)[at : at+8]. */
+  expected: number[];
+  /** prompt(call)[at : at+8]. */
+  found: number[];
+}
+
+/** Tokens a prefix_break quotes on each side (SPEC: "up to 8 tokens each"). */
+export const BREAK_QUOTE = 8;
+
 export interface CoreRow {
   /** Eligible index of the leaf. */
   leaf: number;
@@ -119,6 +132,8 @@ export interface ForestCore {
   stageMedia(triples: Int32Array): void;
   /** After a commit that linked: whether SPEC's media_mismatch holds for the call. */
   lastMediaMismatch(): boolean;
+  /** After a commit that linked: SPEC's prefix_break for the call, or null when it has none. */
+  lastPrefixBreak(): CoreBreak | null;
   /** Checks the staged call; links it as the next eligible call when `link`. See the codes above. */
   commit(prompt: number, generated: number, agent: number, link: boolean): number;
   /**

@@ -4,6 +4,8 @@
 import { CoreMemoryError, CoreUnavailableError } from "./errors.js";
 import { errorLine } from "../messages.js";
 import {
+  BREAK_QUOTE,
+  type CoreBreak,
   type CoreForest,
   type CorePacked,
   type CoreRow,
@@ -28,6 +30,10 @@ interface CoreExports {
   checkStagedTokens(count: number): number;
   stageMedia(count: number): number;
   lastMediaMismatch(): number;
+  lastBreakNear(): number;
+  lastBreakAt(): number;
+  lastBreakQuoteLength(found: number): number;
+  breakTokensAddress(): number;
   commit(prompt: number, generated: number, agent: number, link: number): number;
   lastBadIndex(): number;
   ambiguousCandidates(second: number): number;
@@ -38,6 +44,7 @@ interface CoreExports {
   rowTableAddress(): number;
   pathBufferAddress(): number;
   setMemoryLimit(pages: number): void;
+  setBreaksOn(on: number): void;
 }
 
 // Row record layout shared with assembly/rows.ts (R_*, there in bytes), here in i32 units.
@@ -142,6 +149,8 @@ export class WasmCorePool {
     private readonly module: WebAssembly.Module,
     maxMemory = WASM_MEMORY_MAX_BYTES,
     private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
+    /** Off only in the bench, which measures what finding prefix breaks costs. */
+    private readonly breaksOn = true,
   ) {
     this.limitPages = memoryLimitPages(maxMemory);
     this.imports = importsFor(this.limitPages);
@@ -162,6 +171,7 @@ export class WasmCorePool {
     }
     const exports = instance.exports as unknown as CoreExports;
     exports.setMemoryLimit(this.limitPages);
+    if (!this.breaksOn) exports.setBreaksOn(0);
     return new CoreInstance(exports);
   }
 
@@ -245,6 +255,20 @@ class WasmCore implements ForestCore {
 
   lastMediaMismatch(): boolean {
     return this.core.lastMediaMismatch() !== 0;
+  }
+
+  lastPrefixBreak(): CoreBreak | null {
+    const core = this.core;
+    const near = core.lastBreakNear();
+    if (near < 0) return null;
+    const heap = this.instance.heap32();
+    const at = core.breakTokensAddress() >>> 2;
+    return {
+      near,
+      at: core.lastBreakAt(),
+      expected: Array.from(heap.subarray(at, at + core.lastBreakQuoteLength(0))),
+      found: Array.from(heap.subarray(at + BREAK_QUOTE, at + BREAK_QUOTE + core.lastBreakQuoteLength(1))),
+    };
   }
 
   commit(prompt: number, generated: number, agent: number, link: boolean): number {

@@ -63,6 +63,9 @@ export interface Piece {
   rollouts: number;
   rejected: number;
   rowCount: number;
+  /** Calls with SPEC's prefix_break, and the rollouts that have any. */
+  brokenCalls: number;
+  brokenRollouts: number;
   /** Input bytes finished (for progress). */
   bytes: number;
   /** The batch's last piece. */
@@ -72,6 +75,13 @@ export interface Piece {
 export type Flush = (piece: Piece) => void | Promise<void>;
 
 const ENCODER = new TextEncoder();
+
+/** Calls of a report with SPEC's prefix_break. */
+function countBreaks(report: Report): number {
+  let n = 0;
+  for (const d of report.diagnostics) if (d.code === "prefix_break") n++;
+  return n;
+}
 
 /** The longest line `reader` could ever read: readBatches drops longer ones unread (see Batch.dropped). */
 export function maxLineBytes(reader: ReaderName): number {
@@ -175,6 +185,8 @@ export class LineProcessor {
   private notes = "";
   private rollouts = 0;
   private rejected = 0;
+  private brokenCalls = 0;
+  private brokenRollouts = 0;
   private rowCount = 0;
   private bytesDone = 0;
   /** Where gym-observed token entries come from (`--tokens DIR`) and the `--media-token` ids, for every reader. */
@@ -251,12 +263,14 @@ export class LineProcessor {
       rollouts: this.rollouts,
       rejected: this.rejected,
       rowCount: this.rowCount,
+      brokenCalls: this.brokenCalls,
+      brokenRollouts: this.brokenRollouts,
       bytes: upTo - this.bytesDone,
       last,
     };
     this.reports = "";
     this.notes = "";
-    this.rollouts = this.rejected = this.rowCount = 0;
+    this.rollouts = this.rejected = this.rowCount = this.brokenCalls = this.brokenRollouts = 0;
     this.bytesDone = last ? 0 : upTo;
     return piece;
   }
@@ -344,6 +358,11 @@ export class LineProcessor {
       this.rejected++;
       if (this.options.notes)
         this.notes += rejectionLine(where, report.reason!, report.detail, result.ok ? undefined : result.code) + "\n";
+    }
+    const broken = countBreaks(report);
+    if (broken > 0) {
+      this.brokenCalls += broken;
+      this.brokenRollouts++;
     }
     this.reports += reportToJson(report) + "\n";
   }

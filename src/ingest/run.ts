@@ -48,6 +48,9 @@ export interface RunTotals {
   rollouts: number;
   rejected: number;
   rows: number;
+  /** Calls with SPEC's prefix_break, and the rollouts that have any. */
+  brokenCalls: number;
+  brokenRollouts: number;
   /** Input bytes done. */
   bytes: number;
 }
@@ -80,7 +83,7 @@ export function inputSize(inputs: readonly string[]): number | null {
 export const WORKERS_FROM_BYTES = 512 << 20;
 
 export async function runRows(inputs: readonly string[], options: RunOptions, sinks: RunSinks): Promise<RunTotals> {
-  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
+  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, brokenCalls: 0, brokenRollouts: 0, bytes: 0 };
   /** Writes a piece; `recycle` gets each row block back once the stream is done with it. */
   const write = async (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => {
     for (const chunk of piece.rows) await sinks.rows.write(chunk, () => recycle(chunk.buffer as ArrayBuffer));
@@ -90,6 +93,8 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
     totals.rollouts += piece.rollouts;
     totals.rejected += piece.rejected;
     totals.rows += piece.rowCount;
+    totals.brokenCalls += piece.brokenCalls;
+    totals.brokenRollouts += piece.brokenRollouts;
     totals.bytes += piece.bytes;
     sinks.progress?.(totals);
   };

@@ -136,6 +136,7 @@ export class RolloutAssembler {
     eligible: [],
     media: [],
     mediaMismatch: [],
+    prefixBreaks: [],
     routedExperts: [],
   };
   private readonly mediaNumbers = new MediaNumbers();
@@ -401,6 +402,15 @@ export class RolloutAssembler {
     }
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
     if (mediaMismatch) this.diagnostics.push({ code: "media_mismatch", call: id });
+    const broken = eligible ? this.core.lastPrefixBreak() : null;
+    if (broken !== null) {
+      const { near, at, expected, found } = broken;
+      const nearId = calls.ids[calls.eligible[near]];
+      this.diagnostics.push({ code: "prefix_break", call: id, near: nearId, at, expected, found });
+      calls.prefixBreaks.push({ near: nearId, at });
+    } else {
+      calls.prefixBreaks.push(null);
+    }
     this.noteExperts(call, eligible);
     calls.media.push(call.media ?? null);
     calls.routedExperts.push(eligible ? (call.routedExperts ?? null) : null);

@@ -32,6 +32,8 @@ export interface CallTable {
   readonly media: (MediaItem[] | null)[];
   /** Whether SPEC's media_mismatch holds for each call. */
   readonly mediaMismatch: boolean[];
+  /** Each call's prefix_break (its near parent's id and where they part), null when none. */
+  readonly prefixBreaks: ({ near: string; at: number } | null)[];
   /** Each eligible call's routed experts (null for the others, and when the rollout gives none). */
   readonly routedExperts: (RoutedExperts | null)[];
 }
@@ -300,6 +302,8 @@ function describeForest(calls: CallTable, forest: CoreForest): ForestCall[] {
       ownerRow: e === undefined ? -1 : forest.ownerRows[e],
       media: mediaOf(calls.media[index]),
       mediaMismatch: calls.mediaMismatch[index],
+      nearParent: calls.prefixBreaks[index]?.near ?? null,
+      breakAt: calls.prefixBreaks[index]?.at ?? null,
     };
   });
 }

@@ -400,6 +400,15 @@ describe("Gym's own v3 example (gym-formats README §1.7, copied byte for byte)"
       },
       { code: "observation_records", call: null, detail: "tool_call: 1" },
       { code: "compaction_summary_unavailable", call: null, detail: "invocation pi-session-0" },
+      // SPEC v3: the compacted context resends c1's whole prompt, then parts inside c1's generation
+      {
+        code: "prefix_break",
+        call: "c3c2a2b3d4e54f60ab1c2d3e4f506172",
+        near: "c1a0e0f1b2c34d5e8f9a0b1c2d3e4f50",
+        at: 4,
+        expected: [200, 201, 202],
+        found: [400, 401, 402, 500],
+      },
     ]);
   });
 });

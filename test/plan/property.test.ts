@@ -118,8 +118,9 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
     status: undefined,
     rollout_id: undefined,
   });
-  // "at least empty_generation for each kept call that generated nothing, and media_mismatch"
-  expect(diagnostics.map((d) => ({ code: d.code, call: d.call }))).toEqual(expected.diagnostics);
+  // "at least empty_generation for each kept call that generated nothing, media_mismatch ... and
+  // prefix_break"
+  expect(diagnostics).toEqual(expected.diagnostics);
   expect(plan.rows.length).toBe(expected.rows.length);
   plan.rows.forEach((row, i) => {
     const want = expected.rows[i];
@@ -183,6 +184,8 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
       ownerRow: c.ownerRow,
       media: c.media,
       mediaMismatch: c.mediaMismatch,
+      nearParent: c.nearParent,
+      breakAt: c.breakAt,
     })),
   ).toEqual(expected.forest);
 }
@@ -485,7 +488,9 @@ describe("generators", () => {
         ambiguous++;
         continue;
       }
-      for (const [k, v] of Object.entries(features(rollout, ref))) totals[k] = (totals[k] ?? 0) + v;
+      // (generateRollout resends every history exactly: only the arbitraries make breaks)
+      const all = { ...features(rollout, ref), ...breakFeatures(rollout, ref) };
+      for (const [k, v] of Object.entries(all)) totals[k] = (totals[k] ?? 0) + v;
     }
     expect(ambiguous).toBeGreaterThan(0);
     expect(Object.keys(totals).length).toBeGreaterThan(0);
@@ -561,5 +566,41 @@ function features(rollout: Rollout, ref: RefAccepted) {
     promptIsParentFull: eligible.filter(
       (c) => c.parent !== null && byId.get(c.id)!.prompt.join(",") === fullOf(c.parent),
     ).length,
+  };
+}
+
+/** The prefix_break situations a rollout exercises (SPEC "Prefix breaks"). */
+function breakFeatures(rollout: Rollout, ref: RefAccepted) {
+  const byId = callsById(rollout);
+  const full = (id: string) => [...byId.get(id)!.prompt, ...byId.get(id)!.generation];
+  const lcp = (a: number[], b: number[]) => {
+    let n = 0;
+    while (n < a.length && n < b.length && a[n] === b[n]) n++;
+    return n;
+  };
+  const forestById = new Map(ref.forest.map((c) => [c.id, c]));
+  const breaks = ref.diagnostics.filter((d) => d.code === "prefix_break");
+  let ties = 0;
+  let notDeepest = 0;
+  for (const d of breaks) {
+    const c = forestById.get(d.call!)!;
+    const prompt = byId.get(c.id)!.prompt;
+    const earlier = ref.forest.filter((q) => q.eligible && q.index < c.index);
+    const at = (q: (typeof earlier)[number]) => lcp(full(q.id), prompt);
+    // another near parent parts at the same token (the latest wins)
+    if (earlier.some((q) => q.id !== d.near && at(q) === d.at && q.promptLength <= d.at && full(q.id).length > d.at))
+      ties++;
+    // an earlier call shares more of the prompt but parts inside its own prompt (not near)
+    if (earlier.some((q) => at(q) > d.at! && at(q) < Math.min(full(q.id).length, prompt.length))) notDeepest++;
+  }
+  return {
+    prefixBreakRoots: breaks.filter((d) => forestById.get(d.call!)!.root).length,
+    prefixBreakUnderParent: breaks.filter((d) => !forestById.get(d.call!)!.root).length,
+    prefixBreakAtGenerationStart: breaks.filter((d) => d.at === forestById.get(d.near!)!.promptLength).length,
+    prefixBreakLongQuotes: breaks.filter((d) => d.expected!.length === 8 && d.found!.length === 8).length,
+    prefixBreakShortQuotes: breaks.filter((d) => d.expected!.length < 8 || d.found!.length < 8).length,
+    prefixBreakTies: ties,
+    prefixBreakNotDeepest: notDeepest,
+    prefixBreakWithMediaMismatch: ref.forest.filter((c) => c.mediaMismatch && c.nearParent !== null).length,
   };
 }

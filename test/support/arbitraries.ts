@@ -71,6 +71,22 @@ export type Action =
       add: Tokens;
       next: Generated;
     }
+  /**
+   * A re-rendered history (SPEC's prefix breaks): an agent resends an earlier call's prompt (its
+   * own last call's, or any eligible call's when `target` is set) and that call's generation
+   * edited — a span dropped (reasoning a chat template leaves out), tokens put in (a re-split, a
+   * separator) — then more, and generates.
+   */
+  | {
+      kind: "rewrite";
+      who: number;
+      target: number | null;
+      at: number;
+      drop: number;
+      insert: Tokens;
+      add: Tokens;
+      gen: Generated;
+    }
   /** An agent continues some earlier eligible call's full sequence (any agent, any call). */
   | { kind: "cross"; who: number; target: number; add: Tokens; gen: Generated }
   /**
@@ -308,6 +324,20 @@ export function buildRollout(s: Scenario): Rollout {
         order.forEach((agent, i) => call(agent, [...shared, ...act.add[i + 1]], act.gens[i], true, sharedMedia));
         break;
       }
+      case "rewrite": {
+        const a = pick(act.who);
+        const eligible = calls.filter((c) => c.kept && c.generation.length > 0);
+        const own = eligible.filter((c) => c.agent === a.id);
+        const base =
+          act.target === null
+            ? (own[own.length - 1] ?? eligible[eligible.length - 1])
+            : eligible[act.target % eligible.length];
+        const g = base.generation;
+        const at = act.at % (g.length + 1);
+        const edited = [...g.slice(0, at), ...act.insert, ...g.slice(Math.min(g.length, at + act.drop))];
+        call(a, [...base.prompt, ...edited, ...act.add], act.gen, true, base.media);
+        break;
+      }
       case "cross": {
         const eligible = calls.filter((c) => c.kept && c.generation.length > 0);
         const target = eligible[act.target % eligible.length];
@@ -442,6 +472,19 @@ function actionArb(allowAmbiguous: boolean): fc.Arbitrary<Action> {
         outcome: fc.constantFrom(...outcomes),
         add: tokensArb(0, 3),
         next: generatedArb,
+      }),
+    },
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant("rewrite" as const),
+        who,
+        target: fc.option(fc.nat(), { freq: 3 }),
+        at: fc.nat(),
+        drop: fc.integer({ min: 0, max: 4 }),
+        insert: tokensArb(0, 2),
+        add: tokensArb(0, 3),
+        gen: generatedArb,
       }),
     },
     {
@@ -805,4 +848,69 @@ export function toJsonValue(rollout: unknown): unknown {
       ArrayBuffer.isView(value) ? Array.from(value as unknown as ArrayLike<number>) : value,
     ),
   );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Prefix soup: calls whose prompts cut earlier full sequences anywhere and go on with a few
+// tokens of a three-token vocabulary, so prompts part from earlier calls inside their prompts,
+// inside their generations and exactly at their ends, often at several depths at once — what
+// SPEC's prefix_break must sort out (the deepest near parent, ties to the latest).
+
+interface SoupCall {
+  /** Which earlier call's full sequence the prompt starts from (mod the calls so far; -1: none). */
+  base: number;
+  /** Where that sequence is cut (mod its length + 1); large values keep it whole more often. */
+  cut: number;
+  /** Replace one kept token near the cut (a re-split), or not. */
+  flip: boolean;
+  extra: Tokens;
+  generation: Tokens;
+  /** End the generation with a token no other call has (no identical full sequences). */
+  unique: boolean;
+  agent: number;
+}
+
+const smallTokensArb = (min: number, max: number) =>
+  fc.array(fc.integer({ min: 0, max: 2 }), { minLength: min, maxLength: max });
+
+const soupCallArb: fc.Arbitrary<SoupCall> = fc.record({
+  base: fc.integer({ min: -1, max: 40 }),
+  cut: fc.oneof(fc.nat(12), fc.constant(1_000_000)),
+  flip: fc.boolean(),
+  extra: smallTokensArb(0, 3),
+  generation: smallTokensArb(1, 4),
+  unique: fc.boolean(),
+  agent: fc.nat(3),
+});
+
+/** A rollout of prefix-soup calls (see above), agents L, a1..a3 listed as L's subagents. */
+export function prefixSoupArb(maxCalls = 14): fc.Arbitrary<Rollout> {
+  return fc.array(soupCallArb, { minLength: 1, maxLength: maxCalls }).map((soup) => {
+    const fulls: Tokens[] = [];
+    const calls: CanonicalCall[] = soup.map((s, i) => {
+      const base = s.base < 0 || fulls.length === 0 ? [] : fulls[s.base % fulls.length];
+      const cut = s.cut % (base.length + 1);
+      const kept = base.slice(0, cut);
+      if (s.flip && kept.length > 0) kept[kept.length - 1] = (kept[kept.length - 1] + 1) % 3;
+      const prompt = [...kept, ...s.extra];
+      const generation = s.unique ? [...s.generation, 1000 + i] : s.generation;
+      fulls.push([...prompt, ...generation]);
+      return {
+        id: `s${i}`,
+        agent: s.agent === 0 ? "L" : `a${s.agent}`,
+        prompt_token_ids: prompt,
+        generation_token_ids: generation,
+        generation_log_probs: generation.map((_, k) => -0.25 * (k + 1)),
+      };
+    });
+    return {
+      rollout_id: `soup-${calls.length}`,
+      reward: 1,
+      agents: [
+        { id: "L", parent: null, mode: "leader" },
+        ...[1, 2, 3].map((k) => ({ id: `a${k}`, parent: "L", mode: "fork" })),
+      ],
+      calls,
+    };
+  });
 }

@@ -1,5 +1,5 @@
-// A small, obviously-correct reference implementation of SPEC.md (spec v2: media-aware linking),
-// for tests only.
+// A small, obviously-correct reference implementation of SPEC.md (spec v3: media-aware linking,
+// prefix breaks), for tests only.
 // Quadratic on purpose: every pair of calls is compared token by token, plain arrays
 // everywhere, no hashing, no tries. Each rule quotes the SPEC sentence it implements.
 //
@@ -51,6 +51,9 @@ export interface RefCall {
   ownerRow: number;
   media: RefMedia[];
   mediaMismatch: boolean;
+  /** The near parent of its prefix_break, null when none. */
+  nearParent: string | null;
+  breakAt: number | null;
 }
 
 export interface RefCounts {
@@ -71,8 +74,8 @@ export interface RefAccepted {
   reward: number;
   /** The report's counts, as SPEC's "Output" defines them. */
   counts: RefCounts;
-  /** SPEC: "at least `empty_generation` for each kept call that generated nothing". */
-  diagnostics: { code: string; call: string | null }[];
+  /** SPEC: "at least `empty_generation` for each kept call that generated nothing", ... */
+  diagnostics: RefDiagnostic[];
   rows: RefRow[];
   forest: RefCall[];
 }
@@ -90,6 +93,16 @@ export interface RefRejected {
 }
 
 export type RefResult = RefAccepted | RefRejected;
+
+/** A report diagnostic: `{code, call}`, and for prefix_break `near, at, expected, found`. */
+export interface RefDiagnostic {
+  code: string;
+  call: string | null;
+  near?: string;
+  at?: number;
+  expected?: number[];
+  found?: number[];
+}
 
 interface Call {
   id: string;
@@ -375,6 +388,46 @@ function linkParent(c: Call, earlierEligible: Call[], agents: Agents): { parent:
   };
 }
 
+/** Length of the longest common prefix of two token lists. */
+function commonPrefixLength(a: readonly number[], b: readonly number[]): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
+}
+
+/**
+ * SPEC "Prefix breaks": c's prefix_break diagnostic, or null. `parent` is c's parent (null for a
+ * root); every earlier eligible call is compared with c, token by token.
+ */
+function prefixBreak(c: Call, parent: Call | null, earlierEligible: Call[]): RefDiagnostic | null {
+  // "let d = len(full(parent(c))) (0 for a root)"
+  const d = parent ? full(parent).length : 0;
+  let near: Call | null = null;
+  let at = -1;
+  for (const p of earlierEligible) {
+    // "L(p) the length of the longest common prefix of full(p) and prompt(c)"
+    const L = commonPrefixLength(full(p), c.prompt);
+    // "len(prompt(p)) ≤ L(p) < min(len(full(p)), len(prompt(c))) and L(p) > d"
+    const isNear = p.prompt.length <= L && L < Math.min(full(p).length, c.prompt.length) && L > d;
+    // "the near parent with the largest L(p) (ties: the latest in ledger order)": p runs in
+    // ledger order, so >= keeps the latest of a tie.
+    if (isNear && L >= at) {
+      near = p;
+      at = L;
+    }
+  }
+  if (near === null) return null;
+  // "expected is full(p)[at : at+8] and found is prompt(c)[at : at+8] (up to 8 tokens each)"
+  return {
+    code: "prefix_break",
+    call: c.id,
+    near: near.id,
+    at,
+    expected: full(near).slice(at, at + 8),
+    found: c.prompt.slice(at, at + 8),
+  };
+}
+
 function linkAmong(c: Call, candidates: Call[], agents: Agents): Call | null {
   // "the candidates are the eligible calls p that come earlier in ledger order, whose full(p) is
   // a prefix of prompt(c) (equal length allowed), and whose media agree" (filtered by the caller)
@@ -407,6 +460,7 @@ function plan(rollout: unknown): RefAccepted {
   const eligible: Call[] = [];
   const parent = new Map<Call, Call | null>();
   const mismatched = new Set<Call>();
+  const breaks = new Map<Call, RefDiagnostic>();
   const seen = new Set<string>();
   for (let index = 0; index < rawCalls.length; index++) {
     const c = readCall(rawCalls[index], index, seen, agents); // a hole in the array is no call: invalid
@@ -432,6 +486,8 @@ function plan(rollout: unknown): RefAccepted {
       const link = linkParent(c, eligible, agents);
       parent.set(c, link.parent);
       if (link.mediaMismatch) mismatched.add(c);
+      const broken = prefixBreak(c, link.parent, eligible);
+      if (broken) breaks.set(c, broken);
       eligible.push(c);
     }
   }
@@ -525,11 +581,17 @@ function plan(rollout: unknown): RefAccepted {
         }),
       ),
     },
-    // "at least empty_generation for each kept call that generated nothing, and media_mismatch as
-    // defined under Linking" (in ledger order: a call has at most one of the two)
-    diagnostics: calls
-      .filter((c) => (c.kept && c.generation.length === 0) || mismatched.has(c))
-      .map((c) => ({ code: mismatched.has(c) ? "media_mismatch" : "empty_generation", call: c.id })),
+    // "at least empty_generation for each kept call that generated nothing, media_mismatch as
+    // defined under Linking, and prefix_break as defined under Prefix breaks" (in ledger order;
+    // an eligible call may have media_mismatch, then prefix_break)
+    diagnostics: calls.flatMap((c): RefDiagnostic[] => {
+      const out: RefDiagnostic[] = [];
+      if (c.kept && c.generation.length === 0) out.push({ code: "empty_generation", call: c.id });
+      if (mismatched.has(c)) out.push({ code: "media_mismatch", call: c.id });
+      const broken = breaks.get(c);
+      if (broken) out.push(broken);
+      return out;
+    }),
     rows,
     forest: calls.map((c) => {
       const isEligible = parent.has(c);
@@ -549,6 +611,8 @@ function plan(rollout: unknown): RefAccepted {
         ownerRow: isEligible ? rowOf.get(owner.get(c)!)! : -1,
         media: c.media,
         mediaMismatch: mismatched.has(c),
+        nearParent: breaks.get(c)?.near ?? null,
+        breakAt: breaks.get(c)?.at ?? null,
       };
     }),
   };

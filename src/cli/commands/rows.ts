@@ -149,6 +149,15 @@ async function openColumnar(
   return new ColumnarWriter(options, bytes, null);
 }
 
+/** The line that says an input had prefix breaks (SPEC's prefix_break), and where to look. */
+export function breaksLine(totals: { brokenCalls: number; brokenRollouts: number }): string {
+  return (
+    `callforest: prefix breaks in ${countOf(totals.brokenCalls, "call")} of ` +
+    `${countOf(totals.brokenRollouts, "rollout")} (a prompt that resent an earlier call's prompt ` +
+    "but not its exact generation, costing a tree); `callforest explain` says why\n"
+  );
+}
+
 async function rows(inputs: string[], options: RowsOptions, command: Command): Promise<void> {
   const backend = parseBackend(options.backend);
   const maskFormat = parseMaskFormat(options.maskFormat);
@@ -180,6 +189,7 @@ async function rows(inputs: string[], options: RowsOptions, command: Command): P
         `${countOf(rowCount, layout === "rows" ? "row" : capacity === undefined ? "packed tree" : "bin")}\n`,
     );
   }
+  if (totals.brokenCalls > 0 && options.quiet !== true) process.stderr.write(breaksLine(totals));
   if (options.strict && rejected > 0) throw new StrictFailure(`${rejected} of ${countOf(total, "rollout")} rejected`);
 }
 

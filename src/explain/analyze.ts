@@ -1,0 +1,111 @@
+// What `callforest explain` says about one planned rollout: every call with a near parent (SPEC's
+// prefix_break) and every root that is not its agent's first call, with where it parted and why.
+import type { ForestCall, Rollout, TokenIds } from "../types.js";
+import { classify, type Cause, type CauseOptions } from "./cause.js";
+import { commonPrefix, partings, type NearInput } from "./near.js";
+
+/** How many tokens `expected` and `found` hold (as SPEC's prefix_break). */
+export const SHOWN_TOKENS = 8;
+
+export interface Explained {
+  rollout_id: string;
+  call: string;
+  agent: string;
+  /** The near parent, or for a root the closest earlier call (its agent's previous one); null if none. */
+  near: string | null;
+  /** Where the call's prompt parts from `near`'s full sequence (their longest common prefix). */
+  at: number;
+  /** `prefix_break`: SPEC's diagnostic flags it; `root`: a root the diagnostic does not cover. */
+  kind: "prefix_break" | "root";
+  cause: Cause;
+  /** What could not be told without a tokenizer. */
+  unknown?: string;
+  /** `full(near)[at : at+8]` and `prompt(call)[at : at+8]`. */
+  expected: number[];
+  found: number[];
+}
+
+/** An explained call with the arrays its text window is drawn from. */
+export interface ExplainedCall extends Explained {
+  nearFull: TokenIds | null;
+  nearPromptLength: number;
+  prompt: TokenIds;
+}
+
+/** One eligible call with its place in the forest. */
+interface Eligible {
+  forest: ForestCall;
+  prompt: TokenIds;
+  full: number[];
+}
+
+/** The eligible calls of a planned rollout, in ledger order, with their full sequences. */
+function eligibleCalls(rollout: Rollout, forest: readonly ForestCall[]): Eligible[] {
+  return forest
+    .filter((call) => call.eligible)
+    .map((call) => {
+      const input = rollout.calls[call.index]!;
+      const prompt = input.prompt_token_ids;
+      return { forest: call, prompt, full: [...Array.from(prompt), ...Array.from(input.generation_token_ids)] };
+    });
+}
+
+/**
+ * The explained calls of a rollout that planned (`forest` from its plan), in ledger order.
+ * `withAgents`: the rollout lists agents, so a root's closest call is its agent's previous one.
+ */
+export function explainRollout(
+  rollout: Rollout,
+  forest: readonly ForestCall[],
+  withAgents: boolean,
+  options: CauseOptions = {},
+): ExplainedCall[] {
+  const calls = eligibleCalls(rollout, forest);
+  const index = new Map(calls.map((call, i) => [call.forest.id, i]));
+  const inputs: NearInput[] = calls.map((call) => ({
+    prompt: call.prompt,
+    full: call.full,
+    parentLength: call.forest.parent === null ? 0 : calls[index.get(call.forest.parent)!]!.full.length,
+  }));
+  const { near, closest } = partings(inputs);
+  const previousOfAgent = new Map<string, number>();
+  const out: ExplainedCall[] = [];
+  calls.forEach((call, i) => {
+    const previous = previousOfAgent.get(call.forest.agent);
+    previousOfAgent.set(call.forest.agent, i);
+    let parting = near[i]!;
+    let kind: Explained["kind"] = "prefix_break";
+    if (parting === null) {
+      if (!call.forest.root || previous === undefined) return;
+      kind = "root";
+      parting = withAgents ? { near: previous, at: commonPrefix(calls[previous]!.full, call.prompt) } : closest[i]!;
+    }
+    const nearCall = parting === null ? null : calls[parting.near]!;
+    const at = parting?.at ?? 0;
+    const result = nearCall
+      ? classify({ full: nearCall.full, promptLength: nearCall.prompt.length }, call.prompt, at, options)
+      : { cause: "fresh" as const };
+    out.push({
+      rollout_id: rollout.rollout_id,
+      call: call.forest.id,
+      agent: call.forest.agent,
+      near: nearCall?.forest.id ?? null,
+      at,
+      kind,
+      cause: result.cause,
+      ...(result.unknown === undefined ? {} : { unknown: result.unknown }),
+      expected: nearCall ? nearCall.full.slice(at, at + SHOWN_TOKENS) : [],
+      found: Array.from(call.prompt.slice(at, at + SHOWN_TOKENS)),
+      nearFull: nearCall?.full ?? null,
+      nearPromptLength: nearCall?.prompt.length ?? 0,
+      prompt: call.prompt,
+    });
+  });
+  return out;
+}
+
+/** Without the arrays: what `--json` writes. */
+export function explainedRecord(call: ExplainedCall): Explained {
+  const { nearFull: _full, nearPromptLength: _length, prompt: _prompt, ...record } = call;
+  return record;
+}

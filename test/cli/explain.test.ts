@@ -1,0 +1,83 @@
+// `callforest explain` (docs/breaks.md): the worked example, --json, --rollout, --reasoning, and
+// bad input as one line that leaves the other rollouts alone.
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { main } from "../../src/cli/main.js";
+import { captureOutput } from "../support/capture.js";
+import { tempDirs } from "../support/temp-dirs.js";
+
+const tmp = tempDirs("explain");
+const EXAMPLE = "examples/reasoning-dropped.json";
+
+const jsonLines = (text: string) =>
+  text
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+describe("callforest explain", () => {
+  it("the worked example: C2 near C1 at 4 and C3 near C2 at 9, both reasoning_dropped", async () => {
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", "50,51"]));
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toBe(
+      [
+        `${EXAMPLE}: reasoning-dropped call C2: near C1 at 4: reasoning_dropped`,
+        "  ids     before [1 2 3 4] near [50 11 12 51 20 21 99] call [20 21 99 30 31]",
+        `${EXAMPLE}: reasoning-dropped call C3: near C2 at 9: reasoning_dropped`,
+        "  ids     before [2 3 4 20 21 99 30 31] near [50 13 51 22 99] call [22 99 32]",
+        `${EXAMPLE}: 1 rollout, 2 calls explained (2 prefix_break): reasoning_dropped 2; ` +
+          "cost 18 row tokens (39 as sent in 3 trees, 21 token-in/token-out in 1)",
+        "",
+      ].join("\n"),
+    );
+  });
+
+  it("--json: one object per explained call, then the summary; without markers the cause is unknown", async () => {
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--json", "--backend", "ts"]));
+    expect(run.code).toBe(0);
+    const [c2, c3, summary] = jsonLines(run.stdout);
+    expect(c2).toMatchObject({ rollout_id: "reasoning-dropped", call: "C2", near: "C1", at: 4, cause: "unknown" });
+    expect(c2!.unknown).toMatch(/needs reasoning markers/);
+    expect(c2!.expected).toEqual([50, 11, 12, 51, 20, 21, 99]);
+    expect(c2!.found).toEqual([20, 21, 99, 30, 31]);
+    expect(c3).toMatchObject({ call: "C3", near: "C2", at: 9, kind: "prefix_break" });
+    expect(summary).toMatchObject({ kind: "summary", explained: 2, prefix_breaks: 2, row_tokens: 39, cost: 18 });
+  });
+
+  it("--rollout picks one rollout; a bad line is one line on stderr and the others go on", async () => {
+    const file = join(tmp(), "two.jsonl");
+    const example = JSON.parse((await import("node:fs")).readFileSync(EXAMPLE, "utf8")) as { rollout_id: string };
+    writeFileSync(
+      file,
+      [JSON.stringify(example), "{not json", JSON.stringify({ ...example, rollout_id: "other" })].join("\n"),
+    );
+    const run = await captureOutput(() =>
+      main(["explain", file, "--rollout", "other", "--reasoning", "50,51", "--json"]),
+    );
+    expect(run.code).toBe(0);
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    expect(run.stderr).toMatch(new RegExp(`${file}:2: rejected \\(malformed_json`));
+    const lines = jsonLines(run.stdout);
+    expect(lines.map((line) => line.rollout_id ?? line.kind)).toEqual(["other", "other", "summary"]);
+    expect(lines[2]).toMatchObject({ rollouts: 1, rejected: 1 });
+  });
+
+  it("--reasoning: ids or text; text needs a tokenizer; a bad value is a usage error", async () => {
+    for (const bad of ["50", "50,", "a,b"]) {
+      const run = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", bad]));
+      expect(run.code).toBe(2);
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+      expect(run.stderr).toMatch(/^callforest: --reasoning/);
+    }
+    const multi = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", "50 11,51", "--json"]));
+    expect(jsonLines(multi.stdout)[0]).toMatchObject({ cause: "reasoning_dropped" });
+  });
+
+  it("--tokenizer: an unknown name or path is a usage error", async () => {
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", "no-such-model"]));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^callforest: --tokenizer no-such-model: not a tokenizer name/);
+  });
+});

@@ -1,0 +1,94 @@
+import { describe, expect, it } from "vitest";
+import { breakCause, classify, rootCause, type CauseOptions } from "../../src/explain/cause.js";
+
+// A toy vocabulary: each id one piece of text; 90-99 special.
+const VOCAB: Record<number, string> = {
+  1: "sys",
+  2: " prompt",
+  3: "\n",
+  4: "user: hi",
+  5: "Hel",
+  6: "lo",
+  7: "Hello",
+  8: " world",
+  9: "\n\n",
+  10: ".",
+  11: "hmm",
+  12: " ok",
+  13: "other",
+  14: " Summary",
+  15: " of",
+  16: " work",
+  17: "Sys2",
+  20: "tool:",
+  21: " ls",
+  50: "<think>",
+  51: "</think>",
+  90: "<|end|>",
+  91: "<|eot|>",
+};
+const text: CauseOptions = {
+  decode: (ids) => ids.map((id) => VOCAB[id] ?? `?${id}`).join(""),
+  isSpecial: (id) => id >= 90,
+};
+
+describe("breakCause", () => {
+  it("reasoning_dropped with id markers and no decoder (the worked example)", () => {
+    const full = [1, 2, 3, 4, 50, 11, 12, 51, 20, 21, 99];
+    const prompt = [1, 2, 3, 4, 20, 21, 99, 30, 31];
+    expect(breakCause(full, prompt, 4, { reasoning: [{ open: [50], close: [51] }] }).cause).toBe("reasoning_dropped");
+    // Without markers and a decoder nothing is known.
+    expect(breakCause(full, prompt, 4).cause).toBe("unknown");
+    // The prompt does not go on with what follows the block: not dropped reasoning.
+    expect(breakCause(full, [1, 2, 3, 4, 13], 4, { reasoning: [{ open: [50], close: [51] }] }).cause).toBe("unknown");
+  });
+
+  it("reasoning_dropped from text markers, whitespace after the block skipped", () => {
+    const full = [1, 2, 3, 50, 11, 51, 9, 7, 90];
+    const prompt = [1, 2, 3, 7, 90, 3, 4];
+    expect(breakCause(full, prompt, 3, text).cause).toBe("reasoning_dropped");
+  });
+
+  it("retokenized: the same text split otherwise", () => {
+    expect(breakCause([1, 2, 3, 5, 6, 8, 90], [1, 2, 3, 7, 8, 90, 4], 3, text).cause).toBe("retokenized");
+  });
+
+  it("whitespace: only whitespace differs", () => {
+    expect(breakCause([1, 2, 7, 3, 90], [1, 2, 7, 90, 3, 4], 3, text).cause).toBe("whitespace");
+  });
+
+  it("special_token: a stop token replaced, lost or added", () => {
+    expect(breakCause([1, 2, 7, 91], [1, 2, 7, 90, 3, 4], 3, text).cause).toBe("special_token");
+    expect(breakCause([1, 2, 7, 90, 8], [1, 2, 7, 8, 3], 3, text).cause).toBe("special_token");
+    expect(breakCause([1, 2, 7, 8, 90], [1, 2, 7, 90, 8, 90], 3, text).cause).toBe("special_token");
+    // The predicate alone (no decoder) tells a special token.
+    expect(breakCause([1, 2, 7, 91], [1, 2, 7, 90, 3, 4], 3, { isSpecial: text.isSpecial }).cause).toBe(
+      "special_token",
+    );
+  });
+
+  it("rewritten: any other change", () => {
+    expect(breakCause([1, 2, 7, 8, 90], [1, 2, 7, 13, 90], 3, text).cause).toBe("rewritten");
+  });
+});
+
+describe("rootCause", () => {
+  // system prompt, then turns, then a generation " Summary of work<|end|>"
+  const history = [4, 20, 21, 3, 8, 3, 4, 12, 3, 20, 8, 3, 13, 3, 4, 21, 12, 8, 3, 4, 20, 20, 8, 3, 13, 3];
+  const near = { full: [1, 2, 3, ...history, 14, 15, 16, 90], promptLength: 3 + history.length };
+  it("rewritten_prompt: the rest of the near call's prompt comes back", () => {
+    expect(rootCause(near, [17, 3, ...history, 14, 15, 16, 90, 3], 0, text).cause).toBe("rewritten_prompt");
+  });
+  it("rewritten_prompt: parts in the glue and goes on with the generation", () => {
+    const prompt = [1, 2, 3, ...history.slice(0, -1), 9, 14, 15, 16, 90, 3];
+    expect(rootCause(near, prompt, near.promptLength - 1, text).cause).toBe("rewritten_prompt");
+  });
+  it("compaction: the near call's generation is in the new context", () => {
+    expect(rootCause(near, [1, 2, 3, 14, 15, 16, 3], 3, text).cause).toBe("compaction");
+    expect(rootCause(near, [1, 2, 3, 14, 15, 16, 3], 3).cause).toBe("compaction");
+  });
+  it("fresh: nothing of it comes back", () => {
+    expect(rootCause(near, [1, 2, 3, 13, 3], 3, text).cause).toBe("fresh");
+    expect(classify(near, [13], 0).cause).toBe("fresh");
+  });
+});

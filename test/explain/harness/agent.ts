@@ -1,0 +1,317 @@
+// A small text-based agent harness over a real chat template and tokenizer (./model.ts): a leader
+// that reasons, calls a tool and reads its results over many turns, gets follow-up questions,
+// forks a subagent and compacts its history, as real harnesses do. In `render` mode each prompt
+// is rendered from the chat messages and tokenized again (so the template and the harness break
+// the prefix); in `tito` mode (token-in/token-out) each prompt resends exactly the tokens sampled
+// before it and adds the new messages' tokens. Each break is recorded with the cause it was built
+// with and where the rendered prompt parts from what was sampled.
+import { mulberry32 } from "../../../src/random.js";
+import type { Cause } from "../../../src/explain/cause.js";
+import type { CanonicalCall, Rollout } from "../../../src/types.js";
+import type { Message, Model, Sampled } from "./model.js";
+
+/** What a harness does wrong on one call (besides what the template does to reasoning). */
+export type Fault = "none" | "retokenize" | "newline" | "json" | "truncate" | "stop" | "system";
+
+export interface Expected {
+  call: string;
+  near: string;
+  /** Where the rendered prompt parts from the near call's full sequence. */
+  at: number;
+  cause: Cause;
+}
+
+export interface Conversation {
+  rollout: Rollout;
+  /** Every break the harness made (render mode; none in tito mode), and each compaction's root. */
+  expected: Expected[];
+  /** How many new contexts (the first, and one per compaction). */
+  contexts: number;
+}
+
+interface Done {
+  id: string;
+  prompt: number[];
+  full: number[];
+  /** Index of its assistant message in the context's messages. */
+  message: number;
+  fault: Fault;
+  reasoning: boolean;
+}
+
+interface Context {
+  agent: string;
+  messages: Message[];
+  /** The calls whose messages this context holds, in order (a fork shares its leader's). */
+  chain: Done[];
+  /** The harness re-renders the system prompt (its clock) before the next call. */
+  newClock: boolean;
+}
+
+const WORDS = (
+  "the file list shows three modules parser writer reader and tests failing because config paths " +
+  "changed yesterday so update imports then rerun suite carefully before committing anything else " +
+  "function returns undefined when buffer empty handle that boundary explicitly"
+).split(" ");
+const COMMANDS = ["ls src", "cat README.md", "npm test", "grep -rn parse src", "git status"];
+
+export function conversation(model: Model, seed: number, mode: "render" | "tito"): Conversation {
+  const random = mulberry32(seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const sentence = (min: number, max: number) => {
+    const n = min + Math.floor(random() * (max - min + 1));
+    const words = Array.from({ length: n }, () => pick(WORDS));
+    return `${words[0]![0]!.toUpperCase()}${words.join(" ").slice(1)}.`;
+  };
+  let clock = 0;
+  const system = () => `You are a coding agent working in a repository. Session clock: ${clock} minutes.`;
+  const calls: CanonicalCall[] = [];
+  const expected: Expected[] = [];
+  const done = new Map<string, Done>();
+  let contexts = 1;
+
+  const leader: Context = {
+    agent: "L",
+    messages: [
+      { role: "system", content: system() },
+      { role: "user", content: `Task: ${sentence(8, 14)}` },
+    ],
+    chain: [],
+    newClock: false,
+  };
+
+  /** The tokens of messages added after an assistant turn, as the template frames them. */
+  const delta = (added: readonly Message[]): number[] => {
+    const anchor = "ANCHOR";
+    const text = model.render([{ role: "user", content: "." }, { role: "assistant", content: anchor }, ...added], true);
+    return model.encode(text.slice(text.indexOf(anchor + model.stopText) + anchor.length + model.stopText.length));
+  };
+
+  /** Which call of the context's chain the rendered prompt parts from, and why. */
+  const label = (context: Context, id: string, prompt: number[], reset: Done | null): void => {
+    if (reset) {
+      expected.push({ call: id, near: reset.id, at: commonPrefix(reset.full, prompt), cause: "compaction" });
+      return;
+    }
+    const previous = context.chain[context.chain.length - 1];
+    if (previous === undefined) return;
+    const at = commonPrefix(previous.full, prompt);
+    if (at === previous.full.length) return; // resent exactly: no break
+    const x = [...context.chain]
+      .reverse()
+      .find((call) => call.prompt.length <= at && at < call.full.length && commonPrefix(call.full, prompt) === at);
+    if (x === undefined) {
+      // explain covers a root without a near parent only when it is not its agent's first call.
+      if (!context.chain.some((call) => calls.find((c) => c.id === call.id)?.agent === context.agent)) return;
+      expected.push({ call: id, near: previous.id, at, cause: "rewritten_prompt" });
+      return;
+    }
+    const dropped =
+      x.reasoning && (!model.templateReasoning || lastQuery(context.messages) > x.message) && at === x.prompt.length;
+    const cause: Cause = dropped
+      ? "reasoning_dropped"
+      : x.fault === "retokenize"
+        ? "retokenized"
+        : x.fault === "newline" || x.fault === "json"
+          ? "whitespace"
+          : x.fault === "stop"
+            ? "special_token"
+            : "rewritten"; // truncate
+    expected.push({ call: id, near: x.id, at, cause });
+  };
+
+  /** One model call in `context`: render (or resend) the prompt, sample a turn, append it. */
+  const step = (context: Context, added: Message[], reset: Done | null = null, summary = false): Done => {
+    const id = `c${calls.length + 1}`;
+    const previous = context.chain[context.chain.length - 1];
+    if (context.newClock) {
+      context.newClock = false;
+      clock += 1 + Math.floor(random() * 9);
+      context.messages[0] = { role: "system", content: system() };
+    }
+    context.messages.push(...added);
+    const prompt =
+      mode === "tito" && previous !== undefined && reset === null
+        ? [...previous.full, ...delta(added)]
+        : model.encode(model.render(context.messages, true));
+    if (mode === "render") label(context, id, prompt, reset);
+
+    const reasoning = random() < (model.templateReasoning ? 0.6 : 0.35) ? sentence(6, 16) : null;
+    const toolCalls =
+      !summary && random() < 0.7 ? [{ name: "run", arguments: JSON.stringify({ cmd: pick(COMMANDS) }) }] : [];
+    const content = toolCalls.length > 0 && random() < 0.3 ? "" : sentence(summary ? 12 : 3, summary ? 20 : 10);
+    // The same faults in both modes (the same seed samples the same turns): token-in/token-out
+    // resends them exactly, so they break nothing there.
+    const fault: Fault = pick([
+      "none",
+      "none",
+      "none",
+      "retokenize",
+      "newline",
+      "json",
+      "truncate",
+      "stop",
+      "system",
+    ] as const);
+    const turn: Sampled = { reasoning, content, toolCalls };
+    let generation: number[];
+    let applied: Fault = fault;
+    // What the harness keeps of the turn: a "json" harness re-serializes the tool call's
+    // arguments the model wrote with spaces; a "truncate" one cuts the answer's last word.
+    let kept = content;
+    if (fault === "json" && toolCalls.length > 0) {
+      const spaced = toolCalls.map((call) => ({ ...call, arguments: call.arguments.replace('":"', '": "') }));
+      generation = model.encode(model.sampledText({ ...turn, toolCalls: spaced }));
+    } else if (fault === "truncate" && content.split(" ").length >= 3) {
+      kept = `${content.slice(0, content.lastIndexOf(" "))}.`;
+      generation = model.encode(model.sampledText(turn));
+    } else if (fault === "newline" && content !== "") {
+      generation = model.encode(model.sampledText({ ...turn, content: `${content}\n` }));
+    } else if (fault === "stop") {
+      generation = model.encode(model.sampledText(turn, "other"));
+    } else if (fault === "retokenize") {
+      const split = splitWord(
+        model,
+        model.sampledText(turn),
+        reasoning === null ? 0 : sampledReasoningEnd(model, turn),
+      );
+      generation = split ?? model.encode(model.sampledText(turn));
+      if (split === null) applied = "none";
+    } else {
+      generation = model.encode(model.sampledText(turn));
+      if (fault === "newline" || fault === "json" || fault === "truncate") applied = "none";
+    }
+    calls.push({
+      id,
+      agent: context.agent,
+      prompt_token_ids: prompt,
+      generation_token_ids: generation,
+      generation_log_probs: generation.map(() => -0.5),
+    });
+    // The harness keeps the turn as a chat message: the reasoning apart (the template decides
+    // whether to render it), the content as the model wrote it, trimmed.
+    context.messages.push({
+      role: "assistant",
+      content: model.templateReasoning ? kept : [kept, ...toolCalls.map(llamaToolText)].filter(Boolean).join("\n"),
+      ...(reasoning === null ? {} : { reasoning_content: reasoning }),
+      ...(toolCalls.length === 0 || !model.templateReasoning
+        ? {}
+        : { tool_calls: toolCalls.map((call) => ({ type: "function" as const, function: call })) }),
+    });
+    const made: Done = {
+      id,
+      prompt,
+      full: [...prompt, ...generation],
+      message: context.messages.length - 1,
+      fault: applied,
+      reasoning: reasoning !== null,
+    };
+    context.chain.push(made);
+    done.set(id, made);
+    if (applied === "system") context.newClock = true;
+    return made;
+  };
+
+  const followUps = (context: Context, last: Done): Message[] =>
+    random() < 0.75 && lastHadTool(context, last)
+      ? [{ role: "tool", content: `${pick(COMMANDS)}: ${sentence(4, 12)}` }]
+      : [{ role: "user", content: `Follow-up: ${sentence(5, 10)}` }];
+
+  let last = step(leader, []);
+  const turns = 6 + Math.floor(random() * 6);
+  let forked = false;
+  let compacted = false;
+  for (let t = 0; t < turns; t++) {
+    const event = random();
+    if (!forked && event < 0.15) {
+      // A fork: the whole history so far, and a subtask; two calls of its own.
+      forked = true;
+      const fork: Context = { agent: "F", messages: [...leader.messages], chain: [...leader.chain], newClock: false };
+      let f = step(fork, [{ role: "user", content: `Subtask: ${sentence(5, 9)}` }]);
+      f = step(fork, followUps(fork, f));
+      last = step(leader, [{ role: "user", content: `Subagent result: ${sentence(5, 9)}` }]);
+    } else if (!compacted && event < 0.3 && t > 2) {
+      // Compaction: a summary call, then a new context with the summary in it.
+      compacted = true;
+      contexts++;
+      const summary = step(
+        leader,
+        [{ role: "user", content: "Summarize the work so far for a fresh context." }],
+        null,
+        true,
+      );
+      const content = leader.messages[leader.messages.length - 1]!.content;
+      leader.messages = [
+        { role: "system", content: system() },
+        { role: "user", content: `Task summary: ${content}\nContinue the task.` },
+      ];
+      leader.chain = [];
+      leader.newClock = false;
+      last = step(leader, [], summary);
+    } else last = step(leader, followUps(leader, last));
+  }
+  return {
+    rollout: {
+      rollout_id: `${model.name}-${mode}-${seed}`,
+      reward: 1,
+      agents: [
+        { id: "L", parent: null, mode: "leader" },
+        { id: "F", parent: "L", mode: "fork" },
+      ],
+      calls,
+    },
+    expected,
+    contexts,
+  };
+}
+
+function llamaToolText(call: { name: string; arguments: string }): string {
+  return `{"name": "${call.name}", "parameters": ${call.arguments}}`;
+}
+
+function lastHadTool(context: Context, last: Done): boolean {
+  const message = context.messages[last.message];
+  return message !== undefined && (message.tool_calls !== undefined || message.content.includes('"parameters"'));
+}
+
+/** Index of the last user message that is not a tool response (Qwen3's `last_query_index`). */
+function lastQuery(messages: readonly Message[]): number {
+  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return i;
+  return -1;
+}
+
+/** Where the reasoning block ends in the sampled text (so a split word is in the answer). */
+function sampledReasoningEnd(model: Model, turn: Sampled): number {
+  return model.sampledText(turn).indexOf("</think>") + "</think>".length;
+}
+
+/**
+ * The sampled text's tokens with one word (after `from`) split in two where the tokenizer would
+ * not split it: a valid, non-canonical tokenization, as a model samples now and then. Null if no
+ * word can be split so.
+ */
+function splitWord(model: Model, text: string, from: number): number[] | null {
+  const canonical = model.encode(text);
+  const words = [...text.slice(from).matchAll(/ [a-z]{5,}(?=[ .,\n])/g)];
+  for (const match of words) {
+    const start = from + match.index!;
+    const word = match[0];
+    const cut = 3;
+    const ids = [
+      ...model.encode(text.slice(0, start)),
+      ...model.encode(word.slice(0, cut)),
+      ...model.encode(word.slice(cut)),
+      ...model.encode(text.slice(start + word.length)),
+    ];
+    if (ids.length !== canonical.length || ids.some((id, i) => id !== canonical[i])) {
+      if (model.decode(ids) === model.decode(canonical)) return ids;
+    }
+  }
+  return null;
+}
+
+export function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  let k = 0;
+  while (k < a.length && k < b.length && a[k] === b[k]) k++;
+  return k;
+}

@@ -1,0 +1,86 @@
+// explain's near parents (src/explain/near.ts, a trie) against SPEC's rule written out directly
+// (every earlier call, every common prefix), on generated forests with re-rendered prompts.
+import fc from "fast-check";
+import { beforeAll, describe, expect, it } from "vitest";
+import { init } from "../../src/index.js";
+import { explainRollout } from "../../src/explain/analyze.js";
+import type { Callforest, Rollout } from "../../src/types.js";
+import { acceptedRolloutArb } from "../support/arbitraries.js";
+
+let cf: Callforest;
+beforeAll(async () => {
+  cf = await init({ backend: "ts" });
+});
+
+/** Each call's near parent per SPEC "Prefix breaks", by brute force: [call, near, at]. */
+function spec(
+  rollout: Rollout,
+  parentOf: Map<string, string | null>,
+  eligible: Set<string>,
+): [string, string, number][] {
+  const calls = rollout.calls.filter((call) => eligible.has(call.id));
+  const full = (i: number) => [...calls[i]!.prompt_token_ids, ...calls[i]!.generation_token_ids];
+  const out: [string, string, number][] = [];
+  calls.forEach((c, i) => {
+    const parent = parentOf.get(c.id);
+    const d = parent == null ? 0 : full(calls.findIndex((p) => p.id === parent)).length;
+    let best: [string, number] | null = null;
+    for (let j = 0; j < i; j++) {
+      const f = full(j);
+      const prompt = c.prompt_token_ids;
+      let l = 0;
+      while (l < f.length && l < prompt.length && f[l] === prompt[l]) l++;
+      const near = calls[j]!.prompt_token_ids.length <= l && l < Math.min(f.length, prompt.length) && l > d;
+      if (near && (best === null || l >= best[1])) best = [calls[j]!.id, l];
+    }
+    if (best) out.push([c.id, best[0], best[1]]);
+  });
+  return out;
+}
+
+/** A rollout with some prompt tokens changed (re-rendered histories, dropped tokens). */
+const brokenArb = fc
+  .tuple(
+    acceptedRolloutArb(),
+    fc.array(fc.record({ call: fc.nat(), at: fc.nat(), drop: fc.boolean(), token: fc.nat({ max: 200_000 }) }), {
+      maxLength: 4,
+    }),
+  )
+  .map(([rollout, edits]) => {
+    const calls = rollout.calls.map((call) => ({ ...call, prompt_token_ids: [...call.prompt_token_ids] }));
+    for (const edit of edits) {
+      const call = calls[edit.call % calls.length]!;
+      if (call.prompt_token_ids.length === 0) continue;
+      const at = edit.at % call.prompt_token_ids.length;
+      if (edit.drop) call.prompt_token_ids.splice(at, 1);
+      else call.prompt_token_ids[at] = edit.token;
+    }
+    // Media would no longer fit the edited prompts: near parents compare tokens only.
+    return { ...rollout, calls: calls.map(({ media: _media, ...call }) => call) } as Rollout;
+  });
+
+describe("explain's near parents", () => {
+  it("equal SPEC's rule, written out, on generated forests", () => {
+    let breaks = 0;
+    fc.assert(
+      fc.property(brokenArb, (rollout) => {
+        const plan = cf.plan(rollout);
+        try {
+          fc.pre(plan.report.status === "ok");
+          const forest = plan.forest;
+          const parentOf = new Map(forest.map((call) => [call.id, call.parent]));
+          const eligible = new Set(forest.filter((call) => call.eligible).map((call) => call.id));
+          const got = explainRollout(rollout, forest, plan.agents.length > 0)
+            .filter((call) => call.kind === "prefix_break")
+            .map((call) => [call.call, call.near, call.at]);
+          expect(got).toEqual(spec(rollout, parentOf, eligible));
+          breaks += got.length;
+        } finally {
+          plan.release();
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(breaks).toBeGreaterThan(50); // the edits do make breaks
+  });
+});
