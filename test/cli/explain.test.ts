@@ -64,6 +64,12 @@ describe("callforest explain", () => {
     expect(lines[2]).toMatchObject({ rollouts: 1, rejected: 1 });
   });
 
+  it("--rollout naming no rollout is a usage error, after the summary", async () => {
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--rollout", "nope"]));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`callforest: no rollout with rollout_id "nope" in ${EXAMPLE}\n`);
+  });
+
   it("--reasoning: ids or text; text needs a tokenizer; a bad value is a usage error", async () => {
     for (const bad of ["50", "50,", "a,b"]) {
       const run = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", bad]));

@@ -56,6 +56,7 @@ export function register(program: Command): void {
     if (options.reasoning !== undefined) causeOptions.reasoning = [parseReasoning(options.reasoning, decoder)];
     const cf = await init({ backend: parseBackend(options.backend) });
     const write = (text: string) => process.stdout.write(text);
+    let picked = 0;
     for (const input of inputs) {
       const summary = emptySummary(inputName(input));
       for await (const item of readRollouts([input], read)) {
@@ -69,6 +70,7 @@ export function register(program: Command): void {
         }
         const rollout = item.result.rollout;
         if (options.rollout !== undefined && rollout.rollout_id !== options.rollout) continue;
+        picked++;
         const { plan, report } = planImported(cf, item.result, item.line);
         let explained: ExplainedCall[];
         try {
@@ -93,6 +95,10 @@ export function register(program: Command): void {
       }
       write(options.json ? `${JSON.stringify(summary)}\n` : `${summaryLine(summary)}\n`);
     }
+    if (options.rollout !== undefined && picked === 0)
+      throw new UsageError(
+        `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${inputs.map(inputName).join(", ")}`,
+      );
   });
 }
 
