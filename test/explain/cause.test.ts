@@ -97,7 +97,7 @@ describe("with a real tokenizer's decoder", () => {
   it("gpt-oss: the analysis channel dropped from the history is reasoning_dropped by default", async () => {
     const { encode } = await import("gpt-tokenizer/encoding/o200k_harmony");
     const { loadTokenizer } = await import("../../src/cli/tokenizer.js");
-    const decoder = loadTokenizer("o200k_harmony");
+    const decoder = await loadTokenizer("o200k_harmony");
     // Harmony's control tokens by their text, from the decoder; the text between them encoded.
     const specials = new Map<string, number>();
     for (let id = 199990; id < 200020; id++) {

@@ -49,7 +49,7 @@ export function register(program: Command): void {
   addInputOptions(command, { media: true }).action(async (inputs: string[], options: ExplainOptions) => {
     inputs = [...inputsOrStdin(inputs)];
     const read = checkInputs(inputs, options);
-    const decoder = options.tokenizer === undefined ? null : loadTokenizer(options.tokenizer);
+    const decoder = options.tokenizer === undefined ? null : await loadTokenizer(options.tokenizer);
     const causeOptions: CauseOptions = decoder
       ? { decode: (ids) => decoder.decode(ids), isSpecial: (id) => decoder.piece(id).special }
       : {};
