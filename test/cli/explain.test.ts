@@ -6,6 +6,8 @@ import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { captureOutput } from "../support/capture.js";
 import { tempDirs } from "../support/temp-dirs.js";
+import { conversation } from "../explain/harness/agent.js";
+import { model } from "../explain/harness/model.js";
 
 const tmp = tempDirs("explain");
 const EXAMPLE = "examples/reasoning-dropped.json";
@@ -79,6 +81,23 @@ describe("callforest explain", () => {
     }
     const multi = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", "50 11,51", "--json"]));
     expect(jsonLines(multi.stdout)[0]).toMatchObject({ cause: "reasoning_dropped" });
+  });
+
+  it("--tokenizer qwen3: a real-template conversation's breaks, decoded, with their causes", async () => {
+    const file = join(tmp(), "qwen3.json");
+    const { rollout, expected } = conversation(model("qwen3"), 3, "render");
+    writeFileSync(file, JSON.stringify(rollout));
+    const json = await captureOutput(() => main(["explain", file, "--tokenizer", "qwen3", "--json"]));
+    expect(json.code).toBe(0);
+    const lines = jsonLines(json.stdout);
+    expect(lines.slice(0, -1).map((line) => [line.call, line.near, line.at, line.cause])).toEqual(
+      expected.map((e) => [e.call, e.near, e.at, e.cause]),
+    );
+    expect(lines.at(-1)).toMatchObject({ kind: "summary", explained: expected.length });
+    const text = await captureOutput(() => main(["explain", file, "--tokenizer", "qwen3"]));
+    expect(text.stdout).toContain("reasoning_dropped\n  before  …");
+    expect(text.stdout).toMatch(/near {4}<think>↵\S+/); // whitespace visible
+    expect(text.stdout).toContain("⟦<|im_end|>⟧↵⟦<|im_start|>⟧user↵"); // special tokens marked
   });
 
   it("--tokenizer: an unknown name or path is a usage error", async () => {
