@@ -66,6 +66,15 @@ describe("callforest explain", () => {
     expect(lines[2]).toMatchObject({ rollouts: 1, rejected: 1 });
   });
 
+  it("a media_mismatch root is not listed, and media change neither side of the cost", async () => {
+    const run = await captureOutput(() => main(["explain", "examples/screenshot-swap.json"]));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      "examples/screenshot-swap.json: 1 rollout, 0 calls explained (0 prefix_break); " +
+        "cost 0 row tokens (17 as sent in 1 tree, 17 token-in/token-out in 1)\n",
+    );
+  });
+
   it("--rollout naming no rollout is a usage error, after the summary", async () => {
     const run = await captureOutput(() => main(["explain", EXAMPLE, "--rollout", "nope"]));
     expect(run.code).toBe(2);

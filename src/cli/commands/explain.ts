@@ -11,7 +11,7 @@ import type { TokenDecoder } from "../../tokenizer/decoder.js";
 import { explainRollout, explainedRecord, type ExplainedCall } from "../../explain/analyze.js";
 import type { CauseOptions, ReasoningMarkers } from "../../explain/cause.js";
 import { addRollout, emptySummary, summaryLine } from "../../explain/summary.js";
-import { tokenInTokenOut } from "../../explain/tito.js";
+import { tokenInTokenOut, tokensOnly } from "../../explain/tito.js";
 import { idsText, windowText } from "../../explain/window.js";
 import { outputFailed } from "../stdio.js";
 import { UsageError } from "../errors.js";
@@ -80,10 +80,15 @@ export function register(program: Command): void {
             continue;
           }
           explained = explainRollout(rollout, plan.forest, plan.agents.length > 0, causeOptions);
+          // Both versions tokens only, so that media (which the token-in/token-out version
+          // cannot shift) change neither side.
+          const sent = cf.plan(tokensOnly(rollout, plan.forest));
           const tito = cf.plan(tokenInTokenOut(rollout, plan.forest, explained));
           try {
-            addRollout(summary, explained, report, tito.report.status === "ok" ? tito.report : report);
+            const ok = sent.report.status === "ok" && tito.report.status === "ok";
+            addRollout(summary, explained, ok ? sent.report : report, ok ? tito.report : report);
           } finally {
+            sent.release();
             tito.release();
           }
         } finally {
