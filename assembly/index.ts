@@ -9,6 +9,7 @@ import {
   AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, mediaMismatch, treeReset,
   breakAt, breakExpectedLength, breakFoundLength, breakNear, breakTokens,
 } from "./tree";
+export { setBreaksOn } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 export { pack, packLayoutAddress } from "./packed";
 import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";

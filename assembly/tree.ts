@@ -54,6 +54,15 @@ export const MEDIA = changetype<Vec>(memory.data(offsetof<Vec>()));
 const COVER = changetype<Vec>(memory.data(offsetof<Vec>()));
 const CALL_GEN = changetype<Vec>(memory.data(offsetof<Vec>()));
 
+/**
+ * Whether linking finds prefix breaks (and keeps what it needs for them: prompt nodes, covers,
+ * contiguous generations). Always on but in the bench, which measures what they cost.
+ */
+export let breaksOn: bool = true;
+export function setBreaksOn(on: bool): void {
+  breaksOn = on;
+}
+
 /** Tokens a prefix_break quotes on each side (SPEC: "up to 8 tokens each"). */
 export const BREAK_QUOTE: i32 = 8;
 /** After linkCall: c's near parent (SPEC's prefix_break), -1 if none; then breakAt and the quotes. */
@@ -198,10 +207,10 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
       const bad = firstNegative(staged + ((<usize>pos) << 2), full - pos);
       if (bad >= 0) invalidTokenAt = pos + bad;
       // The generation is stored whole, even where it runs along the tree (prompt < pos).
-      const from = min(pos, prompt);
+      const from = breaksOn ? min(pos, prompt) : pos;
       const at = storeTokens(staged, from, full);
       generation = at + prompt - from;
-      if (pos < prompt) {
+      if (breaksOn && pos < prompt) {
         // A node where the prompt ends, then the generation.
         const mid = newNode(at, prompt - pos, prompt, node);
         childSet(node, token, mid);
@@ -218,7 +227,7 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
     const edgeLen = nodeField(child, N_EDGE_LEN);
     const room = min(edgeLen, full - pos);
     let same = commonPrefix(vecAt(TOKENS, nodeField(child, N_EDGE_OFF)), staged + ((<usize>pos) << 2), room);
-    if (pos < prompt && prompt - pos < same) {
+    if (breaksOn && pos < prompt && prompt - pos < same) {
       // The prompt ends inside the edge, which goes on along the call: a node there.
       const cut = prompt - pos;
       node = splitEdge(node, token, child, cut);
@@ -243,7 +252,7 @@ function insert(c: i32, staged: usize, prompt: i32, full: i32): i32 {
     pos += same;
     if (pos == prompt) promptNode = node;
   }
-  if (generation < 0) generation = storeTokens(staged, prompt, full);
+  if (generation < 0 && breaksOn) generation = storeTokens(staged, prompt, full);
   store<i32>(vecAt(CALL_GEN, vecGrow(CALL_GEN, 1)), generation);
   setCallField(c, C_END_NODE, node);
   setCallField(c, C_END_NEXT, nodeField(node, N_END_HEAD));
@@ -403,6 +412,7 @@ export function linkCall(
   const parent =
     best < 0 ? -1 : MEDIA.len == 0 ? chooseParent(c, nodeField(best, N_END_HEAD), false) : linkByMedia(c, best);
   setCallField(c, C_PARENT, parent);
+  if (!breaksOn) return parent;
   if (parent >= -1) findBreak(c, staged, parent);
   coverGeneration(c);
   return parent;

@@ -477,3 +477,72 @@ export function generateForkHeavyRollout(options: { calls?: number; seed?: numbe
     },
   });
 }
+
+/**
+ * A leader whose harness drops each earlier reasoning block when it renders the next prompt (as
+ * Qwen3's or gpt-oss's chat templates do): every call generates `THINK_OPEN reasoning
+ * THINK_CLOSE answer END_OF_TURN`, the next prompt resends the answers only, so every call but
+ * the first of each context is a root with a prefix_break near the call before it. Contexts start
+ * afresh (a new system prompt) past `maxContext` tokens, so the tokens grow linearly with the calls.
+ */
+export function generateBrokenRollout(
+  options: {
+    targetTokens?: number;
+    seed?: number;
+    maxContext?: number;
+    arrays?: "typed" | "plain";
+    /** Resend each generation exactly instead (the same sizes, no breaks: one tree per context). */
+    exact?: boolean;
+  } = {},
+): Rollout {
+  const rand = rngFrom(options.seed ?? 1);
+  const target = options.targetTokens ?? 10_000_000;
+  const maxContext = options.maxContext ?? 64_000;
+  const between = (lo: number, hi: number) => lo + Math.floor(rand() * (hi - lo + 1));
+  const tokens = (lo: number, hi: number) => {
+    const out = new Int32Array(between(lo, hi));
+    for (let i = 0; i < out.length; i++) out[i] = 10 + Math.floor(rand() * (VOCAB - 10));
+    return out;
+  };
+  const [THINK_OPEN, THINK_CLOSE, END_OF_TURN] = [1, 2, 3];
+  const calls: CanonicalCall[] = [];
+  let total = 0;
+  let history: Int32Array[] = [];
+  let historyLength = 0;
+  while (total < target) {
+    if (historyLength === 0 || historyLength > maxContext) {
+      history = [tokens(2000, 2500), tokens(100, 400)];
+      historyLength = history.reduce((n, t) => n + t.length, 0);
+    }
+    const prompt = new Int32Array(historyLength);
+    let at = 0;
+    for (const part of history) {
+      prompt.set(part, at);
+      at += part.length;
+    }
+    const reasoning = tokens(30, 300);
+    const answer = tokens(20, 300);
+    const generation = Int32Array.from([THINK_OPEN, ...reasoning, THINK_CLOSE, ...answer, END_OF_TURN]);
+    const logprobs = Float32Array.from(generation, () => -rand() * 4);
+    const plain = options.arrays === "plain";
+    calls.push({
+      id: `c${calls.length}`,
+      agent: "L",
+      prompt_token_ids: plain ? Array.from(prompt) : prompt,
+      generation_token_ids: plain ? Array.from(generation) : generation,
+      generation_log_probs: plain ? Array.from(logprobs) : logprobs,
+    });
+    total += prompt.length + generation.length;
+    // the next prompt: the answer without its reasoning (or all of it), then a tool result
+    const kept = options.exact ? generation : Int32Array.from([...answer, END_OF_TURN]);
+    const tool = tokens(200, 3000);
+    history.push(kept, tool);
+    historyLength += kept.length + tool.length;
+  }
+  return {
+    rollout_id: options.exact ? "resent" : "broken",
+    reward: 1,
+    agents: [{ id: "L", parent: null, mode: "leader" }],
+    calls,
+  };
+}

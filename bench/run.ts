@@ -7,11 +7,15 @@ import { packedTable, runPackedBench } from "./packed.js";
 import { runExpertsBench } from "./experts.js";
 import { runViewerBench } from "./viewer.js";
 import { explainTable, runExplainBench } from "./explain.js";
+import { breaksTable, runBreaksBench } from "./breaks.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
 console.log("\n### Core: plan() + reading every row's arrays (medians, tokens per second)\n");
 console.log(coreTable(core));
+
+console.log("\n### Prefix breaks: what finding them costs plan() (medians, diagnostic on vs off)\n");
+console.log(breaksTable(runBreaksBench(log)));
 
 const packed = await runPackedBench(log);
 console.log("\n### Packed layouts: tokens and attention saved, and what packing adds to plan() (medians)\n");

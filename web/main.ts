@@ -38,6 +38,7 @@ import { Minimap } from "./minimap.js";
 import { Finder } from "./finder.js";
 import { renderDetails } from "./details.js";
 import { TokenizerPicker } from "./tokenizer.js";
+import { breakView, breaksOf, renderBreak, renderBreaksList } from "./breaks.js";
 import { parquetWriter, parquetWriterLoaded } from "./parquet.js";
 
 /**
@@ -61,6 +62,8 @@ interface State {
   /** The selected call's index, -1 for none; the row shown, -1 for none. */
   call: number;
   row: number;
+  /** The prefix break shown (an index into the report's prefix_break diagnostics), -1 for none. */
+  brk: number;
   /** The capacity control's tokens (null: none, the packed view shows packed trees). */
   capacity: number | null;
   /** The shown rollout planned again in bins of `capacity` (its report may be a rejection). */
@@ -75,6 +78,7 @@ const state: State = {
   drawable: null,
   call: -1,
   row: -1,
+  brk: -1,
   capacity: null,
   bins: null,
 };
@@ -227,7 +231,9 @@ async function openText(
 
 function clearViews(): void {
   state.selected = -1;
-  for (const id of ["report", "rows-table", "strip", "details", "packed-host"]) element(id).replaceChildren();
+  for (const id of ["report", "rows-table", "strip", "details", "packed-host", "breaks-list", "break-view"])
+    element(id).replaceChildren();
+  element("breaks-section").hidden = true;
   viewer().clear();
   state.drawable = null;
   element("strip-title").textContent = "";
@@ -349,6 +355,36 @@ function selectCall(index: number, scroll = true): void {
   viewer().select({ call: index, row: owner }, scroll);
   renderDetails(element("details"), plan, index, tokenizer?.decoder ?? null);
   if (owner >= 0) showRow(owner, false);
+  // A call with a prefix break shows it.
+  const id = plan.forest[index].id;
+  const brk = breaksOf(plan).findIndex((d) => d.call === id);
+  if (brk >= 0) showBreak(brk, false);
+}
+
+/** Lists the shown rollout's prefix breaks (the section is hidden without any), the first shown. */
+function showBreaks(): void {
+  const plan = state.plan;
+  const breaks = plan === null ? [] : breaksOf(plan);
+  element("breaks-section").hidden = breaks.length === 0;
+  element("breaks-count").textContent = breaks.length === 0 ? "" : String(breaks.length);
+  state.brk = -1;
+  element("break-view").replaceChildren();
+  element("breaks-list").replaceChildren();
+  if (breaks.length > 0) showBreak(0, false);
+}
+
+/** Shows break `index`: its strips side by side and its cause; `select`: its call in the picture too. */
+function showBreak(index: number, select = true): void {
+  const plan = state.plan;
+  if (plan === null) return;
+  const breaks = breaksOf(plan);
+  const d = breaks[index];
+  if (d === undefined) return;
+  state.brk = index;
+  renderBreaksList(element("breaks-list"), breaks, index, (i) => showBreak(i));
+  const view = breakView(plan, d);
+  if (view !== null) renderBreak(element("break-view"), view, tokenizer?.decoder ?? null);
+  if (select) selectCall(plan.forest.findIndex((c) => c.id === d.call));
 }
 
 function selectRow(index: number, scroll = true): void {
@@ -395,6 +431,7 @@ async function showRollout(index: number): Promise<void> {
   showPacked();
   element("rows-section").hidden = state.plan === null;
   element("tokens-section").hidden = state.plan === null;
+  showBreaks();
   element("rows-table").replaceChildren();
   element("strip").replaceChildren();
   if (state.plan === null) return;
@@ -637,6 +674,7 @@ function wire(): void {
     if (state.plan === null) return;
     if (state.row >= 0) showRow(state.row, false);
     if (state.call >= 0) renderDetails(element("details"), state.plan, state.call, tokenizer!.decoder);
+    if (state.brk >= 0) showBreak(state.brk, false);
   };
   element<HTMLSelectElement>("rollout-select").addEventListener("change", (event) => {
     void showRollout(Number((event.target as HTMLSelectElement).value));

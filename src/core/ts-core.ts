@@ -50,7 +50,14 @@ function setBits(mask: Uint8Array, start: number, end: number): void {
 
 export class TsCore implements ForestCore {
   /** `maxBytes`: the most its arrays may hold at once (init's maxMemory; default 4 GiB, as a WASM core's memory). */
-  constructor(private readonly maxBytes = WASM_MEMORY_MAX_BYTES) {}
+  constructor(
+    private readonly maxBytes = WASM_MEMORY_MAX_BYTES,
+    /**
+     * Whether linking finds prefix breaks (and keeps what it needs for them: prompt nodes, covers,
+     * contiguous generations). Always on but in the bench, which measures what they cost.
+     */
+    private readonly breaksOn = true,
+  ) {}
 
   get memoryLimit(): number {
     return this.maxBytes;
@@ -388,10 +395,10 @@ export class TsCore implements ForestCore {
         // Tokens that matched the tree equal tokens checked before: only new ones can be bad.
         this.invalidTokenAt = this.firstNegative(pos, full, prompt);
         // The generation is stored whole, even where it runs along the tree (prompt < pos).
-        const from = Math.min(pos, prompt);
+        const from = this.breaksOn ? Math.min(pos, prompt) : pos;
         const at = this.storeTokens(from, full, prompt);
         generation = at + prompt - from;
-        if (pos < prompt) {
+        if (this.breaksOn && pos < prompt) {
           const mid = this.newNode(at, prompt - pos, prompt, node);
           this.setChild(node, token, mid);
           node = mid;
@@ -426,7 +433,7 @@ export class TsCore implements ForestCore {
         )
           same++;
       }
-      if (pos < prompt && prompt - pos < same) {
+      if (this.breaksOn && pos < prompt && prompt - pos < same) {
         // The prompt ends inside the edge, which goes on along the call: a node there.
         const cut = prompt - pos;
         node = this.splitEdge(node, token, child, cut);
@@ -451,7 +458,7 @@ export class TsCore implements ForestCore {
       pos += same;
       if (pos === prompt) promptNode = node;
     }
-    if (generation < 0) generation = this.storeTokens(prompt, full, prompt);
+    if (generation < 0 && this.breaksOn) generation = this.storeTokens(prompt, full, prompt);
     this.callGeneration[c] = generation;
     this.callEndNode[c] = node;
     this.callEndNext[c] = this.nodeEndHead[node];
@@ -466,6 +473,7 @@ export class TsCore implements ForestCore {
           ? this.chooseParent(c, this.nodeEndHead[best], false)
           : this.linkByMedia(c, best);
     this.callParent[c] = parent;
+    if (!this.breaksOn) return parent;
     this.prefixBreak = this.invalidTokenAt < 0 && parent >= -1 ? this.findBreak(c, promptNode, parent) : null;
     // c covers the edges of its generation, for the calls after it.
     for (let v = node; this.nodeDepth[v] > prompt; v = this.nodeParent[v]) this.addCover(v, c);
@@ -829,10 +837,12 @@ export class TsCorePool {
   constructor(
     private readonly maxBytes = WASM_MEMORY_MAX_BYTES,
     private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
+    /** Off only in the bench (see TsCore's breaksOn). */
+    private readonly breaksOn = true,
   ) {}
 
   acquire(): ForestCore {
-    return new TsCoreLease(this.idle.pop() ?? new TsCore(this.maxBytes), (core) => {
+    return new TsCoreLease(this.idle.pop() ?? new TsCore(this.maxBytes, this.breaksOn), (core) => {
       if (core.heldBytes() <= this.keepBytes && this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
     });
   }

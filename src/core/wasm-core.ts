@@ -44,6 +44,7 @@ interface CoreExports {
   rowTableAddress(): number;
   pathBufferAddress(): number;
   setMemoryLimit(pages: number): void;
+  setBreaksOn(on: number): void;
 }
 
 // Row record layout shared with assembly/rows.ts (R_*, there in bytes), here in i32 units.
@@ -148,6 +149,8 @@ export class WasmCorePool {
     private readonly module: WebAssembly.Module,
     maxMemory = WASM_MEMORY_MAX_BYTES,
     private readonly keepBytes = KEPT_MEMORY_MAX_BYTES,
+    /** Off only in the bench, which measures what finding prefix breaks costs. */
+    private readonly breaksOn = true,
   ) {
     this.limitPages = memoryLimitPages(maxMemory);
     this.imports = importsFor(this.limitPages);
@@ -168,6 +171,7 @@ export class WasmCorePool {
     }
     const exports = instance.exports as unknown as CoreExports;
     exports.setMemoryLimit(this.limitPages);
+    if (!this.breaksOn) exports.setBreaksOn(0);
     return new CoreInstance(exports);
   }
 

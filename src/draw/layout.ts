@@ -3,7 +3,7 @@
 // Pure geometry, integers only, so the SVG is the same bytes for the same plan and options.
 import type { AgentInfo, ForestCall, Report, Row } from "../types.js";
 import { laneColour } from "./colours.js";
-import { legendLines } from "./legend.js";
+import { NEAR_LEGEND_W, legendLines } from "./legend.js";
 import { CHAR, MARGIN } from "./metrics.js";
 import { COL, DETAIL, columnLeft, scaleAt, type Scale } from "./scale.js";
 
@@ -102,6 +102,8 @@ export interface Layout {
   cuts: Cut[];
   rowsTop: number;
   mediaCuts: boolean;
+  /** Whether some call has a near parent (SPEC's prefix_break), drawn as a dashed arrow. */
+  nearParents: boolean;
 }
 
 /** An agent's name for people: the unnamed agent ("") is "(no agent)". */
@@ -177,7 +179,8 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
   const left = MARGIN + gutter;
   const columns = plan.forest.length;
   const mediaCuts = plan.forest.some((call) => call.eligible && call.mediaMismatch);
-  const legendWidth = mediaCuts ? MIN_WIDTH + MEDIA_CUT_LEGEND_W : MIN_WIDTH;
+  const nearParents = plan.forest.some((call) => call.nearParent !== null);
+  const legendWidth = MIN_WIDTH + (mediaCuts ? MEDIA_CUT_LEGEND_W : 0) + (nearParents ? NEAR_LEGEND_W : 0);
   // Room after the last column for a row's leaf label (see rows() in svg.ts).
   const tail = ROW_LABEL_CHARS * CHAR + MARGIN;
 
@@ -191,7 +194,7 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
     if (options.laneH !== undefined && !scale.labels) scale = scaleAt(scale.col, options.laneH);
     width = Math.max(legendWidth, left + Math.round(columns * scale.col) + tail);
   }
-  const lanesTop = HEADER_H + (legendLines(mediaCuts, width) - 1) * LEGEND_LINE_H;
+  const lanesTop = HEADER_H + (legendLines(mediaCuts, width, nearParents) - 1) * LEGEND_LINE_H;
 
   // Lanes, with collapsed ones folding their subagents (an agent folded into an ancestor's lane
   // is not looked at again: its own collapse changes nothing while the ancestor's holds).
@@ -257,5 +260,20 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
 
   const rowsTop = y + (scale.labels ? 40 : 30);
   const height = rowsTop + plan.rows.length * scale.rowH + MARGIN;
-  return { scale, width, height, gutter, left, lanesTop, lanes, laneOf, folded, x, cuts, rowsTop, mediaCuts };
+  return {
+    scale,
+    width,
+    height,
+    gutter,
+    left,
+    lanesTop,
+    lanes,
+    laneOf,
+    folded,
+    x,
+    cuts,
+    rowsTop,
+    mediaCuts,
+    nearParents,
+  };
 }

@@ -2,7 +2,7 @@
 // lines when the picture is narrower than one line of them (a fitted picture).
 import { CHAR, MARGIN } from "./metrics.js";
 
-export type LegendMark = "root" | "leaf" | "link" | "cut" | "trained" | "context" | "unlinked" | "media-cut";
+export type LegendMark = "root" | "leaf" | "link" | "cut" | "trained" | "context" | "unlinked" | "media-cut" | "near";
 
 export interface LegendItem {
   mark: LegendMark;
@@ -22,6 +22,8 @@ const ITEMS: LegendItem[] = [
 ];
 /** Last, so a picture without one draws the legend it always did. */
 const MEDIA_CUT: LegendItem = { mark: "media-cut", label: "media cut", markW: 8 };
+/** After it, only in a picture with a prefix break (SPEC's prefix_break). */
+const NEAR: LegendItem = { mark: "near", label: "near parent (prefix break)", markW: 24 };
 
 /** Room of one item: its mark, 6 px, its label, 18 px to the next. */
 export function itemWidth(item: LegendItem): number {
@@ -33,9 +35,12 @@ export interface PlacedItem extends LegendItem {
   line: number;
 }
 
+/** What the "near parent" item takes, drawn only in a picture with a prefix break. */
+export const NEAR_LEGEND_W = itemWidth(NEAR);
+
 /** The items in order, placed on lines no wider than `width` (the picture's) less its margins. */
-export function legendItems(mediaCuts: boolean, width: number): PlacedItem[] {
-  const items = mediaCuts ? [...ITEMS, MEDIA_CUT] : ITEMS;
+export function legendItems(mediaCuts: boolean, width: number, nearParents = false): PlacedItem[] {
+  const items = [...ITEMS, ...(mediaCuts ? [MEDIA_CUT] : []), ...(nearParents ? [NEAR] : [])];
   const out: PlacedItem[] = [];
   let x = MARGIN;
   let line = 0;
@@ -53,7 +58,7 @@ export function legendItems(mediaCuts: boolean, width: number): PlacedItem[] {
 }
 
 /** Lines the legend takes at `width`. */
-export function legendLines(mediaCuts: boolean, width: number): number {
-  const items = legendItems(mediaCuts, width);
+export function legendLines(mediaCuts: boolean, width: number, nearParents = false): number {
+  const items = legendItems(mediaCuts, width, nearParents);
   return items[items.length - 1].line + 1;
 }

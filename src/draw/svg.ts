@@ -65,6 +65,8 @@ const MEDIA_STYLE = [
   `.cf-forest .cf-media-cut{stroke:#8e44ad;stroke-width:2;stroke-dasharray:2 3}`,
   `.cf-forest .cf-media{fill:#8e44ad}`,
 ].join("");
+/** Only in a picture with a prefix break: a near parent's dashed arrow. */
+const NEAR_STYLE = `.cf-forest .cf-near{fill:none;stroke:#d35400;stroke-width:1.2;stroke-dasharray:5 3}`;
 /** Only zoomed out: thinner strokes for marks a few px wide. */
 const COMPACT_STYLE = [
   `.cf-forest .cf-mark{stroke:none}`,
@@ -130,13 +132,15 @@ function legendMark(item: PlacedItem, y: number): string {
       return `<rect x="${x}" y="${y + 1}" width="18" height="12" class="cf-unlinked"/>`;
     case "media-cut":
       return `<path d="M${x + 4},${y - 1} V${y + 15}" class="cf-media-cut"/>`;
+    case "near":
+      return `<path d="M${x + 24},${y + 7} H${x}" class="cf-near" marker-end="url(#cf-arrow)"/>`;
   }
 }
 
 /** The key to the marks, drawn with the same shapes as the picture, in as many lines as it needs. */
-function legend(mediaCuts: boolean, width: number): string[] {
+function legend(mediaCuts: boolean, width: number, nearParents: boolean): string[] {
   const out: string[] = [];
-  for (const item of legendItems(mediaCuts, width)) {
+  for (const item of legendItems(mediaCuts, width, nearParents)) {
     const y = MARGIN + 44 + item.line * LEGEND_LINE_H;
     out.push(legendMark(item, y), text(item.x + item.markW + 6, y + 11, item.label, "cf-dim"));
   }
@@ -233,41 +237,70 @@ function links(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, vie
     laneSlot.set(call.id, n);
     laneCount.set(lane, n + 1);
   }
-  for (const call of plan.forest) {
-    if (call.parent === null) continue;
-    const parent = byId.get(call.parent)!;
+  /** The path from `call` to `target` (its parent, or its near parent), or null when not drawn. */
+  const path = (
+    call: ForestCall,
+    target: ForestCall,
+  ): { d: string; bounds: [number, number, number, number] } | null => {
     const childLane = l.laneOf.get(call.agent)!;
-    const parentLane = l.laneOf.get(parent.agent)!;
+    const parentLane = l.laneOf.get(target.agent)!;
     const childFolded = l.folded.has(call.agent);
-    const parentFolded = l.folded.has(parent.agent);
-    if (childFolded && parentFolded && childLane === parentLane) continue; // inside one collapsed lane
+    const parentFolded = l.folded.has(target.agent);
+    if (childFolded && parentFolded && childLane === parentLane) return null; // inside one collapsed lane
     const c = spot(l, call);
-    const p = spot(l, parent);
+    const p = spot(l, target);
     const cy = c.y + Math.round(c.h / 2);
-    let d: string;
-    let bounds: [number, number, number, number];
-    if (childLane === parentLane && laneSlot.get(call.id)! - laneSlot.get(parent.id)! > 1) {
+    if (childLane === parentLane && laneSlot.get(call.id)! - laneSlot.get(target.id)! > 1) {
       // boxes in between: arc over them, from top to top
       const top = childLane.y + 3;
       const cx = c.x + Math.round(c.w / 2);
       const px = p.x + Math.round(p.w / 2);
-      d = `M${cx},${c.y} C${cx},${top} ${px},${top} ${px},${p.y}`;
-      bounds = [px, top, cx, c.y];
-    } else if (childLane === parentLane) {
-      d = `M${c.x},${cy} H${p.x + p.w}`;
-      bounds = [p.x + p.w, cy, c.x, cy];
-    } else {
-      // Another lane: from the child's left side to the parent itself — its bottom (or top, when
-      // the child's lane is above), at its middle — so the link leaves the call it comes from.
-      const below = childLane.y > parentLane.y;
-      const px = p.x + Math.round(p.w / 2);
-      const pEdge = below ? p.y + p.h : p.y;
-      const bend = Math.max(4, Math.round((l.scale.col - l.scale.boxW) / 2) + 8);
-      const rise = Math.round((cy - pEdge) / 2);
-      d = `M${c.x},${cy} C${c.x - bend},${cy} ${px},${pEdge + rise} ${px},${pEdge}`;
-      bounds = [Math.min(px, c.x - bend), pEdge, c.x, cy];
+      return { d: `M${cx},${c.y} C${cx},${top} ${px},${top} ${px},${p.y}`, bounds: [px, top, cx, c.y] };
     }
-    if (view.box(...bounds)) out.push(`<path d="${d}" class="cf-link"${marker}/>`);
+    if (childLane === parentLane) return { d: `M${c.x},${cy} H${p.x + p.w}`, bounds: [p.x + p.w, cy, c.x, cy] };
+    // Another lane: from the child's left side to the parent itself — its bottom (or top, when
+    // the child's lane is above), at its middle — so the link leaves the call it comes from.
+    const below = childLane.y > parentLane.y;
+    const px = p.x + Math.round(p.w / 2);
+    const pEdge = below ? p.y + p.h : p.y;
+    const bend = Math.max(4, Math.round((l.scale.col - l.scale.boxW) / 2) + 8);
+    const rise = Math.round((cy - pEdge) / 2);
+    return {
+      d: `M${c.x},${cy} C${c.x - bend},${cy} ${px},${pEdge + rise} ${px},${pEdge}`,
+      bounds: [Math.min(px, c.x - bend), pEdge, c.x, cy],
+    };
+  };
+  /** A near parent's path: in one lane an arc under the boxes (a parent's link is above or between). */
+  const nearPath = (call: ForestCall, near: ForestCall): ReturnType<typeof path> => {
+    const lane = l.laneOf.get(call.agent)!;
+    if (lane !== l.laneOf.get(near.agent) || l.folded.has(call.agent)) return path(call, near);
+    const c = spot(l, call);
+    const p = spot(l, near);
+    const bottom = lane.y + lane.height - 3;
+    const cx = c.x + Math.round(c.w / 2);
+    const px = p.x + Math.round(p.w / 2);
+    return {
+      d: `M${cx},${c.y + c.h} C${cx},${bottom} ${px},${bottom} ${px},${p.y + p.h}`,
+      bounds: [px, p.y + p.h, cx, bottom],
+    };
+  };
+  for (const call of plan.forest) {
+    if (call.parent === null) continue;
+    const link = path(call, byId.get(call.parent)!);
+    if (link !== null && view.box(...link.bounds)) out.push(`<path d="${link.d}" class="cf-link"${marker}/>`);
+  }
+  // A near parent (SPEC's prefix_break): dashed, to the call whose prompt this one resent and
+  // whose generation it left.
+  for (const call of plan.forest) {
+    if (call.nearParent === null) continue;
+    const near = byId.get(call.nearParent);
+    const link = near === undefined ? null : nearPath(call, near);
+    if (link === null || !view.box(...link.bounds)) continue;
+    const title = `${call.id} resent ${call.nearParent}'s prompt and parts from its generation at token ${call.breakAt} (prefix break)`;
+    out.push(
+      `<path d="${link.d}" class="cf-near" data-call="${xmlText(call.id)}" data-near="${xmlText(call.nearParent)}"` +
+        `${marker}><title>${xmlText(title)}</title></path>`,
+    );
   }
   return out;
 }
@@ -320,6 +353,7 @@ export function callTitle(
     if (call.leaf) parts.push(`leaf of row ${call.ownerRow}`);
     parts.push(`trained in row ${call.ownerRow}`);
     if (call.mediaMismatch) parts.push(`media cut: ${MEDIA_CUT_REASON}`);
+    if (call.nearParent !== null) parts.push(`prefix break: near ${call.nearParent}, parts at ${call.breakAt}`);
   }
   if (call.media.length > 0) parts.push(mediaList(call.media, mediaName));
   return parts.join(" · ");
@@ -527,7 +561,9 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
   const l = options.layout ?? layout(plan, options);
   const view = new View(options.window);
   const byId = new Map(plan.forest.map((c) => [c.id, c]));
-  const body: string[] = view.y(0, l.lanesTop) ? [...header(plan, l.width), ...legend(l.mediaCuts, l.width)] : [];
+  const body: string[] = view.y(0, l.lanesTop)
+    ? [...header(plan, l.width), ...legend(l.mediaCuts, l.width, l.nearParents)]
+    : [];
   for (const part of [
     lanes(plan, l, view),
     cuts(l, view),
@@ -540,6 +576,7 @@ export function renderSvg(plan: DrawablePlan, options: SvgOptions = {}): string 
   const style =
     STYLE +
     (l.mediaCuts ? MEDIA_STYLE : "") +
+    (l.nearParents ? NEAR_STYLE : "") +
     (l.scale.labels ? "" : COMPACT_STYLE) +
     (l.folded.size > 0 ? COLLAPSED_STYLE : "");
   return svgDocument({

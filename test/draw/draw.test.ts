@@ -774,3 +774,33 @@ describe("callforest draw", () => {
     expect(readFileSync(input, "utf8")).toBe(readFileSync(EXAMPLE_FILE, "utf8"));
   });
 });
+
+describe("prefix breaks in the picture", () => {
+  const broken = JSON.parse(
+    readFileSync(new URL("../../examples/reasoning-dropped.json", import.meta.url), "utf8"),
+  ) as Rollout;
+
+  it("draws each near parent as a dashed arrow from the call, named in its title and the legend", () => {
+    const svg = draw(broken);
+    const near = [...svg.matchAll(/<path d="[^"]+" class="cf-near" data-call="([^"]+)" data-near="([^"]+)"/g)];
+    expect(near.map((m) => [m[1], m[2]])).toEqual([
+      ["C2", "C1"],
+      ["C3", "C2"],
+    ]);
+    expect(svg).toContain("C2 resent C1's prompt and parts from its generation at token 4 (prefix break)");
+    expect(svg).toContain("near parent (prefix break)");
+    expect(svg).toContain(".cf-near{");
+    expect(svg).toContain("prefix break: near C2, parts at 9");
+    // zoomed out to marks, the arrows stay
+    const plan = cf.plan(broken);
+    const fitted = renderSvg(plan, { fit: 400 });
+    plan.release();
+    expect(fitted.match(/class="cf-near" data-call/g)).toHaveLength(2);
+  });
+
+  it("draws none, and no legend item or style for them, without breaks", () => {
+    const svg = draw(example);
+    expect(svg).not.toContain("cf-near");
+    expect(svg).not.toContain("near parent");
+  });
+});

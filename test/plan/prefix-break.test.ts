@@ -9,6 +9,11 @@ import type { CanonicalCall, Diagnostic, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
 import { ROOT } from "../support/fixtures.js";
 import { reference } from "../support/reference.js";
+import { generateBrokenRollout } from "../../bench/generate.js";
+import { WasmCorePool } from "../../src/core/wasm-core.js";
+import { TsCorePool } from "../../src/core/ts-core.js";
+import { wasmUrl } from "../../src/core/wasm-file.js";
+import { planRollout } from "../../src/plan/plan-rollout.js";
 
 const SEED = 20261203;
 const RUNS = Number(process.env.CALLFOREST_PROPERTY_RUNS ?? 300);
@@ -226,5 +231,42 @@ describe("prefix_break: every backend against the reference", () => {
       }),
       { seed: SEED, numRuns: RUNS },
     );
+  });
+});
+
+describe("prefix_break: the bench's workloads and switch", () => {
+  test("generateBrokenRollout: every call but each context's first breaks, near the call before it", () => {
+    const broken = generateBrokenRollout({ targetTokens: 60_000, maxContext: 12_000, arrays: "plain" });
+    const breaks = breaksOf(broken);
+    const firsts = broken.calls.filter(
+      (c, i) => i === 0 || c.prompt_token_ids.length < broken.calls[i - 1].prompt_token_ids.length,
+    );
+    expect(firsts.length).toBeGreaterThan(1);
+    expect(breaks.length).toBe(broken.calls.length - firsts.length);
+    for (const d of breaks) expect(Number(d.near!.slice(1))).toBe(Number(d.call!.slice(1)) - 1);
+    const exact = generateBrokenRollout({ targetTokens: 60_000, maxContext: 12_000, arrays: "plain", exact: true });
+    expect(breaksOf(exact)).toEqual([]);
+  });
+
+  test("cores with the diagnostic off (the bench's baseline) plan the same rows, without breaks", async () => {
+    const module = new WebAssembly.Module(readFileSync(wasmUrl(true)));
+    const example = JSON.parse(readFileSync(REASONING_DROPPED, "utf8"));
+    const soup = fc.sample(prefixSoupArb(), { seed: SEED, numRuns: 60 });
+    for (const pool of [
+      new WasmCorePool(module, undefined, undefined, false),
+      new TsCorePool(undefined, undefined, false),
+    ]) {
+      for (const rollout of [example, ...soup]) {
+        const off = planRollout(() => pool.acquire(), rollout);
+        const on = backends[0].cf.plan(rollout);
+        expect(off.report).toEqual({
+          ...on.report,
+          diagnostics: on.report.diagnostics.filter((d) => d.code !== "prefix_break"),
+        });
+        expect(off.rows.map((r) => Array.from(r.tokenIds))).toEqual(on.rows.map((r) => Array.from(r.tokenIds)));
+        off.release();
+        on.release();
+      }
+    }
   });
 });
