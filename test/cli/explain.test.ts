@@ -1,6 +1,7 @@
 // `callforest explain` (docs/breaks.md): the worked example, --json, --rollout, --reasoning, and
 // bad input as one line that leaves the other rollouts alone.
-import { writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
@@ -75,6 +76,20 @@ describe("callforest explain", () => {
     );
   });
 
+  it("reads stdin when given no input, as the other commands do", () => {
+    const run = spawnSync(process.execPath, ["bin/callforest.js", "explain", "--reasoning", "50,51", "--json"], {
+      input: readFileSync(EXAMPLE, "utf8"),
+      encoding: "utf8",
+    });
+    expect(run.status).toBe(0);
+    const lines = jsonLines(run.stdout);
+    expect(lines.map((line) => line.cause ?? line.input)).toEqual([
+      "reasoning_dropped",
+      "reasoning_dropped",
+      "<stdin>",
+    ]);
+  });
+
   it("--rollout naming no rollout is a usage error, after the summary", async () => {
     const run = await captureOutput(() => main(["explain", EXAMPLE, "--rollout", "nope"]));
     expect(run.code).toBe(2);
@@ -107,6 +122,11 @@ describe("callforest explain", () => {
     expect(text.stdout).toContain("reasoning_dropped\n  before  …");
     expect(text.stdout).toMatch(/near {4}<think>↵\S+/); // whitespace visible
     expect(text.stdout).toContain("⟦<|im_end|>⟧↵⟦<|im_start|>⟧user↵"); // special tokens marked
+    // Reasoning markers given as text: the same causes.
+    const marked = await captureOutput(() =>
+      main(["explain", file, "--tokenizer", "qwen3", "--reasoning", "<think>,</think>", "--json"]),
+    );
+    expect(jsonLines(marked.stdout).map((line) => line.cause)).toEqual(lines.map((line) => line.cause));
   });
 
   it("--tokenizer: an unknown name or path is a usage error", async () => {
