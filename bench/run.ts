@@ -6,6 +6,7 @@ import { runColumnarBench } from "./columnar.js";
 import { packedTable, runPackedBench } from "./packed.js";
 import { runExpertsBench } from "./experts.js";
 import { runViewerBench } from "./viewer.js";
+import { explainTable, runExplainBench } from "./explain.js";
 import { breaksTable, runBreaksBench } from "./breaks.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -36,6 +37,9 @@ console.log(
   "\n### Columnar output: `rows -o rows.parquet` vs `-o rows.jsonl`, the trainer's read, and the default --jobs\n",
 );
 console.log(columnar.table);
+
+console.log("\n### `callforest explain`: the analysis and the token-in/token-out plan vs plan() (medians)\n");
+console.log(explainTable(await runExplainBench(log)));
 
 console.log("\n### The page on a 1,000-call rollout (headless Chromium, 1,400 × 1,000, median of 5 loads)\n");
 console.log(await runViewerBench(log));

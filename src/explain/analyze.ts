@@ -76,7 +76,8 @@ export function explainRollout(
     let parting = near[i]!;
     let kind: Explained["kind"] = "prefix_break";
     if (parting === null) {
-      if (!call.forest.root || previous === undefined) return;
+      // A media_mismatch root resent an earlier call's tokens: the report already says why.
+      if (!call.forest.root || previous === undefined || call.forest.mediaMismatch) return;
       kind = "root";
       parting = withAgents ? { near: previous, at: commonPrefix(calls[previous]!.full, call.prompt) } : closest[i]!;
     }

@@ -68,7 +68,8 @@ export function summaryLine(summary: ExplainSummary): string {
     `${summary.input}: ${summary.rollouts} rollout${summary.rollouts === 1 ? "" : "s"}${rejected}, ` +
     `${summary.explained} call${summary.explained === 1 ? "" : "s"} explained ` +
     `(${summary.prefix_breaks} prefix_break)${causes ? `: ${causes}` : ""}; ` +
-    `cost ${summary.cost} row tokens (${summary.row_tokens} as sent in ${summary.trees} trees, ` +
+    `cost ${summary.cost} row tokens (${summary.row_tokens} as sent in ${summary.trees} ` +
+    `tree${summary.trees === 1 ? "" : "s"}, ` +
     `${summary.tito_row_tokens} token-in/token-out in ${summary.tito_trees})`
   );
 }

@@ -65,3 +65,8 @@ export function tokenInTokenOut(
     calls,
   };
 }
+
+/** The rollout as sent, tokens only (its eligible calls, no media or routed experts): the cost's baseline. */
+export function tokensOnly(rollout: Rollout, forest: readonly ForestCall[]): Rollout {
+  return tokenInTokenOut(rollout, forest, []);
+}

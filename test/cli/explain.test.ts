@@ -1,11 +1,14 @@
 // `callforest explain` (docs/breaks.md): the worked example, --json, --rollout, --reasoning, and
 // bad input as one line that leaves the other rollouts alone.
-import { writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { captureOutput } from "../support/capture.js";
 import { tempDirs } from "../support/temp-dirs.js";
+import { conversation } from "../explain/harness/agent.js";
+import { model } from "../explain/harness/model.js";
 
 const tmp = tempDirs("explain");
 const EXAMPLE = "examples/reasoning-dropped.json";
@@ -64,6 +67,35 @@ describe("callforest explain", () => {
     expect(lines[2]).toMatchObject({ rollouts: 1, rejected: 1 });
   });
 
+  it("a media_mismatch root is not listed, and media change neither side of the cost", async () => {
+    const run = await captureOutput(() => main(["explain", "examples/screenshot-swap.json"]));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      "examples/screenshot-swap.json: 1 rollout, 0 calls explained (0 prefix_break); " +
+        "cost 0 row tokens (17 as sent in 1 tree, 17 token-in/token-out in 1)\n",
+    );
+  });
+
+  it("reads stdin when given no input, as the other commands do", () => {
+    const run = spawnSync(process.execPath, ["bin/callforest.js", "explain", "--reasoning", "50,51", "--json"], {
+      input: readFileSync(EXAMPLE, "utf8"),
+      encoding: "utf8",
+    });
+    expect(run.status).toBe(0);
+    const lines = jsonLines(run.stdout);
+    expect(lines.map((line) => line.cause ?? line.input)).toEqual([
+      "reasoning_dropped",
+      "reasoning_dropped",
+      "<stdin>",
+    ]);
+  });
+
+  it("--rollout naming no rollout is a usage error, after the summary", async () => {
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--rollout", "nope"]));
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`callforest: no rollout with rollout_id "nope" in ${EXAMPLE}\n`);
+  });
+
   it("--reasoning: ids or text; text needs a tokenizer; a bad value is a usage error", async () => {
     for (const bad of ["50", "50,", "a,b"]) {
       const run = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", bad]));
@@ -73,6 +105,28 @@ describe("callforest explain", () => {
     }
     const multi = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", "50 11,51", "--json"]));
     expect(jsonLines(multi.stdout)[0]).toMatchObject({ cause: "reasoning_dropped" });
+  });
+
+  it("--tokenizer qwen3: a real-template conversation's breaks, decoded, with their causes", async () => {
+    const file = join(tmp(), "qwen3.json");
+    const { rollout, expected } = conversation(model("qwen3"), 3, "render");
+    writeFileSync(file, JSON.stringify(rollout));
+    const json = await captureOutput(() => main(["explain", file, "--tokenizer", "qwen3", "--json"]));
+    expect(json.code).toBe(0);
+    const lines = jsonLines(json.stdout);
+    expect(lines.slice(0, -1).map((line) => [line.call, line.near, line.at, line.cause])).toEqual(
+      expected.map((e) => [e.call, e.near, e.at, e.cause]),
+    );
+    expect(lines.at(-1)).toMatchObject({ kind: "summary", explained: expected.length });
+    const text = await captureOutput(() => main(["explain", file, "--tokenizer", "qwen3"]));
+    expect(text.stdout).toContain("reasoning_dropped\n  before  …");
+    expect(text.stdout).toMatch(/near {4}<think>↵\S+/); // whitespace visible
+    expect(text.stdout).toContain("⟦<|im_end|>⟧↵⟦<|im_start|>⟧user↵"); // special tokens marked
+    // Reasoning markers given as text: the same causes.
+    const marked = await captureOutput(() =>
+      main(["explain", file, "--tokenizer", "qwen3", "--reasoning", "<think>,</think>", "--json"]),
+    );
+    expect(jsonLines(marked.stdout).map((line) => line.cause)).toEqual(lines.map((line) => line.cause));
   });
 
   it("--tokenizer: an unknown name or path is a usage error", async () => {

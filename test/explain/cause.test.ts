@@ -92,3 +92,40 @@ describe("rootCause", () => {
     expect(classify(near, [13], 0).cause).toBe("fresh");
   });
 });
+
+describe("with a real tokenizer's decoder", () => {
+  it("gpt-oss: the analysis channel dropped from the history is reasoning_dropped by default", async () => {
+    const { encode } = await import("gpt-tokenizer/encoding/o200k_harmony");
+    const { loadTokenizer } = await import("../../src/cli/tokenizer.js");
+    const decoder = await loadTokenizer("o200k_harmony");
+    // Harmony's control tokens by their text, from the decoder; the text between them encoded.
+    const specials = new Map<string, number>();
+    for (let id = 199990; id < 200020; id++) {
+      const piece = decoder.piece(id);
+      if (piece.special) specials.set(piece.text, id);
+    }
+    const ids = (text: string) =>
+      text
+        .split(/(<\|[a-z]+\|>)/)
+        .filter(Boolean)
+        .flatMap((part) => (specials.has(part) ? [specials.get(part)!] : encode(part)));
+    const prompt = ids("<|start|>user<|message|>List the files.<|end|><|start|>assistant");
+    const generation = ids(
+      "<|channel|>analysis<|message|>The user wants a listing.<|end|><|start|>assistant<|channel|>final<|message|>Here they are.<|return|>",
+    );
+    const next = ids(
+      "<|start|>user<|message|>List the files.<|end|><|start|>assistant<|channel|>final<|message|>Here they are.<|end|>" +
+        "<|start|>user<|message|>Thanks.<|end|><|start|>assistant",
+    );
+    expect(specials.has("<|channel|>") && specials.has("<|start|>")).toBe(true);
+    const full = [...prompt, ...generation];
+    let at = 0;
+    while (full[at] === next[at]) at++;
+    expect(at).toBe(prompt.length + 1); // both go on with <|channel|>
+    const options = {
+      decode: (t: readonly number[]) => decoder.decode(t),
+      isSpecial: (id: number) => decoder.piece(id).special,
+    };
+    expect(classify({ full, promptLength: prompt.length }, next, at, options).cause).toBe("reasoning_dropped");
+  });
+});

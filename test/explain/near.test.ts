@@ -5,11 +5,13 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
 import { explainRollout } from "../../src/explain/analyze.js";
 import type { Callforest, Rollout } from "../../src/types.js";
-import { acceptedRolloutArb } from "../support/arbitraries.js";
+import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
 
 let cf: Callforest;
+let wasm: Callforest;
 beforeAll(async () => {
   cf = await init({ backend: "ts" });
+  wasm = await init({ backend: "wasm" });
 });
 
 /** Each call's near parent per SPEC "Prefix breaks", by brute force: [call, near, at]. */
@@ -82,5 +84,31 @@ describe("explain's near parents", () => {
       { numRuns: 300 },
     );
     expect(breaks).toBeGreaterThan(50); // the edits do make breaks
+  });
+
+  it("equal the report's prefix_break on both backends", () => {
+    let breaks = 0;
+    fc.assert(
+      fc.property(fc.oneof(brokenArb, prefixSoupArb()), (rollout) => {
+        for (const backend of [cf, wasm]) {
+          const plan = backend.plan(rollout);
+          try {
+            fc.pre(plan.report.status === "ok");
+            const report = plan.report.diagnostics
+              .filter((d) => d.code === "prefix_break")
+              .map((d) => [d.call, d.near, d.at, d.expected, d.found]);
+            const got = explainRollout(rollout, plan.forest, plan.agents.length > 0)
+              .filter((call) => call.kind === "prefix_break")
+              .map((call) => [call.call, call.near, call.at, call.expected, call.found]);
+            expect(got).toEqual(report);
+            breaks += got.length;
+          } finally {
+            plan.release();
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(breaks).toBeGreaterThan(50);
   });
 });

@@ -1,6 +1,6 @@
 // explain on a harness that renders every prompt through a model's real chat template and
 // tokenizer (./harness): (a) each break is found where the rendered prompt parts from what was
-// sampled, (b) with the cause it was built with, (c) the same conversations token-in/token-out
+// sampled, and the report's prefix_break agrees, (b) with the cause it was built with, (c) the same conversations token-in/token-out
 // give one tree per context and no breaks. EXPLAIN_CONVERSATIONS sets how many conversations per
 // model (default 12); EXPLAIN_TABLE=1 prints the accuracy table of docs/breaks.md.
 import { beforeAll, describe, expect, it } from "vitest";
@@ -23,7 +23,12 @@ function explainOf(name: ModelName, rollout: Parameters<typeof explainRollout>[0
   const plan = cf.plan(rollout);
   try {
     expect(plan.report.status).toBe("ok");
-    return explainRollout(rollout, plan.forest, true, { decode: m.decode, isSpecial: m.isSpecial });
+    const explained = explainRollout(rollout, plan.forest, true, { decode: m.decode, isSpecial: m.isSpecial });
+    // (a) The report's prefix_break is explain's, on every call SPEC's rule covers.
+    expect(
+      explained.filter((call) => call.kind === "prefix_break").map((call) => [call.call, call.near, call.at]),
+    ).toEqual(plan.report.diagnostics.filter((d) => d.code === "prefix_break").map((d) => [d.call, d.near, d.at]));
+    return explained;
   } finally {
     plan.release();
   }
@@ -90,6 +95,7 @@ describe.each(MODELS)("real chat template: %s", (name) => {
       try {
         expect(plan.report.status).toBe("ok");
         expect(plan.report.roots).toBe(contexts);
+        expect(plan.report.diagnostics).toEqual([]);
       } finally {
         plan.release();
       }

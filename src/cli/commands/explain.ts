@@ -11,7 +11,7 @@ import type { TokenDecoder } from "../../tokenizer/decoder.js";
 import { explainRollout, explainedRecord, type ExplainedCall } from "../../explain/analyze.js";
 import type { CauseOptions, ReasoningMarkers } from "../../explain/cause.js";
 import { addRollout, emptySummary, summaryLine } from "../../explain/summary.js";
-import { tokenInTokenOut } from "../../explain/tito.js";
+import { tokenInTokenOut, tokensOnly } from "../../explain/tito.js";
 import { idsText, windowText } from "../../explain/window.js";
 import { outputFailed } from "../stdio.js";
 import { UsageError } from "../errors.js";
@@ -49,13 +49,14 @@ export function register(program: Command): void {
   addInputOptions(command, { media: true }).action(async (inputs: string[], options: ExplainOptions) => {
     inputs = [...inputsOrStdin(inputs)];
     const read = checkInputs(inputs, options);
-    const decoder = options.tokenizer === undefined ? null : loadTokenizer(options.tokenizer);
+    const decoder = options.tokenizer === undefined ? null : await loadTokenizer(options.tokenizer);
     const causeOptions: CauseOptions = decoder
       ? { decode: (ids) => decoder.decode(ids), isSpecial: (id) => decoder.piece(id).special }
       : {};
     if (options.reasoning !== undefined) causeOptions.reasoning = [parseReasoning(options.reasoning, decoder)];
     const cf = await init({ backend: parseBackend(options.backend) });
     const write = (text: string) => process.stdout.write(text);
+    let picked = 0;
     for (const input of inputs) {
       const summary = emptySummary(inputName(input));
       for await (const item of readRollouts([input], read)) {
@@ -69,6 +70,7 @@ export function register(program: Command): void {
         }
         const rollout = item.result.rollout;
         if (options.rollout !== undefined && rollout.rollout_id !== options.rollout) continue;
+        picked++;
         const { plan, report } = planImported(cf, item.result, item.line);
         let explained: ExplainedCall[];
         try {
@@ -78,10 +80,15 @@ export function register(program: Command): void {
             continue;
           }
           explained = explainRollout(rollout, plan.forest, plan.agents.length > 0, causeOptions);
+          // Both versions tokens only, so that media (which the token-in/token-out version
+          // cannot shift) change neither side.
+          const sent = cf.plan(tokensOnly(rollout, plan.forest));
           const tito = cf.plan(tokenInTokenOut(rollout, plan.forest, explained));
           try {
-            addRollout(summary, explained, report, tito.report.status === "ok" ? tito.report : report);
+            const ok = sent.report.status === "ok" && tito.report.status === "ok";
+            addRollout(summary, explained, ok ? sent.report : report, ok ? tito.report : report);
           } finally {
+            sent.release();
             tito.release();
           }
         } finally {
@@ -93,6 +100,10 @@ export function register(program: Command): void {
       }
       write(options.json ? `${JSON.stringify(summary)}\n` : `${summaryLine(summary)}\n`);
     }
+    if (options.rollout !== undefined && picked === 0)
+      throw new UsageError(
+        `no rollout with rollout_id ${JSON.stringify(options.rollout)} in ${inputs.map(inputName).join(", ")}`,
+      );
   });
 }
 
