@@ -210,13 +210,15 @@ async function rowsToDataset(
     options,
   );
   makeDatasetDirs(dir);
-  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, bytes: 0 };
+  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, brokenCalls: 0, brokenRollouts: 0, bytes: 0 };
   // Each part is committed (and stays) before the next starts.
   for (const part of parts) {
     const done = await rowsRun([part.input], part.output, part.report, options, settings, basename(part.output));
     totals.rollouts += done.rollouts;
     totals.rejected += done.rejected;
     totals.rows += done.rows;
+    totals.brokenCalls += done.brokenCalls;
+    totals.brokenRollouts += done.brokenRollouts;
     totals.bytes += done.bytes;
   }
   return totals;
