@@ -6,6 +6,7 @@ import { runColumnarBench } from "./columnar.js";
 import { packedTable, runPackedBench } from "./packed.js";
 import { runExpertsBench } from "./experts.js";
 import { runViewerBench } from "./viewer.js";
+import { runVersusBench } from "./versus.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
@@ -32,6 +33,9 @@ console.log(
   "\n### Columnar output: `rows -o rows.parquet` vs `-o rows.jsonl`, the trainer's read, and the default --jobs\n",
 );
 console.log(columnar.table);
+
+console.log("\n### Against older builds: `rows --jobs 1` side by side, the goals of issue 28, byte-identical output\n");
+console.log((await runVersusBench({ log })).table);
 
 console.log("\n### The page on a 1,000-call rollout (headless Chromium, 1,400 × 1,000, median of 5 loads)\n");
 console.log(await runViewerBench(log));
