@@ -8,6 +8,7 @@ import { runExpertsBench } from "./experts.js";
 import { runViewerBench } from "./viewer.js";
 import { explainTable, runExplainBench } from "./explain.js";
 import { breaksTable, runBreaksBench } from "./breaks.js";
+import { runVersusBench } from "./versus.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
@@ -40,6 +41,9 @@ console.log(columnar.table);
 
 console.log("\n### `callforest explain`: the analysis and the token-in/token-out plan vs plan() (medians)\n");
 console.log(explainTable(await runExplainBench(log)));
+
+console.log("\n### Against older builds: `rows --jobs 1` side by side, the goals of issue 28, byte-identical output\n");
+console.log((await runVersusBench({ log })).table);
 
 console.log("\n### The page on a 1,000-call rollout (headless Chromium, 1,400 × 1,000, median of 5 loads)\n");
 console.log(await runViewerBench(log));

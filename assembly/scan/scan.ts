@@ -7,6 +7,7 @@ import { BASE, ensureMemory } from "./memory";
 import { writeU32 } from "./digits";
 import { numberEnd, parseNumberF32 } from "./number";
 import { commaBits, digitBits, eightDigits, nonDigitBits } from "./swar";
+import { rememberArray, resetReuse, reuse, reusedEnd, reusedValues } from "./reuse";
 
 export const STATUS_OK: i32 = 0;
 export const STATUS_TOO_LARGE: i32 = 1;
@@ -197,13 +198,22 @@ function blockTokens(p: usize): usize {
  * or 0. Eight bytes at a time (SWAR): the input ends with a zero sentinel and has 64 bytes of
  * slack, so reading past a number is safe and stops at the sentinel.
  */
-function parseTokens(p: usize): usize {
+function parseTokens(p: usize, header: usize): usize {
   const end = inputEnd;
+  p = skipSpace(p + 1);
+  if (load<u8>(p) == 0x5d) return p + 1;
+  // Text this line already parsed is copied (reuse.ts); the parse goes on after it.
+  if (<u32>load<u8>(p) - 0x30 <= 9) {
+    reuse(p, write, header, inputStart, inputEnd);
+    if (reusedValues > 0) {
+      write += reusedValues << 2;
+      limit = <usize>memory.size() << 16;
+      p = skipSpace(reusedEnd);
+    }
+  }
   // Locals, not globals, in the hot loop: `w` is written back on every exit.
   let w = write;
   let room = limit;
-  p = skipSpace(p + 1);
-  if (load<u8>(p) == 0x5d) return p + 1;
   while (true) {
     if (ASC_FEATURE_SIMD) {
       write = w;
@@ -310,7 +320,7 @@ function tryArray(p: usize, kind: i32): usize {
   write = header;
   if (!roomFor(HEADER)) return 0;
   write = header + HEADER;
-  const after = kind == KIND_I32 ? parseTokens(p) : parseLogprobs(p);
+  const after = kind == KIND_I32 ? parseTokens(p, header) : parseLogprobs(p);
   if (after == 0) {
     write = header;
     return 0;
@@ -319,6 +329,7 @@ function tryArray(p: usize, kind: i32): usize {
   store<u32>(header, <u32>(after - inputStart), 4);
   store<u32>(header, <u32>((write - header - HEADER) >> 2), 8);
   store<u32>(header, <u32>kind, 12);
+  if (kind == KIND_I32) rememberArray(header, p);
   arrays++;
   return after;
 }
@@ -367,6 +378,7 @@ export function scan(length: usize): i32 {
   write = arenaStart;
   arrays = 0;
   outOfMemory = false;
+  resetReuse();
   let p = inputStart;
   const end = inputEnd;
   while (true) {

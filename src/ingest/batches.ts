@@ -32,10 +32,21 @@ export interface Batch {
   parts?: Uint8Array[];
   /** One line longer than readBatches' `maxLineBytes`, dropped as it was read; `lineCount` is then 1. */
   dropped?: DroppedLine;
+  /**
+   * One line longer than a chunk, read straight into the room readBatches' `longLines` gave (see
+   * LongLines), not into `bytes`; `lineCount` is then 1.
+   */
+  placed?: PlacedLine;
   /** 1-based number of the first line in `bytes`. */
   firstLine: number;
   /** Number of lines in `bytes` (blank ones included), so line numbers stay true. */
   lineCount: number;
+}
+
+/** A line read into a LongLines room: its length there (without its `\n`), and whether a `\n` ended it. */
+export interface PlacedLine {
+  bytes: number;
+  newline: boolean;
 }
 
 /** What is left of a line too long to keep. */
@@ -47,6 +58,16 @@ export interface DroppedLine {
   /** Whether every byte was a blank (such a line is skipped, as a short blank line is). */
   blank: boolean;
 }
+
+/**
+ * Somewhere to read a line longer than a chunk straight into, instead of into batch buffers that
+ * its reader would then copy (the scanner's input buffer: see LineProcessor.longLines).
+ * `room(length)` is a view of at least `length` bytes that starts with the bytes written to the
+ * views before it, or null when there is no such room (the line is then dropped: see
+ * Batch.dropped). The views hold one line at a time: readBatches asks for the place of the
+ * `index`th batch it yields, and the place is given once every batch before it is planned.
+ */
+export type LongLines = (index: number) => Promise<{ room(length: number): Uint8Array | null } | null>;
 
 /** Where bytes come from: reads up to `length` bytes into `into` at `offset`; 0 = end of input. */
 export interface ByteSource {
@@ -62,6 +83,7 @@ const EMPTY = new Uint8Array(0);
 /** Bytes in the batch (its lines and their newlines). */
 export function batchLength(batch: Batch): number {
   if (batch.dropped !== undefined) return batch.dropped.bytes + (batch.dropped.newline ? 1 : 0);
+  if (batch.placed !== undefined) return batch.placed.bytes + (batch.placed.newline ? 1 : 0);
   return lineLength(batch.parts ?? batch.bytes);
 }
 
@@ -75,7 +97,7 @@ export function lineLength(line: Uint8Array | readonly Uint8Array[]): number {
 
 /** The buffers a batch owns (to transfer it, or give them back once it is planned). */
 export function batchBuffers(batch: Batch): ArrayBuffer[] {
-  if (batch.dropped !== undefined) return [];
+  if (batch.dropped !== undefined || batch.placed !== undefined) return [];
   return (batch.parts ?? [batch.bytes]).map((part) => part.buffer as ArrayBuffer);
 }
 
@@ -255,6 +277,7 @@ export async function* readBatches(
   source: ByteSource,
   pool = new BufferPool(DEFAULT_CHUNK),
   maxLineBytes = Infinity,
+  longLines?: LongLines,
 ): AsyncGenerator<Batch> {
   source = withoutLeadingMark(source);
   const chunk = pool.size;
@@ -262,6 +285,7 @@ export async function* readBatches(
   let filled = 0; // bytes at the start of `buffer` not sent yet
   let lastNewline = -1; // newest `\n` in buffer[0, filled), -1: none
   let nextLine = 1;
+  let yielded = 0; // batches so far
   // Full buffers holding the start of one line longer than a buffer (no newline in any of them).
   let pieces: Uint8Array[] = [];
   let piecesBytes = 0;
@@ -292,6 +316,51 @@ export async function* readBatches(
   };
   try {
     for (;;) {
+      if (filled === buffer.length && dropped === null && pieces.length === 0 && longLines !== undefined) {
+        // The start of a long line: on into a room of its own, if there is one.
+        const place = await longLines(yielded);
+        const first = place?.room(buffer.length + chunk) ?? null;
+        if (place !== null && first !== null) {
+          let room: Uint8Array = first;
+          room.set(buffer);
+          let end = buffer.length; // bytes in the room
+          let newline = -1;
+          let full = false; // no room for more: dropped, as a line too long is
+          for (;;) {
+            if (end === room.length) {
+              // (A line longer than maxLineBytes is dropped once that much of it is read.)
+              const more = end > maxLineBytes ? null : place.room(end + chunk);
+              if (more === null) {
+                full = true;
+                break;
+              }
+              room = more;
+            }
+            const got = await source.read(room, end, Math.min(chunk, room.length - end));
+            if (got === 0) break;
+            const at = asBuffer(room.subarray(end, end + got)).indexOf(NEWLINE);
+            end += got;
+            if (at >= 0) {
+              newline = end - got + at;
+              break;
+            }
+          }
+          if (full) {
+            dropped = { bytes: end, newline: false, blank: isBlankLine(room.subarray(0, end)) };
+            filled = 0;
+          } else {
+            // Ended by a newline (what follows it moves to the batch buffer) or by the input.
+            const line = newline >= 0 ? newline : end;
+            filled = newline >= 0 ? end - newline - 1 : 0;
+            buffer.set(room.subarray(line + 1, line + 1 + filled));
+            yield { bytes: EMPTY, placed: { bytes: line, newline: newline >= 0 }, firstLine: nextLine, lineCount: 1 };
+            yielded++;
+            nextLine++;
+            lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
+            continue;
+          }
+        }
+      }
       if (filled === buffer.length) {
         // Full and no newline (a newline would have sent a batch): part of one long line.
         if (dropped === null && piecesBytes + buffer.length > maxLineBytes) {
@@ -325,6 +394,7 @@ export async function* readBatches(
         const next = pool.take();
         next.set(buffer.subarray(end, filled));
         yield longLine(buffer.subarray(0, end));
+        yielded++;
         nextLine++;
         buffer = next;
         filled -= end;
@@ -337,6 +407,7 @@ export async function* readBatches(
       const next = pool.take();
       next.set(buffer.subarray(end, filled)); // the unfinished tail, shorter than a chunk
       yield { bytes: buffer.subarray(0, end), firstLine: nextLine, lineCount };
+      yielded++;
       nextLine += lineCount;
       filled -= end;
       buffer = next;

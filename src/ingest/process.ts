@@ -18,7 +18,7 @@ import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../messages.js";
 import { packedToJson, reportToJson, rowToJson, type MaskFormat } from "../output/jsonl.js";
 import type { BackendName, PackedBin, PackedTree, PlanOptions, Report, Row } from "../types.js";
-import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch } from "./batches.js";
+import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch, type PlacedLine } from "./batches.js";
 import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
 import { RecordColumns, type ColumnBlock } from "../columnar/columns.js";
@@ -229,6 +229,12 @@ export class LineProcessor {
       await flush(this.take(batchLength(batch), true));
       return;
     }
+    if (batch.placed !== undefined) {
+      // One long line, read straight into the scanner's input buffer (see longLineRoom).
+      this.processLine(batch.placed, `${name}:${batch.firstLine}`, batch.firstLine);
+      await flush(this.take(batchLength(batch), true));
+      return;
+    }
     if (batch.parts !== undefined) {
       // One long line, still in the chunks it was read into (the scanner copies them in).
       await this.ensureScanner();
@@ -247,6 +253,18 @@ export class LineProcessor {
         await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
+  }
+
+  /**
+   * For `scan`: where readBatches may read a long line (see LongLines) — the scanner's own input
+   * buffer, so the line is neither held in batch buffers nor copied. The next batch planned must
+   * be that line's (the buffer holds one line at a time). Null for the JSON.parse reader.
+   */
+  async longLineRoom(): Promise<{ room(length: number): Uint8Array | null } | null> {
+    if (this.options.reader !== "scan") return null;
+    await this.ensureScanner();
+    const scanner = this.scanner!;
+    return { room: (length) => (this.scanner === scanner ? scanner.inputBuffer(length) : null) };
   }
 
   /** For `scan`: a scanner again once the last one was dropped (out of memory, or grown past keepScannerBytes). */
@@ -279,47 +297,62 @@ export class LineProcessor {
    * One input line without its `\n` (a long one in parts); blank lines are skipped (no report,
    * line numbers kept).
    */
-  private processLine(bytes: Uint8Array | Uint8Array[], where: string, line: number): void {
+  private processLine(line: Uint8Array | Uint8Array[] | PlacedLine, where: string, number: number): void {
+    let bytes: Uint8Array | Uint8Array[];
+    if (line instanceof Uint8Array || Array.isArray(line)) {
+      bytes = line;
+    } else {
+      // In the scanner already (longLineRoom); a copy only of a line short enough to read again.
+      const placed = this.scanner!.inputBuffer(line.bytes)!;
+      bytes = placed.length <= EXACT_AGAIN_BYTES ? placed.slice() : placed;
+    }
     if (bytes instanceof Uint8Array ? isBlankLine(bytes) : bytes.every((part) => isBlankLine(part))) return;
+    // A rejection's detail may quote a value holding token arrays, which the scanner made typed
+    // arrays (a logprob shown rounded to float32): a small rejected line is read again as
+    // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
+    const again = this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined;
     let result: ConvertResult;
     try {
-      result = this.parse(bytes);
+      result = line instanceof Uint8Array || Array.isArray(line) ? this.parse(bytes) : this.parsePlaced(line.bytes);
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       result = tooLarge(`the line does not fit in memory (${errorLine(error)})`);
     }
-    // A rejection's detail may quote a value holding token arrays, which the scanner made typed
-    // arrays (a logprob shown rounded to float32): a small rejected line is read again as
-    // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
-    this.record(
-      result,
-      where,
-      line,
-      this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined,
-    );
+    this.record(result, where, number, again);
     if (this.scanner !== null && this.scanner.memoryBytes > this.keepScannerBytes) this.scanner = null;
+  }
+
+  /** A line of `length` bytes in the scanner's input buffer to a canonical rollout or a rejection. */
+  private parsePlaced(length: number): ConvertResult {
+    return this.scanned(() => this.scanner!.scanInput(length));
   }
 
   /** Bytes to a canonical rollout or a rejection, on the chosen reader. */
   private parse(line: Uint8Array | Uint8Array[]): ConvertResult {
     if (this.scanner !== null) {
-      let scanned: ScannedLine;
-      try {
-        scanned = this.scanner.scan(line);
-      } catch (error) {
-        if (!isOutOfMemory(error)) throw error;
-        this.scanner = null; // an instance that failed half-way is not reused
-        return tooLarge(`the line does not fit in the scanner's memory (${errorLine(error)})`);
-      }
-      if (scanned.ok) return toCanonical(scanned.value, this.options.from, this.context);
-      if (scanned.code === "rollout_too_large") {
-        // Its memory grew as far as it could and can never shrink: the next line gets a fresh one.
-        this.scanner = null;
-        return tooLarge(scanned.detail);
-      }
-      return malformedJson(scanned.detail);
+      const scanner = this.scanner;
+      return this.scanned(() => scanner.scan(line));
     }
     return this.parseJson(line);
+  }
+
+  /** What the scanner made of a line (`scan` scans it) as a canonical rollout or a rejection. */
+  private scanned(scan: () => ScannedLine): ConvertResult {
+    let scanned: ScannedLine;
+    try {
+      scanned = scan();
+    } catch (error) {
+      if (!isOutOfMemory(error)) throw error;
+      this.scanner = null; // an instance that failed half-way is not reused
+      return tooLarge(`the line does not fit in the scanner's memory (${errorLine(error)})`);
+    }
+    if (scanned.ok) return toCanonical(scanned.value, this.options.from, this.context);
+    if (scanned.code === "rollout_too_large") {
+      // Its memory grew as far as it could and can never shrink: the next line gets a fresh one.
+      this.scanner = null;
+      return tooLarge(scanned.detail);
+    }
+    return malformedJson(scanned.detail);
   }
 
   /** The JSON.parse reader: bytes to a canonical rollout or a rejection. */

@@ -11,6 +11,7 @@ import {
   fileSource,
   readBatches,
   type ByteSource,
+  type LongLines,
 } from "./batches.js";
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
@@ -134,15 +135,26 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         continue;
       }
       const name = inputName(file);
-      for await (const batch of readAhead(readBatches(input.source, buffers, maxLineBytes(options.reader)))) {
+      // Planned in-process, a long line is read straight into the scanner (LineProcessor.longLineRoom),
+      // once the batches before it are planned; with workers it goes to them in batch buffers.
+      const planned = new Progress();
+      const longLines: LongLines = async (index) => {
+        if (poolNow() !== null) return null;
+        await planned.reach(index);
+        return poolNow() === null ? (await inProcess()).longLineRoom() : null;
+      };
+      const batches = readBatches(input.source, buffers, maxLineBytes(options.reader), longLines);
+      for await (const batch of readAhead(batches)) {
         read += batchLength(batch);
-        const workers = poolNow();
+        // A line in the scanner is planned here (no worker was running when it was read).
+        const workers = batch.placed !== undefined ? null : poolNow();
         if (workers !== null) {
           await workers.submit(batch, name);
         } else {
           await (await inProcess()).processBatch(batch, name, (piece) => write(piece, recycleLocal));
           for (const buffer of batchBuffers(batch)) buffers.give(buffer); // planned and written: nothing refers to it
         }
+        planned.step();
       }
     }
     await pool?.drain();
@@ -150,6 +162,26 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
     await pool?.close();
   }
   return totals;
+}
+
+/** A count of batches done, and waits for it to reach a number. */
+class Progress {
+  private done = 0;
+  private readonly waiting: { count: number; resolve: () => void }[] = [];
+
+  step(): void {
+    this.done++;
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      if (this.waiting[i].count > this.done) continue;
+      this.waiting[i].resolve();
+      this.waiting.splice(i, 1);
+    }
+  }
+
+  reach(count: number): Promise<void> {
+    if (count <= this.done) return Promise.resolve();
+    return new Promise((resolve) => this.waiting.push({ count, resolve }));
+  }
 }
 
 /** Starts reading the next batch while the current one is planned (one batch ahead). */

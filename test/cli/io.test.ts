@@ -614,8 +614,8 @@ describe("exit codes", () => {
     expect([code, err.join("")]).toEqual([70, "callforest: internal error: stdout exploded\n"]);
   });
 
-  it("rows --help says small inputs run in-process", () => {
-    const rows = buildProgram().commands.find((c) => c.name() === "rows")!;
+  it("rows --help says small inputs run in-process", async () => {
+    const rows = (await buildProgram()).commands.find((c) => c.name() === "rows")!;
     expect(rows.helpInformation().replace(/\s+/g, " ")).toContain(
       "small inputs, at most one 2 MB batch, run in-process",
     );

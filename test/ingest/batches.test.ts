@@ -15,6 +15,7 @@ import {
   streamSource,
   type Batch,
   type ByteSource,
+  type LongLines,
 } from "../../src/ingest/batches.js";
 
 /** A source that hands out the input in reads of the given sizes (cycled), like a slow pipe. */
@@ -154,6 +155,128 @@ describe("readBatches", () => {
     }
     expect(lines).toEqual(expectedLines(text));
     expect(seen.size).toBeLessThanOrEqual(3);
+  });
+});
+
+/**
+ * A LongLines room like the scanner's input buffer: one growing buffer (at most `most` bytes),
+ * whose views keep what was written; asked for batch `index`, it checks that the batches before
+ * it were all handed on (`taken`), as rows' in-process planner does.
+ */
+function growingRoom(most: number) {
+  let memory = new Uint8Array(0);
+  const state = { taken: 0, asked: [] as number[], memory: () => memory };
+  const longLines: LongLines = async (index) => {
+    expect(index).toBe(state.taken);
+    state.asked.push(index);
+    return {
+      room(length: number) {
+        if (length > most) return null;
+        if (length > memory.length) {
+          const grown = new Uint8Array(Math.min(most, Math.max(length, memory.length * 2)));
+          grown.set(memory);
+          memory = grown;
+        }
+        return memory.subarray(0, length);
+      },
+    };
+  };
+  return { state, longLines };
+}
+
+/** Lines as [number, text] from batches read with a room (a placed line is read from it at once). */
+async function linesWithRoom(source: ByteSource, chunk: number, most: number, maxLineBytes = Infinity) {
+  const { state, longLines } = growingRoom(most);
+  const out: [number, string][] = [];
+  const kinds: string[] = [];
+  let expected = 1;
+  for await (const batch of readBatches(source, new BufferPool(chunk), maxLineBytes, longLines)) {
+    expect(batch.firstLine).toBe(expected);
+    if (batch.placed !== undefined) {
+      kinds.push("placed");
+      expect(batch.lineCount).toBe(1);
+      out.push([batch.firstLine, Buffer.from(state.memory().subarray(0, batch.placed.bytes)).toString("latin1")]);
+    } else if (batch.dropped !== undefined) {
+      kinds.push(`dropped ${batch.dropped.bytes}`);
+      out.push([batch.firstLine, `<${batch.dropped.bytes} bytes>`]);
+    } else {
+      kinds.push(batch.parts !== undefined ? "parts" : "lines");
+      out.push(
+        ...linesOf([{ ...batch, firstLine: 1 }]).map(([n, line]): [number, string] => [n - 1 + batch.firstLine, line]),
+      );
+    }
+    expected += batch.lineCount;
+    state.taken++;
+  }
+  return { lines: out, kinds, asked: state.asked };
+}
+
+describe("readBatches with a room for long lines (LongLines)", () => {
+  const long = (n: number, c = "7") => "[" + `${c},`.repeat(n) + "0]";
+
+  it("reads a long line straight into the room, whatever the read sizes, the lines around it as before", async () => {
+    const lines = ["a", long(3000), "", long(50, "  "), "b", long(5000), long(4000)];
+    for (const end of ["\n", ""]) {
+      const text = lines.join("\n") + end;
+      for (const sizes of [[1 << 20], [997, 4093], [7], [64]]) {
+        const got = await linesWithRoom(chunkedSource(encode(text), sizes), 64, Infinity);
+        expect(got.lines).toEqual(expectedLines(text));
+        expect(got.kinds.filter((kind) => kind === "placed").length).toBe(4);
+        // Asked once per long line, never ahead of the batches before it.
+        expect(got.asked.length).toBe(4);
+      }
+    }
+  });
+
+  it("counts a placed line's bytes (and its newline) as the batch's length", async () => {
+    const text = `x\n${long(100)}\n${long(100)}`;
+    const batches: Batch[] = [];
+    const { state, longLines } = growingRoom(Infinity);
+    for await (const batch of readBatches(chunkedSource(encode(text), [10]), new BufferPool(16), Infinity, longLines)) {
+      batches.push(batch);
+      state.taken++;
+    }
+    expect(batches.reduce((n, batch) => n + batchLength(batch), 0)).toBe(text.length);
+    expect(batches[1].placed).toEqual({ bytes: long(100).length, newline: true });
+    expect(batches[2].placed).toEqual({ bytes: long(100).length, newline: false });
+    expect(batchBuffers(batches[1])).toEqual([]);
+  });
+
+  it("drops a line the room cannot hold, or past maxLineBytes, keeping its place and length", async () => {
+    const text = `a\n${long(2000)}\nb\n${long(10)}\n`;
+    for (const [most, max] of [
+      [1000, Infinity],
+      [Infinity, 1000],
+      [Infinity, long(2000).length - 17], // over it by more than a chunk
+    ]) {
+      const got = await linesWithRoom(chunkedSource(encode(text), [100]), 16, most, max);
+      expect(got.lines).toEqual([
+        [1, "a"],
+        [2, `<${long(2000).length} bytes>`],
+        [3, "b"],
+        [4, long(10)],
+      ]);
+    }
+  });
+
+  it("keeps every line up to maxLineBytes", async () => {
+    const text = `a\n${long(2000)}\n`;
+    const got = await linesWithRoom(chunkedSource(encode(text), [7]), 16, Infinity, long(2000).length);
+    expect(got.lines).toEqual(expectedLines(text));
+  });
+
+  it("falls back to batch buffers when there is no room", async () => {
+    const text = `a\n${long(300)}\nb`;
+    const got = [] as Batch[];
+    for await (const batch of readBatches(
+      chunkedSource(encode(text), [50]),
+      new BufferPool(64),
+      Infinity,
+      async () => null,
+    ))
+      got.push(batch);
+    expect(linesOf(got)).toEqual(expectedLines(text));
+    expect(got.some((batch) => batch.parts !== undefined)).toBe(true);
   });
 });
 

@@ -1,0 +1,324 @@
+// This build against older ones, side by side in one run: `callforest rows --jobs 1` on the
+// ingest bench's mix (small rollouts and two ~90 MB deep ones) and on its 1 GB file, writing
+// JSONL, Parquet and Arrow; the deep rollout's input parse alone; and whether every output is
+// byte for byte the older build's. The older builds come from scripts/build-baseline.sh (git
+// archive + npm ci, cached under build/baselines/). Runs are interleaved; medians.
+//   npm run bench (or: runVersusBench() from bench/run.ts)
+// Environment: VERSUS_BENCH_REPEATS (default 5), VERSUS_BENCH_MB (the big file, default 1024),
+// VERSUS_BENCH_BASELINE (default 8205dfe), VERSUS_BENCH_UNTAXED (default eaf21da).
+import { execFileSync, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { createReadStream, mkdtempSync, openSync, readSync, closeSync, rmSync, statSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
+
+interface Run {
+  seconds: number;
+  cpu: number;
+  rssMb: number;
+}
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+function root(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
+    try {
+      statSync(join(dir, "scripts", "build-baseline.sh"));
+      return dir;
+    } catch {
+      // up
+    }
+  }
+  throw new Error("cannot find the callforest checkout (scripts/build-baseline.sh)");
+}
+
+/** An older commit's build beside this checkout (built once, then cached). */
+function baseline(commit: string, log: (s: string) => void): string {
+  log(`building ${commit} beside this checkout (once; cached under build/baselines/) ...`);
+  return execFileSync("bash", [join(root(), "scripts", "build-baseline.sh"), commit], {
+    cwd: root(),
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
+}
+
+// Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
+const MEASURE =
+  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();' +
+  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})";
+
+function rows(bin: string, argv: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, ["--import", MEASURE, bin, "rows", ...argv], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const measured = /BENCH (\S+) (\d+)/.exec(stderr);
+      if (code !== 0 || measured === null) return reject(new Error(`rows ${argv.join(" ")}: exit ${code}: ${stderr}`));
+      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
+    });
+  });
+}
+
+function sha256(path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const hash = createHash("sha256");
+    createReadStream(path)
+      .on("data", (chunk) => hash.update(chunk))
+      .on("error", reject)
+      .on("end", () => resolve(hash.digest("hex").slice(0, 16)));
+  });
+}
+
+/** The input's longest line (a deep rollout), read once. */
+function longestLine(input: JsonlInput): Buffer {
+  const fd = openSync(input.path, "r");
+  const chunk = Buffer.allocUnsafe(16 << 20);
+  let best = { start: 0, length: 0 };
+  let lineStart = 0;
+  let at = 0;
+  try {
+    for (;;) {
+      const got = readSync(fd, chunk, 0, chunk.length, at);
+      if (got === 0) break;
+      let from = 0;
+      for (;;) {
+        const newline = chunk.indexOf(10, from);
+        if (newline === -1 || newline >= got) break;
+        const end = at + newline;
+        if (end - lineStart > best.length) best = { start: lineStart, length: end - lineStart };
+        lineStart = end + 1;
+        from = newline + 1;
+      }
+      at += got;
+    }
+    const line = Buffer.allocUnsafe(best.length);
+    readSync(fd, line, 0, best.length, best.start);
+    return line;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+interface ScannerLike {
+  inputBuffer(length: number): Uint8Array | null;
+  scanInput(length: number): { ok: boolean };
+}
+
+/**
+ * The deep rollout's input parse alone (bytes into the scanner and scanned, as `rows` does), on
+ * one core: median MB/s of `repeats` warm scans for each build's LineScanner, interleaved.
+ */
+async function parseAlone(line: Buffer, builds: [string, string][], repeats: number): Promise<Record<string, number>> {
+  const scanners: [string, ScannerLike][] = [];
+  for (const [name, dir] of builds) {
+    const module = (await import(pathToFileURL(join(dir, "dist", "ingest", "scanner.js")).href)) as {
+      LineScanner: { create(): Promise<ScannerLike> };
+    };
+    scanners.push([name, await module.LineScanner.create()]);
+  }
+  const times = new Map<string, number[]>(builds.map(([name]) => [name, []]));
+  for (let r = -1; r < repeats; r++) {
+    for (const [name, scanner] of scanners) {
+      const started = process.hrtime.bigint();
+      scanner.inputBuffer(line.length)!.set(line);
+      if (!scanner.scanInput(line.length).ok) throw new Error(`${name}: the deep rollout did not scan`);
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      if (r >= 0) times.get(name)!.push(seconds); // the first round grows memory: not timed
+    }
+  }
+  const out: Record<string, number> = {};
+  for (const [name, seconds] of times) out[name] = line.length / 2 ** 20 / median(seconds);
+  return out;
+}
+
+interface Config {
+  build: string;
+  input: "mix" | "big";
+  output: "jsonl" | "parquet" | "arrow";
+}
+
+export async function runVersusBench(
+  options: { repeats?: number; megabytes?: number; log?: (s: string) => void } = {},
+): Promise<{ table: string }> {
+  const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
+  const repeats = options.repeats ?? Number(process.env.VERSUS_BENCH_REPEATS ?? 5);
+  const megabytes = options.megabytes ?? Number(process.env.VERSUS_BENCH_MB ?? 1024);
+  const oldCommit = process.env.VERSUS_BENCH_BASELINE ?? "8205dfe";
+  const untaxedCommit = process.env.VERSUS_BENCH_UNTAXED ?? "eaf21da";
+  const builds: Record<string, string> = {
+    new: root(),
+    [oldCommit]: baseline(oldCommit, log),
+    [untaxedCommit]: baseline(untaxedCommit, log),
+  };
+  const inputs = {
+    big: await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log }),
+    // bench/columnar.ts's mix: small rollouts and two ~90 MB deep ones, ~300 MB in all.
+    mix: await makeJsonl({
+      targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
+      huge: 2,
+      hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
+      log,
+    }),
+  };
+  const configs: Config[] = [
+    { build: "new", input: "mix", output: "jsonl" },
+    { build: oldCommit, input: "mix", output: "jsonl" },
+    { build: untaxedCommit, input: "mix", output: "jsonl" },
+    { build: "new", input: "mix", output: "parquet" },
+    { build: "new", input: "mix", output: "arrow" },
+    { build: oldCommit, input: "mix", output: "parquet" },
+    { build: oldCommit, input: "mix", output: "arrow" },
+    { build: "new", input: "big", output: "jsonl" },
+    { build: oldCommit, input: "big", output: "jsonl" },
+    { build: "new", input: "big", output: "parquet" },
+    { build: "new", input: "big", output: "arrow" },
+  ];
+  const dir = mkdtempSync(join(tmpdir(), "callforest-versus-bench-"));
+  const name = (c: Config) => `${c.build} ${c.input} -o rows.${c.output}`;
+  const outputOf = (c: Config) => join(dir, `${c.build}-${c.input}.${c.output}`);
+  const reportOf = (c: Config) => join(dir, `${c.build}-${c.input}-${c.output}.report.jsonl`);
+  const runs = configs.map(() => [] as Run[]);
+  const hashes = configs.map(() => ({ output: "", report: "" }));
+  try {
+    // The inputs' bytes in the page cache first, as for every timed run.
+    for (const input of Object.values(inputs))
+      await rows(join(builds.new, "bin", "callforest.js"), [input.path, "-o", "/dev/null", "--quiet", "--jobs", "1"]);
+    for (let r = 0; r < repeats; r++) {
+      for (const [i, config] of configs.entries()) {
+        const run = await rows(join(builds[config.build], "bin", "callforest.js"), [
+          inputs[config.input].path,
+          "-o",
+          outputOf(config),
+          "--report",
+          reportOf(config),
+          "--jobs",
+          "1",
+          "--quiet",
+        ]);
+        runs[i].push(run);
+        log(
+          `  ${name(config)}: ${run.seconds.toFixed(2)} s, cpu ${run.cpu.toFixed(2)} s, ` +
+            `${run.rssMb.toFixed(0)} MB RSS (load ${loadavg()[0].toFixed(1)})`,
+        );
+        if (r === 0) hashes[i] = { output: await sha256(outputOf(config)), report: await sha256(reportOf(config)) };
+        rmSync(outputOf(config), { force: true });
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const parse = await parseAlone(
+    longestLine(inputs.mix),
+    [
+      ["new", builds.new],
+      [oldCommit, builds[oldCommit]],
+    ],
+    repeats * 2,
+  );
+
+  const stats = configs.map((config, i) => ({
+    config,
+    seconds: median(runs[i].map((run) => run.seconds)),
+    cpu: median(runs[i].map((run) => run.cpu)),
+    rss: Math.max(...runs[i].map((run) => run.rssMb)),
+    hash: hashes[i],
+  }));
+  const find = (build: string, input: Config["input"], output: Config["output"]) =>
+    stats.find((s) => s.config.build === build && s.config.input === input && s.config.output === output)!;
+  const mb = (input: Config["input"]) => inputs[input].bytes / 2 ** 20;
+  type Stat = (typeof stats)[number];
+  /** How much faster `other` is than `base`: wall clock (the goal), and CPU time (what noise on a shared machine moves least). */
+  const versus = (base: Stat, other: Stat, goal: number) => {
+    const wall = base.seconds / other.seconds;
+    return (
+      `${wall.toFixed(2)}× (goal ≥ ${goal.toFixed(2)}×: ${wall >= goal ? "met" : "NOT met"}; ` +
+      `CPU time ${(base.cpu / other.cpu).toFixed(2)}×)`
+    );
+  };
+
+  const table = [
+    `Inputs: the mix ${mb("mix").toFixed(0)} MB (${inputs.mix.rollouts} rollouts, ${inputs.mix.huge} deep); ` +
+      `the big file ${mb("big").toFixed(0)} MB (${inputs.big.rollouts} rollouts, ${inputs.big.huge} deep). ` +
+      `\`rows --jobs 1\` with a report file, median of ${repeats}, interleaved; builds: new (this checkout), ` +
+      `${oldCommit}, ${untaxedCommit}.`,
+    "",
+    "| input | build | output | median s | MB/s | CPU s | peak RSS MB | output sha256 | report sha256 |",
+    "|---|---|---|---:|---:|---:|---:|---|---|",
+    ...stats.map(
+      (s) =>
+        `| ${s.config.input} | ${s.config.build} | rows.${s.config.output} | ${s.seconds.toFixed(2)} | ` +
+        `${(mb(s.config.input) / s.seconds).toFixed(0)} | ${s.cpu.toFixed(2)} | ${s.rss.toFixed(0)} | ` +
+        `${s.hash.output} | ${s.hash.report} |`,
+    ),
+    "",
+  ];
+  const newMix = find("new", "mix", "jsonl");
+  const newBig = find("new", "big", "jsonl");
+  table.push(
+    `- End to end, mix, -o rows.jsonl: new ${versus(find(oldCommit, "mix", "jsonl"), newMix, 2)} ` +
+      `the throughput of ${oldCommit}; big file ${versus(find(oldCommit, "big", "jsonl"), newBig, 2)}.`,
+    `- Deep rollout's input parse alone (one core, warm): new ${parse.new.toFixed(0)} MB/s ` +
+      `(goal ≥ 500: ${parse.new >= 500 ? "met" : "NOT met"}), ${oldCommit} ${parse[oldCommit].toFixed(0)} MB/s.`,
+    `- No tax for unused features (no media, no routed experts): new ` +
+      `${versus(find(untaxedCommit, "mix", "jsonl"), newMix, 1)} the throughput of ${untaxedCommit} ` +
+      `(whose rows lack \`media: []\`).`,
+  );
+  for (const input of ["mix", "big"] as const) {
+    const jsonl = find("new", input, "jsonl");
+    table.push(
+      `- Columnar, ${input}: -o rows.parquet ${versus(jsonl, find("new", input, "parquet"), 0.95)} ` +
+        `the JSONL path's throughput; -o rows.arrow ${versus(jsonl, find("new", input, "arrow"), 1)}.`,
+    );
+  }
+  const sameAsOld = configs
+    .filter((c) => c.build === "new")
+    .map((c) => {
+      const mine = find("new", c.input, c.output);
+      const old = stats.find(
+        (s) => s.config.build === oldCommit && s.config.input === c.input && s.config.output === c.output,
+      );
+      if (old === undefined) return null;
+      return mine.hash.output === old.hash.output && mine.hash.report === old.hash.report
+        ? null
+        : `${c.input} rows.${c.output}`;
+    })
+    .filter((d) => d !== null);
+  const peaks = stats
+    .filter((s) => s.config.build === "new")
+    .map((s) => {
+      const old = stats.find(
+        (o) => o.config.build === oldCommit && o.config.input === s.config.input && o.config.output === s.config.output,
+      );
+      return old === undefined ? null : `${s.config.input} rows.${s.config.output} ${(s.rss - old.rss).toFixed(0)} MB`;
+    })
+    .filter((d) => d !== null);
+  table.push(
+    `- Output against ${oldCommit}: ` +
+      (sameAsOld.length === 0
+        ? "byte-identical rows and reports on every run compared."
+        : `DIFFERS: ${sameAsOld.join(", ")}.`),
+    `- Peak RSS, new minus ${oldCommit}: ${peaks.join("; ")}.`,
+    `- Load average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")} (other work on the machine slows the wall clock).`,
+  );
+  return { table: table.join("\n") };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { table } = await runVersusBench();
+  process.stdout.write(table + "\n");
+}
