@@ -12,6 +12,25 @@ function run(args: string[]) {
   return spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" });
 }
 
+/**
+ * A fresh project with the packed tarball unpacked where npm installs it
+ * (node_modules/callforest), and nothing else.
+ */
+function consumerProject(): string {
+  const dir = mkdtempSync(join(tmpdir(), "callforest-consumer-"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  const [pack] = JSON.parse(
+    execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], {
+      cwd: root,
+      encoding: "utf8",
+    }),
+  );
+  const installed = join(dir, "node_modules", "callforest");
+  mkdirSync(installed, { recursive: true });
+  execFileSync("tar", ["-xzf", join(dir, pack.filename), "-C", installed, "--strip-components=1"]);
+  return dir;
+}
+
 describe("the built package", () => {
   it("has been built (npm ci runs prepare)", () => {
     for (const file of ["dist/index.js", "dist/cli/main.js", "build/core-simd.wasm", "build/core-scalar.wasm"]) {
@@ -64,13 +83,23 @@ describe("the built package", () => {
     ).toEqual([]);
   });
 
-  it("runs the README's example as written and prints what the README shows", () => {
+  it("runs the README's example as pasted, in the clone and in a project that installed the tarball", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");
     const example = /## Example\n\n```js\n([\s\S]*?)```\n\nprints\n\n```\n([\s\S]*?)```/.exec(readme);
     expect(example, "README.md has an ## Example with a js block and what it prints").not.toBeNull();
-    const result = run(["--input-type=module", "-e", example![1]]);
-    expect(result.stderr).toBe("");
-    expect(result.stdout).toBe(example![2]);
+    const consumer = consumerProject();
+    try {
+      for (const cwd of [root, consumer]) {
+        const result = spawnSync(process.execPath, ["--input-type=module", "-e", example![1]], {
+          cwd,
+          encoding: "utf8",
+        });
+        expect([cwd, result.stderr]).toEqual([cwd, ""]);
+        expect(result.stdout).toBe(example![2]);
+      }
+    } finally {
+      rmSync(consumer, { recursive: true, force: true });
+    }
   });
 
   it("runs the compaction snippet against the exported test bed", () => {

@@ -194,6 +194,18 @@ function whereCreated(path: string, depth = 0): string {
  * Fails before any output is written when an input, `--from`, `--media-token` or the token
  * directory cannot be used.
  */
+/**
+ * Reading stdin from a terminal looks like a hang to whoever forgot the file name: say what the
+ * command waits for.
+ */
+function noteTerminalStdin(): void {
+  if (process.stdin.isTTY !== true) return;
+  process.stderr.write(
+    "callforest: reading rollouts from stdin (a terminal): paste JSONL and end with Ctrl-D, " +
+      "or name a file (--help for usage)\n",
+  );
+}
+
 export function checkInputs(inputs: readonly string[], options: ReadArguments): ReadOptions & { from: FromOption } {
   const from = parseFrom(options.from);
   if (from === null)
@@ -210,6 +222,7 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
     }
     if (isDirectory) throw new UsageError(`cannot read ${inputName(input)}: is a directory`);
   }
+  if (inputs.includes("-")) noteTerminalStdin();
   if (options.tokens === undefined) {
     if (from === "gym-observed")
       throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");
