@@ -403,7 +403,12 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
       text(
         MARGIN,
         l.rowsTop - 12,
-        "rows: each row's path, root first (filled = trained by this row, hollow = context only)",
+        "rows: each row's path, root first (filled = trained by this row, hollow = context only)" +
+          (l.rowsShown === plan.rows.length
+            ? ""
+            : l.rowsShown === 0
+              ? ` · none of the ${countOf(plan.rows.length, "row")} fits this height`
+              : ` · the first ${l.rowsShown} of ${countOf(plan.rows.length, "row")}: the rest do not fit this height`),
         "cf-title",
       ),
     );
@@ -411,6 +416,7 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
   const boxTop = Math.round((s.rowH - s.rowBoxH) / 2);
   const labelY = Math.round(s.rowH / 2) + 4;
   for (const row of plan.rows) {
+    if (row.index >= l.rowsShown) break;
     const y = l.rowsTop + row.index * s.rowH;
     if (!view.y(y, y + s.rowH)) continue;
     const trained = new Set(row.trained);
@@ -419,7 +425,7 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
       `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens · trains ${row.trained.join(" ") || "–"} · ` +
       `context ${row.context.join(" ") || "–"}`;
     out.push(`<g class="cf-row" data-row="${row.index}"><title>${xmlText(title)}</title>`);
-    out.push(text(MARGIN, y + labelY, `row ${row.index}`, "cf-lane-label"));
+    if (s.rowH >= 12) out.push(text(MARGIN, y + labelY, `row ${row.index}`, "cf-lane-label"));
     const xs = row.calls.map((id) => l.x.get(id)!);
     const mid = y + boxTop + s.rowBoxH / 2;
     if (xs.length > 1)
@@ -441,7 +447,8 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
     const end = xs[xs.length - 1] + s.boxW + 6;
     const leafLane = l.laneOf.get(row.agent)!;
     const owner = leafLane.agent === row.agent ? leafLane.label : agentName(row.agent);
-    out.push(text(end, y + labelY, clip(`${clipMiddle(row.leaf, 12)} · ${owner}`, ROW_LABEL_CHARS), "cf-dim"));
+    if (s.rowH >= 12)
+      out.push(text(end, y + labelY, clip(`${clipMiddle(row.leaf, 12)} · ${owner}`, ROW_LABEL_CHARS), "cf-dim"));
     out.push(`</g>`);
   }
   return out;

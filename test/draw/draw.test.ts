@@ -411,6 +411,44 @@ describe("fitted, collapsed and windowed pictures", () => {
     }
   });
 
+  it("fitHeight: lanes and rows get lower to fit; rows that still do not are left out, and it says so", () => {
+    const plan = cf.plan(big);
+    try {
+      const size = (svg: string) => /<svg [^>]*width="(\d+)" height="(\d+)"/.exec(svg)!.slice(1).map(Number);
+      const rowsDrawn = (svg: string) => svg.match(/<g class="cf-row" data-row=/g)?.length ?? 0;
+      const all = renderSvg(plan, { fit: 1600, fitHeight: 1600 });
+      const [width, height] = size(all);
+      expect([width, height <= 1600]).toEqual([1600, true]);
+      expect(all.match(/<g class="cf-call[^"]*" data-call=/g)).toHaveLength(1000);
+      expect(rowsDrawn(all)).toBe(plan.rows.length);
+      expect(all).not.toContain("do not fit");
+      const some = renderSvg(plan, { fit: 1600, fitHeight: 1200 });
+      expect(size(some)[1]).toBeLessThanOrEqual(1200);
+      const shown = rowsDrawn(some);
+      expect(shown).toBeGreaterThan(0);
+      expect(shown).toBeLessThan(plan.rows.length);
+      expect(some).toContain(`the first ${shown} of ${plan.rows.length} rows: the rest do not fit this height`);
+      expect(some.match(/<g class="cf-call[^"]*" data-call=/g)).toHaveLength(1000); // lanes are never left out
+    } finally {
+      plan.release();
+    }
+  });
+
+  it("draw --fit 1600 on a 1,000-call rollout: as wide as asked and no taller", async () => {
+    const dir = tmp();
+    const input = join(dir, "big.json");
+    writeFileSync(
+      input,
+      JSON.stringify(big, (_, v) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v)),
+    );
+    const fitted = await run(input, "--fit", "1600", "-o", join(dir, "fit.svg"));
+    expect(fitted.code).toBe(0);
+    const svg = readFileSync(join(dir, "fit.svg"), "utf8");
+    const [width, height] = /<svg [^>]*width="(\d+)" height="(\d+)"/.exec(svg)!.slice(1).map(Number);
+    expect(width).toBe(1600);
+    expect(height).toBeLessThanOrEqual(1600);
+  });
+
   it("draws a collapsed lane's calls (and its subagents') as ticks, and a window only what is in it", () => {
     const plan = cf.plan(big);
     try {

@@ -46,6 +46,12 @@ interface Picture {
   fit?: number;
 }
 
+/**
+ * A --fit picture's most height, from its width: as tall as wide, and at least this. Lanes and
+ * rows get lower to fit; rows that still do not are left out, and the picture says so.
+ */
+const MIN_FIT_HEIGHT = 800;
+
 /** Widest --fit: past this a fitted picture is no overview any more. */
 const MAX_FIT_WIDTH = 100_000;
 
@@ -70,7 +76,9 @@ export function register(program: Command): void {
     .option("--rollout <id>", "draw only the rollout with this rollout_id")
     .option(
       "--fit <width>",
-      `zoom out until the picture is this many px wide (calls become marks); at least ${MIN_FIT_WIDTH}`,
+      `zoom out until the picture is this many px wide (calls become marks), and at most as tall ` +
+        `(${MIN_FIT_HEIGHT} px at least; rows that do not fit are left out, and the picture says how many); ` +
+        `at least ${MIN_FIT_WIDTH}`,
     )
     .option(
       "--layout <layout>",
@@ -122,7 +130,10 @@ function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
     );
   }
   return usePlan(cf, item.result, item.line, (plan, report) =>
-    renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }, { fit: picture.fit }),
+    renderSvg(
+      { report, forest: plan.forest, agents: plan.agents, rows: plan.rows },
+      picture.fit === undefined ? {} : { fit: picture.fit, fitHeight: Math.max(picture.fit, MIN_FIT_HEIGHT) },
+    ),
   );
 }
 
