@@ -346,8 +346,9 @@ function selectCall(index: number, scroll = true): void {
   if (plan === null || plan.forest[index] === undefined) return;
   const owner = plan.forest[index].ownerRow;
   state.call = index;
-  viewer().select({ call: index, row: owner }, scroll);
+  // the details first: beside the picture, they narrow it before it scrolls to the call
   renderDetails(element("details"), plan, index, tokenizer?.decoder ?? null);
+  viewer().select({ call: index, row: owner }, scroll);
   if (owner >= 0) showRow(owner, false);
 }
 
@@ -613,7 +614,11 @@ function wire(): void {
     element<HTMLInputElement>("packed-toggle").checked = false;
     showPacked();
     if (found.kind === "row") selectRow(found.row);
-    else selectCall(found.kind === "call" ? found.index : found.first);
+    else {
+      const index = found.kind === "call" ? found.index : found.first;
+      selectCall(index);
+      viewer().reveal(index); // a readable zoom, the details beside it
+    }
   };
   find.addEventListener("keydown", (event) => {
     if (event.key === "Enter") runFind();

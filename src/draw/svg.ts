@@ -150,12 +150,27 @@ export function laneText(lane: Pick<Lane, "name" | "mode">, chars: number): stri
   return `${lane.name} · ${clip(lane.mode, chars - name.length - 3)}`;
 }
 
-/** A collapsed lane's label: what it holds. */
-export function collapsedText(lane: Lane): string {
-  const more = lane.agents > 1 ? ` +${lane.agents - 1} agent${lane.agents === 2 ? "" : "s"}` : "";
-  return `▸ ${lane.name}${more} · ${countOf(lane.calls, "call")}`;
+/**
+ * A collapsed lane's label in at most `chars` characters: what it holds. The counts are never cut;
+ * the words ("agents", "calls") give way first, then the middle of the name, then the name.
+ */
+export function collapsedLabel(lane: Pick<Lane, "name" | "agents" | "calls">, chars: number): string {
+  const more = lane.agents - 1;
+  const counts = [
+    `${more > 0 ? ` +${countOf(more, "agent")}` : ""} · ${countOf(lane.calls, "call")}`,
+    `${more > 0 ? ` +${more}` : ""} · ${countOf(lane.calls, "call")}`,
+    `${more > 0 ? ` +${more}` : ""} · ${lane.calls}`,
+  ];
+  const name = Array.from(lane.name).length;
+  for (const tail of counts) if (name + tail.length <= chars) return lane.name + tail;
+  for (const tail of counts) {
+    const room = chars - tail.length;
+    const shown = clipMiddle(lane.name, room);
+    if (shown !== "" && room >= Math.min(name, 4)) return shown + tail;
+  }
+  const bare = counts[2].replace(/^ · /, "").trim();
+  return bare.length <= chars ? bare : "";
 }
-
 /**
  * Where a lane's label is repeated: about every LABEL_EVERY_PX along the lane, only near the
  * lane's own calls (at most two per call), so a scrolled view names the lanes it shows calls in
@@ -194,7 +209,7 @@ function lanes(plan: DrawablePlan, l: Layout, view: View): string[] {
         text(
           MARGIN,
           baseline,
-          lane.collapsed ? clip(collapsedText(lane), chars) : laneText(lane, chars),
+          lane.collapsed ? `▸ ${collapsedLabel(lane, chars - 2)}` : laneText(lane, chars),
           "cf-lane-label",
         ),
       );
