@@ -1,7 +1,7 @@
 // Options and checks shared by the commands that read rollouts.
 import { fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
-import type { Command } from "commander";
+import type { Command } from "./vendor.js";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
 import { tokenDirectory } from "../formats/tokens-dir.js";
 import { inputName } from "../formats/text.js";

@@ -2,19 +2,9 @@
 // built-in deterministic model server, then prints the rewrite boundaries the controller recorded
 // and the training rows the core plans from the evidence, with a legend for every column.
 import { readFileSync } from "node:fs";
-import type { Command } from "commander";
-import {
-  createModelClient,
-  identityPolicy,
-  parseContextHistory,
-  recencyPolicy,
-  rolling,
-  runAgent,
-  turnChunked,
-  type GuardConfig,
-  type Policy,
-  type ScheduleConfig,
-} from "../../compaction/index.js";
+import type { Command } from "../vendor.js";
+import type { GuardConfig, Policy, ScheduleConfig } from "../../compaction/index.js";
+import { loadFeature } from "../../optional-dependency.js";
 import { init } from "../../index.js";
 import { UsageError } from "../errors.js";
 import { countOf } from "../../messages.js";
@@ -76,7 +66,15 @@ export function register(program: Command): void {
   });
 }
 
-function policyFor(name: string, keepImages: number, keepReasoning: number): Policy {
+/** The agent runtime: loaded when the command runs (its packages are optional, see optional-dependency.ts). */
+type Runtime = typeof import("../../compaction/index.js");
+
+function policyFor(
+  { identityPolicy, recencyPolicy }: Runtime,
+  name: string,
+  keepImages: number,
+  keepReasoning: number,
+): Policy {
   const images = { keepLastGroups: keepImages, protectInitialContext: true };
   const reasoning = { keepLastBlocks: keepReasoning, keepFirstBlock: false };
   switch (name) {
@@ -112,7 +110,8 @@ interface Setup {
   guards?: GuardConfig;
 }
 
-function setupFrom(options: AgentDemoOptions): Setup {
+function setupFrom(runtime: Runtime, options: AgentDemoOptions): Setup {
+  const { parseContextHistory, rolling, turnChunked } = runtime;
   if (options.config !== undefined) {
     const others = (["policy", "schedule", "actionsPerChunk", "keepImages", "keepReasoning", "guards"] as const).filter(
       (k) => options[k] !== undefined,
@@ -148,7 +147,7 @@ function setupFrom(options: AgentDemoOptions): Setup {
     options.keepImages === undefined ? 2 : parseInteger("--keep-images", options.keepImages, { min: 0 });
   const keepReasoning =
     options.keepReasoning === undefined ? 2 : parseInteger("--keep-reasoning", options.keepReasoning, { min: 0 });
-  const policy = policyFor(name, keepImages, keepReasoning);
+  const policy = policyFor(runtime, name, keepImages, keepReasoning);
   if (!(SCHEDULES as readonly string[]).includes(scheduleName))
     throw new UsageError(`unknown --schedule '${scheduleName}': expected ${SCHEDULES.join(", ")}`);
   if (scheduleName === "rolling" && options.actionsPerChunk !== undefined) {
@@ -203,10 +202,13 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const turns = parseInteger("--turns", options.turns);
   const seed = parseInteger("--seed", options.seed, { min: 0 });
   const backend = parseBackend(options.backend);
-  const { label, policy, schedule, guards } = setupFrom(options);
+  const [runtime, { createGridWorld, startModelServer }] = await loadFeature(
+    "the compaction test bed (callforest/compaction/testbed)",
+    () => Promise.all([import("../../compaction/index.js"), import("../../compaction/testbed/index.js")]),
+  );
+  const { createModelClient, runAgent } = runtime;
+  const { label, policy, schedule, guards } = setupFrom(runtime, options);
 
-  // The test bed carries a BPE tokenizer's tables: loaded only when this command runs.
-  const { createGridWorld, startModelServer } = await import("../../compaction/testbed/index.js");
   const server = await startModelServer({ seed });
   let out = "";
   try {

@@ -9,7 +9,7 @@
 // (forest.r.2.svg, forest.rollout.3.svg). Written paths are printed one a line.
 import { writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { init, type Callforest } from "../../index.js";
 import { readRollouts, type ReadItem } from "../../formats/read.js";
 import { reportOfImportRejection, usePlan } from "../../formats/index.js";

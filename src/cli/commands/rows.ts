@@ -2,7 +2,7 @@
 // The work is in src/ingest (streaming reader, WASM scanner, worker threads); this module is the
 // command line around it.
 import { availableParallelism } from "node:os";
-import { Option, type Command } from "commander";
+import { Option, type Command } from "../vendor.js";
 import { WORKERS_FROM_BYTES, inputSize, runRows } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
 import { DEFAULT_CHUNK } from "../../ingest/batches.js";
@@ -25,6 +25,7 @@ import { countOf } from "../../messages.js";
 import { parseRowsOutput, type RowsOutput } from "../output-format.js";
 import type { ByteSink } from "../../ingest/sink.js";
 import type { ColumnarWriter } from "../../columnar/types.js";
+import { loadFeature, loadFeatureSync } from "../../optional-dependency.js";
 
 interface RowsOptions extends InputOptions {
   output?: string;
@@ -132,11 +133,15 @@ async function openColumnar(
     rowGroupRows: output.rowGroupRows,
   };
   const bytes = { write: (chunk: Uint8Array) => sink.write(chunk) };
+  // Checked here, in one line, before the encoder thread would fail on a missing package.
+  const [{ ColumnarWriter }, { parquetWasmPath }] = await loadFeature("Parquet and Arrow output", () =>
+    Promise.all([import("../../columnar/writer.js"), import("../../columnar/load-node.js")]),
+  );
   if (output.format === "parquet") {
+    loadFeatureSync("Parquet and Arrow output", parquetWasmPath);
     const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
     return new ThreadedColumnarWriter(options, bytes);
   }
-  const { ColumnarWriter } = await import("../../columnar/writer.js");
   return new ColumnarWriter(options, bytes, null);
 }
 

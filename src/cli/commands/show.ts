@@ -1,5 +1,5 @@
 // `callforest show`: each rollout's forest and rows table, readable in a terminal.
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { init } from "../../index.js";
 import { readRollouts } from "../../formats/read.js";
 import { usePlan } from "../../formats/index.js";
