@@ -2,14 +2,8 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import {
-  FROM_OPTIONS,
-  parseFrom,
-  reportOfImportRejection,
-  usePlan,
-  planImported,
-  type FromOption,
-} from "../src/formats/index.js";
+import { FROM_OPTIONS, parseFrom, type FromOption } from "../src/formats/index.js";
+import { reportOfImportRejection, usePlan, planImported } from "../src/plan-imported.js";
 import {
   XML_DECLARATION,
   binsSavingsLine,

@@ -3,9 +3,9 @@ import { fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type Stats 
 import { basename, dirname, resolve } from "node:path";
 import type { Command } from "./vendor.js";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
-import { tokenDirectory } from "../formats/tokens-dir.js";
+import { tokenDirectory } from "../ingest/tokens-dir.js";
 import { inputName } from "../formats/text.js";
-import type { ReadOptions } from "../formats/read.js";
+import type { ReadOptions } from "../ingest/read.js";
 import { reasonOf } from "../ingest/file-error.js";
 import { standardStream } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
@@ -80,7 +80,7 @@ export function parseInteger(option: string, text: string, { min = 1, max = Numb
   return value;
 }
 
-/** What an INPUT argument may be, for --help (the rules of src/formats/read.ts). */
+/** What an INPUT argument may be, for --help (the rules of src/ingest/read.ts). */
 export function inputHelp(stdinDefault: boolean): string {
   return (
     ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout or an array of them), " +

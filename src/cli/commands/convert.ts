@@ -2,7 +2,7 @@
 // One output line per accepted input value; each rejected one is one stderr line naming
 // file:line and reason, and the rest go on.
 import type { Command } from "../vendor.js";
-import { readRollouts, rolloutToJson } from "../../formats/read.js";
+import { readRollouts, rolloutToJson } from "../../ingest/read.js";
 import { inputsOrStdin } from "../../formats/text.js";
 import { errorLine, oneLine, rejectionLine } from "../../messages.js";
 import { withSinks } from "../../ingest/sink.js";
