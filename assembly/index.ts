@@ -14,6 +14,9 @@ import { buildRows, links, pathBuffer, rowTable } from "./rows";
 export { pack, packLayoutAddress } from "./packed";
 import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
 export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./codes";
+// The record layouts the host reads (for test/core/record-layout.test.ts).
+export { R_SHIFT, R_LEAF, R_PATH_OFF, R_PATH_LEN, R_TOKENS, R_TOKEN_PTR, R_LOGPROB_PTR, R_MASK_PTR } from "./rows";
+export { P_SHIFT, P_TOKEN_PTR, P_POSITION_PTR, P_LOGPROB_PTR, P_MASK_PTR } from "./packed";
 
 const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));

@@ -10,12 +10,14 @@ import {
   callField, nodeField,
 } from "./tree";
 
-// Record entry (16 bytes) of the table pack() returns: where each record's arrays are.
-const P_SHIFT: usize = 4;
-const P_TOKEN_PTR: usize = 0; // i32[numTokens]
-const P_POSITION_PTR: usize = 4; // i32[numTokens]
-const P_LOGPROB_PTR: usize = 8; // f32[numTokens]
-const P_MASK_PTR: usize = 12; // u8[ceil(numTokens / 8)]
+// Record entry (16 bytes) of the table pack() returns: where each record's arrays are. The host
+// reads it by PACK_* in src/core/wasm-core.ts; index.ts exports these for
+// test/core/record-layout.test.ts, which fails when the two disagree.
+export const P_SHIFT: usize = 4;
+export const P_TOKEN_PTR: usize = 0; // i32[numTokens]
+export const P_POSITION_PTR: usize = 4; // i32[numTokens]
+export const P_LOGPROB_PTR: usize = 8; // f32[numTokens]
+export const P_MASK_PTR: usize = 12; // u8[ceil(numTokens / 8)]
 
 // The host's layout: `segments` (call, from, trained) triples, then `records + 1` segment starts.
 let layout: usize = 0;

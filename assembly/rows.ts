@@ -10,8 +10,9 @@ import {
 } from "./tree";
 
 // Row record (32 bytes) in the row table read by the host (ROW_* in src/core/wasm-core.ts: the
-// same fields as i32 indices).
-const R_SHIFT: usize = 5; // log2 of the record size
+// same fields as i32 indices); index.ts exports these for test/core/record-layout.test.ts, which
+// fails when the two disagree.
+export const R_SHIFT: usize = 5; // log2 of the record size
 export const R_LEAF: i32 = 0;
 export const R_PATH_OFF: i32 = 4; // first entry of the path (root first) in the path buffer
 export const R_PATH_LEN: i32 = 8;

@@ -8,7 +8,7 @@ import { appendFileSync, mkdtempSync, rmSync, statSync, writeFileSync } from "no
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { encodeRoutedExperts } from "../src/plan/routed-experts.js";
+import { encodeRoutedExperts } from "../src/codecs/routed-experts.js";
 import { generateRollout } from "./generate.js";
 
 const LAYERS = 48;

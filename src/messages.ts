@@ -1,6 +1,6 @@
 // Messages: one-line words for errors, values, calls and rejections, shared by every module that
 // names what and where.
-import { formatFloat32 } from "./output/float32.js";
+import { formatFloat32 } from "./codecs/float32.js";
 
 /** "1 row", "2 rows" ("1 leaf", "2 leaves" with `plural`). */
 export function countOf(n: number, noun: string, plural = `${noun}s`): string {

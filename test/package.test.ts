@@ -1,10 +1,21 @@
-// The package as users get it after `npm ci` (which builds dist/ and build/*.wasm): the bin, the
-// quick-start demo, and loading from CommonJS (possible only because init() uses no top-level await).
-import { describe, expect, it } from "vitest";
+// The package as users get it: in a clone after `npm ci` and a build (npm start and npm test build
+// when stale), and installed from the packed tarball into a project with nothing else (no
+// dependency, no install script, a one-line message naming what an optional feature needs).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { OPTIONAL_PACKAGES, type OptionalPackage } from "../src/optional-dependency.js";
 
 const root = new URL("..", import.meta.url).pathname;
 
@@ -12,8 +23,127 @@ function run(args: string[]) {
   return spawnSync(process.execPath, args, { cwd: root, encoding: "utf8" });
 }
 
+/** The installed package's unpacked size (bytes): its own files, as the tarball holds them. */
+const MAX_INSTALLED_BYTES = 6 * 2 ** 20;
+
+interface Consumer {
+  dir: string;
+  /** What `npm install` printed. */
+  installLog: string;
+  tarballBytes: number;
+  unpackedBytes: number;
+}
+
+/**
+ * A fresh project that installed the packed tarball, offline (from npm's cache), with nothing
+ * else: callforest has no dependency, and its optional peers are not installed. The tarball is
+ * packed from the dist/ and build/ this checkout has (--ignore-scripts: prepack would rebuild).
+ */
+function installIntoConsumer(): Consumer {
+  const dir = mkdtempSync(join(tmpdir(), "callforest-consumer-"));
+  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "consumer", private: true, type: "module" }));
+  const [pack] = JSON.parse(
+    execFileSync("npm", ["pack", "--json", "--ignore-scripts", "--pack-destination", dir], {
+      cwd: root,
+      encoding: "utf8",
+    }),
+  );
+  const install = spawnSync("npm", ["install", "--offline", "--no-audit", "--no-fund", join(dir, pack.filename)], {
+    cwd: dir,
+    encoding: "utf8",
+  });
+  if (install.status !== 0) throw new Error(`npm install of the tarball failed:\n${install.stderr}`);
+  return {
+    dir,
+    installLog: install.stdout + install.stderr,
+    tarballBytes: pack.size,
+    unpackedBytes: pack.unpackedSize,
+  };
+}
+
+let consumer: Consumer;
+beforeAll(() => {
+  consumer = installIntoConsumer();
+}, 120_000);
+afterAll(() => {
+  if (consumer !== undefined) rmSync(consumer.dir, { recursive: true, force: true });
+});
+
+/** Runs node in the consumer project. */
+function inConsumer(args: string[]) {
+  return spawnSync(process.execPath, args, { cwd: consumer.dir, encoding: "utf8" });
+}
+
+describe("the installed tarball", () => {
+  it(`installs alone, runs no script, and is under ${MAX_INSTALLED_BYTES >> 20} MB unpacked`, () => {
+    const installed = readdirSync(join(consumer.dir, "node_modules")).filter((name) => !name.startsWith("."));
+    expect(installed).toEqual(["callforest"]);
+    // npm warns of a package's install scripts (prepare included) that allowScripts does not cover
+    expect(consumer.installLog).not.toMatch(/install-scripts|allowScripts/);
+    const manifest = JSON.parse(readFileSync(join(consumer.dir, "node_modules/callforest/package.json"), "utf8"));
+    expect(manifest.dependencies ?? {}).toEqual({});
+    expect(Object.keys(manifest.scripts ?? {}).filter((name) => /install|prepare/.test(name))).toEqual([]);
+    expect(consumer.unpackedBytes).toBeLessThan(MAX_INSTALLED_BYTES);
+  });
+
+  it("plans, and writes JSONL rows, with no other package installed", () => {
+    const script =
+      "import { init, rowToJson } from 'callforest'; import { readFileSync } from 'node:fs';" +
+      "const cf = await init();" +
+      "const plan = cf.plan(JSON.parse(readFileSync('node_modules/callforest/examples/login-bug.json', 'utf8')));" +
+      "console.log(cf.backend, plan.report.rows, rowToJson(plan.rows[0], 'bits').slice(0, 25));";
+    const result = inConsumer(["--input-type=module", "-e", script]);
+    expect([result.stderr, result.stdout.trim()]).toEqual(["", 'wasm 5 {"rollout_id":"login-bug"']);
+    const cli = inConsumer(["node_modules/.bin/callforest", "demo"]);
+    expect([cli.status, cli.stderr]).toEqual([0, ""]);
+    expect(cli.stdout).toContain("every generated token trained exactly once: 21 of 21");
+  });
+
+  it("says in one line what to install for Parquet and Arrow output, the agent runtime and tokenizers", () => {
+    const api = inConsumer([
+      "--input-type=module",
+      "-e",
+      "import { init, toParquet } from 'callforest'; const cf = await init();" +
+        "const plan = cf.plan({ rollout_id: 'r', reward: 0, calls: [] });" +
+        "await toParquet(plan).catch((e) => console.log(e.name + ': ' + e.message));",
+    ]);
+    const columnar =
+      "Parquet and Arrow output needs apache-arrow and parquet-wasm, not installed: " +
+      "npm install apache-arrow@21.2.0 parquet-wasm@0.8.0";
+    expect([api.stderr, api.stdout]).toEqual(["", `MissingDependencyError: ${columnar}\n`]);
+    const example = "node_modules/callforest/examples/login-bug.json";
+    for (const [argv, message] of [
+      [["rows", example, "-o", "rows.parquet"], columnar],
+      [["rows", example, "--format", "arrow", "--quiet"], columnar],
+      [
+        ["agent-demo"],
+        "the compaction test bed (callforest/compaction/testbed) needs yaml, image-size, fast-png and " +
+          "gpt-tokenizer, not installed: npm install yaml@2.9.1 image-size@2.1.0 fast-png@8.0.0 gpt-tokenizer@4.0.0",
+      ],
+      [
+        ["view", "--tokenizer", "o200k_base"],
+        "view --tokenizer with an OpenAI encoding needs gpt-tokenizer, not installed: npm install gpt-tokenizer@4.0.0",
+      ],
+    ] as const) {
+      const run = inConsumer(["node_modules/.bin/callforest", ...argv]);
+      expect([argv, run.status, run.stderr]).toEqual([argv, 2, `callforest: ${message}\n`]);
+    }
+    expect(readdirSync(consumer.dir).filter((name) => name.startsWith("rows"))).toEqual([]);
+  });
+
+  it("declares as optional peers exactly the packages optional-dependency.ts names, at those versions", () => {
+    const manifest = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+    expect(manifest.peerDependencies).toEqual(OPTIONAL_PACKAGES);
+    expect(Object.keys(manifest.peerDependenciesMeta).sort()).toEqual(Object.keys(OPTIONAL_PACKAGES).sort());
+    for (const name of Object.keys(OPTIONAL_PACKAGES)) {
+      expect([name, manifest.peerDependenciesMeta[name]]).toEqual([name, { optional: true }]);
+      expect([name, manifest.devDependencies[name]]).toEqual([name, OPTIONAL_PACKAGES[name as OptionalPackage]]);
+    }
+  });
+});
+
 describe("the built package", () => {
-  it("has been built (npm ci runs prepare)", () => {
+  it("has been built (npm run build; npm start and npm test build when stale)", () => {
     for (const file of ["dist/index.js", "dist/cli/main.js", "build/core-simd.wasm", "build/core-scalar.wasm"]) {
       expect(existsSync(root + file), `${file} is missing: run npm run build`).toBe(true);
     }
@@ -64,13 +194,18 @@ describe("the built package", () => {
     ).toEqual([]);
   });
 
-  it("runs the README's example as written and prints what the README shows", () => {
+  it("runs the README's example as pasted, in the clone and in a project that installed the tarball", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");
     const example = /## Example\n\n```js\n([\s\S]*?)```\n\nprints\n\n```\n([\s\S]*?)```/.exec(readme);
     expect(example, "README.md has an ## Example with a js block and what it prints").not.toBeNull();
-    const result = run(["--input-type=module", "-e", example![1]]);
-    expect(result.stderr).toBe("");
-    expect(result.stdout).toBe(example![2]);
+    for (const cwd of [root, consumer.dir]) {
+      const result = spawnSync(process.execPath, ["--input-type=module", "-e", example![1]], {
+        cwd,
+        encoding: "utf8",
+      });
+      expect([cwd, result.stderr]).toEqual([cwd, ""]);
+      expect(result.stdout).toBe(example![2]);
+    }
   });
 
   it("runs the compaction snippet against the exported test bed", () => {

@@ -1,7 +1,7 @@
 // The lane labels as HTML beside the picture, sticky at its left edge, so a scrolled or zoomed
 // view always names its lanes; each carries the button that collapses (▾) or expands (▸) the lane
 // with its subagents.
-import { clipMiddle, type Layout } from "../src/draw/index.js";
+import { clipMiddle, collapsedLabel, type Layout } from "../src/draw/index.js";
 
 /** Characters of a label in the gutter (the layout's gutter width, less the button). */
 function labelChars(l: Layout): number {
@@ -29,10 +29,7 @@ export function renderGutter(host: HTMLElement, l: Layout): void {
     const what = lane.subagents > 0 ? ` and its ${lane.subagents} subagent${lane.subagents === 1 ? "" : "s"}` : "";
     button.title = `${lane.collapsed ? "expand" : "collapse"} ${lane.name}'s lane${what}`;
     const label = document.createElement("span");
-    const text = lane.collapsed
-      ? `${lane.name}${lane.agents > 1 ? ` +${lane.agents - 1}` : ""} · ${lane.calls} calls`
-      : lane.label;
-    label.textContent = clipMiddle(text, chars);
+    label.textContent = lane.collapsed ? collapsedLabel(lane, chars) : clipMiddle(lane.label, chars);
     label.title = lane.label;
     tag.append(button, label);
     fragment.append(tag);

@@ -2,14 +2,8 @@
 // picture, the report, the rows and one row's tokens. Nothing is sent anywhere: the only fetches
 // are the page's own inlined assets and, from `callforest view`, the preloaded file (same origin).
 import { init, reportToJson, rowToJson, type Callforest, type Plan, type Report } from "../src/browser.js";
-import {
-  FROM_OPTIONS,
-  parseFrom,
-  reportOfImportRejection,
-  usePlan,
-  planImported,
-  type FromOption,
-} from "../src/formats/index.js";
+import { FROM_OPTIONS, parseFrom, type FromOption } from "../src/formats/index.js";
+import { reportOfImportRejection, usePlan, planImported } from "../src/plan-imported.js";
 import {
   XML_DECLARATION,
   binsSavingsLine,
@@ -352,8 +346,9 @@ function selectCall(index: number, scroll = true): void {
   if (plan === null || plan.forest[index] === undefined) return;
   const owner = plan.forest[index].ownerRow;
   state.call = index;
-  viewer().select({ call: index, row: owner }, scroll);
+  // the details first: beside the picture, they narrow it before it scrolls to the call
   renderDetails(element("details"), plan, index, tokenizer?.decoder ?? null);
+  viewer().select({ call: index, row: owner }, scroll);
   if (owner >= 0) showRow(owner, false);
   // A call with a prefix break shows it.
   const id = plan.forest[index].id;
@@ -650,7 +645,11 @@ function wire(): void {
     element<HTMLInputElement>("packed-toggle").checked = false;
     showPacked();
     if (found.kind === "row") selectRow(found.row);
-    else selectCall(found.kind === "call" ? found.index : found.first);
+    else {
+      const index = found.kind === "call" ? found.index : found.first;
+      selectCall(index);
+      viewer().reveal(index); // a readable zoom, the details beside it
+    }
   };
   find.addEventListener("keydown", (event) => {
     if (event.key === "Enter") runFind();

@@ -194,6 +194,27 @@ export class ForestViewer {
     this.mark();
   }
 
+  /**
+   * Brings a call into view readably: at the detail scale (boxes with ids) when the picture shows
+   * marks, centred on the call; already readable, only scrolled to it. The page scrolls to the
+   * picture too. Select the call first (that expands a lane it is folded into).
+   */
+  reveal(index: number): void {
+    const call = this.plan?.forest[index];
+    if (call === undefined || this.l === null) return;
+    if (!this.l.scale.labels) {
+      this.col = COL;
+      this.relayout((n) => {
+        const lane = n.laneOf.get(call.agent)!;
+        return {
+          left: n.x.get(call.id)! + n.scale.boxW / 2 - (this.host.clientWidth + n.left) / 2,
+          top: lane.y + lane.height / 2 - this.host.clientHeight / 2,
+        };
+      });
+    }
+    this.host.scrollIntoView({ block: "nearest" });
+  }
+
   /** Scrolls so the rectangle is in view (centred when it was not). */
   private scrollToShow(x: number, y: number, w: number, h: number): void {
     const host = this.host;

@@ -1,4 +1,4 @@
-// float32 → the exact text of src/output/float32.ts formatFloat32: for precision p = 1..9 take
+// float32 → the exact text of src/codecs/float32.ts formatFloat32: for precision p = 1..9 take
 // x.toPrecision(p) (nearest p-digit decimal, ties away from zero), keep the first whose
 // Math.fround(Number(...)) is x, and print it as JavaScript's String(number) does.
 // Exact integer arithmetic on the 10-digit truncation of x; magnitudes outside [1e-13, 1e10)

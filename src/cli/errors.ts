@@ -1,6 +1,7 @@
 // Errors the CLI turns into a one-line message and an exit code (never a stack trace):
 //   1   --strict and some input was rejected (StrictFailure)
-//   2   bad arguments (UsageError) or a file that cannot be read or written (FileError, or any
+//   2   bad arguments (UsageError), a feature's package not installed (MissingDependencyError),
+//       or a file that cannot be read or written (FileError, or any
 //       Node system error such as ENOENT, EACCES, EISDIR, ENOSPC), or no WebAssembly instance to
 //       be had (CoreUnavailableError: the process's address space)
 //   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
@@ -8,6 +9,7 @@
 import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
 import { CoreUnavailableError } from "../core/errors.js";
 import { errorLine } from "../messages.js";
+import { MissingDependencyError } from "../optional-dependency.js";
 
 /** Bad arguments or unreadable files: exit 2. */
 export class UsageError extends Error {
@@ -67,6 +69,8 @@ export function failureOf(error: unknown): Failure {
   if (error instanceof UsageError || error instanceof StrictFailure)
     return { exitCode: error.exitCode, message: errorLine(error) };
   if (error instanceof FileError) return { exitCode: 2, message: errorLine(error) };
+  // A feature's optional package is not installed: the line says what to install.
+  if (error instanceof MissingDependencyError) return { exitCode: 2, message: error.message };
   // A limit of this machine or process (address space), not a bug in callforest.
   if (error instanceof CoreUnavailableError) return { exitCode: 2, message: errorLine(error) };
   if (isSystemError(error)) return { exitCode: 2, message: systemMessage(error) };

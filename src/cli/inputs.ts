@@ -1,11 +1,11 @@
 // Options and checks shared by the commands that read rollouts.
 import { fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
-import type { Command } from "commander";
+import type { Command } from "./vendor.js";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
-import { tokenDirectory } from "../formats/tokens-dir.js";
+import { tokenDirectory } from "../ingest/tokens-dir.js";
 import { inputName } from "../formats/text.js";
-import type { ReadOptions } from "../formats/read.js";
+import type { ReadOptions } from "../ingest/read.js";
 import { reasonOf } from "../ingest/file-error.js";
 import { standardStream } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
@@ -80,7 +80,7 @@ export function parseInteger(option: string, text: string, { min = 1, max = Numb
   return value;
 }
 
-/** What an INPUT argument may be, for --help (the rules of src/formats/read.ts). */
+/** What an INPUT argument may be, for --help (the rules of src/ingest/read.ts). */
 export function inputHelp(stdinDefault: boolean): string {
   return (
     ".jsonl (one rollout a line; blank lines are skipped but counted), .json (one rollout or an array of them), " +
@@ -194,6 +194,18 @@ function whereCreated(path: string, depth = 0): string {
  * Fails before any output is written when an input, `--from`, `--media-token` or the token
  * directory cannot be used.
  */
+/**
+ * Reading stdin from a terminal looks like a hang to whoever forgot the file name: say what the
+ * command waits for.
+ */
+function noteTerminalStdin(): void {
+  if (process.stdin.isTTY !== true) return;
+  process.stderr.write(
+    "callforest: reading rollouts from stdin (a terminal): paste JSONL and end with Ctrl-D, " +
+      "or name a file (--help for usage)\n",
+  );
+}
+
 export function checkInputs(inputs: readonly string[], options: ReadArguments): ReadOptions & { from: FromOption } {
   const from = parseFrom(options.from);
   if (from === null)
@@ -210,6 +222,7 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
     }
     if (isDirectory) throw new UsageError(`cannot read ${inputName(input)}: is a directory`);
   }
+  if (inputs.includes("-")) noteTerminalStdin();
   if (options.tokens === undefined) {
     if (from === "gym-observed")
       throw new UsageError("--from gym-observed needs --tokens DIR (the <rollout_id>.tokens.jsonl files)");

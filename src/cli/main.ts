@@ -1,6 +1,6 @@
 // The `callforest` command line: one module per command under ./commands.
 import { readFileSync } from "node:fs";
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError } from "./vendor.js";
 import { failureOf } from "./errors.js";
 import { outputFailureOf, watchStdio } from "./stdio.js";
 

@@ -10,7 +10,11 @@ export type RowsFormat = "jsonl" | "parquet" | "arrow" | "arrows";
 
 const FORMATS: readonly RowsFormat[] = ["jsonl", "parquet", "arrow", "arrows"];
 
-/** File name endings that say the format (others say nothing: --format decides, default jsonl). */
+/**
+ * File name endings that say the format. A name with no ending says nothing (--format decides,
+ * default jsonl); any other ending (`.csv`, a typo like `.parqet`) is a usage error unless
+ * --format says what to write, so a misspelt name never silently gets JSONL.
+ */
 const BY_EXTENSION: Record<string, RowsFormat> = {
   ".jsonl": "jsonl",
   ".ndjson": "jsonl",
@@ -40,8 +44,15 @@ export function parseRowsOutput(args: OutputArguments): RowsOutput {
   if (args.format !== undefined && !FORMATS.includes(args.format as RowsFormat)) {
     throw new UsageError(`unknown --format '${args.format}': expected ${FORMATS.join(", ")}`);
   }
-  const named = args.output === undefined ? undefined : BY_EXTENSION[extname(args.output).toLowerCase()];
+  const ending = args.output === undefined ? "" : extname(args.output).toLowerCase();
+  const named = BY_EXTENSION[ending];
   const given = args.format as RowsFormat | undefined;
+  if (ending !== "" && named === undefined && given === undefined) {
+    throw new UsageError(
+      `-o ${args.output}: unknown file ending '${ending}': expected ${Object.keys(BY_EXTENSION).join(", ")}, ` +
+        "or say what to write with --format",
+    );
+  }
   if (named !== undefined && given !== undefined && named !== given) {
     throw new UsageError(
       `-o ${args.output} names ${named} output but --format is ${given}: rename the file or drop --format`,

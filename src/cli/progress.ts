@@ -1,19 +1,8 @@
 // A progress bar on stderr for long `rows` runs: rollouts, MB read, rows, MB/s and an ETA from
 // the input size. Only on a terminal; never in pipes, logs or tests.
 import { fstatSync, statSync } from "node:fs";
-import { createRequire } from "node:module";
 import { descriptorOf } from "../ingest/sink.js";
-
-interface Bar {
-  start(total: number, value: number, payload: Record<string, unknown>): void;
-  update(value: number, payload: Record<string, unknown>): void;
-  stop(): void;
-}
-
-interface CliProgress {
-  SingleBar: new (options: Record<string, unknown>, preset?: unknown) => Bar;
-  Presets: { shades_classic: unknown };
-}
+import { Presets, SingleBar } from "./vendor.js";
 
 export interface ProgressCounts {
   rollouts: number;
@@ -69,7 +58,6 @@ export function startProgress(
   stream: NodeJS.WriteStream = process.stderr,
 ): Progress {
   if (quiet || !stream.isTTY) return SILENT;
-  const { SingleBar, Presets } = createRequire(import.meta.url)("cli-progress") as CliProgress;
   const known = totalBytes !== null && totalBytes > 0;
   const format = known
     ? "{bar} {percentage}% | {rollouts} rollouts | {read}/{size} MB | {rows} rows | {speed} MB/s | ETA {eta_formatted}"

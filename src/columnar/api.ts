@@ -5,6 +5,7 @@
 import type { Table } from "apache-arrow";
 import type { PackedBin, PackedTree, Plan, Row } from "../types.js";
 import { layoutOf, type Layout, type RecordOf } from "./schema.js";
+import { loadFeature } from "../optional-dependency.js";
 import type { ByteOutput, ColumnarFormat, ColumnarWriter, ParquetCompression } from "./types.js";
 
 export type { ByteOutput, ColumnarFormat, ColumnarWriter, ParquetCompression } from "./types.js";
@@ -89,14 +90,20 @@ function joined(chunks: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
+/** Loads what columnar output needs (apache-arrow, parquet-wasm), naming them when missing. */
+function loadColumnar<T>(load: () => Promise<T>): Promise<T> {
+  return loadFeature("Parquet and Arrow output", load);
+}
+
 /**
  * The API, loading parquet-wasm with `loadParquet` when Parquet is first asked for (typed
  * loosely here so that the package's declarations never reach parquet-wasm's).
  */
 export function columnarApi(loadParquet: () => Promise<unknown>): ColumnarApi {
   const createColumnarWriter: ColumnarApi["createColumnarWriter"] = async (output, options) => {
-    const { ColumnarWriter } = await import("./writer.js");
-    const pq = options.format === "parquet" ? ((await loadParquet()) as import("./parquet.js").ParquetModule) : null;
+    const { ColumnarWriter } = await loadColumnar(() => import("./writer.js"));
+    const pq =
+      options.format === "parquet" ? ((await loadColumnar(loadParquet)) as import("./parquet.js").ParquetModule) : null;
     return new ColumnarWriter(options, output, pq);
   };
   /** Every byte `format` gives for the input, through the same writer the CLI streams with. */
@@ -114,7 +121,9 @@ export function columnarApi(loadParquet: () => Promise<unknown>): ColumnarApi {
   };
   return {
     async toArrowTable(input, options = {}) {
-      const [{ GroupCutter }, { tableOf }] = await Promise.all([import("./writer.js"), import("./arrow.js")]);
+      const [{ GroupCutter }, { tableOf }] = await loadColumnar(() =>
+        Promise.all([import("./writer.js"), import("./arrow.js")]),
+      );
       const { layout, records } = recordsOf(input, options.layout);
       const cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes);
       const groups = [];

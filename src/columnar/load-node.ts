@@ -6,10 +6,15 @@ import type { ParquetModule } from "./parquet.js";
 
 let loading: Promise<ParquetModule> | null = null;
 
+/** Where parquet-wasm's .wasm file is; throws MODULE_NOT_FOUND when parquet-wasm is not installed. */
+export function parquetWasmPath(): string {
+  return createRequire(import.meta.url).resolve("parquet-wasm/esm/parquet_wasm_bg.wasm");
+}
+
 export function loadParquet(): Promise<ParquetModule> {
   loading ??= (async () => {
     const pq = await import("parquet-wasm/esm");
-    const wasm = createRequire(import.meta.url).resolve("parquet-wasm/esm/parquet_wasm_bg.wasm");
+    const wasm = parquetWasmPath();
     pq.initSync({ module: readFileSync(wasm) });
     return pq;
   })();

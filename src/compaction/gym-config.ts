@@ -268,3 +268,24 @@ export function contextHistoryOf(compaction: CompactionOptions | null): ContextH
 export function compactionPolicyId(config: ContextHistoryConfig): string {
   return stableIdSync("compaction-policy", config);
 }
+
+/** The first `datasets[].jsonl_fpath` in a Gym agent config (YAML or JSON text), if any. */
+export function datasetPathOf(text: string): string | undefined {
+  return datasetPathIn(parseYaml(text));
+}
+
+function datasetPathIn(doc: unknown): string | undefined {
+  let found: string | undefined;
+  const walk = (v: unknown) => {
+    if (found !== undefined || !v || typeof v !== "object") return;
+    for (const [key, child] of Object.entries(v as Record<string, unknown>)) {
+      if (key === "datasets" && Array.isArray(child)) {
+        const entry = child.find((d) => typeof (d as { jsonl_fpath?: unknown })?.jsonl_fpath === "string");
+        if (entry) found = (entry as { jsonl_fpath: string }).jsonl_fpath;
+      } else walk(child);
+      if (found !== undefined) return;
+    }
+  };
+  walk(doc);
+  return found;
+}

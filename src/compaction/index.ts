@@ -29,7 +29,13 @@ export {
 } from "./policies.js";
 export { rolling, turnChunked, type ScheduleConfig } from "./schedules.js";
 export type { GuardConfig } from "./guards.js";
-export { compactionOf, normalizeContextHistory, parseContextHistory, type ContextHistoryConfig } from "./gym-config.js";
+export {
+  compactionOf,
+  datasetPathOf,
+  normalizeContextHistory,
+  parseContextHistory,
+  type ContextHistoryConfig,
+} from "./gym-config.js";
 export {
   rolloutFromEvidence,
   validateEvidence,

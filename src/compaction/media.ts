@@ -2,7 +2,7 @@
 // PNG, JPEG and WebP, their sizes (for the vision-token guard) read by image-size.
 import { sha256Hex } from "./digest.js";
 import { CompactionError } from "./errors.js";
-import { toBase64 } from "../output/jsonl.js";
+import { toBase64 } from "../codecs/base64.js";
 import { imageSize } from "image-size";
 
 export interface MediaRecord {

@@ -2,7 +2,11 @@
 // with identical results: the WebAssembly one (wasm-core.ts) and the pure TypeScript one
 // (ts-core.ts). The planner validates metadata; a core checks token values, links, and builds rows.
 
-/** commit() results below -1; a result >= -1 is the parent's eligible index (-1: a root). */
+/**
+ * commit() results below -1; a result >= -1 is the parent's eligible index (-1: a root). The
+ * WebAssembly core declares them in assembly/codes.ts and exports them; test/core/checks.test.ts
+ * fails when the two disagree.
+ */
 export const AMBIGUOUS_PARENT = -2;
 export const INVALID_TOKEN = -3;
 export const INVALID_LOGPROB = -4;

@@ -47,7 +47,8 @@ interface CoreExports {
   setBreaksOn(on: number): void;
 }
 
-// Row record layout shared with assembly/rows.ts (R_*, there in bytes), here in i32 units.
+// Row record layout shared with assembly/rows.ts (R_*, there in bytes), here in i32 units;
+// test/core/record-layout.test.ts fails when the two disagree (it reads RECORD_LAYOUTS below).
 const ROW_RECORD = 8;
 const ROW_LEAF = 0;
 const ROW_PATH_OFF = 1;
@@ -57,12 +58,30 @@ const ROW_TOKEN_PTR = 4;
 const ROW_LOGPROB_PTR = 5;
 const ROW_MASK_PTR = 6;
 
-// Packed record table layout shared with assembly/packed.ts (P_*, there in bytes), in i32 units.
+// Packed record table layout shared with assembly/packed.ts (P_*, there in bytes), in i32 units;
+// checked the same way.
 const PACK_RECORD = 4;
 const PACK_TOKEN_PTR = 0;
 const PACK_POSITION_PTR = 1;
 const PACK_LOGPROB_PTR = 2;
 const PACK_MASK_PTR = 3;
+
+/** The layouts above by assembly's names, in bytes, as the WebAssembly builds export them. */
+export const RECORD_LAYOUTS: Readonly<Record<string, number>> = {
+  R_SHIFT: Math.log2(ROW_RECORD * 4),
+  R_LEAF: ROW_LEAF * 4,
+  R_PATH_OFF: ROW_PATH_OFF * 4,
+  R_PATH_LEN: ROW_PATH_LEN * 4,
+  R_TOKENS: ROW_TOKENS * 4,
+  R_TOKEN_PTR: ROW_TOKEN_PTR * 4,
+  R_LOGPROB_PTR: ROW_LOGPROB_PTR * 4,
+  R_MASK_PTR: ROW_MASK_PTR * 4,
+  P_SHIFT: Math.log2(PACK_RECORD * 4),
+  P_TOKEN_PTR: PACK_TOKEN_PTR * 4,
+  P_POSITION_PTR: PACK_POSITION_PTR * 4,
+  P_LOGPROB_PTR: PACK_LOGPROB_PTR * 4,
+  P_MASK_PTR: PACK_MASK_PTR * 4,
+};
 
 /** Views of a request's records, from the table at i32 index `table`. */
 function packedViews(heap: Int32Array, request: PackRequest, table: number): CorePacked[] {

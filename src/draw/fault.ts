@@ -1,5 +1,5 @@
 // Which call a rejection is about. The planner names the call at fault first in its detail, as
-// `call "ID" (calls[N])` or, when the call has no usable id, `calls[N]` (src/rejection.ts).
+// `call "ID" (calls[N])` or, when the call has no usable id, `calls[N]` (src/plan/rejection.ts).
 import { callAtFault } from "../messages.js";
 import type { Report } from "../types.js";
 

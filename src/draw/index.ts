@@ -3,7 +3,14 @@
 // capacity), layout (the geometry the page zooms and scrolls by), faultOf (the call a rejection
 // names) and media names (short media ids, as show, the SVG and the page print them).
 // Environment-neutral: used by the CLI's `draw` and the page.
-export { XML_DECLARATION, renderSvg, type DrawablePlan, type SvgOptions, type Window } from "./svg.js";
+export {
+  XML_DECLARATION,
+  collapsedLabel,
+  renderSvg,
+  type DrawablePlan,
+  type SvgOptions,
+  type Window,
+} from "./svg.js";
 export { renderPackedSvg, type PackedDrawable, type PackedSvgOptions } from "./packed.js";
 export { renderBinsSvg, binsSavingsLine, type BinsDrawable } from "./bins.js";
 export { savingsOf, savingsLine } from "./savings.js";

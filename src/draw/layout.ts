@@ -78,6 +78,11 @@ export interface LayoutOptions {
   fit?: number;
   /** Compact scales only: lane height (the page fits lanes to its height). */
   laneH?: number;
+  /**
+   * With `fit`: the picture's most height. Lanes and rows get lower (down to FIT_MIN_LANE_H and
+   * FIT_MIN_ROW_H); rows that still do not fit are left out, and the rows' title says how many.
+   */
+  fitHeight?: number;
   /** Agents whose lanes are collapsed, each with its subagents. */
   collapsed?: ReadonlySet<string>;
 }
@@ -101,10 +106,18 @@ export interface Layout {
   x: Map<string, number>;
   cuts: Cut[];
   rowsTop: number;
+  /** Rows drawn: the first this many (all but when `fitHeight` left some out). */
+  rowsShown: number;
   mediaCuts: boolean;
   /** Whether some call has a near parent (SPEC's prefix_break), drawn as a dashed arrow. */
   nearParents: boolean;
 }
+
+/** The lowest lane and row a height-fitted picture draws (a mark of 2 px, a line of 1). */
+export const FIT_MIN_LANE_H = 4;
+export const FIT_MIN_ROW_H = 3;
+/** Space between the last lane and the first row, for the rows' title. */
+const ROWS_GAP = { labels: 40, marks: 30 };
 
 /** An agent's name for people: the unnamed agent ("") is "(no agent)". */
 export function agentName(agent: string): string {
@@ -186,10 +199,22 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
 
   let scale = options.scale ?? DETAIL;
   let width: number;
+  let rowsShown = plan.rows.length;
   if (options.fit !== undefined) {
     const room = options.fit - left - tail;
     scale = scaleAt(Math.min(COL, room / Math.max(1, columns)), options.laneH);
     width = options.fit;
+    if (options.fitHeight !== undefined && !scale.labels) {
+      const top = HEADER_H + (legendLines(mediaCuts, width) - 1) * LEGEND_LINE_H;
+      const fitted = fitToHeight(
+        scale,
+        options.fitHeight - top - ROWS_GAP.marks - MARGIN,
+        visibleLanes(order, options.collapsed),
+        plan.rows.length,
+      );
+      scale = fitted.scale;
+      rowsShown = fitted.rows;
+    }
   } else {
     if (options.laneH !== undefined && !scale.labels) scale = scaleAt(scale.col, options.laneH);
     width = Math.max(legendWidth, left + Math.round(columns * scale.col) + tail);
@@ -258,8 +283,8 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
     else if (before !== undefined && call.root) cuts.push({ ...at, reason: "context", before: before.id });
   }
 
-  const rowsTop = y + (scale.labels ? 40 : 30);
-  const height = rowsTop + plan.rows.length * scale.rowH + MARGIN;
+  const rowsTop = y + (scale.labels ? ROWS_GAP.labels : ROWS_GAP.marks);
+  const height = rowsTop + rowsShown * scale.rowH + MARGIN;
   return {
     scale,
     width,
@@ -273,7 +298,36 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
     x,
     cuts,
     rowsTop,
+    rowsShown,
     mediaCuts,
     nearParents,
   };
+}
+
+/** Lanes drawn (open ones, and collapsed ones without the subagents they fold). */
+function visibleLanes(order: readonly { agent: string; subagents: number }[], collapsed?: ReadonlySet<string>): number {
+  let lanes = 0;
+  for (let i = 0; i < order.length; i++, lanes++) if (collapsed?.has(order[i].agent)) i += order[i].subagents;
+  return lanes;
+}
+
+/**
+ * A compact scale whose `lanes` lanes and `rows` rows fit in `room` px: both shrink by one factor
+ * down to their minimums; then as many rows as the rest of the room holds.
+ */
+function fitToHeight(scale: Scale, room: number, lanes: number, rows: number): { scale: Scale; rows: number } {
+  const natural = lanes * scale.laneH + rows * scale.rowH;
+  if (natural <= room) return { scale, rows };
+  const factor = Math.max(0, room) / natural;
+  const laneH = Math.max(FIT_MIN_LANE_H, Math.floor(scale.laneH * factor));
+  const rowH = Math.max(FIT_MIN_ROW_H, Math.floor(scale.rowH * factor));
+  const lower = scaleAt(scale.col, laneH);
+  const fitted: Scale = {
+    ...lower,
+    collapsedH: Math.min(lower.collapsedH, laneH),
+    rowH,
+    rowBoxH: Math.max(1, Math.round((rowH * scale.rowBoxH) / scale.rowH)),
+  };
+  const rowsRoom = room - lanes * laneH;
+  return { scale: fitted, rows: Math.max(0, Math.min(rows, Math.floor(rowsRoom / rowH))) };
 }

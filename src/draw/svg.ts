@@ -154,12 +154,27 @@ export function laneText(lane: Pick<Lane, "name" | "mode">, chars: number): stri
   return `${lane.name} · ${clip(lane.mode, chars - name.length - 3)}`;
 }
 
-/** A collapsed lane's label: what it holds. */
-export function collapsedText(lane: Lane): string {
-  const more = lane.agents > 1 ? ` +${lane.agents - 1} agent${lane.agents === 2 ? "" : "s"}` : "";
-  return `▸ ${lane.name}${more} · ${countOf(lane.calls, "call")}`;
+/**
+ * A collapsed lane's label in at most `chars` characters: what it holds. The counts are never cut;
+ * the words ("agents", "calls") give way first, then the middle of the name, then the name.
+ */
+export function collapsedLabel(lane: Pick<Lane, "name" | "agents" | "calls">, chars: number): string {
+  const more = lane.agents - 1;
+  const counts = [
+    `${more > 0 ? ` +${countOf(more, "agent")}` : ""} · ${countOf(lane.calls, "call")}`,
+    `${more > 0 ? ` +${more}` : ""} · ${countOf(lane.calls, "call")}`,
+    `${more > 0 ? ` +${more}` : ""} · ${lane.calls}`,
+  ];
+  const name = Array.from(lane.name).length;
+  for (const tail of counts) if (name + tail.length <= chars) return lane.name + tail;
+  for (const tail of counts) {
+    const room = chars - tail.length;
+    const shown = clipMiddle(lane.name, room);
+    if (shown !== "" && room >= Math.min(name, 4)) return shown + tail;
+  }
+  const bare = counts[2].replace(/^ · /, "").trim();
+  return bare.length <= chars ? bare : "";
 }
-
 /**
  * Where a lane's label is repeated: about every LABEL_EVERY_PX along the lane, only near the
  * lane's own calls (at most two per call), so a scrolled view names the lanes it shows calls in
@@ -198,7 +213,7 @@ function lanes(plan: DrawablePlan, l: Layout, view: View): string[] {
         text(
           MARGIN,
           baseline,
-          lane.collapsed ? clip(collapsedText(lane), chars) : laneText(lane, chars),
+          lane.collapsed ? `▸ ${collapsedLabel(lane, chars - 2)}` : laneText(lane, chars),
           "cf-lane-label",
         ),
       );
@@ -437,7 +452,12 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
       text(
         MARGIN,
         l.rowsTop - 12,
-        "rows: each row's path, root first (filled = trained by this row, hollow = context only)",
+        "rows: each row's path, root first (filled = trained by this row, hollow = context only)" +
+          (l.rowsShown === plan.rows.length
+            ? ""
+            : l.rowsShown === 0
+              ? ` · none of the ${countOf(plan.rows.length, "row")} fits this height`
+              : ` · the first ${l.rowsShown} of ${countOf(plan.rows.length, "row")}: the rest do not fit this height`),
         "cf-title",
       ),
     );
@@ -445,6 +465,7 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
   const boxTop = Math.round((s.rowH - s.rowBoxH) / 2);
   const labelY = Math.round(s.rowH / 2) + 4;
   for (const row of plan.rows) {
+    if (row.index >= l.rowsShown) break;
     const y = l.rowsTop + row.index * s.rowH;
     if (!view.y(y, y + s.rowH)) continue;
     const trained = new Set(row.trained);
@@ -453,7 +474,7 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
       `row ${row.index} · leaf ${row.leaf} · ${row.numTokens} tokens · trains ${row.trained.join(" ") || "–"} · ` +
       `context ${row.context.join(" ") || "–"}`;
     out.push(`<g class="cf-row" data-row="${row.index}"><title>${xmlText(title)}</title>`);
-    out.push(text(MARGIN, y + labelY, `row ${row.index}`, "cf-lane-label"));
+    if (s.rowH >= 12) out.push(text(MARGIN, y + labelY, `row ${row.index}`, "cf-lane-label"));
     const xs = row.calls.map((id) => l.x.get(id)!);
     const mid = y + boxTop + s.rowBoxH / 2;
     if (xs.length > 1)
@@ -475,7 +496,8 @@ function rows(plan: DrawablePlan, l: Layout, byId: Map<string, ForestCall>, view
     const end = xs[xs.length - 1] + s.boxW + 6;
     const leafLane = l.laneOf.get(row.agent)!;
     const owner = leafLane.agent === row.agent ? leafLane.label : agentName(row.agent);
-    out.push(text(end, y + labelY, clip(`${clipMiddle(row.leaf, 12)} · ${owner}`, ROW_LABEL_CHARS), "cf-dim"));
+    if (s.rowH >= 12)
+      out.push(text(end, y + labelY, clip(`${clipMiddle(row.leaf, 12)} · ${owner}`, ROW_LABEL_CHARS), "cf-dim"));
     out.push(`</g>`);
   }
   return out;

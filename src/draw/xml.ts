@@ -23,7 +23,11 @@ export function clip(text: string, max: number): string {
   const chars = Array.from(text);
   if (chars.length <= max) return text;
   if (max <= 1) return "…";
-  return chars.slice(0, max - 1).join("") + "…";
+  // never inside a number: `row 1…` for `row 123` would name another row
+  const digit = (i: number) => chars[i] >= "0" && chars[i] <= "9";
+  let end = max - 1;
+  while (end > 0 && digit(end - 1) && digit(end)) end--;
+  return chars.slice(0, end).join("") + "…";
 }
 
 /** Splits text into lines of at most `width` characters, breaking at spaces when it can. */
@@ -45,14 +49,28 @@ export function wrap(text: string, width: number): string[] {
 /**
  * Shortens text to at most `max` characters by cutting the middle (`mc-…der-3`): ids that share a
  * prefix (`mc-leader-1`, `mc-leader-2`) keep the end that tells them apart. Counts code points.
+ * Never cuts inside a number: a cut in a run of digits moves to its edge (keeping the run whole
+ * when it fits), and a text whose closing number cannot be kept whole is not shortened but
+ * dropped (""), since `c…9` for `c999` would name another call.
  */
 export function clipMiddle(text: string, max: number): string {
   const chars = Array.from(text);
   if (chars.length <= max) return text;
-  if (max <= 1) return "…";
-  const tail = Math.ceil((max - 1) / 2); // the end tells ids apart more often than the start
-  const head = max - 1 - tail;
-  return chars.slice(0, head).join("") + "…" + chars.slice(chars.length - tail).join("");
+  if (max <= 1) return "";
+  const digit = (i: number) => i >= 0 && i < chars.length && chars[i] >= "0" && chars[i] <= "9";
+  // the end tells ids apart more often than the start: it gets the odd character
+  let tailStart = chars.length - Math.ceil((max - 1) / 2);
+  if (digit(tailStart - 1) && digit(tailStart)) {
+    let runStart = tailStart;
+    while (digit(runStart - 1)) runStart--;
+    let runEnd = tailStart;
+    while (digit(runEnd)) runEnd++;
+    tailStart = chars.length - runStart <= max - 1 ? runStart : runEnd;
+  }
+  if (digit(chars.length - 1) && tailStart === chars.length) return "";
+  let headEnd = max - 1 - (chars.length - tailStart);
+  while (headEnd > 0 && digit(headEnd - 1) && digit(headEnd)) headEnd--;
+  return chars.slice(0, headEnd).join("") + "…" + chars.slice(tailStart).join("");
 }
 
 /** A <text> element at (x, y), its content escaped. */

@@ -1,24 +1,15 @@
-// Turning one parsed JSON value into SPEC's canonical rollout, whatever format it came in.
-//
-// The `rows` command (and any reader) calls, per input value:
+// Turning one parsed JSON value into SPEC's canonical rollout, whatever format it came in:
 //   const result = toCanonical(value, from, { tokens, mediaTokens });   // from: FromOption, default "auto"
-//   if (result.ok) report = usePlan(cf, result, line, (plan, report) => ...)   // report: withImport's
-//   else report = reportOfImportRejection(result, line);
-// Node readers: readRollouts() in ./read.ts yields { where, line, result } per input value,
-// tokenDirectory(dir) in ./tokens-dir.ts is the `--tokens DIR` source. This module stays free of
-// Node APIs so the browser build can use it.
-import type { Callforest, ForestCall, Plan, PlanOptions, Report } from "../types.js";
-import { reportOfRejection } from "../plan/report.js";
-import { callAtFault } from "../messages.js";
+// Planning the result is src/plan-imported.ts's (usePlan, reportOfImportRejection); the Node
+// readers are in src/ingest (readRollouts() in read.ts, tokenDirectory() in tokens-dir.ts).
+// Like all of src/formats, free of Node APIs and of planning, so the browser build can use it.
 import { fromCallforest } from "./callforest.js";
 import { contractRolloutId, fromGymCompaction, isGymCompaction } from "./gym-compaction.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
-import { recordedParentNotes } from "./gym-capture/recorded-lineage.js";
 import { fromGymRollout, isBareResponse } from "./gym-rollout.js";
 import {
   FROM_OPTIONS,
   type ConvertResult,
-  type Converted,
   type FormatContext,
   type FormatName,
   type FormatRejection,
@@ -113,70 +104,4 @@ function knownRolloutId(value: unknown): string | null {
   const response = isBareResponse(value) ? value : field(value, "response");
   const responseId = isObject(response) ? field(response, "id") : undefined;
   return isNonEmptyString(responseId) ? responseId : null;
-}
-
-/** The report of a value rejected before planning (SPEC's report with zero counts). */
-export function reportOfImportRejection(rejection: FormatRejection, line?: number): Report {
-  return reportOfRejection(rejection.rolloutId, 0, rejection.reason, rejection.detail, line);
-}
-
-/**
- * Plans an imported rollout: the plan (the caller releases it) and its report, withImport's (the
- * import's diagnostics and token sources in).
- */
-export function planImported(
-  cf: Callforest,
-  imported: Converted,
-  line: number | undefined,
-  layout: Omit<PlanOptions, "line"> = {},
-): { plan: Plan; report: Report } {
-  const plan = cf.plan(imported.rollout, line === undefined ? layout : { ...layout, line });
-  try {
-    // The forest is built on first access: only a capture that recorded parents asks for it.
-    const forest = imported.recordedParents?.size ? plan.forest : undefined;
-    return { plan, report: withImport(plan.report, imported, forest) };
-  } catch (error) {
-    plan.release();
-    throw error;
-  }
-}
-
-/** planImported, handing `use` the plan and its report, then releasing the plan. */
-export function usePlan<T>(
-  cf: Callforest,
-  imported: Converted,
-  line: number | undefined,
-  use: (plan: Plan, report: Report) => T,
-  layout: Omit<PlanOptions, "line"> = {},
-): T {
-  const { plan, report } = planImported(cf, imported, line, layout);
-  try {
-    return use(plan, report);
-  } finally {
-    plan.release();
-  }
-}
-
-/**
- * The core's report for an imported rollout: the import diagnostics in front of its own (with,
- * given the forest, `recorded_parent_differs` where a recorded parent is not the exact-prefix
- * one), and a rejection that names a call also names where that call's tokens were read
- * (gym-observed).
- */
-export function withImport(
-  report: Report,
-  imported: Pick<Converted, "diagnostics" | "sources" | "recordedParents">,
-  forest?: readonly ForestCall[],
-): Report {
-  const { sources, recordedParents } = imported;
-  const lineage =
-    recordedParents !== undefined && forest !== undefined && report.status === "ok"
-      ? recordedParentNotes(recordedParents, forest)
-      : [];
-  const diagnostics = lineage.length === 0 ? imported.diagnostics : [...imported.diagnostics, ...lineage];
-  let out = diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
-  const fault = report.status === "rejected" && report.detail !== undefined ? callAtFault(report.detail) : null;
-  const source = fault?.id != null ? sources?.get(fault.id) : undefined;
-  if (source !== undefined) out = { ...out, detail: `${report.detail} (token entry ${source})` };
-  return out;
 }

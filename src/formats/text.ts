@@ -1,4 +1,4 @@
-// Input text as rollouts, by the rules every reader shares (the CLI's src/formats/read.ts and
+// Input text as rollouts, by the rules every reader shares (the CLI's src/ingest/read.ts and
 // src/ingest, and the page in web/): a name ending in .json is one JSON value (an array: one
 // rollout per element); anything else is JSONL, one value a line. Lines end at `\n` only; a line
 // of nothing but spaces, tabs and CRs is blank (skipped, but counted, so line numbers stay

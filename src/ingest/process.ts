@@ -3,16 +3,10 @@
 // the output cannot depend on N.
 import { isUtf8 } from "node:buffer";
 import { init, type Callforest } from "../index.js";
-import {
-  reportOfImportRejection,
-  toCanonical,
-  usePlan,
-  type ConvertResult,
-  type FormatContext,
-  type FromOption,
-} from "../formats/index.js";
+import { toCanonical, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
+import { reportOfImportRejection, usePlan } from "../plan-imported.js";
 import { MAX_STRING_BYTES, isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
-import { tokenDirectory } from "../formats/tokens-dir.js";
+import { tokenDirectory } from "./tokens-dir.js";
 import { isOutOfMemory } from "../plan/assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../messages.js";

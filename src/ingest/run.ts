@@ -1,7 +1,7 @@
 // `rows` end to end: input files -> batches of lines -> planned in-process (jobs 1) or on worker
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
-import { openInput, readDocument, tooLargeDocument } from "../formats/read.js";
+import { openInput, readDocument, tooLargeDocument } from "./read.js";
 import { MAX_STRING_BYTES, inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
 import {
   BufferPool,

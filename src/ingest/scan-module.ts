@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { CoreUnavailableError } from "../core/errors.js";
 import { errorLine } from "../messages.js";
 import { checkMaxMemory, memoryLimitPages } from "../core/memory.js";
-import { formatFloat32 } from "../output/jsonl.js";
+import { formatFloat32 } from "../codecs/float32.js";
 
 export interface ScanExports {
   memory: WebAssembly.Memory;

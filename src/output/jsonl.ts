@@ -1,7 +1,7 @@
 // Serialization of rows and reports as SPEC's JSONL.
-import { fromBase64, toBase64 } from "./base64.js";
-import { formatFloat32 } from "./float32.js";
-import { encodeRoutedExperts } from "../plan/routed-experts.js";
+import { fromBase64, toBase64 } from "../codecs/base64.js";
+import { formatFloat32 } from "../codecs/float32.js";
+import { encodeRoutedExperts } from "../codecs/routed-experts.js";
 import type {
   BinSegment,
   MediaItem,

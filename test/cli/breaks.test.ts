@@ -10,7 +10,7 @@ import { captureOutput } from "../support/capture.js";
 import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
 import { cli, goodLines, lines, rowsOf, tempDir } from "../ingest/cli.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { reference } from "../support/reference.js";
 
 const REASONING_DROPPED = join(ROOT, "examples", "reasoning-dropped.json");

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { buildProgram, main } from "../../src/cli/main.js";
 import { EX_SOFTWARE, StrictFailure, UsageError, failureOf } from "../../src/cli/errors.js";
-import { readRollouts, type ReadItem } from "../../src/formats/read.js";
+import { readRollouts, type ReadItem } from "../../src/ingest/read.js";
 import { holdsOneValue, jsonlItems, opensDocument, parseJsonInput } from "../../src/formats/text.js";
 import { FileError } from "../../src/ingest/file-error.js";
 import { openByteSink, withSinks } from "../../src/ingest/sink.js";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { generateSmallRollouts } from "../../bench/generate.js";
 import { recordMatches, runRecordOf } from "../../src/cli/run-record.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { parquetRecords } from "../columnar/support.js";
 import { cli, lines } from "../ingest/cli.js";
 import { ROOT } from "../support/fixtures.js";

@@ -276,10 +276,28 @@ describe("rows: inputs and options", () => {
     writeFileSync(pretty, JSON.stringify(response, null, 2));
     const jsonl = join(dir, "response.jsonl");
     writeFileSync(jsonl, JSON.stringify(response) + "\n");
-    const a = await cli("rows", pretty, "-o", join(dir, "a.rows"), "--report", join(dir, "a.report"), "--jobs", "1");
-    const b = await cli("rows", jsonl, "-o", join(dir, "b.rows"), "--report", join(dir, "b.report"), "--jobs", "1");
+    const a = await cli(
+      "rows",
+      pretty,
+      "-o",
+      join(dir, "a.rows.jsonl"),
+      "--report",
+      join(dir, "a.report"),
+      "--jobs",
+      "1",
+    );
+    const b = await cli(
+      "rows",
+      jsonl,
+      "-o",
+      join(dir, "b.rows.jsonl"),
+      "--report",
+      join(dir, "b.report"),
+      "--jobs",
+      "1",
+    );
     expect([a.code, b.code]).toEqual([0, 0]);
-    expect(read(join(dir, "a.rows"))).toBe(read(join(dir, "b.rows")));
+    expect(read(join(dir, "a.rows.jsonl"))).toBe(read(join(dir, "b.rows.jsonl")));
     const report = JSON.parse(lines(read(join(dir, "b.report")))[0]);
     expect(report).toMatchObject({
       status: "ok",

@@ -31,6 +31,16 @@ describe("choosing the format", () => {
       "callforest: -o x.jsonl names jsonl output but --format is arrow: rename the file or drop --format\n",
     ],
     [["--format", "csv"], "callforest: unknown --format 'csv': expected jsonl, parquet, arrow, arrows\n"],
+    [
+      ["-o", "x.csv"],
+      "callforest: -o x.csv: unknown file ending '.csv': expected .jsonl, .ndjson, .parquet, .arrow, .arrows, " +
+        "or say what to write with --format\n",
+    ],
+    [
+      ["-o", "x.parqet"],
+      "callforest: -o x.parqet: unknown file ending '.parqet': expected .jsonl, .ndjson, .parquet, .arrow, .arrows, " +
+        "or say what to write with --format\n",
+    ],
     [["-o", "x.jsonl", "--compression", "zstd"], "callforest: --compression applies to Parquet output, not jsonl\n"],
     [["-o", "x.arrow", "--compression", "zstd"], "callforest: --compression applies to Parquet output, not arrow\n"],
     [
@@ -59,7 +69,7 @@ describe("choosing the format", () => {
 
   test(
     "the name decides (.parquet, .arrow, .arrows, .jsonl); " +
-      "--format decides for a name that says nothing, and for stdout",
+      "--format decides for a name with another ending, and for stdout; a name with no ending is JSONL",
     async () => {
       const dir = tempDir();
       const magic = (path: string) => readFileSync(path).subarray(0, 6).toString("latin1");
@@ -68,7 +78,8 @@ describe("choosing the format", () => {
         ["a.arrow", [], "ARROW1"],
         ["a.jsonl", [], '{"rol'],
         ["a.out", ["--format", "parquet"], "PAR1"],
-        ["b.out", [], '{"rol'],
+        ["b.out", ["--format", "jsonl"], '{"rol'],
+        ["rows", [], '{"rol'],
       ] as const) {
         const run = await cli("rows", LOGIN_BUG, "-o", join(dir, name), "--quiet", ...argv);
         expect(run.code, name).toBe(0);

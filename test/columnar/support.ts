@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { tableFromIPC } from "@uwdata/flechette";
 import { generateMediaRollout, generateSmallRollouts } from "../../bench/generate.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { fromBase64, maskToInts } from "../../src/output/jsonl.js";
 import { LOGIN_BUG } from "../support/fixtures.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";

@@ -93,7 +93,7 @@ describe("context_history", () => {
   });
 
   it("computes Gym's ids: the policy's config_digest and the block's compaction_policy_id", () => {
-    // The settings of Gym's own example envelope (gym-formats/context_compacted_response.json).
+    // The settings of Gym's own example envelope (context_compacted_response.json, Gym's formats).
     const given = {
       enabled: true,
       policy: {

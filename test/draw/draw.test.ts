@@ -6,7 +6,7 @@ import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSy
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
-import { faultOf, renderSvg } from "../../src/draw/index.js";
+import { collapsedLabel, faultOf, renderSvg } from "../../src/draw/index.js";
 import { renderPlan } from "../../src/cli/show.js";
 import { BOX_W, COL, FONT, ROW_LABEL_CHARS } from "../../src/draw/layout.js";
 import { clip, clipMiddle, wrap } from "../../src/draw/xml.js";
@@ -270,9 +270,32 @@ describe("large and unusual rollouts", () => {
     expect(laneColour(0)).toBe("#4e79a7"); // the first ten stay Tableau 10 (the snapshot's colours)
   });
 
+  it("labels a collapsed lane with whole counts: the words give way, then the name", () => {
+    const lane = { name: "leader", agents: 153, calls: 1000 };
+    expect(collapsedLabel(lane, 40)).toBe("leader +152 agents · 1000 calls");
+    expect(collapsedLabel(lane, 24)).toBe("leader +152 · 1000 calls");
+    expect(collapsedLabel(lane, 22)).toBe("leader +152 · 1000");
+    expect(collapsedLabel(lane, 16)).toBe("l…er +152 · 1000");
+    expect(collapsedLabel(lane, 12)).toBe("+152 · 1000");
+    expect(collapsedLabel(lane, 6)).toBe("");
+    expect(collapsedLabel({ name: "L", agents: 1, calls: 1 }, 12)).toBe("L · 1 call");
+  });
+
   it("cuts long ids in the middle, so ids that share a prefix stay apart", () => {
     expect(clipMiddle("mc-leader-3", 9)).toBe("mc-l…er-3");
     expect(clipMiddle("mc-leader-3", 11)).toBe("mc-leader-3");
+    // never inside a number: the cut moves to the number's edge, or the label is left out
+    expect(clipMiddle("c999", 3)).toBe("");
+    expect(clipMiddle("call-1234", 6)).toBe("c…1234");
+    expect(clipMiddle("r12-step-3456", 8)).toBe("r12…3456");
+    expect(clip("row 123", 6)).toBe("row …");
+    for (let max = 1; max < 14; max++) {
+      for (const id of ["c999", "call-1234", "r12-step-3456", "agent-007-b"]) {
+        const shown = clipMiddle(id, max);
+        expect(Array.from(shown).length).toBeLessThanOrEqual(max);
+        for (const number of shown.match(/\d+/g) ?? []) expect(id.match(/\d+/g)).toContain(number);
+      }
+    }
     const ids = ["mc-leader-1", "mc-leader-2", "mc-leader-3"];
     const rollout = {
       rollout_id: "ids",
@@ -342,7 +365,8 @@ describe("large and unusual rollouts", () => {
 
   it("clips text only past its room, and wraps a long detail without losing a character", () => {
     expect(clip("C12345678", 9)).toBe("C12345678");
-    expect(clip("C123456789", 9)).toBe("C1234567…");
+    expect(clip("C123456789", 9)).toBe("C…"); // never mid-number
+    expect(clip("C12 abcdefg", 9)).toBe("C12 abcd…");
     const detail =
       'call "C5" (calls[4]): ' + Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ") + " " + "x".repeat(150);
     const lines = wrap(detail, 120);
@@ -409,6 +433,44 @@ describe("fitted, collapsed and windowed pictures", () => {
     } finally {
       plan.release();
     }
+  });
+
+  it("fitHeight: lanes and rows get lower to fit; rows that still do not are left out, and it says so", () => {
+    const plan = cf.plan(big);
+    try {
+      const size = (svg: string) => /<svg [^>]*width="(\d+)" height="(\d+)"/.exec(svg)!.slice(1).map(Number);
+      const rowsDrawn = (svg: string) => svg.match(/<g class="cf-row" data-row=/g)?.length ?? 0;
+      const all = renderSvg(plan, { fit: 1600, fitHeight: 1600 });
+      const [width, height] = size(all);
+      expect([width, height <= 1600]).toEqual([1600, true]);
+      expect(all.match(/<g class="cf-call[^"]*" data-call=/g)).toHaveLength(1000);
+      expect(rowsDrawn(all)).toBe(plan.rows.length);
+      expect(all).not.toContain("do not fit");
+      const some = renderSvg(plan, { fit: 1600, fitHeight: 1200 });
+      expect(size(some)[1]).toBeLessThanOrEqual(1200);
+      const shown = rowsDrawn(some);
+      expect(shown).toBeGreaterThan(0);
+      expect(shown).toBeLessThan(plan.rows.length);
+      expect(some).toContain(`the first ${shown} of ${plan.rows.length} rows: the rest do not fit this height`);
+      expect(some.match(/<g class="cf-call[^"]*" data-call=/g)).toHaveLength(1000); // lanes are never left out
+    } finally {
+      plan.release();
+    }
+  });
+
+  it("draw --fit 1600 on a 1,000-call rollout: as wide as asked and no taller", async () => {
+    const dir = tmp();
+    const input = join(dir, "big.json");
+    writeFileSync(
+      input,
+      JSON.stringify(big, (_, v) => (ArrayBuffer.isView(v) ? Array.from(v as Int32Array) : v)),
+    );
+    const fitted = await run(input, "--fit", "1600", "-o", join(dir, "fit.svg"));
+    expect(fitted.code).toBe(0);
+    const svg = readFileSync(join(dir, "fit.svg"), "utf8");
+    const [width, height] = /<svg [^>]*width="(\d+)" height="(\d+)"/.exec(svg)!.slice(1).map(Number);
+    expect(width).toBe(1600);
+    expect(height).toBeLessThanOrEqual(1600);
   });
 
   it("draws a collapsed lane's calls (and its subagents') as ticks, and a window only what is in it", () => {

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { captureOutput } from "../support/capture.js";
 import {
   COMPETITIVE_CODING,

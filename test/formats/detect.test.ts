@@ -1,15 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
-import {
-  detectFormat,
-  parseFrom,
-  reportOfImportRejection,
-  toCanonical,
-  withImport,
-  FROM_OPTIONS,
-} from "../../src/formats/index.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { detectFormat, parseFrom, toCanonical, FROM_OPTIONS } from "../../src/formats/index.js";
+import { reportOfImportRejection, withImport } from "../../src/plan-imported.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { COMPETITIVE_CODING, OBSERVED_ROWS, VLLM_ROUND_TRIP } from "../support/fixtures.js";
 import { clone, readJson, readJsonl } from "./helpers.js";
 

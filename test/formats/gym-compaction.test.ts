@@ -380,7 +380,7 @@ describe("gym-compaction: the CLI", () => {
         `give --media-token ID (the model's media placeholder token ids) to place them`,
     );
     expect(lines(bare.rows).length).toBe(5);
-    const noted = await cli("rows", bare.input, "-o", join(dir, "noted.rows"), "--jobs", "1");
+    const noted = await cli("rows", bare.input, "-o", join(dir, "noted.rows.jsonl"), "--jobs", "1");
     expect(lines(noted.stderr)).toEqual([
       `${bare.input}:1: rejected (invalid_rollout, media_unlocated): ${again[0].detail}`,
       `${bare.input}:3: rejected (invalid_rollout, media_unlocated): ${again[2].detail}`,

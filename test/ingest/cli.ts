@@ -4,7 +4,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { vi } from "vitest";
 import { main } from "../../src/cli/main.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
 import { LOGIN_BUG } from "../support/fixtures.js";
 import { tempDirs } from "../support/temp-dirs.js";

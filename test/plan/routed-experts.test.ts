@@ -4,7 +4,8 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
-import { readRoutedExperts, encodeRoutedExperts } from "../../src/plan/routed-experts.js";
+import { encodeRoutedExperts } from "../../src/codecs/routed-experts.js";
+import { readRoutedExperts } from "../../src/plan/routed-experts.js";
 import { packedToJson, rowToJson } from "../../src/output/jsonl.js";
 import type { Plan, RoutedExperts, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb } from "../support/arbitraries.js";

@@ -22,11 +22,12 @@ import {
   type ViewServerOptions,
 } from "../../src/cli/commands/view.js";
 import { generateRollout } from "../../bench/generate.js";
-import { readRollouts } from "../../src/formats/read.js";
-import { tokenDirectory } from "../../src/formats/tokens-dir.js";
+import { readRollouts } from "../../src/ingest/read.js";
+import { tokenDirectory } from "../../src/ingest/tokens-dir.js";
 import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS } from "../support/fixtures.js";
 import { MEDIA_CUT_REASON } from "../../src/draw/media.js";
-import { FROM_OPTIONS, usePlan } from "../../src/formats/index.js";
+import { FROM_OPTIONS } from "../../src/formats/index.js";
+import { usePlan } from "../../src/plan-imported.js";
 import { SWAP_FILE } from "../support/media-rollouts.js";
 import type { Rollout } from "../../src/types.js";
 

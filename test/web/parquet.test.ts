@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
-import { rolloutToJson } from "../../src/formats/read.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { startViewServer, type ViewServer } from "../../src/cli/commands/view.js";
 import { generateRollout } from "../../bench/generate.js";
 import { cli } from "../ingest/cli.js";

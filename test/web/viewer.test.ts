@@ -279,6 +279,70 @@ describe("zoom, lanes, find and selection", () => {
     await page.close();
   });
 
+  it("find on the fitted picture zooms to boxes with ids, centres the match, its details beside it", async () => {
+    const page = await openPage(bigFile);
+    const plan = cf.plan(big);
+    expect((await picture(page)).labels).toBe(false); // fitted: calls are marks
+    const target = plan.forest.find((c) => c.eligible && c.index > 700 && c.agent !== plan.agents[0].id)!;
+    await page.fill("#find", target.id);
+    await page.press("#find", "Enter");
+    const state = await picture(page);
+    expect([state.labels, state.col]).toEqual([true, 88]); // the detail scale
+    const box = await callBox(page, target.index);
+    const view = await visible(page);
+    expect(box.x).toBeGreaterThanOrEqual(view.x);
+    expect(box.x + box.width).toBeLessThanOrEqual(view.x + view.width);
+    expect(box.y).toBeGreaterThanOrEqual(view.y);
+    expect(box.y + box.height).toBeLessThanOrEqual(view.y + view.height);
+    // its id is drawn whole in its box
+    expect(await page.$eval(`#svg-host g.cf-call[data-index="${target.index}"] text`, (t) => t.textContent)).toBe(
+      target.id,
+    );
+    // the details sit to the right of the picture, both on screen
+    const [host, details, height] = await page.evaluate(() => [
+      document.getElementById("svg-host")!.getBoundingClientRect().toJSON(),
+      document.getElementById("details")!.getBoundingClientRect().toJSON(),
+      window.innerHeight,
+    ]);
+    expect(details.left).toBeGreaterThanOrEqual(host.right);
+    expect(details.top).toBeLessThan(host.bottom);
+    expect([host.top >= 0, details.top >= 0, details.top < height]).toEqual([true, true, true]);
+    expect(await page.textContent("#details h3")).toContain(target.id);
+    plan.release();
+    await page.close();
+  });
+
+  it("never cuts a label mid-number: collapsed lanes keep their counts, boxes their whole ids", async () => {
+    const page = await openPage(bigFile);
+    const plan = cf.plan(big);
+    await page.click("#collapse-all");
+    const tags = await page.$$eval("#svg-host .lane-tag", (ts) => ts.map((t) => t.textContent!));
+    const numbers = new Set(
+      plan.agents.flatMap((a) => a.id.match(/\d+/g) ?? []).concat(Array.from({ length: 1001 }, (_, i) => String(i))),
+    );
+    for (const tag of tags) {
+      expect(tag).toMatch(/ · \d+( calls?)?$/);
+      for (const number of tag.match(/\d+/g) ?? []) expect(numbers.has(number), tag).toBe(true);
+    }
+    // at a zoom where boxes are narrow, an id either fits whole or is left out
+    await page.click("#expand-all");
+    await page.click("#zoom-detail");
+    await page.click("#zoom-out");
+    const drawn = await page.$$eval("#svg-host g.cf-call", (gs) =>
+      gs.map((g) => [g.getAttribute("data-call")!, g.querySelector("text")?.textContent ?? ""]),
+    );
+    expect(drawn.filter(([, text]) => text !== "").length).toBeGreaterThan(0);
+    for (const [id, text] of drawn) {
+      if (text === id || text === "") continue;
+      const [head, tail] = text.split("…");
+      expect(id.startsWith(head) && id.endsWith(tail), `${id} drawn as ${text}`).toBe(true);
+      const runs = id.match(/\d+/g) ?? [];
+      for (const number of text.match(/\d+/g) ?? []) expect(runs, `${id} drawn as ${text}`).toContain(number);
+    }
+    plan.release();
+    await page.close();
+  });
+
   it("selects a call folded in a collapsed lane by expanding it", async () => {
     const page = await openPage(bigFile);
     const plan = cf.plan(big);

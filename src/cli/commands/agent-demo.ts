@@ -6,24 +6,15 @@
 // gym-compaction` reads it.
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import type { Command } from "commander";
-import {
-  createModelClient,
-  identityPolicy,
-  createResourcesServer,
-  jsonObservation,
-  parseContextHistory,
-  recencyPolicy,
-  rolling,
-  runAgent,
-  turnChunked,
-  type GuardConfig,
-  type GymRunBody,
-  type Policy,
-  type RunAgentResult,
-  type ScheduleConfig,
+import type { Command } from "../vendor.js";
+import type {
+  GuardConfig,
+  GymRunBody,
+  Policy,
+  RunAgentResult,
+  ScheduleConfig,
 } from "../../compaction/index.js";
-import { parse as parseYaml } from "yaml";
+import { loadFeature } from "../../optional-dependency.js";
 import { fromGymCompaction } from "../../formats/gym-compaction.js";
 import { init, type Callforest, type Rollout } from "../../index.js";
 import { UsageError } from "../errors.js";
@@ -101,7 +92,15 @@ export function register(program: Command): void {
   });
 }
 
-function policyFor(name: string, keepImages: number, keepReasoning: number): Policy {
+/** The agent runtime: loaded when the command runs (its packages are optional, see optional-dependency.ts). */
+type Runtime = typeof import("../../compaction/index.js");
+
+function policyFor(
+  { identityPolicy, recencyPolicy }: Runtime,
+  name: string,
+  keepImages: number,
+  keepReasoning: number,
+): Policy {
   const images = { keepLastGroups: keepImages, protectInitialContext: true };
   const reasoning = { keepLastBlocks: keepReasoning, keepFirstBlock: false };
   switch (name) {
@@ -139,23 +138,6 @@ interface Setup {
   dataset?: string;
 }
 
-/** The first `datasets[].jsonl_fpath` in a Gym config, if any. */
-function datasetPath(doc: unknown): string | undefined {
-  let found: string | undefined;
-  const walk = (v: unknown) => {
-    if (found !== undefined || !v || typeof v !== "object") return;
-    for (const [key, child] of Object.entries(v as Record<string, unknown>)) {
-      if (key === "datasets" && Array.isArray(child)) {
-        const entry = child.find((d) => typeof (d as { jsonl_fpath?: unknown })?.jsonl_fpath === "string");
-        if (entry) found = (entry as { jsonl_fpath: string }).jsonl_fpath;
-      } else walk(child);
-      if (found !== undefined) return;
-    }
-  };
-  walk(doc);
-  return found;
-}
-
 /** A dataset's rows: Gym run bodies, one JSON object a line; a bad line is a usage error naming it. */
 function datasetRows(path: string): GymRunBody[] {
   let text: string;
@@ -182,7 +164,8 @@ function datasetRows(path: string): GymRunBody[] {
   return rows;
 }
 
-function setupFrom(options: AgentDemoOptions): Setup {
+function setupFrom(runtime: Runtime, options: AgentDemoOptions): Setup {
+  const { datasetPathOf, parseContextHistory, rolling, turnChunked } = runtime;
   if (options.config !== undefined) {
     const others = (["policy", "schedule", "actionsPerChunk", "keepImages", "keepReasoning", "guards"] as const).filter(
       (k) => options[k] !== undefined,
@@ -210,7 +193,7 @@ function setupFrom(options: AgentDemoOptions): Setup {
       throw new UsageError(
         `--config ${options.config}: context_history.enabled is false (compaction off): set enabled: true`,
       );
-    const dataset = datasetPath(parseYaml(text));
+    const dataset = datasetPathOf(text);
     return {
       label: `from ${options.config}`,
       policy: c.policy,
@@ -225,7 +208,7 @@ function setupFrom(options: AgentDemoOptions): Setup {
     options.keepImages === undefined ? 2 : parseInteger("--keep-images", options.keepImages, { min: 0 });
   const keepReasoning =
     options.keepReasoning === undefined ? 2 : parseInteger("--keep-reasoning", options.keepReasoning, { min: 0 });
-  const policy = policyFor(name, keepImages, keepReasoning);
+  const policy = policyFor(runtime, name, keepImages, keepReasoning);
   if (!(SCHEDULES as readonly string[]).includes(scheduleName))
     throw new UsageError(`unknown --schedule '${scheduleName}': expected ${SCHEDULES.join(", ")}`);
   if (scheduleName === "rolling" && options.actionsPerChunk !== undefined) {
@@ -373,7 +356,12 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const turns = parseInteger("--turns", options.turns);
   const seed = parseInteger("--seed", options.seed, { min: 0 });
   const backend = parseBackend(options.backend);
-  const setup = setupFrom(options);
+  const [runtime, { createGridWorld, startGridWorldResources, startModelServer }] = await loadFeature(
+    "the compaction test bed (callforest/compaction/testbed)",
+    () => Promise.all([import("../../compaction/index.js"), import("../../compaction/testbed/index.js")]),
+  );
+  const { createModelClient, createResourcesServer, jsonObservation, runAgent } = runtime;
+  const setup = setupFrom(runtime, options);
   if (setup.dataset === undefined)
     for (const flag of ["envelope", "rollouts"] as const)
       if (options[flag] !== undefined)
@@ -382,10 +370,6 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   const { policy, schedule, guards } = setup;
   const compaction = { policy, schedule, ...(guards ? { guards } : {}) };
 
-  // The test bed carries a BPE tokenizer's tables: loaded only when this command runs.
-  const { createGridWorld, startGridWorldResources, startModelServer } = await import(
-    "../../compaction/testbed/index.js"
-  );
   const server = await startModelServer({ seed });
   const cf = await init({ backend });
   const model = createModelClient({

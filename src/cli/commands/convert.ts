@@ -1,8 +1,8 @@
 // `callforest convert`: input rollouts in any supported format -> canonical rollouts as JSONL.
 // One output line per accepted input value; each rejected one is one stderr line naming
 // file:line and reason, and the rest go on.
-import type { Command } from "commander";
-import { readRollouts, rolloutToJson } from "../../formats/read.js";
+import type { Command } from "../vendor.js";
+import { readRollouts, rolloutToJson } from "../../ingest/read.js";
 import { inputsOrStdin } from "../../formats/text.js";
 import { errorLine, oneLine, rejectionLine } from "../../messages.js";
 import { withSinks } from "../../ingest/sink.js";

@@ -1,5 +1,5 @@
 // `callforest demo`: `show` and a summary of `rows` on the built-in worked example.
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { init } from "../../index.js";
 import { loadExample } from "../example.js";
 import { maskToInts } from "../../output/jsonl.js";

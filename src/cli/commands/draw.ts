@@ -13,10 +13,10 @@
 // pictures stay as they were, and no cut or empty SVG is left under a picture's name).
 import { writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { init, type Callforest } from "../../index.js";
-import { readRollouts, type ReadItem } from "../../formats/read.js";
-import { reportOfImportRejection, usePlan } from "../../formats/index.js";
+import { readRollouts, type ReadItem } from "../../ingest/read.js";
+import { reportOfImportRejection, usePlan } from "../../plan-imported.js";
 import { inputName } from "../../formats/text.js";
 import { MIN_FIT_WIDTH, fileSafeId, renderBinsSvg, renderPackedSvg, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../plan/validate.js";
@@ -56,6 +56,12 @@ interface Picture {
   fit?: number;
 }
 
+/**
+ * A --fit picture's most height, from its width: as tall as wide, and at least this. Lanes and
+ * rows get lower to fit; rows that still do not are left out, and the picture says so.
+ */
+const MIN_FIT_HEIGHT = 800;
+
 /** Widest --fit: past this a fitted picture is no overview any more. */
 const MAX_FIT_WIDTH = 100_000;
 
@@ -80,7 +86,9 @@ export function register(program: Command): void {
     .option("--rollout <id>", "draw only the rollout with this rollout_id")
     .option(
       "--fit <width>",
-      `zoom out until the picture is this many px wide (calls become marks); at least ${MIN_FIT_WIDTH}`,
+      `zoom out until the picture is this many px wide (calls become marks), and at most as tall ` +
+        `(${MIN_FIT_HEIGHT} px at least; rows that do not fit are left out, and the picture says how many); ` +
+        `at least ${MIN_FIT_WIDTH}`,
     )
     .option(
       "--layout <layout>",
@@ -132,7 +140,10 @@ function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
     );
   }
   return usePlan(cf, item.result, item.line, (plan, report) =>
-    renderSvg({ report, forest: plan.forest, agents: plan.agents, rows: plan.rows }, { fit: picture.fit }),
+    renderSvg(
+      { report, forest: plan.forest, agents: plan.agents, rows: plan.rows },
+      picture.fit === undefined ? {} : { fit: picture.fit, fitHeight: Math.max(picture.fit, MIN_FIT_HEIGHT) },
+    ),
   );
 }
 

@@ -1,10 +1,10 @@
 // `callforest explain`: for every prefix break and every root that is not its agent's first call,
 // which call it parted from, where, the text on both sides and a cause; then what the breaks cost
 // (docs/breaks.md). The analysis is in src/explain; this module is the command line around it.
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { init } from "../../index.js";
-import { readRollouts } from "../../formats/read.js";
-import { planImported } from "../../formats/index.js";
+import { readRollouts } from "../../ingest/read.js";
+import { planImported } from "../../plan-imported.js";
 import { inputName, inputsOrStdin } from "../../formats/text.js";
 import { rejectionLine, oneLine } from "../../messages.js";
 import type { TokenDecoder } from "../../tokenizer/decoder.js";

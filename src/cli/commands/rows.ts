@@ -3,7 +3,7 @@
 // command line around it.
 import { availableParallelism } from "node:os";
 import { basename } from "node:path";
-import { Option, type Command } from "commander";
+import { Option, type Command } from "../vendor.js";
 import { WORKERS_FROM_BYTES, inputSize, runRows, type RunTotals } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
 import { runRecordLine } from "../run-record.js";
@@ -28,6 +28,7 @@ import { countOf } from "../../messages.js";
 import { parseRowsOutput, type RowsOutput } from "../output-format.js";
 import type { ByteSink } from "../../ingest/sink.js";
 import type { ColumnarWriter } from "../../columnar/types.js";
+import { loadFeature, loadFeatureSync } from "../../optional-dependency.js";
 
 interface RowsOptions extends InputOptions {
   output?: string;
@@ -141,11 +142,15 @@ async function openColumnar(
     rowGroupRows: output.rowGroupRows,
   };
   const bytes = { write: (chunk: Uint8Array) => sink.write(chunk) };
+  // Checked here, in one line, before the encoder thread would fail on a missing package.
+  const [{ ColumnarWriter }, { parquetWasmPath }] = await loadFeature("Parquet and Arrow output", () =>
+    Promise.all([import("../../columnar/writer.js"), import("../../columnar/load-node.js")]),
+  );
   if (output.format === "parquet") {
+    loadFeatureSync("Parquet and Arrow output", parquetWasmPath);
     const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
     return new ThreadedColumnarWriter(options, bytes);
   }
-  const { ColumnarWriter } = await import("../../columnar/writer.js");
   return new ColumnarWriter(options, bytes, null);
 }
 

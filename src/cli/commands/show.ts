@@ -1,8 +1,8 @@
 // `callforest show`: each rollout's forest and rows table, readable in a terminal.
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { init } from "../../index.js";
-import { readRollouts } from "../../formats/read.js";
-import { usePlan } from "../../formats/index.js";
+import { readRollouts } from "../../ingest/read.js";
+import { usePlan } from "../../plan-imported.js";
 import { renderPlan } from "../show.js";
 import { inputsOrStdin } from "../../formats/text.js";
 import { rejectionLine } from "../../messages.js";

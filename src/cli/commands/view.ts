@@ -29,8 +29,9 @@ import { basename, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
-import type { Command } from "commander";
+import type { Command } from "../vendor.js";
 import { UsageError } from "../errors.js";
+import { loadFeatureSync, missingPackageOf } from "../../optional-dependency.js";
 import { addInputOptions, checkInputs, parseInteger } from "../inputs.js";
 import type { FromOption } from "../../formats/index.js";
 import { isTokenFileName } from "../../formats/token-files.js";
@@ -150,7 +151,11 @@ interface ServedTokenizer {
 
 function tokenizerOf(option: string | undefined): ServedTokenizer | null {
   if (option === undefined) return null;
-  if (isOpenAiEncoding(option)) return { query: option };
+  if (isOpenAiEncoding(option)) {
+    // gpt-tokenizer holds the rank files: say so now, not with a 404 in the page
+    loadFeatureSync("view --tokenizer with an OpenAI encoding", () => openAiRanksFile(`${option}.tiktoken`));
+    return { query: option };
+  }
   let isFile = false;
   try {
     isFile = statSync(option).isFile();
@@ -166,7 +171,10 @@ function tokenizerOf(option: string | undefined): ServedTokenizer | null {
   return { query: path.slice(1), file: option, path };
 }
 
-/** gpt-tokenizer's rank file for /tokenizers/<encoding>.tiktoken, or null. */
+/**
+ * gpt-tokenizer's rank file for /tokenizers/<encoding>.tiktoken, or null; throws MODULE_NOT_FOUND
+ * when gpt-tokenizer is not installed.
+ */
 function openAiRanksFile(name: string): string | null {
   const encoding = name.endsWith(".tiktoken") ? name.slice(0, -".tiktoken".length) : "";
   if (!isOpenAiEncoding(encoding)) return null;
@@ -242,7 +250,13 @@ export async function startViewServer(options: ViewServerOptions = {}): Promise<
       if (file === null) notFound();
       else sendFile(file, request, response, text, notFound, true);
     } else if (path.startsWith(TOKENIZERS_PATH)) {
-      const file = openAiRanksFile(path.slice(TOKENIZERS_PATH.length));
+      let file: string | null = null;
+      try {
+        file = openAiRanksFile(path.slice(TOKENIZERS_PATH.length));
+      } catch (error) {
+        // gpt-tokenizer is not installed: a 404, and the page says it could not load the encoding
+        if (missingPackageOf(error) === null) throw error;
+      }
       if (file === null) notFound();
       else sendFile(file, request, response, text, notFound);
     } else if (tokenizer?.file !== undefined && path === tokenizer.path) {

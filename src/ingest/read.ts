@@ -1,12 +1,12 @@
-// Reading input files as canonical rollouts, by the rules of ./text.ts: JSONL one value a line
+// Reading input files as canonical rollouts (Node), by the rules of src/formats/text.ts: JSONL one value a line
 // (split on `\n` only, blank lines skipped but counted), a `.json` file as one value (or, when it
 // holds an array, one value per element), `-` = stdin; an input named neither .json nor .jsonl
 // is JSONL, or one value when it opens like a pretty-printed one. JSONL is read as bytes in
-// batches by src/ingest/batches.ts, the same line splitter `rows` uses, so every command numbers
+// batches by ./batches.ts, the same line splitter `rows` uses, so every command numbers
 // lines alike.
 import { readFile } from "node:fs/promises";
 import type { Diagnostic, Rollout } from "../types.js";
-import { formatFloat32 } from "../output/jsonl.js";
+import { formatFloat32 } from "../codecs/float32.js";
 import {
   BufferPool,
   DEFAULT_CHUNK,
@@ -22,8 +22,8 @@ import {
   type Batch,
   type ByteSource,
   type DroppedLine,
-} from "../ingest/batches.js";
-import { FileError, isSystemError } from "../ingest/file-error.js";
+} from "./batches.js";
+import { FileError, isSystemError } from "./file-error.js";
 import {
   MAX_STRING_BYTES,
   MAX_TEXT_BYTES,
@@ -37,9 +37,9 @@ import {
   tooLarge,
   type ReadItem,
   type ReadOptions,
-} from "./text.js";
+} from "../formats/text.js";
 
-export type { ReadItem, ReadOptions } from "./text.js";
+export type { ReadItem, ReadOptions } from "../formats/text.js";
 
 /** Every input value of every file in order, converted. A file that cannot be read throws a FileError. */
 export async function* readRollouts(inputs: readonly string[], options: ReadOptions = {}): AsyncGenerator<ReadItem> {

@@ -3,10 +3,10 @@
 // path is refused (a link in DIR must not hand out /etc/passwd or another user's captures).
 import { closeSync, fstatSync, openSync, readFileSync, realpathSync, constants } from "node:fs";
 import { join, sep } from "node:path";
-import type { TokenEntries, TokenSource } from "./types.js";
-import { FormatError } from "./values.js";
-import { reasonOf } from "../ingest/file-error.js";
-import { TOKEN_FILE_SUFFIX, tokenEntries } from "./token-files.js";
+import type { TokenEntries, TokenSource } from "../formats/types.js";
+import { FormatError } from "../formats/values.js";
+import { reasonOf } from "./file-error.js";
+import { TOKEN_FILE_SUFFIX, tokenEntries } from "../formats/token-files.js";
 
 export function tokenDirectory(dir: string): TokenSource {
   const pathOf = (rolloutId: string) => join(dir, `${rolloutId}${TOKEN_FILE_SUFFIX}`);
