@@ -7,13 +7,7 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Command } from "../vendor.js";
-import type {
-  GuardConfig,
-  GymRunBody,
-  Policy,
-  RunAgentResult,
-  ScheduleConfig,
-} from "../../compaction/index.js";
+import type { GuardConfig, GymRunBody, Policy, RunAgentResult, ScheduleConfig } from "../../compaction/index.js";
 import { loadFeature } from "../../optional-dependency.js";
 import { fromGymCompaction } from "../../formats/gym-compaction.js";
 import { init, type Callforest, type Rollout } from "../../index.js";
