@@ -272,8 +272,8 @@ describe("outputs are written whole or not at all", () => {
         const poll = setInterval(() => {
           if (readdirSync(dir).some((file) => file.includes(".partial-"))) {
             clearInterval(poll);
-            // Mid-run (stdin is still open, so it cannot end), and staged: the file is made and
-            // its removal on a signal armed in one synchronous step, so no delay is needed.
+            // Mid-run (stdin is still open, so it cannot end), and staged: the removal of its
+            // partial files on a signal is armed before the first is made, so no delay is needed.
             child.kill(signal);
           }
         }, 20);
