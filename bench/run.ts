@@ -4,6 +4,7 @@ import { runScanBench, scanTable } from "./scan.js";
 import { runIngestBench } from "./ingest.js";
 import { runColumnarBench } from "./columnar.js";
 import { packedTable, runPackedBench } from "./packed.js";
+import { runBinsBench } from "./bins.js";
 import { runExpertsBench } from "./experts.js";
 import { runViewerBench } from "./viewer.js";
 import { explainTable, runExplainBench } from "./explain.js";
@@ -21,6 +22,9 @@ console.log(breaksTable(runBreaksBench(log)));
 const packed = await runPackedBench(log);
 console.log("\n### Packed layouts: tokens and attention saved, and what packing adds to plan() (medians)\n");
 console.log(packedTable(packed));
+
+console.log("\n### Bins of many small trees: one-token roots at capacity 3 (medians, ms)\n");
+console.log(await runBinsBench(undefined, log));
 
 console.log("\n### Routed experts (48 layers × top-8, int16) through `callforest rows --jobs 1`\n");
 console.log(runExpertsBench(log));

@@ -9,10 +9,24 @@ type ExpertType = "int8" | "int16" | "int32";
 
 const ENVELOPE = /^nrlre1:(int8|int16|int32):(\d+)x(\d+)x(\d+):([A-Za-z0-9+/]*={0,2})$/;
 const ITEM_BYTES: Record<ExpertType, number> = { int8: 1, int16: 2, int32: 4 };
+const BASE64_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function isIndexText(text: string): boolean {
   return text.length < 10 && Number(text) <= 2 ** 31 - 1;
+}
+
+/**
+ * Whether `payload` (of base64 characters, at most two `=` at its end) is standard base64 as NeMo
+ * RL writes it: padded to a multiple of 4, with no stray bits in the character before the padding
+ * (so one byte string has one text).
+ */
+function isStandardBase64(payload: string): boolean {
+  if (payload.length % 4 !== 0) return false;
+  const padding = payload.endsWith("==") ? 2 : payload.endsWith("=") ? 1 : 0;
+  if (padding === 0) return true;
+  const last = BASE64_DIGITS.indexOf(payload[payload.length - padding - 1]);
+  return (last & (padding === 2 ? 0b1111 : 0b11)) === 0;
 }
 
 /** The envelope's array, what is wrong with it, or null when `text` is no envelope at all. */
@@ -20,8 +34,11 @@ export function decodeEnvelope(text: string): RoutedExperts | string | null {
   const match = ENVELOPE.exec(text);
   if (match === null) return null;
   const [, type, s, l, k, payload] = match as unknown as [string, ExpertType, string, string, string, string];
-  if (![s, l, k].every(isIndexText) || Number(l) === 0 || Number(k) === 0)
+  // (S = 0 holds no entries and so states no L and K: any, 0 included, is taken.)
+  if (![s, l, k].every(isIndexText) || (Number(s) > 0 && (Number(l) === 0 || Number(k) === 0)))
     return `routed_experts has a bad shape ${s}x${l}x${k}`;
+  if (!isStandardBase64(payload))
+    return `routed_experts' payload is not standard padded base64 (length ${payload.length}, ending ${JSON.stringify(payload.slice(-4))})`;
   const [tokens, layers, topk] = [Number(s), Number(l), Number(k)];
   const bytes = fromBase64(payload);
   const expected = tokens * layers * topk * ITEM_BYTES[type];

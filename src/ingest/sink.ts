@@ -307,12 +307,15 @@ function openFileStream(path: string, flags: "w" | "a"): Writable {
 /** A write stream on a new temporary file for `name` (see stagingOf), with the old file's permissions. */
 function openStagedStream(name: string, staging: { target: string; temporary: string }): Writable {
   let fd: number;
+  // Staged (its removal on SIGINT/SIGTERM armed) before it exists: a signal that arrives once the
+  // file is there, before a handler is, would kill the process and leave it behind.
+  stage(staging.temporary);
   try {
     fd = openSync(staging.temporary, "wx", 0o666);
   } catch (error) {
+    unstage(staging.temporary);
     throw new FileError("write", name, error);
   }
-  stage(staging.temporary);
   removeStalePartials(dirname(staging.target), HOST);
   try {
     chmodSync(staging.temporary, statSync(staging.target).mode & 0o7777); // the file it replaces keeps its mode

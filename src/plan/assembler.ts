@@ -142,7 +142,7 @@ export class RolloutAssembler {
   private readonly mediaNumbers = new MediaNumbers();
   /** Whether some call linked so far (or being linked) has media. */
   private linksMedia = false;
-  /** The first call that gave routed experts, and their shape (SPEC: L × K the same for all). */
+  /** The first call that gave routed experts with entries, and their shape (SPEC: L and K the same for all). */
   private expertShape: { call: string; layers: number; topk: number } | null = null;
   /** Whether the first eligible call gave routed experts (then all must). */
   private eligibleGiveExperts: { call: string; give: boolean } | null = null;
@@ -266,12 +266,18 @@ export class RolloutAssembler {
 
   /**
    * SPEC's invalid_routed_experts across calls, for the next call (`eligible`: kept, with generated
-   * tokens): every call's L × K the same, and the eligible calls all giving them or none. Null when
+   * tokens): every call's L and K the same, and the eligible calls all giving them or none. Null when
    * they agree (readExtras reports it).
    */
   private expertsProblem(experts: RoutedExperts | null, eligible: boolean): string | null {
     const shape = this.expertShape;
-    if (experts !== null && shape !== null && experts.layers * experts.topk !== shape.layers * shape.topk) {
+    // (L and K each, not their product; an array with no entries states neither.)
+    if (
+      experts !== null &&
+      experts.tokens > 0 &&
+      shape !== null &&
+      (experts.layers !== shape.layers || experts.topk !== shape.topk)
+    ) {
       return (
         `routed_experts has ${experts.layers}x${experts.topk} per token, ` +
         `where ${shape.call} has ${shape.layers}x${shape.topk}`
@@ -321,7 +327,7 @@ export class RolloutAssembler {
   /** Remembers what a recorded call's experts require of the later ones (see expertsProblem). */
   private noteExperts(call: CallIdentity, eligible: boolean): void {
     const experts = call.routedExperts ?? null;
-    if (experts !== null && this.expertShape === null)
+    if (experts !== null && experts.tokens > 0 && this.expertShape === null)
       this.expertShape = { call: JSON.stringify(call.id), layers: experts.layers, topk: experts.topk };
     if (eligible && this.eligibleGiveExperts === null)
       this.eligibleGiveExperts = { call: call.id, give: experts !== null };

@@ -1,6 +1,7 @@
 // The layout of packed records (SPEC "Packed trees" and "Bins"): which calls' segments each record
 // holds, in pre-order, and where. Metadata only, from the forest's parents and the calls' lengths;
 // a core then fills the records' token IDs, positions, logprobs and masks (ForestCore.finish).
+import { firstFit } from "./first-fit.js";
 
 /** One segment of a record: what call `call` adds to its parent's full sequence. */
 export interface SegmentLayout {
@@ -116,9 +117,9 @@ export function leafPastCapacity(shape: ForestShape, capacity: number): number {
  * Bins of at most `capacity` tokens (no leaf may be longer: see leafPastCapacity), built bottom-up.
  * A piece of a call's subtree is the call plus at most one piece of each child; it must leave
  * room for the call's ancestors, so under call c the child pieces are bin-packed, first-fit
- * decreasing, into as few pieces as fit in `capacity - full(c)`: each extra piece repeats c's
- * segment (and, above, its path). First fit never leaves two pieces that would fit together, so no
- * piece can hold two pieces of one child. The trees' root pieces (small trees whole) then go into
+ * decreasing (firstFit), into as few pieces as fit in `capacity - full(c)`: each extra piece
+ * repeats c's segment (and, above, its path). First fit never leaves two pieces that would fit
+ * together, so no piece can hold two pieces of one child. The trees' root pieces (small trees whole) then go into
  * bins. A call is trained in the first of its tree's pieces that holds it; a piece holds each of
  * its leaves' paths once, so packed_tokens ≤ row_tokens.
  */
@@ -147,15 +148,16 @@ export function layOutBins(shape: ForestShape, capacity: number): RecordLayout[]
 
   // Bins first-fit decreasing (fewer bins: less padding for a trainer), then each bin's pieces,
   // and the bins, in tree order, so that bins read in the order of the rollout.
-  const bins: { pieces: number[]; tokens: number }[] = [];
+  const bins: { pieces: number[] }[] = [];
   const bySize = pieces.map((_, i) => i).sort((a, b) => pieces[b].tokens - pieces[a].tokens || a - b);
-  for (const i of bySize) {
-    const bin = bins.find((b) => b.tokens + pieces[i].tokens <= capacity);
-    if (bin) {
-      bin.pieces.push(i);
-      bin.tokens += pieces[i].tokens;
-    } else bins.push({ pieces: [i], tokens: pieces[i].tokens });
-  }
+  const binOf = firstFit(
+    bySize.map((i) => pieces[i].tokens),
+    capacity,
+  );
+  bySize.forEach((i, j) => {
+    if (binOf[j] === bins.length) bins.push({ pieces: [] });
+    bins[binOf[j]].pieces.push(i);
+  });
   for (const bin of bins) bin.pieces.sort((a, b) => a - b);
   bins.sort((a, b) => a.pieces[0] - b.pieces[0]);
   return bins.map((bin) => {
@@ -180,14 +182,15 @@ function packUnder(call: number, own: number, items: SubtreePiece[], room: numbe
   if (items.length === 0) return [{ call, parts: [], tokens: own }];
   items.sort((a, b) => b.tokens - a.tokens);
   const groups: SubtreePiece[] = [];
-  for (const item of items) {
-    const group = groups.find((g) => g.tokens + item.tokens <= room);
-    if (group) {
-      group.parts.push(item);
-      group.tokens += item.tokens;
-    } else groups.push({ call, parts: [item], tokens: item.tokens });
-  }
-  for (const g of groups) g.tokens += own;
+  const groupOf = firstFit(
+    items.map((item) => item.tokens),
+    room,
+  );
+  items.forEach((item, j) => {
+    if (groupOf[j] === groups.length) groups.push({ call, parts: [], tokens: own });
+    groups[groupOf[j]].parts.push(item);
+    groups[groupOf[j]].tokens += item.tokens;
+  });
   return groups;
 }
 

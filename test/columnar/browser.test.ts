@@ -1,7 +1,7 @@
 // The columnar API through the browser entry, bundled by vite as a consumer's app would be, in
 // real Chromium: Parquet (parquet-wasm fetched on first use) and Arrow IPC bytes of a planned
 // rollout, identical to what Node writes for the same records, and read back by DuckDB.
-import { CHROMIUM_LAUNCH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -80,7 +80,7 @@ document.body.dataset.ready = "true";
   await new Promise<void>((done) => server.listen(0, "127.0.0.1", done));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   browser = await chromium.launch(CHROMIUM_LAUNCH);
-}, 120_000);
+});
 
 afterAll(async () => {
   await browser?.close();
@@ -97,6 +97,7 @@ test(
   "in Chromium: Parquet and Arrow IPC bytes equal to Node's for the same rollout, " + "and DuckDB reads the Parquet",
   async () => {
     const page = await browser.newPage();
+    page.setDefaultTimeout(NO_DEADLINE);
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
     await page.goto(`${origin}/`);

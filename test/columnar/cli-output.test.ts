@@ -283,7 +283,9 @@ describe("outputs are written whole or not at all", () => {
         const poll = setInterval(() => {
           if (readdirSync(dir).some((file) => file.includes(".partial-"))) {
             clearInterval(poll);
-            setTimeout(() => child.kill(signal), 200); // mid-run: stdin is still open
+            // Mid-run (stdin is still open, so it cannot end), and staged: the removal of its
+            // partial files on a signal is armed before the first is made, so no delay is needed.
+            child.kill(signal);
           }
         }, 20);
       },

@@ -1,8 +1,6 @@
 // The runtime against servers and models that misbehave: cut or stalled answers, odd /tokenize
 // answers, transient preflight failures, malformed output items, bad options; and an episode
 // that ends in the middle of a response's tool calls.
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { describe, expect, it, vi } from "vitest";
 import { runAgent } from "../../src/compaction/agent.js";
 import {
@@ -27,8 +25,9 @@ describe("model client", () => {
       req.resume();
       req.on("end", () => {
         res.writeHead(200, { "content-type": "application/json", "content-length": "1000" });
-        res.write('{"id":');
-        setTimeout(() => res.destroy(), 20);
+        // Cut once the headers and the first bytes are handed to the socket (no timer: under load
+        // a timer could fire before they are written, or long after).
+        res.write('{"id":', () => res.destroy());
       });
     });
     const error = await failureOf(
@@ -42,11 +41,9 @@ describe("model client", () => {
   });
 
   it("a refused connection says why (fetch's own message is only 'fetch failed')", async () => {
-    const closed = createServer();
-    await new Promise<void>((done) => closed.listen(0, "127.0.0.1", done));
-    const { port } = closed.address() as AddressInfo;
-    await new Promise((done) => closed.close(done)); // nothing listens there now
-    const baseUrl = `http://127.0.0.1:${port}`;
+    // Port 0: nothing can ever listen there, so the kernel refuses every connection to it (a port
+    // freed by a closed server could be taken by any other process before the client connects).
+    const baseUrl = "http://127.0.0.1:0";
     const error = await failureOf(
       createModelClient({ baseUrl, model: "m" }).respond({
         endpoint: "responses",

@@ -1,7 +1,7 @@
 // The SVG in a real browser (Chromium via playwright-core): it parses as XML with the browser's
 // own parser, and a 500-call picture renders at its natural size with 11px text that fits its
 // boxes (legible: the picture scrolls, the text does not shrink).
-import { CHROMIUM_LAUNCH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
 import { readFileSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +20,7 @@ beforeAll(async () => {
   cf = await init();
   browser = await chromium.launch(CHROMIUM_LAUNCH);
   page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  page.setDefaultTimeout(NO_DEADLINE);
 });
 afterAll(async () => {
   await browser?.close();

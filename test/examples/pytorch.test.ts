@@ -18,12 +18,12 @@ test("examples/pytorch/run.sh: packed trees and bins train the same as rows", ()
         "Build the environment with: bash scripts/ensure-python.sh",
     );
   }
+  // No deadline of its own (PyTorch is slow on a loaded machine): a hang is the watchdog's to name.
   const run = spawnSync("bash", [join(ROOT, "examples", "pytorch", "run.sh")], {
     cwd: ROOT,
     encoding: "utf8",
     env: { ...process.env, PYTHON },
-    timeout: 180_000,
   });
   expect(run.status, `run.sh failed:\n${run.stdout}\n${run.stderr}`).toBe(0);
   expect(run.stdout).toMatch(/^check_packed: ok, \d+ trained tokens of 18 rollouts/m);
-}, 200_000);
+});

@@ -771,3 +771,86 @@ describe("rejections: one line naming file:line and the call", () => {
     });
   });
 });
+
+describe("delta chains: memory for the tokens the file holds (issue 31)", () => {
+  /** A v5 chain: a root [1] → [2], then each entry a one-token delta with one generated token. */
+  function chain(length: number, digests: boolean): Record<string, unknown>[] {
+    const values: Record<string, unknown>[] = [];
+    const full: number[] = [];
+    for (let i = 0; i < length; i++) {
+      const suffix = [2 * i + 1];
+      const generation = [2 * i + 2];
+      full.push(...suffix, ...generation);
+      values.push(
+        entry(`c${i}`, suffix, generation, {
+          schema_version: 5,
+          parent_resolution: i === 0 ? "root" : "resolved",
+          parent_call_id: i === 0 ? null : `c${i - 1}`,
+          prompt_is_delta: i > 0,
+          cum_len: full.length,
+          ...(digests ? { digest: digestOf(full) } : {}),
+        }),
+      );
+    }
+    return values;
+  }
+
+  it("a chain's rebuilt prompts are views of one shared buffer, each the right tokens", () => {
+    const values = chain(300, true);
+    const { rollout } = accepted(convert(values));
+    const prompts = rollout.calls.map((c) => c.prompt_token_ids as Int32Array);
+    prompts.forEach((prompt, i) => {
+      expect(Array.from(prompt)).toEqual(Array.from({ length: 2 * i + 1 }, (_, t) => t + 1));
+    });
+    // Buffers double as the chain grows: a few of them, holding ~2x its 600 tokens, not 300 prompts.
+    const buffers = new Set(prompts.slice(1).map((p) => p.buffer));
+    expect(buffers.size).toBeLessThanOrEqual(8);
+    expect([...buffers].reduce((n, b) => n + b.byteLength, 0)).toBeLessThan(4 * 600 * 4);
+    expect(cf.plan(rollout).report).toMatchObject({ status: "ok", rows: 1 });
+  });
+
+  it("a fork copies its parent's tokens once: both branches rebuilt right, and checked by digest", () => {
+    const values = [
+      ...chain(3, true),
+      entry("fork", [9], [10], {
+        schema_version: 5,
+        parent_resolution: "resolved",
+        parent_call_id: "c1",
+        prompt_is_delta: true,
+        cum_len: 6,
+        digest: digestOf([1, 2, 3, 4, 9, 10]),
+      }),
+      entry("fork-child", [11], [12], {
+        schema_version: 5,
+        parent_resolution: "resolved",
+        parent_call_id: "fork",
+        prompt_is_delta: true,
+        cum_len: 8,
+        digest: digestOf([1, 2, 3, 4, 9, 10, 11, 12]),
+      }),
+    ];
+    const { rollout } = accepted(convert(values));
+    expect(rollout.calls.map((c) => Array.from(c.prompt_token_ids as ArrayLike<number>))).toEqual([
+      [1],
+      [1, 2, 3],
+      [1, 2, 3, 4, 5],
+      [1, 2, 3, 4, 9],
+      [1, 2, 3, 4, 9, 10, 11],
+    ]);
+    expect(cf.plan(rollout).report).toMatchObject({ status: "ok", rows: 2 });
+  });
+
+  it("a chain that expands past 2^28 tokens is refused up front with rollout_too_large, naming the size", () => {
+    // Entry i's full sequence holds 2(i + 1) tokens: n entries expand to n(n + 1) tokens.
+    const n = 16_400;
+    const result = convert(chain(n, false));
+    expect(result).toMatchObject({
+      ok: false,
+      reason: "rollout_too_large",
+      code: "expanded_prompts_too_large",
+      detail:
+        `gym-observed: mem/r-0.tokens.jsonl: its ${n} entries' full sequences, delta prompts rebuilt, add up to ` +
+        `${n * (n + 1)} tokens, more than the ${2 ** 28} one rollout may expand to`,
+    });
+  });
+});

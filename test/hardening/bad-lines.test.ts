@@ -121,6 +121,25 @@ const CORPUS: [string, string, string][] = [
     "invalid_routed_experts",
   ],
   ["routed experts not base64", call(`${tokens},"routed_experts":"nrlre1:int16:4x1x1:!!!!"`), "invalid_routed_experts"],
+  ["routed experts in padded base64", call(`${tokens},"routed_experts":"nrlre1:int16:4x1x1:AAAAAAAAAAA="`), "ok"],
+  [
+    "routed experts in unpadded base64",
+    call(`${tokens},"routed_experts":"nrlre1:int16:4x1x1:AAAAAAAAAAA"`),
+    "invalid_routed_experts",
+  ],
+  [
+    "routed experts whose L and K differ between calls, their product the same",
+    `{"rollout_id":"bad","reward":0,"calls":[{"id":"c1",${tokens},"routed_experts":"nrlre1:int8:4x1x2:AAAAAAAAAAA="},` +
+      `{"id":"c2",${tokens},"routed_experts":"nrlre1:int8:4x2x1:AAAAAAAAAAA="}]}`,
+    "invalid_routed_experts",
+  ],
+  [
+    "an empty routed_experts on a call with no tokens, beside a call's 1x2",
+    `{"rollout_id":"x","reward":0,"calls":[{"id":"c0","prompt_token_ids":[],"generation_token_ids":[],` +
+      `"generation_log_probs":[],"routed_experts":[]},` +
+      `{"id":"c1",${tokens},"routed_experts":"nrlre1:int8:4x1x2:AAAAAAAAAAA="}]}`,
+    "ok",
+  ],
   [
     "a duplicate key (the last one counts)",
     `{"rollout_id":"x","rollout_id":"y","reward":1,"calls":[{"id":"c1",${tokens}}]}`,

@@ -3,7 +3,9 @@
 // where the best packing is known.
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
+import { firstFit } from "../../src/plan/first-fit.js";
 import { type ForestShape, layOutBins, packedTokensLowerBound, type RecordLayout } from "../../src/plan/packing.js";
+import { layOutBinsLinear } from "../support/linear-packing.js";
 
 /** A forest from each call's parent (an earlier call, or -1) and what it adds to its parent. */
 function forest(parents: number[], adds: number[]): ForestShape & { parents: number[]; fullLengths: number[] } {
@@ -103,5 +105,69 @@ describe("layOutBins", () => {
       [2, 3, 4],
     ]);
     expect(total(bins)).toBe(30);
+  });
+});
+
+describe("first fit in O(n log n): the same bins as the linear search it replaced", () => {
+  /** firstFit as the linear search the packer used to do: each item into the first bin it fits. */
+  function linearFirstFit(sizes: number[], room: number): number[] {
+    const used: number[] = [];
+    return sizes.map((size) => {
+      const bin = used.findIndex((u) => u + size <= room);
+      if (bin >= 0) {
+        used[bin] += size;
+        return bin;
+      }
+      used.push(size);
+      return used.length - 1;
+    });
+  }
+
+  test("firstFit gives each item the bin the linear search gives it, too-large items included", () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 30 }), { maxLength: 300 }),
+        fc.integer({ min: 1, max: 40 }),
+        fc.boolean(),
+        (sizes, room, decreasing) => {
+          if (decreasing) sizes.sort((a, b) => b - a);
+          expect(Array.from(firstFit(sizes, room))).toEqual(linearFirstFit(sizes, room));
+        },
+      ),
+      { seed: 31, numRuns: 2000 },
+    );
+  });
+
+  /** Forests of many small trees and wide fans: many bins, and many pieces under one call. */
+  const wideArb = fc
+    .array(fc.tuple(fc.integer({ min: 0, max: 5 }), fc.integer({ min: 1, max: 4 })), {
+      minLength: 1,
+      maxLength: 400,
+    })
+    .map((calls) =>
+      forest(
+        // 0: a new tree; 1..5: a child of one of the last few calls (fans and short chains)
+        calls.map(([u], c) => (c === 0 || u === 0 ? -1 : Math.max(0, c - u * u))),
+        calls.map(([, add]) => add),
+      ),
+    );
+
+  test("layOutBins equals the linear packer byte for byte, on random and wide forests at any capacity", () => {
+    fc.assert(
+      fc.property(fc.oneof(shapeArb, wideArb), fc.integer({ min: 0, max: 60 }), (shape, slack) => {
+        const isParent = new Set(shape.parents);
+        const longest = Math.max(...shape.fullLengths.filter((_, c) => !isParent.has(c)));
+        const capacity = longest + slack;
+        expect(JSON.stringify(layOutBins(shape, capacity))).toBe(JSON.stringify(layOutBinsLinear(shape, capacity)));
+      }),
+      { seed: 3131, numRuns: 1500 },
+    );
+  });
+
+  test("5,000 one-token roots at capacity 3: the linear packer's 1,667 bins, in its order", () => {
+    const shape = forest(new Array(5000).fill(-1), new Array(5000).fill(1));
+    const bins = layOutBins(shape, 3);
+    expect(bins.length).toBe(1667);
+    expect(JSON.stringify(bins)).toBe(JSON.stringify(layOutBinsLinear(shape, 3)));
   });
 });

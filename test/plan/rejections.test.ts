@@ -392,6 +392,55 @@ const CASES: Case[] = [
     call: "c2",
   },
   {
+    // SPEC v3: L and K each the same for every call; L × K alone is not enough (1x4 is not 2x2)
+    name: "routed experts of the same L x K product but another L and K",
+    input: rollout([
+      call("c1", [1], [2], { routed_experts: [[[1, 2, 3, 4]], [[2, 3, 4, 5]]] }),
+      call("c2", [1, 2], [3], { routed_experts: "nrlre1:int16:3x2x2:" + "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" }),
+    ]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
+    name: "routed experts of the same L x K product, as lists",
+    input: rollout([
+      call("c1", [1], [2], {
+        routed_experts: [
+          [[1], [2]],
+          [[3], [4]],
+        ],
+      }),
+      call("c2", [1, 2], [3], { routed_experts: [[[1, 2]], [[2, 3]], [[3, 4]]] }),
+    ]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
+    // standard base64, as NeMo RL writes it: 4 bytes are "AAAAAA==", never "AAAAAA"
+    name: "routed experts in unpadded base64",
+    input: rollout([ok1, call("c2", [1], [2], { routed_experts: "nrlre1:int16:2x1x1:AAAAAA" })]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
+    name: "routed experts in base64 with a padding character short",
+    input: rollout([ok1, call("c2", [1], [2], { routed_experts: "nrlre1:int16:2x1x1:AAAAAA=" })]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
+    name: "routed experts in base64 whose last character carries stray bits",
+    input: rollout([ok1, call("c2", [1], [2], { routed_experts: "nrlre1:int16:2x1x1:AAAAAB==" })]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
+    name: "routed experts in base64 with padding inside",
+    input: rollout([ok1, call("c2", [1], [2], { routed_experts: "nrlre1:int16:2x1x1:AA==AA==" })]),
+    code: "invalid_routed_experts",
+    call: "c2",
+  },
+  {
     name: "bad routed experts before bad media",
     input: rollout([ok1, call("c2", [1], [2], { routed_experts: 5, media: 5 })]),
     code: "invalid_routed_experts",

@@ -164,6 +164,63 @@ describe("through the forest", () => {
   });
 });
 
+describe("shapes across calls (SPEC v3)", () => {
+  const call = (id: string, prompt: number[], generation: number[], routed_experts: unknown) => ({
+    id,
+    prompt_token_ids: prompt,
+    generation_token_ids: generation,
+    generation_log_probs: generation.map(() => -1),
+    routed_experts,
+  });
+  const twoByOne = (n: number) => Array.from({ length: n }, (_, t) => [[t], [t + 1]]);
+
+  // "an array with no entries ([], or S = 0) states no L and K": an ineligible call's empty array
+  // is not compared with the others, before or after them.
+  test.each([
+    ["[]", []],
+    ["an S = 0 envelope of another shape", "nrlre1:int16:0x1x2:"],
+    ["an S = 0 envelope with L = K = 0", "nrlre1:int8:0x0x0:"],
+  ])("an empty routed_experts (%s) on an ineligible call is accepted", async (_name, empty) => {
+    const first: Rollout = {
+      rollout_id: "empty-first",
+      reward: 1,
+      calls: [call("c0", [], [], empty), call("c1", [1], [2], twoByOne(2))] as Rollout["calls"],
+    };
+    const last: Rollout = {
+      rollout_id: "empty-last",
+      reward: 1,
+      calls: [call("c1", [1], [2], twoByOne(2)), call("c0", [], [], empty)] as Rollout["calls"],
+    };
+    const { reference } = await import("../support/reference.js");
+    for (const rollout of [first, last]) {
+      expect(reference(rollout).status).toBe("ok");
+      for (const { name, cf } of backends) {
+        const plan = cf.plan(rollout, { trees: true, capacity: 8 });
+        expect([name, plan.report.status, plan.report.detail]).toEqual([name, "ok", undefined]);
+        expect(plan.rows[0].routedExperts).toMatchObject({ tokens: 2, layers: 2, topk: 1 });
+        plan.release();
+      }
+    }
+  });
+
+  test("calls whose L and K differ but whose L x K agree are rejected at the second, on both backends", () => {
+    const rollout = {
+      rollout_id: "shapes",
+      reward: 1,
+      calls: [call("c1", [1], [2], twoByOne(2)), call("c2", [1, 2], [3], [[[1, 2]], [[2, 3]], [[3, 4]]])],
+    } as Rollout;
+    for (const { name, cf } of backends) {
+      const plan = cf.plan(rollout);
+      expect([name, plan.report.reason, plan.report.detail]).toEqual([
+        name,
+        "invalid_routed_experts",
+        'call "c2" (calls[1]): routed_experts has 1x2 per token, where "c1" has 2x1',
+      ]);
+      plan.release();
+    }
+  });
+});
+
 describe("the CLI", () => {
   test("rows and packed records carry routed_experts, byte-identical from every reader and writer", async () => {
     const { mkdtempSync, writeFileSync, rmSync } = await import("node:fs");

@@ -6,6 +6,7 @@ export const CHROMIUM_PATH = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 export const CHROMIUM_LAUNCH = {
   executablePath: CHROMIUM_PATH,
   headless: true,
+  timeout: 0, // no deadline: a loaded machine is slow, not hung (the test's timeout guards hangs)
   args: [
     "--no-sandbox",
     "--disable-gpu",
@@ -15,3 +16,6 @@ export const CHROMIUM_LAUNCH = {
     "--no-first-run",
   ],
 };
+
+/** Playwright waits for as long as it takes (its default gives up at 30 s): tests guard hangs. */
+export const NO_DEADLINE = 0;

@@ -115,8 +115,10 @@ interface Call {
   /** SPEC: "full(c) = prompt(c) ++ generation(c)" */
   full: number[];
   media: RefMedia[];
-  /** L × K of its routed experts, null when it gives none. */
-  expertsPerToken: number | null;
+  /** Whether it gives routed experts. */
+  givesExperts: boolean;
+  /** "LxK" of its routed experts, null when it gives none or an array with no entries. */
+  expertsShape: string | null;
 }
 
 const MAX_TOKEN = 2 ** 31 - 1;
@@ -272,7 +274,8 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
     agent,
     index,
     media,
-    expertsPerToken: experts?.perToken ?? null,
+    givesExperts: experts !== null,
+    expertsShape: experts?.shape ?? null,
     prompt: prompt as number[],
     generation: generation as number[],
     logprobs: (logprobs as number[]).map((x) => Math.fround(x)),
@@ -285,7 +288,9 @@ function readCall(raw: unknown, index: number, seen: Set<string>, agents: Agents
 /**
  * SPEC table: "calls[].routed_experts | string or array | optional: ... in NeMo RL's envelope
  * nrlre1:<dtype>:<S>x<L>x<K>:<base64> (dtype int8, int16 or int32; S >= len(full(c)) tokens ...;
- * little-endian C-order bytes) or as nested integer lists [S][L][K]". (One call's own rules: the
+ * little-endian C-order bytes) or as nested integer lists [S][L][K] ...; an array with no entries
+ * ([], or S = 0) states no L and K". Base64 is standard: padded, no stray bits before the
+ * padding (Buffer re-encodes the decoded bytes to the same text). (One call's own rules: the
  * rules across calls are checked by tests of their own.)
  */
 function checkRoutedExperts(
@@ -293,7 +298,7 @@ function checkRoutedExperts(
   fullLength: number,
   id: string,
   index: number,
-): { perToken: number } | null {
+): { shape: string | null } | null {
   const bad = (what: string): never => {
     throw new Rejection("invalid_routed_experts", id, index, `call ${id}: ${what}`);
   };
@@ -303,10 +308,12 @@ function checkRoutedExperts(
     if (!m) bad("not an nrlre1 envelope");
     const [, type, s, l, k, payload] = m as RegExpExecArray;
     const size = { int8: 1, int16: 2, int32: 4 }[type as "int8"];
-    if (Number(l) < 1 || Number(k) < 1) bad("L or K is 0");
-    if (Buffer.from(payload, "base64").length !== Number(s) * Number(l) * Number(k) * size) bad("payload length");
+    if (Number(s) > 0 && (Number(l) < 1 || Number(k) < 1)) bad("L or K is 0");
+    const bytes = Buffer.from(payload, "base64");
+    if (bytes.toString("base64") !== payload) bad("not standard base64");
+    if (bytes.length !== Number(s) * Number(l) * Number(k) * size) bad("payload length");
     if (Number(s) < fullLength) bad("covers too few tokens");
-    return { perToken: Number(l) * Number(k) };
+    return { shape: Number(s) === 0 ? null : `${l}x${k}` };
   }
   if (!Array.isArray(value)) bad("neither a string nor an array");
   const lists = value as unknown[];
@@ -321,7 +328,7 @@ function checkRoutedExperts(
         if (typeof e !== "number" || !Number.isInteger(e) || e < -(2 ** 31) || e >= 2 ** 31) bad("not an int32");
     }
   }
-  return { perToken: layers * topk };
+  return { shape: lists.length === 0 ? null : `${layers}x${topk}` };
 }
 
 /**
@@ -464,14 +471,14 @@ function plan(rollout: unknown): RefAccepted {
   const seen = new Set<string>();
   for (let index = 0; index < rawCalls.length; index++) {
     const c = readCall(rawCalls[index], index, seen, agents); // a hole in the array is no call: invalid
-    // SPEC: invalid_routed_experts when "its L × K differs from another call's; or some eligible
+    // SPEC: invalid_routed_experts when "its L or K differs from another call's; or some eligible
     // calls give it and others do not" (reported at the first call that breaks the rule)
-    const earlierExperts = calls.find((x) => x.expertsPerToken !== null);
+    const earlierExperts = calls.find((x) => x.expertsShape !== null);
     const firstEligible = calls.find((x) => x.kept && x.generation.length > 0);
     const eligibleNow = c.kept && c.generation.length > 0;
     if (
-      (c.expertsPerToken !== null && earlierExperts && earlierExperts.expertsPerToken !== c.expertsPerToken) ||
-      (eligibleNow && firstEligible && (firstEligible.expertsPerToken !== null) !== (c.expertsPerToken !== null))
+      (c.expertsShape !== null && earlierExperts && earlierExperts.expertsShape !== c.expertsShape) ||
+      (eligibleNow && firstEligible && firstEligible.givesExperts !== c.givesExperts)
     ) {
       throw new Rejection(
         "invalid_routed_experts",

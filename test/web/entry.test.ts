@@ -3,7 +3,7 @@
 // static server serves them. In real Chromium the core is fetched by URL and compiled while
 // streaming; a server with the wrong MIME type still works (buffered compile); the TS backend
 // works there too; and rows equal Node's. The entry's import graph has no Node built-ins.
-import { CHROMIUM_LAUNCH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
@@ -126,6 +126,7 @@ afterAll(async () => {
 /** Opens the app in a fresh page that counts compileStreaming calls. */
 async function openApp() {
   const page = await browser.newPage();
+  page.setDefaultTimeout(NO_DEADLINE);
   await page.addInitScript(() => {
     const original = WebAssembly.compileStreaming;
     (window as unknown as { streamed: number }).streamed = 0;

@@ -2,7 +2,7 @@
 // `npm run build` builds it, opened straight from disk (where it can fetch nothing) and from
 // `callforest view`. Each download must be the bytes `callforest rows -o x.parquet` writes for the
 // same rollout (rows, --layout packed, --capacity N), and DuckDB reads them back.
-import { CHROMIUM_LAUNCH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -41,6 +41,7 @@ beforeAll(async () => {
   );
   browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  context.setDefaultTimeout(NO_DEADLINE);
   cf = await init();
 });
 afterAll(async () => {

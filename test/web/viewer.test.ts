@@ -2,7 +2,7 @@
 // generated rollout of 1,000 calls and ~190 agents: it opens fitted (every lane and column in
 // view), zooms, collapses lanes, finds calls, shows the packed layout, decodes tokens, and stays
 // quick (time to first paint and to zoom measured and bounded).
-import { CHROMIUM_LAUNCH } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -65,6 +65,7 @@ beforeAll(async () => {
   );
   browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  context.setDefaultTimeout(NO_DEADLINE);
   cf = await init();
   big = generateRollout({ calls: 1000, seed: 7 });
   bigFile = join(dir, "big.json");

@@ -7,18 +7,77 @@ import { tokenDigest } from "./token-digest.js";
 import type { TokenEntry } from "./token-entry.js";
 import { q } from "../values.js";
 
-/** Full prompts by call id, each entry checked; throws on the first entry that fails. */
-export function fullPrompts(entries: readonly TokenEntry[], file: string): Map<string, ArrayLike<unknown>> {
-  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+/**
+ * The most tokens the full sequences of a token file's entries may add up to once delta prompts
+ * are rebuilt (as many as 1 GiB holds as int32): planning reads every call's full sequence, so a
+ * file of deltas is refused up front past it (rollout_too_large), before anything is rebuilt.
+ */
+export const MAX_EXPANDED_TOKENS = 2 ** 28;
+
+/**
+ * Full prompts by call id, each entry checked; throws on the first entry that fails. A rebuilt
+ * prompt is a view into a buffer its delta chain shares: a child that continues its parent's
+ * full sequence where the buffer ends appends to it, and only a second child (a fork) copies the
+ * prefix, so a chain of deltas takes memory for the tokens its file holds, not for every prompt.
+ */
+export function fullPrompts(
+  entries: readonly TokenEntry[],
+  file: string,
+  maxExpandedTokens = MAX_EXPANDED_TOKENS,
+): Map<string, ArrayLike<unknown>> {
+  const chains = deltaChains(entries, file);
+  let expanded = 0;
+  const promptLength = new Map<string, number>();
+  for (const [entry, parent] of chains) {
+    const length =
+      parent === null
+        ? entry.storedPrompt.length
+        : promptLength.get(parent.id)! + parent.generation.length + entry.storedPrompt.length;
+    promptLength.set(entry.id, length);
+    expanded += length + entry.generation.length;
+  }
+  if (expanded > maxExpandedTokens) {
+    throw new FormatError(
+      "expanded_prompts_too_large",
+      `${file}: its ${entries.length} entries' full sequences, delta prompts rebuilt, add up to ` +
+        `${expanded} tokens, more than the ${maxExpandedTokens} one rollout may expand to`,
+      "rollout_too_large",
+    );
+  }
   const prompts = new Map<string, ArrayLike<unknown>>();
+  const sequences = new Map<string, Sequence>();
+  for (const [entry, parent] of chains) {
+    if (parent === null) {
+      checkRecorded(entry, entry.storedPrompt);
+      prompts.set(entry.id, entry.storedPrompt);
+      continue;
+    }
+    const base = sequences.get(parent.id) ?? startSequence(parent, prompts.get(parent.id)!);
+    sequences.set(parent.id, base);
+    const { prompt, full } = extend(base, entry);
+    checkRecorded(entry, prompt);
+    prompts.set(entry.id, prompt);
+    sequences.set(entry.id, full);
+  }
+  return prompts;
+}
+
+/**
+ * Every entry with the parent its prompt continues (null when its prompt is stored whole), each
+ * parent before its children: file order, a delta's chain walked up first. Throws for a delta
+ * whose chain cannot be followed, named at the first entry (in file order) that needs it.
+ */
+function deltaChains(entries: readonly TokenEntry[], file: string): [TokenEntry, TokenEntry | null][] {
+  const byId = new Map(entries.map((entry) => [entry.id, entry]));
+  const done = new Set<string>();
+  const order: [TokenEntry, TokenEntry | null][] = [];
   for (const entry of entries) {
-    if (prompts.has(entry.id)) continue;
+    if (done.has(entry.id)) continue;
     // The deltas waiting on this one, child first, up to an entry whose full prompt is known.
-    const chain: TokenEntry[] = [];
+    const chain: [TokenEntry, TokenEntry][] = [];
     const onChain = new Set<string>();
     let base = entry;
-    while (base.promptIsDelta && !prompts.has(base.id)) {
-      chain.push(base);
+    while (base.promptIsDelta && !done.has(base.id)) {
       onChain.add(base.id);
       const parentId = base.parentCallId;
       const parent = parentId === null ? undefined : byId.get(parentId);
@@ -29,21 +88,94 @@ export function fullPrompts(entries: readonly TokenEntry[], file: string): Map<s
       }
       if (onChain.has(parent.id))
         throw brokenChain(entry, base, `the delta chain loops back to call ${q(parent.id)} (${parent.where})`);
+      chain.push([base, parent]);
       base = parent;
     }
-    if (!prompts.has(base.id)) {
-      checkRecorded(base, base.storedPrompt);
-      prompts.set(base.id, base.storedPrompt);
+    if (!done.has(base.id)) {
+      order.push([base, null]);
+      done.add(base.id);
     }
     for (let i = chain.length - 1; i >= 0; i--) {
-      const child = chain[i];
-      const parent = i === chain.length - 1 ? base : chain[i + 1];
-      const prompt = joined([prompts.get(parent.id)!, parent.generation, child.storedPrompt]);
-      checkRecorded(child, prompt);
-      prompts.set(child.id, prompt);
+      order.push(chain[i]);
+      done.add(chain[i][0].id);
     }
   }
-  return prompts;
+  return order;
+}
+
+/**
+ * A call's full sequence, `length` tokens at the start of `buffer` (an Int32Array shared along a
+ * chain), or a plain array when some token is not an id (kept as given for the planner to name).
+ */
+type Sequence = InBuffer | { plain: unknown[] };
+
+/** `length` tokens at the start of `buffer`; `tail.end`: how far the buffer's sequences reach. */
+interface InBuffer {
+  buffer: Int32Array;
+  length: number;
+  tail: { end: number };
+}
+
+/** The full sequence of `entry`, whose prompt is `prompt`, in a buffer of its own. */
+function startSequence(entry: TokenEntry, prompt: ArrayLike<unknown>): Sequence {
+  const length = prompt.length + entry.generation.length;
+  const sequence = { buffer: new Int32Array(Math.max(16, length * 2)), length: 0, tail: { end: 0 } };
+  return append(sequence, [prompt, entry.generation]);
+}
+
+/** The prompt and full sequence of a delta `child` of `parent`'s sequence. */
+function extend(parent: Sequence, child: TokenEntry): { prompt: ArrayLike<unknown>; full: Sequence } {
+  if ("plain" in parent) {
+    const prompt = plainJoined([parent.plain, child.storedPrompt]);
+    return { prompt, full: { plain: plainJoined([prompt, child.generation]) } };
+  }
+  // A second child of the same parent (its tail is taken) continues a copy of the parent's tokens.
+  const own = parent.tail.end === parent.length ? parent : copyOf(parent);
+  const withPrompt = append(own, [child.storedPrompt]);
+  if ("plain" in withPrompt) return extend(withPrompt, { ...child, storedPrompt: [] });
+  const prompt = withPrompt.buffer.subarray(0, withPrompt.length);
+  return { prompt, full: append(withPrompt, [child.generation]) };
+}
+
+function copyOf(sequence: InBuffer): InBuffer {
+  const buffer = new Int32Array(Math.max(16, sequence.length * 2));
+  buffer.set(sequence.buffer.subarray(0, sequence.length));
+  return { buffer, length: sequence.length, tail: { end: sequence.length } };
+}
+
+/**
+ * `sequence` with `parts` after it, in the same buffer when its tail is free and there is room (a
+ * buffer twice as large otherwise; the views already handed out keep the old one); a plain array
+ * as soon as a token is not an id.
+ */
+function append(sequence: InBuffer, parts: readonly ArrayLike<unknown>[]): Sequence {
+  let length = sequence.length;
+  for (const part of parts) length += part.length;
+  let { buffer, tail } = sequence;
+  if (length > buffer.length) {
+    const bigger = new Int32Array(Math.max(16, length * 2));
+    bigger.set(buffer.subarray(0, sequence.length));
+    buffer = bigger;
+    tail = { end: sequence.length };
+  }
+  let at = sequence.length;
+  for (const part of parts) {
+    if (part instanceof Int32Array) {
+      buffer.set(part, at);
+      at += part.length;
+      continue;
+    }
+    for (let i = 0; i < part.length; i++) {
+      const token = part[i];
+      // Not an id (negative, fractional, too big, not a number): keep the values as given, so
+      // the planner's invalid_token names the one that is wrong.
+      if (typeof token !== "number" || (token | 0) !== token || token < 0)
+        return { plain: plainJoined([buffer.subarray(0, sequence.length), ...parts]) };
+      buffer[at++] = token;
+    }
+  }
+  tail.end = length;
+  return { buffer, length, tail };
 }
 
 /** `entry` is a delta whose chain cannot be followed at `at` (entry itself or an ancestor). */
@@ -76,29 +208,6 @@ function checkRecorded(entry: TokenEntry, prompt: ArrayLike<unknown>): void {
         `(they hash to ${digest})`,
     );
   }
-}
-
-/** The parts end to end: an Int32Array when every token fits one (as valid ids do), else an array. */
-function joined(parts: readonly ArrayLike<unknown>[]): ArrayLike<unknown> {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  const out = new Int32Array(length);
-  let at = 0;
-  for (const part of parts) {
-    if (part instanceof Int32Array) {
-      out.set(part, at);
-      at += part.length;
-      continue;
-    }
-    for (let i = 0; i < part.length; i++) {
-      const token = part[i];
-      // Not an id (negative, fractional, too big, not a number): keep the values as given, so
-      // the planner's invalid_token names the one that is wrong.
-      if (typeof token !== "number" || (token | 0) !== token || token < 0) return plainJoined(parts);
-      out[at++] = token;
-    }
-  }
-  return out;
 }
 
 function plainJoined(parts: readonly ArrayLike<unknown>[]): unknown[] {
