@@ -6,6 +6,7 @@
 
 /** Each optional package at the version callforest is tested with (package.json's peerDependencies). */
 export const OPTIONAL_PACKAGES = {
+  "@huggingface/tokenizers": "0.2.0",
   "apache-arrow": "21.2.0",
   "parquet-wasm": "0.8.0",
   "gpt-tokenizer": "4.0.0",
@@ -20,6 +21,7 @@ export type OptionalPackage = keyof typeof OPTIONAL_PACKAGES;
 export const FEATURE_PACKAGES = {
   "Parquet and Arrow output": ["apache-arrow", "parquet-wasm"],
   "view --tokenizer with an OpenAI encoding": ["gpt-tokenizer"],
+  "explain --tokenizer": ["@huggingface/tokenizers", "gpt-tokenizer"],
   "the compaction runtime (callforest/compaction)": ["yaml", "image-size"],
   "the compaction test bed (callforest/compaction/testbed)": ["yaml", "image-size", "fast-png", "gpt-tokenizer"],
 } as const satisfies Record<string, readonly OptionalPackage[]>;

@@ -18,8 +18,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ["core"],
   ["plan"],
   // what reads and writes plans without running one: JSONL, the importers (pure, browser-safe),
-  // pictures, token decoders
-  ["output", "formats", "draw", "tokenizer"],
+  // pictures, token decoders, the prefix-break analysis (pure: the page runs it too)
+  ["output", "formats", "draw", "tokenizer", "explain"],
   ["columnar"],
   // the library's entry points and the glue that plans an imported rollout
   ["api", "exports", "plan-imported"],

@@ -124,6 +124,11 @@ describe("the installed tarball", () => {
         ["view", "--tokenizer", "o200k_base"],
         "view --tokenizer with an OpenAI encoding needs gpt-tokenizer, not installed: npm install gpt-tokenizer@4.0.0",
       ],
+      [
+        ["explain", example, "--tokenizer", "qwen3"],
+        "explain --tokenizer needs @huggingface/tokenizers and gpt-tokenizer, not installed: " +
+          "npm install @huggingface/tokenizers@0.2.0 gpt-tokenizer@4.0.0",
+      ],
     ] as const) {
       const run = inConsumer(["node_modules/.bin/callforest", ...argv]);
       expect([argv, run.status, run.stderr]).toEqual([argv, 2, `callforest: ${message}\n`]);

