@@ -62,8 +62,11 @@ export function missingPackageOf(error: unknown): string | null {
 
 /** `error` as a MissingDependencyError when it says one of `feature`'s packages is missing; else itself. */
 export function asMissingDependency(error: unknown, feature: Feature): unknown {
-  const missing = missingPackageOf(error);
   const packages: readonly OptionalPackage[] = FEATURE_PACKAGES[feature];
+  // A part of the feature (a module that loads its own packages) said so first: name them all.
+  if (error instanceof MissingDependencyError && error.packages.every((name) => packages.includes(name)))
+    return new MissingDependencyError(feature, packages);
+  const missing = missingPackageOf(error);
   return missing !== null && (packages as readonly string[]).includes(missing)
     ? new MissingDependencyError(feature, packages)
     : error;

@@ -111,6 +111,16 @@ describe("the installed tarball", () => {
       "Parquet and Arrow output needs apache-arrow and parquet-wasm, not installed: " +
       "npm install apache-arrow@21.2.0 parquet-wasm@0.8.0";
     expect([api.stderr, api.stdout]).toEqual(["", `MissingDependencyError: ${columnar}\n`]);
+    const runtime = inConsumer([
+      "--input-type=module",
+      "-e",
+      "await import('callforest/compaction').catch((e) => console.log(e.name + ': ' + e.message));",
+    ]);
+    expect([runtime.stderr, runtime.stdout]).toEqual([
+      "",
+      "MissingDependencyError: the compaction runtime (callforest/compaction) needs yaml and image-size, " +
+        "not installed: npm install yaml@2.9.1 image-size@2.1.0\n",
+    ]);
     const example = "node_modules/callforest/examples/login-bug.json";
     for (const [argv, message] of [
       [["rows", example, "-o", "rows.parquet"], columnar],

@@ -1,13 +1,16 @@
 // Gym's `context_history` block (§4.1 of the Gym formats reference) with Gym's keys, values,
 // defaults and validators, from YAML or JSON: it becomes the runtime's compaction options, and
 // its canonical form (Gym's `model_dump`) is what Gym digests, so policy ids match Gym's.
-import { parse as parseYaml } from "yaml";
+import { loadFeature } from "../optional-dependency.js";
 import { ConfigError } from "./errors.js";
 import type { CompactionOptions } from "./options.js";
 import type { GuardConfig } from "./guards.js";
 import { OMISSION_MARKER, identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy } from "./policies.js";
 import { rolling, turnChunked } from "./schedules.js";
 import { stableIdSync } from "./gym-ids.js";
+
+// An optional peer: a missing one is one line naming what to install (src/optional-dependency.ts).
+const { parse: parseYaml } = await loadFeature("the compaction runtime (callforest/compaction)", () => import("yaml"));
 
 /** Gym's ContextHistoryConfig.model_dump(): every key, defaults filled in. */
 export interface ContextHistoryConfig {

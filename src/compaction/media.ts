@@ -3,7 +3,10 @@
 import { sha256Hex } from "./digest.js";
 import { CompactionError } from "./errors.js";
 import { toBase64 } from "../codecs/base64.js";
-import { imageSize } from "image-size";
+import { loadFeature } from "../optional-dependency.js";
+
+// An optional peer: a missing one is one line naming what to install (src/optional-dependency.ts).
+const { imageSize } = await loadFeature("the compaction runtime (callforest/compaction)", () => import("image-size"));
 
 export interface MediaRecord {
   /** `sha256:<hex>` of the bytes: stable across runs and processes. */

@@ -1,9 +1,15 @@
 // A deterministic grid world: the agent moves on a small grid with walls and (optionally) a goal,
 // and every step returns a rendered PNG of the grid.
-import { encode as encodePng } from "fast-png";
+import { loadFeature } from "../../optional-dependency.js";
 import type { Environment, Observation } from "../environment.js";
 import type { FunctionTool } from "../responses.js";
 import { mulberry32 } from "../../random.js";
+
+// An optional peer: a missing one is one line naming what to install (src/optional-dependency.ts).
+const { encode: encodePng } = await loadFeature(
+  "the compaction test bed (callforest/compaction/testbed)",
+  () => import("fast-png"),
+);
 
 export interface GridWorldOptions {
   /** Cells per side (default 5). */

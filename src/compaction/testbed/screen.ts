@@ -1,9 +1,15 @@
 // A one-window screen, as a computer-use agent sees it: every step returns a screenshot of the
 // whole window, always the same size. Typing a key fills the next cell of the window's text
 // field (a new screenshot); waiting changes nothing (the same bytes, so the same media id).
-import { encode as encodePng } from "fast-png";
+import { loadFeature } from "../../optional-dependency.js";
 import type { Environment, Observation } from "../environment.js";
 import type { FunctionTool } from "../responses.js";
+
+// An optional peer: a missing one is one line naming what to install (src/optional-dependency.ts).
+const { encode: encodePng } = await loadFeature(
+  "the compaction test bed (callforest/compaction/testbed)",
+  () => import("fast-png"),
+);
 
 export interface ScreenOptions {
   /** Cells per row of the text field (default 8). */

@@ -1,11 +1,17 @@
 // The test-bed model's chat template (harmony-style) and tokenizer. It renders Responses `input`
 // items to token IDs with a real BPE (gpt-tokenizer's o200k_base) and, like real reasoning-model
 // templates, drops earlier reasoning when it re-renders history.
-import { encode } from "gpt-tokenizer/encoding/o200k_base";
+import { loadFeature } from "../../optional-dependency.js";
 import { canonicalJson } from "../digest.js";
 import { projectVisionTokens } from "../guards.js";
 import { dataUrlImage, imageDimensions } from "../media.js";
 import type { FunctionTool, InputItem } from "../responses.js";
+
+// An optional peer: a missing one is one line naming what to install (src/optional-dependency.ts).
+const { encode } = await loadFeature(
+  "the compaction test bed (callforest/compaction/testbed)",
+  () => import("gpt-tokenizer/encoding/o200k_base"),
+);
 
 /** gpt-oss harmony special token IDs; image tokens use three reserved IDs. */
 export const SPECIAL = {
