@@ -1,8 +1,7 @@
 // Prefix breaks on the page (web/breaks.ts), in real Chromium: the near parents as dashed arrows,
 // the list of breaks, and a selected break's two token strips side by side at `at`, decoded with
 // the page's tokenizer, with the cause.
-import { CHROMIUM_LAUNCH } from "../support/chromium.js";
-import { execFileSync } from "node:child_process";
+import { CHROMIUM_LAUNCH, buildPage } from "../support/chromium.js";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -19,19 +18,7 @@ let browser: Browser;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "callforest-breaks-"));
-  execFileSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/vite/bin/vite.js"),
-      "build",
-      "--config",
-      "web/vite.config.ts",
-      "--outDir",
-      join(dir, "web"),
-      "--emptyOutDir",
-    ],
-    { cwd: ROOT, stdio: "pipe" },
-  );
+  buildPage(dir);
   browser = await chromium.launch(CHROMIUM_LAUNCH);
 });
 afterAll(async () => {

@@ -1,7 +1,7 @@
 // The page (web/), built as `npm run build` builds it, in real Chromium: served by
 // `callforest view`'s server with the worked example preloaded, and opened straight from disk.
 // One browser for the file; the page is built once into a temporary directory.
-import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
+import { CHROMIUM_LAUNCH, NO_DEADLINE, buildPage } from "../support/chromium.js";
 import { execFileSync, spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, request } from "node:http";
@@ -67,22 +67,7 @@ function asJson(rollout: Rollout): string {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "callforest-page-"));
-  execFileSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/vite/bin/vite.js"),
-      "build",
-      "--config",
-      "web/vite.config.ts",
-      "--outDir",
-      join(dir, "web"),
-      "--emptyOutDir",
-    ],
-    {
-      cwd: ROOT,
-      stdio: "pipe",
-    },
-  );
+  buildPage(dir);
   view = await startViewServer({ page: join(dir, "web/index.html"), input: EXAMPLE_FILE, port: 0 });
   browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 } });

@@ -2,8 +2,7 @@
 // `npm run build` builds it, opened straight from disk (where it can fetch nothing) and from
 // `callforest view`. Each download must be the bytes `callforest rows -o x.parquet` writes for the
 // same rollout (rows, --layout packed, --capacity N), and DuckDB reads them back.
-import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
-import { execFileSync } from "node:child_process";
+import { CHROMIUM_LAUNCH, NO_DEADLINE, buildPage } from "../support/chromium.js";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,7 +14,7 @@ import { startViewServer, type ViewServer } from "../../src/cli/commands/view.js
 import { generateRollout } from "../../bench/generate.js";
 import { cli } from "../ingest/cli.js";
 import { parquetRecords } from "../columnar/support.js";
-import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
+import { LOGIN_BUG } from "../support/fixtures.js";
 import type { Rollout } from "../../src/types.js";
 
 let dir: string;
@@ -26,19 +25,7 @@ const example = JSON.parse(readFileSync(LOGIN_BUG, "utf8")) as Rollout;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "callforest-page-parquet-"));
-  execFileSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/vite/bin/vite.js"),
-      "build",
-      "--config",
-      "web/vite.config.ts",
-      "--outDir",
-      join(dir, "web"),
-      "--emptyOutDir",
-    ],
-    { cwd: ROOT, stdio: "pipe" },
-  );
+  buildPage(dir);
   browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
   context.setDefaultTimeout(NO_DEADLINE);

@@ -2,8 +2,7 @@
 // generated rollout of 1,000 calls and ~190 agents: it opens fitted (every lane and column in
 // view), zooms, collapses lanes, finds calls, shows the packed layout, decodes tokens, and stays
 // quick (time to first paint and to zoom measured and bounded).
-import { CHROMIUM_LAUNCH, NO_DEADLINE } from "../support/chromium.js";
-import { execFileSync } from "node:child_process";
+import { CHROMIUM_LAUNCH, NO_DEADLINE, buildPage } from "../support/chromium.js";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,19 +49,7 @@ function asJson(rollout: Rollout): string {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "callforest-viewer-"));
-  execFileSync(
-    process.execPath,
-    [
-      join(ROOT, "node_modules/vite/bin/vite.js"),
-      "build",
-      "--config",
-      "web/vite.config.ts",
-      "--outDir",
-      join(dir, "web"),
-      "--emptyOutDir",
-    ],
-    { cwd: ROOT, stdio: "pipe" },
-  );
+  buildPage(dir);
   browser = await chromium.launch(CHROMIUM_LAUNCH);
   context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   context.setDefaultTimeout(NO_DEADLINE);
