@@ -16,6 +16,8 @@ export type TaskItem =
   | { kind: "reasoning"; id?: string; text: string }
   | { kind: "function_call"; id?: string; callId: string; name: string; arguments: string }
   | { kind: "function_output"; callId: string; output: string };
+// A tool output given as parts becomes two items: its text as the function output, its images in a
+// user message after it (how the runtime shows an environment's tool images).
 
 /** What an environment's `start()` may return instead of one observation: the whole initial context. */
 export interface TaskInput {
@@ -36,10 +38,30 @@ export function taskInputItems(input: unknown, where: string): TaskItem[] {
   if (typeof input === "string") return [{ kind: "user", parts: [{ type: "text", text: input }] }];
   if (!Array.isArray(input) || input.length === 0)
     throw new CompactionError(`${where} must be a string or a non-empty array of input items`);
-  return input.map((item, i) => taskItem(item, `${where}[${i}]`));
+  const callNames = new Map<string, string>();
+  return input.flatMap((item, i) => {
+    const items = taskItem(item, `${where}[${i}]`, callNames);
+    for (const it of items) if (it.kind === "function_call") callNames.set(it.callId, it.name);
+    return items;
+  });
 }
 
-function taskItem(raw: unknown, where: string): TaskItem {
+/**
+ * A tool output given as parts: its text as the function output and its images in a user message
+ * after it, as the runtime shows an environment's tool images (a Responses function output the
+ * history keeps is text; see docs/compaction.md).
+ */
+function toolOutput(callId: string, parts: unknown[], where: string, name: string | undefined): TaskItem[] {
+  const read = contentParts(parts, "tool", where, "output");
+  const text = read.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
+  const images = read.filter((p) => p.type === "image");
+  const output: TaskItem = { kind: "function_output", callId, output: text };
+  if (!images.length) return [output];
+  const caption = `Observation after ${name ?? callId}:`;
+  return [output, { kind: "user", parts: [{ type: "text", text: caption }, ...images] }];
+}
+
+function taskItem(raw: unknown, where: string, callNames: ReadonlyMap<string, string>): TaskItem[] {
   const refuse = (why: string) => new CompactionError(`${where}: ${why}`);
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw refuse("is not an object");
   const item = raw as Record<string, unknown>;
@@ -54,6 +76,23 @@ function taskItem(raw: unknown, where: string): TaskItem {
   };
   // EasyInputMessage has no `type`; its role says it is a message.
   const type = item.type ?? (item.role !== undefined ? "message" : undefined);
+  if (type === "function_call_output") {
+    const callId = str("call_id")!;
+    if (typeof item.output === "string") return [{ kind: "function_output", callId, output: item.output }];
+    if (!Array.isArray(item.output))
+      throw refuse("output must be a string or an array of input_text and input_image parts");
+    return toolOutput(callId, item.output, where, callNames.get(callId));
+  }
+  return [oneItem(item, type, where, refuse, str)];
+}
+
+function oneItem(
+  item: Record<string, unknown>,
+  type: unknown,
+  where: string,
+  refuse: (why: string) => CompactionError,
+  str: (key: string, optional?: boolean) => string | undefined,
+): TaskItem {
   switch (type) {
     case "message": {
       const role = item.role;
@@ -88,10 +127,6 @@ function taskItem(raw: unknown, where: string): TaskItem {
         name: str("name")!,
         arguments: str("arguments")!,
       };
-    case "function_call_output":
-      if (typeof item.output !== "string")
-        throw refuse("function_call_output.output must be a string (this runtime keeps tool images in messages)");
-      return { kind: "function_output", callId: str("call_id")!, output: item.output };
     default:
       throw refuse(
         `item type ${JSON.stringify(type)} is not message, reasoning, function_call or function_call_output`,
@@ -103,12 +138,13 @@ function optionalId(id: string | undefined): { id?: string } {
   return id === undefined ? {} : { id };
 }
 
-function contentParts(content: unknown, role: string, where: string): TaskPart[] {
+/** A message's content (or, with `key` "output", a tool output's parts) as text and image parts. */
+function contentParts(content: unknown, role: string, where: string, key = "content"): TaskPart[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
-  if (!Array.isArray(content)) throw new CompactionError(`${where}.content must be a string or an array of parts`);
+  if (!Array.isArray(content)) throw new CompactionError(`${where}.${key} must be a string or an array of parts`);
   return content.map((raw, k): TaskPart => {
     const part = raw as { type?: unknown; text?: unknown; image_url?: unknown } | null;
-    const at = `${where}.content[${k}]`;
+    const at = `${where}.${key}[${k}]`;
     const textTypes = role === "assistant" ? ["output_text", "input_text"] : ["input_text"];
     if (textTypes.includes(part?.type as string) && typeof part?.text === "string")
       return { type: "text", text: part.text };

@@ -79,6 +79,27 @@ export function contractRolloutId(value: JsonObject): string | null {
   return isNonEmptyString(id) ? id : null;
 }
 
+/** A whole-number `_ng_attempt_index` (an int, or its digits as pydantic's lax mode takes), else null. */
+function attemptIndex(row: JsonObject): number | null {
+  const v = field(row, "_ng_attempt_index");
+  const n = typeof v === "string" && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
+  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : null;
+}
+
+/**
+ * The rollout id the compaction runtime gave a row (src/compaction/run-identity.ts, as Gym's agent):
+ * `context_compaction_rollout_id`, else `<task>-<rollout>` with `-a<attempt>` after the first
+ * attempt; null when the row names neither (then the contract's id is read).
+ */
+export function runRolloutId(row: JsonObject): string | null {
+  const explicit = field(row, "context_compaction_rollout_id");
+  if (isNonEmptyString(explicit)) return explicit;
+  const id = gymIndexId(row);
+  if (id === null) return null;
+  const attempt = attemptIndex(row);
+  return attempt !== null && attempt > 0 ? `${id}-a${attempt}` : id;
+}
+
 export function fromGymCompaction(
   value: JsonObject,
   context: FormatContext,
@@ -88,7 +109,9 @@ export function fromGymCompaction(
   const where = bare ? "" : "response.";
   const responseId = field(response, "id");
   const rolloutId =
-    (bare ? null : gymIndexId(value)) ?? contractRolloutId(value) ?? (isNonEmptyString(responseId) ? responseId : null);
+    (bare ? null : runRolloutId(value)) ??
+    contractRolloutId(value) ??
+    (isNonEmptyString(responseId) ? responseId : null);
   if (rolloutId === null) {
     throw new FormatError(
       "missing_field",

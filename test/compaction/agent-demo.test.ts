@@ -168,7 +168,8 @@ describe("callforest agent-demo", () => {
 
 describe("callforest agent-demo --config with a Gym dataset", () => {
   /** A Gym agent config naming a dataset whose rows have a system message and earlier turns. */
-  async function gymSetup(dir: string): Promise<string> {
+  /** A Gym setup of two dataset rows; `extra[i]` adds fields to row i (identity, a retry, ...). */
+  async function gymSetup(dir: string, extra: Record<string, unknown>[] = []): Promise<string> {
     const { writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { gridWorldRunBody } = await import("../../src/compaction/testbed/index.js");
@@ -184,7 +185,12 @@ describe("callforest agent-demo --config with a Gym dataset", () => {
         { type: "function_call_output", call_id: "call_0", output: "A corridor runs south." },
         ...task,
       ];
-      rows.push({ ...body, responses_create_params: { ...body.responses_create_params, input }, expected: "goal" });
+      rows.push({
+        ...body,
+        responses_create_params: { ...body.responses_create_params, input },
+        expected: "goal",
+        ...extra[rows.length],
+      });
     }
     writeFileSync(join(dir, "rows.jsonl"), rows.map((r) => `${JSON.stringify(r)}\n`).join(""));
     const config = join(dir, "agent.yaml");
@@ -272,6 +278,32 @@ describe("callforest agent-demo --config with a Gym dataset", () => {
     expect(own.code).toBe(0);
     expect(training(fromEnvelope.out).length).toBeGreaterThan(2);
     expect(training(fromEnvelope.out)).toEqual(training(own.out));
+  });
+
+  it("reads the envelope back under the runtime's rollout id: a retry, an explicit id", async () => {
+    const { join } = await import("node:path");
+    const dir = tempDir();
+    const config = await gymSetup(dir, [{ _ng_attempt_index: 1 }, { context_compaction_rollout_id: "episode-b" }]);
+    const envelope = join(dir, "envelope.jsonl");
+    const rollouts = join(dir, "rollouts.jsonl");
+    const args = ["agent-demo", "--config", config, "--turns", "4", "--envelope", envelope, "--rollouts", rollouts];
+    const { code, out } = await cli(args);
+    expect(code).toBe(0);
+    expect(out).toMatch(/^row 0: rollout 0-0-a1, /m);
+    expect(out).toMatch(/^row 1: rollout episode-b, /m);
+    const ids = (text: string) => [
+      ...new Set(
+        text
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line).rollout_id),
+      ),
+    ];
+    const fromEnvelope = await cli(["rows", "--from", "gym-compaction", envelope]);
+    const own = await cli(["rows", rollouts]);
+    expect([fromEnvelope.code, own.code]).toEqual([0, 0]);
+    expect(ids(own.out)).toEqual(["0-0-a1", "episode-b"]);
+    expect(ids(fromEnvelope.out)).toEqual(ids(own.out));
   });
 
   it("refuses --envelope without a dataset, and names a bad dataset line", async () => {

@@ -75,6 +75,106 @@ describe("task input", () => {
     }
   });
 
+  it("reads a tool output given as text and image parts: its text, then its images in a user message", () => {
+    const output = [
+      { type: "input_text", text: "The map: " },
+      { type: "input_image", image_url: chart, detail: "auto" },
+      { type: "input_text", text: "walls north." },
+    ];
+    const items = taskInputItems(
+      [
+        { type: "function_call", call_id: "call_map", name: "map", arguments: "{}" },
+        { type: "function_call_output", call_id: "call_map", output },
+        { type: "function_call_output", call_id: "call_other", output: [{ type: "input_image", image_url: chart }] },
+        { type: "function_call_output", call_id: "call_text", output: [{ type: "input_text", text: "ok" }] },
+      ],
+      "input",
+    );
+    expect(items.map((i) => i.kind)).toEqual([
+      "function_call",
+      "function_output",
+      "user",
+      "function_output",
+      "user",
+      "function_output",
+    ]);
+    expect(items[1]).toEqual({ kind: "function_output", callId: "call_map", output: "The map: walls north." });
+    expect(items[2].kind === "user" && items[2].parts.map((p) => (p.type === "text" ? p.text : p.image.mime))).toEqual([
+      "Observation after map:",
+      "image/png",
+    ]);
+    expect(items[3]).toEqual({ kind: "function_output", callId: "call_other", output: "" });
+    expect(items[4].kind === "user" && items[4].parts[0]).toEqual({
+      type: "text",
+      text: "Observation after call_other:",
+    });
+    expect(items[5]).toEqual({ kind: "function_output", callId: "call_text", output: "ok" });
+    const refusals: [unknown, RegExp][] = [
+      [{ type: "function_call_output", call_id: "c", output: 3 }, /^input\[0\]: output must be a string or an array/],
+      [
+        { type: "function_call_output", call_id: "c", output: [{ type: "input_file" }] },
+        /^input\[0\]\.output\[0\]: "input_file" is not a input_text or input_image part$/,
+      ],
+      [
+        { type: "function_call_output", call_id: "c", output: [{ type: "input_image", image_url: "https://x/y.png" }] },
+        /^input\[0\]\.output\[0\]: image_url is not a base64 PNG, JPEG or WebP data URL$/,
+      ],
+    ];
+    for (const [item, message] of refusals) expect(() => taskInputItems([item], "input")).toThrow(message);
+  });
+
+  it.each([true, false])(
+    "runs a row whose earlier tool output shows an image; initial images protected: %s",
+    async (protectInitialContext) => {
+      await withServer({ seed: 22 }, async (server, model) => {
+        await withResources(async (resources) => {
+          const body = await gridWorldRunBody({ seed: 4 });
+          const task = body.responses_create_params.input as unknown[];
+          const input = [
+            { role: "system", content: "You move on a grid. Be brief." },
+            { type: "function_call", call_id: "call_map", name: "map", arguments: "{}" },
+            {
+              type: "function_call_output",
+              call_id: "call_map",
+              output: [
+                { type: "input_text", text: "The map:" },
+                { type: "input_image", image_url: chart, detail: "auto" },
+              ],
+            },
+            ...task,
+          ];
+          const runBody = { ...body, responses_create_params: { ...body.responses_create_params, input } };
+          const result = await runAgent({
+            model,
+            resources: { server: createResourcesServer({ baseUrl: resources.url }), runBody, observe: jsonObservation },
+            compaction: {
+              policy: recencyPolicy({ images: { keepLastGroups: 1, protectInitialContext } }),
+              schedule: rolling(),
+            },
+            maxTurns: 5,
+          });
+          expect(server.requests.every((r) => r.status === 200)).toBe(true);
+          const first = server.requests[0].body as { input: Record<string, unknown>[] };
+          expect(first.input[2]).toEqual({ type: "function_call_output", call_id: "call_map", output: "The map:" });
+          expect(first.input[3]).toEqual({
+            type: "message",
+            role: "user",
+            content: [
+              { type: "input_text", text: "Observation after map:" },
+              { type: "input_image", image_url: chart, detail: "auto" },
+            ],
+          });
+          const e = result.evidence;
+          const chartId = e.calls[0].media[0];
+          expect(chartId).toBeDefined();
+          expect(e.calls[e.calls.length - 1].media.includes(chartId)).toBe(protectInitialContext);
+          await expectTrainsOnceAlongLineage(e, result.rollout);
+          expect(result.gymResponse!.agent_input).toEqual(input);
+        });
+      });
+    },
+  );
+
   it.each([true, false])(
     "runs a row with a system message and earlier turns; initial images protected: %s",
     async (protectInitialContext) => {

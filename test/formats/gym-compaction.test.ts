@@ -245,6 +245,17 @@ describe("gym-compaction: a row-wrapped response", () => {
   });
 });
 
+describe("gym-compaction: the runtime's rollout id", () => {
+  it("takes context_compaction_rollout_id, else <task>-<rollout> with -a<attempt> after the first", () => {
+    const id = (extra: Record<string, unknown>) =>
+      accepted(toCanonical({ ...row(internal), ...extra }, "auto", WITH_900)).rollout.rollout_id;
+    expect(id({ _ng_attempt_index: 0 })).toBe("7-0");
+    expect(id({ _ng_attempt_index: 2 })).toBe("7-0-a2");
+    expect(id({ _ng_attempt_index: "3" })).toBe("7-0-a3");
+    expect(id({ context_compaction_rollout_id: "episode-b", _ng_attempt_index: 2 })).toBe("episode-b");
+  });
+});
+
 describe("gym-compaction: media that cannot be placed", () => {
   it("without --media-token: media_unlocated naming the completion and the option", () => {
     expect(rejected(internal, {})).toEqual({
