@@ -105,6 +105,26 @@ describe("layers", () => {
     expect(both.sort()).toEqual([]);
   });
 
+  it("no two modules import each other, directly or around a loop (type-only imports count)", () => {
+    const graph = new Map<string, string[]>();
+    for (const { file, specifier } of imports) {
+      if (!specifier.startsWith(".")) continue;
+      const target = normalize(join(dirname(file), specifier)).replace(/\.js$/, ".ts");
+      graph.set(file, [...(graph.get(file) ?? []), target]);
+    }
+    // Depth-first: a module met again while still on the path closes a loop.
+    const done = new Set<string>();
+    const loops: string[] = [];
+    const visit = (file: string, path: string[]) => {
+      if (path.includes(file)) return void loops.push([...path.slice(path.indexOf(file)), file].join(" -> "));
+      if (done.has(file)) return;
+      for (const next of graph.get(file) ?? []) visit(next, [...path, file]);
+      done.add(file);
+    };
+    for (const file of graph.keys()) visit(file, []);
+    expect(loops).toEqual([]);
+  });
+
   it("packages come in only where their feature is (Node's built-ins anywhere but formats and codecs)", () => {
     const misplaced = imports
       .filter(({ specifier }) => !specifier.startsWith("."))

@@ -1,6 +1,5 @@
 // What the agent loop needs from an environment: tools, a first observation, tool execution.
 import type { FunctionTool } from "./responses.js";
-import type { TaskInput } from "./task-input.js";
 
 export interface ObservationImage {
   bytes: Uint8Array;
@@ -12,6 +11,27 @@ export interface Observation {
   images?: ObservationImage[];
   /** The episode is over (the loop stops after recording this observation). */
   done?: boolean;
+}
+
+/** A text or image part of a message of the initial context. */
+export type TaskPart = { type: "text"; text: string } | { type: "image"; image: ObservationImage };
+
+/** One item of the initial context, before its images are stored. */
+export type TaskItem =
+  | { kind: "user"; role?: "system" | "developer"; parts: TaskPart[] }
+  | { kind: "message"; id?: string; text: string }
+  | { kind: "reasoning"; id?: string; text: string }
+  | { kind: "function_call"; id?: string; callId: string; name: string; arguments: string }
+  | { kind: "function_output"; callId: string; output: string };
+// A tool output given as parts becomes two items: its text as the function output, its images in a
+// user message after it (how the runtime shows an environment's tool images).
+
+/**
+ * What an environment's `startContext()` returns instead of one observation: the whole initial
+ * context (src/compaction/task-input.ts reads one from a run body).
+ */
+export interface TaskInput {
+  context: TaskItem[];
 }
 
 export interface Environment {

@@ -3,32 +3,16 @@
 // assistant turns and reasoning, function calls and their outputs, images in any message. Gym's
 // agent passes every item through to the semantic history as initial context; so does this one.
 import { CompactionError } from "./errors.js";
-import type { ObservationImage } from "./environment.js";
+import type { TaskInput, TaskItem, TaskPart } from "./environment.js";
 import { dataUrlImage } from "./media.js";
 
-/** A text or image part of a message of the initial context. */
-export type TaskPart = { type: "text"; text: string } | { type: "image"; image: ObservationImage };
-
-/** One item of the initial context, before its images are stored. */
-export type TaskItem =
-  | { kind: "user"; role?: "system" | "developer"; parts: TaskPart[] }
-  | { kind: "message"; id?: string; text: string }
-  | { kind: "reasoning"; id?: string; text: string }
-  | { kind: "function_call"; id?: string; callId: string; name: string; arguments: string }
-  | { kind: "function_output"; callId: string; output: string };
-// A tool output given as parts becomes two items: its text as the function output, its images in a
-// user message after it (how the runtime shows an environment's tool images).
-
-/** What an environment's `start()` may return instead of one observation: the whole initial context. */
-export interface TaskInput {
-  context: TaskItem[];
-}
-
-const ROLES = ["user", "system", "developer", "assistant"];
+export type { TaskInput, TaskItem, TaskPart };
 
 function decodeBase64(text: string): Uint8Array {
   return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
 }
+
+const ROLES = ["user", "system", "developer", "assistant"];
 
 /**
  * The items of a task input; `where` names it in messages
