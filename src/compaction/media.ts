@@ -63,6 +63,12 @@ export function dataUrlImage(url: string): { mime: ImageMime; base64: string } |
   return match ? { mime: match[1] as ImageMime, base64: match[2] } : null;
 }
 
+/** A data URL's image bytes and type, or null when `url` is no base64 PNG, JPEG or WebP data URL. */
+export function dataUrlBytes(url: string): { bytes: Uint8Array; mime: ImageMime } | null {
+  const image = dataUrlImage(url);
+  return image && { bytes: Uint8Array.from(atob(image.base64), (c) => c.charCodeAt(0)), mime: image.mime };
+}
+
 export class MediaStore {
   private readonly records = new Map<string, MediaRecord>();
   private readonly data = new Map<string, Uint8Array>();

@@ -12,7 +12,7 @@ import {
   type FetchLike,
   type HttpOptions,
 } from "./http.js";
-import { dataUrlImage } from "./media.js";
+import { dataUrlBytes } from "./media.js";
 import type { FunctionTool } from "./responses.js";
 import { taskInputItems } from "./task-input.js";
 
@@ -173,19 +173,15 @@ export function metricsRow(row: Readonly<Record<string, unknown>>): Record<strin
   return usage === undefined || usage === null ? rest : { ...rest, response: { usage } };
 }
 
-function decodeBase64(text: string): Uint8Array {
-  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-}
-
 function imageOf(where: string, url: unknown): ObservationImage {
-  const image = typeof url === "string" ? dataUrlImage(url) : null;
+  const image = typeof url === "string" ? dataUrlBytes(url) : null;
   if (!image)
     throw new ResourcesServerError(
       `${where}: ${JSON.stringify(url)?.slice(0, 60)} is not a base64 PNG, JPEG or WebP data URL`,
       200,
       false,
     );
-  return { bytes: decodeBase64(image.base64), mime: image.mime };
+  return image;
 }
 
 /**

@@ -4,13 +4,9 @@
 // agent passes every item through to the semantic history as initial context; so does this one.
 import { CompactionError } from "./errors.js";
 import type { TaskInput, TaskItem, TaskPart } from "./environment.js";
-import { dataUrlImage } from "./media.js";
+import { dataUrlBytes } from "./media.js";
 
 export type { TaskInput, TaskItem, TaskPart };
-
-function decodeBase64(text: string): Uint8Array {
-  return Uint8Array.from(atob(text), (c) => c.charCodeAt(0));
-}
 
 const ROLES = ["user", "system", "developer", "assistant"];
 
@@ -134,9 +130,9 @@ function contentParts(content: unknown, role: string, where: string, key = "cont
       return { type: "text", text: part.text };
     if (part?.type === "input_image" && role !== "assistant") {
       const url = typeof part.image_url === "string" ? part.image_url : (part.image_url as { url?: unknown })?.url;
-      const image = typeof url === "string" ? dataUrlImage(url) : null;
+      const image = typeof url === "string" ? dataUrlBytes(url) : null;
       if (!image) throw new CompactionError(`${at}: image_url is not a base64 PNG, JPEG or WebP data URL`);
-      return { type: "image", image: { bytes: decodeBase64(image.base64), mime: image.mime } };
+      return { type: "image", image };
     }
     throw new CompactionError(
       `${at}: ${JSON.stringify(part?.type)} is not a ${textTypes.join(" or ")}${role === "assistant" ? "" : " or input_image"} part`,
