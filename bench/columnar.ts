@@ -1,15 +1,7 @@
-// Columnar benchmark: `callforest rows` end to end on the ~1 GB ingest input with `-o rows.parquet`
-// against `-o rows.jsonl` (MB/s of input, output size, CPU s, peak RSS), the trainer side
-// (DuckDB scanning the Parquet, touching token_ids and loss_mask, against JSON-parsing the JSONL
-// rows in Node), and the default --jobs against --jobs 1 on each workload: the 1 GB file and a
-// ~300 MB one of small rollouts and two ~90 MB ones. Runs are interleaved; medians.
-//   npm run bench (or: runColumnarBench() from bench/run.ts)
-// Environment: COLUMNAR_BENCH_MB (default 1024), COLUMNAR_BENCH_REPEATS (default 3).
-import { spawn } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { DuckDBInstance } from "@duckdb/node-api";
 import { tableFromIPC, tableToIPC } from "apache-arrow";
 import { loadParquet } from "../src/columnar/load-node.js";
@@ -17,56 +9,7 @@ import { parquetFromIpc } from "../src/columnar/parquet.js";
 import type { ParquetCompression } from "../src/columnar/types.js";
 import { WORKERS_FROM_BYTES } from "../src/ingest/run.js";
 import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
-
-interface Run {
-  seconds: number;
-  cpu: number;
-  /** Peak resident memory of the process (all its threads), in MiB. */
-  rssMb: number;
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
-function root(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
-    try {
-      statSync(join(dir, "bin", "callforest.js"));
-      return dir;
-    } catch {
-      // up
-    }
-  }
-  throw new Error("cannot find the callforest package root");
-}
-
-// Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
-const MEASURE =
-  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();' +
-  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})";
-
-/** One `callforest rows` run as its own process. */
-function run(bin: string, argv: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ["--import", MEASURE, bin, "rows", ...argv], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const measured = /BENCH (\S+) (\d+)/.exec(stderr);
-      if (code !== 0 || measured === null) return reject(new Error(`rows ${argv.join(" ")}: exit ${code}: ${stderr}`));
-      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
-    });
-  });
-}
+import { median, root, runRows, type Run } from "./rows-process.js";
 
 /** Node's side of the trainer: every JSONL row through JSON.parse, summing token ids and trained tokens. */
 function parseJsonlRows(path: string): { rows: number; tokens: number; trained: number; idSum: number } {
@@ -205,10 +148,10 @@ export async function runColumnarBench(
   const runs = configs.map(() => [] as Run[]);
   const sizes = configs.map(() => 0);
   // One untimed run on each input first: its bytes in the page cache, as for every timed run.
-  for (const input of [big, mixed]) await run(bin, [input.path, "-o", "/dev/null", "--quiet", "--jobs", "1"]);
+  for (const input of [big, mixed]) await runRows(bin, [input.path, "-o", "/dev/null", "--quiet", "--jobs", "1"]);
   for (let r = 0; r < repeats; r++) {
     for (const [i, config] of configs.entries()) {
-      const result = await run(bin, [config.input.path, ...config.argv, "--report", report, "--quiet"]);
+      const result = await runRows(bin, [config.input.path, ...config.argv, "--report", report, "--quiet"]);
       runs[i].push(result);
       if (config.output !== null) sizes[i] = statSync(config.output).size;
       log(

@@ -6,38 +6,14 @@
 //   npm run bench (or: runVersusBench() from bench/run.ts)
 // Environment: VERSUS_BENCH_REPEATS (default 5), VERSUS_BENCH_MB (the big file, default 1024),
 // VERSUS_BENCH_BASELINE (default 8205dfe), VERSUS_BENCH_UNTAXED (default eaf21da).
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { createReadStream, mkdtempSync, openSync, readSync, closeSync, rmSync, statSync } from "node:fs";
+import { createReadStream, mkdtempSync, openSync, readSync, closeSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
-
-interface Run {
-  seconds: number;
-  cpu: number;
-  rssMb: number;
-}
-
-const median = (values: number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-};
-
-function root(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
-    try {
-      statSync(join(dir, "scripts", "build-baseline.sh"));
-      return dir;
-    } catch {
-      // up
-    }
-  }
-  throw new Error("cannot find the callforest checkout (scripts/build-baseline.sh)");
-}
+import { median, root, runRows, type Run } from "./rows-process.js";
 
 /** An older commit's build beside this checkout (built once, then cached). */
 function baseline(commit: string, log: (s: string) => void): string {
@@ -47,29 +23,6 @@ function baseline(commit: string, log: (s: string) => void): string {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
   }).trim();
-}
-
-// Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
-const MEASURE =
-  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();' +
-  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})";
-
-function rows(bin: string, argv: string[]): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ["--import", MEASURE, bin, "rows", ...argv], {
-      stdio: ["ignore", "ignore", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("error", reject);
-    child.on("close", (code) => {
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const measured = /BENCH (\S+) (\d+)/.exec(stderr);
-      if (code !== 0 || measured === null) return reject(new Error(`rows ${argv.join(" ")}: exit ${code}: ${stderr}`));
-      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
-    });
-  });
 }
 
 function sha256(path: string): Promise<string> {
@@ -195,10 +148,17 @@ export async function runVersusBench(
   try {
     // The inputs' bytes in the page cache first, as for every timed run.
     for (const input of Object.values(inputs))
-      await rows(join(builds.new, "bin", "callforest.js"), [input.path, "-o", "/dev/null", "--quiet", "--jobs", "1"]);
+      await runRows(join(builds.new, "bin", "callforest.js"), [
+        input.path,
+        "-o",
+        "/dev/null",
+        "--quiet",
+        "--jobs",
+        "1",
+      ]);
     for (let r = 0; r < repeats; r++) {
       for (const [i, config] of configs.entries()) {
-        const run = await rows(join(builds[config.build], "bin", "callforest.js"), [
+        const run = await runRows(join(builds[config.build], "bin", "callforest.js"), [
           inputs[config.input].path,
           "-o",
           outputOf(config),

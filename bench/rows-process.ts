@@ -1,0 +1,57 @@
+// What the benches that run `callforest rows` as a process share: the checkout's root, one run
+// measured from inside the child (wall, CPU, peak RSS), and medians.
+import { spawn } from "node:child_process";
+import { statSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export interface Run {
+  seconds: number;
+  cpu: number;
+  /** Peak resident memory of the process (all its threads), in MiB. */
+  rssMb: number;
+}
+
+export const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+};
+
+/** The callforest checkout this bench runs from (the folder with bin/callforest.js). */
+export function root(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++, dir = dirname(dir)) {
+    try {
+      statSync(join(dir, "bin", "callforest.js"));
+      return dir;
+    } catch {
+      // up
+    }
+  }
+  throw new Error("cannot find the callforest package root");
+}
+
+// Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
+const MEASURE =
+  'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();' +
+  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})";
+
+/** One `callforest rows` run of the CLI at `bin` as its own process. */
+export function runRows(bin: string, argv: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    const child = spawn(process.execPath, ["--import", MEASURE, bin, "rows", ...argv], {
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const measured = /BENCH (\S+) (\d+)/.exec(stderr);
+      if (code !== 0 || measured === null) return reject(new Error(`rows ${argv.join(" ")}: exit ${code}: ${stderr}`));
+      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
+    });
+  });
+}
