@@ -39,9 +39,14 @@ const MEASURE =
 
 /** One `callforest rows` run of the CLI at `bin` as its own process. */
 export function runRows(bin: string, argv: string[]): Promise<Run> {
+  return runNode(bin, ["rows", ...argv]);
+}
+
+/** One run of a Node script as its own process, measured (stdout ignored). */
+export function runNode(script: string, argv: string[]): Promise<Run> {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
-    const child = spawn(process.execPath, ["--import", MEASURE, bin, "rows", ...argv], {
+    const child = spawn(process.execPath, ["--import", MEASURE, script, ...argv], {
       stdio: ["ignore", "ignore", "pipe"],
     });
     let stderr = "";
@@ -50,7 +55,8 @@ export function runRows(bin: string, argv: string[]): Promise<Run> {
     child.on("close", (code) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       const measured = /BENCH (\S+) (\d+)/.exec(stderr);
-      if (code !== 0 || measured === null) return reject(new Error(`rows ${argv.join(" ")}: exit ${code}: ${stderr}`));
+      if (code !== 0 || measured === null)
+        return reject(new Error(`${script} ${argv.join(" ")}: exit ${code}: ${stderr}`));
       resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
     });
   });

@@ -10,6 +10,7 @@ import { runViewerBench } from "./viewer.js";
 import { explainTable, runExplainBench } from "./explain.js";
 import { breaksTable, runBreaksBench } from "./breaks.js";
 import { runVersusBench } from "./versus.js";
+import { runFloorBench } from "./floor.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
@@ -48,6 +49,9 @@ console.log(explainTable(await runExplainBench(log)));
 
 console.log("\n### Against older builds: `rows --jobs 1` side by side, the goals of issue 28, byte-identical output\n");
 console.log((await runVersusBench({ log })).table);
+
+console.log("\n### Where the time of `rows --jobs 1` goes: the pipeline stage by stage, beside the whole CLI\n");
+console.log((await runFloorBench({ log })).table);
 
 console.log("\n### The page on a 1,000-call rollout (headless Chromium, 1,400 × 1,000, median of 5 loads)\n");
 console.log(await runViewerBench(log));

@@ -1,0 +1,122 @@
+// Where the time of `callforest rows --jobs 1` goes, stage by stage, on the ingest bench's mix:
+// each stage is its own process running the in-process pipeline only that far
+// (bench/floor-stages.ts), beside the whole CLI and an older build's CLI, interleaved; medians.
+// Each stage's figure includes the ones before it, so the differences are what a stage adds,
+// and the sum of the stages a run cannot skip is the floor of this design for that input.
+//   npm run bench (or: runFloorBench() from bench/run.ts)
+// Environment: FLOOR_BENCH_REPEATS (default 7), FLOOR_BENCH_MB (the mix's size scale, default
+// 1024 as in bench/versus.ts), FLOOR_BENCH_BASELINE (default 8205dfe).
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { STAGES } from "./floor-stage-names.js";
+import { makeJsonl } from "./make-jsonl.js";
+import { median, root, runNode, runRows, type Run } from "./rows-process.js";
+
+interface Step {
+  name: string;
+  run(): Promise<Run>;
+}
+
+const STAGE_NAMES: Record<(typeof STAGES)[number], string> = {
+  load: "Node starts, loads the modules, instantiates the core, scanner and row writer",
+  read: "+ read the file in batches (long lines straight into the scanner)",
+  scan: "+ scan every line (token arrays to typed arrays, the rest through JSON.parse)",
+  plan: "+ import (format detection) and plan()",
+  format: "+ format every row as JSONL bytes (into a reused block)",
+};
+
+export async function runFloorBench(
+  options: { repeats?: number; megabytes?: number; log?: (s: string) => void } = {},
+): Promise<{ table: string }> {
+  const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
+  const repeats = options.repeats ?? Number(process.env.FLOOR_BENCH_REPEATS ?? 7);
+  const megabytes = options.megabytes ?? Number(process.env.FLOOR_BENCH_MB ?? 1024);
+  const oldCommit = process.env.FLOOR_BENCH_BASELINE ?? "8205dfe";
+  log(`building ${oldCommit} beside this checkout (once; cached under build/baselines/) ...`);
+  const oldBuild = execFileSync("bash", [join(root(), "scripts", "build-baseline.sh"), oldCommit], {
+    cwd: root(),
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
+  // bench/versus.ts's mix: small rollouts and two ~90 MB deep ones, ~300 MB in all.
+  const mix = await makeJsonl({
+    targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
+    huge: 2,
+    hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
+    log,
+  });
+  const dir = mkdtempSync(join(tmpdir(), "callforest-floor-bench-"));
+  const empty = join(dir, "empty.jsonl");
+  writeFileSync(empty, "");
+  const stagesScript = fileURLToPath(new URL("./floor-stages.js", import.meta.url));
+  const cli = (build: string) => join(build, "bin", "callforest.js");
+  const written = [
+    mix.path,
+    "-o",
+    join(dir, "rows.jsonl"),
+    "--report",
+    join(dir, "report.jsonl"),
+    "--jobs",
+    "1",
+    "--quiet",
+  ];
+  const steps: Step[] = [
+    {
+      name: "`rows` on an empty file (Node and the CLI start, nothing to read)",
+      run: () => runRows(cli(root()), [empty, "-o", "/dev/null", "--jobs", "1", "--quiet"]),
+    },
+    ...STAGES.map((stage) => ({ name: STAGE_NAMES[stage], run: () => runNode(stagesScript, [stage, mix.path]) })),
+    {
+      name: "`rows -o /dev/null --jobs 1` (the whole CLI: reports built, nothing written)",
+      run: () => runRows(cli(root()), [mix.path, "-o", "/dev/null", "--jobs", "1", "--quiet"]),
+    },
+    {
+      name: "`rows -o rows.jsonl --report report.jsonl --jobs 1` (written, fsynced, hashed)",
+      run: () => runRows(cli(root()), written),
+    },
+    { name: `the same on ${oldCommit}`, run: () => runRows(cli(oldBuild), written) },
+  ];
+  const runs = steps.map(() => [] as Run[]);
+  try {
+    await steps[steps.length - 2].run(); // the input in the page cache
+    for (let r = 0; r < repeats; r++)
+      for (const [i, step] of steps.entries()) {
+        runs[i].push(await step.run());
+        log(`  ${step.name}: ${runs[i].at(-1)!.seconds.toFixed(2)} s (load ${loadavg()[0].toFixed(1)})`);
+      }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const wall = runs.map((r) => median(r.map((run) => run.seconds)));
+  const cpu = runs.map((r) => median(r.map((run) => run.cpu)));
+  const firstStage = 1;
+  const lastStage = STAGES.length;
+  const table = [
+    `Input: the mix, ${(mix.bytes / 2 ** 20).toFixed(0)} MB (${mix.rollouts} rollouts, ${mix.huge} deep). ` +
+      `Each line is its own process; median of ${repeats}, interleaved. A stage's line includes every stage above it.`,
+    "",
+    "| what runs | wall s | adds | CPU s |",
+    "|---|---:|---:|---:|",
+    ...steps.map((step, i) => {
+      const adds = i > firstStage && i <= lastStage ? (wall[i] - wall[i - 1]).toFixed(2) : "";
+      return `| ${step.name} | ${wall[i].toFixed(2)} | ${adds} | ${cpu[i].toFixed(2)} |`;
+    }),
+    "",
+    `- ${oldCommit} written end to end: ${wall[steps.length - 1].toFixed(2)} s; twice its throughput is ` +
+      `${(wall[steps.length - 1] / 2).toFixed(2)} s. The stages no run skips (start, read, scan, plan, format) take ` +
+      `${wall[lastStage].toFixed(2)} s here; writing, fsync and hashing the output add ` +
+      `${(wall[steps.length - 2] - wall[steps.length - 3]).toFixed(2)} s.`,
+    `- Load average at the end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}.`,
+  ];
+  return { table: table.join("\n") };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { table } = await runFloorBench();
+  process.stdout.write(table + "\n");
+}
