@@ -10,9 +10,11 @@
 // beside it, fsynced and renamed over it only once the run has succeeded (withSinks), then its
 // directory fsynced; the temporary file is removed when the run fails or is interrupted — the
 // previous file stays as it was, and no file under its name is ever half-written, even after a
-// power loss. A kill -9 leaves the temporary file (`.NAME.partial-HOST-PID-N`); the next run
-// into that directory removes those of processes of this host that no longer exist. Special
-// files (stdout, /dev/fd/N, a FIFO, /dev/null) are written in place.
+// power loss. While it is written, its data is flushed to the disk as it grows and its SHA-256
+// taken off this thread (file-follower.ts), so the end of a run waits for neither. A kill -9
+// leaves the temporary file (`.NAME.partial-HOST-PID-N`); the next run into that directory
+// removes those of processes of this host that no longer exist. Special files (stdout,
+// /dev/fd/N, a FIFO, /dev/null) are written in place.
 import { createHash, type Hash } from "node:crypto";
 import {
   accessSync,
@@ -37,6 +39,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import type { Writable } from "node:stream";
 import { FileError } from "./file-error.js";
 import { removeStalePartials } from "./stale-partials.js";
+import { FileFollower } from "./file-follower.js";
 
 /** What a sink wrote: its byte count and their SHA-256 (hex). */
 export interface OutputDigest {
@@ -62,6 +65,8 @@ export interface ByteSink {
 export interface SinkOptions {
   /** Count the bytes written and hash them (SHA-256), for digest(). */
   digest?: boolean;
+  /** A staged file is hashed on a thread from this size on (see FileDigest; tests use small ones). */
+  digestThreadFromBytes?: number;
 }
 
 const DESCRIPTOR_PATH = /^\/(?:dev|proc\/self|proc\/thread-self)\/fd\/(\d+)$/;
@@ -173,32 +178,42 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
     failure ??= error instanceof FileError ? error : new FileError("write", name, error);
   };
   out.on("error", onError);
+  // A staged file is flushed to the disk as it grows, and hashed off this thread, by reading it
+  // back; a stream or special file is hashed here, as it is written.
+  const follower = staging === null ? null : followStaged(out, staging, name, options);
   let closed = false;
   let settled = false;
-  const hash: Hash | null = options.digest === true ? createHash("sha256") : null;
+  const hash: Hash | null = options.digest === true && follower === null ? createHash("sha256") : null;
   let bytes = 0;
   let sha256: string | null = null;
-  /** Ends the stream, then (a staged file) flushes its data to the disk. */
-  const finish = () =>
-    new Promise<void>((resolve, reject) => {
+  /** Ends the stream, then (a staged file) flushes its data to the disk and takes its digest. */
+  const finish = async () => {
+    await new Promise<void>((resolve) =>
       out.end((error?: Error | null) => {
         if (error) onError(error);
-        if (!failure && staging !== null) {
-          try {
-            syncFile(staging.temporary);
-          } catch (error) {
-            onError(error as Error);
-          }
-        }
-        if (failure) reject(failure);
-        else resolve();
-      });
-    });
+        resolve();
+      }),
+    );
+    if (follower === null) {
+      if (failure) throw failure;
+      return;
+    }
+    if (failure) {
+      follower.close();
+      throw failure;
+    }
+    try {
+      sha256 = await follower.finish();
+    } catch (error) {
+      onError(error as Error);
+      throw failure;
+    }
+  };
   return {
     staged: staging !== null,
     digest() {
-      if (hash === null) throw new Error("digest() of a sink opened without { digest: true }");
-      sha256 ??= hash.digest("hex");
+      if (options.digest !== true) throw new Error("digest() of a sink opened without { digest: true }");
+      sha256 ??= hash!.digest("hex");
       return { bytes, sha256 };
     },
     commit() {
@@ -217,16 +232,24 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
     discard() {
       if (staging === null || settled) return;
       settled = true;
+      follower?.close();
       removeQuietly(staging.temporary);
       unstage(staging.temporary);
     },
     write(data, written) {
       if (failure) throw failure;
-      if (hash !== null) {
-        hash.update(data);
-        bytes += typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+      let done = written === undefined ? undefined : () => written();
+      if (hash !== null || follower !== null) {
+        const length = typeof data === "string" ? Buffer.byteLength(data) : data.byteLength;
+        bytes += length;
+        hash?.update(data);
+        if (follower !== null)
+          done = (error?: Error | null) => {
+            if (!error) follower.written(length); // in the file now: it can be read back
+            written?.();
+          };
       }
-      if (out.write(data, written === undefined ? undefined : () => written())) return;
+      if (out.write(data, done)) return;
       return new Promise((resolve, reject) => {
         const done = () => {
           out.off("drain", done);
@@ -251,9 +274,11 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
       if (failure) {
         // end() on a failed stream only adds its own error; the stored one is the story.
         out.destroy();
+        follower?.close();
         return Promise.reject(failure);
       }
       if (out.destroyed) {
+        follower?.close();
         // Destroyed by an error whose 'error' event is still to come (it comes before 'close').
         return new Promise<void>((_, reject) => {
           const settle = () => reject(failure ?? new FileError("write", name, new Error("the stream was closed")));
@@ -266,13 +291,18 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
   };
 }
 
-/** Flushes a file's data to the disk (fsync through a descriptor of its own: Linux syncs the file, not the descriptor). */
-function syncFile(path: string): void {
-  const fd = openSync(path, "r");
+/** A FileFollower on a staged file's temporary file; when it cannot open, the stream is closed and the file removed. */
+function followStaged(out: Writable, staging: { temporary: string }, name: string, options: SinkOptions): FileFollower {
   try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    return new FileFollower(staging.temporary, {
+      digest: options.digest === true,
+      digestThreadFromBytes: options.digestThreadFromBytes,
+    });
+  } catch (error) {
+    out.destroy();
+    removeQuietly(staging.temporary);
+    unstage(staging.temporary);
+    throw new FileError("write", name, error);
   }
 }
 
