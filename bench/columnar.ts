@@ -8,7 +8,7 @@ import { loadParquet } from "../src/columnar/load-node.js";
 import { parquetFromIpc } from "../src/columnar/parquet.js";
 import type { ParquetCompression } from "../src/columnar/types.js";
 import { WORKERS_FROM_BYTES } from "../src/ingest/run.js";
-import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
+import { makeJsonl, makeMixJsonl, type JsonlInput } from "./make-jsonl.js";
 import { median, root, runRows, type Run } from "./rows-process.js";
 
 /** Node's side of the trainer: every JSONL row through JSON.parse, summing token ids and trained tokens. */
@@ -87,12 +87,7 @@ export async function runColumnarBench(
   const bin = join(root(), "bin", "callforest.js");
   const big = await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log });
   // The workload two workers lost on: small rollouts and two ~90 MB ones, ~300 MB in all.
-  const mixed = await makeJsonl({
-    targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
-    huge: 2,
-    hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
-    log,
-  });
+  const mixed = await makeMixJsonl(megabytes, log);
   const dir = mkdtempSync(join(tmpdir(), "callforest-columnar-bench-"));
   const out = (name: string) => join(dir, name);
   const report = out("report.jsonl");

@@ -6,14 +6,13 @@
 //   npm run bench (or: runFloorBench() from bench/run.ts)
 // Environment: FLOOR_BENCH_REPEATS (default 7), FLOOR_BENCH_MB (the mix's size scale, default
 // 1024 as in bench/versus.ts), FLOOR_BENCH_BASELINE (default 8205dfe).
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { STAGES } from "./floor-stage-names.js";
-import { makeJsonl } from "./make-jsonl.js";
-import { median, root, runNode, runRows, type Run } from "./rows-process.js";
+import { makeMixJsonl } from "./make-jsonl.js";
+import { baselineBuild, median, root, runNode, runRows, type Run } from "./rows-process.js";
 
 interface Step {
   name: string;
@@ -35,19 +34,8 @@ export async function runFloorBench(
   const repeats = options.repeats ?? Number(process.env.FLOOR_BENCH_REPEATS ?? 7);
   const megabytes = options.megabytes ?? Number(process.env.FLOOR_BENCH_MB ?? 1024);
   const oldCommit = process.env.FLOOR_BENCH_BASELINE ?? "8205dfe";
-  log(`building ${oldCommit} beside this checkout (once; cached under build/baselines/) ...`);
-  const oldBuild = execFileSync("bash", [join(root(), "scripts", "build-baseline.sh"), oldCommit], {
-    cwd: root(),
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  }).trim();
-  // bench/versus.ts's mix: small rollouts and two ~90 MB deep ones, ~300 MB in all.
-  const mix = await makeJsonl({
-    targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
-    huge: 2,
-    hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
-    log,
-  });
+  const oldBuild = baselineBuild(oldCommit, log);
+  const mix = await makeMixJsonl(megabytes, log);
   const dir = mkdtempSync(join(tmpdir(), "callforest-floor-bench-"));
   const empty = join(dir, "empty.jsonl");
   writeFileSync(empty, "");

@@ -108,3 +108,16 @@ export async function makeJsonl(
   writeFileSync(metaPath, JSON.stringify(meta));
   return meta;
 }
+
+/**
+ * The mix of the end-to-end benches (bench/columnar.ts, versus.ts, floor.ts): small rollouts and
+ * two deep ones of ~90 MB, ~300 MB in all, scaled with the big file's `megabytes` (1024: as measured).
+ */
+export function makeMixJsonl(megabytes: number, log?: (s: string) => void): Promise<JsonlInput> {
+  return makeJsonl({
+    targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
+    huge: 2,
+    hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
+    log,
+  });
+}

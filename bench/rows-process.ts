@@ -1,6 +1,6 @@
-// What the benches that run `callforest rows` as a process share: the checkout's root, one run
-// measured from inside the child (wall, CPU, peak RSS), and medians.
-import { spawn } from "node:child_process";
+// What the benches that run `callforest rows` as a process share: the checkout's root, an older
+// commit's build beside it, one run measured from inside the child (wall, CPU, peak RSS), and medians.
+import { execFileSync, spawn } from "node:child_process";
 import { statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,6 +30,16 @@ export function root(): string {
     }
   }
   throw new Error("cannot find the callforest package root");
+}
+
+/** An older commit's build beside this checkout (scripts/build-baseline.sh: built once, then cached). */
+export function baselineBuild(commit: string, log: (s: string) => void): string {
+  log(`building ${commit} beside this checkout (once; cached under build/baselines/) ...`);
+  return execFileSync("bash", [join(root(), "scripts", "build-baseline.sh"), commit], {
+    cwd: root(),
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  }).trim();
 }
 
 // Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).

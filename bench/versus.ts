@@ -6,24 +6,13 @@
 //   npm run bench (or: runVersusBench() from bench/run.ts)
 // Environment: VERSUS_BENCH_REPEATS (default 5), VERSUS_BENCH_MB (the big file, default 1024),
 // VERSUS_BENCH_BASELINE (default 8205dfe), VERSUS_BENCH_UNTAXED (default eaf21da).
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createReadStream, mkdtempSync, openSync, readFileSync, readSync, closeSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { makeJsonl, type JsonlInput } from "./make-jsonl.js";
-import { median, root, runRows, type Run } from "./rows-process.js";
-
-/** An older commit's build beside this checkout (built once, then cached). */
-function baseline(commit: string, log: (s: string) => void): string {
-  log(`building ${commit} beside this checkout (once; cached under build/baselines/) ...`);
-  return execFileSync("bash", [join(root(), "scripts", "build-baseline.sh"), commit], {
-    cwd: root(),
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  }).trim();
-}
+import { makeJsonl, makeMixJsonl, type JsonlInput } from "./make-jsonl.js";
+import { baselineBuild, median, root, runRows, type Run } from "./rows-process.js";
 
 function sha256(path: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -125,18 +114,12 @@ export async function runVersusBench(
   const untaxedCommit = process.env.VERSUS_BENCH_UNTAXED ?? "eaf21da";
   const builds: Record<string, string> = {
     new: root(),
-    [oldCommit]: baseline(oldCommit, log),
-    [untaxedCommit]: baseline(untaxedCommit, log),
+    [oldCommit]: baselineBuild(oldCommit, log),
+    [untaxedCommit]: baselineBuild(untaxedCommit, log),
   };
   const inputs = {
     big: await makeJsonl({ targetBytes: Math.round(megabytes * 2 ** 20), log }),
-    // bench/columnar.ts's mix: small rollouts and two ~90 MB deep ones, ~300 MB in all.
-    mix: await makeJsonl({
-      targetBytes: Math.round((megabytes * 2 ** 20 * 296) / 1024),
-      huge: 2,
-      hugeTokens: Math.round((13_500_000 * megabytes) / 1024),
-      log,
-    }),
+    mix: await makeMixJsonl(megabytes, log),
   };
   const configs: Config[] = [
     { build: "new", input: "mix", output: "jsonl" },
