@@ -12,8 +12,9 @@ import { ROOT } from "./support/fixtures.js";
 
 /** Lowest first. */
 const LAYERS: readonly (readonly string[])[] = [
-  // the ground floor: shared types, the codecs (base64, float32 text, the routed-experts envelope)
-  ["types", "random", "optional-dependency", "codecs"],
+  // the ground floor: shared types, where thread modules are, the codecs (base64, float32 text,
+  // the routed-experts envelope)
+  ["types", "random", "optional-dependency", "thread-url", "codecs"],
   ["messages"],
   ["core"],
   ["plan"],

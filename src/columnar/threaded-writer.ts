@@ -6,6 +6,7 @@ import type { FromEncoder, ToEncoder } from "./encoder-thread.js";
 import type { Layout } from "./schema.js";
 import type { ByteOutput, ColumnarWriter } from "./types.js";
 import { DEFAULT_GROUP_BYTES, type ColumnarWriterOptions } from "./writer.js";
+import { threadUrl } from "../thread-url.js";
 
 /**
  * Block bytes handed to the encoder and not yet taken: a row group's worth, so that the next
@@ -15,14 +16,6 @@ import { DEFAULT_GROUP_BYTES, type ColumnarWriterOptions } from "./writer.js";
 const BYTES_IN_FLIGHT = DEFAULT_GROUP_BYTES;
 /** Encoded bytes waiting for `output` before more blocks are sent. */
 const BYTES_WAITING = 64 << 20;
-
-/** The compiled thread: next to this module in dist/, or dist/columnar when running from src/ (tests). */
-function encoderUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith(".ts")
-    ? new URL("../../dist/columnar/encoder-thread.js", here)
-    : new URL("./encoder-thread.js", here);
-}
 
 function blockBytes(block: ColumnBlock): number {
   let total = 0;
@@ -47,7 +40,7 @@ export class ThreadedColumnarWriter<L extends Layout = Layout> implements Column
     options: ColumnarWriterOptions,
     private readonly output: ByteOutput,
   ) {
-    this.worker = new Worker(encoderUrl(), { workerData: options });
+    this.worker = new Worker(threadUrl(import.meta.url, "columnar", "encoder-thread.js"), { workerData: options });
     this.worker.on("message", (message: FromEncoder) => this.receive(message));
     this.worker.on("error", (error) => this.fail(error));
     this.worker.on("exit", (code) => {

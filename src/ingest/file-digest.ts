@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import { readSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { FromDigestThread, ToDigestThread } from "./file-digest-thread.js";
+import { threadUrl } from "../thread-url.js";
 
 /** A thread starts once this many bytes are written; smaller files are hashed at the end. */
 export const DIGEST_THREAD_FROM_BYTES = 8 << 20;
@@ -15,14 +16,6 @@ export const DIGEST_THREAD_FROM_BYTES = 8 << 20;
 const STEP_BYTES = 4 << 20;
 /** Bytes read back per read. */
 const READ_BYTES = 4 << 20;
-
-/** The compiled thread: next to this module in dist/, or dist/ingest when running from src/ (tests). */
-function threadUrl(): URL {
-  const here = import.meta.url;
-  return here.endsWith(".ts")
-    ? new URL("../../dist/ingest/file-digest-thread.js", here)
-    : new URL("./file-digest-thread.js", here);
-}
 
 /** SHA-256 (hex) of bytes [0, end) of the open file `fd`, read on this thread. */
 export function hashFile(fd: number, end: number): string {
@@ -92,7 +85,9 @@ export class FileDigest {
   }
 
   private start(): void {
-    const worker = new Worker(threadUrl(), { workerData: { fd: this.fd } });
+    const worker = new Worker(threadUrl(import.meta.url, "ingest", "file-digest-thread.js"), {
+      workerData: { fd: this.fd },
+    });
     worker.unref(); // while the file is written, its writes keep the process alive
     worker.on("message", (message: FromDigestThread) => this.settle(message));
     worker.on("error", (error) => this.settle({ error: error.message }));

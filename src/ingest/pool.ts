@@ -5,6 +5,7 @@ import { Worker } from "node:worker_threads";
 import { CoreUnavailableError } from "../core/errors.js";
 import { batchBuffers, batchLength, type Batch, type DroppedLine } from "./batches.js";
 import type { IngestOptions, Piece } from "./process.js";
+import { threadUrl } from "../thread-url.js";
 
 export type ToWorker = BatchMessage | { blocks: ArrayBuffer[] };
 
@@ -43,11 +44,6 @@ const PER_WORKER = 2;
 const MAX_IN_FLIGHT_BYTES = 128 << 20;
 
 /** The compiled worker: next to this module in dist/, or dist/ingest when running from src/ (tests). */
-function workerUrl(): URL {
-  const here = import.meta.url;
-  if (here.endsWith(".ts")) return new URL("../../dist/ingest/worker.js", here);
-  return new URL("./worker.js", here);
-}
 
 interface Slot {
   bytes: number;
@@ -81,7 +77,7 @@ export class WorkerPool {
   ) {}
 
   private startWorker(): WorkerState {
-    const worker = new Worker(workerUrl(), { workerData: this.options });
+    const worker = new Worker(threadUrl(import.meta.url, "ingest", "worker.js"), { workerData: this.options });
     const state: WorkerState = { worker, outstanding: 0 };
     worker.on("message", (message: FromWorker) => this.receive(state, message));
     worker.on("error", (error) => this.fail(error));
