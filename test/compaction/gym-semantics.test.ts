@@ -1,7 +1,8 @@
 // Gym's agent semantics the runtime follows (simple_agent_with_compaction, Gym PR #2616): a chunk
 // counts model calls, a cut-off response ends the episode, model-server cookies travel within an
-// episode, concurrent episodes share nothing, identity comes from the run body, and
-// aggregate_metrics is empty when verification is skipped. All against the test bed's strict servers.
+// episode and to its /verify, concurrent episodes share nothing, identity comes from the run body,
+// and aggregate_metrics is empty when verification is skipped. All against the test bed's strict
+// servers.
 import { describe, expect, it } from "vitest";
 import { runAgent, type RunAgentOptions } from "../../src/compaction/agent.js";
 import { createModelClient } from "../../src/compaction/client.js";
