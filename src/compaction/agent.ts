@@ -655,7 +655,8 @@ async function score(
       row: { ...runBody, response: identified(response), reward, verification_skipped: true, ...mark },
     };
   }
-  const verified = await retrying(run, () => run.session!.verify({ ...runBody, response }));
+  // With the model server's cookies too, as Gym's agent sends them (a session the verifier may read).
+  const verified = await retrying(run, () => run.session!.verify({ ...runBody, response }, run.modelCookies));
   const row = run.compaction ? { ...verified, response: identified(await transportResponse(response)) } : verified;
   return { reward: verified.reward, row: { ...row, ...mark } };
 }

@@ -2,7 +2,7 @@
 // defaults and validators, from YAML or JSON: it becomes the runtime's compaction options, and
 // its canonical form (Gym's `model_dump`) is what Gym digests, so policy ids match Gym's.
 import { loadFeature } from "../optional-dependency.js";
-import { ConfigError } from "./errors.js";
+import { CompactionError, ConfigError } from "./errors.js";
 import type { CompactionOptions } from "./options.js";
 import type { GuardConfig } from "./guards.js";
 import { OMISSION_MARKER, identityPolicy, latestScreenshotPolicy, recencyPolicy, type Policy } from "./policies.js";
@@ -270,6 +270,32 @@ export function contextHistoryOf(compaction: CompactionOptions | null): ContextH
 /** Gym's `compaction_policy_id` of a block. */
 export function compactionPolicyId(config: ContextHistoryConfig): string {
   return stableIdSync("compaction-policy", config);
+}
+
+/**
+ * The `max_steps` of the agent config that holds the `context_history` block, or null when it has
+ * none: Gym's agent stops after that many model calls (each call's function calls run first), and
+ * null or 0 sets no limit (`if self.config.max_steps and step >= self.config.max_steps`). A
+ * negative value, which Gym takes as a limit of one call, is refused here as the typo it is.
+ */
+export function maxStepsOf(text: string): number | null {
+  let holder: { path: string; config: Obj } | null = null;
+  const walk = (v: unknown, path: string) => {
+    if (holder !== null || !v || typeof v !== "object" || Array.isArray(v)) return;
+    if ("context_history" in (v as Obj)) holder = { path, config: v as Obj };
+    else for (const [key, child] of Object.entries(v as Obj)) walk(child, path ? `${path}.${key}` : key);
+  };
+  walk(parseYaml(text), "");
+  if (holder === null) return null;
+  const { path, config } = holder as { path: string; config: Obj };
+  const where = path ? `${path}.max_steps` : "max_steps";
+  const raw = config.max_steps;
+  // pydantic's lax mode takes an int's digits as a string
+  const v = typeof raw === "string" && /^\s*\d+\s*$/.test(raw) ? Number(raw) : raw;
+  if (v === undefined || v === null) return null;
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+    throw new CompactionError(`agent config: ${where}: must be an integer >= 0 or null, got ${JSON.stringify(raw)}`);
+  return v === 0 ? null : v;
 }
 
 /** The first `datasets[].jsonl_fpath` in a Gym agent config (YAML or JSON text), if any. */

@@ -32,6 +32,7 @@ export type { GuardConfig } from "./guards.js";
 export {
   compactionOf,
   datasetPathOf,
+  maxStepsOf,
   normalizeContextHistory,
   parseContextHistory,
   type ContextHistoryConfig,

@@ -57,7 +57,12 @@ export interface ResourcesSession {
   seed(runBody: GymRunBody): Promise<unknown>;
   /** Runs a tool; its answer's text is the observation, whatever the status (Gym: a tool's error is a valid output). */
   callTool(name: string, args: unknown): Promise<string>;
-  verify(body: Record<string, unknown>): Promise<VerifyResponse>;
+  /**
+   * Scores the episode. `modelCookies` (the model server's jar of the episode) go with the
+   * session's: Gym's agent sends `/verify` the cookies its `/v1/responses` answer set, the
+   * resources server's and then the model server's, so a model cookie wins a shared name.
+   */
+  verify(body: Record<string, unknown>, modelCookies?: ReadonlyMap<string, string>): Promise<VerifyResponse>;
 }
 
 export interface ResourcesServer {
@@ -112,9 +117,10 @@ export function createResourcesServer(options: ResourcesServerOptions): Resource
           // 4xx answers are the tool's own errors, shown to the model; 5xx and lost connections are retried.
           return (await post(`/${name}`, args, cookies, (status) => status < 500)).text;
         },
-        async verify(body) {
+        async verify(body, modelCookies) {
           const url = `${root}/verify`;
-          const answer = parseAnswer(url, await post("/verify", body, cookies), ResourcesServerError) as Record<
+          const jar = new Map([...cookies, ...(modelCookies ?? [])]);
+          const answer = parseAnswer(url, await post("/verify", body, jar), ResourcesServerError) as Record<
             string,
             unknown
           > | null;

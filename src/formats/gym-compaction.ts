@@ -13,7 +13,7 @@ import { placeholderRuns, showSpan, type TokenSpan } from "./media-spans.js";
 import {
   FormatError,
   field,
-  gymIndexId,
+  gymRolloutId,
   isNonEmptyString,
   isObject,
   requireArray,
@@ -79,13 +79,6 @@ export function contractRolloutId(value: JsonObject): string | null {
   return isNonEmptyString(id) ? id : null;
 }
 
-/** A whole-number `_ng_attempt_index` (an int, or its digits as pydantic's lax mode takes), else null. */
-function attemptIndex(row: JsonObject): number | null {
-  const v = field(row, "_ng_attempt_index");
-  const n = typeof v === "string" && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
-  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : null;
-}
-
 /**
  * The rollout id the compaction runtime gave a row (src/compaction/run-identity.ts, as Gym's agent):
  * `context_compaction_rollout_id`, else `<task>-<rollout>` with `-a<attempt>` after the first
@@ -94,10 +87,7 @@ function attemptIndex(row: JsonObject): number | null {
 export function runRolloutId(row: JsonObject): string | null {
   const explicit = field(row, "context_compaction_rollout_id");
   if (isNonEmptyString(explicit)) return explicit;
-  const id = gymIndexId(row);
-  if (id === null) return null;
-  const attempt = attemptIndex(row);
-  return attempt !== null && attempt > 0 ? `${id}-a${attempt}` : id;
+  return gymRolloutId(row);
 }
 
 export function fromGymCompaction(

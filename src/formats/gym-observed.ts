@@ -11,7 +11,7 @@ import type { FormatContext } from "./types.js";
 import {
   FormatError,
   field,
-  gymIndexId,
+  gymRolloutId,
   isNonEmptyString,
   isObject,
   requireArray,
@@ -204,7 +204,7 @@ function buildAgents(invocations: readonly Invocation[], diagnostics: Diagnostic
 }
 
 function observedRolloutId(row: JsonObject, capture: unknown): string {
-  const fromIndexes = gymIndexId(row);
+  const fromIndexes = gymRolloutId(row);
   if (fromIndexes !== null) return fromIndexes;
   const captured = isObject(capture) ? field(capture, "rollout_id") : undefined;
   if (isNonEmptyString(captured)) return captured;

@@ -5,7 +5,7 @@ import type { CanonicalCall, Diagnostic, Rollout } from "../types.js";
 import {
   FormatError,
   field,
-  gymIndexId,
+  gymRolloutId,
   isArrayLike,
   isNonEmptyString,
   isObject,
@@ -26,7 +26,7 @@ export function fromGymRollout(value: JsonObject): { rollout: Rollout; diagnosti
   const response = bare ? value : requireObject(value, "response", "");
   const where = bare ? "" : "response.";
   const responseId = field(response, "id");
-  const rolloutId = (bare ? null : gymIndexId(value)) ?? (isNonEmptyString(responseId) ? responseId : null);
+  const rolloutId = (bare ? null : gymRolloutId(value)) ?? (isNonEmptyString(responseId) ? responseId : null);
   if (rolloutId === null) {
     throw new FormatError(
       "missing_field",

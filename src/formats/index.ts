@@ -15,7 +15,7 @@ import {
   type FormatRejection,
   type FromOption,
 } from "./types.js";
-import { FormatError, field, gymIndexId, isNonEmptyString, isObject, show } from "./values.js";
+import { FormatError, field, gymIndexId, gymRolloutId, isNonEmptyString, isObject, show } from "./values.js";
 
 export * from "./types.js";
 
@@ -94,7 +94,12 @@ function knownRolloutId(value: unknown): string | null {
   if (!isObject(value)) return null;
   const own = field(value, "rollout_id");
   if (isNonEmptyString(own)) return own;
-  const indexed = gymIndexId(value);
+  let indexed: string | null;
+  try {
+    indexed = gymRolloutId(value);
+  } catch {
+    indexed = gymIndexId(value); // the attempt index is what was wrong
+  }
   if (indexed !== null) return indexed;
   const capture = field(value, "ng_model_call_capture");
   const captured = isObject(capture) ? field(capture, "rollout_id") : undefined;

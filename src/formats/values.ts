@@ -74,10 +74,28 @@ export function requireReward(object: JsonObject, where: string): number {
   return value;
 }
 
-/** Gym's rollout id: `<_ng_task_index>-<_ng_rollout_index>` when both are there, else null. */
+/** `<_ng_task_index>-<_ng_rollout_index>` when both are there, else null (no attempt: see gymRolloutId). */
 export function gymIndexId(row: JsonObject): string | null {
   const task = field(row, "_ng_task_index");
   const rollout = field(row, "_ng_rollout_index");
   const ok = (v: unknown) => (typeof v === "number" && Number.isInteger(v)) || isNonEmptyString(v);
   return ok(task) && ok(rollout) ? `${task}-${rollout}` : null;
+}
+
+/**
+ * Gym's rollout id of a row (`maybe_rollout_id_from_run_body` in `nemo_gym/rollout_correlation.py`):
+ * `<_ng_task_index>-<_ng_rollout_index>`, with `-a<attempt>` when `_ng_attempt_index` is above 0.
+ * Gym's collector stamps that index on a resumed retry and copies it onto the rollout row, and
+ * keys the retry's token capture by this id, so two attempts of one rollout stay apart. The
+ * index is an int or its digits (Python's `int()`); anything else is an error naming it.
+ */
+export function gymRolloutId(row: JsonObject): string | null {
+  const id = gymIndexId(row);
+  if (id === null) return null;
+  const raw = field(row, "_ng_attempt_index");
+  if (raw === undefined || raw === null) return id;
+  const attempt = typeof raw === "string" && /^\s*\d+\s*$/.test(raw) ? Number(raw) : raw;
+  if (typeof attempt !== "number" || !Number.isSafeInteger(attempt) || attempt < 0)
+    throw new FormatError("missing_field", `_ng_attempt_index is ${show(raw)}, expected a non-negative integer`);
+  return attempt > 0 ? `${id}-a${attempt}` : id;
 }

@@ -126,6 +126,40 @@ describe("callforest agent-demo", () => {
     );
   });
 
+  it("takes the --config agent's max_steps as its turns; a --turns given wins", async () => {
+    const { writeFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const file = join(tempDir(), "agent.yaml");
+    const agent = (maxSteps: string) =>
+      [
+        "grid_agent:",
+        "  responses_api_agents:",
+        "    simple_agent_with_compaction:",
+        `      max_steps: ${maxSteps}`,
+        "      context_history:",
+        "        enabled: true",
+        "        policy: {type: identity}",
+        "",
+      ].join("\n");
+    const calls = async (maxSteps: string, turns?: string) => {
+      writeFileSync(file, agent(maxSteps));
+      const options = { ...defaults, policy: undefined, schedule: undefined, config: file, turns };
+      return (await agentDemo(options)).split("\n")[0].replace(/, policy.*, stop/, ", stop");
+    };
+    expect(await calls("3")).toBe("agent-demo: 3 calls, stop max_turns");
+    expect(await calls("3", "5")).toBe("agent-demo: 5 calls, stop max_turns");
+    expect(await calls("3", "2")).toBe("agent-demo: 2 calls, stop max_turns");
+    // Gym's "no limit": the demo's own default
+    expect(await calls("0")).toBe("agent-demo: 10 calls, stop max_turns");
+    expect(await calls("null")).toBe("agent-demo: 10 calls, stop max_turns");
+    await expect(calls("-2")).rejects.toThrow(
+      new UsageError(
+        `--config ${file}: agent config: grid_agent.responses_api_agents.simple_agent_with_compaction.max_steps: ` +
+          "must be an integer >= 0 or null, got -2",
+      ),
+    );
+  });
+
   it("is registered as `callforest agent-demo`", async () => {
     const written: string[] = [];
     const spy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
@@ -169,7 +203,11 @@ describe("callforest agent-demo", () => {
 describe("callforest agent-demo --config with a Gym dataset", () => {
   /** A Gym agent config naming a dataset whose rows have a system message and earlier turns. */
   /** A Gym setup of two dataset rows; `extra[i]` adds fields to row i (identity, a retry, ...). */
-  async function gymSetup(dir: string, extra: Record<string, unknown>[] = []): Promise<string> {
+  async function gymSetup(
+    dir: string,
+    extra: Record<string, unknown>[] = [],
+    agentLines: string[] = [],
+  ): Promise<string> {
     const { writeFileSync } = await import("node:fs");
     const { join } = await import("node:path");
     const { gridWorldRunBody } = await import("../../src/compaction/testbed/index.js");
@@ -203,6 +241,7 @@ describe("callforest agent-demo --config with a Gym dataset", () => {
         "      entrypoint: app.py",
         "      resources_server: {type: resources_servers, name: grid_world}",
         "      model_server: {type: responses_api_models, name: policy_model}",
+        ...agentLines,
         "      datasets:",
         "      - name: example",
         "        type: example",
@@ -304,6 +343,28 @@ describe("callforest agent-demo --config with a Gym dataset", () => {
     expect([fromEnvelope.code, own.code]).toEqual([0, 0]);
     expect(ids(own.out)).toEqual(["0-0-a1", "episode-b"]);
     expect(ids(fromEnvelope.out)).toEqual(ids(own.out));
+  });
+
+  it("stops each row at the agent's max_steps, after that call's function calls, unless --turns says", async () => {
+    const { readFileSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const dir = tempDir();
+    const config = await gymSetup(dir, [], ["      max_steps: 2"]);
+    const envelope = join(dir, "envelope.jsonl");
+    const bounded = await cli(["agent-demo", "--config", config, "--envelope", envelope]);
+    expect(bounded.code).toBe(0);
+    expect(bounded.out).toMatch(/^row 0: rollout 0-0, 6 input items, 2 calls, stop max_turns, reward [01]$/m);
+    expect(bounded.out).toMatch(/^row 1: rollout 1-0, 6 input items, 2 calls, stop max_turns, reward [01]$/m);
+    // as in Gym, the last call's function calls ran before the episode stopped
+    for (const line of readFileSync(envelope, "utf8").trim().split("\n")) {
+      const output = JSON.parse(line).response.output as { type: string; call_id?: string }[];
+      const ids = (type: string) => output.filter((item) => item.type === type).map((item) => item.call_id);
+      expect(ids("function_call").length).toBeGreaterThan(0);
+      expect(ids("function_call_output")).toEqual(ids("function_call"));
+    }
+    const overridden = await cli(["agent-demo", "--config", config, "--turns", "3"]);
+    expect(overridden.code).toBe(0);
+    expect(overridden.out).toMatch(/^row 0: rollout 0-0, 6 input items, 3 calls, /m);
   });
 
   it("refuses --envelope without a dataset, and names a bad dataset line", async () => {

@@ -5,6 +5,7 @@ import { ConfigError } from "../../src/compaction/errors.js";
 import {
   compactionPolicyId,
   contextHistoryOf,
+  maxStepsOf,
   normalizeContextHistory,
   parseContextHistory,
 } from "../../src/compaction/gym-config.js";
@@ -149,5 +150,35 @@ describe("context_history", () => {
     expect(() => parseContextHistory("x:\n  context_history: {}\ny:\n  context_history: {}\n")).toThrow(
       "the file holds 2 context_history blocks",
     );
+  });
+});
+
+describe("max_steps", () => {
+  const withSteps = (value: string) =>
+    SEED_YAML.replace("      context_history:\n", `      max_steps: ${value}\n      context_history:\n`);
+
+  it("reads the agent's max_steps next to its context_history; null or 0 is Gym's no limit", () => {
+    expect(maxStepsOf(withSteps("4"))).toBe(4);
+    expect(maxStepsOf(withSteps('"7"'))).toBe(7); // pydantic's lax mode takes an int's digits
+    expect(maxStepsOf(withSteps("null"))).toBeNull();
+    expect(maxStepsOf(withSteps("0"))).toBeNull();
+    expect(maxStepsOf(SEED_YAML)).toBeNull();
+    expect(maxStepsOf("enabled: true\n")).toBeNull(); // a bare block has no agent
+    expect(maxStepsOf(JSON.stringify({ max_steps: 3, context_history: { enabled: true } }))).toBe(3);
+    // another agent's max_steps is not this one's
+    expect(maxStepsOf(`other:\n  max_steps: 2\n${SEED_YAML}`)).toBeNull();
+  });
+
+  it("refuses what is not a step count, naming its path", () => {
+    const path = "simple_agent_with_compaction.responses_api_agents.simple_agent_with_compaction";
+    for (const [value, shown] of [
+      ["-1", "-1"],
+      ["2.5", "2.5"],
+      ["ten", '"ten"'],
+      ["true", "true"],
+    ])
+      expect(() => maxStepsOf(withSteps(value))).toThrow(
+        `agent config: ${path}.max_steps: must be an integer >= 0 or null, got ${shown}`,
+      );
   });
 });

@@ -1,7 +1,8 @@
 // Gym's agent semantics the runtime follows (simple_agent_with_compaction, Gym PR #2616): a chunk
 // counts model calls, a cut-off response ends the episode, model-server cookies travel within an
-// episode, concurrent episodes share nothing, identity comes from the run body, and
-// aggregate_metrics is empty when verification is skipped. All against the test bed's strict servers.
+// episode and to its /verify, concurrent episodes share nothing, identity comes from the run body,
+// and aggregate_metrics is empty when verification is skipped. All against the test bed's strict
+// servers.
 import { describe, expect, it } from "vitest";
 import { runAgent, type RunAgentOptions } from "../../src/compaction/agent.js";
 import { createModelClient } from "../../src/compaction/client.js";
@@ -121,6 +122,53 @@ describe("Gym's agent semantics", () => {
       await server.close();
       await resources.close();
     }
+  });
+
+  it("sends /verify the model server's cookies with the seed's; tools get only the seed's", async () => {
+    await withServer({ seed: 5, sessionCookie: true }, async (server, model) => {
+      await withResources(async (resources) => {
+        await runAgent({
+          model,
+          resources: {
+            server: createResourcesServer({ baseUrl: resources.url }),
+            runBody: await gridWorldRunBody({ seed: 1 }),
+            observe: jsonObservation,
+          },
+          compaction,
+          maxTurns: 3,
+        });
+        expect(server.requests.at(-1)?.cookie).toBe("testbed_session=s1");
+        const paths = resources.requests.map((r) => r.path);
+        expect(paths[0]).toBe("/seed_session");
+        expect(paths.at(-1)).toBe("/verify");
+        const tools = resources.requests.slice(1, -1);
+        expect(tools.length).toBeGreaterThan(0);
+        for (const r of tools) expect(r.cookie).toBe("grid_session=1");
+        // Gym's /run sends /verify the jar its /v1/responses answer set: resources', then model's.
+        expect(resources.requests.at(-1)).toMatchObject({
+          status: 200,
+          cookie: "grid_session=1; testbed_session=s1",
+        });
+      });
+    });
+  });
+
+  it("a model server's cookie wins a name the resources server's shares at /verify", async () => {
+    const sent: (string | undefined)[] = [];
+    const fetch = async (_url: string, init: { headers: Record<string, string> }) => {
+      sent.push(init.headers.cookie);
+      return new Response(JSON.stringify({ reward: 1 }), {
+        headers: { "content-type": "application/json", "set-cookie": "shared=resources; Path=/" },
+      });
+    };
+    const session = createResourcesServer({ baseUrl: "http://resources.invalid", fetch }).session();
+    await session.seed(await gridWorldRunBody({ seed: 1 }));
+    const model = new Map([
+      ["shared", "model"],
+      ["m", "1"],
+    ]);
+    expect((await session.verify({}, model)).reward).toBe(1);
+    expect(sent).toEqual([undefined, "shared=model; m=1"]);
   });
 
   it("two concurrent rollouts of one agent share no state: each is what it is alone", async () => {

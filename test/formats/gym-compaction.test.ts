@@ -253,6 +253,12 @@ describe("gym-compaction: the runtime's rollout id", () => {
     expect(id({ _ng_attempt_index: 2 })).toBe("7-0-a2");
     expect(id({ _ng_attempt_index: "3" })).toBe("7-0-a3");
     expect(id({ context_compaction_rollout_id: "episode-b", _ng_attempt_index: 2 })).toBe("episode-b");
+    expect(id({})).toBe("7-0");
+    expect(id({ _ng_attempt_index: null })).toBe("7-0");
+    expect(rejected({ ...row(internal), _ng_attempt_index: -1 })).toMatchObject({
+      code: "missing_field",
+      detail: "gym-compaction: _ng_attempt_index is -1, expected a non-negative integer",
+    });
   });
 });
 

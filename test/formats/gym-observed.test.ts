@@ -567,6 +567,31 @@ describe("gym-observed rejections: one line naming the call and the file:line", 
     expect(result.diagnostics.filter((d) => d.code === "x")).toHaveLength(200_000);
   });
 
+  it("reads a resumed retry's tokens under Gym's <task>-<rollout>-a<attempt> capture id", () => {
+    const asked: string[] = [];
+    const anyId: TokenSource = {
+      describe: (id) => `mem/${id}.tokens.jsonl`,
+      load: (id) => {
+        asked.push(id);
+        return { file: `mem/${id}.tokens.jsonl`, lines: entries.map((value, i) => ({ line: i + 1, value })) };
+      },
+    };
+    const id = (attempt?: unknown) => {
+      const value = clone(row);
+      if (attempt !== undefined) value._ng_attempt_index = attempt;
+      return accepted(toCanonical(value, "gym-observed", { tokens: anyId })).rollout.rollout_id;
+    };
+    expect([id(), id(0), id(1), id("4")]).toEqual(["7-2", "7-2", "7-2-a1", "7-2-a4"]);
+    expect(asked).toEqual(["7-2", "7-2", "7-2-a1", "7-2-a4"]);
+    const bad = clone(row);
+    bad._ng_attempt_index = 1.5;
+    expect(toCanonical(bad, "gym-observed", { tokens: anyId })).toMatchObject({
+      ok: false,
+      code: "missing_field",
+      detail: "gym-observed: _ng_attempt_index is 1.5, expected a non-negative integer",
+    });
+  });
+
   it("a rollout id that would leave the token directory", () => {
     const value = clone(row);
     delete value._ng_task_index;

@@ -122,6 +122,27 @@ describe("gym-rollout: competitive-coding-rollouts.jsonl (rollout rows)", () => 
     expect(accepted(toCanonical(named)).rollout.rollout_id).toBe(`task-a-${rows[2]._ng_rollout_index}`);
   });
 
+  it("appends -a<attempt> for a resumed retry's _ng_attempt_index above 0, as Gym keys it", () => {
+    const id = (attempt?: unknown) => {
+      const row = clone(rows[0]);
+      if (attempt !== undefined) row._ng_attempt_index = attempt;
+      return accepted(toCanonical(row, "gym-rollout")).rollout.rollout_id;
+    };
+    expect(id()).toBe("0-1");
+    expect(id(null)).toBe("0-1");
+    expect(id(0)).toBe("0-1");
+    expect(id(2)).toBe("0-1-a2");
+    expect(id("3")).toBe("0-1-a3"); // an int's digits, as Python's int() takes them
+    const bad = clone(rows[0]);
+    bad._ng_attempt_index = "x1";
+    expect(toCanonical(bad, "gym-rollout")).toMatchObject({
+      ok: false,
+      code: "missing_field",
+      detail: 'gym-rollout: _ng_attempt_index is "x1", expected a non-negative integer',
+      rolloutId: "0-1",
+    });
+  });
+
   it("skips output items whose generation_token_ids is empty, null or absent", () => {
     const row = clone(rows[0]);
     row.response.output[0].generation_token_ids = [];

@@ -27,7 +27,8 @@ const GUARDS: Record<string, keyof GuardConfig> = {
 };
 
 export interface AgentDemoOptions {
-  turns: string;
+  /** Model calls at most; when absent, the --config's `max_steps`, else 10. */
+  turns?: string;
   /** Default combined; not with --config. */
   policy?: string;
   /** Default chunked; not with --config. */
@@ -60,7 +61,7 @@ export function register(program: Command): void {
       "Run a short compacted grid-world episode against the built-in model server; " +
         "print its boundaries and rows, with a legend.",
     )
-    .option("--turns <n>", "model calls at most", "10")
+    .option("--turns <n>", "model calls at most (default: the --config agent's max_steps, else 10; --turns wins)")
     .option("--policy <name>", `compaction policy: ${POLICIES.join(", ")} (default: combined)`)
     .option("--schedule <name>", `schedule: ${SCHEDULES.join(", ")} (default: chunked)`)
     .option("--actions-per-chunk <n>", "actions per chunk under the chunked schedule (default: 3)")
@@ -125,6 +126,8 @@ function parseGuards(text: string): GuardConfig {
 
 interface Setup {
   label: string;
+  /** The --config agent's `max_steps` (null: none, or Gym's 0 for no limit). */
+  maxSteps?: number | null;
   policy: Policy;
   schedule: ScheduleConfig;
   guards?: GuardConfig;
@@ -159,7 +162,7 @@ function datasetRows(path: string): GymRunBody[] {
 }
 
 function setupFrom(runtime: Runtime, options: AgentDemoOptions): Setup {
-  const { datasetPathOf, parseContextHistory, rolling, turnChunked } = runtime;
+  const { datasetPathOf, maxStepsOf, parseContextHistory, rolling, turnChunked } = runtime;
   if (options.config !== undefined) {
     const others = (["policy", "schedule", "actionsPerChunk", "keepImages", "keepReasoning", "guards"] as const).filter(
       (k) => options[k] !== undefined,
@@ -188,8 +191,15 @@ function setupFrom(runtime: Runtime, options: AgentDemoOptions): Setup {
         `--config ${options.config}: context_history.enabled is false (compaction off): set enabled: true`,
       );
     const dataset = datasetPathOf(text);
+    let maxSteps: number | null;
+    try {
+      maxSteps = maxStepsOf(text);
+    } catch (error) {
+      throw new UsageError(`--config ${options.config}: ${(error as Error).message}`);
+    }
     return {
       label: `from ${options.config}`,
+      maxSteps,
       policy: c.policy,
       schedule: c.schedule,
       guards: c.guards,
@@ -347,7 +357,6 @@ function setupText(setup: Setup, stop: string): string {
 
 /** Runs the demo and returns what it prints. */
 export async function agentDemo(options: AgentDemoOptions): Promise<string> {
-  const turns = parseInteger("--turns", options.turns);
   const seed = parseInteger("--seed", options.seed, { min: 0 });
   const backend = parseBackend(options.backend);
   const [runtime, { createGridWorld, startGridWorldResources, startModelServer }] = await loadFeature(
@@ -356,6 +365,8 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
   );
   const { createModelClient, createResourcesServer, jsonObservation, runAgent } = runtime;
   const setup = setupFrom(runtime, options);
+  // Gym's max_steps bounds the model calls as --turns does; a --turns given says otherwise.
+  const turns = options.turns === undefined ? (setup.maxSteps ?? 10) : parseInteger("--turns", options.turns);
   if (setup.dataset === undefined)
     for (const flag of ["envelope", "rollouts"] as const)
       if (options[flag] !== undefined)

@@ -13,7 +13,7 @@ import { GymModelError, checkCompactedResponse } from "./gym-models.js";
 export interface ResourcesTestServer {
   /** `http://127.0.0.1:<port>` */
   url: string;
-  /** Every request received, in order (with the session cookie it carried). */
+  /** Every request received, in order (with its session and its whole Cookie header). */
   requests: (RecordedRequest & { session: string | null })[];
   close(): Promise<void>;
 }
@@ -142,7 +142,8 @@ export async function startGridWorldResources(): Promise<ResourcesTestServer> {
         status = error instanceof RouteAnswer ? error.status : 500;
         payload = error instanceof RouteAnswer ? error.payload : { detail: String(error) };
       }
-      requests.push({ path, body, status, session });
+      const cookie = req.headers.cookie;
+      requests.push({ path, body, status, session, ...(cookie !== undefined ? { cookie } : {}) });
       res.writeHead(status, { "content-type": "application/json" });
       res.end(JSON.stringify(payload));
     })();
