@@ -2,7 +2,7 @@
 import { readFileSync } from "node:fs";
 import { Command, CommanderError } from "./vendor.js";
 import { failureOf } from "./errors.js";
-import { outputFailureOf, watchStdio } from "./stdio.js";
+import { outputFailureOf, settleStdio, watchStdio } from "./stdio.js";
 
 type CommandModule = { register(program: Command): void };
 
@@ -49,7 +49,9 @@ export async function main(argv: string[]): Promise<number> {
   watchStdio();
   try {
     await program.parseAsync(argv, { from: "user" });
-    // A failed write to stdout reports its error on a later tick.
+    // Writes a full pipe still holds succeed or fail only when its reader reads or leaves, and a
+    // failed write reports its error on a later tick.
+    await settleStdio();
     await new Promise((resolve) => setImmediate(resolve));
     const outputFailure = outputFailureOf();
     if (outputFailure !== null) throw outputFailure;

@@ -31,3 +31,16 @@ export function outputFailureOf(): FileError | null {
 export function outputFailed(): boolean {
   return outputFailure !== null;
 }
+
+/**
+ * Resolves once stdout and stderr have written out everything queued, or failed. A pipe that is
+ * full holds the rest of a write in memory (write() returns at once), and its failure comes only
+ * when its reader reads or leaves: a run's exit must wait for that to say what happened.
+ */
+export async function settleStdio(): Promise<void> {
+  for (const stream of [process.stdout, process.stderr]) {
+    if (stream.writableLength === 0 || stream.destroyed) continue;
+    // An empty write's callback comes after every write before it, or with the stream's failure.
+    await new Promise<void>((resolve) => stream.write("", () => resolve()));
+  }
+}

@@ -1,7 +1,7 @@
 // The CLI's input and output edges: unwritable outputs and write failures are one line and exit 2
 // on every command that writes a stream; errors map to exit codes 1 / 2 / 70; every reader
 // (rows, show/draw/convert, the page) splits lines, skips blank ones and checks UTF-8 alike.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import {
   closeSync,
   existsSync,
@@ -11,6 +11,7 @@ import {
   readdirSync,
   readlinkSync,
   symlinkSync,
+  watch,
   writeFileSync,
 } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -170,6 +171,38 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
       }
     },
   );
+
+  it("a stderr pipe still holding notes when the run ends: the exit waits for it, and its reader leaving is exit 141", async () => {
+    const bin = join(ROOT, "bin/callforest.js");
+    const dir = tmp();
+    const input = join(dir, "notes.jsonl");
+    // ~460 KB of notes: more than the pipe and this end's buffer take unread, so the writer
+    // holds the rest in memory when its work is done.
+    writeFileSync(input, Array.from({ length: 4000 }, () => `[1]\n${goodLines(0)[0]}`).join("\n") + "\n");
+    for (const jobs of ["1", "2"]) {
+      const rows = join(dir, `rows${jobs}.jsonl`);
+      const child = spawn(process.execPath, [bin, "rows", input, "-o", rows, "--jobs", jobs], {
+        stdio: ["ignore", "ignore", "pipe"],
+      });
+      child.stderr!.pause(); // nobody reads the notes
+      const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
+      // The rows are put in place at the end of the run: then the reader leaves, unread.
+      await new Promise<void>((resolve) => {
+        const watcher = watch(dir, () => {
+          if (existsSync(rows)) {
+            watcher.close();
+            resolve();
+          }
+        });
+        if (existsSync(rows)) {
+          watcher.close();
+          resolve();
+        }
+      });
+      child.stderr!.destroy();
+      expect([jobs, await exit, lines(readFileSync(rows, "utf8")).length]).toEqual([jobs, 141, 4000 * 5]);
+    }
+  });
 
   it(
     "outputs are refused before any is opened: an unwritable --report leaves -o as it was; " +
