@@ -349,10 +349,21 @@ export class RecordColumns<L extends Layout = Layout> {
   }
 
   /**
-   * The columns so far, as a block that owns its buffers (exact-size copies, to transfer or
-   * keep); this starts empty again, keeping its own buffers (no regrowing for every block).
+   * The columns so far, as a block that owns its buffers (to transfer or keep): exact-size copies,
+   * and this starts empty again keeping its own buffers (no regrowing for every block); past
+   * `keepBytes`, the buffers themselves (views of them), and this starts again with new ones.
    */
   finish(): ColumnBlock {
+    if (this.filled > this.keepBytes) {
+      // Buffers this large are let go when emptied (see clear()): they leave as the block itself,
+      // uncopied (a deep rollout's rows are most of a run's column bytes).
+      const view = this.view();
+      this.builders = this.columns.map((column) => builderFor(column.type, column.nullable));
+      const block = { ...view, weights: view.weights.slice() };
+      this.weights.length = 0;
+      this.filled = this.measure();
+      return block;
+    }
     const block = copyBlock(this.view());
     this.clear();
     return block;

@@ -81,13 +81,16 @@ describe("row groups", () => {
           fc.integer({ min: 1, max: 60_000 }),
           fc.array(fc.nat(records.length), { maxLength: 8 }),
           fc.boolean(),
-          (rows, bytes, cuts, reuse) => {
+          fc.constantFrom(0, 1 << 12, undefined),
+          (rows, bytes, cuts, reuse, keepBytes) => {
             const ends = [...new Set([...cuts, records.length])].sort((a, b) => a - b);
             const cutter = new GroupCutter(layout, rows, bytes, reuse);
             const groups: string[] = [];
             let from = 0;
+            // One builder for every block, as a planning thread has: past keepBytes, finish()
+            // hands out its own buffers and starts on new ones.
+            const block = new RecordColumns(layout, keepBytes);
             for (const end of ends) {
-              const block = new RecordColumns(layout);
               for (const record of records.slice(from, end)) block.add(record as never);
               // used before the next
               for (const group of cutter.addBlock(block.finish())) groups.push(...bytesOf([group]));
@@ -98,6 +101,33 @@ describe("row groups", () => {
           },
         ),
         { numRuns: 60 },
+      );
+      for (const plan of planned) plan.release();
+    },
+  );
+
+  test.each(layouts)(
+    "%s: a block finished past keepBytes keeps its records when the builder goes on",
+    (layout, recordsOf) => {
+      const planned = plans();
+      const records = planned.flatMap(recordsOf);
+      const half = records.length >> 1;
+      const alone = (part: readonly unknown[]) => {
+        const columns = new RecordColumns(layout);
+        for (const record of part) columns.add(record as never);
+        return Buffer.from(ipcStreamOf(layout, recordBatchOf(columns.finish()))).toString("base64");
+      };
+      const columns = new RecordColumns(layout, 0); // every finish() hands out its buffers
+      for (const record of records.slice(0, half)) columns.add(record as never);
+      const first = columns.finish();
+      for (const record of records.slice(half)) columns.add(record as never);
+      const second = columns.finish();
+      expect(first.length).toBe(half);
+      expect(Buffer.from(ipcStreamOf(layout, recordBatchOf(first))).toString("base64")).toBe(
+        alone(records.slice(0, half)),
+      );
+      expect(Buffer.from(ipcStreamOf(layout, recordBatchOf(second))).toString("base64")).toBe(
+        alone(records.slice(half)),
       );
       for (const plan of planned) plan.release();
     },
