@@ -5,24 +5,9 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { LineScanner, type ScannedLine } from "../../src/ingest/scanner.js";
+import { typedLikeOracle } from "../support/scan-oracle.js";
 
 const encoder = new TextEncoder();
-const TOKEN_KEYS = ["prompt_token_ids", "generation_token_ids"];
-
-/** JSON.parse, then each array at a token key typed when all its items are valid tokens. */
-function oracle(text: string): unknown {
-  return JSON.parse(text, (key, value) => {
-    if (!Array.isArray(value)) return value;
-    if (
-      TOKEN_KEYS.includes(key) &&
-      value.every((v) => Number.isInteger(v) && v >= 0 && v < 2 ** 31 && !Object.is(v, -0))
-    )
-      return Int32Array.from(value);
-    if (key === "generation_log_probs" && value.every((v) => typeof v === "number" && Number.isFinite(Math.fround(v))))
-      return Float32Array.from(value);
-    return value;
-  });
-}
 
 /** The parsed calls, with typed arrays copied out of the scanner's memory (or left as arrays). */
 function callsOf(result: ScannedLine): unknown {
@@ -38,7 +23,7 @@ function callsOf(result: ScannedLine): unknown {
 function expectedCalls(text: string): unknown {
   let value: { calls: Record<string, unknown>[] };
   try {
-    value = oracle(text) as typeof value;
+    value = typedLikeOracle(text) as typeof value;
   } catch {
     return { rejected: "malformed_json" };
   }

@@ -8,10 +8,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { LineScanner, type ScannedLine } from "../../src/ingest/scanner.js";
 import { init } from "../../src/index.js";
 import { toCanonical } from "../../src/formats/index.js";
+import { LOGPROB_KEY, TOKEN_KEYS, typedLikeOracle } from "../support/scan-oracle.js";
 
 const encoder = new TextEncoder();
-const TOKEN_KEYS = ["prompt_token_ids", "generation_token_ids"];
-const LOGPROB_KEY = "generation_log_probs";
 
 // ---------------------------------------------------------------------------------------------
 // A JSON model: text written with chosen whitespace and escapes, and the value expected back.
@@ -339,21 +338,6 @@ function same(a: unknown, b: unknown, path = "$"): string | null {
 function scannedValue(result: ScannedLine): unknown {
   if (!result.ok) throw new Error(`${result.code}: ${result.detail}`);
   return result.value;
-}
-
-/** The oracle for real files: JSON.parse, then each array at the three keys typed when all its items are valid. */
-function typedLikeOracle(text: string): unknown {
-  return JSON.parse(text, (key, value) => {
-    if (!Array.isArray(value)) return value;
-    if (
-      TOKEN_KEYS.includes(key) &&
-      value.every((v) => Number.isInteger(v) && v >= 0 && v < 2 ** 31 && !Object.is(v, -0))
-    )
-      return Int32Array.from(value);
-    if (key === LOGPROB_KEY && value.every((v) => typeof v === "number" && Number.isFinite(Math.fround(v))))
-      return Float32Array.from(value);
-    return value;
-  });
 }
 
 // ---------------------------------------------------------------------------------------------
