@@ -16,14 +16,11 @@ import { AMBIGUOUS_PARENT, INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "..
 import { readFileSync } from "node:fs";
 import { failureOf } from "../../src/cli/errors.js";
 import { planRollout } from "../../src/plan/plan-rollout.js";
+import { everyBackend } from "../support/backends.js";
 
 let backends: { name: string; cf: Callforest }[] = [];
 beforeAll(async () => {
-  backends = [
-    { name: "ts", cf: await init({ backend: "ts" }) },
-    { name: "wasm", cf: await init({ simd: true }) },
-    { name: "wasm-scalar", cf: await init({ simd: false }) },
-  ];
+  backends = await everyBackend();
 });
 
 const LENGTHS = Array.from({ length: 40 }, (_, i) => i + 1);

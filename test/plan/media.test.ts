@@ -4,13 +4,14 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, test } from "vitest";
-import { init, type Callforest } from "../../src/index.js";
+import type { Callforest } from "../../src/index.js";
 import { main } from "../../src/cli/main.js";
 import { rowToJson } from "../../src/output/jsonl.js";
 import type { Rollout } from "../../src/types.js";
 import { captureOutput } from "../support/capture.js";
 import { tempDirs } from "../support/temp-dirs.js";
 import { buildFrom } from "../support/worked-example.js";
+import { everyBackend } from "../support/backends.js";
 
 const EXAMPLE_PATH = new URL("../../examples/screenshot-swap.json", import.meta.url).pathname;
 const tmp = tempDirs("media");
@@ -18,11 +19,7 @@ const example = (): Rollout => JSON.parse(readFileSync(EXAMPLE_PATH, "utf8")) as
 
 let backends: { name: string; cf: Callforest }[] = [];
 beforeAll(async () => {
-  backends = [
-    { name: "ts", cf: await init({ backend: "ts" }) },
-    { name: "wasm", cf: await init() },
-    { name: "wasm-scalar", cf: await init({ simd: false }) },
-  ];
+  backends = await everyBackend();
 });
 
 const AAAA = [{ id: "sha256:aaaa", offset: 3, length: 3 }];

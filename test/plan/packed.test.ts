@@ -4,7 +4,7 @@
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
-import { init, type Callforest } from "../../src/index.js";
+import type { Callforest } from "../../src/index.js";
 import { main } from "../../src/cli/main.js";
 import { maskToInts, packedToJson } from "../../src/output/jsonl.js";
 import type { Plan, Rollout } from "../../src/types.js";
@@ -12,17 +12,14 @@ import { acceptedRolloutArb } from "../support/arbitraries.js";
 import { captureOutput } from "../support/capture.js";
 import { checkBins, checkTrees } from "../support/packed-check.js";
 import { buildFrom } from "../support/worked-example.js";
+import { everyBackend } from "../support/backends.js";
 
 const LOGIN = new URL("../../examples/login-bug.json", import.meta.url).pathname;
 const login = (): Rollout => JSON.parse(readFileSync(LOGIN, "utf8")) as Rollout;
 
 let backends: { name: string; cf: Callforest }[] = [];
 beforeAll(async () => {
-  backends = [
-    { name: "ts", cf: await init({ backend: "ts" }) },
-    { name: "wasm", cf: await init() },
-    { name: "wasm-scalar", cf: await init({ simd: false }) },
-  ];
+  backends = await everyBackend();
 });
 
 /** A plan's packed records as plain data (arrays copied out), to compare backends. */

@@ -4,7 +4,7 @@ import { readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
-import { init, type Callforest } from "../../src/index.js";
+import type { Callforest } from "../../src/index.js";
 import type { CanonicalCall, Diagnostic, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
 import { ROOT } from "../support/fixtures.js";
@@ -14,6 +14,7 @@ import { WasmCorePool } from "../../src/core/wasm-core.js";
 import { TsCorePool } from "../../src/core/ts-core.js";
 import { wasmUrl } from "../../src/core/wasm-file.js";
 import { planRollout } from "../../src/plan/plan-rollout.js";
+import { everyBackend } from "../support/backends.js";
 
 const SEED = 20261203;
 const RUNS = Number(process.env.CALLFOREST_PROPERTY_RUNS ?? 300);
@@ -21,11 +22,7 @@ const RUNS = Number(process.env.CALLFOREST_PROPERTY_RUNS ?? 300);
 let backends: { name: string; cf: Callforest }[] = [];
 
 beforeAll(async () => {
-  backends = [
-    { name: "ts", cf: await init({ backend: "ts" }) },
-    { name: "wasm", cf: await init() },
-    { name: "wasm-scalar", cf: await init({ simd: false }) },
-  ];
+  backends = await everyBackend();
 });
 
 const REASONING_DROPPED = join(ROOT, "examples", "reasoning-dropped.json");

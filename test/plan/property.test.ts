@@ -4,13 +4,14 @@
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
-import { init, type Callforest } from "../../src/index.js";
+import type { Callforest } from "../../src/index.js";
 import { maskToInts } from "../../src/output/jsonl.js";
 import type { Plan, Rollout } from "../../src/types.js";
 import { eligibleTokens, generateDeepRollout, generateRollout, generateSmallRollouts } from "../../bench/generate.js";
 import { acceptedRolloutArb, invalidRolloutArb, rolloutArb } from "../support/arbitraries.js";
 import { expectNamesCall } from "../support/names-call.js";
 import { reference, type RefAccepted, type RefResult } from "../support/reference.js";
+import { everyBackend } from "../support/backends.js";
 
 const SEED = 20261130;
 // CALLFOREST_PROPERTY_RUNS raises the run count for a longer hunt (the default keeps this file fast).
@@ -25,11 +26,7 @@ interface Backend {
 let backends: Backend[] = [];
 
 beforeAll(async () => {
-  backends = [
-    { name: "ts", cf: await init({ backend: "ts" }) },
-    { name: "wasm", cf: await init() },
-    { name: "wasm-scalar", cf: await init({ simd: false }) },
-  ];
+  backends = await everyBackend();
 });
 
 /** Index of the first element where the two lists differ (=== per element), or -1. */
