@@ -196,6 +196,8 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
   const legendWidth = MIN_WIDTH + (mediaCuts ? MEDIA_CUT_LEGEND_W : 0) + (nearParents ? NEAR_LEGEND_W : 0);
   // Room after the last column for a row's leaf label (see rows() in svg.ts).
   const tail = ROW_LABEL_CHARS * CHAR + MARGIN;
+  /** Where the lanes start in a picture `width` wide: below the header and every legend line. */
+  const lanesTopAt = (width: number) => HEADER_H + (legendLines(mediaCuts, width, nearParents) - 1) * LEGEND_LINE_H;
 
   let scale = options.scale ?? DETAIL;
   let width: number;
@@ -205,10 +207,9 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
     scale = scaleAt(Math.min(COL, room / Math.max(1, columns)), options.laneH);
     width = options.fit;
     if (options.fitHeight !== undefined && !scale.labels) {
-      const top = HEADER_H + (legendLines(mediaCuts, width) - 1) * LEGEND_LINE_H;
       const fitted = fitToHeight(
         scale,
-        options.fitHeight - top - ROWS_GAP.marks - MARGIN,
+        options.fitHeight - lanesTopAt(width) - ROWS_GAP.marks - MARGIN,
         visibleLanes(order, options.collapsed),
         plan.rows.length,
       );
@@ -219,7 +220,7 @@ export function layout(plan: DrawablePlan, options: LayoutOptions = {}): Layout 
     if (options.laneH !== undefined && !scale.labels) scale = scaleAt(scale.col, options.laneH);
     width = Math.max(legendWidth, left + Math.round(columns * scale.col) + tail);
   }
-  const lanesTop = HEADER_H + (legendLines(mediaCuts, width, nearParents) - 1) * LEGEND_LINE_H;
+  const lanesTop = lanesTopAt(width);
 
   // Lanes, with collapsed ones folding their subagents (an agent folded into an ancestor's lane
   // is not looked at again: its own collapse changes nothing while the ancestor's holds).

@@ -458,6 +458,44 @@ describe("fitted, collapsed and windowed pictures", () => {
     }
   });
 
+  it("fitHeight counts the legend's near-parent line: a picture with a prefix break is no taller", () => {
+    // A call that resends its parent's prompt but not its generation: a near parent, whose
+    // legend item takes a line of its own at this width.
+    const calls = big.calls.map((call) => ({ ...call, prompt_token_ids: Array.from(call.prompt_token_ids) }));
+    const child = calls.findIndex((call, i) =>
+      calls.slice(0, i).some((parent) => {
+        const at = parent.prompt_token_ids.length;
+        return (
+          parent.generation_token_ids.length > 0 &&
+          call.prompt_token_ids.length > at + parent.generation_token_ids.length &&
+          parent.prompt_token_ids.every((t, k) => call.prompt_token_ids[k] === t) &&
+          Array.from(parent.generation_token_ids).every((t, k) => call.prompt_token_ids[at + k] === t)
+        );
+      }),
+    );
+    const parent = calls
+      .slice(0, child)
+      .find(
+        (p) =>
+          p.generation_token_ids.length > 0 &&
+          p.prompt_token_ids.every((t, k) => calls[child].prompt_token_ids[k] === t) &&
+          calls[child].prompt_token_ids[p.prompt_token_ids.length] === p.generation_token_ids[0],
+      )!;
+    calls[child].prompt_token_ids[parent.prompt_token_ids.length] = 999_999;
+    const plan = cf.plan({ ...big, calls });
+    try {
+      expect(plan.forest.some((call) => call.nearParent !== null)).toBe(true);
+      const size = (svg: string) => Number(/<svg [^>]*height="(\d+)"/.exec(svg)![1]);
+      for (const fitHeight of [1200, 1600]) {
+        const svg = renderSvg(plan, { fit: 1200, fitHeight });
+        expect(svg).toContain("near parent");
+        expect([fitHeight, size(svg) <= fitHeight]).toEqual([fitHeight, true]);
+      }
+    } finally {
+      plan.release();
+    }
+  });
+
   it("draw --fit 1600 on a 1,000-call rollout: as wide as asked and no taller", async () => {
     const dir = tmp();
     const input = join(dir, "big.json");
