@@ -191,10 +191,6 @@ function whereCreated(path: string, depth = 0): string {
 }
 
 /**
- * Fails before any output is written when an input, `--from`, `--media-token` or the token
- * directory cannot be used.
- */
-/**
  * Reading stdin from a terminal looks like a hang to whoever forgot the file name: say what the
  * command waits for.
  */
@@ -206,6 +202,10 @@ function noteTerminalStdin(): void {
   );
 }
 
+/**
+ * Fails before any output is written when an input, `--from`, `--media-token` or the token
+ * directory cannot be used.
+ */
 export function checkInputs(inputs: readonly string[], options: ReadArguments): ReadOptions & { from: FromOption } {
   const from = parseFrom(options.from);
   if (from === null)

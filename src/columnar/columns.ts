@@ -355,13 +355,11 @@ export class RecordColumns<L extends Layout = Layout> {
    */
   finish(): ColumnBlock {
     if (this.filled > this.keepBytes) {
-      // Buffers this large are let go when emptied (see clear()): they leave as the block itself,
-      // uncopied (a deep rollout's rows are most of a run's column bytes).
+      // Buffers this large are let go by clear(): they leave as the block itself, uncopied (a
+      // deep rollout's rows are most of a run's column bytes). The weights buffer is kept.
       const view = this.view();
-      this.builders = this.columns.map((column) => builderFor(column.type, column.nullable));
       const block = { ...view, weights: view.weights.slice() };
-      this.weights.length = 0;
-      this.filled = this.measure();
+      this.clear();
       return block;
     }
     const block = copyBlock(this.view());

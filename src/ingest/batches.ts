@@ -61,7 +61,7 @@ export interface DroppedLine {
 
 /**
  * Somewhere to read a line longer than a chunk straight into, instead of into batch buffers that
- * its reader would then copy (the scanner's input buffer: see LineProcessor.longLines).
+ * its reader would then copy (the scanner's input buffer: see LineProcessor.longLineRoom).
  * `room(length)` is a view of at least `length` bytes that starts with the bytes written to the
  * views before it, or null when there is no such room (the line is then dropped: see
  * Batch.dropped). The views hold one line at a time: readBatches asks for the place of the

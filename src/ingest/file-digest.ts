@@ -5,28 +5,19 @@
 // A small file is hashed at the end instead, on the calling thread: a thread's start-up would
 // cost it more than the hash.
 import { createHash } from "node:crypto";
-import { readSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 import type { FromDigestThread, ToDigestThread } from "./file-digest-thread.js";
 import { threadUrl } from "../thread-url.js";
+import { READ_BYTES, hashRange } from "./file-hash.js";
 
 /** A thread starts once this many bytes are written; smaller files are hashed at the end. */
 export const DIGEST_THREAD_FROM_BYTES = 8 << 20;
 /** The thread is told how far to read every this many bytes. */
 const STEP_BYTES = 4 << 20;
-/** Bytes read back per read. */
-const READ_BYTES = 4 << 20;
-
 /** SHA-256 (hex) of bytes [0, end) of the open file `fd`, read on this thread. */
-export function hashFile(fd: number, end: number): string {
+function hashFile(fd: number, end: number): string {
   const hash = createHash("sha256");
-  const buffer = Buffer.allocUnsafe(Math.min(READ_BYTES, Math.max(end, 1)));
-  for (let at = 0; at < end; ) {
-    const got = readSync(fd, buffer, 0, Math.min(buffer.length, end - at), at);
-    if (got === 0) throw new Error(`the file ends at ${at} bytes, before the ${end} written`);
-    hash.update(buffer.subarray(0, got));
-    at += got;
-  }
+  hashRange(hash, fd, 0, end, Buffer.allocUnsafe(Math.min(READ_BYTES, Math.max(end, 1))));
   return hash.digest("hex");
 }
 
@@ -75,13 +66,8 @@ export class FileDigest {
       if ("error" in message) throw new Error(message.error);
       return message.sha256;
     } finally {
-      void this.stop();
+      void this.abort();
     }
-  }
-
-  /** Stops hashing; resolves once the thread has stopped (it reads no more), null when none ran. */
-  abort(): Promise<void> | null {
-    return this.stop();
   }
 
   private start(): void {
@@ -107,7 +93,8 @@ export class FileDigest {
     result?.(message);
   }
 
-  private stop(): Promise<void> | null {
+  /** Stops hashing; resolves once the thread has stopped (it reads no more), null when none ran. */
+  abort(): Promise<void> | null {
     const worker = this.worker;
     if (worker === null) return null;
     this.worker = null;

@@ -43,8 +43,6 @@ const PER_WORKER = 2;
 /** Input bytes out with the workers at a time (more waits until earlier output is written). */
 const MAX_IN_FLIGHT_BYTES = 128 << 20;
 
-/** The compiled worker: next to this module in dist/, or dist/ingest when running from src/ (tests). */
-
 interface Slot {
   bytes: number;
   pieces: Piece[];
