@@ -1,6 +1,7 @@
 // Gym's `context_history` block (§4.1 of the Gym formats reference) with Gym's keys, values,
 // defaults and validators, from YAML or JSON: it becomes the runtime's compaction options, and
 // its canonical form (Gym's `model_dump`) is what Gym digests, so policy ids match Gym's.
+import { laxIndex } from "../formats/values.js";
 import { loadFeature } from "../optional-dependency.js";
 import { CompactionError, ConfigError } from "./errors.js";
 import type { CompactionOptions } from "./options.js";
@@ -213,22 +214,28 @@ export function compactionOf(config: ContextHistoryConfig): CompactionOptions | 
 }
 
 /**
- * The `context_history` block in a parsed file: the file itself, its `context_history` key, or the
- * one such key in a whole Gym config.
+ * The object that holds the one `context_history` key in a parsed file (a Gym agent config, or a
+ * file of that key alone) and its path, or null when there is none (the file is the block itself).
  */
-function findBlock(doc: unknown): unknown {
-  const found: unknown[] = [];
-  const walk = (v: unknown) => {
+function blockHolder(doc: unknown): { holder: Obj; path: string } | null {
+  const found: { holder: Obj; path: string }[] = [];
+  const walk = (v: unknown, path: string) => {
     if (!v || typeof v !== "object") return;
     for (const [key, child] of Object.entries(v as Obj)) {
-      if (key === "context_history") found.push(child);
-      else walk(child);
+      if (key === "context_history") found.push({ holder: v as Obj, path });
+      else walk(child, path ? `${path}.${key}` : key);
     }
   };
-  walk(doc);
+  walk(doc, "");
   if (found.length > 1)
     throw new ConfigError("context_history", `the file holds ${found.length} context_history blocks; give one`);
-  return found.length === 1 ? found[0] : doc;
+  return found[0] ?? null;
+}
+
+/** The `context_history` block in a parsed file: the file itself, or the one such key in it. */
+function findBlock(doc: unknown): unknown {
+  const found = blockHolder(doc);
+  return found === null ? doc : found.holder.context_history;
 }
 
 /** Parses YAML or JSON text (a `context_history` block, or a Gym agent config holding one). */
@@ -279,23 +286,16 @@ export function compactionPolicyId(config: ContextHistoryConfig): string {
  * negative value, which Gym takes as a limit of one call, is refused here as the typo it is.
  */
 export function maxStepsOf(text: string): number | null {
-  let holder: { path: string; config: Obj } | null = null;
-  const walk = (v: unknown, path: string) => {
-    if (holder !== null || !v || typeof v !== "object" || Array.isArray(v)) return;
-    if ("context_history" in (v as Obj)) holder = { path, config: v as Obj };
-    else for (const [key, child] of Object.entries(v as Obj)) walk(child, path ? `${path}.${key}` : key);
-  };
-  walk(parseYaml(text), "");
-  if (holder === null) return null;
-  const { path, config } = holder as { path: string; config: Obj };
-  const where = path ? `${path}.max_steps` : "max_steps";
-  const raw = config.max_steps;
-  // pydantic's lax mode takes an int's digits as a string
-  const v = typeof raw === "string" && /^\s*\d+\s*$/.test(raw) ? Number(raw) : raw;
-  if (v === undefined || v === null) return null;
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
+  const found = blockHolder(parseYaml(text));
+  if (found === null) return null;
+  const raw = found.holder.max_steps;
+  if (raw === undefined || raw === null) return null;
+  const steps = laxIndex(raw);
+  if (steps === null) {
+    const where = found.path ? `${found.path}.max_steps` : "max_steps";
     throw new CompactionError(`agent config: ${where}: must be an integer >= 0 or null, got ${JSON.stringify(raw)}`);
-  return v === 0 ? null : v;
+  }
+  return steps === 0 ? null : steps;
 }
 
 /** The first `datasets[].jsonl_fpath` in a Gym agent config (YAML or JSON text), if any. */

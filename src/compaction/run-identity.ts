@@ -3,6 +3,7 @@
 // `context_compaction_rollout_id`, else `<_ng_task_index>-<_ng_rollout_index>` (with `-a<attempt>`
 // when `_ng_attempt_index` > 0), so GRPO still groups a task's rollouts; the contract's group,
 // task, rollout and attempt come from the `context_compaction_*` fields.
+import { laxIndex } from "../formats/values.js";
 import { CompactionError } from "./errors.js";
 
 export interface RunIdentity {
@@ -35,8 +36,8 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
 function optionalIndex(body: Record<string, unknown>, field: string): number | null {
   const v = body[field];
   if (v === undefined || v === null) return null;
-  const n = typeof v === "string" && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
-  if (typeof n !== "number" || !Number.isSafeInteger(n) || n < 0)
+  const n = laxIndex(v);
+  if (n === null)
     throw new CompactionError(`${where(field)} must be a non-negative integer (got ${JSON.stringify(v)})`);
   return n;
 }

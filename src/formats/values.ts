@@ -74,6 +74,15 @@ export function requireReward(object: JsonObject, where: string): number {
   return value;
 }
 
+/**
+ * A non-negative integer as pydantic's lax mode takes one (an int, or a string of its digits),
+ * else null; `undefined` and `null` give null too, so callers tell those apart first.
+ */
+export function laxIndex(v: unknown): number | null {
+  const n = typeof v === "string" && /^\s*\d+\s*$/.test(v) ? Number(v) : v;
+  return typeof n === "number" && Number.isSafeInteger(n) && n >= 0 ? n : null;
+}
+
 /** `<_ng_task_index>-<_ng_rollout_index>` when both are there, else null (no attempt: see gymRolloutId). */
 export function gymIndexId(row: JsonObject): string | null {
   const task = field(row, "_ng_task_index");
@@ -94,8 +103,8 @@ export function gymRolloutId(row: JsonObject): string | null {
   if (id === null) return null;
   const raw = field(row, "_ng_attempt_index");
   if (raw === undefined || raw === null) return id;
-  const attempt = typeof raw === "string" && /^\s*\d+\s*$/.test(raw) ? Number(raw) : raw;
-  if (typeof attempt !== "number" || !Number.isSafeInteger(attempt) || attempt < 0)
+  const attempt = laxIndex(raw);
+  if (attempt === null)
     throw new FormatError("missing_field", `_ng_attempt_index is ${show(raw)}, expected a non-negative integer`);
   return attempt > 0 ? `${id}-a${attempt}` : id;
 }

@@ -167,6 +167,10 @@ describe("max_steps", () => {
     expect(maxStepsOf(JSON.stringify({ max_steps: 3, context_history: { enabled: true } }))).toBe(3);
     // another agent's max_steps is not this one's
     expect(maxStepsOf(`other:\n  max_steps: 2\n${SEED_YAML}`)).toBeNull();
+    // found where parseContextHistory finds the block, inside a list too
+    const listed = JSON.stringify({ agents: [{ max_steps: 5, context_history: { enabled: true } }] });
+    expect(parseContextHistory(listed).contextHistory.enabled).toBe(true);
+    expect(maxStepsOf(listed)).toBe(5);
   });
 
   it("refuses what is not a step count, naming its path", () => {
