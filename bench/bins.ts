@@ -6,6 +6,7 @@ import { pathToFileURL } from "node:url";
 import { init } from "callforest";
 import { layOutBins } from "../src/plan/packing.js";
 import type { Rollout } from "../src/types.js";
+import { median } from "./rows-process.js";
 
 const SIZES = [10_000, 100_000, 1_000_000];
 const CAPACITY = 3;
@@ -19,11 +20,6 @@ function oneTokenRoots(n: number): Rollout {
     generation_log_probs: [-1],
   }));
   return { rollout_id: `roots-${n}`, reward: 1, calls } as unknown as Rollout;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1];
 }
 
 function time(runs: number, work: () => void): number {

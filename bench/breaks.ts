@@ -12,6 +12,7 @@ import { planRollout } from "../src/plan/plan-rollout.js";
 import type { CoreFactory } from "../src/core/types.js";
 import type { Rollout } from "../src/types.js";
 import { eligibleTokens, generateBrokenRollout, generateDeepRollout } from "./generate.js";
+import { median } from "./rows-process.js";
 
 const WASM = (simd: boolean) => new URL(`../../../build/core-${simd ? "simd" : "scalar"}.wasm`, import.meta.url);
 
@@ -48,11 +49,6 @@ function planAndRead(factory: CoreFactory, rollout: Rollout, sink: Int32Array) {
 }
 
 const PLANS_PER_SAMPLE = 3;
-
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 === 1 ? s[s.length >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 function longestCall(rollout: Rollout): number {
   let n = 0;

@@ -1,3 +1,10 @@
+// Columnar benchmark: `callforest rows` end to end on the ~1 GB ingest input with `-o rows.parquet`
+// against `-o rows.jsonl` (MB/s of input, output size, CPU s, peak RSS), the trainer side
+// (DuckDB scanning the Parquet, touching token_ids and loss_mask, against JSON-parsing the JSONL
+// rows in Node), and the default --jobs against --jobs 1 on each workload: the 1 GB file and a
+// ~300 MB one of small rollouts and two ~90 MB ones. Runs are interleaved; medians.
+//   npm run bench (or: runColumnarBench() from bench/run.ts)
+// Environment: COLUMNAR_BENCH_MB (default 1024), COLUMNAR_BENCH_REPEATS (default 3).
 import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync } from "node:fs";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";

@@ -4,7 +4,7 @@
 // byte for byte the older build's. The older builds come from scripts/build-baseline.sh (git
 // archive + npm ci, cached under build/baselines/). Runs are interleaved; medians.
 //   npm run bench (or: runVersusBench() from bench/run.ts)
-// Environment: VERSUS_BENCH_REPEATS (default 5), VERSUS_BENCH_MB (the big file, default 1024),
+// Environment: VERSUS_BENCH_REPEATS (default 7), VERSUS_BENCH_MB (the big file, default 1024),
 // VERSUS_BENCH_BASELINE (default 8205dfe), VERSUS_BENCH_UNTAXED (default eaf21da).
 import { createHash } from "node:crypto";
 import { createReadStream, mkdtempSync, openSync, readFileSync, readSync, closeSync, rmSync } from "node:fs";
@@ -108,7 +108,7 @@ export async function runVersusBench(
   options: { repeats?: number; megabytes?: number; log?: (s: string) => void } = {},
 ): Promise<{ table: string }> {
   const log = options.log ?? ((s: string) => process.stderr.write(s + "\n"));
-  const repeats = options.repeats ?? Number(process.env.VERSUS_BENCH_REPEATS ?? 5);
+  const repeats = options.repeats ?? Number(process.env.VERSUS_BENCH_REPEATS ?? 7);
   const megabytes = options.megabytes ?? Number(process.env.VERSUS_BENCH_MB ?? 1024);
   const oldCommit = process.env.VERSUS_BENCH_BASELINE ?? "8205dfe";
   const untaxedCommit = process.env.VERSUS_BENCH_UNTAXED ?? "eaf21da";
