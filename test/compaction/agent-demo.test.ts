@@ -345,6 +345,19 @@ describe("callforest agent-demo --config with a Gym dataset", () => {
     expect(ids(fromEnvelope.out)).toEqual(ids(own.out));
   });
 
+  it("writes --envelope and --rollouts both or neither: one it cannot write leaves no other", async () => {
+    const { existsSync, readdirSync } = await import("node:fs");
+    const { join } = await import("node:path");
+    const dir = tempDir();
+    const config = await gymSetup(dir, []);
+    const envelope = join(dir, "envelope.jsonl");
+    const args = ["agent-demo", "--config", config, "--turns", "2", "--envelope", envelope];
+    const { code } = await cli([...args, "--rollouts", join(dir, "missing", "rollouts.jsonl")]);
+    expect(code).toBe(2);
+    expect(existsSync(envelope)).toBe(false);
+    expect(readdirSync(dir).filter((name) => name.includes("partial"))).toEqual([]);
+  });
+
   it("stops each row at the agent's max_steps, after that call's function calls, unless --turns says", async () => {
     const { readFileSync } = await import("node:fs");
     const { join } = await import("node:path");

@@ -4,7 +4,7 @@
 // Gym agent config that names a dataset, each dataset row runs as Gym's `/run` runs it, through
 // the test bed's resources server, and its output envelope is read back as `rows --from
 // gym-compaction` reads it.
-import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import type { Command } from "../vendor.js";
 import type { GuardConfig, GymRunBody, Policy, RunAgentResult, ScheduleConfig } from "../../compaction/index.js";
@@ -12,6 +12,7 @@ import { loadFeature } from "../../optional-dependency.js";
 import { fromGymCompaction } from "../../formats/gym-compaction.js";
 import { init, type Callforest, type Rollout } from "../../index.js";
 import { UsageError } from "../errors.js";
+import { withSinks } from "../../ingest/sink.js";
 import { countOf } from "../../messages.js";
 import { addBackendOption, parseBackend, parseInteger } from "../inputs.js";
 
@@ -425,21 +426,13 @@ export async function agentDemo(options: AgentDemoOptions): Promise<string> {
     } finally {
       await resources.close();
     }
-    if (options.envelope !== undefined) writeOutput("--envelope", options.envelope, envelopes);
-    if (options.rollouts !== undefined) writeOutput("--rollouts", options.rollouts, rollouts);
+    // Written whole or not at all, both or neither, as `rows` writes its outputs.
+    await withSinks([options.envelope ?? null, options.rollouts ?? null], async ([envelope, rollout]) => {
+      await envelope?.write(envelopes.map((line) => `${line}\n`).join(""));
+      await rollout?.write(rollouts.map((line) => `${line}\n`).join(""));
+    });
     return out;
   } finally {
     await server.close();
-  }
-}
-
-/** Writes the file whole or not at all (a temporary file renamed into place). */
-function writeOutput(flag: string, path: string, lines: readonly string[]): void {
-  const partial = `${path}.partial`;
-  try {
-    writeFileSync(partial, lines.map((l) => `${l}\n`).join(""));
-    renameSync(partial, path);
-  } catch (error) {
-    throw new UsageError(`${flag}: cannot write ${path}: ${(error as NodeJS.ErrnoException).code ?? error}`);
   }
 }
