@@ -2,10 +2,8 @@
 // prefix_break) and every root that is not its agent's first call, with where it parted and why.
 import type { ForestCall, Rollout, TokenIds } from "../types.js";
 import { classify, type Cause, type CauseOptions } from "./cause.js";
-import { commonPrefix, partings, type NearInput } from "./near.js";
-
-/** How many tokens `expected` and `found` hold (as SPEC's prefix_break). */
-export const SHOWN_TOKENS = 8;
+import { BREAK_QUOTE } from "../core/types.js";
+import { closestEarlier, commonPrefix, type Parting } from "./near.js";
 
 export interface Explained {
   rollout_id: string;
@@ -62,18 +60,16 @@ export function explainRollout(
 ): ExplainedCall[] {
   const calls = eligibleCalls(rollout, forest);
   const index = new Map(calls.map((call, i) => [call.forest.id, i]));
-  const inputs: NearInput[] = calls.map((call) => ({
-    prompt: call.prompt,
-    full: call.full,
-    parentLength: call.forest.parent === null ? 0 : calls[index.get(call.forest.parent)!]!.full.length,
-  }));
-  const { near, closest } = partings(inputs);
+  // Near parents are the plan's own (SPEC's prefix_break); the trie only finds roots' closest calls.
+  const closest = withAgents ? [] : closestEarlier(calls);
   const previousOfAgent = new Map<string, number>();
   const out: ExplainedCall[] = [];
   calls.forEach((call, i) => {
     const previous = previousOfAgent.get(call.forest.agent);
     previousOfAgent.set(call.forest.agent, i);
-    let parting = near[i]!;
+    const { nearParent, breakAt } = call.forest;
+    let parting: Parting | null =
+      nearParent === null || breakAt === null ? null : { near: index.get(nearParent)!, at: breakAt };
     let kind: Explained["kind"] = "prefix_break";
     if (parting === null) {
       // A media_mismatch root resent an earlier call's tokens: the report already says why.
@@ -95,8 +91,8 @@ export function explainRollout(
       kind,
       cause: result.cause,
       ...(result.unknown === undefined ? {} : { unknown: result.unknown }),
-      expected: nearCall ? nearCall.full.slice(at, at + SHOWN_TOKENS) : [],
-      found: Array.from(call.prompt.slice(at, at + SHOWN_TOKENS)),
+      expected: nearCall ? nearCall.full.slice(at, at + BREAK_QUOTE) : [],
+      found: Array.from(call.prompt.slice(at, at + BREAK_QUOTE)),
       nearFull: nearCall?.full ?? null,
       nearPromptLength: nearCall?.prompt.length ?? 0,
       prompt: call.prompt,

@@ -1,9 +1,11 @@
-// explain's near parents (src/explain/near.ts, a trie) against SPEC's rule written out directly
-// (every earlier call, every common prefix), on generated forests with re-rendered prompts.
+// explain's near parents (the plan's forest, as explain reports them) against SPEC's rule written
+// out directly (every earlier call, every common prefix), on generated forests with re-rendered
+// prompts, and against the report's prefix_break on both backends.
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
 import { explainRollout } from "../../src/explain/analyze.js";
+import { closestEarlier, commonPrefix } from "../../src/explain/near.js";
 import type { Callforest, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
 
@@ -110,5 +112,26 @@ describe("explain's near parents", () => {
       { numRuns: 300 },
     );
     expect(breaks).toBeGreaterThan(50);
+  });
+});
+
+describe("a root's closest earlier call", () => {
+  it("is the longest common prefix with an earlier full sequence, ties the latest, by brute force", () => {
+    const tokens = fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 8 });
+    fc.assert(
+      fc.property(fc.array(fc.record({ prompt: tokens, generation: tokens }), { maxLength: 12 }), (list) => {
+        const calls = list.map(({ prompt, generation }) => ({ prompt, full: [...prompt, ...generation] }));
+        const expected = calls.map((call, i) => {
+          let best: { near: number; at: number } | null = null;
+          for (let j = 0; j < i; j++) {
+            const at = commonPrefix(calls[j]!.full, call.prompt);
+            if (best === null || at >= best.at) best = { near: j, at };
+          }
+          return best;
+        });
+        expect(closestEarlier(calls)).toEqual(expected);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
