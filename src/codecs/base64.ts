@@ -1,6 +1,7 @@
 // Standard base64 (with padding), for bitsets and routed-expert envelopes: Node's Buffer when
 // present, a portable loop in browsers.
-const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/** Standard base64's 64 digits, in value order. */
+export const BASE64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /** Standard base64 (with padding); uses Node's Buffer when present, a portable loop otherwise. */
 export function toBase64(bytes: Uint8Array): string {

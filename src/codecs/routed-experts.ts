@@ -2,14 +2,13 @@
 // `nrlre1:<dtype>:<S>x<L>x<K>:<base64>`: little-endian C-order bytes), read into and written from
 // one typed array per call. src/plan/routed-experts.ts reads a call's routed experts (an envelope
 // or nested lists) with it; the JSONL and columnar writers write envelopes with it.
-import { fromBase64, toBase64 } from "./base64.js";
+import { BASE64, fromBase64, toBase64 } from "./base64.js";
 import type { RoutedExperts } from "../types.js";
 
 type ExpertType = "int8" | "int16" | "int32";
 
 const ENVELOPE = /^nrlre1:(int8|int16|int32):(\d+)x(\d+)x(\d+):([A-Za-z0-9+/]*={0,2})$/;
 const ITEM_BYTES: Record<ExpertType, number> = { int8: 1, int16: 2, int32: 4 };
-const BASE64_DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function isIndexText(text: string): boolean {
@@ -25,7 +24,7 @@ function isStandardBase64(payload: string): boolean {
   if (payload.length % 4 !== 0) return false;
   const padding = payload.endsWith("==") ? 2 : payload.endsWith("=") ? 1 : 0;
   if (padding === 0) return true;
-  const last = BASE64_DIGITS.indexOf(payload[payload.length - padding - 1]);
+  const last = BASE64.indexOf(payload[payload.length - padding - 1]);
   return (last & (padding === 2 ? 0b1111 : 0b11)) === 0;
 }
 
