@@ -94,6 +94,9 @@ function knownRolloutId(value: unknown): string | null {
   if (!isObject(value)) return null;
   const own = field(value, "rollout_id");
   if (isNonEmptyString(own)) return own;
+  // The compaction runtime's own id comes first, as fromGymCompaction reads it (runRolloutId).
+  const runtime = field(value, "context_compaction_rollout_id");
+  if (isNonEmptyString(runtime)) return runtime;
   let indexed: string | null;
   try {
     indexed = gymRolloutId(value);

@@ -259,6 +259,11 @@ describe("gym-compaction: the runtime's rollout id", () => {
       code: "missing_field",
       detail: "gym-compaction: _ng_attempt_index is -1, expected a non-negative integer",
     });
+    // a rejected row is reported under the id it would have been read under
+    expect(rejected({ ...row(internal), context_compaction_rollout_id: "episode-b", reward: null })).toMatchObject({
+      code: "missing_field",
+      rolloutId: "episode-b",
+    });
   });
 });
 
