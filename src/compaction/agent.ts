@@ -42,7 +42,7 @@ import { createScheduler, type ScheduledView, type Scheduler } from "./schedules
 import { isTokenId } from "./token-rules.js";
 import { ProvenanceRecorder } from "./provenance.js";
 import { withPartialRun } from "./partial.js";
-import type { TaskItem } from "./task-input.js";
+import { toolImagesCaption, type TaskItem } from "./task-input.js";
 import { resourcesEnvironment, type GymRunBody, type ResourcesServer, type ResourcesSession } from "./resources.js";
 import { NO_IDENTITY, runIdentity, type RunIdentity } from "./run-identity.js";
 import {
@@ -179,12 +179,7 @@ async function appendObservation(
   if (typeof obs?.text !== "string")
     throw new CompactionError(`environment: observation after turn ${turn} has no text`);
   const images: UserPart[] = [];
-  for (const image of obs.images ?? []) {
-    const before = run.media.size;
-    const record = await run.media.put(image.bytes, image.mime);
-    if (run.media.size > before) run.mediaOrder.push(record);
-    images.push({ type: "image", mediaId: record.id });
-  }
+  for (const image of obs.images ?? []) images.push(await storeImage(run, image.bytes, image.mime));
   if (!call) {
     run.history.append({ kind: "user", origin: "initial", turn, parts: [{ type: "text", text: obs.text }, ...images] });
     return;
@@ -196,9 +191,17 @@ async function appendObservation(
       kind: "user",
       origin: "environment",
       turn,
-      parts: [{ type: "text", text: `Observation after ${call.name}:` }, ...images],
+      parts: [{ type: "text", text: toolImagesCaption(call.name) }, ...images],
     });
   }
+}
+
+/** Stores an image once (a new one joins mediaOrder) and gives the part that refers to it. */
+async function storeImage(run: Run, bytes: Uint8Array, mime: string): Promise<UserPart> {
+  const before = run.media.size;
+  const record = await run.media.put(bytes, mime);
+  if (run.media.size > before) run.mediaOrder.push(record);
+  return { type: "image", mediaId: record.id };
 }
 
 /** Appends a task's whole initial context (any role, earlier turns), its images stored. */
@@ -214,10 +217,7 @@ async function appendContext(run: Run, items: readonly TaskItem[]): Promise<void
         parts.push(part);
         continue;
       }
-      const before = run.media.size;
-      const record = await run.media.put(part.image.bytes, part.image.mime);
-      if (run.media.size > before) run.mediaOrder.push(record);
-      parts.push({ type: "image", mediaId: record.id });
+      parts.push(await storeImage(run, part.image.bytes, part.image.mime));
     }
     run.history.append({ kind: "user", ...(item.role ? { role: item.role } : {}), origin: "initial", turn: -1, parts });
   }

@@ -31,14 +31,18 @@ export function taskInputItems(input: unknown, where: string): TaskItem[] {
  * after it, as the runtime shows an environment's tool images (a Responses function output the
  * history keeps is text; see docs/compaction.md).
  */
+/** The text before a tool's images in the user message that shows them (here and in agent.ts). */
+export function toolImagesCaption(tool: string): string {
+  return `Observation after ${tool}:`;
+}
+
 function toolOutput(callId: string, parts: unknown[], where: string, name: string | undefined): TaskItem[] {
   const read = contentParts(parts, "tool", where, "output");
   const text = read.flatMap((p) => (p.type === "text" ? [p.text] : [])).join("");
   const images = read.filter((p) => p.type === "image");
   const output: TaskItem = { kind: "function_output", callId, output: text };
   if (!images.length) return [output];
-  const caption = `Observation after ${name ?? callId}:`;
-  return [output, { kind: "user", parts: [{ type: "text", text: caption }, ...images] }];
+  return [output, { kind: "user", parts: [{ type: "text", text: toolImagesCaption(name ?? callId) }, ...images] }];
 }
 
 function taskItem(raw: unknown, where: string, callNames: ReadonlyMap<string, string>): TaskItem[] {
