@@ -375,11 +375,12 @@ function showBreak(index: number, select = true): void {
   const breaks = breaksOf(plan);
   const d = breaks[index];
   if (d === undefined) return;
+  // Selecting its call shows the call's break (selectCall): drawn once, there.
+  if (select) return selectCall(plan.forest.findIndex((c) => c.id === d.call));
   state.brk = index;
   renderBreaksList(element("breaks-list"), breaks, index, (i) => showBreak(i));
   const view = breakView(plan, d);
   if (view !== null) renderBreak(element("break-view"), view, tokenizer?.decoder ?? null);
-  if (select) selectCall(plan.forest.findIndex((c) => c.id === d.call));
 }
 
 function selectRow(index: number, scroll = true): void {
