@@ -28,7 +28,8 @@ export interface UnitLineageRecord {
   output_digests: string[];
 }
 
-export interface TransformationLineageRecord {
+/** The fields Gym's two lineage records share (their order in the JSON is the builders'). */
+interface TransformationCommon {
   transformation_id: string;
   transformation_type: string;
   transformation_version: string;
@@ -36,23 +37,18 @@ export interface TransformationLineageRecord {
   deterministic: true;
   lossy: boolean;
   generator_contract_id: null;
-  unit_records: UnitLineageRecord[];
   validator_result: "passed";
 }
 
-export interface TransformationLineageDeltaRecord {
-  transformation_id: string;
+export interface TransformationLineageRecord extends TransformationCommon {
+  unit_records: UnitLineageRecord[];
+}
+
+export interface TransformationLineageDeltaRecord extends TransformationCommon {
   parent_transformation_id: string | null;
-  transformation_type: string;
-  transformation_version: string;
-  configuration_digest: string;
-  deterministic: true;
-  lossy: boolean;
-  generator_contract_id: null;
   unit_upserts: UnitLineageRecord[];
   source_unit_count: number;
   state_digest: string;
-  validator_result: "passed";
 }
 
 const digestOf = (value: unknown) => sha256HexSync(canonicalJson(value));

@@ -56,6 +56,21 @@ export interface RunTotals {
   bytes: number;
 }
 
+/** Totals of no work yet. */
+export function noTotals(): RunTotals {
+  return { rollouts: 0, rejected: 0, rows: 0, brokenCalls: 0, brokenRollouts: 0, bytes: 0 };
+}
+
+/** Adds `more` (a part's totals) into `totals`. */
+export function addTotals(totals: RunTotals, more: RunTotals): void {
+  totals.rollouts += more.rollouts;
+  totals.rejected += more.rejected;
+  totals.rows += more.rows;
+  totals.brokenCalls += more.brokenCalls;
+  totals.brokenRollouts += more.brokenRollouts;
+  totals.bytes += more.bytes;
+}
+
 /**
  * Sum of the input files' sizes (null when reading stdin — `-`, or no inputs at all — or a pipe),
  * for progress and the small-input rule.
@@ -84,19 +99,14 @@ export function inputSize(inputs: readonly string[]): number | null {
 export const WORKERS_FROM_BYTES = 512 << 20;
 
 export async function runRows(inputs: readonly string[], options: RunOptions, sinks: RunSinks): Promise<RunTotals> {
-  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, brokenCalls: 0, brokenRollouts: 0, bytes: 0 };
+  const totals = noTotals();
   /** Writes a piece; `recycle` gets each row block back once the stream is done with it. */
   const write = async (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => {
     for (const chunk of piece.rows) await sinks.rows.write(chunk, () => recycle(chunk.buffer as ArrayBuffer));
     if (piece.columns !== undefined) await sinks.columns!.writeBlock(piece.columns);
     if (piece.reports !== "" && sinks.report !== null) await sinks.report.write(piece.reports);
     if (piece.notes !== "") sinks.notes(piece.notes);
-    totals.rollouts += piece.rollouts;
-    totals.rejected += piece.rejected;
-    totals.rows += piece.rowCount;
-    totals.brokenCalls += piece.brokenCalls;
-    totals.brokenRollouts += piece.brokenRollouts;
-    totals.bytes += piece.bytes;
+    addTotals(totals, { ...piece, rows: piece.rowCount });
     sinks.progress?.(totals);
   };
 

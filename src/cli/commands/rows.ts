@@ -4,7 +4,7 @@
 import { availableParallelism } from "node:os";
 import { basename } from "node:path";
 import { Option, type Command } from "../vendor.js";
-import { WORKERS_FROM_BYTES, inputSize, runRows, type RunTotals } from "../../ingest/run.js";
+import { WORKERS_FROM_BYTES, addTotals, inputSize, noTotals, runRows, type RunTotals } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
 import { runRecordLine } from "../run-record.js";
 import { makeDatasetDirs, partsOf, shardsOf, REPORTS_DIR } from "../partitions.js";
@@ -215,16 +215,11 @@ async function rowsToDataset(
     options,
   );
   makeDatasetDirs(dir);
-  const totals: RunTotals = { rollouts: 0, rejected: 0, rows: 0, brokenCalls: 0, brokenRollouts: 0, bytes: 0 };
+  const totals = noTotals();
   // Each part is committed (and stays) before the next starts.
   for (const part of parts) {
     const done = await rowsRun([part.input], part.output, part.report, options, settings, basename(part.output));
-    totals.rollouts += done.rollouts;
-    totals.rejected += done.rejected;
-    totals.rows += done.rows;
-    totals.brokenCalls += done.brokenCalls;
-    totals.brokenRollouts += done.brokenRollouts;
-    totals.bytes += done.bytes;
+    addTotals(totals, done);
   }
   return totals;
 }
