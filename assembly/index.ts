@@ -7,6 +7,7 @@ import { childrenBytes } from "./children";
 import { firstNegative, firstNonFinite } from "./compare";
 import {
   AGENT_PARENTS, ambiguousFirst, ambiguousSecond, invalidTokenAt, linkCall, mediaMismatch, treeReset,
+  routeAt, routeNear, copyFull, callField, C_FULL,
   breakAt, breakExpectedLength, breakFoundLength, breakNear, breakTokens,
 } from "./tree";
 export { setBreaksOn } from "./tree";
@@ -22,6 +23,9 @@ const STAGE_TOKENS = changetype<Vec>(memory.data(offsetof<Vec>()));
 const STAGE_LOGPROBS = changetype<Vec>(memory.data(offsetof<Vec>()));
 /** The next commit's media triples (item, offset, length); emptied by every commit. */
 const STAGE_MEDIA = changetype<Vec>(memory.data(offsetof<Vec>()));
+/** The next commit's route ids (SPEC v4), when stageRoutes was called; emptied by every commit. */
+const STAGE_ROUTES = changetype<Vec>(memory.data(offsetof<Vec>()));
+let routesStaged: bool = false;
 
 /** Caps this instance's linear memory (64 KiB pages); past it a plan aborts (rollout_too_large). */
 export function setMemoryLimit(pages: i32): void {
@@ -51,6 +55,8 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
   vecRestart(STAGE_TOKENS, 2, longestHint);
   vecRestart(STAGE_LOGPROBS, 2, min(longestHint, generatedHint));
   vecRestart(STAGE_MEDIA, 2, 0);
+  vecRestart(STAGE_ROUTES, 2, 0);
+  routesStaged = false;
   treeReset(agents, callsHint, generatedHint, longestHint);
   return vecAt(AGENT_PARENTS, 0);
 }
@@ -102,6 +108,18 @@ export function stageMedia(count: i32): usize {
   return STAGE_MEDIA.ptr;
 }
 
+/**
+ * Room for the next commit's route ids, one per token but the last (SPEC v4: a call's last token
+ * has no route of its own); the host writes them at the address returned. Without it a call has
+ * none.
+ */
+export function stageRoutes(count: i32): usize {
+  STAGE_ROUTES.len = 0;
+  vecGrow(STAGE_ROUTES, count);
+  routesStaged = true;
+  return STAGE_ROUTES.ptr;
+}
+
 /** Index of the first staged token outside [0, 2^31-1], or -1. */
 export function checkStagedTokens(count: i32): i32 {
   return firstNegative(STAGE_TOKENS.ptr, count);
@@ -114,6 +132,8 @@ export function checkStagedTokens(count: i32): i32 {
 export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
   const result = check(prompt, generated, agent, link);
   STAGE_MEDIA.len = 0;
+  STAGE_ROUTES.len = 0;
+  routesStaged = false;
   return result;
 }
 
@@ -126,7 +146,16 @@ function check(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
   }
   // Linking checks the tokens as it goes (see tree.ts insert), so the tokens are read once.
   const logprobAt = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
-  const parent = linkCall(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent, STAGE_MEDIA);
+  const parent = linkCall(
+    STAGE_TOKENS.ptr,
+    STAGE_LOGPROBS.ptr,
+    prompt,
+    generated,
+    agent,
+    STAGE_MEDIA,
+    STAGE_ROUTES,
+    routesStaged,
+  );
   if (parent == INVALID_TOKEN) {
     badIndex = invalidTokenAt;
     return INVALID_TOKEN;
@@ -145,6 +174,33 @@ export function lastBadIndex(): i32 {
 /** After a commit that linked: 1 when SPEC's media_mismatch holds for the call. */
 export function lastMediaMismatch(): bool {
   return mediaMismatch;
+}
+
+/** After a commit that linked: SPEC v4's route_mismatch near call, -1 if none. */
+export function lastRouteNear(): i32 {
+  return routeNear;
+}
+
+/** After lastRouteNear() >= 0: the first token where the routes differ. */
+export function lastRouteAt(): i32 {
+  return routeAt;
+}
+
+/** len(full(c)) of linked call c. */
+export function fullLength(c: i32): i32 {
+  return callField(c, C_FULL);
+}
+
+/**
+ * Writes full(c) of linked call c in the staging area (after the last commit: it is free then) and
+ * returns its address; the host copies it out before anything else runs.
+ */
+export function fullTokens(c: i32): usize {
+  const full = callField(c, C_FULL);
+  STAGE_TOKENS.len = 0;
+  vecReserve(STAGE_TOKENS, full);
+  copyFull(c, STAGE_TOKENS.ptr);
+  return STAGE_TOKENS.ptr;
 }
 
 /** After a commit that linked: the call's near parent (SPEC's prefix_break), -1 if none. */

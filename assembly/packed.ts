@@ -5,7 +5,7 @@ import { allocBytes, vecAt } from "./vec";
 import { fillAscending, setBits } from "./compare";
 import {
   LOGPROBS, TOKENS,
-  C_END_NODE, C_FULL, C_LP, C_PROMPT,
+  C_END_NODE, C_LP, C_PROMPT,
   N_DEPTH, N_EDGE_LEN, N_EDGE_OFF, N_PARENT,
   callField, nodeField,
 } from "./tree";
@@ -19,7 +19,8 @@ export const P_POSITION_PTR: usize = 4; // i32[numTokens]
 export const P_LOGPROB_PTR: usize = 8; // f32[numTokens]
 export const P_MASK_PTR: usize = 12; // u8[ceil(numTokens / 8)]
 
-// The host's layout: `segments` (call, from, trained) triples, then `records + 1` segment starts.
+// The host's layout: `segments` (call, from, length, trained) quadruples, then `records + 1`
+// segment starts.
 let layout: usize = 0;
 let segmentCount: i32 = 0;
 let recordCount: i32 = 0;
@@ -37,24 +38,26 @@ let recordCount: i32 = 0;
 export function packLayoutAddress(segments: i32, records: i32): usize {
   segmentCount = segments;
   recordCount = records;
-  layout = allocBytes((<u64>segments * 3 + <u64>records + 1) << 2);
+  layout = allocBytes((<u64>segments * SEGMENT_INTS + <u64>records + 1) << 2);
   return layout;
 }
 
+const SEGMENT_INTS: i32 = 4;
+
 // @ts-ignore: decorator
 @inline function segmentField(s: i32, field: i32): i32 {
-  return load<i32>(i32At(layout, s * 3 + field));
+  return load<i32>(i32At(layout, s * SEGMENT_INTS + field));
 }
 
-/** Tokens of segment `s`: full(call) minus its first `from`. */
+/** Tokens of segment `s`: full(call)[from : from + length]. */
 // @ts-ignore: decorator
 @inline function segmentLength(s: i32): i32 {
-  return callField(segmentField(s, 0), C_FULL) - segmentField(s, 1);
+  return segmentField(s, 2);
 }
 
 /** Fills every record of the layout; returns the address of its table (see P_*). */
 export function pack(): usize {
-  const starts = i32At(layout, segmentCount * 3);
+  const starts = i32At(layout, segmentCount * SEGMENT_INTS);
   const table = allocBytes(max<u64>((<u64>recordCount) << P_SHIFT, 16));
   let bytes: u64 = 0;
   for (let r = 0; r < recordCount; r++) bytes += recordBytes(recordTokens(starts, r));
@@ -98,23 +101,32 @@ function recordBytes(tokens: i32): u64 {
 function writeSegment(s: i32, at: i32, tokenPtr: usize, positionPtr: usize, logprobPtr: usize, maskPtr: usize): void {
   const call = segmentField(s, 0);
   const from = segmentField(s, 1);
-  const full = callField(call, C_FULL);
+  const to = from + segmentField(s, 2);
   const prompt = callField(call, C_PROMPT);
-  // Tokens [from, full) of full(call), from the tree edges between its end node and depth `from`.
+  // Tokens [from, to) of full(call), from the tree edges between its end node and depth `from`.
   for (let node = callField(call, C_END_NODE); node > 0; node = nodeField(node, N_PARENT)) {
     const depth = nodeField(node, N_DEPTH);
     if (depth <= from) break;
     const edgeStart = depth - nodeField(node, N_EDGE_LEN);
     const low = max(edgeStart, from);
-    memory.copy(
-      i32At(tokenPtr, at + low - from),
-      vecAt(TOKENS, nodeField(node, N_EDGE_OFF) + low - edgeStart),
-      (<usize>(depth - low)) << 2,
-    );
+    const high = min(depth, to);
+    if (high > low)
+      memory.copy(
+        i32At(tokenPtr, at + low - from),
+        vecAt(TOKENS, nodeField(node, N_EDGE_OFF) + low - edgeStart),
+        (<usize>(high - low)) << 2,
+      );
   }
-  fillAscending(i32At(positionPtr, at), from, full - from);
-  const generatedAt = at + prompt - from;
-  memory.fill(i32At(logprobPtr, at), 0, (<usize>(prompt - from)) << 2);
-  memory.copy(i32At(logprobPtr, generatedAt), vecAt(LOGPROBS, callField(call, C_LP)), (<usize>(full - prompt)) << 2);
-  if (segmentField(s, 2) != 0) setBits(maskPtr, generatedAt, at + full - from);
+  fillAscending(i32At(positionPtr, at), from, to - from);
+  // Generated tokens of the segment: [max(from, prompt), to).
+  const genFrom = max(from, prompt);
+  memory.fill(i32At(logprobPtr, at), 0, (<usize>(genFrom - from)) << 2);
+  if (to > genFrom) {
+    memory.copy(
+      i32At(logprobPtr, at + genFrom - from),
+      vecAt(LOGPROBS, callField(call, C_LP) + genFrom - prompt),
+      (<usize>(to - genFrom)) << 2,
+    );
+    if (segmentField(s, 3) != 0) setBits(maskPtr, at + genFrom - from, at + to - from);
+  }
 }

@@ -53,6 +53,12 @@ export const AGENT_PARENTS = changetype<Vec>(memory.data(offsetof<Vec>()));
 export const MEDIA = changetype<Vec>(memory.data(offsetof<Vec>()));
 const COVER = changetype<Vec>(memory.data(offsetof<Vec>()));
 const CALL_GEN = changetype<Vec>(memory.data(offsetof<Vec>()));
+/**
+ * SPEC v4's routes: every linked call's route ids (the host numbers each distinct L × K block) for
+ * tokens [0, full − 1) — its last token's route is none — and where each call's start (-1: none).
+ */
+const ROUTES = changetype<Vec>(memory.data(offsetof<Vec>()));
+const CALL_ROUTES = changetype<Vec>(memory.data(offsetof<Vec>()));
 
 /**
  * Whether linking finds prefix breaks (and keeps what it needs for them: prompt nodes, covers,
@@ -83,6 +89,12 @@ export let invalidTokenAt: i32 = -1;
  * (SPEC's media_mismatch), so the call was linked to a shorter one or became a root.
  */
 export let mediaMismatch: bool = false;
+/**
+ * After linkCall: SPEC's route_mismatch — the latest of the longest candidates by tokens and media
+ * when none of them agreed on routes (-1: none), and the first token where their routes differ.
+ */
+export let routeNear: i32 = -1;
+export let routeAt: i32 = -1;
 
 // @ts-ignore: decorator
 @inline export function callField(c: i32, field: i32): i32 {
@@ -124,6 +136,8 @@ export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longe
   vecRestart(AGENT_PARENTS, 2, agents);
   vecGrow(AGENT_PARENTS, agents);
   vecRestart(MEDIA, 2, 0);
+  vecRestart(ROUTES, 2, 0);
+  vecRestart(CALL_ROUTES, 2, callsHint);
   childrenReset(callsHint * 3 + 1);
   newNode(0, 0, 0, -1); // the root: the empty sequence
 }
@@ -173,6 +187,15 @@ function addCover(child: i32, c: i32): void {
     setCover(node, K_FIRST_CHILD, child);
   }
   setCover(node, K_FIRST, c);
+}
+
+/** Writes full(c) at `into` (room for C_FULL i32s), from the tree edges between its end node and the root. */
+export function copyFull(c: i32, into: usize): void {
+  for (let node = callField(c, C_END_NODE); node > 0; node = nodeField(node, N_PARENT)) {
+    const depth = nodeField(node, N_DEPTH);
+    const edgeLen = nodeField(node, N_EDGE_LEN);
+    memory.copy(into + ((<usize>(depth - edgeLen)) << 2), vecAt(TOKENS, nodeField(node, N_EDGE_OFF)), (<usize>edgeLen) << 2);
+  }
 }
 
 /** Copies tokens [from, to) of the staged call into the token store; returns their offset. */
@@ -313,17 +336,38 @@ function mediaAgree(p: i32, c: i32): bool {
   return pInts == cInts || load<i32>(cAt + ((<usize>(pInts + 1)) << 2)) >= callField(p, C_FULL);
 }
 
+/** SPEC v4's routes clause: route(c, i) equals p's route for every i < len(full(p)) − 1. */
+function routesAgree(p: i32, c: i32): bool {
+  return firstRouteDifference(p, c) < 0;
+}
+
+/** The first token before p's last where p's and c's route ids differ, or -1 (also when either has none). */
+function firstRouteDifference(p: i32, c: i32): i32 {
+  const pAt = load<i32>(vecAt(CALL_ROUTES, p));
+  const cAt = load<i32>(vecAt(CALL_ROUTES, c));
+  if (pAt < 0 || cAt < 0) return -1;
+  const count = callField(p, C_FULL) - 1;
+  const same = commonPrefix(vecAt(ROUTES, pAt), vecAt(ROUTES, cAt), count);
+  return same < count ? same : -1;
+}
+
+// @ts-ignore: decorator
+@inline function agrees(x: i32, c: i32): bool {
+  return mediaAgree(x, c) && routesAgree(x, c);
+}
+
 /**
  * SPEC's tie-break among calls with identical full sequences (a list through C_END_NEXT), among
- * those whose media agree with c's when `byMedia`; AMBIGUOUS_PARENT when it stays ambiguous.
+ * those that agree with c on media and routes when `filtered`; AMBIGUOUS_PARENT when it stays
+ * ambiguous.
  */
-function chooseParent(c: i32, candidates: i32, byMedia: bool): i32 {
-  if (!byMedia && callField(candidates, C_END_NEXT) < 0) return candidates;
+function chooseParent(c: i32, candidates: i32, filtered: bool): i32 {
+  if (!filtered && callField(candidates, C_END_NEXT) < 0) return candidates;
   let first = -1;
   let second = -1;
   let agreeing = 0;
   for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
-    if (byMedia && !mediaAgree(x, c)) continue;
+    if (filtered && !agrees(x, c)) continue;
     if (first < 0) first = x;
     else if (second < 0) second = x;
     agreeing++;
@@ -333,7 +377,7 @@ function chooseParent(c: i32, candidates: i32, byMedia: bool): i32 {
   let pick = -1;
   let count = 0;
   for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
-    if (callField(x, C_AGENT) == agent && (!byMedia || mediaAgree(x, c))) {
+    if (callField(x, C_AGENT) == agent && (!filtered || agrees(x, c))) {
       pick = x;
       count++;
     }
@@ -343,7 +387,7 @@ function chooseParent(c: i32, candidates: i32, byMedia: bool): i32 {
     const parentAgent = agent < AGENT_PARENTS.len ? load<i32>(vecAt(AGENT_PARENTS, agent)) : -1;
     if (parentAgent >= 0) {
       for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) {
-        if (callField(x, C_AGENT) == parentAgent && (!byMedia || mediaAgree(x, c))) {
+        if (callField(x, C_AGENT) == parentAgent && (!filtered || agrees(x, c))) {
           pick = x;
           count++;
         }
@@ -356,23 +400,39 @@ function chooseParent(c: i32, candidates: i32, byMedia: bool): i32 {
   return AMBIGUOUS_PARENT;
 }
 
-/** True when some call of the list through C_END_NEXT agrees with c on media. */
+/** The latest call of the list through C_END_NEXT (latest first) whose media agree with c's, or -1. */
+function latestMediaAgreeing(candidates: i32, c: i32): i32 {
+  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) if (mediaAgree(x, c)) return x;
+  return -1;
+}
+
+/** True when some call of the list through C_END_NEXT agrees with c on media and routes. */
 function anyAgrees(candidates: i32, c: i32): bool {
-  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) if (mediaAgree(x, c)) return true;
+  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) if (agrees(x, c)) return true;
   return false;
 }
 
 /**
- * Linking with the media clause: from `best` (the deepest node where an earlier full sequence
- * ends inside c's prompt) up, the first node with a call whose media agree holds the candidates.
- * Cost: the media compared, never tokens (the walk up passes only nodes already on c's path).
+ * Linking with the media and routes clauses: from `best` (the deepest node where an earlier full
+ * sequence ends inside c's prompt) up, the first node with a call that agrees on both holds the
+ * candidates. The first node with a call whose media agree is where tokens and media alone would
+ * have linked c: if none agrees on routes there, that is SPEC's route_mismatch. Cost: media and
+ * route ids compared, never tokens (the walk up passes only nodes already on c's path).
  */
-function linkByMedia(c: i32, best: i32): i32 {
+function linkByAgreement(c: i32, best: i32): i32 {
+  let byMedia = true; // no node with a media-agreeing candidate seen yet
   for (let node = best; node > 0; node = nodeField(node, N_PARENT)) {
     const head = nodeField(node, N_END_HEAD);
     if (head < 0) continue;
     if (anyAgrees(head, c)) return chooseParent(c, head, true);
-    if (node == best) mediaMismatch = true;
+    const near = latestMediaAgreeing(head, c);
+    if (near < 0) {
+      if (node == best) mediaMismatch = true;
+    } else if (byMedia) {
+      byMedia = false;
+      routeNear = near;
+      routeAt = firstRouteDifference(near, c);
+    }
   }
   return -1;
 }
@@ -381,7 +441,8 @@ function linkByMedia(c: i32, best: i32): i32 {
  * Records the staged call as the next eligible call and links it. Returns its parent, -1 for a
  * root, INVALID_TOKEN (see invalidTokenAt; the forest is then unusable, the rollout is
  * rejected), or AMBIGUOUS_PARENT when the parent is ambiguous (see ambiguousFirst/ambiguousSecond).
- * `media` holds the call's media triples (see MEDIA); linking compares them (see mediaMismatch). Logprobs
+ * `media` holds the call's media triples (see MEDIA), `routes` its route ids when `givesRoutes`
+ * (see ROUTES); linking compares them (see mediaMismatch, routeNear). Logprobs
  * are not looked at here: the caller checks them (commit in index.ts, which rejects the call
  * after linking when one is not finite).
  */
@@ -392,6 +453,8 @@ export function linkCall(
   generated: i32,
   agent: i32,
   media: Vec,
+  routes: Vec,
+  givesRoutes: bool,
 ): i32 {
   const c = vecGrow(CALLS, 1);
   const full = prompt + generated;
@@ -404,13 +467,21 @@ export function linkCall(
   const mediaAt = vecGrow(MEDIA, media.len);
   memory.copy(vecAt(MEDIA, mediaAt), media.ptr, (<usize>media.len) << 2);
   setCallField(c, C_MEDIA, mediaAt);
+  const routesAt = givesRoutes ? vecGrow(ROUTES, full - 1) : -1;
+  if (givesRoutes) memory.copy(vecAt(ROUTES, routesAt), routes.ptr, (<usize>(full - 1)) << 2);
+  store<i32>(vecAt(CALL_ROUTES, vecGrow(CALL_ROUTES, 1)), routesAt);
   const best = insert(c, staged, prompt, full);
   breakNear = -1;
   if (invalidTokenAt >= 0) return INVALID_TOKEN;
   mediaMismatch = false;
-  // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
+  routeNear = -1;
+  // A rollout with no media and no routes so far (c's included) links by tokens alone, as in SPEC v1.
   const parent =
-    best < 0 ? -1 : MEDIA.len == 0 ? chooseParent(c, nodeField(best, N_END_HEAD), false) : linkByMedia(c, best);
+    best < 0
+      ? -1
+      : MEDIA.len == 0 && !givesRoutes
+        ? chooseParent(c, nodeField(best, N_END_HEAD), false)
+        : linkByAgreement(c, best);
   setCallField(c, C_PARENT, parent);
   if (!breaksOn) return parent;
   if (parent >= -1) findBreak(c, staged, parent);

@@ -18,8 +18,13 @@ export interface CanonicalCall {
   kept?: boolean;
   /** The media whose placeholder tokens stand in the prompt (SPEC "Input"); none when absent or null. */
   media?: readonly MediaItem[] | null;
-  /** MoE router choices for every token of prompt ++ generation: an `nrlre1:` envelope or [S][L][K] lists. */
+  /**
+   * MoE router choices for the tokens of prompt ++ generation (at least all but the last: vLLM's
+   * `S = len(full) - 1`): an `nrlre1:` envelope or [S][L][K] lists; an all -1 entry is not routed.
+   */
   routed_experts?: string | readonly (readonly (readonly number[])[])[] | null;
+  /** The policy version that sampled the generation: one, or one per generated token (SPEC v4). */
+  weight_version?: number | readonly number[] | null;
 }
 
 /**
@@ -57,6 +62,8 @@ export type AgentInput = Omit<AgentInfo, "parent"> & { parent?: string | null };
 export interface Rollout {
   rollout_id: string;
   reward: number;
+  /** The rollouts sampled for one task (for group baselines); every row and record carries it. */
+  group_id?: string | null;
   agents?: AgentInput[];
   calls: CanonicalCall[];
 }
@@ -70,6 +77,7 @@ export type RejectionCode =
   | "logprob_length_mismatch"
   | "invalid_logprob"
   | "invalid_routed_experts"
+  | "invalid_weight_version"
   | "invalid_media"
   | "ambiguous_parent"
   | "no_trainable_calls"
@@ -85,6 +93,8 @@ export interface Diagnostic {
   near?: string;
   /** prefix_break: where the call's prompt parts from the near parent's full sequence. */
   at?: number;
+  /** route_mismatch: the first layer whose experts differ at `at`. */
+  layer?: number;
   /** prefix_break: full(near)[at : at+8]. */
   expected?: number[];
   /** prefix_break: prompt(call)[at : at+8]. */
@@ -104,6 +114,18 @@ export interface PrefixBreak extends Diagnostic {
   found: number[];
 }
 
+/**
+ * SPEC's route_mismatch: tokens and media alone would have linked the call to a call as long as
+ * `near`, but their routers chose other experts at token `at`, first in layer `layer`.
+ */
+export interface RouteMismatch extends Diagnostic {
+  code: "route_mismatch";
+  call: string;
+  near: string;
+  at: number;
+  layer: number;
+}
+
 /** SPEC's report: one per input rollout. */
 export interface Report {
   rollout_id: string | null;
@@ -121,6 +143,8 @@ export interface Report {
   trained_tokens: number;
   row_tokens: number;
   unique_tokens: number;
+  /** Only when packed trees or bins were asked for: the sum of the packed trees' num_tokens. */
+  trie_tokens?: number;
   /** Only when bins were asked for: the sum of the bins' num_tokens. */
   packed_tokens?: number;
   diagnostics: Diagnostic[];
@@ -141,6 +165,8 @@ export interface Row {
   /** Calls of the path that are context only. */
   context: string[];
   reward: number;
+  /** The rollout's group_id, null when it names none. */
+  groupId: string | null;
   numTokens: number;
   /**
    * full(leaf). A view over memory the backend's core reuses (linear memory on WASM), valid until
@@ -153,11 +179,22 @@ export interface Row {
   lossMask: Uint8Array;
   /** The leaf's media occurrences; their offsets index tokenIds. Empty when none. */
   media: MediaItem[];
-  /** Only when the rollout gives them: the leaf's routed experts for the row's tokens (int16 or int32). */
+  /**
+   * Only when the rollout gives them: entry i is the route of token i as the row's path knows it
+   * (the leaf's own), all -1 on the last token (int16 or int32).
+   */
   routedExperts?: RoutedExperts;
+  /**
+   * Only when some call gives weight_version: per token, the version that sampled it on the
+   * generated spans of the path's calls, -1 elsewhere.
+   */
+  weightVersions?: Int32Array;
 }
 
-/** One segment of a packed record (SPEC "Packed trees"): what `call` adds to its parent's sequence. */
+/**
+ * One segment of a packed record (SPEC "Packed trees"): a node of the rollout's token trie, tokens
+ * of its creator `call`'s full sequence (a call may have several segments).
+ */
 export interface PackedSegment {
   call: string;
   /** Index of the parent's segment in this record; -1 for a tree's (or a piece's) root. */
@@ -178,38 +215,39 @@ export interface BinSegment extends PackedSegment {
 /** The arrays every packed record has (views valid until `plan.release()`, as rows' are). */
 interface PackedArrays {
   rolloutId: string;
-  /** Call ids of the segments, in pre-order. */
+  /** The forest's roots whose calls the record holds, in ledger order. */
+  roots: string[];
+  /** The calls that created its segments, in the pre-order of their first segment. */
   calls: string[];
   reward: number;
+  /** The rollout's group_id, null when it names none. */
+  groupId: string | null;
   numTokens: number;
   tokenIds: Int32Array;
-  /** Each token's index in the full sequence of its own call. */
+  /** Each token's position in the full sequence of its segment's creator. */
   positionIds: Int32Array;
-  /** Each call's generation logprobs on its generated tokens, 0 elsewhere. */
+  /** The creator's generation logprobs on a segment's generated tokens, 0 elsewhere. */
   logprobs: Float32Array;
   /** Bitset, SPEC's bit order: 1 on the generated tokens of the calls this record trains. */
   lossMask: Uint8Array;
   /** The record's media occurrences, each once, offsets packed indices. */
   media: MediaItem[];
-  /** Only when the rollout gives them: each packed token's routed experts (SPEC's rule). */
+  /** Only when the rollout gives them: each packed token's resolved route, all -1 where none. */
   routedExperts?: RoutedExperts;
+  /** Only when some call gives weight_version: the version of each generated token, -1 elsewhere. */
+  weightVersions?: Int32Array;
 }
 
-/** One tree of the forest, every token once (SPEC "Packed trees"). */
+/** One tree of the rollout's token trie, every exactly shared prefix once (SPEC "Packed trees"). */
 export interface PackedTree extends PackedArrays {
-  /** 0-based, in the ledger order of the roots. */
+  /** 0-based, in the ledger order of the trie roots' creators. */
   index: number;
-  root: string;
-  /** The root's agent. */
-  agent: string;
   segments: PackedSegment[];
 }
 
 /** Packed pieces of trees that fit a capacity (SPEC "Bins"). */
 export interface PackedBin extends PackedArrays {
   index: number;
-  /** The pieces' roots, in order. */
-  roots: string[];
   segments: BinSegment[];
 }
 
@@ -319,6 +357,7 @@ export interface Callforest {
 export interface BuilderHeader {
   rollout_id: string;
   reward: number;
+  group_id?: string | null;
   agents?: AgentInput[];
 }
 
@@ -337,6 +376,8 @@ export interface CallMeta {
   media?: readonly MediaItem[] | null;
   /** MoE router choices for the staged call's tokens (SPEC `calls[].routed_experts`). */
   routed_experts?: string | readonly (readonly (readonly number[])[])[] | null;
+  /** The policy version(s) that sampled the staged generation (SPEC `calls[].weight_version`). */
+  weight_version?: number | readonly number[] | null;
 }
 
 export interface RolloutBuilder {

@@ -5,7 +5,7 @@
 import { agentLabel } from "../draw/layout.js";
 import { mediaList, mediaNamer } from "../draw/media.js";
 import { countOf, oneLine } from "../messages.js";
-import type { AgentInfo, ForestCall, Plan } from "../types.js";
+import type { AgentInfo, BinSegment, ForestCall, Plan } from "../types.js";
 
 function callLine(call: ForestCall, agents: ReadonlyMap<string, AgentInfo>, mediaName: (id: string) => string): string {
   const marks: string[] = [];
@@ -42,14 +42,14 @@ function packedTables(plan: Plan): string[] {
   const binned = plan.bins.length > 0;
   const records = binned ? plan.bins : plan.trees;
   for (const record of records) {
-    const name =
-      "root" in record
-        ? `tree ${record.index} (root ${oneLine(record.root)})`
-        : `bin ${record.index} (roots ${oneLine(record.roots.join(" "))})`;
+    const name = `${binned ? "bin" : "tree"} ${record.index} (roots ${oneLine(record.roots.join(" "))})`;
     out.push("", `${name}: ${countOf(record.numTokens, "token")}`);
     const body = record.segments.map((s, i) => {
       const cells = [String(i), oneLine(s.call), String(s.parent), String(s.start), String(s.length), String(s.end)];
-      if ("trained" in s) cells.push(`${s.tree}`, s.trained ? "yes" : "context");
+      if (binned) {
+        const { tree, trained } = s as BinSegment;
+        cells.push(`${tree}`, trained ? "yes" : "context");
+      }
       return cells;
     });
     const header = ["segment", "call", "parent", "start", "length", "end", ...(binned ? ["tree", "trained"] : [])];

@@ -56,23 +56,31 @@ export function arrowSchema(layout: Layout): Schema {
   return schema;
 }
 
+/** A nullable column's null count and bitmap (none for a column without nulls). */
+function nullsOf(valid: Uint8Array | undefined, length: number): { nullCount?: number; nullBitmap?: Uint8Array } {
+  if (valid === undefined) return {};
+  let count = 0;
+  for (let i = 0; i < length; i++) count += (valid[i >> 3] >> (i & 7)) & 1;
+  return { nullCount: length - count, nullBitmap: valid };
+}
+
 function toData(type: DataType, data: ColumnData, length: number): Data {
   const base = { length, nullCount: 0 };
   switch (data.kind) {
-    case "utf8": {
-      if (data.valid === undefined)
-        return makeData({ ...base, type: type as Utf8, valueOffsets: data.offsets, data: data.bytes });
-      let valid = 0;
-      for (let i = 0; i < length; i++) valid += (data.valid[i >> 3] >> (i & 7)) & 1;
-      const nulls = { nullCount: length - valid, nullBitmap: data.valid };
-      return makeData({ ...base, ...nulls, type: type as Utf8, valueOffsets: data.offsets, data: data.bytes });
-    }
+    case "utf8":
+      return makeData({
+        ...base,
+        ...nullsOf(data.valid, length),
+        type: type as Utf8,
+        valueOffsets: data.offsets,
+        data: data.bytes,
+      });
     case "bool":
       return makeData({ ...base, type: type as Bool, data: data.bits });
     case "list": {
       const list = type as List;
       const child = toData(list.children[0].type, data.item, data.offsets[length]);
-      return makeData({ ...base, type: list, valueOffsets: data.offsets, child });
+      return makeData({ ...base, ...nullsOf(data.valid, length), type: list, valueOffsets: data.offsets, child });
     }
     case "struct": {
       const struct = type as Struct;

@@ -11,7 +11,7 @@ export type ColumnData =
   | { kind: "float32"; values: Float32Array }
   | { kind: "float64"; values: Float64Array }
   | { kind: "bool"; bits: Uint8Array; length: number }
-  | { kind: "list"; offsets: Int32Array; item: ColumnData }
+  | { kind: "list"; offsets: Int32Array; item: ColumnData; valid?: Uint8Array }
   | { kind: "struct"; length: number; fields: ColumnData[] };
 
 /** Finished columns of `length` records of one layout. */
@@ -161,9 +161,15 @@ class Utf8Builder implements Builder {
 
 class ListBuilder implements Builder {
   private readonly offsets = new Growable(Int32Array);
+  /** Which values are not null (a nullable column only). */
+  private readonly valid: BitRun | null;
 
-  constructor(private readonly item: Builder) {
+  constructor(
+    private readonly item: Builder,
+    nullable = false,
+  ) {
     this.offsets.push(0);
+    this.valid = nullable ? new BitRun() : null;
   }
   get length() {
     return this.offsets.length - 1;
@@ -172,7 +178,8 @@ class ListBuilder implements Builder {
     return this.offsets.length * 4 + this.item.bytes();
   }
   append(value: unknown) {
-    this.item.appendItems(value);
+    if (this.valid !== null) this.valid.push(value !== null);
+    if (value !== null) this.item.appendItems(value);
     if (this.item.length > 0x7fffffff)
       throw new RangeError(`a list column holds more than 2^31-1 values: write fewer records per row group`);
     this.offsets.push(this.item.length);
@@ -183,7 +190,11 @@ class ListBuilder implements Builder {
     return list.length;
   }
   appendRange(data: ColumnData, from: number, to: number) {
-    const { offsets, item } = data as { offsets: Int32Array; item: ColumnData };
+    const { offsets, item, valid } = data as { offsets: Int32Array; item: ColumnData; valid?: Uint8Array };
+    if (this.valid !== null) {
+      if (valid !== undefined) this.valid.pushBits(valid, from, to - from);
+      else for (let i = from; i < to; i++) this.valid.push(true);
+    }
     appendOffsets(this.offsets, offsets, from, to, this.item.length);
     this.item.appendRange(item, offsets[from], offsets[to]);
   }
@@ -191,9 +202,12 @@ class ListBuilder implements Builder {
     if (length >= this.length) return;
     this.offsets.length = length + 1;
     this.item.truncate(this.offsets.data[length]);
+    this.valid?.truncate(length);
   }
   finish(): ColumnData {
-    return { kind: "list", offsets: this.offsets.view(), item: this.item.finish() };
+    const data: ColumnData = { kind: "list", offsets: this.offsets.view(), item: this.item.finish() };
+    if (this.valid !== null) data.valid = this.valid.view();
+    return data;
   }
 }
 
@@ -260,7 +274,7 @@ function builderFor(type: ColumnType, nullable = false): Builder {
     case "bool":
       return new BoolBuilder();
     case "list":
-      return new ListBuilder(builderFor(type.item));
+      return new ListBuilder(builderFor(type.item), nullable);
     case "struct":
       return new StructBuilder(
         type.fields.map((field) => field.name),
@@ -386,7 +400,12 @@ function copyData(data: ColumnData): ColumnData {
     case "bool":
       return { kind: "bool", bits: data.bits.slice(), length: data.length };
     case "list":
-      return { kind: "list", offsets: data.offsets.slice(), item: copyData(data.item) };
+      return {
+        kind: "list",
+        offsets: data.offsets.slice(),
+        item: copyData(data.item),
+        ...(data.valid === undefined ? {} : { valid: data.valid.slice() }),
+      };
     case "struct":
       return { kind: "struct", length: data.length, fields: data.fields.map(copyData) };
     default:
@@ -418,6 +437,7 @@ export function blockBuffers(block: ColumnBlock): ArrayBuffer[] {
         return;
       case "list":
         buffers.add(data.offsets.buffer as ArrayBuffer);
+        if (data.valid !== undefined) buffers.add(data.valid.buffer as ArrayBuffer);
         visit(data.item);
         return;
       case "struct":

@@ -1,7 +1,7 @@
 // SPEC "Columnar output": the columns of rows, packed trees and bins, in SPEC's field order, each
 // with its type and how to read it from a record. A description only (no Arrow library), shared
 // by the builders in worker threads and by the Arrow conversion on the main thread.
-import { expertsEnvelope } from "../output/jsonl.js";
+import { expertsEnvelope, isBin } from "../output/jsonl.js";
 import type { BinSegment, MediaItem, PackedBin, PackedSegment, PackedTree, RoutedExperts, Row } from "../types.js";
 
 export type ColumnType =
@@ -62,6 +62,9 @@ const BIN_SEGMENTS = listOf(
   ]),
 );
 
+/** SPEC v4's `weight_versions` column: null when the rollout gives none. */
+const versions = (record: { weightVersions?: Int32Array }): Int32Array | null => record.weightVersions ?? null;
+
 /** SPEC's `routed_experts` column: the envelope, null when the rollout gives none. */
 const experts = (record: { routedExperts?: RoutedExperts }): string | null =>
   record.routedExperts === undefined ? null : expertsEnvelope(record.routedExperts);
@@ -84,8 +87,10 @@ export const ROW_COLUMNS: readonly Column<Row>[] = [
   { name: "logprobs", type: listOf(float32), value: (r) => r.logprobs },
   { name: "loss_mask", type: listOf(bool), value: mask },
   { name: "reward", type: float64, value: (r) => r.reward },
+  { name: "group_id", type: utf8, nullable: true, value: (r) => r.groupId },
   { name: "media", type: MEDIA, value: (r): readonly MediaItem[] => r.media },
   { name: "routed_experts", type: utf8, nullable: true, value: experts },
+  { name: "weight_versions", type: listOf(int32), nullable: true, value: versions },
 ];
 
 /** The arrays and tail every packed record has, after its names (SPEC's order). */
@@ -100,15 +105,16 @@ function packedColumns<R extends PackedTree | PackedBin>(segments: ColumnType): 
     { name: "segments", type: segments, value: (r): readonly (PackedSegment | BinSegment)[] => r.segments },
     { name: "media", type: MEDIA, value: (r) => r.media },
     { name: "reward", type: float64, value: (r) => r.reward },
+    { name: "group_id", type: utf8, nullable: true, value: (r) => r.groupId },
     { name: "routed_experts", type: utf8, nullable: true, value: experts },
+    { name: "weight_versions", type: listOf(int32), nullable: true, value: versions },
   ];
 }
 
 export const TREE_COLUMNS: readonly Column<PackedTree>[] = [
   { name: "rollout_id", type: utf8, value: (r) => r.rolloutId },
   { name: "tree", type: int32, value: (r) => r.index },
-  { name: "root", type: utf8, value: (r) => r.root },
-  { name: "agent", type: utf8, value: (r) => r.agent },
+  { name: "roots", type: listOf(utf8), value: (r) => r.roots },
   ...packedColumns<PackedTree>(TREE_SEGMENTS),
 ];
 
@@ -128,5 +134,5 @@ export function columnsOf<L extends Layout>(layout: L): readonly Column<RecordOf
 
 /** The layout of a record (a Row, a PackedTree or a PackedBin). */
 export function layoutOf(record: Row | PackedTree | PackedBin): Layout {
-  return "leaf" in record ? "rows" : "root" in record ? "trees" : "bins";
+  return "leaf" in record ? "rows" : isBin(record) ? "bins" : "trees";
 }

@@ -7,6 +7,8 @@ import {
   AMBIGUOUS_PARENT,
   BREAK_QUOTE,
   type CoreBreak,
+  type CoreRouteMismatch,
+  SEGMENT_INTS,
   INVALID_LOGPROB,
   INVALID_TOKEN,
   NOT_LINKED,
@@ -81,6 +83,9 @@ export class TsCore implements ForestCore {
   /** The next commit's media triples (see stageMedia); emptied by every commit. */
   private stagedMedia: Int32Array = NO_TOKENS;
   private mediaMismatch = false;
+  /** The next commit's route ids (see stageRoutes), null when none; emptied by every commit. */
+  private stagedRoutes: Int32Array | null = null;
+  private routeMismatch: CoreRouteMismatch | null = null;
   private prefixBreak: CoreBreak | null = null;
 
   // Eligible calls, in ledger order.
@@ -97,6 +102,8 @@ export class TsCore implements ForestCore {
   private callMedia: number[] = [];
   /** Every linked call's media triples (item, offset, length), in ledger order. */
   private media: number[] = [];
+  /** Each linked call's route ids for tokens [0, full − 1) (SPEC v4), null when it gives none. */
+  private callRoutes: (Int32Array | null)[] = [];
 
   // Tree nodes; node 0 is the root (the empty sequence).
   private nodeEdgeOff: number[] = [];
@@ -147,7 +154,9 @@ export class TsCore implements ForestCore {
     this.tokenCount = 0;
     this.logprobCount = 0;
     this.media.length = 0; // small: no capacity worth keeping
+    this.callRoutes.length = 0;
     this.stagedMedia = NO_TOKENS;
+    this.stagedRoutes = null;
     // Hints reserve up front, within reason (a wrong one must not allocate gigabytes, nor take
     // more than a quarter of the budget each: a hint never makes a rollout too large).
     const hint = (n: number) => (n <= MAX_HINT && n * 4 <= this.maxBytes / 4 ? n : 0);
@@ -200,6 +209,25 @@ export class TsCore implements ForestCore {
     this.stagedMedia = triples.slice();
   }
 
+  stageRoutes(ids: Int32Array): void {
+    this.stagedRoutes = ids.slice();
+  }
+
+  lastRouteMismatch(): CoreRouteMismatch | null {
+    return this.routeMismatch;
+  }
+
+  fullTokens(call: number): Int32Array {
+    const out = new Int32Array(this.callFull[call]);
+    for (let node = this.callEndNode[call]; node > 0; node = this.nodeParent[node]) {
+      const depth = this.nodeDepth[node];
+      const edgeLen = this.nodeEdgeLen[node];
+      const off = this.nodeEdgeOff[node];
+      out.set(this.tokens.subarray(off, off + edgeLen), depth - edgeLen);
+    }
+    return out;
+  }
+
   lastMediaMismatch(): boolean {
     return this.mediaMismatch;
   }
@@ -239,6 +267,7 @@ export class TsCore implements ForestCore {
       return this.checkAndLink(prompt, generated, agent, link);
     } finally {
       this.stagedMedia = NO_TOKENS;
+      this.stagedRoutes = null;
     }
   }
 
@@ -376,6 +405,7 @@ export class TsCore implements ForestCore {
     this.logprobCount += generated;
     this.callMedia[c] = this.media.length;
     for (const value of this.stagedMedia) this.media.push(value);
+    this.callRoutes[c] = this.stagedRoutes === null ? null : this.stagedRoutes.subarray(0, full - 1);
 
     // Walk full(c) down the tree, inserting what is new, with a node where the prompt ends.
     // `best` is the deepest node at depth <= len(prompt) where an earlier full sequence ends:
@@ -465,13 +495,14 @@ export class TsCore implements ForestCore {
     this.nodeEndHead[node] = c;
 
     this.mediaMismatch = false;
-    // A rollout with no media so far (c's included) links by tokens alone, as in SPEC v1.
+    this.routeMismatch = null;
+    // A rollout with no media and no routes so far (c's included) links by tokens alone, as in SPEC v1.
     const parent =
       best < 0
         ? -1
-        : this.media.length === 0
+        : this.media.length === 0 && this.callRoutes[c] === null
           ? this.chooseParent(c, this.nodeEndHead[best], false)
-          : this.linkByMedia(c, best);
+          : this.linkByAgreement(c, best);
     this.callParent[c] = parent;
     if (!this.breaksOn) return parent;
     this.prefixBreak = this.invalidTokenAt < 0 && parent >= -1 ? this.findBreak(c, promptNode, parent) : null;
@@ -501,30 +532,54 @@ export class TsCore implements ForestCore {
     return pInts === cInts || media[cAt + pInts + 1] >= this.callFull[p];
   }
 
+  /** The first token before p's last where p's and c's route ids differ, or -1 (also when either has none). */
+  private firstRouteDifference(p: number, c: number): number {
+    const pRoutes = this.callRoutes[p];
+    const cRoutes = this.callRoutes[c];
+    if (pRoutes === null || cRoutes === null) return -1;
+    for (let i = 0; i < pRoutes.length; i++) if (pRoutes[i] !== cRoutes[i]) return i;
+    return -1;
+  }
+
+  /** SPEC's media and routes clauses. */
+  private agrees(p: number, c: number): boolean {
+    return this.mediaAgree(p, c) && this.firstRouteDifference(p, c) < 0;
+  }
+
   /**
-   * Linking with the media clause: from `best` (the deepest node where an earlier full sequence
-   * ends inside c's prompt) up, the first node with a call whose media agree holds the candidates.
+   * Linking with the media and routes clauses: from `best` (the deepest node where an earlier full
+   * sequence ends inside c's prompt) up, the first node with a call that agrees on both holds the
+   * candidates; the first node with one whose media agree is where tokens and media alone would
+   * have linked c (SPEC's route_mismatch when none agrees on routes there).
    */
-  private linkByMedia(c: number, best: number): number {
+  private linkByAgreement(c: number, best: number): number {
+    let byMedia = true;
     for (let node = best; node > 0; node = this.nodeParent[node]) {
       const head = this.nodeEndHead[node];
       if (head < 0) continue;
       let agrees = false;
-      for (let x = head; x >= 0 && !agrees; x = this.callEndNext[x]) agrees = this.mediaAgree(x, c);
+      for (let x = head; x >= 0 && !agrees; x = this.callEndNext[x]) agrees = this.agrees(x, c);
       if (agrees) return this.chooseParent(c, head, true);
-      if (node === best) this.mediaMismatch = true;
+      let near = -1;
+      for (let x = head; x >= 0 && near < 0; x = this.callEndNext[x]) if (this.mediaAgree(x, c)) near = x;
+      if (near < 0) {
+        if (node === best) this.mediaMismatch = true;
+      } else if (byMedia) {
+        byMedia = false;
+        this.routeMismatch = { near, at: this.firstRouteDifference(near, c) };
+      }
     }
     return -1;
   }
 
   /**
    * SPEC's tie-break among calls with identical full sequences (a list through callEndNext), among
-   * those whose media agree with c's when `byMedia`.
+   * those that agree with c on media and routes when `filtered`.
    */
-  private chooseParent(c: number, candidates: number, byMedia: boolean): number {
-    if (!byMedia && this.callEndNext[candidates] < 0) return candidates;
+  private chooseParent(c: number, candidates: number, filtered: boolean): number {
+    if (!filtered && this.callEndNext[candidates] < 0) return candidates;
     const agreeing: number[] = [];
-    for (let x = candidates; x >= 0; x = this.callEndNext[x]) if (!byMedia || this.mediaAgree(x, c)) agreeing.push(x);
+    for (let x = candidates; x >= 0; x = this.callEndNext[x]) if (!filtered || this.agrees(x, c)) agreeing.push(x);
     if (agreeing.length === 1) return agreeing[0];
     const pickBy = (agent: number): number[] => agreeing.filter((x) => this.callAgent[x] === agent);
     let picked = pickBy(this.callAgent[c]);
@@ -572,30 +627,33 @@ export class TsCore implements ForestCore {
       };
       let offset = 0;
       for (let s = recordStarts[r]; s < recordStarts[r + 1]; s++) {
-        this.writeSegment(segments[3 * s], segments[3 * s + 1], segments[3 * s + 2] !== 0, offset, record);
-        offset += this.callFull[segments[3 * s]] - segments[3 * s + 1];
+        const [call, from, length, trained] = segments.subarray(SEGMENT_INTS * s, SEGMENT_INTS * (s + 1));
+        this.writeSegment(call, from, from + length, trained !== 0, offset, record);
+        offset += length;
       }
       return record;
     });
   }
 
-  /** Writes full(call)[from:] at packed index `at`: tokens, positions, logprobs, mask bits. */
-  private writeSegment(call: number, from: number, trained: boolean, at: number, record: CorePacked): void {
-    const full = this.callFull[call];
+  /** Writes full(call)[from : to] at packed index `at`: tokens, positions, logprobs, mask bits. */
+  private writeSegment(call: number, from: number, to: number, trained: boolean, at: number, record: CorePacked): void {
     const prompt = this.callPrompt[call];
     for (let node = this.callEndNode[call]; node > 0; node = this.nodeParent[node]) {
       const depth = this.nodeDepth[node];
       if (depth <= from) break;
       const edgeStart = depth - this.nodeEdgeLen[node];
       const low = Math.max(edgeStart, from);
+      const high = Math.min(depth, to);
       const off = this.nodeEdgeOff[node] + low - edgeStart;
-      record.tokenIds.set(this.tokens.subarray(off, off + depth - low), at + low - from);
+      if (high > low) record.tokenIds.set(this.tokens.subarray(off, off + high - low), at + low - from);
     }
-    for (let k = 0; k < full - from; k++) record.positionIds[at + k] = from + k;
-    const generatedAt = at + prompt - from;
-    const lp = this.callLpOff[call];
-    record.logprobs.set(this.logprobs.subarray(lp, lp + full - prompt), generatedAt);
-    if (trained) setBits(record.lossMask, generatedAt, at + full - from);
+    for (let k = 0; k < to - from; k++) record.positionIds[at + k] = from + k;
+    // Generated tokens of the segment: [max(from, prompt), to).
+    const generatedFrom = Math.max(from, prompt);
+    if (to <= generatedFrom) return;
+    const lp = this.callLpOff[call] + generatedFrom - prompt;
+    record.logprobs.set(this.logprobs.subarray(lp, lp + to - generatedFrom), at + generatedFrom - from);
+    if (trained) setBits(record.lossMask, at + generatedFrom - from, at + to - from);
   }
 
   private buildRows(): CoreForest {
@@ -779,6 +837,18 @@ class TsCoreLease implements ForestCore {
 
   stageMedia(triples: Int32Array): void {
     this.held().stageMedia(triples);
+  }
+
+  stageRoutes(ids: Int32Array): void {
+    this.held().stageRoutes(ids);
+  }
+
+  lastRouteMismatch(): CoreRouteMismatch | null {
+    return this.held().lastRouteMismatch();
+  }
+
+  fullTokens(call: number): Int32Array {
+    return this.held().fullTokens(call);
   }
 
   lastMediaMismatch(): boolean {

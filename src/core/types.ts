@@ -54,6 +54,13 @@ export interface CoreBreak {
   found: number[];
 }
 
+/** SPEC v4's route_mismatch for a call, as a core finds it: `near` is an eligible index. */
+export interface CoreRouteMismatch {
+  near: number;
+  /** The first token where the two calls' route ids differ. */
+  at: number;
+}
+
 /** Tokens a prefix_break quotes on each side (SPEC: "up to 8 tokens each"). */
 export const BREAK_QUOTE = 8;
 
@@ -68,10 +75,14 @@ export interface CoreRow {
   lossMask: Uint8Array;
 }
 
+/** Ints a segment takes in PackRequest.segments. */
+export const SEGMENT_INTS = 4;
+
 /**
  * Packed records to fill at finish() (src/plan/packing.ts lays them out): record r holds segments
- * [recordStarts[r], recordStarts[r + 1]); segment s is the triple at 3s of `segments`: eligible
- * call, `from` (it holds full(call)[from:]), trained (1) or not (0).
+ * [recordStarts[r], recordStarts[r + 1]); segment s is the quadruple at SEGMENT_INTS × s of
+ * `segments`: eligible call, `from` and `length` (it holds full(call)[from : from + length]),
+ * trained (1: its generated tokens get mask 1) or not (0).
  */
 export interface PackRequest {
   segments: Int32Array;
@@ -136,6 +147,16 @@ export interface ForestCore {
   stageMedia(triples: Int32Array): void;
   /** After a commit that linked: whether SPEC's media_mismatch holds for the call. */
   lastMediaMismatch(): boolean;
+  /**
+   * The route ids (src/plan/route-ids.ts) of the call about to be committed, one per token but its
+   * last (SPEC v4: that one's route is none). Applies to the next commit() or commitArrays() only;
+   * a call committed without it gives no routes.
+   */
+  stageRoutes(ids: Int32Array): void;
+  /** After a commit that linked: SPEC v4's route_mismatch for the call, or null when it has none. */
+  lastRouteMismatch(): CoreRouteMismatch | null;
+  /** A copy of full(call) of eligible call `call` (after its commit; before finish()). */
+  fullTokens(call: number): Int32Array;
   /** After a commit that linked: SPEC's prefix_break for the call, or null when it has none. */
   lastPrefixBreak(): CoreBreak | null;
   /** Checks the staged call; links it as the next eligible call when `link`. See the codes above. */

@@ -10,6 +10,8 @@ import {
   type CorePacked,
   type CoreRow,
   type PackRequest,
+  type CoreRouteMismatch,
+  SEGMENT_INTS,
   type ForestCore,
   WASM_MEMORY_MAX_BYTES,
   KEPT_MEMORY_MAX_BYTES,
@@ -30,6 +32,11 @@ interface CoreExports {
   checkStagedTokens(count: number): number;
   stageMedia(count: number): number;
   lastMediaMismatch(): number;
+  stageRoutes(count: number): number;
+  lastRouteNear(): number;
+  lastRouteAt(): number;
+  fullTokens(call: number): number;
+  fullLength(call: number): number;
   lastBreakNear(): number;
   lastBreakAt(): number;
   lastBreakQuoteLength(found: number): number;
@@ -276,6 +283,24 @@ class WasmCore implements ForestCore {
     return this.core.lastMediaMismatch() !== 0;
   }
 
+  stageRoutes(ids: Int32Array): void {
+    const at = this.core.stageRoutes(ids.length);
+    this.instance.heap32().set(ids, at >>> 2);
+  }
+
+  lastRouteMismatch(): CoreRouteMismatch | null {
+    const near = this.core.lastRouteNear();
+    return near < 0 ? null : { near, at: this.core.lastRouteAt() };
+  }
+
+  fullTokens(call: number): Int32Array {
+    const at = this.core.fullTokens(call) >>> 2;
+    // It wrote in the staging area, which may have moved: the next stage() makes fresh views.
+    this.instance.staging = null;
+    const heap = this.instance.heap32();
+    return heap.slice(at, at + this.core.fullLength(call));
+  }
+
   lastPrefixBreak(): CoreBreak | null {
     const core = this.core;
     const near = core.lastBreakNear();
@@ -308,7 +333,8 @@ class WasmCore implements ForestCore {
     const rowCount = this.core.finish();
     // Packing may grow memory: every pack runs before any view is made.
     const packTables = packs.map((request) => {
-      const at = this.core.packLayoutAddress(request.segments.length / 3, request.recordStarts.length - 1) >>> 2;
+      const at =
+        this.core.packLayoutAddress(request.segments.length / SEGMENT_INTS, request.recordStarts.length - 1) >>> 2;
       const heap = this.instance.heap32();
       heap.set(request.segments, at);
       heap.set(request.recordStarts, at + request.segments.length);

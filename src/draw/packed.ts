@@ -166,11 +166,19 @@ export function renderPackedSvg(plan: PackedDrawable, options: PackedSvgOptions 
     rowTokensOf.set(row.calls[0], entry);
   }
   for (const tree of plan.trees) {
-    const inRows = rowTokensOf.get(tree.root) ?? { rows: 0, tokens: 0, keys: 0 };
+    const inRows = { rows: 0, tokens: 0, keys: 0 };
+    for (const root of tree.roots) {
+      const of = rowTokensOf.get(root);
+      if (of === undefined) continue;
+      inRows.rows += of.rows;
+      inRows.tokens += of.tokens;
+      inRows.keys += of.keys;
+    }
     let keys = 0;
     for (let i = 0; i < tree.positionIds.length; i++) keys += tree.positionIds[i] + 1;
     const head =
-      `tree ${tree.index} · root ${tree.root} · ${agentName(tree.agent)} · ${count(tree.numTokens)} tokens once ` +
+      `tree ${tree.index} · ${tree.roots.length === 1 ? "root" : "roots"} ${tree.roots.join(" ")} · ` +
+      `${count(tree.numTokens)} tokens once ` +
       `(its ${inRows.rows} row${inRows.rows === 1 ? "" : "s"} hold ${count(inRows.tokens)}, ` +
       `${times(inRows.tokens, tree.numTokens)}) · ` +
       `keys ${count(keys)} (rows ${count(inRows.keys)})`;

@@ -84,9 +84,10 @@ export class RowSerializer {
     this.text(`],"loss_mask":`);
     if (maskFormat === "bits") this.maskBase64(row.lossMask);
     else this.maskInts(row.lossMask, row.numTokens);
-    this.text(`,"reward":${rewardText(row.reward)},"media":${mediaList(row.media)}`);
-    if (row.routedExperts !== undefined) this.text(expertsField(row.routedExperts));
-    this.text("}\n");
+    this.text(
+      `,"reward":${rewardText(row.reward)},"group_id":${JSON.stringify(row.groupId)},"media":${mediaList(row.media)}`,
+    );
+    this.tail(row);
     this.flush();
     this.emit = () => {};
   }
@@ -107,12 +108,22 @@ export class RowSerializer {
     else this.maskInts(record.lossMask, record.numTokens);
     this.text(
       `,"segments":${segmentList(record.segments)},"media":${mediaList(record.media)},` +
-        `"reward":${rewardText(record.reward)}`,
+        `"reward":${rewardText(record.reward)},"group_id":${JSON.stringify(record.groupId)}`,
     );
-    if (record.routedExperts !== undefined) this.text(expertsField(record.routedExperts));
-    this.text("}\n");
+    this.tail(record);
     this.flush();
     this.emit = () => {};
+  }
+
+  /** The fields SPEC writes only when the rollout gives them, and the line's end. */
+  private tail(record: Row | PackedTree | PackedBin): void {
+    if (record.routedExperts !== undefined) this.text(expertsField(record.routedExperts));
+    if (record.weightVersions !== undefined) {
+      this.text(`,"weight_versions":[`);
+      this.numbers(record.weightVersions, this.stagedInts, MAX_INT_TEXT, this.wasm.formatInts);
+      this.text("]");
+    }
+    this.text("}\n");
   }
 
   private flush(): void {

@@ -54,6 +54,11 @@ export function expertsField(experts: RoutedExperts | undefined): string {
   return experts === undefined ? "" : `,"routed_experts":"${expertsEnvelope(experts)}"`;
 }
 
+/** `,"weight_versions":[…]` when a row or record has them (SPEC v4: only when some call gives one). */
+export function versionsField(versions: Int32Array | undefined): string {
+  return versions === undefined ? "" : `,"weight_versions":[${versions.join(",")}]`;
+}
+
 /** SPEC's envelope of a row's or record's routed experts (int8 is written as int16). */
 export function expertsEnvelope(experts: RoutedExperts): string {
   const data = experts.data instanceof Int8Array ? Int16Array.from(experts.data) : experts.data;
@@ -96,7 +101,8 @@ export function rowToJson(row: Row, maskFormat: MaskFormat = "bits"): string {
     `"trained":${JSON.stringify(row.trained)},"context":${JSON.stringify(row.context)},` +
     `"num_tokens":${row.numTokens},"token_ids":[${row.tokenIds.join(",")}],` +
     `"logprobs":${floatList(row.logprobs)},"loss_mask":${mask},"reward":${rewardText(row.reward)},` +
-    `"media":${mediaList(row.media)}${expertsField(row.routedExperts)}}`
+    `"group_id":${JSON.stringify(row.groupId)},"media":${mediaList(row.media)}` +
+    `${expertsField(row.routedExperts)}${versionsField(row.weightVersions)}}`
   );
 }
 
@@ -129,12 +135,14 @@ export function segmentList(segments: readonly (PackedSegment | BinSegment)[]): 
   return out + "]";
 }
 
+/** Whether a packed record is a bin (its segments name their tree). */
+export function isBin(record: PackedTree | PackedBin): record is PackedBin {
+  return record.segments.length > 0 && "tree" in record.segments[0];
+}
+
 /** A packed record's head, up to its token arrays: what names it, in SPEC's field order. */
 export function packedHead(record: PackedTree | PackedBin): string {
-  const names =
-    "root" in record
-      ? `"tree":${record.index},"root":${JSON.stringify(record.root)},"agent":${JSON.stringify(record.agent)}`
-      : `"bin":${record.index},"roots":${JSON.stringify(record.roots)}`;
+  const names = `${isBin(record) ? `"bin"` : `"tree"`}:${record.index},"roots":${JSON.stringify(record.roots)}`;
   return (
     `{"rollout_id":${JSON.stringify(record.rolloutId)},${names},` +
     `"calls":${JSON.stringify(record.calls)},"num_tokens":${record.numTokens}`
@@ -150,7 +158,9 @@ export function packedToJson(record: PackedTree | PackedBin, maskFormat: MaskFor
     packedHead(record) +
     `,"token_ids":[${record.tokenIds.join(",")}],"position_ids":[${record.positionIds.join(",")}],` +
     `"logprobs":${floatList(record.logprobs)},"loss_mask":${mask},"segments":${segmentList(record.segments)},` +
-    `"media":${mediaList(record.media)},"reward":${rewardText(record.reward)}${expertsField(record.routedExperts)}}`
+    `"media":${mediaList(record.media)},"reward":${rewardText(record.reward)},` +
+    `"group_id":${JSON.stringify(record.groupId)}${expertsField(record.routedExperts)}` +
+    `${versionsField(record.weightVersions)}}`
   );
 }
 
@@ -170,6 +180,7 @@ export function reportToJson(report: Report): string {
     "trained_tokens",
     "row_tokens",
     "unique_tokens",
+    "trie_tokens",
     "packed_tokens",
     "diagnostics",
   ] as const) {

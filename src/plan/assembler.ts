@@ -10,6 +10,7 @@ import {
   INVALID_LOGPROB,
   INVALID_TOKEN,
   MAX_CALL_TOKENS,
+  SEGMENT_INTS,
   type ForestCore,
   type PackRequest,
   type SizeHints,
@@ -20,13 +21,15 @@ import type { RolloutHeader } from "./validate.js";
 import { makePlan, type CallTable } from "./make-plan.js";
 import { MediaNumbers, readMedia } from "./media.js";
 import { readRoutedExperts } from "./routed-experts.js";
+import { RouteIds } from "./route-ids.js";
+import { readWeightVersion, type WeightVersion } from "./weight-version.js";
+import { buildTrie, type Trie } from "./trie.js";
 import { layOutBins, layOutTrees, leafPastCapacity, type ForestShape, type RecordLayout } from "./packing.js";
 import type { AgentInfo, Diagnostic, MediaItem, Plan, PlanOptions, RejectionCode, RoutedExperts } from "../types.js";
 
-/** Who a call is, and the media in its prompt (checked: see readMedia; none when absent). */
-/** Why a call's media or routed experts reject the rollout. */
+/** Why a call's media, routed experts or weight version reject the rollout. */
 export interface CallProblem {
-  code: "invalid_routed_experts" | "invalid_media";
+  code: "invalid_routed_experts" | "invalid_weight_version" | "invalid_media";
   detail: string;
 }
 
@@ -37,6 +40,8 @@ export interface CallIdentity {
   media?: MediaItem[] | null;
   /** Checked by readRoutedExperts; none when absent. */
   routedExperts?: RoutedExperts | null;
+  /** Checked by readWeightVersion; none when absent. */
+  weightVersion?: WeightVersion | null;
 }
 
 /** The caller's own arrays, when it has them, to quote the original value of a bad entry. */
@@ -96,6 +101,24 @@ export function tooLargeRejection(error: unknown): Rejection {
   return new Rejection("rollout_too_large", `the rollout does not fit in one core's memory (${errorLine(error)})`);
 }
 
+/** The trie's nodes as the packer sees them: a node's "full length" is where its run ends. */
+function trieShape(trie: Trie): ForestShape {
+  return { parents: trie.nodes.map((n) => n.parent), fullLengths: trie.nodes.map((n) => n.end) };
+}
+
+/** The first layer whose experts differ at token `at` (SPEC's route_mismatch `layer`). */
+function firstDifferingLayer(near: RoutedExperts, call: RoutedExperts, at: number): number {
+  const { layers, topk } = call;
+  const width = layers * topk;
+  for (let l = 0; l < layers; l++) {
+    for (let k = 0; k < topk; k++) {
+      const i = at * width + l * topk + k;
+      if (near.data[i] !== call.data[i]) return l;
+    }
+  }
+  return -1;
+}
+
 /** Token positions in the cores are 32-bit: a longer call cannot be planned (rollout_too_large). */
 function checkCallSize(promptLength: number, generationLength: number): void {
   if (promptLength + generationLength > MAX_CALL_TOKENS) {
@@ -105,19 +128,20 @@ function checkCallSize(promptLength: number, generationLength: number): void {
   }
 }
 
-/** A layout as the cores take it (see PackRequest). */
-function packRequest(records: RecordLayout[]): PackRequest {
+/** A layout of trie nodes (each segment's `call` a node) as the cores take it (see PackRequest). */
+function packRequest(records: RecordLayout[], trie: Trie): PackRequest {
   const count = records.reduce((n, r) => n + r.segments.length, 0);
-  const segments = new Int32Array(3 * count);
+  const segments = new Int32Array(SEGMENT_INTS * count);
   const recordStarts = new Int32Array(records.length + 1);
   let s = 0;
   records.forEach((record, r) => {
     recordStarts[r] = s;
     for (const segment of record.segments) {
-      segments[3 * s] = segment.call;
-      segments[3 * s + 1] = segment.from;
-      segments[3 * s + 2] = segment.trained ? 1 : 0;
-      s++;
+      const at = SEGMENT_INTS * s++;
+      segments[at] = trie.nodes[segment.call].creator;
+      segments[at + 1] = segment.from;
+      segments[at + 2] = segment.length;
+      segments[at + 3] = segment.trained ? 1 : 0;
     }
   });
   recordStarts[records.length] = s;
@@ -138,7 +162,11 @@ export class RolloutAssembler {
     mediaMismatch: [],
     prefixBreaks: [],
     routedExperts: [],
+    routeIds: [],
+    weightVersions: [],
   };
+  /** Numbers the rollout's distinct route blocks (SPEC v4), from the first call that gives some. */
+  private routeIds: RouteIds | null = null;
   private readonly mediaNumbers = new MediaNumbers();
   /** Whether some call linked so far (or being linked) has media. */
   private linksMedia = false;
@@ -233,11 +261,12 @@ export class RolloutAssembler {
    */
   commit(call: CallIdentity, agentIndex: number, source?: ValueSource): boolean {
     if (this.rejection) return false;
-    this.stageMedia(call);
+    const routes = this.stageExtras(call);
     return this.record(
       call,
       source,
       this.core.commit(this.stagedPrompt, this.stagedGeneration, agentIndex, this.isEligible(call)),
+      routes,
     );
   }
 
@@ -256,11 +285,12 @@ export class RolloutAssembler {
     checkCallSize(arrays.prompt.length, arrays.generation.length);
     this.stagedPrompt = arrays.prompt.length;
     this.stagedGeneration = arrays.generation.length;
-    this.stageMedia(call);
+    const routes = this.stageExtras(call);
     return this.record(
       call,
       arrays,
       this.core.commitArrays!(arrays.prompt, arrays.generation, arrays.logprobs, agentIndex, this.isEligible(call)),
+      routes,
     );
   }
 
@@ -301,11 +331,18 @@ export class RolloutAssembler {
   readExtras(
     mediaValue: unknown,
     expertsValue: unknown,
+    versionValue: unknown,
     kept: boolean,
     promptLength: number,
     generationLength: number,
-  ): { problem: CallProblem | null; media: MediaItem[] | null; routedExperts: RoutedExperts | null } {
+  ): {
+    problem: CallProblem | null;
+    media: MediaItem[] | null;
+    routedExperts: RoutedExperts | null;
+    weightVersion: WeightVersion | null;
+  } {
     const experts = readRoutedExperts(expertsValue, promptLength + generationLength);
+    const version = readWeightVersion(versionValue, generationLength);
     const media = readMedia(mediaValue, promptLength);
     const eligible = kept && generationLength > 0;
     const across = typeof experts === "string" ? null : this.expertsProblem(experts, eligible);
@@ -314,13 +351,16 @@ export class RolloutAssembler {
         ? { code: "invalid_routed_experts", detail: experts }
         : across !== null
           ? { code: "invalid_routed_experts", detail: across }
-          : typeof media === "string"
-            ? { code: "invalid_media", detail: media }
-            : null;
+          : typeof version === "string"
+            ? { code: "invalid_weight_version", detail: version }
+            : typeof media === "string"
+              ? { code: "invalid_media", detail: media }
+              : null;
     return {
       problem,
       media: typeof media === "string" ? null : media,
       routedExperts: typeof experts === "string" ? null : experts,
+      weightVersion: typeof version === "string" ? null : version,
     };
   }
 
@@ -333,11 +373,24 @@ export class RolloutAssembler {
       this.eligibleGiveExperts = { call: call.id, give: experts !== null };
   }
 
-  /** Hands the core the media of a call it will link (the others' media play no part in linking). */
-  private stageMedia(call: CallIdentity): void {
-    if (!call.media || !this.isEligible(call)) return;
-    this.linksMedia = true;
-    this.core.stageMedia(this.mediaNumbers.triples(call.media));
+  /**
+   * Hands the core the media and route ids of a call it will link (the others' play no part in
+   * linking); returns the route ids (null: none).
+   */
+  private stageExtras(call: CallIdentity): Int32Array | null {
+    if (!this.isEligible(call)) return null;
+    if (call.media) {
+      this.linksMedia = true;
+      this.core.stageMedia(this.mediaNumbers.triples(call.media));
+    }
+    const experts = call.routedExperts;
+    if (!experts) return null;
+    // A call's last token has no route of its own (SPEC v4): ids for the others.
+    const tokens = this.stagedPrompt + this.stagedGeneration - 1;
+    if (tokens > 0) this.routeIds ??= new RouteIds(experts.layers * experts.topk);
+    const ids = tokens > 0 ? this.routeIds!.ids(experts, tokens) : new Int32Array(0);
+    this.core.stageRoutes(ids);
+    return ids;
   }
 
   /**
@@ -362,7 +415,12 @@ export class RolloutAssembler {
   }
 
   /** Records a committed call, or rejects the rollout for what the core's `result` says. */
-  private record(call: CallIdentity, source: ValueSource | undefined, result: number): boolean {
+  private record(
+    call: CallIdentity,
+    source: ValueSource | undefined,
+    result: number,
+    routes: Int32Array | null,
+  ): boolean {
     const { id, kept } = call;
     const promptLength = this.stagedPrompt;
     const generationLength = this.stagedGeneration;
@@ -408,6 +466,13 @@ export class RolloutAssembler {
     }
     if (kept && generationLength === 0) this.diagnostics.push({ code: "empty_generation", call: id });
     if (mediaMismatch) this.diagnostics.push({ code: "media_mismatch", call: id });
+    const routeMismatch = eligible && routes !== null ? this.core.lastRouteMismatch() : null;
+    if (routeMismatch !== null) {
+      const near = calls.eligible[routeMismatch.near];
+      const layer = firstDifferingLayer(calls.routedExperts[near]!, call.routedExperts!, routeMismatch.at);
+      const { at } = routeMismatch;
+      this.diagnostics.push({ code: "route_mismatch", call: id, near: calls.ids[near], at, layer });
+    }
     const broken = eligible ? this.core.lastPrefixBreak() : null;
     if (broken !== null) {
       const { near, at, expected, found } = broken;
@@ -420,6 +485,8 @@ export class RolloutAssembler {
     this.noteExperts(call, eligible);
     calls.media.push(call.media ?? null);
     calls.routedExperts.push(eligible ? (call.routedExperts ?? null) : null);
+    calls.routeIds.push(eligible ? routes : null);
+    calls.weightVersions.push(eligible ? (call.weightVersion ?? null) : null);
     calls.mediaMismatch.push(mediaMismatch);
     calls.ids.push(id);
     calls.agentNames.push(call.agent);
@@ -456,13 +523,33 @@ export class RolloutAssembler {
     const report = emptyReport(this.header.rolloutId, totalCalls, options.line);
     report.diagnostics = this.diagnostics;
     // A header of its own: the caller's (this.header) holds the calls and their arrays.
-    const { rolloutId, reward } = this.header;
+    const { rolloutId, reward, groupId } = this.header;
+    const trie = shape !== null ? this.buildTrie(shape) : null;
+    const nodes = trie !== null ? trieShape(trie) : null;
     const layouts = {
-      trees: shape !== null && options.trees ? layOutTrees(shape) : null,
-      bins: shape !== null && options.capacity !== undefined ? layOutBins(shape, options.capacity) : null,
+      trie,
+      trees: nodes !== null && options.trees ? layOutTrees(nodes) : null,
+      bins: nodes !== null && options.capacity !== undefined ? layOutBins(nodes, options.capacity) : null,
     };
-    const requests = [layouts.trees, layouts.bins].filter((l): l is RecordLayout[] => l !== null).map(packRequest);
-    return makePlan(this.calls, this.core.finish(requests), { rolloutId, reward, agents }, report, this.core, layouts);
+    const requests = [layouts.trees, layouts.bins]
+      .filter((l): l is RecordLayout[] => l !== null)
+      .map((records) => packRequest(records, trie!));
+    const header = { rolloutId, reward, groupId, agents };
+    return makePlan(this.calls, this.core.finish(requests), header, report, this.core, layouts);
+  }
+
+  /** SPEC v4's token trie over the eligible calls (for packed trees and bins). */
+  private buildTrie(shape: ForestShape): Trie {
+    const { eligible, promptLengths, media, routeIds } = this.calls;
+    const routes = this.routeIds === null && !routeIds.some((r) => r !== null) ? null : eligible.map((i) => routeIds[i]);
+    return buildTrie({
+      promptLengths: eligible.map((i) => promptLengths[i]),
+      fullLengths: shape.fullLengths,
+      parents: shape.parents,
+      media: eligible.map((i) => media[i]),
+      routes,
+      tokens: (call) => this.core.fullTokens(call),
+    });
   }
 
   /** The linked forest as the packer sees it (eligible calls, in ledger order). */

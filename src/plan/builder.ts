@@ -75,10 +75,10 @@ class InPlaceBuilder implements RolloutBuilder {
     if (!this.staged) throw new Error("commit() needs a stage() first");
     if (typeof meta !== "object" || meta === null)
       throw new TypeError(
-        `commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got ${describeValue(meta)}`,
+        `commit() takes the call's { id, agent?, kept?, media?, routed_experts?, weight_version? }, got ${describeValue(meta)}`,
       );
     // Read once, before anything changes: a getter that throws leaves the builder as it was.
-    const { id, agent, kept, media: mediaValue, routed_experts: expertsValue } = meta;
+    const { id, agent, kept, media: mediaValue, routed_experts: expertsValue, weight_version: versionValue } = meta;
     const index = this.calls++;
     this.staged = false;
     return this.guard(
@@ -94,6 +94,7 @@ class InPlaceBuilder implements RolloutBuilder {
         const extras = assembler.readExtras(
           mediaValue,
           expertsValue,
+          versionValue,
           kept !== false,
           assembler.stagedPromptLength,
           assembler.stagedGenerationLength,
@@ -109,6 +110,7 @@ class InPlaceBuilder implements RolloutBuilder {
             kept: kept !== false,
             media: extras.media,
             routedExperts: extras.routedExperts,
+            weightVersion: extras.weightVersion,
           },
           agentIndex,
         );

@@ -2,6 +2,8 @@
 // calls it trains and the calls it only reads, and (on demand) every call of the rollout.
 import type { CoreForest, CorePacked, ForestCore } from "../core/types.js";
 import type { RecordLayout, SegmentLayout } from "./packing.js";
+import type { Trie } from "./trie.js";
+import { fillVersions, type WeightVersion } from "./weight-version.js";
 import type {
   AgentInfo,
   BinSegment,
@@ -15,6 +17,7 @@ import type {
   Row,
 } from "../types.js";
 import { copyTokens, expertArray, needsInt32 } from "./routed-experts.js";
+import type { PackedSegment } from "../types.js";
 
 /**
  * What the assembler kept of each committed call, in ledger order. Its own lists, not the
@@ -36,6 +39,10 @@ export interface CallTable {
   readonly prefixBreaks: ({ near: string; at: number } | null)[];
   /** Each eligible call's routed experts (null for the others, and when the rollout gives none). */
   readonly routedExperts: (RoutedExperts | null)[];
+  /** Each eligible call's route ids for its tokens but the last (src/plan/route-ids.ts), or null. */
+  readonly routeIds: (Int32Array | null)[];
+  /** Each eligible call's weight version(s) (null for the others, and when it gives none). */
+  readonly weightVersions: (WeightVersion | null)[];
 }
 
 /** A fresh copy of a call's occurrences (callers may change what a plan gives them). */
@@ -47,6 +54,7 @@ function mediaOf(media: MediaItem[] | null): MediaItem[] {
 export interface PlanHeader {
   rolloutId: string;
   reward: number;
+  groupId: string | null;
   agents: AgentInfo[];
 }
 
@@ -60,104 +68,185 @@ export function makePlan(
   header: PlanHeader,
   report: Report,
   core: ForestCore,
-  layouts: { trees: RecordLayout[] | null; bins: RecordLayout[] | null },
+  layouts: { trie: Trie | null; trees: RecordLayout[] | null; bins: RecordLayout[] | null },
 ): Plan {
   report.eligible = calls.eligible.length;
   countLinkedTokens(calls, forest, report);
-  const rows = makeRows(calls, forest, header, report);
+  const versioned = calls.weightVersions.some((v) => v !== null);
+  const rows = makeRows(calls, forest, header, report, versioned);
   report.leaves = rows.length;
   report.rows = rows.length;
-  // The core filled the layouts' records in the order they were asked for: trees, then bins.
-  let next = 0;
-  const firstChild = layouts.trees || layouts.bins ? firstChildren(forest.parents) : new Int32Array(0);
-  const trees = layouts.trees ? makeTrees(calls, layouts.trees, forest.packed[next++], header, firstChild) : [];
-  const bins = layouts.bins ? makeBins(calls, layouts.bins, forest.packed[next++], header, firstChild) : [];
-  if (layouts.bins) report.packed_tokens = bins.reduce((n, bin) => n + bin.numTokens, 0);
+  let trees: PackedTree[] = [];
+  let bins: PackedBin[] = [];
+  const trie = layouts.trie;
+  if (trie !== null) {
+    report.trie_tokens = trie.nodes.reduce((n, node) => n + node.end - node.start, 0);
+    const packer = new RecordMaker(calls, forest.parents, trie, header, versioned);
+    // The core filled the layouts' records in the order they were asked for: trees, then bins.
+    let next = 0;
+    if (layouts.trees)
+      trees = layouts.trees.map((record, index) => ({
+        index,
+        ...packer.fields(record, forest.packed[next][index]),
+        segments: packer.segments(record),
+      }));
+    if (layouts.trees) next++;
+    if (layouts.bins) {
+      const arrays = forest.packed[next];
+      bins = layouts.bins.map((record, index) => ({
+        index,
+        ...packer.fields(record, arrays[index]),
+        segments: packer.binSegments(record),
+      }));
+      report.packed_tokens = bins.reduce((n, bin) => n + bin.numTokens, 0);
+    }
+  }
   return new PlannedRollout(report, rows, trees, bins, header.agents, () => describeForest(calls, forest), core);
 }
 
-/** A packed record's fields but its segments and what names it. */
-function packedFields(
-  calls: CallTable,
-  record: RecordLayout,
-  arrays: CorePacked,
-  header: PlanHeader,
-  firstChild: Int32Array,
-) {
-  const { ids, eligible } = calls;
-  return {
-    rolloutId: header.rolloutId,
-    calls: record.segments.map((s) => ids[eligible[s.call]]),
-    reward: header.reward,
-    numTokens: record.numTokens,
-    ...arrays,
-    media: packedMedia(calls, record.segments),
-    ...packedExperts(calls, record, firstChild),
-  };
-}
+/** The fields of packed records laid out over the trie's nodes (each segment's `call` a node). */
+class RecordMaker {
+  /** The forest root of each eligible call. */
+  private readonly rootOf: Int32Array;
 
-/** SPEC: each occurrence once, in the segment of the first call whose prompt has it. */
-function packedMedia(calls: CallTable, segments: readonly SegmentLayout[]): MediaItem[] {
-  const out: MediaItem[] = [];
-  for (const s of segments) {
-    for (const { id, offset, length } of calls.media[calls.eligible[s.call]] ?? []) {
-      // Occurrences before `from` are the parent's (the media clause made them equal).
-      if (offset >= s.from) out.push({ id, offset: s.start + offset - s.from, length });
-    }
+  constructor(
+    private readonly calls: CallTable,
+    parents: ArrayLike<number>,
+    private readonly trie: Trie,
+    private readonly header: PlanHeader,
+    private readonly versioned: boolean,
+  ) {
+    this.rootOf = new Int32Array(parents.length);
+    for (let e = 0; e < parents.length; e++) this.rootOf[e] = parents[e] < 0 ? e : this.rootOf[parents[e]];
   }
-  return out;
-}
 
-function makeTrees(
-  calls: CallTable,
-  records: RecordLayout[],
-  arrays: CorePacked[],
-  header: PlanHeader,
-  firstChild: Int32Array,
-): PackedTree[] {
-  const { ids, agentNames, eligible } = calls;
-  return records.map((record, index) => {
-    const root = eligible[record.segments[0].call];
+  private id(e: number): string {
+    return this.calls.ids[this.calls.eligible[e]];
+  }
+
+  private creator(s: SegmentLayout): number {
+    return this.trie.nodes[s.call].creator;
+  }
+
+  fields(record: RecordLayout, arrays: CorePacked) {
+    const creators: number[] = [];
+    const seen = new Set<number>();
+    const roots = new Set<number>();
+    for (const s of record.segments) {
+      const e = this.creator(s);
+      if (!seen.has(e)) creators.push(e);
+      seen.add(e);
+      roots.add(this.rootOf[e]);
+    }
+    const { rolloutId, reward, groupId } = this.header;
     return {
-      index,
-      root: ids[root],
-      agent: agentNames[root],
-      ...packedFields(calls, record, arrays[index], header, firstChild),
-      segments: record.segments.map((s) => ({
-        call: ids[eligible[s.call]],
-        parent: s.parent,
-        start: s.start,
-        length: s.length,
-        end: s.end,
-      })),
+      rolloutId,
+      roots: [...roots].sort((a, b) => a - b).map((e) => this.id(e)),
+      calls: creators.map((e) => this.id(e)),
+      reward,
+      groupId,
+      numTokens: record.numTokens,
+      ...arrays,
+      media: this.media(record.segments),
+      ...this.experts(record),
+      ...(this.versioned ? { weightVersions: this.versions(record) } : {}),
     };
-  });
-}
+  }
 
-function makeBins(
-  calls: CallTable,
-  records: RecordLayout[],
-  arrays: CorePacked[],
-  header: PlanHeader,
-  firstChild: Int32Array,
-): PackedBin[] {
-  const { ids, eligible } = calls;
-  return records.map((record, index) => ({
-    index,
-    roots: record.segments.filter((s) => s.parent < 0).map((s) => ids[eligible[s.call]]),
-    ...packedFields(calls, record, arrays[index], header, firstChild),
-    segments: record.segments.map(
-      (s): BinSegment => ({
-        call: ids[eligible[s.call]],
-        parent: s.parent,
-        start: s.start,
-        length: s.length,
-        end: s.end,
-        tree: s.tree,
-        trained: s.trained,
-      }),
-    ),
-  }));
+  segments(record: RecordLayout): PackedSegment[] {
+    return record.segments.map((s) => ({
+      call: this.id(this.creator(s)),
+      parent: s.parent,
+      start: s.start,
+      length: s.length,
+      end: s.end,
+    }));
+  }
+
+  binSegments(record: RecordLayout): BinSegment[] {
+    return record.segments.map((s) => ({
+      call: this.id(this.creator(s)),
+      parent: s.parent,
+      start: s.start,
+      length: s.length,
+      end: s.end,
+      tree: s.tree,
+      trained: s.trained,
+    }));
+  }
+
+  /** SPEC: the record's occurrences, each once (in the segment that holds it), in packed order. */
+  private media(segments: readonly SegmentLayout[]): MediaItem[] {
+    const out: MediaItem[] = [];
+    for (const s of segments) {
+      for (const { id, offset, length } of this.calls.media[this.calls.eligible[this.creator(s)]] ?? []) {
+        if (offset >= s.from && offset < s.from + s.length) out.push({ id, offset: s.start + offset - s.from, length });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * SPEC: per packed token its resolved route — its creator's entry, but on the creator's last
+   * token (routed only by its continuations' prefill) the entry of the first call that shared it
+   * with a route — all -1 where none.
+   */
+  private experts(record: RecordLayout): { routedExperts?: RoutedExperts } {
+    const all = this.calls.routedExperts;
+    const eligible = this.calls.eligible;
+    const first = all[eligible[this.creator(record.segments[0])]];
+    if (!first) return {};
+    const { layers, topk } = first;
+    const width = layers * topk;
+    // Where each segment's entries come from: its creator's, and its creator's last token's from
+    // the resolver's (when the segment holds it).
+    const sources = record.segments.map((s) => {
+      const creator = this.creator(s);
+      const index = eligible[creator];
+      const last = this.calls.promptLengths[index] + this.calls.generationLengths[index] - 1;
+      const holdsLast = s.from + s.length - 1 === last;
+      const resolver = this.trie.lastResolver[creator];
+      return {
+        s,
+        own: all[index]!,
+        ownTo: holdsLast ? last : s.from + s.length,
+        resolver: holdsLast && resolver >= 0 ? all[eligible[resolver]]! : null,
+        last,
+        holdsLast,
+      };
+    });
+    const wide = sources.some(
+      ({ s, own, ownTo, resolver, last }) =>
+        needsInt32(own, s.from, ownTo) || (resolver !== null && needsInt32(resolver, last, last + 1)),
+    );
+    const data = expertArray(record.numTokens, layers, topk, wide);
+    for (const { s, own, ownTo, resolver, last, holdsLast } of sources) {
+      copyTokens(own, s.from, ownTo, data, s.start * width);
+      if (!holdsLast) continue;
+      const at = (s.start + last - s.from) * width;
+      if (resolver !== null) copyTokens(resolver, last, last + 1, data, at);
+      else data.fill(-1, at, at + width);
+    }
+    return { routedExperts: { tokens: record.numTokens, layers, topk, data } };
+  }
+
+  /** SPEC: the version of each generated token of its segment's creator, -1 elsewhere. */
+  private versions(record: RecordLayout): Int32Array {
+    const out = new Int32Array(record.numTokens).fill(-1);
+    const { eligible, promptLengths, weightVersions } = this.calls;
+    for (const s of record.segments) {
+      const index = eligible[this.creator(s)];
+      const version = weightVersions[index];
+      if (version === null) continue;
+      const prompt = promptLengths[index];
+      const from = Math.max(s.from, prompt);
+      const to = s.from + s.length;
+      if (to <= from) continue;
+      if (typeof version === "number") out.fill(version, s.start + from - s.from, s.start + to - s.from);
+      else out.set(version.subarray(from - prompt, to - prompt), s.start + from - s.from);
+    }
+    return out;
+  }
 }
 
 /** Roots, generated tokens, and distinct tokens (a child adds what extends its parent's sequence). */
@@ -178,9 +267,9 @@ function countLinkedTokens(calls: CallTable, forest: CoreForest, report: Report)
 }
 
 /** One row per leaf, its arrays the core's; adds the trained and row tokens to the report. */
-function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, report: Report): Row[] {
+function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, report: Report, versioned: boolean): Row[] {
   const { ids, agentNames, eligible, generationLengths, media } = calls;
-  const { rolloutId, reward } = header;
+  const { rolloutId, reward, groupId } = header;
   return forest.rows.map((coreRow, index) => {
     const path: string[] = [];
     const trained: string[] = [];
@@ -199,7 +288,7 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
     }
     report.row_tokens += coreRow.tokenIds.length;
     const leaf = eligible[coreRow.leaf];
-    return {
+    const row: Row = {
       index,
       rolloutId,
       leaf: ids[leaf],
@@ -208,6 +297,7 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
       trained,
       context,
       reward,
+      groupId,
       numTokens: coreRow.tokenIds.length,
       tokenIds: coreRow.tokenIds,
       logprobs: coreRow.logprobs,
@@ -215,66 +305,37 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
       media: mediaOf(media[leaf]),
       ...rowExperts(calls.routedExperts[leaf], coreRow.tokenIds.length),
     };
+    if (versioned) row.weightVersions = rowVersions(calls, forest, coreRow);
+    return row;
   });
 }
 
 /**
- * SPEC "Rows": the first num_tokens entries of the leaf's routed experts (its prefill routed every
- * earlier token of the row), int16 unless a wider type is needed. Absent when the rollout has none.
+ * SPEC "Rows": entry i is R(leaf, i) — the leaf's own entry (its prefill routed every earlier
+ * token of the row, and the path's calls agree with it) — and all -1 on the last token, which no
+ * prefill routed; int16 unless a wider type is needed. Absent when the rollout has none.
  */
 function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExperts?: RoutedExperts } {
   if (experts === null) return {};
   const { layers, topk } = experts;
   const width = layers * topk;
-  const wide = needsInt32(experts, 0, tokens);
-  const own = experts.data.subarray(0, tokens * width);
-  // A view when the type is already the one written, else one converting copy (int8, or int32 that fits int16).
-  const sameType = (own instanceof Int16Array && !wide) || (own instanceof Int32Array && wide);
-  const data = sameType ? (own as Int16Array | Int32Array) : expertArray(tokens, layers, topk, wide);
-  if (!sameType) data.set(own);
+  const routed = Math.max(tokens - 1, 0);
+  const wide = needsInt32(experts, 0, routed);
+  const data = expertArray(tokens, layers, topk, wide);
+  data.set(experts.data.subarray(0, routed * width));
+  data.fill(-1, routed * width);
   return { routedExperts: { tokens, layers, topk, data } };
 }
 
-/**
- * SPEC "Packed trees": each token of segment x gets x's entry at its position — but the last
- * token of a segment whose call has children, which decode never routed for real: that one comes
- * from the first child's array (its prefill routed it).
- */
-function packedExperts(
-  calls: CallTable,
-  record: RecordLayout,
-  firstChild: Int32Array,
-): { routedExperts?: RoutedExperts } {
-  const all = calls.routedExperts;
-  const first = all[calls.eligible[record.segments[0].call]];
-  if (!first) return {};
-  const { layers, topk } = first;
-  const width = layers * topk;
-  // Where each segment's entries come from: its own array, and its last token's from the first
-  // child's (which may sit in another bin); the type is chosen from exactly these entries.
-  const sources = record.segments.map((s) => ({
-    s,
-    own: all[calls.eligible[s.call]]!,
-    child: firstChild[s.call] >= 0 ? all[calls.eligible[firstChild[s.call]]]! : null,
-  }));
-  const last = (s: (typeof record.segments)[number]) => s.from + s.length - 1;
-  const wide = sources.some(
-    ({ s, own, child }) =>
-      needsInt32(own, s.from, s.from + s.length) || (child !== null && needsInt32(child, last(s), last(s) + 1)),
-  );
-  const data = expertArray(record.numTokens, layers, topk, wide);
-  for (const { s, own, child } of sources) {
-    copyTokens(own, s.from, s.from + s.length, data, s.start * width);
-    if (child !== null) copyTokens(child, last(s), last(s) + 1, data, (s.start + s.length - 1) * width);
+/** SPEC "Rows": the version that sampled each generated token of the path's calls, -1 elsewhere. */
+function rowVersions(calls: CallTable, forest: CoreForest, row: CoreForest["rows"][number]): Int32Array {
+  const out = new Int32Array(row.tokenIds.length).fill(-1);
+  for (let k = row.pathStart; k < row.pathStart + row.pathLength; k++) {
+    const index = calls.eligible[forest.paths[k]];
+    const version = calls.weightVersions[index];
+    if (version !== null) fillVersions(version, calls.generationLengths[index], out, calls.promptLengths[index]);
   }
-  return { routedExperts: { tokens: record.numTokens, layers, topk, data } };
-}
-
-/** Each eligible call's first child in ledger order (-1: a leaf). */
-function firstChildren(parents: ArrayLike<number>): Int32Array {
-  const first = new Int32Array(parents.length).fill(-1);
-  for (let c = parents.length - 1; c >= 0; c--) if (parents[c] >= 0) first[parents[c]] = c;
-  return first;
+  return out;
 }
 
 /** Every call of the rollout in ledger order, linked or not (plan.forest). */

@@ -93,9 +93,10 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
     const agent = assembler.identify(shape.id, shape.agent);
     if (agent === null) return;
     // Checked now, rejected after the values (SPEC's order): see rejectAfterValues.
-    const { problem, media, routedExperts } = assembler.readExtras(
+    const { problem, media, routedExperts, weightVersion } = assembler.readExtras(
       shape.media,
       shape.routedExperts,
+      shape.weightVersion,
       shape.kept,
       shape.prompt.length,
       shape.generation.length,
@@ -106,6 +107,7 @@ function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
       kept: shape.kept,
       media,
       routedExperts,
+      weightVersion,
     };
 
     // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so

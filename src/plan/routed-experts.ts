@@ -37,7 +37,9 @@ function decodeLists(value: unknown[]): RoutedExperts | string {
 
 /**
  * A call's routed experts (null when absent or null), or what is wrong with them for SPEC's
- * `invalid_routed_experts`: they must cover the call's `fullLength` tokens.
+ * `invalid_routed_experts`: they must cover the call's tokens but its last (vLLM's `S = len(full)
+ * − 1`: the last sampled token never passed through the model), and each entry of those tokens
+ * holds ids >= 0 or is all -1 (not routed). Entries past the call's tokens are ignored.
  */
 export function readRoutedExperts(value: unknown, fullLength: number): RoutedExperts | null | string {
   if (value === undefined || value === null) return null;
@@ -50,9 +52,38 @@ export function readRoutedExperts(value: unknown, fullLength: number): RoutedExp
         ? decodeLists(value)
         : `routed_experts must be an nrlre1 envelope string or an [S][L][K] array, got ${describeValue(value)}`;
   if (typeof experts === "string") return experts;
-  if (experts.tokens < fullLength)
-    return `routed_experts covers ${experts.tokens} tokens, fewer than the call's ${fullLength} (prompt + generation)`;
+  if (experts.tokens < fullLength - 1)
+    return `routed_experts covers ${experts.tokens} tokens, fewer than the call's ${fullLength} (prompt + generation) less its last`;
+  const bad = firstBadEntry(experts, Math.min(experts.tokens, fullLength));
+  if (bad >= 0)
+    return `routed_experts[${bad}] mixes negative ids with others (only an all -1 entry, not routed, may hold them)`;
   return experts;
+}
+
+/** The first of the first `tokens` entries with a negative id that is not all -1, or -1. */
+function firstBadEntry(experts: RoutedExperts, tokens: number): number {
+  const width = experts.layers * experts.topk;
+  const data = experts.data;
+  for (let t = 0; t < tokens; t++) {
+    const from = t * width;
+    let negative = 0;
+    let unrouted = 0;
+    for (let i = from; i < from + width; i++) {
+      if (data[i] < 0) {
+        negative++;
+        if (data[i] === -1) unrouted++;
+      }
+    }
+    if (negative > 0 && unrouted !== width) return t;
+  }
+  return -1;
+}
+
+/** Whether entry `token` of `experts` is all -1 (SPEC: not recorded). */
+export function isUnrouted(experts: RoutedExperts, token: number): boolean {
+  const width = experts.layers * experts.topk;
+  for (let i = token * width; i < (token + 1) * width; i++) if (experts.data[i] !== -1) return false;
+  return true;
 }
 
 /** Copies the entries of tokens [from, to) of `experts` into `into`, from element `at`. */

@@ -7,6 +7,8 @@ import type { AgentInfo, Logprobs, PlanOptions, TokenIds } from "../types.js";
 export interface RolloutHeader {
   rolloutId: string;
   reward: number;
+  /** SPEC v4's group_id: null when absent or null. */
+  groupId: string | null;
   /** Null when the rollout lists no agents (then any agent name is accepted). */
   agents: AgentInfo[] | null;
   /** Position of each listed agent by id; null without `agents`. */
@@ -25,6 +27,8 @@ export interface CallShape {
   media: unknown;
   /** `routed_experts` as given: checked by readRoutedExperts, also after the values. */
   routedExperts: unknown;
+  /** `weight_version` as given: checked by readWeightVersion, also after the values. */
+  weightVersion: unknown;
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -70,7 +74,7 @@ function mustBe(name: string, rule: string, value: unknown): string {
 export function checkHeader(value: unknown): RolloutHeader | Rejection {
   const invalid = (detail: string) => new Rejection("invalid_rollout", detail);
   if (!isRecord(value)) return invalid(`a rollout must be a JSON object, got ${describeValue(value)}`);
-  const { rollout_id: rolloutId, reward, agents, calls } = value;
+  const { rollout_id: rolloutId, reward, agents, calls, group_id: group } = value;
   if (typeof rolloutId !== "string" || rolloutId === "") {
     return invalid(mustBe("rollout_id", "a non-empty string", rolloutId));
   }
@@ -78,7 +82,10 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
     return invalid(mustBe("reward", "a finite number", reward));
   }
   if (!Array.isArray(calls)) return invalid(mustBe("calls", "an array", calls));
-  if (agents === undefined) return { rolloutId, reward, agents: null, agentIndex: null, calls };
+  if (group !== undefined && group !== null && typeof group !== "string")
+    return invalid(`group_id must be a string or null, got ${describeValue(group)}`);
+  const groupId = (group as string | null | undefined) ?? null;
+  if (agents === undefined) return { rolloutId, reward, groupId, agents: null, agentIndex: null, calls };
   if (!Array.isArray(agents)) return invalid(`agents must be an array, got ${describeValue(agents)}`);
   const checked: AgentInfo[] = [];
   const ids = new Map<string, number>();
@@ -104,7 +111,7 @@ export function checkHeader(value: unknown): RolloutHeader | Rejection {
       return invalid(`agent ${JSON.stringify(agent.id)}: parent ${JSON.stringify(agent.parent)} is not a listed agent`);
     }
   }
-  return { rolloutId, reward, agents: checked, agentIndex: ids, calls };
+  return { rolloutId, reward, groupId, agents: checked, agentIndex: ids, calls };
 }
 
 /**
@@ -141,6 +148,7 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
   if (!isRecord(call)) return invalid(`a call must be a JSON object, got ${describeValue(call)}`);
   const { id, agent, prompt_token_ids: prompt, generation_token_ids: generation } = call;
   const { generation_log_probs: logprobs, kept, media, routed_experts: routedExperts } = call;
+  const weightVersion = call.weight_version;
   const problem = callIdentityProblem(id, agent, kept);
   if (problem !== null) return invalid(problem);
   for (const [name, array] of [
@@ -169,5 +177,6 @@ export function checkCallShape(call: unknown, index: number): CallShape | Reject
     kept: kept !== false,
     media,
     routedExperts,
+    weightVersion,
   };
 }
