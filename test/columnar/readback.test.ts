@@ -24,21 +24,24 @@ const DUCKDB_TYPES = {
     context: LIST_OF_STRINGS,
     ...ARRAYS,
     reward: "DOUBLE",
+    group_id: "VARCHAR",
     media: MEDIA,
     routed_experts: "VARCHAR",
+    weight_versions: "INTEGER[]",
   },
   trees: {
     rollout_id: "VARCHAR",
     tree: "INTEGER",
-    root: "VARCHAR",
-    agent: "VARCHAR",
+    roots: LIST_OF_STRINGS,
     calls: LIST_OF_STRINGS,
     ...ARRAYS,
     position_ids: "INTEGER[]",
     segments: 'STRUCT("call" VARCHAR, parent INTEGER, "start" INTEGER, length INTEGER, "end" INTEGER)[]',
     media: MEDIA,
     reward: "DOUBLE",
+    group_id: "VARCHAR",
     routed_experts: "VARCHAR",
+    weight_versions: "INTEGER[]",
   },
   bins: {
     rollout_id: "VARCHAR",
@@ -52,7 +55,9 @@ const DUCKDB_TYPES = {
       '"end" INTEGER, tree INTEGER, trained BOOLEAN)[]',
     media: MEDIA,
     reward: "DOUBLE",
+    group_id: "VARCHAR",
     routed_experts: "VARCHAR",
+    weight_versions: "INTEGER[]",
   },
 };
 
@@ -74,21 +79,24 @@ const ARROW_TYPES = {
     context: "list<utf8>",
     ...ARROW_ARRAYS,
     reward: "float64",
+    group_id: "utf8",
     media: ARROW_MEDIA,
     routed_experts: "utf8",
+    weight_versions: "list<int32>",
   },
   trees: {
     rollout_id: "utf8",
     tree: "int32",
-    root: "utf8",
-    agent: "utf8",
+    roots: "list<utf8>",
     calls: "list<utf8>",
     ...ARROW_ARRAYS,
     position_ids: "list<int32>",
     segments: "list<struct<call: utf8, parent: int32, start: int32, length: int32, end: int32>>",
     media: ARROW_MEDIA,
     reward: "float64",
+    group_id: "utf8",
     routed_experts: "utf8",
+    weight_versions: "list<int32>",
   },
   bins: {
     rollout_id: "utf8",
@@ -101,7 +109,9 @@ const ARROW_TYPES = {
       "list<struct<call: utf8, parent: int32, start: int32, length: int32, end: int32, tree: int32, trained: bool>>",
     media: ARROW_MEDIA,
     reward: "float64",
+    group_id: "utf8",
     routed_experts: "utf8",
+    weight_versions: "list<int32>",
   },
 };
 
@@ -171,7 +181,8 @@ test("routed experts: the envelope where a rollout gives them, null where not, r
   for (const layout of [[], ["--layout", "packed"], ["--capacity", "64"]]) {
     const { jsonl, columnar } = await both(dir, input, ".parquet", layout);
     const { records } = await parquetRecords(columnar);
-    expect(records.map((r) => r.routed_experts)).toEqual(["nrlre1:int16:3x1x1:AQACAAMA", null]);
+    // SPEC v4: a row's last token has no route (all -1).
+    expect(records.map((r) => r.routed_experts)).toEqual(["nrlre1:int16:3x1x1:AQACAP//", null]);
     expect(records).toEqual(jsonlRecords(jsonl));
   }
 });

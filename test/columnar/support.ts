@@ -34,6 +34,7 @@ export function normalizeJsonl(record: Record<string, Json>): Record<string, Jso
     ...record,
     // The columns always hold routed_experts: null where the JSONL has none.
     routed_experts: record.routed_experts ?? null,
+    weight_versions: record.weight_versions ?? null,
     logprobs: (record.logprobs as number[]).map((x) => Math.fround(x)),
     loss_mask: Array.from(maskToInts(fromBase64(record.loss_mask as string), n), (bit) => bit === 1),
   };
