@@ -1,33 +1,48 @@
-// SPEC's bin invariants ("Bins: packed records that fit a trainer's sequence length"), checked
-// against the reference's token trie (test/support/reference.ts). Which segments share a bin is
-// the packer's choice, so the reference computes no bins: it checks a packer's.
+// Packed records checked against the reference's token trie (test/support/reference.ts):
+// `checkTrees` holds a packer's trees to the reference's exactly (SPEC "Packed trees" leaves no
+// choice), `checkBins` holds bins to SPEC's bin invariants ("Bins: packed records that fit a
+// trainer's sequence length": which segments share a bin is the packer's choice, so the
+// reference computes no bins, it checks a packer's), and `naiveBins` is a valid packer for tests.
 //
-// A bin may be given as the API hands it over (camelCase: numTokens, tokenIds, positionIds,
-// lossMask as a bitset Uint8Array, routedExperts as {tokens, layers, topk, data}) or as a JSONL
-// object (snake_case: num_tokens, token_ids, position_ids, loss_mask as base64 bitset or a 0/1
-// list, routed_experts as the envelope or nested lists). Each segment needs `tree` (the trie
-// tree's index) and `trained`. Throws an AssertionError naming the first broken invariant.
+// A record may be given as the API hands it over (camelCase: numTokens, tokenIds, positionIds,
+// lossMask as a bitset Uint8Array, routedExperts as {tokens, layers, topk, data}, weightVersions,
+// index or tree) or as a JSONL object (snake_case: num_tokens, token_ids, position_ids, loss_mask
+// as base64 bitset or a 0/1 list, routed_experts as the envelope or nested lists,
+// weight_versions, tree). A bin's segments need `tree` (the trie tree's index) and `trained`.
+// The checks throw an AssertionError naming the first broken invariant.
 import assert from "node:assert/strict";
-import { type RefAccepted, type RefMedia, type RefPacked, reference } from "./reference.js";
+import { type RefAccepted, type RefMedia, type RefPacked, type RefSegment, reference } from "./reference.js";
 
+/** A record's segment; `tree` and `trained` only in bins. */
 interface BinSegmentView {
   call: string;
   parent: number;
   start: number;
   length: number;
   end: number;
+  tree?: number;
+  trained?: boolean;
+}
+
+/** A bin's segment as SPEC names its fields. */
+export interface RefBinSegment extends RefSegment {
   tree: number;
   trained: boolean;
 }
 
-/** A bin with its fields read into plain arrays. */
+/** A packed tree or bin with its fields read into plain arrays. */
 export interface BinView {
+  /** The tree's index (`tree`, or the API's `index`), null when the record has none. */
+  tree: number | null;
+  /** The record's group_id, undefined when it has no such field. */
+  groupId: string | null | undefined;
   numTokens: number;
   tokenIds: number[];
   positionIds: number[];
   logprobs: number[];
   /** 0/1 per token. */
   mask: number[];
+  /** `tree` and `trained` are undefined in a packed tree's segments. */
   segments: BinSegmentView[];
   media: RefMedia[];
   roots: string[] | null;
@@ -72,12 +87,14 @@ function readRoutes(value: unknown): number[][][] | null {
   return nest(r.data, r.tokens, r.layers, r.topk);
 }
 
-/** Reads one bin (API or JSONL shape) into plain arrays. */
-export function readBin(bin: unknown): BinView {
-  const o = bin as Record<string, unknown>;
+/** Reads one packed tree or bin (API or JSONL shape) into plain arrays. */
+export function readRecord(record: unknown): BinView {
+  const o = record as Record<string, unknown>;
   const numTokens = field(o, "numTokens", "num_tokens") as number;
   const versions = field(o, "weightVersions", "weight_versions") as ArrayLike<number> | undefined;
   return {
+    tree: (o.tree ?? o.index ?? null) as number | null,
+    groupId: field(o, "groupId", "group_id") as string | null | undefined,
     numTokens,
     tokenIds: Array.from(field(o, "tokenIds", "token_ids") as ArrayLike<number>),
     positionIds: Array.from(field(o, "positionIds", "position_ids") as ArrayLike<number>),
@@ -133,7 +150,7 @@ export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: 
   assert.equal(ref.status, "ok", `reference rejects the rollout: ${ref.status === "rejected" ? ref.message : ""}`);
   const accepted = ref as RefAccepted;
   const trees = accepted.trees!;
-  const views = bins.map(readBin);
+  const views = bins.map(readRecord);
   /** How many bins train each trie node with generated tokens, keyed "tree/segment". */
   const trainedIn = new Map<string, number>();
   const generatedIn = (tree: RefPacked, k: number): boolean => {
@@ -148,6 +165,7 @@ export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: 
     const media: RefMedia[] = [];
     bin.segments.forEach((s, i) => {
       const where = `bin ${b} segment ${i}`;
+      assert.ok(typeof s.tree === "number" && typeof s.trained === "boolean", `${where}: no tree or trained`);
       const tree = trees[s.tree];
       assert.ok(tree, `${where}: no tree ${s.tree}`);
       const k = refSegmentOf(tree, bin, s, where);
@@ -251,10 +269,48 @@ export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: 
   return packed;
 }
 
+/**
+ * A packer's packed trees (`{ trees: true }`) against the reference's, field by field: SPEC's
+ * token trie decides them exactly (records, segments, tokens, positions, logprobs, masks, media,
+ * roots, calls, routes, versions, group_id when the record has it).
+ */
+export function checkTrees(rollout: unknown, trees: readonly unknown[]): void {
+  const ref = reference(rollout, { trees: true });
+  assert.equal(ref.status, "ok", `reference rejects the rollout: ${ref.status === "rejected" ? ref.message : ""}`);
+  const want = (ref as RefAccepted).trees!;
+  const got = trees.map(readRecord);
+  assert.equal(got.length, want.length, "number of packed trees");
+  want.forEach((w, t) => {
+    const g = got[t];
+    const where = `tree ${t}`;
+    if (g.tree !== null) assert.equal(g.tree, t, `${where}: index`);
+    assert.deepEqual(
+      g.segments.map((s) => ({ call: s.call, parent: s.parent, start: s.start, length: s.length, end: s.end })),
+      w.segments,
+      `${where}: segments`,
+    );
+    assert.equal(g.numTokens, w.num_tokens, `${where}: num_tokens`);
+    assert.deepEqual(g.tokenIds, w.token_ids, `${where}: token_ids`);
+    assert.deepEqual(g.positionIds, w.position_ids, `${where}: position_ids`);
+    assert.deepEqual(
+      g.logprobs.map((x) => Math.fround(x)),
+      w.logprobs,
+      `${where}: logprobs`,
+    );
+    assert.deepEqual(g.mask, w.loss_mask, `${where}: loss_mask`);
+    assert.deepEqual(g.media, w.media, `${where}: media`);
+    if (g.roots) assert.deepEqual(g.roots, w.roots, `${where}: roots`);
+    if (g.calls) assert.deepEqual(g.calls, w.calls, `${where}: calls`);
+    if (g.groupId !== undefined) assert.equal(g.groupId, w.group_id, `${where}: group_id`);
+    assert.deepEqual(g.routes, w.routed_experts ?? null, `${where}: routed_experts`);
+    assert.deepEqual(g.versions, w.weight_versions ?? null, `${where}: weight_versions`);
+  });
+}
+
 /** A bin as SPEC's JSONL names its fields (loss_mask as a 0/1 list, routes as nested lists). */
 export interface RefBin extends Omit<RefPacked, "tree" | "segments"> {
   bin: number;
-  segments: BinSegmentView[];
+  segments: RefBinSegment[];
 }
 
 /**
