@@ -151,6 +151,11 @@ export interface RouteCallPlan {
   reroute: { at: number; layer: number } | null;
   /** Positions (mod len(full)) whose entries are all −1 (not recorded). */
   unrecorded: number[];
+  /**
+   * The entry of the call's last token (when S reaches it) differs from what a continuation's
+   * prefill gives it (decode and prefill disagree): SPEC ignores that entry, so links stay.
+   */
+  lastDiffers: boolean;
 }
 
 /** A call's weight version: none, one, or one per generated token (stepping up at `stepAt`). */
@@ -481,6 +486,8 @@ function decorateV4(rollout: Rollout, calls: PlainCall[], v4: V4Scenario): void 
       }
       if (full.length > 0)
         for (const u of plan.unrecorded) lists[u % full.length]?.forEach((chosen) => chosen.fill(-1));
+      const last = lists[full.length - 1];
+      if (plan.lastDiffers && last && last[0][0] >= 0) last[0][0] = (last[0][0] + 2) % experts;
       raw.routed_experts = plan.encoding === "lists" ? lists : encodeEnvelope(lists, plan.encoding, layers, topk);
     }
     if (v4.versions) {
@@ -680,6 +687,7 @@ const routeCallPlanArb = (conflicts: boolean): fc.Arbitrary<RouteCallPlan> =>
           { weight: 1, arbitrary: fc.array(fc.nat(), { maxLength: 3 }) },
         )
       : fc.constant<number[]>([]),
+    lastDiffers: fc.boolean(),
   });
 
 const versionArb = fc.oneof(
