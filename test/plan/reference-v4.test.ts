@@ -11,7 +11,7 @@ import {
   rolloutArb,
   v4RolloutArb,
 } from "../support/arbitraries.js";
-import { checkBins, naiveBins } from "../support/reference-bins.js";
+import { checkBins, checkTrees, naiveBins } from "../support/reference-check.js";
 import { type RefAccepted, type RefPacked, type RefResult, reference, referenceTrie } from "../support/reference.js";
 
 const example = (name: string): Record<string, unknown> =>
@@ -529,6 +529,68 @@ describe("the token trie", () => {
   });
 });
 
+/** A JSONL-shaped record as the API hands records over: camelCase, bitset masks, typed arrays. */
+function asApi(record: Record<string, unknown>): Record<string, unknown> {
+  const n = record.num_tokens as number;
+  const bits = new Uint8Array(Math.ceil(n / 8));
+  (record.loss_mask as number[]).forEach((b, i) => {
+    bits[i >> 3] |= b << (i & 7);
+  });
+  const routes = record.routed_experts as number[][][] | undefined;
+  return {
+    index: record.tree ?? record.bin,
+    roots: record.roots,
+    calls: record.calls,
+    numTokens: n,
+    tokenIds: Int32Array.from(record.token_ids as number[]),
+    positionIds: Int32Array.from(record.position_ids as number[]),
+    logprobs: Float32Array.from(record.logprobs as number[]),
+    lossMask: bits,
+    segments: record.segments,
+    media: record.media,
+    ...(routes
+      ? {
+          routedExperts: {
+            tokens: routes.length,
+            layers: routes[0]?.length ?? 0,
+            topk: routes[0]?.[0]?.length ?? 0,
+            data: Int32Array.from(routes.flat(2)),
+          },
+        }
+      : {}),
+    ...(record.weight_versions ? { weightVersions: Int32Array.from(record.weight_versions as number[]) } : {}),
+  };
+}
+
+describe("the checkers read both shapes and catch what differs", () => {
+  test("checkTrees: the reference's own trees pass in JSONL and API shape; a changed one does not", () => {
+    const r = example("routes-refit");
+    const trees = referenceTrie(r);
+    checkTrees(r, trees);
+    checkTrees(
+      r,
+      trees.map((t) => asApi(t as unknown as Record<string, unknown>)),
+    );
+    const moved = structuredClone(trees);
+    moved[0].routed_experts![4] = [[6], [7]];
+    expect(() => checkTrees(r, moved)).toThrow(/routed_experts/);
+    const split = structuredClone(trees);
+    split[0].segments[3].parent = 1;
+    expect(() => checkTrees(r, split)).toThrow(/segments/);
+    const bins = naiveBins(r, 10);
+    expect(bins).toHaveLength(2); // tree of 15 tokens > 10: one bin per trie leaf's path
+    checkBins(r, bins, 10);
+    checkBins(
+      r,
+      bins.map((b) => asApi(b as unknown as Record<string, unknown>)),
+      10,
+    );
+    const versions = structuredClone(bins);
+    versions[0].weight_versions![3] = 9;
+    expect(() => checkBins(r, versions, 10)).toThrow(/weight_versions/);
+  });
+});
+
 /** SPEC's packed-record invariants for one accepted rollout, from the reference's own output. */
 function checkTrie(rollout: unknown, ref: RefAccepted): void {
   const trees = ref.trees!;
@@ -643,6 +705,7 @@ describe("properties of the reference on generated v4 rollouts", () => {
       fc.property(acceptedV4RolloutArb({ maxActions: 14 }), (r) => {
         const ref = ok(reference(r, { trees: true }));
         checkTrie(r, ref);
+        checkTrees(r, ref.trees!);
         // rows: versions only on the generated spans of the path's calls; the last token's route −1
         const forest = new Map(ref.forest.map((c) => [c.id, c]));
         for (const row of ref.rows) {
@@ -692,6 +755,20 @@ describe("properties of the reference on generated v4 rollouts", () => {
           expect(d.at).toBeGreaterThanOrEqual(0);
           expect(d.layer).toBeGreaterThanOrEqual(0);
         }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  test("routes that agree (a call's own last entry aside) link and pack as no routes do", () => {
+    fc.assert(
+      fc.property(acceptedV4RolloutArb({ maxActions: 14, v4: { routes: "always", conflicts: false } }), (r) => {
+        const stripped = { ...r, calls: r.calls.map(({ routed_experts, ...c }) => c) };
+        const withRoutes = ok(reference(r, { trees: true }));
+        const without = ok(reference(stripped, { trees: true }));
+        expect(withRoutes.forest.map((c) => c.parent)).toEqual(without.forest.map((c) => c.parent));
+        expect(withRoutes.diagnostics).toEqual(without.diagnostics);
+        expect(withRoutes.trees!.map(table)).toEqual(without.trees!.map(table));
       }),
       { numRuns: 40 },
     );
