@@ -29,8 +29,13 @@
 // - the trie's "the one along which c would share the most tokens" counts the tokens c shares from
 //   the branch on along the best path of that child's subtree, by SPEC's definition of sharing,
 //   up to len(full(c)) (not cut at len(prompt(c)) nor backed up out of media);
+// - a call that would stop inside a media occurrence backs up out of its own occurrences (on
+//   shared tokens they are the node's creator's too);
 // - a packed record's `roots` are the forest roots one of whose forest tree's calls created a
-//   segment of the record (a record "holds" the calls that created its segments).
+//   segment of the record (a record "holds" the calls that created its segments): twins with
+//   empty prompts are two trie roots, and a call that continues the first twin in the forest
+//   may hang from the second in the trie, so both records name the first twin;
+// - row_exceeds_capacity is reported at the first leaf in ledger order that is too long.
 import type { RejectionCode } from "../../src/types.js";
 
 /** SPEC v4's rejection codes: src/types.ts's, and `invalid_weight_version` (new in v4). */
