@@ -142,10 +142,11 @@ function refSegmentOf(tree: RefPacked, bin: BinView, s: BinSegmentView, where: s
  * reference trie: every bin has num_tokens ≤ C; its segments are trie nodes, laid out as a packed
  * tree (pieces contain their tree's root and are closed under parents: attention and prediction
  * rules); every generated token is trained in exactly one bin; for every leaf the bin that trains
- * the leaf's last segment holds its whole trie path (its row); packed_tokens ≥ trie_tokens.
- * Returns packed_tokens.
+ * the leaf's last segment holds its whole trie path (its row); packed_tokens ≥ trie_tokens (and
+ * equal to `packedTokens`, the report's, when given); group_id as the rollout's where a bin has
+ * one. Returns packed_tokens.
  */
-export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: number): number {
+export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: number, packedTokens?: number): number {
   const ref = reference(rollout, { capacity });
   assert.equal(ref.status, "ok", `reference rejects the rollout: ${ref.status === "rejected" ? ref.message : ""}`);
   const accepted = ref as RefAccepted;
@@ -207,6 +208,7 @@ export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: 
       }
     });
     assert.deepEqual(bin.media, media, `bin ${b}: media`);
+    if (bin.groupId !== undefined) assert.equal(bin.groupId, accepted.group_id, `bin ${b}: group_id`);
     // "calls naming what the bin holds": the creators of its segments, in pre-order of their first
     if (bin.calls) assert.deepEqual(bin.calls, [...new Set(bin.segments.map((s) => s.call))], `bin ${b}: calls`);
     if (bin.roots) {
@@ -266,6 +268,7 @@ export function checkBins(rollout: unknown, bins: readonly unknown[], capacity: 
   // node, leave T1's node for a bin of its own when full(N) = full(M) = C, one full(T1) more than
   // the rows hold (test/plan/reference-v4.test.ts shows it).
   assert.ok(packed >= accepted.counts.trie_tokens!, `packed_tokens ${packed} < trie_tokens`);
+  if (packedTokens !== undefined) assert.equal(packedTokens, packed, "report's packed_tokens");
   return packed;
 }
 
