@@ -384,6 +384,36 @@ describe("the token trie", () => {
     expect(ref.counts.row_tokens).toBe(14);
   });
 
+  test("records name the forest roots of the calls that created their segments", () => {
+    // twins with empty prompts are two trie roots; N continues X1 in the forest (same agent) but
+    // hangs from X2 in the trie (the tie's latest), so X2's record names X1 too
+    const ref = ok(
+      reference(
+        rollout(
+          [
+            { id: "X1", agent: "A", prompt: [], gen: [5, 6] },
+            { id: "X2", agent: "B", prompt: [], gen: [5, 6] },
+            { id: "N", agent: "A", prompt: [5, 6, 8], gen: [9] },
+          ],
+          { agents },
+        ),
+        { trees: true },
+      ),
+    );
+    expect(ref.forest.map((c) => c.parent)).toEqual([null, null, "X1"]);
+    expect(ref.trees!.map((t) => [t.roots, t.calls, table(t)])).toEqual([
+      [["X1"], ["X1"], [["X1", -1, 0, 2, 2]]],
+      [
+        ["X1", "X2"],
+        ["X2", "N"],
+        [
+          ["X2", -1, 0, 2, 4],
+          ["N", 0, 2, 2, 4],
+        ],
+      ],
+    ]);
+  });
+
   test("a prefix break inside a generation: the resent part of the answer is shared", () => {
     const ref = ok(
       reference(
@@ -514,6 +544,8 @@ describe("the token trie", () => {
   test("bins: a naive packer's bins pass the checker, broken ones do not", () => {
     const r = example("login-bug");
     for (const capacity of [19, 24, 30, 64]) checkBins(r, naiveBins(r, capacity), capacity);
+    expect(checkBins(r, naiveBins(r, 19), 19, 63)).toBe(63);
+    expect(() => checkBins(r, naiveBins(r, 19), 19, 62)).toThrow(/packed_tokens/);
     const bins = naiveBins(r, 19);
     const dropped = bins.slice(1);
     expect(() => checkBins(r, dropped, 19)).toThrow(/trained/);
