@@ -6,10 +6,12 @@
 // "shares the most tokens" is recomputed by brute force over a subtree). Each rule quotes the
 // SPEC sentence it implements.
 //
-// Choices where SPEC's text leaves room (tests avoid relying on them):
+// Choices where SPEC's text leaves room (tests of other modules avoid relying on them;
+// test/plan/reference-v4.test.ts pins the trie's):
 // - an optional field given as `null` (agents, agent, kept) counts as "of the wrong type";
 //   `media`, `routed_experts` and `weight_version` given as `null` count as absent;
 // - an agent's `parent` that names no listed agent, or a duplicate agent id, is invalid_rollout;
+// - the rollout's own fields are checked in the order rollout_id, reward, group_id, agents, calls;
 // - an agent without a `parent` field is a top-level agent (parent null), as the README says;
 // - token arrays are plain arrays or Int32Array, logprob arrays plain, Float32Array or Float64Array
 //   (types.ts); any other container is "of the wrong type"; a per-token `weight_version` is a
