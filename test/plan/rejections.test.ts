@@ -359,8 +359,9 @@ const CASES: Case[] = [
     call: "c2",
   },
   {
+    // SPEC v4: S ≥ len(full(c)) − 1 (vLLM's shape), so a call of 3 tokens needs 2 entries
     name: "routed experts covering too few tokens",
-    input: rollout([ok1, call("c2", [1, 2], [3], { routed_experts: "nrlre1:int16:2x1x2:AAABAAIAAwA=" })]),
+    input: rollout([ok1, call("c2", [1, 2], [3], { routed_experts: "nrlre1:int16:1x1x2:AAABAA==" })]),
     code: "invalid_routed_experts",
     call: "c2",
   },

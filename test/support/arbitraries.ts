@@ -138,6 +138,45 @@ export interface Scenario {
   task: Tokens;
   first: Generated;
   actions: Action[];
+  /** SPEC v4's fields (routes, weight versions, group id, an image in the system prompt), when asked for. */
+  v4?: V4Scenario;
+}
+
+/** A call's routed experts, as the engine reported them (see `V4Scenario.routes`). */
+export interface RouteCallPlan {
+  /** S − len(full(c)): −1 is vLLM's shape, 0 the full shape, more adds entries SPEC ignores. */
+  extra: -1 | 0 | 1 | 2;
+  encoding: "lists" | "int8" | "int16" | "int32";
+  /** A prefill that re-routes one prompt token (a prefix-cache miss): position and layer (mod). */
+  reroute: { at: number; layer: number } | null;
+  /** Positions (mod len(full)) whose entries are all −1 (not recorded). */
+  unrecorded: number[];
+  /**
+   * The entry of the call's last token (when S reaches it) differs from what a continuation's
+   * prefill gives it (decode and prefill disagree): SPEC ignores that entry, so links stay.
+   */
+  lastDiffers: boolean;
+}
+
+/** A call's weight version: none, one, or one per generated token (stepping up at `stepAt`). */
+export type VersionPlan =
+  | { kind: "none" }
+  | { kind: "single"; version: number }
+  | { kind: "perToken"; version: number; stepAt: number };
+
+export interface V4Scenario {
+  /** The rollout's group_id: absent (undefined), null or a string. */
+  groupId: string | null | undefined;
+  /** The leader's system prompt ends with an image, which forks inherit and compaction keeps. */
+  systemImage: { size: number; content: number } | null;
+  /**
+   * Routed experts on every call, or none. A token's route is a function of its position and id,
+   * so calls agree on what they share, except where a call re-routes or leaves entries unrecorded.
+   * Per-call plans are taken cyclically.
+   */
+  routes: { layers: number; topk: number; experts: number; calls: RouteCallPlan[] } | null;
+  /** Weight versions (per-call plans taken cyclically), or none on any call. */
+  versions: VersionPlan[] | null;
 }
 
 interface AgentState {
@@ -149,6 +188,8 @@ interface AgentState {
   context: Tokens;
   /** The media occurrences in `context`. */
   media: MediaItem[];
+  /** The media occurrences in `system` (v4's system image; [] otherwise). */
+  systemMedia: MediaItem[];
 }
 
 interface PlainCall {
@@ -173,7 +214,7 @@ export function buildRollout(s: Scenario): Rollout {
   const named = s.agentsMode !== "anonymous";
   const agents: AgentState[] = [];
   const calls: PlainCall[] = [];
-  const addAgent = (mode: string, parent: string | null, system: Tokens): AgentState => {
+  const addAgent = (mode: string, parent: string | null, system: Tokens, systemMedia: MediaItem[] = []): AgentState => {
     const a: AgentState = {
       id: named ? (agents.length === 0 ? "L" : `a${agents.length}`) : "",
       parent,
@@ -181,6 +222,7 @@ export function buildRollout(s: Scenario): Rollout {
       system,
       context: [],
       media: [],
+      systemMedia,
     };
     agents.push(a);
     return a;
@@ -213,8 +255,15 @@ export function buildRollout(s: Scenario): Rollout {
   });
   const pick = (i: number) => agents[i % agents.length];
 
-  const leader = addAgent("leader", null, s.leaderSystem);
-  call(leader, [...s.leaderSystem, ...s.task], s.first);
+  // v4: an image at the end of the leader's system prompt (forks inherit it, compaction keeps it)
+  const systemImage = s.v4?.systemImage
+    ? withImage(s.leaderSystem, [], s.v4.systemImage.size, s.v4.systemImage.content)
+    : null;
+  const leader = systemImage
+    ? addAgent("leader", null, systemImage.tokens, systemImage.media)
+    : addAgent("leader", null, s.leaderSystem);
+  leader.media = leader.systemMedia;
+  call(leader, [...leader.system, ...s.task], s.first);
   for (const act of s.actions) {
     switch (act.kind) {
       case "step": {
@@ -242,14 +291,15 @@ export function buildRollout(s: Scenario): Rollout {
           history[at] =
             act.rerender.token !== history[at] ? act.rerender.token : history[at] === 0 ? 1 : history[at] - 1;
         }
-        const a = addAgent("fork", from.id, from.system);
+        const a = addAgent("fork", from.id, from.system, from.systemMedia);
         call(a, [...history, ...act.task], act.gen, true, from.media); // a fork inherits the images
         break;
       }
       case "compact": {
         const a = pick(act.who);
         call(a, [...a.context, ...act.ask], act.summary);
-        call(a, [...a.system, ...act.summary.tokens, ...act.after], act.gen, true, []); // compaction drops the images
+        // compaction drops the images (but those of the system prompt it keeps)
+        call(a, [...a.system, ...act.summary.tokens, ...act.after], act.gen, true, a.systemMedia);
         break;
       }
       case "retry": {
@@ -264,13 +314,18 @@ export function buildRollout(s: Scenario): Rollout {
         const from = pick(act.from);
         const prompt = act.asFork ? [...from.context, ...act.task] : [...s.subagentSystem, ...act.task];
         const mode = act.asFork ? "fork" : "fresh";
-        const t1 = addAgent(mode, from.id, act.asFork ? from.system : s.subagentSystem);
+        const t1 = addAgent(
+          mode,
+          from.id,
+          act.asFork ? from.system : s.subagentSystem,
+          act.asFork ? from.systemMedia : [],
+        );
         const t2 =
           act.outcome === "sameAgentTwice"
             ? t1
             : act.outcome === "spawnerIsTwin"
               ? from
-              : addAgent(mode, from.id, t1.system);
+              : addAgent(mode, from.id, t1.system, t1.systemMedia);
         const twinMedia = act.asFork ? from.media : [];
         call(t1, prompt, act.gen, true, twinMedia);
         call(t2, prompt, act.gen, true, twinMedia);
@@ -279,9 +334,9 @@ export function buildRollout(s: Scenario): Rollout {
         // spawnerIsTwin and ambiguous: a new child of `from` continues (a sibling of the twins)
         const next =
           act.outcome === "parentAgent"
-            ? addAgent("fork", t2.id, t2.system)
+            ? addAgent("fork", t2.id, t2.system, t2.systemMedia)
             : act.outcome === "ambiguous" || act.outcome === "spawnerIsTwin"
-              ? addAgent("fork", from.id, from.system)
+              ? addAgent("fork", from.id, from.system, from.systemMedia)
               : t1;
         call(next, [...twinFull, ...act.add], act.next, true, twinMedia);
         break;
@@ -304,19 +359,19 @@ export function buildRollout(s: Scenario): Rollout {
         const from = pick(act.from);
         const twins = act.contents.map((content) => {
           const shown = withImage(from.context, from.media, act.size, content);
-          const t = addAgent("fork", from.id, from.system);
+          const t = addAgent("fork", from.id, from.system, from.systemMedia);
           call(t, shown.tokens, act.gen, true, shown.media);
           return t;
         });
         // A sibling continues one twin: its tokens tie both, its media only the one it extends.
         const chosen = twins[act.pick ? 1 : 0];
-        const next = addAgent("fork", from.id, from.system);
+        const next = addAgent("fork", from.id, from.system, from.systemMedia);
         call(next, [...chosen.context, ...act.add], act.next, true, chosen.media);
         break;
       }
       case "handoff": {
         const a = pick(act.who);
-        const f = addAgent("fork", a.id, a.system);
+        const f = addAgent("fork", a.id, a.system, a.systemMedia);
         call(f, [...a.context, ...act.add[0]], act.fork, true, a.media);
         const shared = f.context;
         const sharedMedia = f.media;
@@ -382,7 +437,68 @@ export function buildRollout(s: Scenario): Rollout {
   if (s.agentsMode === "listed") {
     rollout.agents = agents.map((a): AgentInfo => ({ id: a.id, parent: a.parent, mode: a.mode }));
   }
+  if (s.v4) decorateV4(rollout, calls, s.v4);
   return rollout;
+}
+
+/** The expert a router picks for token `token` at position `i`, layer `l`, slot `k`. */
+function expertFor(i: number, token: number, l: number, k: number, experts: number): number {
+  return (((token % 100_003) * 7 + i * 3 + l * 5 + k * 11) % experts) as number;
+}
+
+/** `[S][L][K]` as SPEC's envelope: little-endian C-order bytes of `type`, standard base64. */
+export function encodeEnvelope(
+  lists: number[][][],
+  type: "int8" | "int16" | "int32",
+  layers: number,
+  topk: number,
+): string {
+  const size = { int8: 1, int16: 2, int32: 4 }[type];
+  const bytes = Buffer.alloc(lists.length * layers * topk * size);
+  lists.flat(2).forEach((e, i) => {
+    if (size === 1) bytes.writeInt8(e, i);
+    else if (size === 2) bytes.writeInt16LE(e, i * 2);
+    else bytes.writeInt32LE(e, i * 4);
+  });
+  return `nrlre1:${type}:${lists.length}x${layers}x${topk}:${bytes.toString("base64")}`;
+}
+
+/** Adds SPEC v4's fields to a built rollout: group_id, routed_experts, weight_version. */
+function decorateV4(rollout: Rollout, calls: PlainCall[], v4: V4Scenario): void {
+  if (v4.groupId !== undefined) (rollout as unknown as Record<string, unknown>).group_id = v4.groupId;
+  rollout.calls.forEach((out, i) => {
+    const c = calls[i];
+    const raw = out as unknown as Record<string, unknown>;
+    const full = [...c.prompt, ...c.generation];
+    if (v4.routes) {
+      const { layers, topk, experts } = v4.routes;
+      const plan = v4.routes.calls[i % v4.routes.calls.length];
+      const s = Math.max(0, full.length + plan.extra);
+      const lists = Array.from({ length: s }, (_, t) =>
+        Array.from({ length: layers }, (_, l) =>
+          Array.from({ length: topk }, (_, k) => expertFor(t, full[t] ?? 0, l, k, experts)),
+        ),
+      );
+      if (plan.reroute && c.prompt.length > 0) {
+        const at = plan.reroute.at % c.prompt.length;
+        const l = plan.reroute.layer % layers;
+        lists[at][l][0] = (lists[at][l][0] + 1) % experts;
+      }
+      if (full.length > 0)
+        for (const u of plan.unrecorded) lists[u % full.length]?.forEach((chosen) => chosen.fill(-1));
+      const last = lists[full.length - 1];
+      if (plan.lastDiffers && last && last[0][0] >= 0) last[0][0] = (last[0][0] + 2) % experts;
+      raw.routed_experts = plan.encoding === "lists" ? lists : encodeEnvelope(lists, plan.encoding, layers, topk);
+    }
+    if (v4.versions) {
+      const plan = v4.versions[i % v4.versions.length];
+      if (plan.kind === "single") raw.weight_version = plan.version;
+      else if (plan.kind === "perToken") {
+        const step = plan.stepAt % (c.generation.length + 1);
+        raw.weight_version = c.generation.map((_, k) => (k < step ? plan.version : plan.version + 1));
+      }
+    }
+  });
 }
 
 /**
@@ -542,6 +658,75 @@ export interface RolloutArbOptions {
   /** Include twin outcomes that SPEC rejects with ambiguous_parent (default true). */
   allowAmbiguous?: boolean;
   maxActions?: number;
+  /** SPEC v4's fields too (routes, weight versions, group id, a system image); default none. */
+  v4?: boolean | V4ArbOptions;
+}
+
+export interface V4ArbOptions {
+  /** Routed experts on every call: never, sometimes (default) or always. */
+  routes?: "never" | "sometimes" | "always";
+  /** Weight versions: never, sometimes (default) or always (on some calls, single or per token). */
+  versions?: "never" | "sometimes" | "always";
+  /** Re-routed prompt tokens and unrecorded (−1) entries, or routes that always agree (default true). */
+  conflicts?: boolean;
+  /** An image in the leader's system prompt: never, sometimes (default) or always. */
+  systemImage?: "never" | "sometimes" | "always";
+}
+
+const maybe = <T>(mode: "never" | "sometimes" | "always" | undefined, arb: fc.Arbitrary<T>): fc.Arbitrary<T | null> =>
+  mode === "never" ? fc.constant(null) : mode === "always" ? arb : fc.option(arb, { freq: 3 });
+
+const routeCallPlanArb = (conflicts: boolean): fc.Arbitrary<RouteCallPlan> =>
+  fc.record({
+    extra: fc.constantFrom(-1 as const, -1 as const, 0 as const, 0 as const, 1 as const, 2 as const),
+    encoding: fc.constantFrom("lists" as const, "lists" as const, "int8" as const, "int16" as const, "int32" as const),
+    reroute: conflicts ? fc.option(fc.record({ at: fc.nat(), layer: fc.nat() }), { freq: 4 }) : fc.constant(null),
+    unrecorded: conflicts
+      ? fc.oneof(
+          { weight: 3, arbitrary: fc.constant<number[]>([]) },
+          { weight: 1, arbitrary: fc.array(fc.nat(), { maxLength: 3 }) },
+        )
+      : fc.constant<number[]>([]),
+    lastDiffers: fc.boolean(),
+  });
+
+const versionArb = fc.oneof(
+  { weight: 4, arbitrary: fc.integer({ min: 0, max: 20 }) },
+  { weight: 1, arbitrary: fc.constantFrom(0, MAX_TOKEN - 1) },
+);
+
+const versionPlanArb: fc.Arbitrary<VersionPlan> = fc.oneof(
+  { weight: 1, arbitrary: fc.constant({ kind: "none" as const }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant("single" as const), version: versionArb }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ kind: fc.constant("perToken" as const), version: versionArb, stepAt: fc.nat() }),
+  },
+);
+
+/** SPEC v4's decorations of a scenario (see V4Scenario). */
+export function v4ScenarioArb(options: V4ArbOptions = {}): fc.Arbitrary<V4Scenario> {
+  const conflicts = options.conflicts ?? true;
+  return fc.record({
+    groupId: fc.constantFrom(undefined, null, "g-1", "task/42 ä", ""),
+    systemImage: maybe(options.systemImage, fc.record({ size: fc.integer({ min: 1, max: 4 }), content: fc.nat(40) })),
+    routes: maybe(
+      options.routes,
+      fc.record({
+        layers: fc.integer({ min: 1, max: 3 }),
+        topk: fc.integer({ min: 1, max: 2 }),
+        experts: fc.constantFrom(4, 64, 127, 300, 70_000),
+        calls: fc.array(routeCallPlanArb(conflicts), { minLength: 1, maxLength: 6 }),
+      }),
+    ).map((r) => {
+      if (r === null) return null;
+      // int8 and int16 envelopes hold only small expert ids
+      const fits = (e: RouteCallPlan["encoding"]) =>
+        e === "lists" || e === "int32" || (e === "int16" ? r.experts <= 32_768 : r.experts <= 128);
+      return { ...r, calls: r.calls.map((c) => (fits(c.encoding) ? c : { ...c, encoding: "int32" as const })) };
+    }),
+    versions: maybe(options.versions, fc.array(versionPlanArb, { minLength: 1, maxLength: 5 })),
+  });
 }
 
 export function scenarioArb(options: RolloutArbOptions = {}): fc.Arbitrary<Scenario> {
@@ -558,12 +743,27 @@ export function scenarioArb(options: RolloutArbOptions = {}): fc.Arbitrary<Scena
     task: tokensArb(0, 4),
     first: generatedArb,
     actions: fc.array(actionArb(allowAmbiguous), { maxLength: options.maxActions ?? 25, size: "medium" }),
+    ...(options.v4 ? { v4: v4ScenarioArb(options.v4 === true ? {} : options.v4) } : {}),
   });
 }
 
 /** Realistic call forests: accepted ones, and (with twins) some that SPEC rejects as ambiguous. */
 export function rolloutArb(options: RolloutArbOptions = {}): fc.Arbitrary<Rollout> {
   return scenarioArb(options).map(buildRollout);
+}
+
+/** SPEC v4 rollouts: realistic call forests with routes, weight versions, group ids (see V4ArbOptions). */
+export function v4RolloutArb(
+  options: Omit<RolloutArbOptions, "v4"> & { v4?: V4ArbOptions } = {},
+): fc.Arbitrary<Rollout> {
+  return rolloutArb({ ...options, v4: options.v4 ?? {} });
+}
+
+/** SPEC v4 rollouts the reference accepts. */
+export function acceptedV4RolloutArb(
+  options: Omit<RolloutArbOptions, "v4" | "allowAmbiguous"> & { v4?: V4ArbOptions } = {},
+): fc.Arbitrary<Rollout> {
+  return v4RolloutArb({ ...options, allowAmbiguous: false }).filter((r) => reference(r).status === "ok");
 }
 
 /** Call forests the reference accepts (twins resolved by same agent or by parent agent only). */
@@ -767,11 +967,11 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
       { S: 1 },
       [[[0, 1]], [[2]]], // ragged
       [[["x"]]],
-      // one token short
-      `nrlre1:int8:${Math.max(0, full - 1)}x1x1:${Buffer.alloc(Math.max(0, full - 1)).toString("base64")}`,
-      Array.from({ length: Math.max(0, full - 1) }, () => [[1]]),
+      // two tokens short (SPEC v4 reads vLLM's S = len(full(c)) − 1, one short)
+      `nrlre1:int8:${Math.max(0, full - 2)}x1x1:${Buffer.alloc(Math.max(0, full - 2)).toString("base64")}`,
+      Array.from({ length: Math.max(0, full - 2) }, () => [[1]]),
     ];
-    c.routed_experts = full === 0 ? bad[0] : bad[pick % bad.length];
+    c.routed_experts = full < 2 ? bad[pick % 7] : bad[pick % bad.length];
     return {
       code: "invalid_routed_experts",
       call: c.id as string,
@@ -913,4 +1113,98 @@ export function prefixSoupArb(maxCalls = 14): fc.Arbitrary<Rollout> {
       calls,
     };
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// SPEC v4's own rejections: an accepted v4 rollout (routes on every call) with one fault.
+
+export type V4InvalidCode = "invalid_weight_version" | "invalid_routed_experts" | "invalid_rollout";
+
+export interface V4InvalidCase {
+  rollout: unknown;
+  code: V4InvalidCode;
+  /** The call the rejection is about (null: rollout-level). */
+  call: string | null;
+  what: string;
+}
+
+const BAD_VERSIONS: ((generated: number) => unknown)[] = [
+  () => -1,
+  () => MAX_TOKEN + 1,
+  () => 1.5,
+  () => "7",
+  () => true,
+  () => ({ version: 7 }),
+  () => Number.NaN,
+  (n) => new Array(n + 1).fill(3), // one too many
+  (n) => (n === 0 ? [1] : new Array(n - 1).fill(3)), // one too few
+  (n) => (n === 0 ? [-1] : [...new Array(n - 1).fill(3), -1]),
+  (n) => (n === 0 ? [0.5] : [...new Array(n - 1).fill(2), 2.5]),
+  (n) => (n === 0 ? ["1"] : [...new Array(n - 1).fill(2), "2"]),
+];
+
+/** The `L` and `K` a call's routed experts state (envelope or lists), null when none. */
+function routeShape(value: unknown): { layers: number; topk: number } | null {
+  if (typeof value === "string") {
+    const [s, l, k] = value.split(":")[2].split("x").map(Number);
+    return s === 0 ? null : { layers: l, topk: k };
+  }
+  const lists = value as number[][][] | undefined;
+  return lists && lists.length > 0 ? { layers: lists[0].length, topk: lists[0][0].length } : null;
+}
+
+/** SPEC v4 rollouts the reference accepts, each with one v4 fault (weight version, routes, group id). */
+export function invalidV4RolloutArb(): fc.Arbitrary<V4InvalidCase> {
+  return fc
+    .record({
+      base: acceptedV4RolloutArb({ maxActions: 10, v4: { routes: "always" } }),
+      kind: fc.constantFrom("version" as const, "routes" as const, "group" as const),
+      at: fc.nat(),
+      pick: fc.nat(),
+    })
+    .map(({ base, kind, at, pick }): V4InvalidCase | null => {
+      const r = cloneRollout(base);
+      if (kind === "group") {
+        const bad = [7, true, ["g"], { id: "g" }, 0][pick % 5];
+        r.group_id = bad;
+        return { rollout: r, code: "invalid_rollout", call: null, what: `group_id ${JSON.stringify(bad)}` };
+      }
+      const k = at % r.calls.length;
+      const c = r.calls[k];
+      const generated = (c.generation_token_ids as ArrayLike<number>).length;
+      const full = (c.prompt_token_ids as ArrayLike<number>).length + generated;
+      if (kind === "version") {
+        const bad = BAD_VERSIONS[pick % BAD_VERSIONS.length](generated);
+        c.weight_version = bad;
+        return {
+          rollout: r,
+          code: "invalid_weight_version",
+          call: c.id as string,
+          what: `weight_version fault ${pick % BAD_VERSIONS.length}`,
+        };
+      }
+      const shape = routeShape(c.routed_experts) ?? { layers: 1 + (pick % 2), topk: 1 + ((pick >> 1) % 2) };
+      const { layers, topk } = shape;
+      if (full === 0 || (routeShape(c.routed_experts) === null && base.calls.some((x) => routeShape(x.routed_experts))))
+        return null;
+      const lists = Array.from({ length: full }, () =>
+        Array.from({ length: layers }, () => new Array<number>(topk).fill(1)),
+      );
+      const i = pick % full;
+      const fault = (pick >> 2) % 3;
+      let what: string;
+      if (fault === 0 && layers * topk > 1) {
+        lists[i][0][0] = -1; // mixes −1 with other values
+        what = `entry ${i} mixes −1 with ids`;
+      } else if (fault === 1 && full >= 2) {
+        lists.splice(0, 2); // two entries short of len(full(c))
+        what = "S = len(full(c)) − 2";
+      } else {
+        lists[i][layers - 1][topk - 1] = -2 - (pick % 5); // another negative id
+        what = `entry ${i} holds ${lists[i][layers - 1][topk - 1]}`;
+      }
+      c.routed_experts = (pick >> 4) % 2 === 0 ? lists : encodeEnvelope(lists, "int16", layers, topk);
+      return { rollout: r, code: "invalid_routed_experts", call: c.id as string, what };
+    })
+    .filter((x): x is V4InvalidCase => x !== null);
 }
