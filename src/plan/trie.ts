@@ -134,7 +134,7 @@ class TrieBuilder {
     return null;
   }
 
-  /** Whether c (inserting; i < len(prompt(c))) shares token i with node run of creator x. */
+  /** Whether c (inserting) shares token i of its full sequence with the node run of creator x. */
   private shares(c: number, x: number, i: number): boolean {
     const last = this.input.fullLengths[x] - 1;
     if (this.ancestorOf[x] !== c || i === last) {
@@ -143,8 +143,10 @@ class TrieBuilder {
     }
     // A forest ancestor's routes are c's on all tokens but its last (the links checked them).
     if (this.ancestorOf[x] === c && i !== last) return true;
+    // c's own last token has no route (none agrees with any).
+    if (this.input.routes === null || i === this.input.fullLengths[c] - 1) return true;
     const route = this.resolvedRoute(x, i);
-    return route === NO_ROUTE || this.input.routes === null || route === this.input.routes[c]![i];
+    return route === NO_ROUTE || route === this.input.routes[c]![i];
   }
 
   /** How many tokens from `pos` c shares with node `node`'s run, up to `cap`. */
@@ -236,7 +238,8 @@ class TrieBuilder {
     while (pos < prompt) {
       const children = this.sharingChildren(c, node, pos);
       if (children.length === 0) break;
-      const next = children.length === 1 ? children[0] : this.best(c, children, pos, prompt).node;
+      // "Along which c would share the most": counted over all of full(c), not only its prompt.
+      const next = children.length === 1 ? children[0] : this.best(c, children, pos, fullLengths[c]).node;
       const k = this.sharedWithin(c, next, pos, prompt);
       path.push(next);
       node = next;

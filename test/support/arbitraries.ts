@@ -482,7 +482,8 @@ function decorateV4(rollout: Rollout, calls: PlainCall[], v4: V4Scenario): void 
       if (plan.reroute && c.prompt.length > 0) {
         const at = plan.reroute.at % c.prompt.length;
         const l = plan.reroute.layer % layers;
-        lists[at][l][0] = (lists[at][l][0] + 1) % experts;
+        // (An empty call's last prompt token may lie past a vLLM-shaped array.)
+        if (at < lists.length) lists[at][l][0] = (lists[at][l][0] + 1) % experts;
       }
       if (full.length > 0)
         for (const u of plan.unrecorded) lists[u % full.length]?.forEach((chosen) => chosen.fill(-1));
