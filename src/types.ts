@@ -278,6 +278,11 @@ export interface ForestCall {
    */
   mediaMismatch: boolean;
   /**
+   * True when tokens and media alone would have linked this call to a call as long as its best
+   * such candidate, but their routes disagreed (SPEC v4's `route_mismatch`).
+   */
+  routeMismatch: boolean;
+  /**
    * The near parent's id when the call has a prefix break (SPEC's `prefix_break`: it resent all
    * of that call's prompt, then parted from it inside its generation); null when none.
    */

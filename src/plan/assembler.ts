@@ -160,6 +160,7 @@ export class RolloutAssembler {
     eligible: [],
     media: [],
     mediaMismatch: [],
+    routeMismatch: [],
     prefixBreaks: [],
     routedExperts: [],
     routeIds: [],
@@ -488,6 +489,7 @@ export class RolloutAssembler {
     calls.routeIds.push(eligible ? routes : null);
     calls.weightVersions.push(eligible ? (call.weightVersion ?? null) : null);
     calls.mediaMismatch.push(mediaMismatch);
+    calls.routeMismatch.push(routeMismatch !== null);
     calls.ids.push(id);
     calls.agentNames.push(call.agent);
     calls.kept.push(kept);

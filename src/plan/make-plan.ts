@@ -35,6 +35,8 @@ export interface CallTable {
   readonly media: (MediaItem[] | null)[];
   /** Whether SPEC's media_mismatch holds for each call. */
   readonly mediaMismatch: boolean[];
+  /** Whether SPEC v4's route_mismatch holds for each call. */
+  readonly routeMismatch: boolean[];
   /** Each call's prefix_break (its near parent's id and where they part), null when none. */
   readonly prefixBreaks: ({ near: string; at: number } | null)[];
   /** Each eligible call's routed experts (null for the others, and when the rollout gives none). */
@@ -363,6 +365,7 @@ function describeForest(calls: CallTable, forest: CoreForest): ForestCall[] {
       ownerRow: e === undefined ? -1 : forest.ownerRows[e],
       media: mediaOf(calls.media[index]),
       mediaMismatch: calls.mediaMismatch[index],
+      routeMismatch: calls.routeMismatch[index],
       nearParent: calls.prefixBreaks[index]?.near ?? null,
       breakAt: calls.prefixBreaks[index]?.at ?? null,
     };

@@ -491,7 +491,7 @@ describe("misuse of the API", () => {
       expect(() => b.commit({ id: "early" })).toThrow("commit() needs a stage() first");
       b.stage(1, 1);
       expect(() => b.commit(undefined as never)).toThrow(
-        "commit() takes the call's { id, agent?, kept?, media?, routed_experts? }, got undefined",
+        "commit() takes the call's { id, agent?, kept?, media?, routed_experts?, weight_version? }, got undefined",
       );
       const slot = b.stage(1, 1);
       slot.promptTokenIds.set([1]);

@@ -1,6 +1,7 @@
 // Packed trees and bins (SPEC "Packed trees", "Bins"): SPEC's worked example segment by segment,
-// the invariants on generated forests on every backend (test/support/packed-check.ts), the builder,
-// row_exceeds_capacity, and the CLI's packed JSONL from both writers.
+// the reference's trie and SPEC's bin invariants on generated forests on every backend
+// (test/support/reference-check.ts), the builder, row_exceeds_capacity, and the CLI's packed JSONL
+// from both writers.
 import { readFileSync } from "node:fs";
 import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
@@ -10,7 +11,7 @@ import { maskToInts, packedToJson } from "../../src/output/jsonl.js";
 import type { Plan, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb } from "../support/arbitraries.js";
 import { captureOutput } from "../support/capture.js";
-import { checkBins, checkTrees } from "../support/packed-check.js";
+import { checkBins, checkTrees } from "../support/reference-check.js";
 import { buildFrom } from "../support/worked-example.js";
 import { everyBackend } from "../support/backends.js";
 
@@ -35,32 +36,40 @@ function packedContents(plan: Plan) {
 }
 
 describe("SPEC's worked example", () => {
-  test("tree 0 is SPEC's table: segments, positions, masks; trees 1-3 are C2 C4, C5 C6, C11 C12", () => {
+  test("tree 0 is SPEC's table: segments, positions, masks; trees 1-2 are C2 C4 and C5 C6", () => {
     for (const { name, cf } of backends) {
       const plan = cf.plan(login(), { trees: true });
       const tree = plan.trees[0];
-      expect([name, tree.root, tree.agent, tree.numTokens]).toEqual([name, "C1", "L", 24]);
+      expect([name, tree.roots, tree.numTokens]).toEqual([name, ["C1", "C11"], 30]);
       expect(tree.segments.map((s) => [s.call, s.parent, s.start, s.length, s.end])).toEqual([
-        ["C1", -1, 0, 7, 24],
-        ["C3", 0, 7, 3, 24],
-        ["C7", 1, 10, 4, 24],
-        ["C8", 2, 14, 3, 19],
-        ["C9", 3, 17, 2, 19],
-        ["C10", 2, 19, 5, 24],
+        ["C1", -1, 0, 3, 30],
+        ["C1", 0, 3, 4, 24],
+        ["C3", 1, 7, 3, 24],
+        ["C7", 2, 10, 4, 24],
+        ["C8", 3, 14, 3, 19],
+        ["C9", 4, 17, 2, 19],
+        ["C10", 3, 19, 5, 24],
+        ["C11", 0, 24, 4, 30],
+        ["C12", 7, 28, 2, 30],
       ]);
-      // "C8's and C10's segments both start at position 14"
-      expect(Array.from(tree.positionIds)).toEqual([...Array(19).keys(), 14, 15, 16, 17, 18]);
-      expect(plan.trees.slice(1).map((t) => t.calls.join(" "))).toEqual(["C2 C4", "C5 C6", "C11 C12"]);
-      // mask 1 on every call's generated tokens: C1 5-6, C3 8-9, C7 12-13, C8 15-16, C9 18, C10 21-23
-      const ones = [...maskToInts(tree.lossMask, 24).keys()].filter((i) => maskToInts(tree.lossMask, 24)[i] === 1);
-      expect(ones).toEqual([5, 6, 8, 9, 12, 13, 15, 16, 18, 21, 22, 23]);
-      checkTrees(plan);
+      expect(tree.calls).toEqual(["C1", "C3", "C7", "C8", "C9", "C10", "C11", "C12"]);
+      // "C8's and C10's segments both start at position 14"; "segments 1 and 7 both start at position 3"
+      expect(Array.from(tree.positionIds)).toEqual([...Array(19).keys(), 14, 15, 16, 17, 18, 3, 4, 5, 6, 7, 8]);
+      expect(plan.trees.slice(1).map((t) => t.calls.join(" "))).toEqual(["C2 C4", "C5 C6"]);
+      // mask 1 on every call's generated tokens: C1 5-6, C3 8-9, C7 12-13, C8 15-16, C9 18,
+      // C10 21-23, C11 27, C12 29
+      const mask = maskToInts(tree.lossMask, 30);
+      const ones = [...mask.keys()].filter((i) => mask[i] === 1);
+      expect(ones).toEqual([5, 6, 8, 9, 12, 13, 15, 16, 18, 21, 22, 23, 27, 29]);
+      // "The report has unique_tokens 49 and trie_tokens 46."
+      expect([plan.report.unique_tokens, plan.report.trie_tokens]).toEqual([49, 46]);
+      checkTrees(login(), plan.trees);
       plan.release();
       expect(tree.tokenIds.length).toBe(0); // emptied by release(), as rows are
     }
   });
 
-  test("bins of 20: C1's tree in two pieces (C1 C3 C7 as context in the second), small trees share a bin", () => {
+  test("bins of 20: C1's tree in pieces (its context repeated), the system prompt shared with C11", () => {
     for (const { cf } of backends) {
       const plan = cf.plan(login(), { capacity: 20 });
       expect(
@@ -70,21 +79,21 @@ describe("SPEC's worked example", () => {
           b.segments.map((s) => `${s.call}${s.trained ? "" : "*"}`).join(" "),
         ]),
       ).toEqual([
-        ["C1", 19, "C1 C3 C7 C8 C9"],
-        ["C1", 19, "C1* C3* C7* C10"],
-        ["C2 C11", 17, "C2 C4 C11 C12"],
+        ["C1", 19, "C1 C1 C3 C7 C8 C9"],
+        ["C1", 19, "C1* C1* C3* C7* C10"],
+        ["C1 C2 C11", 17, "C1* C11 C12 C2 C4"],
         ["C5", 8, "C5 C6"],
       ]);
       expect(plan.report.packed_tokens).toBe(63);
-      checkBins(plan, 20);
+      checkBins(login(), plan.bins, 20, plan.report.packed_tokens);
       plan.release();
     }
   });
 
-  test("a capacity that holds the whole tree packs it once (packed_tokens = unique_tokens)", () => {
+  test("a capacity that holds every tree packs the trie once (packed_tokens = trie_tokens)", () => {
     const plan = backends[1].cf.plan(login(), { capacity: 64 });
-    expect(plan.report.packed_tokens).toBe(plan.report.unique_tokens);
-    checkBins(plan, 64);
+    expect(plan.report.packed_tokens).toBe(plan.report.trie_tokens);
+    checkBins(login(), plan.bins, 64, plan.report.packed_tokens);
     plan.release();
   });
 });
@@ -99,8 +108,8 @@ describe("on generated forests", () => {
         const capacity = longest + slack;
         const plans = backends.map(({ cf }) => cf.plan(rollout, { trees: true, capacity }));
         try {
-          checkTrees(plans[0]);
-          checkBins(plans[0], capacity);
+          checkTrees(rollout, plans[0].trees);
+          checkBins(rollout, plans[0].bins, capacity, plans[0].report.packed_tokens);
           const first = packedContents(plans[0]);
           for (const other of plans.slice(1)) expect(packedContents(other)).toEqual(first);
           expect(plans[0].rows.length).toBe(plans[0].report.rows);
@@ -183,12 +192,11 @@ describe("the CLI", () => {
       .trimEnd()
       .split("\n")
       .map((l) => JSON.parse(l));
-    expect(lines.map((l) => l.tree)).toEqual([0, 1, 2, 3]);
+    expect(lines.map((l) => l.tree)).toEqual([0, 1, 2]);
     expect(Object.keys(lines[0])).toEqual([
       "rollout_id",
       "tree",
-      "root",
-      "agent",
+      "roots",
       "calls",
       "num_tokens",
       "token_ids",
@@ -198,6 +206,7 @@ describe("the CLI", () => {
       "segments",
       "media",
       "reward",
+      "group_id",
     ]);
     const cf = backends[1].cf;
     const plan = cf.plan(login(), { trees: true });
@@ -213,7 +222,7 @@ describe("the CLI", () => {
     expect(bins.map((b) => [b.bin, b.roots])).toEqual([
       [0, ["C1"]],
       [1, ["C1"]],
-      [2, ["C2", "C11"]],
+      [2, ["C1", "C2", "C11"]],
       [3, ["C5"]],
     ]);
     expect(Object.keys(bins[0]).slice(0, 3)).toEqual(["rollout_id", "bin", "roots"]);
@@ -221,7 +230,7 @@ describe("the CLI", () => {
       call: "C1",
       parent: -1,
       start: 0,
-      length: 7,
+      length: 3,
       end: 19,
       tree: 0,
       trained: false,

@@ -181,6 +181,7 @@ function expectMatchesReference(plan: Plan, expected: RefResult, line: number | 
       ownerRow: c.ownerRow,
       media: c.media,
       mediaMismatch: c.mediaMismatch,
+      routeMismatch: c.routeMismatch,
       nearParent: c.nearParent,
       breakAt: c.breakAt,
     })),

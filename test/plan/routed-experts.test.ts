@@ -1,6 +1,7 @@
 // MoE routed experts through the forest (SPEC `calls[].routed_experts`, "Rows", "Packed trees"):
-// NeMo RL's envelope test vector, and on generated forests with forks and compaction, the entry
-// SPEC's rule names for every row token and every packed token, on every backend and writer.
+// NeMo RL's envelope test vector, the types written, and on generated forests with forks and
+// compaction whose routes agree, every backend and writer alike. (test/plan/v4-property.test.ts
+// holds every row's and packed token's entry to the reference, conflicts and -1 entries too.)
 import fc from "fast-check";
 import { beforeAll, describe, expect, test } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
@@ -20,17 +21,20 @@ beforeAll(async () => {
 
 const L = 2;
 const K = 3;
-/** The expert a call's router chose for token t, layer l, slot k: distinct per call and place. */
-const expert = (call: number, t: number, l: number, k: number) => (call * 7919 + t * 31 + l * 5 + k) % 30000;
+/**
+ * The expert every call's router chose for token t, layer l, slot k: the same in every call (a
+ * prefix cache that always hit), so routes link as tokens do.
+ */
+const expert = (t: number, l: number, k: number) => (t * 31 + l * 5 + k) % 30000;
 
 /** The rollout with routed experts on every call, as envelopes or as nested lists. */
 function withExperts(rollout: Rollout, lists: boolean): Rollout {
   return {
     ...rollout,
-    calls: rollout.calls.map((c, i) => {
+    calls: rollout.calls.map((c) => {
       const tokens = c.prompt_token_ids.length + c.generation_token_ids.length;
       const nested = Array.from({ length: tokens }, (_, t) =>
-        Array.from({ length: L }, (_, l) => Array.from({ length: K }, (_, k) => expert(i, t, l, k))),
+        Array.from({ length: L }, (_, l) => Array.from({ length: K }, (_, k) => expert(t, l, k))),
       );
       const flat = Int32Array.from(nested.flat(2));
       const envelope = encodeRoutedExperts(Int16Array.from(flat), tokens, L, K); // all fit int16
@@ -44,26 +48,19 @@ function entry(experts: RoutedExperts, t: number, l: number, k: number): number 
   return experts.data[(t * L + l) * K + k];
 }
 
-function checkPlan(rollout: Rollout, plan: Plan): void {
-  const ledger = new Map(rollout.calls.map((c, i) => [c.id, i]));
+function checkPlan(plan: Plan): void {
   for (const row of plan.rows) {
-    const leaf = ledger.get(row.leaf)!;
     expect(row.routedExperts!.tokens).toBe(row.numTokens);
-    // "the first num_tokens entries of the leaf's routed_experts"
-    for (let t = 0; t < row.numTokens; t++) expect(entry(row.routedExperts!, t, 1, 2)).toBe(expert(leaf, t, 1, 2));
+    // "entry i being R(l, i), or all -1 where that is none (the leaf's last token, always)"
+    for (let t = 0; t < row.numTokens - 1; t++) expect(entry(row.routedExperts!, t, 1, 2)).toBe(expert(t, 1, 2));
+    expect(entry(row.routedExperts!, row.numTokens - 1, 1, 2)).toBe(-1);
   }
-  const forest = new Map(plan.forest.map((c) => [c.id, c]));
   for (const tree of plan.trees) {
-    for (const s of tree.segments) {
-      const call = forest.get(s.call)!;
-      const from = tree.positionIds[s.start];
-      for (let j = 0; j < s.length; j++) {
-        // "the entry of x's array at its position — except the segment's last token when x has
-        // children: that one comes from the first child's array"
-        const last = j === s.length - 1 && call.children.length > 0;
-        const source = last ? ledger.get(call.children[0])! : ledger.get(s.call)!;
-        expect(entry(tree.routedExperts!, s.start + j, 0, 1)).toBe(expert(source, from + j, 0, 1));
-      }
+    // Every packed token's route is its position's (all calls agree), but where no call routed
+    // it: the last token of a call that nothing shared it with.
+    for (let q = 0; q < tree.numTokens; q++) {
+      const got = entry(tree.routedExperts!, q, 0, 1);
+      if (got !== -1) expect(got).toBe(expert(tree.positionIds[q], 0, 1));
     }
   }
 }
@@ -95,7 +92,8 @@ describe("the envelope", () => {
     };
     const plan = backends[1].cf.plan(rollout);
     expect(JSON.parse(rowToJson(plan.rows[0])).routed_experts).toBe(
-      encodeRoutedExperts(Int32Array.of(70000, 3), 2, 1, 1),
+      // SPEC v4: the row's last token has no route of its own (all -1).
+      encodeRoutedExperts(Int32Array.of(70000, -1), 2, 1, 1),
     );
     plan.release();
   });
@@ -109,7 +107,8 @@ describe("through the forest", () => {
         const outputs = backends.map(({ cf }) => {
           const plan = cf.plan(rollout, { trees: true });
           expect(plan.report.status).toBe("ok");
-          checkPlan(rollout, plan);
+          expect(plan.report.diagnostics.filter((d) => d.code === "route_mismatch")).toEqual([]);
+          checkPlan(plan);
           const text = [...plan.rows.map((r) => rowToJson(r)), ...plan.trees.map((t) => packedToJson(t))].join("\n");
           plan.release();
           return text;
@@ -120,8 +119,9 @@ describe("through the forest", () => {
     );
   });
 
-  test("a bin takes a parent's last token from a first child in another bin: past int16, it is int32", () => {
-    // A's children B and C; B's entry at A's last token (3) is past int16. Bins of 7: [A, B], [A, C].
+  test("a bin takes a call's last token's route from the first call that shared it: past int16, int32", () => {
+    // A's children B and C route A's last token (3) alike, past int16; B shared it first, so its
+    // route resolves it. Bins of 7: [A, B], [A, C], A's last token routed in both.
     const one = (n: number, at = -1, v = 0) => Array.from({ length: n }, (_, i) => [[i === at ? v : 1]]);
     const call = (id: string, prompt: number[], generation: number[], routed_experts: number[][][]) => ({
       id,
@@ -136,7 +136,7 @@ describe("through the forest", () => {
       calls: [
         call("A", [1, 2], [3, 4], one(4)),
         call("B", [1, 2, 3, 4, 5], [6], one(6, 3, 40000)),
-        call("C", [1, 2, 3, 4, 7], [8], one(6)),
+        call("C", [1, 2, 3, 4, 7], [8], one(6, 3, 40000)),
       ],
     } as Rollout;
     for (const { cf } of backends) {
@@ -144,7 +144,8 @@ describe("through the forest", () => {
       const withC = plan.bins.find((b) => b.calls.includes("C"))!;
       expect(withC.calls).toEqual(["A", "C"]);
       expect(withC.routedExperts!.data).toBeInstanceOf(Int32Array);
-      expect(Array.from(withC.routedExperts!.data)).toEqual([1, 1, 1, 40000, 1, 1]);
+      // C's last token: routed by no one (-1).
+      expect(Array.from(withC.routedExperts!.data)).toEqual([1, 1, 1, 40000, 1, -1]);
       plan.release();
     }
   });

@@ -154,6 +154,7 @@ describe("worked example through the CLI", () => {
           "logprobs",
           "loss_mask",
           "reward",
+          "group_id",
           "media",
         ]);
         expect(line).toEqual({
@@ -170,6 +171,7 @@ describe("worked example through the CLI", () => {
           logprobs: want.logprobs,
           loss_mask: Buffer.from(packMask(want.mask)).toString("base64"),
           reward: 1,
+          group_id: null,
           media: [],
         });
       });
