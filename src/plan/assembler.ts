@@ -543,7 +543,8 @@ export class RolloutAssembler {
   /** SPEC v4's token trie over the eligible calls (for packed trees and bins). */
   private buildTrie(shape: ForestShape): Trie {
     const { eligible, promptLengths, media, routeIds } = this.calls;
-    const routes = this.routeIds === null && !routeIds.some((r) => r !== null) ? null : eligible.map((i) => routeIds[i]);
+    const routes =
+      this.routeIds === null && !routeIds.some((r) => r !== null) ? null : eligible.map((i) => routeIds[i]);
     return buildTrie({
       promptLengths: eligible.map((i) => promptLengths[i]),
       fullLengths: shape.fullLengths,

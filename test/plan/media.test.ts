@@ -109,7 +109,9 @@ describe("SPEC's screenshot-swap example", () => {
     for (const c of rollout.calls) c.media = c.media!.map((m) => ({ ...m, kind: "image" }));
     const plan = backends[0].cf.plan(rollout);
     expect(plan.rows[0].media).toEqual(AAAA);
-    expect(rowToJson(plan.rows[0])).toContain(`"reward":1,"group_id":null,"media":[{"id":"sha256:aaaa","offset":3,"length":3}]}`);
+    expect(rowToJson(plan.rows[0])).toContain(
+      `"reward":1,"group_id":null,"media":[{"id":"sha256:aaaa","offset":3,"length":3}]}`,
+    );
     plan.release();
   });
 

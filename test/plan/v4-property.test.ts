@@ -24,7 +24,9 @@ beforeAll(async () => {
 function nested(experts: RoutedExperts): number[][][] {
   const { tokens, layers, topk, data } = experts;
   return Array.from({ length: tokens }, (_, t) =>
-    Array.from({ length: layers }, (_, l) => Array.from(data.subarray((t * layers + l) * topk, (t * layers + l + 1) * topk))),
+    Array.from({ length: layers }, (_, l) =>
+      Array.from(data.subarray((t * layers + l) * topk, (t * layers + l + 1) * topk)),
+    ),
   );
 }
 
