@@ -10,7 +10,6 @@ import { CHAR, MARGIN } from "./metrics.js";
 import { savingsLine, savingsOf, count, times } from "./savings.js";
 import { renderSvg, svgDocument } from "./svg.js";
 import { clip, clipMiddle, text, xmlText } from "./xml.js";
-import { agentName } from "./layout.js";
 
 export interface PackedDrawable extends DrawablePlan {
   trees: readonly PackedTree[];

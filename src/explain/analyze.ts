@@ -72,8 +72,9 @@ export function explainRollout(
       nearParent === null || breakAt === null ? null : { near: index.get(nearParent)!, at: breakAt };
     let kind: Explained["kind"] = "prefix_break";
     if (parting === null) {
-      // A media_mismatch root resent an earlier call's tokens: the report already says why.
-      if (!call.forest.root || previous === undefined || call.forest.mediaMismatch) return;
+      // A media_mismatch or route_mismatch root resent an earlier call's tokens: the report
+      // already says why (route mismatches are explained on their own: routes.ts).
+      if (!call.forest.root || previous === undefined || call.forest.mediaMismatch || call.forest.routeMismatch) return;
       kind = "root";
       parting = withAgents ? { near: previous, at: commonPrefix(calls[previous]!.full, call.prompt) } : closest[i]!;
     }

@@ -104,11 +104,6 @@ class TrieBuilder {
     else list.push(child);
   }
 
-  private removeChild(parent: number, child: number, token: number): void {
-    const list = this.childrenOf(parent)!.get(token)!;
-    list.splice(list.indexOf(child), 1);
-  }
-
   /** The route SPEC resolves for token i of a node created by x (NO_ROUTE: none). */
   private resolvedRoute(x: number, i: number): number {
     const routes = this.input.routes;

@@ -1,5 +1,5 @@
-// `callforest explain` (docs/breaks.md): the worked example, --json, --rollout, --reasoning, and
-// bad input as one line that leaves the other rollouts alone.
+// `callforest explain` (docs/breaks.md): the worked example, route mismatches, --json, --rollout,
+// --reasoning, and bad input as one line that leaves the other rollouts alone.
 import { spawnSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -35,6 +35,28 @@ describe("callforest explain", () => {
         "",
       ].join("\n"),
     );
+  });
+
+  it("lists each route_mismatch with the token, the layer and both expert sets (SPEC's routes example)", async () => {
+    const example = "examples/routes-refit.json";
+    const text = await captureOutput(() => main(["explain", example]));
+    expect(text.code).toBe(0);
+    // C3 is a root for its routes alone: it is not explained again as a token break.
+    expect(text.stdout.split("\n")[0]).toBe(
+      `${example}: routes-refit call C3: near C2 at 3: route_mismatch in layer 1: experts [63] where C2 had [7]`,
+    );
+    const json = await captureOutput(() => main(["explain", example, "--json"]));
+    expect(jsonLines(json.stdout)[0]).toEqual({
+      rollout_id: "routes-refit",
+      call: "C3",
+      kind: "route_mismatch",
+      near: "C2",
+      at: 3,
+      layer: 1,
+      experts: [[6], [63]],
+      near_experts: [[6], [7]],
+    });
+    expect(jsonLines(json.stdout)).toHaveLength(2); // and the summary
   });
 
   it("--json: one object per explained call, then the summary; without markers the cause is unknown", async () => {

@@ -9,6 +9,7 @@ import { inputName, inputsOrStdin } from "../../formats/text.js";
 import { rejectionLine, oneLine } from "../../messages.js";
 import type { TokenDecoder } from "../../tokenizer/decoder.js";
 import { explainRollout, explainedRecord, type ExplainedCall } from "../../explain/analyze.js";
+import { explainRoutes, routeText, type ExplainedRoute } from "../../explain/routes.js";
 import type { CauseOptions, ReasoningMarkers } from "../../explain/cause.js";
 import { addRollout, emptySummary, summaryLine } from "../../explain/summary.js";
 import { tokenInTokenOut, tokensOnly } from "../../explain/tito.js";
@@ -73,6 +74,7 @@ export function register(program: Command): void {
         picked++;
         const { plan, report } = planImported(cf, item.result, item.line);
         let explained: ExplainedCall[];
+        let routes: ExplainedRoute[] = [];
         try {
           if (report.status === "rejected") {
             summary.rejected++;
@@ -80,6 +82,7 @@ export function register(program: Command): void {
             continue;
           }
           explained = explainRollout(rollout, plan.forest, plan.agents.length > 0, causeOptions);
+          routes = explainRoutes(rollout, report.diagnostics);
           // Both versions tokens only, so that media (which the token-in/token-out version
           // cannot shift) change neither side.
           const sent = cf.plan(tokensOnly(rollout, plan.forest));
@@ -97,6 +100,8 @@ export function register(program: Command): void {
         for (const call of explained) {
           write(options.json ? `${JSON.stringify(explainedRecord(call))}\n` : callText(call, item.where, decoder));
         }
+        for (const route of routes)
+          write(options.json ? `${JSON.stringify(route)}\n` : routeText(route, item.where, oneLine));
       }
       write(options.json ? `${JSON.stringify(summary)}\n` : `${summaryLine(summary)}\n`);
     }
