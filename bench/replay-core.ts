@@ -46,6 +46,16 @@ export class ReplayCore implements ForestCore {
     return false;
   }
 
+  stageRoutes(): void {}
+
+  lastRouteMismatch(): null {
+    return null;
+  }
+
+  fullTokens(): Int32Array {
+    throw new Error("the replay core lays out no packed records");
+  }
+
   lastPrefixBreak(): null {
     return null;
   }
@@ -87,6 +97,9 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
         checkStagedTokens: (count: number) => core.checkStagedTokens(count),
         stageMedia: (triples: Int32Array) => core.stageMedia(triples),
         lastMediaMismatch: () => core.lastMediaMismatch(),
+        stageRoutes: (ids: Int32Array) => core.stageRoutes(ids),
+        lastRouteMismatch: () => core.lastRouteMismatch(),
+        fullTokens: (call: number) => core.fullTokens(call),
         lastPrefixBreak: () => core.lastPrefixBreak(),
         commit: (prompt: number, generated: number, agent: number, link: boolean) =>
           core.commit(prompt, generated, agent, link),
