@@ -174,10 +174,17 @@ describe("toArrowTable, toArrowIPC, toParquet", () => {
       "logprobs: List<Float32>",
       "loss_mask: List<Bool>",
       "reward: Float64",
+      "group_id: Utf8",
       "media: List<Struct<{id:Utf8, offset:Int32, length:Int32}>>",
       "routed_experts: Utf8",
+      "weight_versions: List<Int32>",
     ]);
-    expect(table.schema.fields.at(-1)!.nullable).toBe(true); // null where a rollout gives no routed experts
+    // null where a rollout gives no group, routed experts or weight versions
+    expect(table.schema.fields.filter((f) => f.nullable).map((f) => f.name)).toEqual([
+      "group_id",
+      "routed_experts",
+      "weight_versions",
+    ]);
     const row = plan.rows[2];
     expect(Array.from(table.getChild("token_ids")!.get(2)!.toArray() as Int32Array)).toEqual(Array.from(row.tokenIds));
     expect([...table.getChild("loss_mask")!.get(2)!].map(Number)).toEqual(

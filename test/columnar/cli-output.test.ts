@@ -150,8 +150,10 @@ describe("Parquet settings", () => {
       "logprobs",
       "loss_mask",
       "reward",
+      "group_id",
       "media",
       "routed_experts",
+      "weight_versions",
     ]);
   });
 });

@@ -563,7 +563,17 @@ describe("fitted, collapsed and windowed pictures", () => {
           ),
         ),
       ].map((m) => m.slice(1).join(" ")),
-    ).toEqual(["C1 -1 0 7 24", "C3 0 7 3 24", "C7 1 10 4 24", "C8 2 14 3 19", "C9 3 17 2 19", "C10 2 19 5 24"]);
+    ).toEqual([
+      "C1 -1 0 3 30",
+      "C1 0 3 4 24",
+      "C3 1 7 3 24",
+      "C7 2 10 4 24",
+      "C8 3 14 3 19",
+      "C9 4 17 2 19",
+      "C10 3 19 5 24",
+      "C11 0 24 4 30",
+      "C12 7 28 2 30",
+    ]);
     for (const [args, message] of [
       [["--fit", "100"], "--fit must be an integer >= 320, got '100'"],
       [["--layout", "bins"], "unknown --layout 'bins': expected rows or packed"],
@@ -584,26 +594,29 @@ describe("bins (packed records of a capacity, SPEC's Bins)", () => {
     ].map((m) => m.slice(1).join(" "));
   }
 
-  it("draws each bin's pieces, context outlined, and what the bins cost against rows and unique tokens", () => {
+  it("draws each bin's pieces, context outlined, and what the bins cost against rows and the trie", () => {
     const plan = cf.plan(example, { capacity: 20 });
     try {
       const svg = renderBinsSvg({ ...plan, forest: plan.forest, capacity: 20 });
-      expect(svg).toContain("rollout login-bug · bins of at most 20 tokens: 4 bins, 15 segments (3 as context)</text>");
-      expect(svg).toContain("tokens: rows 63 → bins 63 (1.00× fewer) · unique 49 (the bins repeat 14 as context)");
+      expect(svg).toContain("rollout login-bug · bins of at most 20 tokens: 4 bins, 18 segments (5 as context)</text>");
+      expect(svg).toContain("tokens: rows 63 → bins 63 (1.00× fewer) · trie 46 (the bins repeat 17 as context)");
       expect(binsSavingsLine(plan.report)).toBe(
-        "tokens: rows 63 → bins 63 (1.00× fewer) · unique 49 (the bins repeat 14 as context)",
+        "tokens: rows 63 → bins 63 (1.00× fewer) · trie 46 (the bins repeat 17 as context)",
       );
       expect(binSegments(svg)).toEqual(
         plan.bins.flatMap((bin) => bin.segments.map((s, i) => `${bin.index} ${i} ${s.call} ${s.trained}`)),
       );
-      // bin 1 repeats C1 C3 C7 as context for C10: outlines, not filled blocks
+      // bin 1 repeats C1 (two segments) C3 C7 as context for C10, bin 2 the system prompt for C11:
+      // outlines, not filled blocks
       const context = [
         ...svg.matchAll(/data-call="(C\d+)"[^>]*data-trained="false"><title>[^<]*<\/title>(.*?)<\/g>/gs),
       ];
-      expect(context.map((m) => m[1])).toEqual(["C1", "C3", "C7"]);
+      expect(context.map((m) => m[1])).toEqual(["C1", "C1", "C3", "C7", "C1"]);
       for (const m of context) expect(m[2]).toMatch(/<rect [^>]*fill="#fff"[^>]*class="cf-context-seg"\/>/);
-      expect(svg).toContain("bin 1 · 19 of 20 tokens (95%) · 1 piece, root C1 · trains 1 call, 3 more as context");
-      expect(svg).toContain("bin 2 · 17 of 20 tokens (85%) · 2 pieces, roots C2 C11 · trains 4 calls");
+      expect(svg).toContain("bin 1 · 19 of 20 tokens (95%) · 1 piece, root C1 · trains 1 segment, 4 more as context");
+      expect(svg).toContain(
+        "bin 2 · 17 of 20 tokens (85%) · 2 pieces, roots C1 C2 C11 · trains 4 segments, 1 more as context",
+      );
     } finally {
       plan.release();
     }
@@ -621,11 +634,12 @@ describe("bins (packed records of a capacity, SPEC's Bins)", () => {
       plan.release();
       expect(binSegments(svg).filter((s) => s.startsWith("0 "))).toEqual([
         "0 0 C1 true",
-        "0 1 C3 true",
-        "0 2 C7 true",
-        "0 3 C8 true",
-        "0 4 C9 true",
-        "0 5 C10 true",
+        "0 1 C1 true",
+        "0 2 C3 true",
+        "0 3 C7 true",
+        "0 4 C8 true",
+        "0 5 C9 true",
+        "0 6 C10 true",
       ]);
       const packed = await run(
         EXAMPLE_FILE.pathname,

@@ -361,7 +361,7 @@ describe("gym-compaction: the CLI", () => {
       ["rollout-7-0", C1, [C1], 0, C1_MEDIA],
       ["rollout-7-0", C2, [C2], 0, C2_MEDIA],
     ]);
-    expect(Object.keys(rows[0]).slice(-2)).toEqual(["reward", "media"]);
+    expect(Object.keys(rows[0]).slice(-3)).toEqual(["reward", "group_id", "media"]);
     expect(rows[1].token_ids).toEqual([1, 10, 11, 30, 12, 13, 40, 41, 900, 42, 50, 51, 2]);
   });
 

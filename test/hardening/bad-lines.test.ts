@@ -181,14 +181,14 @@ describe("the bad-line corpus", () => {
     expect(valid).toEqual(lines(read(rows)));
   });
 
-  test("packed layouts give the same reports (bins add packed_tokens)", async () => {
+  test("packed layouts give the same reports (they add trie_tokens, bins packed_tokens)", async () => {
     const dir = tempDir();
     const input = join(dir, "corpus.jsonl");
     writeFileSync(input, CORPUS.map(([, line]) => line).join("\n") + "\n");
     const reasons = async (...extra: string[]) => {
       const report = join(dir, `r${extra.join("")}.jsonl`);
       expect((await cli("rows", input, "-o", join(dir, "out.jsonl"), "--report", report, ...extra)).code).toBe(0);
-      return lines(read(report)).map((line) => (({ packed_tokens: _packed, ...rest }) => rest)(JSON.parse(line)));
+      return lines(read(report)).map((line) => (({ packed_tokens: _packed, trie_tokens: _trie, ...rest }) => rest)(JSON.parse(line)));
     };
     const rows = await reasons();
     expect(await reasons("--layout", "packed")).toEqual(rows);
