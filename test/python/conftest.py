@@ -4,14 +4,20 @@ The batch is SPEC's worked example (also with routed experts), a screenshot repl
 and 16 rollouts from
 examples/pytorch/generate.mjs (seed 7: forks, twins, fresh subagents, retries, compaction,
 continued generations, parallel samples). Each layout is written once per format by the built
-CLI (``node bin/callforest.js``; ``npm ci`` builds it)."""
+CLI (``node bin/callforest.js``; ``npm ci`` builds it).
+
+The tests import the ``callforest`` package as installed into .venv from python/
+(scripts/ensure-python.sh). Today's CLI writes SPEC v3 records; :func:`with_v4_fields` adds what
+v4 records carry (``group_id``, ``weight_versions``) following SPEC v4's rules, from versions and
+groups that the tests give the rollouts (:data:`CURRENT_VERSION`, :func:`call_versions`,
+:func:`group_of`). Once the CLI writes v4, these tests can give the rollouts those fields and read
+the CLI's records instead."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +27,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing here downloads; fail fas
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "examples" / "pytorch"))
 # torch.compile (FlexAttention on CPU) caches its kernels here, inside the project.
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(ROOT / ".venv" / "torchinductor-cache"))
 
@@ -91,4 +96,52 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> Outputs:
     for layout, options in out.layouts.items():
         for fmt in FORMATS:
             callforest("rows", "--strict", "--quiet", *options, str(rollouts), "-o", str(out.path(layout, fmt)))
+    return out
+
+
+#: The policy version a trainer is at in the tests' RL step; versions come from call_versions.
+CURRENT_VERSION = 10
+
+
+def call_versions(rollout_index: int, call_index: int, generated: int) -> list[int]:
+    """The weight version of each generated token of a call (SPEC v4 ``weight_version``): most
+    calls one version in 7..10, every fifth call a generation that spans a weight update."""
+    version = CURRENT_VERSION - (rollout_index + call_index) % 4
+    if call_index % 5 == 4 and generated >= 2:
+        return [version - 1] * (generated // 2) + [version] * (generated - generated // 2)
+    return [version] * generated
+
+
+def group_of(rollout_index: int, rollout_id: str) -> str | None:
+    """The rollout's v4 ``group_id``: groups of four, SPEC's examples in none."""
+    return None if not rollout_id.startswith("gen-") else f"task-{rollout_index // 4}"
+
+
+def with_v4_fields(outputs: Outputs, records: list[dict]) -> list[dict]:
+    """Copies of today's (v3) records with SPEC v4's ``group_id`` and ``weight_versions``, as v4's
+    "Rows" and "Packed trees" define them: on a generated token of a call (a row's path call in
+    its generated span; a packed segment's creator at a position past its prompt), the version
+    that sampled it; -1 elsewhere."""
+    versions, prompts, groups = {}, {}, {}
+    for i, r in enumerate(outputs.rollouts):
+        groups[r["rollout_id"]] = group_of(i, r["rollout_id"])
+        for j, c in enumerate(r["calls"]):
+            prompts[r["rollout_id"], c["id"]] = len(c["prompt_token_ids"])
+            versions[r["rollout_id"], c["id"]] = call_versions(i, j, len(c["generation_token_ids"]))
+    out = []
+    for record in records:
+        rid, n = record["rollout_id"], record["num_tokens"]
+        tokens = [-1] * n
+        if "segments" in record:
+            for s in record["segments"]:
+                prompt, vs = prompts[rid, s["call"]], versions[rid, s["call"]]
+                for k in range(s["start"], s["start"] + s["length"]):
+                    g = record["position_ids"][k] - prompt
+                    if 0 <= g < len(vs):
+                        tokens[k] = vs[g]
+        else:
+            for call in record["calls"]:
+                prompt, vs = prompts[rid, call], versions[rid, call]
+                tokens[prompt : prompt + len(vs)] = vs
+        out.append({**record, "group_id": groups[rid], "weight_versions": tokens})
     return out
