@@ -35,6 +35,7 @@ from .io import (
     read_records,
 )
 from .rl import compute_advantages, grpo_advantages, policy_loss, ppo_token_losses, stale_mask
+from .trainers import megatron_packed_seq_params, nemo_rl_batch, tree_segments, trl_examples, verl_agent_loop_output
 
 __version__ = "0.1.0"
 
@@ -62,6 +63,8 @@ __all__ = [
     "iter_records",
     "layout_of",
     "loss_mask",
+    "megatron_packed_seq_params",
+    "nemo_rl_batch",
     "normalize",
     "pack_collate",
     "policy_loss",
@@ -70,5 +73,8 @@ __all__ = [
     "read_records",
     "stale_mask",
     "token_logprobs",
+    "tree_segments",
+    "trl_examples",
     "varlen",
+    "verl_agent_loop_output",
 ]
