@@ -218,3 +218,31 @@ def test_pack_collate_trees_on_qwen3(outputs, qwen3):
     got = logprobs(qwen3, packed, attention_mask=cf.dense_mask(packed))
     for (b, at, n), (b1, _, _) in zip(packed["doc_placement"], single["doc_placement"]):
         assert torch.allclose(got[b, at : at + n], want[b1, :n], atol=1e-11, rtol=0)
+
+
+def test_the_wheel_depends_on_torch_pyarrow_and_numpy_only(tmp_path):
+    """The package as pip builds it from python/ (offline: setuptools is in .venv): its runtime
+    dependencies are torch, pyarrow and numpy, and it holds every module."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    from conftest import ROOT
+
+    source = tmp_path / "python"
+    shutil.copytree(ROOT / "python", source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    run = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-cache-dir",
+         "--disable-pip-version-check", "-q", "-w", str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    (wheel,) = (tmp_path / "dist").glob("callforest-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        metadata = z.read(next(n for n in names if n.endswith("METADATA"))).decode()
+    requires = sorted(line.split(":", 1)[1].strip().split(">")[0].split("=")[0].split("<")[0] for line in metadata.splitlines() if line.startswith("Requires-Dist:"))
+    assert requires == ["numpy", "pyarrow", "torch"]
+    modules = {p.name for p in (ROOT / "python" / "src" / "callforest").glob("*.py")}
+    assert {f"callforest/{m}" for m in modules} <= names
