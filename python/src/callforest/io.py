@@ -161,7 +161,8 @@ class RecordDataset(torch.utils.data.Dataset):
     def __init__(self, source: Source | list[dict], transform=None):
         from .batch import prepare
 
-        self.records = source if isinstance(source, list) and source and isinstance(source[0], dict) else read_records(source)
+        in_memory = isinstance(source, list) and source and isinstance(source[0], dict)
+        self.records = source if in_memory else read_records(source)
         self.transform = prepare if transform is None else transform
 
     def __len__(self) -> int:

@@ -31,9 +31,7 @@ def stale_mask(weight_versions: torch.Tensor, current_version: int, max_stalenes
     return (weight_versions >= 0) & (current_version - weight_versions > max_staleness)
 
 
-def grpo_advantages(
-    source, *, scale: bool = True, eps: float = 1e-6
-) -> dict[str, float]:
+def grpo_advantages(source, *, scale: bool = True, eps: float = 1e-6) -> dict[str, float]:
     """GRPO's outcome advantage for each rollout: its reward minus the mean reward of its group,
     divided by the group's standard deviation (unbiased, as verl's
     ``compute_grpo_outcome_advantage``) plus ``eps`` when ``scale`` (Dr. GRPO: ``scale=False``).
@@ -50,9 +48,10 @@ def grpo_advantages(
     else:
         seen: dict[str, tuple[float, object]] = {}
         for record in source:
-            if record["rollout_id"] not in seen:
+            rid = record["rollout_id"]
+            if rid not in seen:
                 group = record.get("group_id")
-                seen[record["rollout_id"]] = (float(record["reward"]), ("group", group) if group is not None else ("rollout", record["rollout_id"]))
+                seen[rid] = (float(record["reward"]), ("group", group) if group is not None else ("rollout", rid))
         rollouts = list(seen)
         rewards = [seen[r][0] for r in rollouts]
         groups = [seen[r][1] for r in rollouts]
