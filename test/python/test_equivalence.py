@@ -205,7 +205,7 @@ def loss_and_gradients(model, batch):
     plain = -(lp * trained.to(lp.dtype)).sum()
     rl = policy_loss(lp, batch)
     params = [p for _, p in model.named_parameters()]
-    out = {}
+    out = {"trained": int(batch["loss_mask"].sum())}
     for name, loss in (("plain", plain), ("rl", rl)):
         grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
         out[name] = loss.item(), {n: g for (n, _), g in zip(model.named_parameters(), grads)}
@@ -233,7 +233,11 @@ def assert_same(name, got, want, tolerance=TOLERANCE):
 @pytest.mark.parametrize("layout", PACKED)
 def test_loss_and_gradients(outputs, family, rows_gradients, layout):
     _, model, _ = family
-    got = loss_and_gradients(model, rl_batch(outputs, outputs.jsonl(layout_name(outputs, layout))))
+    batch = rl_batch(outputs, outputs.jsonl(layout_name(outputs, layout)))
+    # Each generated token is trained once in any layout, so a loss over the batch's trained tokens
+    # (normalizer="tokens") is the summed loss over the same count.
+    assert int(batch["loss_mask"].sum()) == rows_gradients["trained"]
+    got = loss_and_gradients(model, batch)
     for name in ("plain", "rl"):
         worst = assert_same(name, got[name], rows_gradients[name])
         print(f"{name}: loss {got[name][0]!r} vs rows {rows_gradients[name][0]!r}; worst relative gradient difference {worst:.3g}")

@@ -252,3 +252,25 @@ def test_the_wheel_depends_on_torch_pyarrow_and_numpy_only(tmp_path):
     assert requires == ["numpy", "pyarrow", "torch"]
     modules = {p.name for p in (ROOT / "python" / "src" / "callforest").glob("*.py")}
     assert {f"callforest/{m}" for m in modules} <= names
+
+
+def test_policy_loss_by_hand():
+    """The clipped surrogate on three tokens, by hand: ratio inside the clip range, above it with
+    a positive advantage (clipped: no gradient), below it with a negative one (clipped)."""
+    old = torch.tensor([[-1.0, -1.0, -1.0, 0.0]])
+    new = torch.tensor([[-0.9, -0.5, -2.0, -7.0]], dtype=torch.float64, requires_grad=True)
+    batch = {
+        "old_logprobs": old,
+        "advantages": torch.tensor([[2.0, 1.0, -1.0, 5.0]]),
+        "loss_mask": torch.tensor([[True, True, True, False]]),  # the last token is not trained
+    }
+    ratio = torch.exp(torch.tensor([0.1, 0.5, -1.0], dtype=torch.float64))
+    want = -(ratio[0] * 2.0) - (1.2 * 1.0) - (0.8 * -1.0)
+    loss = cf.policy_loss(new, batch, clip=0.2)
+    assert torch.isclose(loss, want, rtol=1e-12)
+    loss.backward()
+    assert torch.allclose(new.grad[0], torch.tensor([-2.0 * ratio[0], 0.0, 0.0, 0.0], dtype=torch.float64))
+    assert torch.isclose(cf.policy_loss(new, batch, normalizer="tokens"), want / 3, rtol=1e-12)
+    assert torch.isclose(cf.policy_loss(new, batch, normalizer=10.0), want / 10, rtol=1e-12)
+    high = -(ratio[0] * 2.0) - (ratio[1] * 1.0) - (0.8 * -1.0)  # DAPO's clip-higher lets 1.65 through
+    assert torch.isclose(cf.policy_loss(new, batch, clip=0.2, clip_high=0.7), high, rtol=1e-12)
