@@ -274,3 +274,19 @@ def test_policy_loss_by_hand():
     assert torch.isclose(cf.policy_loss(new, batch, normalizer=10.0), want / 10, rtol=1e-12)
     high = -(ratio[0] * 2.0) - (ratio[1] * 1.0) - (0.8 * -1.0)  # DAPO's clip-higher lets 1.65 through
     assert torch.isclose(cf.policy_loss(new, batch, clip=0.2, clip_high=0.7), high, rtol=1e-12)
+
+
+def test_v4_columns_with_nulls(tmp_path):
+    """A v4 file where some rollouts give no versions, routes or group (null columns) reads to the
+    defaults: versions -1, no routes (-1), a group of its own."""
+    from conftest import write_v4
+
+    rows = routes_refit_v4()["rows"]
+    bare = {**rows[1], "rollout_id": "bare", "group_id": None, "weight_versions": None, "routed_experts": None}
+    for suffix in (".parquet", ".arrows"):
+        read = cf.read_records(write_v4([rows[0], bare], "rows", tmp_path / f"nulls{suffix}"))
+        assert read[1]["weight_versions"] is None and read[1]["group_id"] is None
+        batch = cf.collate(read)
+        assert (batch["weight_versions"][1] == -1).all() and (batch["routed_experts"][1] == -1).all()
+        assert batch["group_ids"] == ["task-42", None]
+        assert batch["advantages"][1, 0].item() == pytest.approx(1.0 / (1 + 1e-6))  # alone: mean 0, std 1

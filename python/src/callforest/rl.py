@@ -73,7 +73,8 @@ def grpo_advantages(source, *, scale: bool = True, eps: float = 1e-6) -> dict[st
 def compute_advantages(batch: dict, advantages) -> torch.Tensor:
     """Per-token advantages [B, L] (float32, 0 on padding) for ``collate``'s ``advantages``:
     ``"grpo"``, a ``{rollout_id: value}`` dict, or a callable ``f(batch)`` returning [B, L],
-    [B] (one value per batch row) or [R] (one per rollout of ``batch["rollout_ids"]``)."""
+    [R] (one per rollout of ``batch["rollout_ids"]``) or [B] (one per batch row; when B equals R,
+    the values are taken per rollout: return [B, L] to be unambiguous)."""
     index = batch["rollout_index"]
     if isinstance(advantages, str):
         if advantages != "grpo":
