@@ -41,7 +41,7 @@ def test_collate_aligns_every_field_to_the_targets(outputs, layout):
         assert (batch["weight_versions"][b, :n] == -1).all()  # v3 records: no versions
         assert not batch["loss_mask"][b, n:].any() and (batch["doc_ids"][b, n:] == -1).all()
         assert batch["rollout_ids"][batch["rollout_index"][b, 0]] == record["rollout_id"]
-    assert batch["group_ids"] == [None] * len(batch["rollout_ids"])  # v3: no group, each its own
+    assert batch["group_names"] == [None] * len(batch["rollout_ids"])  # v3: no group, each its own
 
 
 def test_routed_experts_per_packed_token(outputs):
@@ -288,5 +288,5 @@ def test_v4_columns_with_nulls(tmp_path):
         assert read[1]["weight_versions"] is None and read[1]["group_id"] is None
         batch = cf.collate(read)
         assert (batch["weight_versions"][1] == -1).all() and (batch["routed_experts"][1] == -1).all()
-        assert batch["group_ids"] == ["task-42", None]
+        assert batch["group_names"] == ["task-42", None]
         assert batch["advantages"][1, 0].item() == pytest.approx(1.0 / (1 + 1e-6))  # alone: mean 0, std 1

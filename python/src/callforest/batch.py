@@ -151,7 +151,7 @@ def _empty_batch(batch_size: int, length: int, routes_shape) -> dict:
         "weight_versions": torch.full((batch_size, length), -1, dtype=torch.long),
         "doc_ids": torch.full((batch_size, length), -1, dtype=torch.long),
         "rollout_index": torch.full((batch_size, length), -1, dtype=torch.long),
-        "group_index": torch.full((batch_size, length), -1, dtype=torch.long),
+        "group_ids": torch.full((batch_size, length), -1, dtype=torch.long),
     }
     if routes_shape is not None:
         batch["routed_experts"] = torch.full((batch_size, length, *routes_shape), -1, dtype=torch.long)
@@ -192,11 +192,11 @@ def _assemble(items: list[dict], placement: list[tuple[int, int]], batch_size: i
             rewards.append(item["reward"])
             rollout_groups.append(group_at[group])
         batch["rollout_index"][b, span] = rollout_at[rid]
-        batch["group_index"][b, span] = rollout_groups[rollout_at[rid]]
+        batch["group_ids"][b, span] = rollout_groups[rollout_at[rid]]
     batch["rollout_ids"] = rollout_ids
     batch["rollout_rewards"] = torch.tensor(rewards, dtype=torch.float64)
     batch["rollout_groups"] = torch.tensor(rollout_groups, dtype=torch.long)
-    batch["group_ids"] = groups
+    batch["group_names"] = groups
     batch["layouts"] = [item["layout"] for item in items]
     batch["doc_placement"] = [(b, at, len(item["input_ids"])) for item, (b, at) in zip(items, placement)]
     return batch
@@ -218,8 +218,8 @@ def collate(
     0, version -1, routes -1, and attends to itself only), and
 
     - ``doc_ids`` [B, L]: the record each token belongs to (-1: padding);
-    - ``rollout_index``, ``group_index`` [B, L]: each token's rollout and group, indices into
-      ``rollout_ids`` (list of str), ``rollout_rewards`` [R] and ``group_ids`` (the group names,
+    - ``rollout_index``, ``group_ids`` [B, L]: each token's rollout and group, indices into
+      ``rollout_ids`` (list of str), ``rollout_rewards`` [R] and ``group_names`` (the group names,
       None for a rollout that names none: a group of its own); ``rollout_groups`` [R];
     - ``stale`` [B, L] (with ``max_staleness``): targets whose weight version is older than
       ``current_version - max_staleness``; they leave ``loss_mask`` and stay as context;
@@ -335,7 +335,7 @@ def varlen(batch: dict) -> dict:
     flat_sources = torch.where(batch["sources"] >= 0, flat_of[(batch["sources"] + rows).clamp(min=0)], -1)
     out = {
         name: batch[name].flatten(0, 1)[index][None]
-        for name in (*TOKEN_FIELDS, "doc_ids", "rollout_index", "group_index", "advantages", "stale", "routed_experts")
+        for name in (*TOKEN_FIELDS, "doc_ids", "rollout_index", "group_ids", "advantages", "stale", "routed_experts")
         if name in batch
     }
     out["sources"] = flat_sources.flatten()[index][None]
