@@ -3,7 +3,10 @@
 # <repo>/.venv, built with Debian's python3 from the local wheel store that this machine's pip is
 # configured for (the default index is unreachable). It is (re)built when missing or when
 # python/requirements.txt or python/constraints.txt changed (a stamp of their hash inside .venv).
-# Nothing is cached outside the project: pip runs with --no-cache-dir.
+# The Python package in python/ (`callforest`) is then installed into it as a user installs it,
+# `pip install ./python` (not editable: the tests import what a wheel holds), again whenever a
+# file under python/ changed (a second stamp). Nothing is cached outside the project: pip runs
+# with --no-cache-dir.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
@@ -11,7 +14,11 @@ requirements="$root/python/requirements.txt"
 constraints="$root/python/constraints.txt"
 stamp="$venv/.callforest-requirements"
 hash="$(cat "$requirements" "$constraints" | sha256sum | cut -d' ' -f1)"
-[ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] && exit 0
+package_stamp="$venv/.callforest-package"
+package_hash="$(cd "$root" && find python -type f ! -path '*/__pycache__/*' ! -path '*.egg-info*' ! -path 'python/build/*' \
+  ! -name requirements.txt ! -name constraints.txt | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)"
+[ -x "$venv/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$hash" ] &&
+  [ "$(cat "$package_stamp" 2>/dev/null)" = "$package_hash" ] && exit 0
 
 python=/usr/bin/python3 # Debian's: the python3 on PATH may be another one
 if ! "$python" -c "import ensurepip, venv" 2>/dev/null; then
@@ -34,13 +41,27 @@ if [ -z "${PIP_INDEX_URL:-}" ] && [ ! -d /opt/pypi/simple ]; then
   exit 1
 fi
 
-echo "callforest tests: building the Python environment in .venv (2-6 minutes) ..." >&2
-start=$SECONDS
-rm -rf "$venv"
-"$python" -m venv "$venv"
-# (The extra index lacks most packages; pip warns once per missing folder: noise, filtered.)
-"$venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
-  --index-url "$index" --extra-index-url "$extra" --find-links "$links" \
-  -r "$requirements" -c "$constraints" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
-echo "$hash" >"$stamp"
-echo "callforest tests: .venv ready in $((SECONDS - start)) s" >&2
+pip_install() {
+  # (The extra index lacks most packages; pip warns once per missing folder: noise, filtered.)
+  "$venv/bin/python" -m pip install --quiet --no-cache-dir --disable-pip-version-check \
+    --index-url "$index" --extra-index-url "$extra" --find-links "$links" \
+    "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+}
+
+if ! [ -x "$venv/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$hash" ]; then
+  echo "callforest tests: building the Python environment in .venv (2-6 minutes) ..." >&2
+  start=$SECONDS
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  pip_install -r "$requirements" -c "$constraints"
+  echo "$hash" >"$stamp"
+  echo "callforest tests: .venv ready in $((SECONDS - start)) s" >&2
+fi
+
+# The package, from the checkout (its build backend, setuptools, comes from the same index; its
+# dependencies, torch, pyarrow and numpy, are already there). Its build leftovers are removed.
+pip_install --force-reinstall --no-deps "$root/python"
+rm -rf "$root/python/build" "$root"/python/src/*.egg-info
+"$venv/bin/python" -m pip check --disable-pip-version-check >/dev/null
+echo "$package_hash" >"$package_stamp"
+echo "callforest tests: installed the callforest Python package (python/) into .venv" >&2

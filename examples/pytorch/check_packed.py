@@ -7,7 +7,8 @@ ROLLOUTS is the canonical input (`callforest convert` output), ROWS the output o
 each PACKED the output of `callforest rows --layout packed` (trees) or of `... --capacity N`
 (bins). A small random causal transformer (float64, fixed seed) scores every trained token (loss
 mask 1) of every record. Rows use plain causal attention over positions 0..n-1, token i predicted
-from output i-1; packed records use SPEC's rules:
+from output i-1; packed records use SPEC's rules, as the `callforest` Python package
+(`pip install ./python`) turns them into tensors (`callforest.prepare`, `callforest.dense_mask`):
 
   attention   q attends k  iff  k <= q < end(segment(k))
   prediction  inside a segment token k is predicted from k-1; the first token of a non-root
@@ -18,12 +19,13 @@ must be trained exactly once in the rows and once in each packed file, with the 
 same sampled logprob and a model log-probability within 1e-9; the summed masked loss must agree.
 Prints one summary line; exits 1 on any mismatch (the first ones go to stderr).
 """
-import base64
 import json
 import math
 import sys
 
 import torch
+
+import callforest
 
 V, D, HEADS, LAYERS = 61, 32, 4, 2  # token ids are mapped into the small vocabulary with id % V
 TOLERANCE = 1e-9
@@ -37,11 +39,7 @@ def read_jsonl(path):
 
 def loss_mask(record):
     """SPEC's bitset (bit i = bit i % 8 of byte i // 8), or a 0/1 list (--mask-format ints)."""
-    mask = record["loss_mask"]
-    if isinstance(mask, list):
-        return mask
-    data = base64.b64decode(mask)
-    return [(data[i >> 3] >> (i & 7)) & 1 for i in range(record["num_tokens"])]
+    return callforest.loss_mask(record).tolist()
 
 
 class Block(torch.nn.Module):
@@ -84,18 +82,11 @@ def row_layout(row):
 
 def packed_layout(record):
     """A packed record: SPEC's attention rule and prediction rule, from its segments."""
-    n, segments = record["num_tokens"], record["segments"]
-    end = torch.zeros(n, dtype=torch.long)  # end[k] = end(segment(k))
-    source = list(range(-1, n - 1))
-    for s in segments:
-        end[s["start"] : s["start"] + s["length"]] = s["end"]
-        parent = segments[s["parent"]] if s["parent"] >= 0 else None
-        source[s["start"]] = parent["start"] + parent["length"] - 1 if parent else -1
-    k = torch.arange(n)
+    prepared = callforest.prepare(record)
     # q attends k iff k <= q < end[k]. With FlexAttention this is the block mask's mask_mod:
     #   def mask_mod(b, h, q, kv): return (kv <= q) & (q < end[kv])
-    mask = (k[None, :] <= k[:, None]) & (k[:, None] < end[None, :])
-    return torch.tensor(record["position_ids"]), mask, source
+    mask = callforest.dense_mask(prepared)[0, 0]
+    return prepared["position_ids"], mask, prepared["sources"].tolist()
 
 
 def score(model, record, layout):

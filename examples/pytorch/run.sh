@@ -2,7 +2,8 @@
 # Writes rows, packed trees and bins with the callforest CLI, then checks with a small transformer
 # in PyTorch (check_packed.py) that a trainer computes the same from each packed layout as from
 # the rows. Usage: bash examples/pytorch/run.sh
-#   PYTHON  the interpreter that has torch (default: the project's .venv, scripts/ensure-python.sh)
+#   PYTHON  the interpreter that has torch and the callforest package (default: the project's .venv,
+#           scripts/ensure-python.sh installs both)
 #   OUT     keep the generated files in this directory (default: a temporary one, removed)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

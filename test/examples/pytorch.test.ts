@@ -1,7 +1,7 @@
 // examples/pytorch (issue 16): a real trainer's transformer, in PyTorch, computes the same
 // per-token log-probabilities and summed loss from the CLI's packed trees and bins as from its
-// rows. Runs in the project's .venv (scripts/ensure-python.sh, which `pretest` and CI run);
-// without it this test fails, not skips.
+// rows. Runs in the project's .venv with the callforest Python package installed into it
+// (scripts/ensure-python.sh, which `pretest` and CI run); without it this test fails, not skips.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { expect, test } from "vitest";
@@ -10,10 +10,10 @@ import { ROOT } from "../support/fixtures.js";
 const PYTHON = join(ROOT, ".venv", "bin", "python");
 
 test("examples/pytorch/run.sh: packed trees and bins train the same as rows", () => {
-  const probe = spawnSync(PYTHON, ["-c", "import torch"], { encoding: "utf8" });
+  const probe = spawnSync(PYTHON, ["-c", "import torch, callforest"], { encoding: "utf8" });
   if (probe.status !== 0) {
     throw new Error(
-      `PyTorch is missing: ${PYTHON} -c "import torch" failed ` +
+      `PyTorch or the callforest package is missing: ${PYTHON} -c "import torch, callforest" failed ` +
         `(${(probe.stderr || String(probe.error ?? "")).trim().split("\n").pop()}). ` +
         "Build the environment with: bash scripts/ensure-python.sh",
     );

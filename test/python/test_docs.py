@@ -1,4 +1,4 @@
-"""Every Python snippet in docs/packed.md and docs/columnar.md runs as written.
+"""Every Python snippet in docs/packed.md, docs/columnar.md and docs/trainers.md runs as written.
 
 Each ```python block runs on its own, in a fresh interpreter, in a folder that holds the files the
 docs' commands write (from SPEC's worked example and a screenshot replaced in place) and an
@@ -14,7 +14,7 @@ import sys
 import pytest
 from conftest import ROOT, callforest
 
-DOCS = ("docs/packed.md", "docs/columnar.md")
+DOCS = ("docs/packed.md", "docs/columnar.md", "docs/trainers.md")
 
 
 def snippets() -> list:

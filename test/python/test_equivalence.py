@@ -5,7 +5,9 @@ keyed by (rollout, call, index in that call's generation), and must be trained e
 the same model log-probability as in its row:
 
 - dense mask through "sdpa", float64: per-token log-probabilities within 1e-11, and the summed
-  loss and every parameter's gradient within 1e-11 relative (float64 carries ~16 digits; sums
+  loss and every parameter's gradient within 1e-11 relative — both the plain loss and the RL
+  loss (``callforest.policy_loss``: token-level PPO/GRPO, clipped, ratio from the records'
+  ``old_logprobs``, GRPO advantages over groups of rollouts, a staleness cut on weight versions) (float64 carries ~16 digits; sums
   over other keys in another order move the last two or three of them: ~5e-15 seen here). transformers' RMSNorm
   rounds its input to float32 whatever the model's dtype, which would make every comparison a
   float32 one (gradients then differ by ~1e-7 relative); the tests run it in the model's dtype
@@ -26,7 +28,8 @@ import math
 
 import pytest
 import torch
-from callforest_torch import block_mask, collate, dense_mask, loss_mask, token_logprobs
+from callforest import block_mask, collate, dense_mask, loss_mask, policy_loss, token_logprobs
+from conftest import CURRENT_VERSION, with_v4_fields
 from transformers import LlamaConfig, LlamaForCausalLM, Qwen3Config, Qwen3ForCausalLM
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
 from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
@@ -181,33 +184,112 @@ def test_flex_attention_logprobs(outputs, family, layout, flex_shape):
     compare(expected, keyed(outputs, records, lp.double()), FLEX_TOLERANCE)
 
 
-def loss_and_gradients(model, records):
-    model.zero_grad()
-    lp, batch = forward(model, records, "sdpa", dense_mask)
-    loss = -(lp * batch["loss_weights"].to(lp.dtype)).sum()
-    loss.backward()
-    return loss.item(), {name: p.grad.clone() for name, p in model.named_parameters()}
+#: The RL step's staleness cut: tokens of versions older than CURRENT_VERSION - 1 leave the loss.
+MAX_STALENESS = 1
+
+
+def rl_batch(outputs, records, **options):
+    """The records with v4's group_id and weight_versions, collated for the RL step."""
+    options = {"current_version": CURRENT_VERSION, "max_staleness": MAX_STALENESS, **options}
+    return collate(with_v4_fields(outputs, records), **options)
+
+
+def loss_and_gradients(model, batch):
+    """The plain loss (every trained token's -log p) and the RL loss (policy_loss, summed form)
+    from one forward pass, each with every parameter's gradient."""
+    logits = model(
+        input_ids=batch["input_ids"] % VOCAB, position_ids=batch["position_ids"], attention_mask=dense_mask(batch)
+    ).logits
+    lp = token_logprobs(logits, {**batch, "targets": batch["targets"] % VOCAB})
+    trained = batch["trained"] & (batch["sources"] >= 0)
+    plain = -(lp * trained.to(lp.dtype)).sum()
+    rl = policy_loss(lp, batch)
+    params = [p for _, p in model.named_parameters()]
+    out = {"trained": int(batch["loss_mask"].sum())}
+    for name, loss in (("plain", plain), ("rl", rl)):
+        grads = torch.autograd.grad(loss, params, retain_graph=True, allow_unused=True)
+        out[name] = loss.item(), {n: g for (n, _), g in zip(model.named_parameters(), grads)}
+    return out
 
 
 @pytest.fixture(scope="module")
 def rows_gradients(outputs, family):
-    return loss_and_gradients(family[1], outputs.jsonl("rows"))
+    return loss_and_gradients(family[1], rl_batch(outputs, outputs.jsonl("rows")))
+
+
+def assert_same(name, got, want, tolerance=TOLERANCE):
+    (loss, grads), (want_loss, want_grads) = got, want
+    assert abs(loss - want_loss) <= tolerance * abs(want_loss), f"{name} loss {loss!r} vs rows {want_loss!r}"
+    worst = 0.0
+    for param, expected in want_grads.items():
+        scale = expected.abs().max().item() if expected is not None else 0.0
+        assert scale > 0, f"{name}: {param}: no gradient"
+        diff = (grads[param] - expected).abs().max().item()
+        assert diff <= tolerance * scale, f"{name}: {param}: gradient differs by {diff:.3g} (scale {scale:.3g})"
+        worst = max(worst, diff / scale)
+    return worst
 
 
 @pytest.mark.parametrize("layout", PACKED)
 def test_loss_and_gradients(outputs, family, rows_gradients, layout):
     _, model, _ = family
-    rows_loss, rows_grads = rows_gradients
-    loss, grads = loss_and_gradients(model, outputs.jsonl(layout_name(outputs, layout)))
-    assert abs(loss - rows_loss) <= TOLERANCE * abs(rows_loss)
-    worst = 0.0
-    for name, want in rows_grads.items():
-        scale = want.abs().max().item()
-        assert scale > 0, f"{name}: no gradient"
-        diff = (grads[name] - want).abs().max().item()
-        assert diff <= TOLERANCE * scale, f"{name}: gradient differs by {diff:.3g} (scale {scale:.3g})"
-        worst = max(worst, diff / scale)
-    print(f"loss {loss!r} vs rows {rows_loss!r}; worst relative gradient difference {worst:.3g}")
+    batch = rl_batch(outputs, outputs.jsonl(layout_name(outputs, layout)))
+    # Each generated token is trained once in any layout, so a loss over the batch's trained tokens
+    # (normalizer="tokens") is the summed loss over the same count.
+    assert int(batch["loss_mask"].sum()) == rows_gradients["trained"]
+    got = loss_and_gradients(model, batch)
+    for name in ("plain", "rl"):
+        worst = assert_same(name, got[name], rows_gradients[name])
+        print(f"{name}: loss {got[name][0]!r} vs rows {rows_gradients[name][0]!r}; worst relative gradient difference {worst:.3g}")
+
+
+def test_rl_batch_is_not_trivial(outputs):
+    """What the RL equivalence is about is in the batch: distinct non-zero advantages, a
+    staleness cut that removes trained tokens (but keeps them as input), and versions that
+    change inside a generation."""
+    batch = rl_batch(outputs, outputs.jsonl("rows"))
+    trained = batch["trained"] & (batch["sources"] >= 0)
+    advantages = batch["advantages"][batch["loss_mask"]]
+    assert len(set(advantages.tolist())) > 10 and (advantages > 0).any() and (advantages < 0).any()
+    assert 0 < int((batch["stale"] & trained).sum()) < int(trained.sum())
+    assert (batch["input_ids"][batch["stale"]] != 0).any()  # stale targets stay in the input
+    assert len(set(batch["weight_versions"][trained].tolist())) >= 4
+
+
+def rl_loss(model, batch) -> float:
+    with torch.no_grad():
+        logits = model(
+            input_ids=batch["input_ids"] % VOCAB, position_ids=batch["position_ids"], attention_mask=dense_mask(batch)
+        ).logits
+        return policy_loss(token_logprobs(logits, {**batch, "targets": batch["targets"] % VOCAB}), batch).item()
+
+
+def test_planted_errors_are_caught(outputs, family, rows_gradients):
+    """The RL check can fail: on the packed trees, (a) advantages normalised per record instead of
+    per rollout (a trainer that takes each packed record for one sample), (b) weight versions
+    attributed one token late (to the source instead of the target), and (c) a staleness cut one
+    version off each move the loss far beyond the tolerance."""
+    name, model, _ = family
+    records = outputs.jsonl("trees")
+    want = rows_gradients["rl"][0]
+
+    def per_record(batch):  # GRPO over the batch's records instead of its rollouts
+        rewards = torch.tensor([batch["rollout_rewards"][batch["rollout_index"][b][0]].item() for b in range(len(records))])
+        return (rewards - rewards.mean()) / (rewards.std() + 1e-6)
+
+    late = []
+    for record in with_v4_fields(outputs, records):
+        versions = record["weight_versions"]
+        late.append({**record, "weight_versions": [-1] + versions[:-1]})
+    planted = {
+        "advantages per record": rl_batch(outputs, records, advantages=per_record),
+        "versions one token late": collate(late, current_version=CURRENT_VERSION, max_staleness=MAX_STALENESS),
+        "staleness cut off by one": rl_batch(outputs, records, max_staleness=MAX_STALENESS + 1),
+    }
+    for what, batch in planted.items():
+        got = rl_loss(model, batch)
+        assert abs(got - want) > 1e3 * TOLERANCE * abs(want), what
+        print(f"{name}: {what}: RL loss {got:.6f} vs rows {want:.6f}")
 
 
 def test_wrong_mask_is_caught(outputs, family):
