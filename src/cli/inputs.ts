@@ -3,10 +3,10 @@ import { fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type Stats 
 import { basename, dirname, resolve } from "node:path";
 import type { Command } from "./vendor.js";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
-import { tokenDirectory } from "../ingest/tokens-dir.js";
+import { tokenDirectory } from "../files/tokens-dir.js";
 import { inputName } from "../formats/text.js";
 import type { ReadOptions } from "../ingest/read.js";
-import { reasonOf } from "../ingest/file-error.js";
+import { reasonOf } from "../files/file-error.js";
 import { standardStream } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
 import { UsageError } from "./errors.js";

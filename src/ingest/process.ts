@@ -6,7 +6,7 @@ import { init, type Callforest } from "../index.js";
 import { toCanonical, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
 import { reportOfImportRejection, usePlan } from "../plan-imported.js";
 import { MAX_STRING_BYTES, isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
-import { tokenDirectory } from "./tokens-dir.js";
+import { tokenDirectory } from "../files/tokens-dir.js";
 import { isOutOfMemory } from "../plan/assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../messages.js";

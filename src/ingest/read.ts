@@ -23,7 +23,7 @@ import {
   type ByteSource,
   type DroppedLine,
 } from "./batches.js";
-import { FileError, isSystemError } from "./file-error.js";
+import { FileError, isSystemError } from "../files/file-error.js";
 import {
   MAX_STRING_BYTES,
   MAX_TEXT_BYTES,
