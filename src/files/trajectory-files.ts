@@ -119,6 +119,6 @@ function trialReward(dir: string): { reward: number; where: string } | null {
   if (raw === null) return null;
   const reward = Number(new TextDecoder().decode(raw).trim());
   if (!Number.isFinite(reward) || new TextDecoder().decode(raw).trim() === "")
-    throw new FormatError("invalid_value", `${text} holds no number`);
+    throw new FormatError("invalid_field", `${text} holds no number`);
   return { reward, where: text };
 }

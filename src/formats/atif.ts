@@ -78,7 +78,7 @@ function readTrajectory(walk: Walk, pending: Pending): void {
   const embedded = embeddedTrajectories(value, label);
   steps.forEach((step, i) => {
     const where = `${label}steps[${i}]`;
-    if (!isObject(step)) throw new FormatError("invalid_value", `${where} is ${show(step)}, expected a step object`);
+    if (!isObject(step)) throw new FormatError("invalid_field", `${where} is ${show(step)}, expected a step object`);
     const stepWhere = `${where} (step_id ${show(field(step, "step_id"))})`;
     readStep(walk, step, agent, stepWhere);
     for (const ref of subagentRefs(step, stepWhere)) {
@@ -92,7 +92,7 @@ function readTrajectory(walk: Walk, pending: Pending): void {
   const continued = field(value, "continued_trajectory_ref");
   if (continued !== undefined && continued !== null) {
     if (!isNonEmptyString(continued))
-      throw new FormatError("invalid_value", `${label}continued_trajectory_ref is ${show(continued)}, expected a path`);
+      throw new FormatError("invalid_field", `${label}continued_trajectory_ref is ${show(continued)}, expected a path`);
     const next = loadFile(walk, continued, `${label}continued_trajectory_ref`);
     walk.queue.push({ value: next, agent, label: `${label}continuation (${describe(walk, continued)}) ` });
   }
@@ -111,7 +111,7 @@ function readStep(walk: Walk, step: JsonObject, agent: string, where: string): v
     return;
   }
   if (source !== "agent")
-    throw new FormatError("invalid_value", `${where}: source is ${show(source)}, but only agent steps carry token ids`);
+    throw new FormatError("invalid_field", `${where}: source is ${show(source)}, but only agent steps carry token ids`);
   const m = metrics as JsonObject;
   const tokens = (key: string) => {
     const array = field(m, key);
@@ -135,11 +135,11 @@ function subagentRefs(step: JsonObject, where: string): { value: unknown; where:
   const observation = field(step, "observation");
   if (observation === undefined || observation === null) return [];
   if (!isObject(observation))
-    throw new FormatError("invalid_value", `${where}: observation is ${show(observation)}, expected an object`);
+    throw new FormatError("invalid_field", `${where}: observation is ${show(observation)}, expected an object`);
   const results = field(observation, "results");
   if (results === undefined || results === null) return [];
   if (!Array.isArray(results))
-    throw new FormatError("invalid_value", `${where}: observation.results is ${show(results)}, expected an array`);
+    throw new FormatError("invalid_field", `${where}: observation.results is ${show(results)}, expected an array`);
   const out: { value: unknown; where: string }[] = [];
   results.forEach((result, r) => {
     const refs = isObject(result) ? field(result, "subagent_trajectory_ref") : undefined;
@@ -148,7 +148,7 @@ function subagentRefs(step: JsonObject, where: string): { value: unknown; where:
     // RFC v1.0–v1.1 drafts used a single object; since then an array (a singleton for one subagent).
     if (isObject(refs)) out.push({ value: refs, where: refsWhere });
     else if (Array.isArray(refs)) refs.forEach((ref, k) => out.push({ value: ref, where: `${refsWhere}[${k}]` }));
-    else throw new FormatError("invalid_value", `${refsWhere} is ${show(refs)}, expected an array`);
+    else throw new FormatError("invalid_field", `${refsWhere} is ${show(refs)}, expected an array`);
   });
   return out;
 }
@@ -159,10 +159,10 @@ function embeddedTrajectories(value: JsonObject, label: string): Map<string, { v
   const out = new Map<string, { value: JsonObject; where: string }>();
   if (list === undefined || list === null) return out;
   if (!Array.isArray(list))
-    throw new FormatError("invalid_value", `${label}subagent_trajectories is ${show(list)}, expected an array`);
+    throw new FormatError("invalid_field", `${label}subagent_trajectories is ${show(list)}, expected an array`);
   list.forEach((item, i) => {
     const where = `${label}subagent_trajectories[${i}]`;
-    if (!isObject(item)) throw new FormatError("invalid_value", `${where} is ${show(item)}, expected a trajectory`);
+    if (!isObject(item)) throw new FormatError("invalid_field", `${where} is ${show(item)}, expected a trajectory`);
     const id = field(item, "trajectory_id") ?? field(item, "session_id");
     if (!isNonEmptyString(id))
       throw new FormatError(
@@ -187,7 +187,7 @@ function resolveRef(
   embedded: Map<string, { value: JsonObject; where: string }>,
   where: string,
 ): { value: JsonObject; id: string; found: string } {
-  if (!isObject(ref)) throw new FormatError("invalid_value", `${where} is ${show(ref)}, expected an object`);
+  if (!isObject(ref)) throw new FormatError("invalid_field", `${where} is ${show(ref)}, expected an object`);
   const trajectoryIdOf = field(ref, "trajectory_id");
   const path = field(ref, "trajectory_path");
   const session = field(ref, "session_id");
@@ -225,7 +225,7 @@ function loadFile(walk: Walk, path: string, where: string): JsonObject {
   if (value === null) throw new FormatError("unresolved_subagent", `${where}: ${files.describe(path)} not found`);
   if (!isObject(value))
     throw new FormatError(
-      "invalid_value",
+      "invalid_field",
       `${where}: ${files.describe(path)} holds ${show(value)}, expected a trajectory`,
     );
   return value;
