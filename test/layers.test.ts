@@ -25,7 +25,7 @@ const LAYERS: readonly (readonly string[])[] = [
   // trajectory files beside an input) and Node's file errors
   ["columnar", "files"],
   // the library's entry points and the glue that plans an imported rollout
-  ["api", "exports", "plan-imported"],
+  ["api", "exports", "plan-imported", "read-rollouts", "read-node"],
   ["index", "browser"],
   // Node's streaming pipeline and readers; the compaction agent runtime
   ["ingest", "compaction"],
