@@ -145,7 +145,7 @@ function subagentRefs(step: JsonObject, where: string): { value: unknown; where:
     const refs = isObject(result) ? field(result, "subagent_trajectory_ref") : undefined;
     if (refs === undefined || refs === null) return;
     const refsWhere = `${where}: observation.results[${r}].subagent_trajectory_ref`;
-    // RFC v1.0–v1.1 drafts used a single object; since then an array (a singleton for one subagent).
+    // The RFC says an array (a singleton for one subagent); a lone object is read as one ref.
     if (isObject(refs)) out.push({ value: refs, where: refsWhere });
     else if (Array.isArray(refs)) refs.forEach((ref, k) => out.push({ value: ref, where: `${refsWhere}[${k}]` }));
     else throw new FormatError("invalid_field", `${refsWhere} is ${show(refs)}, expected an array`);
