@@ -11,6 +11,7 @@ import { readRollouts } from "../../src/ingest/read.js";
 import { acceptedRolloutArb } from "../support/arbitraries.js";
 import { filesOf, writeAtif } from "../support/atif-writer.js";
 import { tempDirs } from "../support/temp-dirs.js";
+import { cli } from "../ingest/cli.js";
 
 const tmp = tempDirs("atif");
 
@@ -267,5 +268,52 @@ describe("atif", () => {
       rolloutId: "run-2",
       detail: "atif: steps[1] (step_id 2): metrics.completion_token_ids is missing, expected an array",
     });
+  });
+
+  it("rows reads a JSONL of trajectories with files beside it, each line its own rollout, --reward for all", async () => {
+    const dir = tmp();
+    const sub = {
+      session_id: "sub",
+      agent: {},
+      steps: [{ step_id: 1, source: "agent", metrics: metrics([1, 2, 3, 4, 5], [6]) }],
+    };
+    writeFileSync(join(dir, "sub.json"), JSON.stringify(sub));
+    const first = leader();
+    first.steps[2].observation.results[0].subagent_trajectory_ref = [{ trajectory_path: "sub.json" }];
+    delete first.subagent_trajectories;
+    const second = { ...leader(), session_id: "run-2" };
+    second.steps[1].metrics.logprobs = [-0.5, -0.5];
+    const file = join(dir, "runs.jsonl");
+    writeFileSync(
+      file,
+      `${JSON.stringify(first)}\n${JSON.stringify(second)}\n${JSON.stringify({ ...leader(), session_id: "run-3" })}\n`,
+    );
+    const report = join(dir, "report.jsonl");
+    const run = await cli(
+      "rows",
+      file,
+      "--from",
+      "atif",
+      "--reward",
+      "0.5",
+      "-o",
+      join(dir, "rows.jsonl"),
+      "--report",
+      report,
+    );
+    expect(run.code).toBe(0);
+    const lines = (await import("node:fs"))
+      .readFileSync(report, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.slice(0, 3).map((r) => [r.rollout_id, r.status, r.calls, r.reason ?? null])).toEqual([
+      ["run-1", "ok", 3, null],
+      ["run-2", "rejected", 3, "logprob_length_mismatch"],
+      ["run-3", "ok", 3, null],
+    ]);
+    expect(lines[1].detail).toMatch(/run-2:2/);
+    const bad = await cli("rows", file, "--reward", "high");
+    expect([bad.code, bad.stderr.trim()]).toEqual([2, "callforest: --reward high: expected a finite number"]);
   });
 });
