@@ -22,6 +22,10 @@ interface Pending {
   agent: string;
   /** `""` for the input's own trajectory, else `subagent "<id>" (<where it was found>) `. */
   label: string;
+  /** What its calls' ids start with: the agent, and `:cont-<n>` in its n-th continuation. */
+  prefix: string;
+  /** Continuations of this agent so far (its first trajectory: 0). */
+  continuation: number;
 }
 
 interface Walk {
@@ -50,7 +54,7 @@ export function fromAtif(
     context,
     calls: [],
     agents: [{ id: rolloutId, parent: null, mode: "leader" }],
-    queue: [{ value, agent: rolloutId, label: "" }],
+    queue: [{ value, agent: rolloutId, label: "", prefix: rolloutId, continuation: 0 }],
     seen: new Set([value]),
     untokenized: new Map(),
     copied: 0,
@@ -71,7 +75,7 @@ function trajectoryId(value: JsonObject): string | null {
 }
 
 function readTrajectory(walk: Walk, pending: Pending): void {
-  const { value, agent, label } = pending;
+  const { value, agent, label, prefix } = pending;
   const steps = field(value, "steps");
   if (!Array.isArray(steps))
     throw new FormatError("missing_field", `${label}steps is ${show(steps)}, expected an array`);
@@ -80,12 +84,18 @@ function readTrajectory(walk: Walk, pending: Pending): void {
     const where = `${label}steps[${i}]`;
     if (!isObject(step)) throw new FormatError("invalid_field", `${where} is ${show(step)}, expected a step object`);
     const stepWhere = `${where} (step_id ${show(field(step, "step_id"))})`;
-    readStep(walk, step, agent, stepWhere);
+    readStep(walk, step, agent, `${prefix}:${callName(field(step, "step_id"), i)}`, stepWhere);
     for (const ref of subagentRefs(step, stepWhere)) {
       const child = resolveRef(walk, ref.value, embedded, ref.where);
       const id = freshAgentId(walk.agents, child.id);
       walk.agents.push({ id, parent: agent, mode: "subagent" });
-      walk.queue.push({ value: child.value, agent: id, label: `subagent ${q(id)} (${child.found}) ` });
+      walk.queue.push({
+        value: child.value,
+        agent: id,
+        label: `subagent ${q(id)} (${child.found}) `,
+        prefix: id,
+        continuation: 0,
+      });
     }
   });
   // A trajectory continued in another file (terminus-2's linear history): the same agent goes on there.
@@ -94,12 +104,25 @@ function readTrajectory(walk: Walk, pending: Pending): void {
     if (!isNonEmptyString(continued))
       throw new FormatError("invalid_field", `${label}continued_trajectory_ref is ${show(continued)}, expected a path`);
     const next = loadFile(walk, continued, `${label}continued_trajectory_ref`);
-    walk.queue.push({ value: next, agent, label: `${label}continuation (${describe(walk, continued)}) ` });
+    // It numbers its steps anew (after the history it copies), so its calls' ids say which it is.
+    const n = pending.continuation + 1;
+    walk.queue.push({
+      value: next,
+      agent,
+      label: `${label}continuation (${describe(walk, continued)}) `,
+      prefix: `${agent}:cont-${n}`,
+      continuation: n,
+    });
   }
 }
 
 /** Reads one step: a call when its metrics hold token ids, else counted as a step without them. */
-function readStep(walk: Walk, step: JsonObject, agent: string, where: string): void {
+/** A step's name in its call's id: its step_id, else its place (`#3`: the third step). */
+function callName(stepId: unknown, index: number): string {
+  return typeof stepId === "number" || isNonEmptyString(stepId) ? String(stepId) : `#${index + 1}`;
+}
+
+function readStep(walk: Walk, step: JsonObject, agent: string, id: string, where: string): void {
   const metrics = field(step, "metrics");
   const completion = isObject(metrics) ? field(metrics, "completion_token_ids") : undefined;
   const prompt = isObject(metrics) ? field(metrics, "prompt_token_ids") : undefined;
@@ -119,8 +142,6 @@ function readStep(walk: Walk, step: JsonObject, agent: string, where: string): v
       throw new FormatError("missing_field", `${where}: metrics.${key} is ${show(array)}, expected an array`);
     return array;
   };
-  const stepId = field(step, "step_id");
-  const id = `${agent}:${typeof stepId === "number" || isNonEmptyString(stepId) ? stepId : where}`;
   walk.calls.push({
     id,
     agent,

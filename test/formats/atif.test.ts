@@ -164,7 +164,14 @@ describe("atif", () => {
       ],
       [
         "trajectory.cont-1.json",
-        { session_id: "run-1", agent: {}, steps: [{ step_id: 7, source: "agent", metrics: metrics([5], [6]) }] },
+        {
+          session_id: "run-1",
+          agent: {},
+          steps: [
+            { step_id: 1, source: "user", message: "copied", is_copied_context: true },
+            { step_id: 2, source: "agent", metrics: metrics([5], [6]) },
+          ],
+        },
       ],
     ]);
     const { rollout } = ok(value, { trajectories: filesOf(files), reward: 0 });
@@ -172,7 +179,7 @@ describe("atif", () => {
       ["run-1", null],
       ["s-sum", "run-1"],
     ]);
-    expect(rollout.calls.map((c) => c.id)).toEqual(["run-1:2", "run-1:3", "s-sum:1", "run-1:7"]);
+    expect(rollout.calls.map((c) => c.id)).toEqual(["run-1:2", "run-1:3", "s-sum:1", "run-1:cont-1:2"]);
   });
 
   it("rejects bad input in one line naming the trajectory and the step", () => {
@@ -281,7 +288,7 @@ describe("atif", () => {
     const first = leader();
     first.steps[2].observation.results[0].subagent_trajectory_ref = [{ trajectory_path: "sub.json" }];
     delete first.subagent_trajectories;
-    const second = { ...leader(), session_id: "run-2" };
+    const second: Record<string, any> = { ...leader(), session_id: "run-2" };
     second.steps[1].metrics.logprobs = [-0.5, -0.5];
     const file = join(dir, "runs.jsonl");
     writeFileSync(
