@@ -237,7 +237,8 @@ function loadFile(walk: Walk, path: string, where: string): JsonObject {
   if (files === undefined) {
     throw new FormatError(
       "unresolved_subagent",
-      `${where}: trajectory file ${q(path)} cannot be read here (no directory to look in: read the trajectory from a file)`,
+      `${where}: trajectory file ${q(path)} cannot be read here (no files beside this input: ` +
+        "read the trajectory from its file, or `callforest convert` it there first)",
     );
   }
   const key = `file:${files.describe(path)}`;

@@ -252,7 +252,9 @@ describe("atif", () => {
     // No directory to look in (stdin, bytes): the ref cannot be followed, and says so.
     const value = leader();
     value.steps[2].observation.results[0].subagent_trajectory_ref = [{ trajectory_path: "x.json" }];
-    expect(rejected(value, { reward: 0 }).detail).toMatch(/cannot be read here \(no directory to look in/);
+    expect(rejected(value, { reward: 0 }).detail).toMatch(
+      /cannot be read here \(no files beside this input: read the trajectory from its file/,
+    );
   });
 
   it("a bad trajectory in a JSONL batch is one rejection; the others are read", async () => {
