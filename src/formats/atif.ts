@@ -26,7 +26,11 @@ interface Pending {
   prefix: string;
   /** Continuations of this agent so far (its first trajectory: 0). */
   continuation: number;
+  /** The `subagent_trajectories` of the trajectories it was found under, nearest first. */
+  scopes: Embedded[];
 }
+
+type Embedded = Map<string, { value: JsonObject; where: string }>;
 
 interface Walk {
   context: FormatContext;
@@ -54,7 +58,7 @@ export function fromAtif(
     context,
     calls: [],
     agents: [{ id: rolloutId, parent: null, mode: "leader" }],
-    queue: [{ value, agent: rolloutId, label: "", prefix: rolloutId, continuation: 0 }],
+    queue: [{ value, agent: rolloutId, label: "", prefix: rolloutId, continuation: 0, scopes: [] }],
     seen: new Set([value]),
     untokenized: new Map(),
     copied: 0,
@@ -79,14 +83,16 @@ function readTrajectory(walk: Walk, pending: Pending): void {
   const steps = field(value, "steps");
   if (!Array.isArray(steps))
     throw new FormatError("missing_field", `${label}steps is ${show(steps)}, expected an array`);
-  const embedded = embeddedTrajectories(value, label);
+  // A ref names an entry of its own trajectory's subagent_trajectories, or (read leniently) of a
+  // trajectory above it.
+  const scopes = [embeddedTrajectories(value, label), ...pending.scopes];
   steps.forEach((step, i) => {
     const where = `${label}steps[${i}]`;
     if (!isObject(step)) throw new FormatError("invalid_field", `${where} is ${show(step)}, expected a step object`);
     const stepWhere = `${where} (step_id ${show(field(step, "step_id"))})`;
     readStep(walk, step, agent, `${prefix}:${callName(field(step, "step_id"), i)}`, stepWhere);
     for (const ref of subagentRefs(step, stepWhere)) {
-      const child = resolveRef(walk, ref.value, embedded, ref.where);
+      const child = resolveRef(walk, ref.value, scopes, ref.where);
       const id = freshAgentId(walk.agents, child.id);
       walk.agents.push({ id, parent: agent, mode: "subagent" });
       walk.queue.push({
@@ -95,6 +101,7 @@ function readTrajectory(walk: Walk, pending: Pending): void {
         label: `subagent ${q(id)} (${child.found}) `,
         prefix: id,
         continuation: 0,
+        scopes,
       });
     }
   });
@@ -112,25 +119,33 @@ function readTrajectory(walk: Walk, pending: Pending): void {
       label: `${label}continuation (${describe(walk, continued)}) `,
       prefix: `${agent}:cont-${n}`,
       continuation: n,
+      scopes: pending.scopes,
     });
   }
 }
 
-/** Reads one step: a call when its metrics hold token ids, else counted as a step without them. */
 /** A step's name in its call's id: its step_id, else its place (`#3`: the third step). */
 function callName(stepId: unknown, index: number): string {
   return typeof stepId === "number" || isNonEmptyString(stepId) ? String(stepId) : `#${index + 1}`;
 }
 
+/**
+ * Reads one step: a call when its metrics hold token ids, else counted as a step without them. A
+ * step copied from another trajectory for context (`is_copied_context`, which v1.7 says must not
+ * be trained on) is never a call, token ids or not: its call is the original's.
+ */
 function readStep(walk: Walk, step: JsonObject, agent: string, id: string, where: string): void {
   const metrics = field(step, "metrics");
   const completion = isObject(metrics) ? field(metrics, "completion_token_ids") : undefined;
   const prompt = isObject(metrics) ? field(metrics, "prompt_token_ids") : undefined;
   const hasTokens = (completion !== undefined && completion !== null) || (prompt !== undefined && prompt !== null);
   const source = field(step, "source");
+  if (field(step, "is_copied_context") === true) {
+    walk.copied++;
+    return;
+  }
   if (!hasTokens) {
-    if (field(step, "is_copied_context") === true) walk.copied++;
-    else if (source === "agent") walk.untokenized.set(agent, (walk.untokenized.get(agent) ?? 0) + 1);
+    if (source === "agent") walk.untokenized.set(agent, (walk.untokenized.get(agent) ?? 0) + 1);
     return;
   }
   if (source !== "agent")
@@ -175,9 +190,9 @@ function subagentRefs(step: JsonObject, where: string): { value: unknown; where:
 }
 
 /** A trajectory's `subagent_trajectories` (v1.7), by trajectory_id; each id once. */
-function embeddedTrajectories(value: JsonObject, label: string): Map<string, { value: JsonObject; where: string }> {
+function embeddedTrajectories(value: JsonObject, label: string): Embedded {
   const list = field(value, "subagent_trajectories");
-  const out = new Map<string, { value: JsonObject; where: string }>();
+  const out: Embedded = new Map();
   if (list === undefined || list === null) return out;
   if (!Array.isArray(list))
     throw new FormatError("invalid_field", `${label}subagent_trajectories is ${show(list)}, expected an array`);
@@ -205,7 +220,7 @@ function embeddedTrajectories(value: JsonObject, label: string): Map<string, { v
 function resolveRef(
   walk: Walk,
   ref: unknown,
-  embedded: Map<string, { value: JsonObject; where: string }>,
+  scopes: readonly Embedded[],
   where: string,
 ): { value: JsonObject; id: string; found: string } {
   if (!isObject(ref)) throw new FormatError("invalid_field", `${where} is ${show(ref)}, expected an object`);
@@ -213,10 +228,11 @@ function resolveRef(
   const path = field(ref, "trajectory_path");
   const session = field(ref, "session_id");
   for (const key of [trajectoryIdOf, session]) {
-    const hit = isNonEmptyString(key) ? embedded.get(key) : undefined;
+    if (!isNonEmptyString(key)) continue;
+    const hit = scopes.map((scope) => scope.get(key)).find((entry) => entry !== undefined);
     if (hit === undefined) continue;
     once(walk, hit.value, where, hit.where);
-    return { value: hit.value, id: key as string, found: hit.where };
+    return { value: hit.value, id: key, found: hit.where };
   }
   if (isNonEmptyString(path)) {
     const value = loadFile(walk, path, where);

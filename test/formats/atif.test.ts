@@ -112,7 +112,14 @@ describe("atif", () => {
     const value = leader();
     value.steps.push({ step_id: 4, source: "agent", message: "no metrics" });
     value.steps.push({ step_id: 5, source: "agent", message: "counts only", metrics: { prompt_tokens: 10 } });
-    value.steps.push({ step_id: 6, source: "agent", message: "copied", is_copied_context: true });
+    // Copied context is never a call, even with the original's token ids still on it.
+    value.steps.push({
+      step_id: 6,
+      source: "agent",
+      message: "copied",
+      is_copied_context: true,
+      metrics: metrics([1], [2]),
+    });
     expect(ok(value, { reward: 0 }).diagnostics).toEqual([
       {
         code: "steps_without_token_ids",
@@ -121,6 +128,27 @@ describe("atif", () => {
           "2 agent steps without metrics.prompt_token_ids/completion_token_ids (run-1: 2) and " +
           "1 copied-context steps (is_copied_context) are not calls",
       },
+    ]);
+  });
+
+  it("finds a subagent's own subagent embedded in its trajectory, or in one above it", () => {
+    const value = leader();
+    const helper = value.subagent_trajectories[0];
+    const grandchild = (id: string) => ({
+      trajectory_id: id,
+      agent: {},
+      steps: [{ step_id: 1, source: "agent", message: "", metrics: metrics([4], [4]) }],
+    });
+    helper.steps[0].observation = {
+      results: [{ subagent_trajectory_ref: [{ trajectory_id: "inner" }, { trajectory_id: "outer" }] }],
+    };
+    helper.subagent_trajectories = [grandchild("inner")];
+    value.subagent_trajectories.push(grandchild("outer"));
+    expect(ok(value, { reward: 0 }).rollout.agents?.map((a) => [a.id, a.parent])).toEqual([
+      ["run-1", null],
+      ["helper", "run-1"],
+      ["inner", "helper"],
+      ["outer", "helper"],
     ]);
   });
 
