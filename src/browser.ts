@@ -11,6 +11,8 @@ import { loadParquet } from "./columnar/load-browser.js";
 
 export * from "./exports.js";
 export { setParquetWasmUrl } from "./columnar/load-browser.js";
+/** Reads rollouts of any input format from bytes, a stream or a Blob (see docs/api.md). */
+export { readRolloutBytes as readRollouts } from "./read-rollouts.js";
 
 /**
  * Columns (SPEC "Columnar output"), as in the Node entry; parquet-wasm's .wasm is fetched on the

@@ -23,3 +23,10 @@ export type {
   ParquetCompression,
   ParquetOptions,
 } from "./columnar/api.js";
+export type {
+  ByteInput,
+  ReadRejection,
+  ReadRollout,
+  ReadRolloutsOptions,
+} from "./read-rollouts.js";
+export type { FromOption, TokenEntries, TokenSource, TrajectoryFiles } from "./formats/types.js";

@@ -7,6 +7,7 @@ import { columnarApi } from "./columnar/api.js";
 import { loadParquet } from "./columnar/load-node.js";
 
 export * from "./exports.js";
+export { readRollouts, type NodeReadRolloutsOptions } from "./read-node.js";
 
 /**
  * Columns (SPEC "Columnar output"): plans, rows or packed records as Arrow tables, Arrow IPC,

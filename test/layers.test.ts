@@ -21,9 +21,11 @@ const LAYERS: readonly (readonly string[])[] = [
   // what reads and writes plans without running one: JSONL, the importers (pure, browser-safe),
   // pictures, token decoders, the prefix-break analysis (pure: the page runs it too)
   ["output", "formats", "draw", "tokenizer", "explain"],
-  ["columnar"],
+  // Parquet and Arrow; the files an input refers to, read with Node (token directories,
+  // trajectory files beside an input) and Node's file errors
+  ["columnar", "files"],
   // the library's entry points and the glue that plans an imported rollout
-  ["api", "exports", "plan-imported"],
+  ["api", "exports", "plan-imported", "read-rollouts", "read-node"],
   ["index", "browser"],
   // Node's streaming pipeline and readers; the compaction agent runtime
   ["ingest", "compaction"],

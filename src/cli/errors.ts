@@ -6,7 +6,7 @@
 //       be had (CoreUnavailableError: the process's address space)
 //   70  anything else: a bug in callforest (EX_SOFTWARE), reported as `internal error: ...`
 //   141 an output is a pipe its reader closed (`| head`): no message, as a process SIGPIPE ended
-import { FileError, isSystemError, reasonOf, type SystemError } from "../ingest/file-error.js";
+import { FileError, isSystemError, reasonOf, type SystemError } from "../files/file-error.js";
 import { CoreUnavailableError } from "../core/errors.js";
 import { errorLine } from "../messages.js";
 import { MissingDependencyError } from "../optional-dependency.js";

@@ -3,10 +3,10 @@ import { fstatSync, lstatSync, readlinkSync, realpathSync, statSync, type Stats 
 import { basename, dirname, resolve } from "node:path";
 import type { Command } from "./vendor.js";
 import { FROM_OPTIONS, parseFrom, type FromOption } from "../formats/index.js";
-import { tokenDirectory } from "../ingest/tokens-dir.js";
+import { tokenDirectory } from "../files/tokens-dir.js";
 import { inputName } from "../formats/text.js";
 import type { ReadOptions } from "../ingest/read.js";
-import { reasonOf } from "../ingest/file-error.js";
+import { reasonOf } from "../files/file-error.js";
 import { standardStream } from "../ingest/sink.js";
 import type { BackendName } from "../types.js";
 import { UsageError } from "./errors.js";
@@ -17,6 +17,8 @@ export interface ReadArguments {
   tokens?: string;
   /** `--media-token ID[,ID...]`, on the commands that add it (see addInputOptions). */
   mediaToken?: string;
+  /** `--reward N` (atif), on the same commands. */
+  reward?: string;
 }
 
 /** ReadArguments and `--backend`: the commands that also plan. */
@@ -38,6 +40,10 @@ export function addInputOptions(command: Command, { backend = true, media = fals
       "--media-token <ids>",
       "gym-compaction: the model's media placeholder token id(s), comma-separated; " +
         "each media occurrence is placed on a run of them in the prompt",
+    );
+    command.option(
+      "--reward <number>",
+      "atif: the reward of every rollout read (else the Harbor trial's verifier reward)",
     );
   }
   if (backend) addBackendOption(command);
@@ -210,7 +216,9 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
   const from = parseFrom(options.from);
   if (from === null)
     throw new UsageError(`unknown --from format '${options.from}': expected ${FROM_OPTIONS.join(", ")}`);
-  const media = options.mediaToken === undefined ? {} : { mediaTokens: parseMediaTokens(options.mediaToken) };
+  const media: ReadOptions =
+    options.mediaToken === undefined ? {} : { mediaTokens: parseMediaTokens(options.mediaToken) };
+  if (options.reward !== undefined) media.reward = parseReward(options.reward);
   for (const input of inputs) {
     let isDirectory: boolean;
     try {
@@ -237,6 +245,14 @@ export function checkInputs(inputs: readonly string[], options: ReadArguments): 
   }
   if (!tokensIsDirectory) throw new UsageError(`--tokens ${options.tokens}: not a directory`);
   return { from, tokens: tokenDirectory(options.tokens), ...media };
+}
+
+/** `--reward N`: a finite number. */
+function parseReward(text: string): number {
+  const reward = Number(text);
+  if (text.trim() === "" || !Number.isFinite(reward))
+    throw new UsageError(`--reward ${text}: expected a finite number`);
+  return reward;
 }
 
 /**

@@ -5,7 +5,7 @@
 // starting with `_` or `.`; a glob such as DIR/*.parquet does not descend into it).
 import { mkdirSync, readdirSync, statSync } from "node:fs";
 import { basename, join } from "node:path";
-import { FileError, reasonOf } from "../ingest/file-error.js";
+import { FileError, reasonOf } from "../files/file-error.js";
 import { UsageError } from "./errors.js";
 import type { RowsFormat } from "./output-format.js";
 

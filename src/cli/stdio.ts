@@ -1,7 +1,7 @@
 // The CLI's stdout and stderr when they cannot be written: stdout or stderr that fails (a full
 // disk) is one line and exit 2, a pipe closed by its reader a quiet exit 141 (see failureOf),
 // whichever command wrote to it. Without a listener Node would die with a stack trace.
-import { FileError } from "../ingest/file-error.js";
+import { FileError } from "../files/file-error.js";
 
 /** The first failure writing stdout or stderr during this run (commands that write a lot stop early). */
 let outputFailure: FileError | null = null;

@@ -1,8 +1,9 @@
 // Turning one parsed JSON value into SPEC's canonical rollout, whatever format it came in:
 //   const result = toCanonical(value, from, { tokens, mediaTokens });   // from: FromOption, default "auto"
 // Planning the result is src/plan-imported.ts's (usePlan, reportOfImportRejection); the Node
-// readers are in src/ingest (readRollouts() in read.ts, tokenDirectory() in tokens-dir.ts).
+// readers are in src/ingest (readRollouts() in read.ts) and src/files (tokenDirectory(), trajectoryFiles()).
 // Like all of src/formats, free of Node APIs and of planning, so the browser build can use it.
+import { fromAtif, isAtif } from "./atif.js";
 import { fromCallforest } from "./callforest.js";
 import { contractRolloutId, fromGymCompaction, isGymCompaction } from "./gym-compaction.js";
 import { fromGymObserved, isGymObserved } from "./gym-observed.js";
@@ -35,6 +36,7 @@ export function detectFormat(value: unknown): FormatName | null {
   const calls = field(value, "calls");
   if (calls !== undefined && calls !== null) return "callforest";
   if (isGymCompaction(value)) return "gym-compaction";
+  if (isAtif(value)) return "atif";
   if (isBareResponse(value) || isObject(field(value, "response"))) return "gym-rollout";
   return null;
 }
@@ -55,7 +57,7 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
         "unknown_format",
         isObject(value)
           ? `not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), ` +
-              `no ng_agent_observations.records[] (gym-observed)`
+              `no ng_agent_observations.records[] (gym-observed), no steps[] (atif)`
           : `the value is ${show(value)}, expected a JSON object`,
       ),
     );
@@ -68,6 +70,10 @@ export function toCanonical(value: unknown, from: FromOption = "auto", context: 
     }
     if (format === "gym-compaction") {
       const { rollout, diagnostics } = fromGymCompaction(value, context);
+      return { ok: true, format, rollout, diagnostics };
+    }
+    if (format === "atif") {
+      const { rollout, diagnostics } = fromAtif(value, context);
       return { ok: true, format, rollout, diagnostics };
     }
     const { rollout, diagnostics } = format === "callforest" ? fromCallforest(value) : fromGymRollout(value);
@@ -107,6 +113,8 @@ function knownRolloutId(value: unknown): string | null {
   const capture = field(value, "ng_model_call_capture");
   const captured = isObject(capture) ? field(capture, "rollout_id") : undefined;
   if (isNonEmptyString(captured)) return captured;
+  const trajectory = field(value, "trajectory_id") ?? field(value, "session_id");
+  if (isAtif(value) && isNonEmptyString(trajectory)) return trajectory;
   const logical = contractRolloutId(value);
   if (logical !== null) return logical;
   const response = isBareResponse(value) ? value : field(value, "response");

@@ -1,6 +1,6 @@
 // Token entries for gym-observed that are not read from a directory: files the caller already
 // holds (the page's opened or dropped `<rollout_id>.tokens.jsonl` files). Free of Node APIs, so
-// the browser build can use it; src/ingest/tokens-dir.ts is the `--tokens DIR` source.
+// the browser build can use it; src/files/tokens-dir.ts is the `--tokens DIR` source.
 import { isBlankLine, isStringTooLong, notJsonDetail, withoutByteOrderMark } from "./text.js";
 import type { TokenEntries, TokenLine, TokenSource } from "./types.js";
 import { FormatError } from "./values.js";

@@ -3,11 +3,17 @@
 import type { Diagnostic, RejectionCode, Rollout } from "../types.js";
 
 /** The formats an adapter exists for. */
-export type FormatName = "callforest" | "gym-rollout" | "gym-observed" | "gym-compaction";
+export type FormatName = "callforest" | "gym-rollout" | "gym-observed" | "gym-compaction" | "atif";
 /** What `--from` accepts: a format, or `auto` (detect per value). */
 export type FromOption = FormatName | "auto";
 
-export const FORMAT_NAMES: readonly FormatName[] = ["callforest", "gym-rollout", "gym-observed", "gym-compaction"];
+export const FORMAT_NAMES: readonly FormatName[] = [
+  "callforest",
+  "gym-rollout",
+  "gym-observed",
+  "gym-compaction",
+  "atif",
+];
 export const FROM_OPTIONS: readonly FromOption[] = [...FORMAT_NAMES, "auto"];
 
 /** A token file's line: its value, or why it is not JSON (`not JSON at byte N: ...`, as every reader says it). */
@@ -32,6 +38,19 @@ export interface TokenSource {
   notFound?(rolloutId: string): string;
 }
 
+/**
+ * Where atif finds the trajectory files an input references (`trajectory_path`,
+ * `continued_trajectory_ref`): beside the input, by the input's reader (src/ingest for files).
+ */
+export interface TrajectoryFiles {
+  /** Names the file a path stands for, for messages. */
+  describe(path: string): string;
+  /** The file's parsed JSON value; null when there is no such file. Throws a FormatError when it cannot be read. */
+  load(path: string): unknown;
+  /** Harbor's verifier reward for the trial the input belongs to, when its result is beside it. */
+  reward?(): { reward: number; where: string } | null;
+}
+
 export interface FormatContext {
   /** Token entries for gym-observed (`--tokens DIR`). */
   tokens?: TokenSource;
@@ -40,6 +59,10 @@ export interface FormatContext {
    * each media occurrence on a maximal run of them in the prompt, when the capture gives no span.
    */
   mediaTokens?: readonly number[];
+  /** atif: the trajectory files beside the input (subagents, continuations) and its trial's reward. */
+  trajectories?: TrajectoryFiles;
+  /** atif: the reward of every rollout read (`--reward`), over what the trial's result says. */
+  reward?: number;
 }
 
 /** An accepted value: SPEC's canonical rollout plus notes to add to its report. */

@@ -11,7 +11,7 @@
 // binary file, /dev/zero), costs more than the reader's limit. Each batch owns its ArrayBuffers
 // (byteOffset 0), so it can be transferred to a worker thread without a copy.
 import { open } from "node:fs/promises";
-import { FileError } from "./file-error.js";
+import { FileError } from "../files/file-error.js";
 import {
   DOCUMENT_SNIFF_LIMIT,
   documentStart,

@@ -6,7 +6,8 @@ import { init, type Callforest } from "../index.js";
 import { toCanonical, type ConvertResult, type FormatContext, type FromOption } from "../formats/index.js";
 import { reportOfImportRejection, usePlan } from "../plan-imported.js";
 import { MAX_STRING_BYTES, isBlankLine, malformedJson, notJsonDetail, parseValue, tooLarge } from "../formats/text.js";
-import { tokenDirectory } from "./tokens-dir.js";
+import { tokenDirectory } from "../files/tokens-dir.js";
+import { besideInput } from "./beside.js";
 import { isOutOfMemory } from "../plan/assembler.js";
 import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../messages.js";
@@ -34,6 +35,8 @@ export interface IngestOptions {
   tokensDir?: string;
   /** gym-compaction: the `--media-token` ids (see FormatContext.mediaTokens). */
   mediaTokens?: readonly number[];
+  /** atif: `--reward` (see FormatContext.reward). */
+  reward?: number;
   maskFormat: MaskFormat;
   /** What to write: rows (default), or packed records (trees; bins with `capacity`). */
   layout?: "rows" | "packed";
@@ -185,6 +188,8 @@ export class LineProcessor {
   private bytesDone = 0;
   /** Where gym-observed token entries come from (`--tokens DIR`) and the `--media-token` ids, for every reader. */
   readonly context: FormatContext;
+  /** The context of the input being read: `context` and the trajectory files beside it (atif). */
+  private inputContext: { name: string; context: FormatContext } | null = null;
 
   private constructor(
     private readonly cf: Callforest,
@@ -198,7 +203,15 @@ export class LineProcessor {
     this.context = {
       ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }),
       ...(options.mediaTokens === undefined ? {} : { mediaTokens: options.mediaTokens }),
+      ...(options.reward === undefined ? {} : { reward: options.reward }),
     };
+  }
+
+  /** The context for the lines of input `name` (a JSONL file: no trial reward, see besideInput). */
+  private contextOf(name: string): FormatContext {
+    if (this.inputContext?.name !== name)
+      this.inputContext = { name, context: besideInput(name, this.context, { oneValue: false }) };
+    return this.inputContext.context;
   }
 
   /** Its own instances: the core (per `backend`), the row writer and, for `scan`, the scanner. */
@@ -211,6 +224,7 @@ export class LineProcessor {
 
   /** Plans every line of a batch; `flush` gets the output in order, the last piece with `last`. */
   async processBatch(batch: Batch, name: string, flush: Flush): Promise<void> {
+    this.contextOf(name);
     if (batch.dropped !== undefined) {
       // Too long for this reader: rejected as it would be if it had been kept (blank: skipped).
       const { bytes, blank } = batch.dropped;
@@ -340,7 +354,7 @@ export class LineProcessor {
       this.scanner = null; // an instance that failed half-way is not reused
       return tooLarge(`the line does not fit in the scanner's memory (${errorLine(error)})`);
     }
-    if (scanned.ok) return toCanonical(scanned.value, this.options.from, this.context);
+    if (scanned.ok) return toCanonical(scanned.value, this.options.from, this.inputContext?.context ?? this.context);
     if (scanned.code === "rollout_too_large") {
       // Its memory grew as far as it could and can never shrink: the next line gets a fresh one.
       this.scanner = null;
@@ -358,7 +372,7 @@ export class LineProcessor {
     // TextDecoder); JSON.parse of a decoded string would see bad bytes silently replaced. Node's
     // check and decode are faster than parseValue's TextDecoder (~20% on an 80 MB line).
     if (!isUtf8(bytes)) return malformedJson(notJsonDetail(bytes, () => "invalid UTF-8"));
-    return parseValue({ text: decode(bytes), bytes }, this.options.from, this.context);
+    return parseValue({ text: decode(bytes), bytes }, this.options.from, this.inputContext?.context ?? this.context);
   }
 
   /**

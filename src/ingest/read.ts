@@ -23,7 +23,8 @@ import {
   type ByteSource,
   type DroppedLine,
 } from "./batches.js";
-import { FileError, isSystemError } from "./file-error.js";
+import { FileError, isSystemError } from "../files/file-error.js";
+import { besideInput } from "./beside.js";
 import {
   MAX_STRING_BYTES,
   MAX_TEXT_BYTES,
@@ -45,12 +46,13 @@ export type { ReadItem, ReadOptions } from "../formats/text.js";
 export async function* readRollouts(inputs: readonly string[], options: ReadOptions = {}): AsyncGenerator<ReadItem> {
   for (const file of inputsOrStdin(inputs)) {
     if (isJsonName(file)) {
-      yield* parseJsonInput(file, await readBytes(file), options);
+      yield* parseJsonInput(file, await readBytes(file), besideInput(file, options, { oneValue: true }));
       continue;
     }
     const input = await openInput(file);
-    if (input.document) yield* (await readDocument(file, input.source, options)).items;
-    else yield* readJsonLines(file, input.source, options);
+    if (input.document)
+      yield* (await readDocument(file, input.source, besideInput(file, options, { oneValue: true }))).items;
+    else yield* readJsonLines(file, input.source, besideInput(file, options, { oneValue: false }));
   }
 }
 

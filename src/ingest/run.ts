@@ -2,6 +2,7 @@
 // threads -> rows, reports and notes written in input order.
 import { statSync } from "node:fs";
 import { openInput, readDocument, tooLargeDocument } from "./read.js";
+import { besideInput } from "./beside.js";
 import { MAX_STRING_BYTES, inputName, inputsOrStdin, isJsonName, tooLarge } from "../formats/text.js";
 import {
   BufferPool,
@@ -219,7 +220,8 @@ async function planDocument(
   processor: LineProcessor,
   write: (piece: Piece) => Promise<void>,
 ): Promise<void> {
-  const { items, bytes } = await readDocument(file, source, { from: options.from, ...processor.context });
+  const context = besideInput(file, processor.context, { oneValue: true });
+  const { items, bytes } = await readDocument(file, source, { from: options.from, ...context });
   for (const item of items) processor.record(item.result, item.where, item.line);
   await write(processor.takeAll(bytes));
 }

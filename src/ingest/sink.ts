@@ -37,7 +37,7 @@ import {
 import { hostname } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { FileError } from "./file-error.js";
+import { FileError } from "../files/file-error.js";
 import { removeStalePartials } from "./stale-partials.js";
 import { FileFollower } from "./file-follower.js";
 

@@ -21,7 +21,7 @@ import { buildProgram, main } from "../../src/cli/main.js";
 import { EX_SOFTWARE, StrictFailure, UsageError, failureOf } from "../../src/cli/errors.js";
 import { readRollouts, type ReadItem } from "../../src/ingest/read.js";
 import { holdsOneValue, jsonlItems, opensDocument, parseJsonInput } from "../../src/formats/text.js";
-import { FileError } from "../../src/ingest/file-error.js";
+import { FileError } from "../../src/files/file-error.js";
 import { openByteSink, withSinks } from "../../src/ingest/sink.js";
 import { withoutLeadingMark } from "../../src/ingest/batches.js";
 import { inputSize } from "../../src/ingest/run.js";

@@ -435,7 +435,7 @@ describe("rows: inputs and options", () => {
       [["--backend", "gpu"], "callforest: unknown --backend 'gpu': expected wasm or ts"],
       [
         ["--from", "csv"],
-        "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, gym-compaction, auto",
+        "callforest: unknown --from format 'csv': expected callforest, gym-rollout, gym-observed, gym-compaction, atif, auto",
       ],
       [["--bogus"], "callforest: unknown option '--bogus'"], // commander's own errors read alike
     ] as const) {

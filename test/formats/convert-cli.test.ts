@@ -95,7 +95,7 @@ describe("callforest convert", () => {
     expect(lines(r.stderr)).toEqual([
       `${file}:2: rejected (malformed_json): not JSON at byte 19: cut off inside a string`, // as `rows` says it
       `${file}:4: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), ` +
-        `no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+        `no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed), no steps[] (atif)`,
       `${file}:5: rejected (invalid_rollout, missing_field): gym-rollout: reward is "high", expected a finite number`,
     ]);
   });
@@ -193,7 +193,7 @@ describe("callforest convert", () => {
     expect(lines(r.stdout)).toHaveLength(5);
     expect(lines(r.stderr)).toEqual([
       `${VLLM_ROUND_TRIP}: rejected (invalid_rollout, unknown_format): not a known format: no calls[] (callforest), ` +
-        `no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)`,
+        `no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed), no steps[] (atif)`,
       "callforest: 1 of 6 input values rejected",
     ]);
     // Every value rejected is no exception.
@@ -290,7 +290,7 @@ describe("callforest convert: usage errors exit 2 with one line and no output", 
     [
       "bad --from",
       ["--from", "gym", COMPETITIVE_CODING],
-      "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, gym-compaction, auto",
+      "callforest: unknown --from format 'gym': expected callforest, gym-rollout, gym-observed, gym-compaction, atif, auto",
     ],
     ["bad --to", ["--to", "rows", COMPETITIVE_CODING], "callforest: unknown --to format 'rows': expected callforest"],
     [

@@ -31,13 +31,14 @@ describe("auto detection", () => {
       code: "unknown_format",
       detail:
         'not a known format: no calls[] (callforest), no response or "object": "response" (gym-rollout), ' +
-        "no ng_agent_observations.records[] (gym-observed)",
+        "no ng_agent_observations.records[] (gym-observed), no steps[] (atif)",
       rolloutId: null,
     });
   });
 
   it("reads anything with a calls field as canonical, however broken, even beside a response", async () => {
-    const tail = 'no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed)';
+    const tail =
+      'no response or "object": "response" (gym-rollout), no ng_agent_observations.records[] (gym-observed), no steps[] (atif)';
     expect(detectFormat({ ...gymRow, calls: null })).toBe("gym-rollout"); // calls: null is no calls
     expect(toCanonical({ rollout_id: "r", reward: 0 })).toMatchObject({
       ok: false,
@@ -100,7 +101,7 @@ describe("auto detection", () => {
   });
 
   it("parses --from values", () => {
-    expect(FROM_OPTIONS).toEqual(["callforest", "gym-rollout", "gym-observed", "gym-compaction", "auto"]);
+    expect(FROM_OPTIONS).toEqual(["callforest", "gym-rollout", "gym-observed", "gym-compaction", "atif", "auto"]);
     for (const name of FROM_OPTIONS) expect(parseFrom(name)).toBe(name);
     expect(parseFrom("gym")).toBeNull();
     expect(parseFrom("")).toBeNull();

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
 import { toCanonical, type Converted, type TokenSource } from "../../src/formats/index.js";
 import { usePlan } from "../../src/plan-imported.js";
-import { tokenDirectory } from "../../src/ingest/tokens-dir.js";
+import { tokenDirectory } from "../../src/files/tokens-dir.js";
 import { Sha256 } from "../../src/formats/gym-capture/sha256.js";
 import { tokenDigest } from "../../src/formats/gym-capture/token-digest.js";
 import { ROOT } from "../support/fixtures.js";

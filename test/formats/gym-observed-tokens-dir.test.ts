@@ -5,7 +5,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { toCanonical } from "../../src/formats/index.js";
-import { tokenDirectory } from "../../src/ingest/tokens-dir.js";
+import { tokenDirectory } from "../../src/files/tokens-dir.js";
 import { cli, lines, read } from "../ingest/cli.js";
 import { OBSERVED_ROWS, OBSERVED_TOKENS } from "../support/fixtures.js";
 import { tempDirs } from "../support/temp-dirs.js";

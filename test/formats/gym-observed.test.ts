@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
 import { toCanonical, type Converted, type TokenSource } from "../../src/formats/index.js";
-import { tokenDirectory } from "../../src/ingest/tokens-dir.js";
+import { tokenDirectory } from "../../src/files/tokens-dir.js";
 import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS } from "../support/fixtures.js";
 import { clone, readJsonl } from "./helpers.js";
 

@@ -23,7 +23,7 @@ import {
 } from "../../src/cli/commands/view.js";
 import { generateRollout } from "../../bench/generate.js";
 import { readRollouts } from "../../src/ingest/read.js";
-import { tokenDirectory } from "../../src/ingest/tokens-dir.js";
+import { tokenDirectory } from "../../src/files/tokens-dir.js";
 import { OBSERVED_DIR, OBSERVED_ROWS, OBSERVED_TOKENS } from "../support/fixtures.js";
 import { MEDIA_CUT_REASON } from "../../src/draw/media.js";
 import { FROM_OPTIONS } from "../../src/formats/index.js";

@@ -20,7 +20,7 @@ import { reportOfImportRejection, usePlan } from "../../plan-imported.js";
 import { inputName } from "../../formats/text.js";
 import { MIN_FIT_WIDTH, fileSafeId, renderBinsSvg, renderPackedSvg, renderSvg } from "../../draw/index.js";
 import { rolloutIdOf } from "../../plan/validate.js";
-import { FileError } from "../../ingest/file-error.js";
+import { FileError } from "../../files/file-error.js";
 import {
   descriptorOf,
   openByteSink,

@@ -281,6 +281,7 @@ async function rowsRun(
               from: read.from,
               tokensDir: options.tokens,
               mediaTokens: read.mediaTokens,
+              reward: read.reward,
               maskFormat,
               layout,
               capacity,
