@@ -188,7 +188,9 @@ describe("the bad-line corpus", () => {
     const reasons = async (...extra: string[]) => {
       const report = join(dir, `r${extra.join("")}.jsonl`);
       expect((await cli("rows", input, "-o", join(dir, "out.jsonl"), "--report", report, ...extra)).code).toBe(0);
-      return lines(read(report)).map((line) => (({ packed_tokens: _packed, trie_tokens: _trie, ...rest }) => rest)(JSON.parse(line)));
+      return lines(read(report)).map((line) =>
+        (({ packed_tokens: _packed, trie_tokens: _trie, ...rest }) => rest)(JSON.parse(line)),
+      );
     };
     const rows = await reasons();
     expect(await reasons("--layout", "packed")).toEqual(rows);

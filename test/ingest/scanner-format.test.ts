@@ -48,6 +48,7 @@ function rowWith(logprobs: Float32Array): Row {
     calls: ["c"],
     trained: ["c"],
     context: [],
+    groupId: null,
     reward: 1,
     media: [],
     numTokens: logprobs.length,

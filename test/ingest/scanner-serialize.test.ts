@@ -49,6 +49,7 @@ function handRow(numTokens: number, seed: number): Row {
     calls: ["C1", "C3", 'x"y'],
     trained: ["C3", 'x"y'],
     context: ["C1"],
+    groupId: null,
     reward: -0.125,
     media: [],
     numTokens,

@@ -501,6 +501,30 @@ const CASES: Case[] = [
       call: "c2",
     },
   ]),
+  ...(
+    [
+      ["a negative version", -1],
+      ["a version past 2^31-1", 2 ** 31],
+      ["a fraction", 1.5],
+      ["a string", "7"],
+      ["one version too many", [7, 7]],
+      ["none for the generated token", []],
+      ["a bad per-token version", [-3]],
+    ] as const
+  ).flatMap(([what, weight_version]): Case[] => [
+    {
+      name: `weight_version: ${what}`,
+      input: rollout([ok1, call("c2", [1, 2, 3], [4], { weight_version })]),
+      code: "invalid_weight_version",
+      call: "c2",
+    },
+  ]),
+  {
+    name: "bad weight_version before bad media (SPEC's order)",
+    input: rollout([ok1, call("c2", [1, 2, 3], [4], { weight_version: "x", media: 5 })]),
+    code: "invalid_weight_version",
+    call: "c2",
+  },
   {
     name: "media on typed arrays",
     input: rollout([

@@ -64,7 +64,13 @@ describe("generated v4 rollouts through the CLI", () => {
         const ref = reference(rollout);
         if (ref.status !== "ok") throw new Error("rejected");
         expect(
-          mine.map((r) => [r.leaf, r.token_ids, r.loss_mask.map(Number), r.group_id, r.weight_versions ?? null]),
+          mine.map((r) => [
+            r.leaf,
+            r.token_ids,
+            (r.loss_mask as boolean[]).map(Number),
+            r.group_id,
+            r.weight_versions ?? null,
+          ]),
         ).toEqual(ref.rows.map((r) => [r.leaf, r.token_ids, r.loss_mask, r.group_id, r.weight_versions ?? null]));
       }
     }

@@ -979,6 +979,16 @@ const FAULTS: Record<InvalidCase["code"], Fault> = {
       what: `call ${k} routed_experts fault ${pick % bad.length}`,
     };
   },
+  invalid_weight_version: (r, k, pick) => {
+    const c = r.calls[k];
+    const fault = BAD_VERSIONS[pick % BAD_VERSIONS.length];
+    c.weight_version = fault((c.generation_token_ids as ArrayLike<number>).length);
+    return {
+      code: "invalid_weight_version",
+      call: c.id as string,
+      what: `call ${k} weight_version fault ${pick % BAD_VERSIONS.length}`,
+    };
+  },
   invalid_media: (r, k, pick) => {
     const c = r.calls[k];
     const fault = BAD_MEDIA[pick % BAD_MEDIA.length];
