@@ -11,6 +11,7 @@ import { explainTable, runExplainBench } from "./explain.js";
 import { breaksTable, runBreaksBench } from "./breaks.js";
 import { runVersusBench } from "./versus.js";
 import { runFloorBench } from "./floor.js";
+import { runV4Bench } from "./v4.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
@@ -49,6 +50,9 @@ console.log(explainTable(await runExplainBench(log)));
 
 console.log("\n### Against older builds: `rows --jobs 1` side by side, the goals of issue 28, byte-identical output\n");
 console.log((await runVersusBench({ log })).table);
+
+console.log("\n### SPEC v4's cost: `rows --jobs 1` and `--layout packed` against the build before it (medians)\n");
+console.log((await runV4Bench({ log })).table);
 
 console.log("\n### Where the time of `rows --jobs 1` goes: the pipeline stage by stage, beside the whole CLI\n");
 console.log((await runFloorBench({ log })).table);
