@@ -14,7 +14,7 @@ const PARTIAL = /^\..+\.partial-(?:([A-Za-z0-9._]+)-)?(\d+)-\d+$/;
 const swept = new Set<string>();
 
 /** Whether process `pid` exists on this host (one of another user's counts: EPERM). */
-function processExists(pid: number): boolean {
+export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -6,6 +6,7 @@ import { basename } from "node:path";
 import { Option, type Command } from "../vendor.js";
 import { WORKERS_FROM_BYTES, addTotals, inputSize, noTotals, runRows, type RunTotals } from "../../ingest/run.js";
 import { withSinks } from "../../ingest/sink.js";
+import { lockOutputs } from "../output-lock.js";
 import { runRecordLine } from "../run-record.js";
 import { makeDatasetDirs, partsOf, shardsOf, REPORTS_DIR } from "../partitions.js";
 import { DEFAULT_CHUNK } from "../../ingest/batches.js";
@@ -248,13 +249,31 @@ async function rowsRun(
   settings: RunSettings,
   recordName = rowsPath ?? "-",
 ): Promise<RunTotals> {
-  const { backend, maskFormat, layout, capacity, output, jobs, chunk, reader, writer } = settings;
   const sources = inputsOrStdin(inputs);
   const read = checkInputs(sources, options);
   checkOutputs(sources, [
     ["-o", rowsPath],
     ["--report", reportPath ?? null],
   ]);
+  const unlock = lockOutputs([rowsPath, reportPath]);
+  try {
+    return await runWithSinks(inputs, rowsPath, reportPath, options, settings, recordName, read);
+  } finally {
+    unlock();
+  }
+}
+
+/** rowsRun's outputs opened, planned into, and put in place (see withSinks). */
+function runWithSinks(
+  inputs: string[],
+  rowsPath: string | undefined,
+  reportPath: string | undefined,
+  options: RowsOptions,
+  settings: RunSettings,
+  recordName: string,
+  read: ReturnType<typeof checkInputs>,
+): Promise<RunTotals> {
+  const { backend, maskFormat, layout, capacity, output, jobs, chunk, reader, writer } = settings;
   return withSinks(
     [rowsPath, reportPath ?? null],
     async ([rowsOut, reportOut]) => {
