@@ -145,13 +145,14 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         continue;
       }
       const name = inputName(file);
-      // Planned in-process, a long line is read straight into the scanner (LineProcessor.longLineRoom),
-      // once the batches before it are planned; with workers it goes to them in batch buffers.
+      // A long line is read straight into this thread's scanner (LineProcessor.longLineRoom), once
+      // the batches before it are planned or handed out, and planned here, with workers or without:
+      // sent to a worker, its bytes would be read into batch buffers, then copied into the worker's
+      // scanner, both fresh memory whose first touch costs about as much as planning (issue 39).
       const planned = new Progress();
       const longLines: LongLines = async (index) => {
-        if (poolNow() !== null) return null;
         await planned.reach(index);
-        return poolNow() === null ? (await inProcess()).longLineRoom() : null;
+        return (await inProcess()).longLineRoom();
       };
       const batches = readBatches(input.source, buffers, maxLineBytes(options.reader), longLines);
       for await (const batch of readAhead(batches)) {
@@ -161,6 +162,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         if (workers !== null) {
           await workers.submit(batch, name);
         } else {
+          await pool?.drain(); // the workers' batches before it are written first (input order)
           await (await inProcess()).processBatch(batch, name, (piece) => write(piece, recycleLocal));
           for (const buffer of batchBuffers(batch)) buffers.give(buffer); // planned and written: nothing refers to it
         }
