@@ -217,6 +217,38 @@ describe("the built package", () => {
     ).toEqual([]);
   });
 
+  it("ships every docs/ page and picture the README, the docs and --help name (issue 39)", async () => {
+    const [pack] = JSON.parse(
+      execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }),
+    );
+    const files = new Set<string>(pack.files.map((f: { path: string }) => f.path));
+    const { buildProgram } = await import("../src/cli/main.js");
+    const program = await buildProgram();
+    const help = [program, ...program.commands].map((command) => command.helpInformation()).join("\n");
+    const named = new Set<string>();
+    for (const match of help.matchAll(/docs\/[\w.-]+\.md/g)) named.add(match[0]);
+    for (const page of ["README.md", ...readdirSync(join(root, "docs")).map((name) => `docs/${name}`)]) {
+      if (!page.endsWith(".md")) continue;
+      const base = page.startsWith("docs/") ? "docs/" : "";
+      for (const match of readFileSync(join(root, page), "utf8").matchAll(
+        /\]\(([\w./-]+\.(?:md|svg))(?:#[\w-]*)?\)/g,
+      )) {
+        const target = join(base, match[1]).replace(/^docs\/\.\.\//, "");
+        if (target.startsWith("docs/")) named.add(target);
+      }
+    }
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((page) => !files.has(page))).toEqual([]);
+  });
+
+  it("states the tarball's sizes in the README as npm pack prints them (issue 39)", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const stated = /([\d.]+) MB to download, ([\d.]+) MB installed/.exec(readme);
+    expect(stated, "README.md says what the package weighs").not.toBeNull();
+    const mb = (bytes: number) => (bytes / 1e6).toFixed(1); // npm's units
+    expect([stated![1], stated![2]]).toEqual([mb(consumer.tarballBytes), mb(consumer.unpackedBytes)]);
+  });
+
   it("runs the README's example as pasted, in the clone and in a project that installed the tarball", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");
     const example = /## Example\n\n```js\n([\s\S]*?)```\n\nprints\n\n```\n([\s\S]*?)```/.exec(readme);
