@@ -172,6 +172,16 @@ describe("the built package", () => {
     }
   });
 
+  it("packs without building again what npm start built: prepack checks staleness as prestart does (issue 39)", () => {
+    const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts;
+    expect(scripts.prepack).toBe("bash scripts/build-if-needed.sh");
+    expect(scripts.prestart).toBe(scripts.prepack);
+  });
+
+  it("keeps packed tarballs out of git (issue 39)", () => {
+    expect(spawnSync("git", ["check-ignore", "-q", "callforest-0.1.0.tgz"], { cwd: root }).status).toBe(0);
+  });
+
   it("runs the quick-start demo through the bin", () => {
     const out = execFileSync(process.execPath, ["bin/callforest.js", "demo"], { cwd: root, encoding: "utf8" });
     expect(out).toContain("every generated token trained exactly once: 21 of 21");
