@@ -340,6 +340,8 @@ export function register(program: Command): void {
         else throw error;
       }
       process.stdout.write(`${view.url}\n`);
+      // The URL alone on stdout (a script may read it); how to stop on stderr.
+      process.stderr.write("callforest: serving the page until interrupted: press Ctrl-C to stop\n");
       // Serve until interrupted.
       await new Promise<void>((resolve) => {
         const stop = () => void view.close().then(resolve);
