@@ -43,7 +43,13 @@ function take(lock: string): boolean {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const holder = holderOf(lock);
       // Left by a killed run of this host: take it over (once; a run that won the race keeps it).
-      if (attempt === 0 && holder !== null && holder.host === HOST && holder.pid !== process.pid && !processExists(holder.pid)) {
+      if (
+        attempt === 0 &&
+        holder !== null &&
+        holder.host === HOST &&
+        holder.pid !== process.pid &&
+        !processExists(holder.pid)
+      ) {
         try {
           unlinkSync(lock);
         } catch {

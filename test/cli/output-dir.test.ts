@@ -164,7 +164,15 @@ describe("rows --output-dir", () => {
       const input = shards(dir, 1);
       const shard = join(dir, name);
       writeFileSync(shard, readFileSync(join(input, "s1.jsonl")));
-      const run = await cli("rows", join(input, "s1.jsonl"), shard, "--output-dir", join(dir, "out"), "--format", "parquet");
+      const run = await cli(
+        "rows",
+        join(input, "s1.jsonl"),
+        shard,
+        "--output-dir",
+        join(dir, "out"),
+        "--format",
+        "parquet",
+      );
       const stem = name.replace(/\.jsonl$/, "");
       expect([run.code, run.stderr]).toEqual([
         2,

@@ -85,12 +85,15 @@ describe("rows in-process with lines longer than a batch buffer", () => {
     writeFileSync(path, lines.join("\n") + "\n");
     const processBatch = LineProcessor.prototype.processBatch;
     const placed: number[] = [];
-    const spy = vi
-      .spyOn(LineProcessor.prototype, "processBatch")
-      .mockImplementation(function (this: LineProcessor, batch, name, emit) {
-        if (batch.placed !== undefined) placed.push(batch.firstLine);
-        return processBatch.call(this, batch, name, emit);
-      });
+    const spy = vi.spyOn(LineProcessor.prototype, "processBatch").mockImplementation(function (
+      this: LineProcessor,
+      batch,
+      name,
+      emit,
+    ) {
+      if (batch.placed !== undefined) placed.push(batch.firstLine);
+      return processBatch.call(this, batch, name, emit);
+    });
     let workers: Awaited<ReturnType<typeof rows>>;
     try {
       workers = await rows(path, 2, chunk);
