@@ -647,6 +647,22 @@ describe("exit codes", () => {
     expect([code, err.join("")]).toEqual([70, "callforest: internal error: stdout exploded\n"]);
   });
 
+  it("rows --help says when --jobs pays, with docs/performance.md's figures (issue 39)", async () => {
+    const rows = (await buildProgram()).commands.find((c) => c.name() === "rows")!;
+    const help = rows.helpInformation().replace(/\s+/g, " ");
+    const jobs = help.slice(help.indexOf("--jobs <n>"), help.indexOf("--quiet"));
+    const figures = [...jobs.matchAll(/(\d+\.\d+)x/g)].map((m) => m[1]);
+    expect(figures.length).toBeGreaterThanOrEqual(4);
+    const performance = readFileSync(join(ROOT, "docs", "performance.md"), "utf8");
+    const section = performance.slice(
+      performance.indexOf("## --jobs on 2 cores"),
+      performance.indexOf("## End to end"),
+    );
+    for (const figure of figures) expect([figure, performance.includes(`${figure}×`)]).toEqual([figure, true]);
+    expect(section).toContain("0.77×");
+    expect(section).toContain("0.90×");
+  });
+
   it("rows --help says small inputs run in-process", async () => {
     const rows = (await buildProgram()).commands.find((c) => c.name() === "rows")!;
     expect(rows.helpInformation().replace(/\s+/g, " ")).toContain(
