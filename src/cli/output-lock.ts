@@ -43,6 +43,8 @@ function take(lock: string): boolean {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
       const holder = holderOf(lock);
       // Left by a killed run of this host: take it over (once; a run that won the race keeps it).
+      // Two runs that both find the same stale lock at the same instant could each remove it and
+      // one the other's new one: a kill -9 and two runs of its shard started together, not guarded.
       if (
         attempt === 0 &&
         holder !== null &&
