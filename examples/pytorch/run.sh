@@ -9,6 +9,17 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 python="${PYTHON:-$root/.venv/bin/python}"
+# The interpreter first: a missing one is said before any work is done.
+if ! command -v "$python" >/dev/null 2>&1; then
+  echo "run.sh: no Python at $python: build the project's with 'bash scripts/ensure-python.sh'," \
+    "or name one that has torch: PYTHON=/path/to/python bash examples/pytorch/run.sh" >&2
+  exit 2
+fi
+if ! "$python" -c "import torch" >/dev/null 2>&1; then
+  echo "run.sh: $python cannot import torch: build the project's Python with" \
+    "'bash scripts/ensure-python.sh', or name one that has torch: PYTHON=/path/to/python" >&2
+  exit 2
+fi
 if [[ -n "${OUT:-}" ]]; then
   work="$OUT" && mkdir -p "$work"
 else

@@ -57,11 +57,20 @@ export function shardsOf(inputs: readonly string[]): string[] {
   return shards;
 }
 
-/** The part and report of each shard under `dir`; two shards of one name are a usage error. */
+/**
+ * The part and report of each shard under `dir`. Usage errors: two shards of one name, and a
+ * shard whose part would start with `_` or `.` — pyarrow.dataset skips such files (DuckDB's glob
+ * does not, so the two would read different tables), and `_reports` is the reports' directory.
+ */
 export function partsOf(shards: readonly string[], dir: string, format: RowsFormat): Part[] {
   const byName = new Map<string, string>();
   return shards.map((input) => {
     const stem = basename(input).replace(INPUT_ENDINGS, "");
+    if (stem === "" || /^[._]/.test(stem))
+      throw new UsageError(
+        `${input} would write the part ${stem}.${format}, which dataset readers such as pyarrow skip ` +
+          "(a name starting with '_' or '.'): rename the shard",
+      );
     const other = byName.get(stem);
     if (other !== undefined)
       throw new UsageError(`${other} and ${input} would both write the part ${stem}.${format}: rename one`);

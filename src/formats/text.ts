@@ -13,7 +13,10 @@ import { errorLine } from "../messages.js";
 export interface ReadItem {
   /** Where the value came from, for messages: `file:line`, `file`, `file[i]`, `<stdin>:line`. */
   where: string;
-  /** 1-based input line (JSONL only). */
+  /**
+   * 1-based input line: a JSONL value's line; in a `.json` input, the line its value (or, in an
+   * array, its element) starts on.
+   */
   line?: number;
   result: ConvertResult;
 }
@@ -156,9 +159,50 @@ export function parseJsonInput(name: string, input: Uint8Array | string, options
   const parsed = parseJson(withoutByteOrderMark(input));
   if (!parsed.ok) return [{ where: name, result: parsed }];
   const value = parsed.value;
+  const lines = startLines(withoutByteOrderMark(input), Array.isArray(value));
   if (Array.isArray(value))
-    return value.map((v, i) => ({ where: `${name}[${i}]`, result: toCanonical(v, from, options) }));
-  return [{ where: name, result: toCanonical(value, from, options) }];
+    return value.map((v, i) => ({ where: `${name}[${i}]`, line: lines[i + 1], result: toCanonical(v, from, options) }));
+  return [{ where: name, line: lines[0], result: toCanonical(value, from, options) }];
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+/**
+ * The 1-based line each value of one JSON text (known to parse) starts on: [0] the whole value's,
+ * then, when `elements`, each top-level array element's, in order. UTF-8 bytes and strings are
+ * walked alike: no byte of a multi-byte character is ASCII.
+ */
+export function startLines(input: Uint8Array | string, elements: boolean): number[] {
+  const at = typeof input === "string" ? (i: number) => input.charCodeAt(i) : (i: number) => input[i];
+  const lines: number[] = [];
+  let line = 1;
+  let depth = 0;
+  let inString = false;
+  let expecting = true; // the next character that is not space starts a value to number
+  for (let i = 0; i < input.length; i++) {
+    const c = at(i);
+    if (c === NEWLINE) {
+      line++;
+    } else if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c !== 0x20 && c !== 0x09 && c !== 0x0d) {
+      if (expecting && c !== CLOSE_ARRAY) lines.push(line);
+      expecting = false;
+      if (c === QUOTE) inString = true;
+      else if (c === OPEN_ARRAY || c === OPEN_OBJECT) depth++;
+      else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) depth--;
+      // The top array's first element follows its `[`, each other one a `,` at depth 1.
+      if (elements && depth === 1 && (c === COMMA || (c === OPEN_ARRAY && lines.length === 1))) expecting = true;
+    }
+  }
+  return lines;
 }
 
 /** The items of one JSONL line (none if blank), numbered `line`. */

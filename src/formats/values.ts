@@ -43,7 +43,20 @@ export function show(value: unknown): string {
   if (ArrayBuffer.isView(value)) return "a typed array";
   if (value === null) return "null";
   if (typeof value === "object") return "an object";
+  if (typeof value === "number") return showNumber(value);
   return shortened(JSON.stringify(value) ?? String(value));
+}
+
+/**
+ * A number as JSON.parse read it, saying so when that is not what the text held: past ±1.8e308
+ * (`1e400`) it reads as Infinity, which JSON.stringify writes as null; an integer past 2^53 reads
+ * as the nearest double (`9007199254740993` as 9007199254740992).
+ */
+function showNumber(value: number): string {
+  if (!Number.isFinite(value)) return "a number out of range (such as 1e400)";
+  if (Number.isInteger(value) && !Number.isSafeInteger(value))
+    return `an integer past 2^53, read as ${BigInt(value)} (its last digits are not exact)`;
+  return String(value);
 }
 
 export function requireObject(object: JsonObject, key: string, where: string): JsonObject {
@@ -96,14 +109,16 @@ export function gymIndexId(row: JsonObject): string | null {
  * `<_ng_task_index>-<_ng_rollout_index>`, with `-a<attempt>` when `_ng_attempt_index` is above 0.
  * Gym's collector stamps that index on a resumed retry and copies it onto the rollout row, and
  * keys the retry's token capture by this id, so two attempts of one rollout stay apart. The
- * index is an int or its digits (Python's `int()`); anything else is an error naming it.
+ * index is an int or a string of its ASCII digits; anything else (`" 1"`, `1e400`, `2^53 + 1`) is
+ * an error that says what was given.
  */
 export function gymRolloutId(row: JsonObject): string | null {
   const id = gymIndexId(row);
   if (id === null) return null;
   const raw = field(row, "_ng_attempt_index");
   if (raw === undefined || raw === null) return id;
-  const attempt = laxIndex(raw);
+  // An int, or a string of its digits alone: " 1" and "1\n" are not taken for 1.
+  const attempt = typeof raw === "string" && !/^[0-9]+$/.test(raw) ? null : laxIndex(raw);
   if (attempt === null)
     throw new FormatError("missing_field", `_ng_attempt_index is ${show(raw)}, expected a non-negative integer`);
   return attempt > 0 ? `${id}-a${attempt}` : id;

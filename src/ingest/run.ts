@@ -90,12 +90,13 @@ export function inputSize(inputs: readonly string[]): number | null {
 
 /**
  * With the default --jobs, input is planned in-process up to this many bytes, on worker threads
- * past it. Below it workers may lose: their start-up (an isolate each, JIT again) and the
- * in-order wait behind a long line (one worker plans it while the others fill the in-flight
- * limit) can cost more than they gain. On 2 cores: issue 17 measured 0.94x with two workers on a
- * 296 MB input with two 90 MB rollouts and no gain on a 172 MB one; the bench's generated 300 MB
- * input of that shape gains 1.0-1.15x, its 1 GB one 1.3-1.5x (bench/columnar.ts). The line is
- * drawn where two workers always won.
+ * past it. Below it workers may lose: their start-up (an isolate each, JIT again: ~0.15 CPU s)
+ * and the wait behind a long line (planned on this thread while the workers idle) can cost more
+ * than they gain. On 2 cores: issue 17 measured 0.94x with two workers on a 296 MB input with two
+ * 90 MB rollouts and no gain on a 172 MB one; the bench's generated 300 MB input of that shape
+ * gains 1.0-1.15x, its 1 GB one 1.3-1.5x (bench/columnar.ts). The line is drawn where two workers
+ * always won. Since issue 39 long lines are planned here, and two workers cost 1.25x the CPU time
+ * of one job (1.5-1.6x when they planned long lines: docs/performance.md).
  */
 export const WORKERS_FROM_BYTES = 512 << 20;
 
@@ -146,13 +147,14 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         continue;
       }
       const name = inputName(file);
-      // Planned in-process, a long line is read straight into the scanner (LineProcessor.longLineRoom),
-      // once the batches before it are planned; with workers it goes to them in batch buffers.
+      // A long line is read straight into this thread's scanner (LineProcessor.longLineRoom), once
+      // the batches before it are planned or handed out, and planned here, with workers or without:
+      // sent to a worker, its bytes would be read into batch buffers, then copied into the worker's
+      // scanner, both fresh memory whose first touch costs about as much as planning (issue 39).
       const planned = new Progress();
       const longLines: LongLines = async (index) => {
-        if (poolNow() !== null) return null;
         await planned.reach(index);
-        return poolNow() === null ? (await inProcess()).longLineRoom() : null;
+        return (await inProcess()).longLineRoom();
       };
       const batches = readBatches(input.source, buffers, maxLineBytes(options.reader), longLines);
       for await (const batch of readAhead(batches)) {
@@ -162,6 +164,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
         if (workers !== null) {
           await workers.submit(batch, name);
         } else {
+          await pool?.drain(); // the workers' batches before it are written first (input order)
           await (await inProcess()).processBatch(batch, name, (piece) => write(piece, recycleLocal));
           for (const buffer of batchBuffers(batch)) buffers.give(buffer); // planned and written: nothing refers to it
         }

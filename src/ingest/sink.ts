@@ -122,7 +122,7 @@ let stagedCount = 0;
  * This host in temporary names: a directory on shared storage may hold other hosts' partial
  * files, and only this host's process ids can be checked (see stale-partials.ts).
  */
-const HOST = hostname().replace(/[^A-Za-z0-9._]/g, "_") || "host";
+export const HOST = hostname().replace(/[^A-Za-z0-9._]/g, "_") || "host";
 
 /** Temporary files not yet renamed or removed: removed if the process is interrupted. */
 const pending = new Set<string>();

@@ -647,6 +647,22 @@ describe("exit codes", () => {
     expect([code, err.join("")]).toEqual([70, "callforest: internal error: stdout exploded\n"]);
   });
 
+  it("rows --help says when --jobs pays, with docs/performance.md's figures (issue 39)", async () => {
+    const rows = (await buildProgram()).commands.find((c) => c.name() === "rows")!;
+    const help = rows.helpInformation().replace(/\s+/g, " ");
+    const jobs = help.slice(help.indexOf("--jobs <n>"), help.indexOf("--quiet"));
+    const figures = [...jobs.matchAll(/(\d+\.\d+)x/g)].map((m) => m[1]);
+    expect(figures.length).toBeGreaterThanOrEqual(4);
+    const performance = readFileSync(join(ROOT, "docs", "performance.md"), "utf8");
+    const section = performance.slice(
+      performance.indexOf("## --jobs on 2 cores"),
+      performance.indexOf("## End to end"),
+    );
+    for (const figure of figures) expect([figure, performance.includes(`${figure}×`)]).toEqual([figure, true]);
+    expect(section).toContain("0.77×");
+    expect(section).toContain("0.90×");
+  });
+
   it("rows --help says small inputs run in-process", async () => {
     const rows = (await buildProgram()).commands.find((c) => c.name() === "rows")!;
     expect(rows.helpInformation().replace(/\s+/g, " ")).toContain(
@@ -711,10 +727,10 @@ describe("every reader reads the same lines", () => {
           ["rollouts.txt[1]", "ok"],
         ],
       ]);
-      expect(document.rows).toEqual([
-        ["rollouts.txt", "ok"],
-        ["rollouts.txt", "ok"],
-      ]); // reports of a value's elements have no line
+      // reports of a value's elements give the line each starts on (issue 39)
+      const starts = pretty.split("\n").flatMap((text, i) => (text === "  {" ? [`rollouts.txt:${i + 1}`] : []));
+      expect(starts[0]).toBe("rollouts.txt:3");
+      expect(document.rows).toEqual(starts.map((where) => [where, "ok"]));
       expectEveryReader(await readers("rollouts.txt", `${a}\n${b}\n`), [
         ["rollouts.txt:1", "ok"],
         ["rollouts.txt:2", "ok"],
@@ -730,8 +746,8 @@ describe("every reader reads the same lines", () => {
           ["ROLLOUTS.JSON[1]", "ok"],
         ],
         [
-          ["ROLLOUTS.JSON", "ok"],
-          ["ROLLOUTS.JSON", "ok"],
+          ["ROLLOUTS.JSON:1", "ok"],
+          ["ROLLOUTS.JSON:1", "ok"],
         ],
       ]);
     },
@@ -753,7 +769,12 @@ describe("every reader reads the same lines", () => {
       ["bom.jsonl:2", "malformed_json"],
       ["bom.jsonl:3", "ok"],
     ]);
-    expectEveryReader(await readers("bom.json", `${BOM}${a}`), [["bom.json", "ok"]]);
+    const bom = await readers("bom.json", `${BOM}${a}`);
+    expect([bom.read, bom.page, bom.rows]).toEqual([
+      [["bom.json", "ok"]],
+      [["bom.json", "ok"]],
+      [["bom.json:1", "ok"]],
+    ]);
     // The mark alone, and stdin, and a read that hands out one byte at a time.
     expectEveryReader(await readers("mark-only.jsonl", BOM), []);
     const dir = tmp();

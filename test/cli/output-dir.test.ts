@@ -157,6 +157,32 @@ describe("rows --output-dir", () => {
     expect(existsSync(join(dir, "out"))).toBe(false);
   });
 
+  test.each(["_under.jsonl", ".hid.jsonl", "_reports.jsonl", ".jsonl"])(
+    "a shard named %s, whose part pyarrow would skip, is refused in one line",
+    async (name) => {
+      const dir = tempDir();
+      const input = shards(dir, 1);
+      const shard = join(dir, name);
+      writeFileSync(shard, readFileSync(join(input, "s1.jsonl")));
+      const run = await cli(
+        "rows",
+        join(input, "s1.jsonl"),
+        shard,
+        "--output-dir",
+        join(dir, "out"),
+        "--format",
+        "parquet",
+      );
+      const stem = name.replace(/\.jsonl$/, "");
+      expect([run.code, run.stderr]).toEqual([
+        2,
+        `callforest: ${shard} would write the part ${stem}.parquet, which dataset readers such as pyarrow skip ` +
+          "(a name starting with '_' or '.'): rename the shard\n",
+      ]);
+      expect(existsSync(join(dir, "out"))).toBe(false);
+    },
+  );
+
   test("stdin, or two shards of one name, are usage errors", async () => {
     const dir = tempDir();
     const input = shards(dir, 1);

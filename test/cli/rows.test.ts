@@ -358,6 +358,28 @@ describe("rows: inputs and options", () => {
     ]);
   });
 
+  it("gives a .json input's reports the line each rollout starts on (issue 39)", async () => {
+    const dir = tempDir();
+    const rollouts = goodLines(3).map((line) => JSON.parse(line));
+    const pretty = join(dir, "pretty.json");
+    writeFileSync(pretty, JSON.stringify(rollouts, null, 2));
+    const starts = JSON.stringify(rollouts, null, 2)
+      .split("\n")
+      .flatMap((text, i) => (text === "  {" ? [i + 1] : []));
+    expect(starts).toHaveLength(rollouts.length);
+    const report = join(dir, "report.jsonl");
+    let run = await cli("rows", pretty, "-o", join(dir, "rows.jsonl"), "--report", report);
+    expect(run.code).toBe(0);
+    const linesOf = () =>
+      lines(read(report))
+        .map((line) => JSON.parse(line))
+        .filter((r) => r.run === undefined)
+        .map((r) => r.line);
+    expect(linesOf()).toEqual(starts);
+    run = await cli("rows", LOGIN_BUG, "-o", join(dir, "rows.jsonl"), "--report", report);
+    expect([run.code, linesOf()]).toEqual([0, [1]]);
+  });
+
   it("counts in the summary read right for one", async () => {
     const dir = tempDir();
     const one = join(dir, "one.jsonl");

@@ -3,12 +3,25 @@ import { main } from "../../src/cli/main.js";
 import { agentDemo, type AgentDemoOptions } from "../../src/cli/commands/agent-demo.js";
 import { UsageError } from "../../src/cli/errors.js";
 import { tempDirs } from "../support/temp-dirs.js";
+import { captureOutput } from "../support/capture.js";
 
 const tempDir = tempDirs("agent-demo");
 
 const defaults: AgentDemoOptions = { turns: "10", policy: "combined", schedule: "chunked", seed: "0", backend: "wasm" };
 
 describe("callforest agent-demo", () => {
+  it("prints the invariant's figures docs/compaction.md quotes (issue 39)", async () => {
+    const { readFileSync } = await import("node:fs");
+    const docs = readFileSync(new URL("../../docs/compaction.md", import.meta.url), "utf8");
+    const quoted = /`callforest agent-demo`[^"]*\("(every sampled token trained exactly once: \d+ of \d+)"\)/.exec(
+      docs,
+    );
+    expect(quoted, "docs/compaction.md quotes the line agent-demo prints").not.toBeNull();
+    const run = await captureOutput(() => main(["agent-demo"]));
+    expect(run.code).toBe(0);
+    expect(run.stdout.split("\n")).toContain(quoted![1]);
+  });
+
   it("prints the boundaries and the rows, with roots exactly at the boundaries", async () => {
     const out = await agentDemo(defaults);
     const lines = out.split("\n");

@@ -2,7 +2,8 @@
 // determinism, what the picture marks (lanes, links, roots, leaves, cuts, rows), legibility at 500
 // calls, rejected rollouts, and the CLI's file naming. XML validity and rendered text sizes are
 // checked in a real browser in draw-render.test.ts.
-import { closeSync, existsSync, openSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { closeSync, existsSync, openSync, readFileSync, readdirSync, realpathSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init, type Callforest } from "../../src/index.js";
@@ -729,6 +730,16 @@ function run(...argv: string[]): Promise<Captured> {
 
 const tmp = tempDirs("draw");
 
+/** The rejection lines `rows` prints on stderr for `input` (its summary line left out). */
+async function rowsRejections(input: string): Promise<string> {
+  const rows = await captureOutput(() => main(["rows", input, "-o", "/dev/null", "--jobs", "1"]));
+  return rows.stderr
+    .split("\n")
+    .filter((line) => line.includes(": rejected ("))
+    .map((line) => line + "\n")
+    .join("");
+}
+
 describe("callforest draw", () => {
   it("writes one rollout's SVG to -o, the same bytes as renderSvg", async () => {
     const dir = tmp();
@@ -736,6 +747,33 @@ describe("callforest draw", () => {
     const r = await run(EXAMPLE_FILE.pathname, "-o", file);
     expect([r.code, r.stderr, r.stdout]).toEqual([0, "", `${file}\n`]);
     expect(readFileSync(file, "utf8")).toBe(draw(example));
+  });
+
+  it("says on stderr why a rollout was rejected, in the line rows and show print (issue 39)", async () => {
+    const dir = tmp();
+    const input = join(dir, "bad.jsonl");
+    const bad = { ...example, rollout_id: "bad" } as Rollout;
+    bad.calls = bad.calls.map((call, i) => (i === 0 ? { ...call, prompt_token_ids: [-1] } : call));
+    writeFileSync(input, JSON.stringify(bad) + "\n");
+    const r = await run(input, "-o", join(dir, "bad.svg"));
+    const line = await rowsRejections(input);
+    expect(line).toMatch(/^.*bad\.jsonl:1: rejected \(invalid_token\): .+\n$/);
+    expect([r.code, r.stderr, r.stdout]).toEqual([0, line, `${join(dir, "bad.svg")}\n`]);
+    const show = await captureOutput(() => main(["show", input]));
+    expect(show.stdout).toBe(line); // show prints it as its output
+    expect(readFileSync(join(dir, "bad.svg"), "utf8")).toContain("rejected (invalid_token):");
+  });
+
+  it("without -o, says on stderr that it wrote forest.svg in the working directory (issue 39)", () => {
+    const dir = tmp();
+    const bin = new URL("../../bin/callforest.js", import.meta.url).pathname;
+    const r = spawnSync(process.execPath, [bin, "draw", EXAMPLE_FILE.pathname], { cwd: dir, encoding: "utf8" });
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      0,
+      "forest.svg\n",
+      `callforest: no -o given: wrote forest.svg in the working directory (${realpathSync(dir)})\n`,
+    ]);
+    expect(readdirSync(dir)).toEqual(["forest.svg"]);
   });
 
   it("writes -o - (or -o /dev/stdout) to stdout, the SVG alone", async () => {
@@ -755,7 +793,8 @@ describe("callforest draw", () => {
         "\n",
     );
     const r = await run(input, "-o", join(dir, "pic.svg"));
-    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect([r.code, r.stderr]).toEqual([0, await rowsRejections(input)]);
+    expect(r.stderr).toMatch(/^.*many\.jsonl:4: rejected \(malformed_json\): .*\n$/);
     const names = ["pic.login-bug.svg", "pic.a_b_c.svg", "pic.login-bug.3.svg", "pic.rollout.4.svg"];
     expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
     expect(readdirSync(dir).sort()).toEqual([...names, "many.jsonl"].sort());
@@ -792,7 +831,8 @@ describe("callforest draw", () => {
       "-o",
       join(dir, "x.svg"),
     );
-    expect([r.code, r.stderr]).toEqual([0, ""]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^.*rollouts\.jsonl:\d+: rejected \([^)]*\): .*\n$/);
     expect(readFileSync(join(dir, "x.svg"), "utf8")).toContain("rollout 7-2");
   });
 
@@ -805,7 +845,8 @@ describe("callforest draw", () => {
       const rollouts = [noId, { ...example, rollout_id: "" }, { ...example, rollout_id: 5 }, example];
       writeFileSync(input, rollouts.map((v) => JSON.stringify(v)).join("\n") + "\n");
       const r = await run(input, "-o", join(dir, "f.svg"));
-      expect([r.code, r.stderr]).toEqual([0, ""]);
+      expect([r.code, r.stderr]).toEqual([0, await rowsRejections(input)]);
+      expect(r.stderr.split("\n")).toHaveLength(4); // three lines, and the end of the last
       const names = ["f.rollout.1.svg", "f.rollout.2.svg", "f.rollout.3.svg", "f.login-bug.svg"];
       expect(r.stdout).toBe(names.map((n) => join(dir, n) + "\n").join(""));
       expect(readFileSync(join(dir, "f.rollout.3.svg"), "utf8")).toContain("rejected (invalid_rollout):");

