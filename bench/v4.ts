@@ -64,10 +64,7 @@ export async function runV4Bench(
     }
     const seconds = (name: string, build: "new" | "old") =>
       median(runs[configs.findIndex((c) => c.name === name && c.build === build)].map((run) => run.seconds));
-    const lines = [
-      `| run | v4, s | ${oldCommit}, s | v4 ÷ ${oldCommit} (time) | goal |`,
-      "|---|---:|---:|---:|---|",
-    ];
+    const lines = [`| run | v4, s | ${oldCommit}, s | v4 ÷ ${oldCommit} (time) | goal |`, "|---|---:|---:|---:|---|"];
     for (const [name, goal] of [
       ["mix, rows", "rows only: ≥ 0.97× as fast (time ≤ 1.03×)"],
       ["deep, rows", "rows only: ≥ 0.97× as fast (time ≤ 1.03×)"],
