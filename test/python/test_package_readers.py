@@ -23,6 +23,7 @@ def plain(record: dict) -> dict:
     out["loss_mask"] = cf.loss_mask(record).tolist()
     out["logprobs"] = np.asarray(record["logprobs"], dtype=np.float32).tolist()
     out.setdefault("routed_experts", None)
+    out.setdefault("weight_versions", None)
     return out
 
 
