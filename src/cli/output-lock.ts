@@ -6,7 +6,7 @@
 // killed run on this host (its process gone) is taken over; another host's is left to it.
 import { closeSync, openSync, readFileSync, realpathSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { HOST, descriptorOf, standardStream } from "../ingest/sink.js";
+import { HOST, descriptorOf, keepIfInterrupted, removeIfInterrupted, standardStream } from "../ingest/sink.js";
 import { processExists } from "../ingest/stale-partials.js";
 import { UsageError } from "./errors.js";
 
@@ -81,6 +81,7 @@ export function lockOutputs(paths: readonly (string | null | undefined)[]): () =
   const held: string[] = [];
   const release = () => {
     for (const lock of held.splice(0)) {
+      keepIfInterrupted(lock);
       try {
         unlinkSync(lock);
       } catch {
@@ -101,6 +102,8 @@ export function lockOutputs(paths: readonly (string | null | undefined)[]): () =
     }
     if (taken) {
       held.push(lock);
+      // Interrupted (SIGINT, SIGTERM), the run removes its partial files, and its locks with them.
+      removeIfInterrupted(lock);
       continue;
     }
     release();

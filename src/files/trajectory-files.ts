@@ -1,6 +1,7 @@
 // The trajectory files an ATIF input refers to, read beside it: subagents (`trajectory_path`) and
 // continuations (`continued_trajectory_ref`) in the input's directory, as Harbor writes them
-// (terminus-2: `agent/trajectory.summarization-1-summary.json` beside `agent/trajectory.json`),
+// (terminus-2: `trajectory.summarization-1-summary.json` beside `trajectory.json`, as in
+// examples/atif/fix-login/agent/trajectory.json),
 // and, for a trajectory in a Harbor trial's `agent/` folder, the verifier's reward
 // (`result.json`'s verifier_result.rewards.reward, else `verifier/reward.txt`).
 // A path is data from the input: only relative paths that stay inside the directory are read,
@@ -96,8 +97,8 @@ function parseJson(file: string, bytes: Uint8Array): unknown {
 }
 
 /**
- * Harbor's trial layout: `<trial>/agent/trajectory.json`, `<trial>/result.json` (a TrialResult,
- * whose verifier_result.rewards maps reward names to numbers) and `<trial>/verifier/reward.txt`.
+ * Harbor's trial layout: a trial's folder holds `agent/` (with `trajectory.json`), `result.json` (a
+ * TrialResult, whose verifier_result.rewards maps reward names to numbers) and `verifier/reward.txt`.
  */
 function trialReward(dir: string): { reward: number; where: string } | null {
   if (basename(dir) !== "agent") return null;

@@ -143,6 +143,16 @@ function onInterrupt(signal: NodeJS.Signals): void {
   process.kill(process.pid, signal); // dies of the signal, as it would have
 }
 
+/** Removes `path` if the process is interrupted before `keepIfInterrupted(path)` (an output's lock, say). */
+export function removeIfInterrupted(path: string): void {
+  stage(path);
+}
+
+/** Undoes removeIfInterrupted. */
+export function keepIfInterrupted(path: string): void {
+  unstage(path);
+}
+
 function stage(path: string): void {
   if (pending.size === 0) {
     process.on("SIGINT", onInterrupt);

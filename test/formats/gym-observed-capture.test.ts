@@ -483,6 +483,24 @@ describe("routed experts: passed through from token entries unchanged", () => {
     expect("routed_experts" in rollout.calls[2]).toBe(false);
   });
 
+  it("vLLM's shape (one entry fewer than the tokens) and unrecorded (all -1) entries plan (SPEC v4)", () => {
+    // a routes tokens 0-2 (its last, 3, no prefill saw); b resends a and routes token 3 as a
+    // continuation's prefill does, with token 4 not recorded.
+    const aRoutes = [[[0]], [[1]], [[2]]];
+    const bRoutes = [[[0]], [[1]], [[2]], [[3]], [[-1]]];
+    const rollout = accepted(
+      convert([
+        entry("a", [1, 2, 3], [4], { routed_experts: aRoutes }),
+        entry("b", [1, 2, 3, 4, 5], [6], { routed_experts: bRoutes }),
+      ]),
+    ).rollout as any;
+    expect(rollout.calls[0].routed_experts).toBe(aRoutes);
+    const plan = cf.plan(rollout);
+    expect(plan.report).toMatchObject({ status: "ok", roots: 1, rows: 1, diagnostics: [] });
+    expect(Array.from(plan.rows[0].routedExperts!.data)).toEqual([0, 1, 2, 3, -1, -1]);
+    plan.release();
+  });
+
   it("a delta entry's routed experts too (they cover its full sequence; the planner checks that)", () => {
     const rollout = accepted(
       convert([

@@ -180,7 +180,8 @@ describe("worked example through the CLI", () => {
         .split("\n")
         .map((l) => JSON.parse(l));
       expect(reports).toEqual([
-        { rollout_id: "login-bug", status: "ok", ...EXPECTED_COUNTS, diagnostics: [] },
+        // A .json input's line: where the rollout starts (docs/cli.md).
+        { rollout_id: "login-bug", status: "ok", line: 1, ...EXPECTED_COUNTS, diagnostics: [] },
         // the run record (docs/cli.md)
         { run: expect.objectContaining({ status: "ok", rollouts: 1, rejected: 0, records: 5, output: rowsFile }) },
       ]);

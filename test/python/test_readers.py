@@ -4,7 +4,8 @@ Every layout (rows, packed trees, bins, bins that split trees) in Parquet, Arrow
 Arrow IPC stream, read with pyarrow, with Hugging Face ``datasets`` and with polars (and the
 Parquet rows with DuckDB, as docs/columnar.md queries them). Types are SPEC's "Columnar output":
 int32 counts and token lists, float32 logprobs, ``loss_mask`` as booleans, float64 reward, and
-``routed_experts`` a nullable string, null where JSONL leaves it out."""
+``group_id``, ``routed_experts`` and ``weight_versions`` nullable, null where JSONL has null or
+leaves them out."""
 
 from __future__ import annotations
 
@@ -18,32 +19,15 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
+from conftest import v4_schema
 
 LAYOUTS = ("rows", "trees", "bins-64", "bins-split")
-MEDIA = pa.struct([("id", pa.string()), ("offset", pa.int32()), ("length", pa.int32())])
-SEGMENT = [("call", pa.string())] + [(name, pa.int32()) for name in ("parent", "start", "length", "end")]
 KIND = {"rows": "row", "trees": "tree", "bins-64": "bin", "bins-split": "bin"}
 
 
 def expected_schema(layout: str) -> list[tuple[str, pa.DataType]]:
-    strings = pa.list_(pa.string())
-    if KIND[layout] == "row":
-        head = [("rollout_id", pa.string()), ("row", pa.int32()), ("leaf", pa.string()), ("agent", pa.string()),
-                ("calls", strings), ("trained", strings), ("context", strings), ("num_tokens", pa.int32()),
-                ("token_ids", pa.list_(pa.int32()))]  # fmt: skip
-        tail = [("logprobs", pa.list_(pa.float32())), ("loss_mask", pa.list_(pa.bool_())), ("reward", pa.float64()),
-                ("media", pa.list_(MEDIA))]  # fmt: skip
-    else:
-        segment = SEGMENT + ([("tree", pa.int32()), ("trained", pa.bool_())] if KIND[layout] == "bin" else [])
-        if KIND[layout] == "tree":
-            head = [("rollout_id", pa.string()), ("tree", pa.int32()), ("root", pa.string()), ("agent", pa.string())]
-        else:
-            head = [("rollout_id", pa.string()), ("bin", pa.int32()), ("roots", strings)]
-        head += [("calls", strings), ("num_tokens", pa.int32()), ("token_ids", pa.list_(pa.int32())),
-                 ("position_ids", pa.list_(pa.int32()))]  # fmt: skip
-        tail = [("logprobs", pa.list_(pa.float32())), ("loss_mask", pa.list_(pa.bool_())),
-                ("segments", pa.list_(pa.struct(segment))), ("media", pa.list_(MEDIA)), ("reward", pa.float64())]  # fmt: skip
-    return head + tail + [("routed_experts", pa.string())]
+    """SPEC v4's "Columnar output" (conftest.v4_schema), as (name, type) pairs."""
+    return [(f.name, f.type) for f in v4_schema("bins" if KIND[layout] == "bin" else KIND[layout] + "s")]
 
 
 def layout_name(outputs, layout: str) -> str:
@@ -54,12 +38,13 @@ def layout_name(outputs, layout: str) -> str:
 
 def normalized(record: dict) -> dict:
     """A JSONL record as its columnar row reads back: mask bits as booleans, logprobs rounded to
-    float32, routed_experts null when left out."""
+    float32, routed_experts and weight_versions null when left out."""
     out = dict(record)
     data = base64.b64decode(record["loss_mask"])
     out["loss_mask"] = [bool((data[i >> 3] >> (i & 7)) & 1) for i in range(record["num_tokens"])]
     out["logprobs"] = np.asarray(record["logprobs"], dtype=np.float32).tolist()
     out.setdefault("routed_experts", None)
+    out.setdefault("weight_versions", None)
     return out
 
 
@@ -89,7 +74,7 @@ def test_pyarrow(outputs, layout, fmt):
     name = layout_name(outputs, layout)
     table = read(outputs.path(name, fmt))
     assert [(f.name, strip(f.type)) for f in table.schema] == expected_schema(layout)
-    assert [f.name for f in table.schema if f.nullable] == ["routed_experts"]
+    assert [f.name for f in table.schema if f.nullable] == ["group_id", "routed_experts", "weight_versions"]
     want = [normalized(r) for r in outputs.jsonl(name)]
     assert table.to_pylist() == want
     assert any(r["routed_experts"] for r in want) and any(r["routed_experts"] is None for r in want)

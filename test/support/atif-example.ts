@@ -1,5 +1,5 @@
-// Builds examples/atif/fix-login: a Harbor trial (result.json, agent/trajectory.json and a
-// terminus-2 style summarization subagent in agent/trajectory.summarization-1-summary.json) whose
+// Builds examples/atif/fix-login: a Harbor trial (result.json, examples/atif/fix-login/agent/trajectory.json
+// and a terminus-2 style summarization subagent beside it, trajectory.summarization-1-summary.json) whose
 // token ids are real: Qwen3's tokenizer and chat template (test/explain/harness), sent and
 // sampled token-in/token-out, as an RL harness that records ATIF-v1.6 `metrics` does. Only the
 // logprobs are made up (deterministic). No public ATIF trajectory with token ids and a subagent

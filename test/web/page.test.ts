@@ -259,7 +259,8 @@ describe("the page", () => {
     await page.setInputFiles("#file", file);
     await nextLoad();
     const cf = await init();
-    const plan = cf.plan(JSON.parse(readFileSync(file, "utf8")));
+    // The page lays out packed trees too (its report has trie_tokens), and names the input's line.
+    const plan = cf.plan(JSON.parse(readFileSync(file, "utf8")), { trees: true, line: 1 });
     const expected = plan.rows.map((row) => rowToJson(row, "bits")).join("\n");
     expect(plan.rows.length).toBeGreaterThan(20);
     const inBrowser = await page.evaluate(() => (window as unknown as PageWindow).callforest.rowsJsonl());
@@ -312,7 +313,8 @@ describe("the page", () => {
     let expected = "";
     for await (const item of readRollouts([rows], { tokens: tokenDirectory(dir) })) {
       if (!item.result.ok) throw new Error("the example capture does not import");
-      expected = usePlan(cf, item.result, item.line, (_plan, report) => reportToJson(report));
+      // As `rows --layout packed` reports it: the page lays out packed trees too.
+      expected = usePlan(cf, item.result, item.line, (_plan, report) => reportToJson(report), { trees: true });
       break;
     }
     expect(expected).toContain('"code":"recorded_parent_differs"');

@@ -124,22 +124,31 @@ describe("Download Parquet, from a page opened from disk", () => {
     const trees = await downloadParquet(page);
     expect([trees.name, trees.status.replace(/[\d.]+ KB$/, "")]).toEqual([
       "login-bug.packed.parquet",
-      "login-bug.packed.parquet: 4 packed trees, ",
+      "login-bug.packed.parquet: 3 packed trees, ",
     ]);
     expect(trees.bytes.equals(await cliParquet(LOGIN_BUG, "--layout", "packed"))).toBe(true);
     const treesBack = (await parquetRecords(saved(trees.name, trees.bytes))).records;
-    expect(treesBack.map((t) => [t.tree, t.root, t.num_tokens])).toEqual([
-      [0, "C1", 24],
-      [1, "C2", 8],
-      [2, "C5", 8],
-      [3, "C11", 9],
+    expect(treesBack.map((t) => [t.tree, t.roots, t.num_tokens])).toEqual([
+      [0, ["C1", "C11"], 30],
+      [1, ["C2"], 8],
+      [2, ["C5"], 8],
     ]);
     // SPEC's table for tree 0
     expect(
       (treesBack[0].segments as { call: string; parent: number; start: number; length: number; end: number }[]).map(
         (s) => `${s.call} ${s.parent} ${s.start} ${s.length} ${s.end}`,
       ),
-    ).toEqual(["C1 -1 0 7 24", "C3 0 7 3 24", "C7 1 10 4 24", "C8 2 14 3 19", "C9 3 17 2 19", "C10 2 19 5 24"]);
+    ).toEqual([
+      "C1 -1 0 3 30",
+      "C1 0 3 4 24",
+      "C3 1 7 3 24",
+      "C7 2 10 4 24",
+      "C8 3 14 3 19",
+      "C9 4 17 2 19",
+      "C10 3 19 5 24",
+      "C11 0 24 4 30",
+      "C12 7 28 2 30",
+    ]);
 
     await setCapacity(page, "20");
     const bins = await downloadParquet(page);
@@ -154,8 +163,10 @@ describe("Download Parquet, from a page opened from disk", () => {
       expect(binsBack.map((b) => [b.bin, b.num_tokens, b.roots])).toEqual(
         plan.bins.map((b) => [b.index, b.numTokens, b.roots]),
       );
-      // bin 1 holds C1 C3 C7 again as context for C10, which it trains
+      // bin 1 holds C1 (two segments: the system prompt, the rest) C3 C7 again as context for C10,
+      // which it trains
       expect((binsBack[1].segments as { call: string; trained: boolean }[]).map((s) => [s.call, s.trained])).toEqual([
+        ["C1", false],
         ["C1", false],
         ["C3", false],
         ["C7", false],
@@ -212,7 +223,7 @@ describe("the packed view's bins", () => {
   it("shows the bins of a capacity and what they cost, as cf.plan lays them out (the worked example)", async () => {
     const { page } = await open(LOGIN_BUG);
     await page.check("#packed-toggle");
-    expect(await page.$$eval("#packed-host g.cf-tree", (gs) => gs.length)).toBe(4);
+    expect(await page.$$eval("#packed-host g.cf-tree", (gs) => gs.length)).toBe(3);
     await setCapacity(page, "20");
     const plan = cf.plan(example, { capacity: 20 });
     try {
@@ -221,7 +232,7 @@ describe("the packed view's bins", () => {
       expect(plan.bins.length).toBe(4);
       expect(await page.textContent("#savings")).toBe(
         "bins of at most 20 tokens: tokens: rows 63 → bins 63 " +
-          "(1.00× fewer) · unique 49 (the bins repeat 14 as context)",
+          "(1.00× fewer) · trie 46 (the bins repeat 17 as context)",
       );
       // which segments each bin trains, and which it holds as context
       const segments = await page.$$eval("#packed-host g.cf-segment", (gs) =>
@@ -230,14 +241,20 @@ describe("the packed view's bins", () => {
       expect(segments).toEqual(
         plan.bins.flatMap((bin) => bin.segments.map((s) => `${bin.index} ${s.call} ${s.trained}`)),
       );
-      expect(segments.filter((s) => s.endsWith("false"))).toEqual(["1 C1 false", "1 C3 false", "1 C7 false"]);
+      expect(segments.filter((s) => s.endsWith("false"))).toEqual([
+        "1 C1 false",
+        "1 C1 false",
+        "1 C3 false",
+        "1 C7 false",
+        "2 C1 false",
+      ]);
     } finally {
       plan.release();
     }
-    // At 24 the fork tree fits one bin: the bins hold each token once.
+    // At 24 the fork tree fits one bin; only the system prompt that C11 shares is repeated.
     await setCapacity(page, "24");
     expect(await page.$$eval("#packed-host g.cf-bin", (gs) => gs.length)).toBe(3);
-    expect(await page.textContent("#savings")).toMatch(/ → bins 49 \(1\.29× fewer\) · unique 49 \(the bins repeat 0 /);
+    expect(await page.textContent("#savings")).toMatch(/ → bins 49 \(1\.29× fewer\) · trie 46 \(the bins repeat 3 /);
     // Downloading the picture gives what `callforest draw --capacity 24` writes.
     const [svg] = await Promise.all([page.waitForEvent("download"), page.click("#download-svg")]);
     expect(svg.suggestedFilename()).toBe("login-bug.bins-24.svg");
@@ -247,7 +264,7 @@ describe("the packed view's bins", () => {
     // No capacity: the packed trees again.
     await setCapacity(page, "");
     expect(await page.$$eval("#packed-host g.cf-bin", (gs) => gs.length)).toBe(0);
-    expect(await page.$$eval("#packed-host g.cf-tree", (gs) => gs.length)).toBe(4);
+    expect(await page.$$eval("#packed-host g.cf-tree", (gs) => gs.length)).toBe(3);
     expect(await page.textContent("#savings")).toMatch(/^packed: tokens: rows 63 → packed 49 /);
     await page.close();
   });

@@ -358,13 +358,17 @@ describe("the packed view", () => {
         ["call", "parent", "start", "length", "end", "rows"].map((k) => g.getAttribute(`data-${k}`)).join(" "),
       ),
     );
+    // The last field: how many rows hold the segment (the system prompt: C9's, C10's and C12's).
     expect(segments).toEqual([
-      "C1 -1 0 7 24 2",
-      "C3 0 7 3 24 2",
-      "C7 1 10 4 24 2",
-      "C8 2 14 3 19 1",
-      "C9 3 17 2 19 1",
-      "C10 2 19 5 24 1",
+      "C1 -1 0 3 30 3",
+      "C1 0 3 4 24 2",
+      "C3 1 7 3 24 2",
+      "C7 2 10 4 24 2",
+      "C8 3 14 3 19 1",
+      "C9 4 17 2 19 1",
+      "C10 3 19 5 24 1",
+      "C11 0 24 4 30 1",
+      "C12 7 28 2 30 1",
     ]);
     const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
     const plan = cf.plan(example, { trees: true });
@@ -378,7 +382,7 @@ describe("the packed view", () => {
         for (let k = 0; k <= q; k++) if (q < tree.segments[segOf[k]].end) brute++;
     }
     expect(s.packedKeys).toBe(brute);
-    expect([s.rowTokens, s.packedTokens]).toEqual([plan.report.row_tokens, plan.report.unique_tokens]);
+    expect([s.rowTokens, s.packedTokens]).toEqual([plan.report.row_tokens, plan.report.trie_tokens]);
     const line = await page.textContent("#packed-host svg");
     expect(line).toContain(
       `tokens: rows ${s.rowTokens} → packed ${s.packedTokens} (${(s.rowTokens / s.packedTokens).toFixed(2)}× fewer)`,
@@ -387,7 +391,7 @@ describe("the packed view", () => {
       `attention (keys per token, causal): rows ${s.rowKeys} → packed ${s.packedKeys}`,
     );
     expect(await page.textContent('#packed-host g.cf-tree[data-tree="0"]')).toContain(
-      "tree 0 · root C1 · L · 24 tokens once (its 2 rows hold 38, 1.58×)",
+      "tree 0 · roots C1 C11 · 30 tokens once (its 3 rows hold 47, 1.57×)",
     );
     await page.uncheck("#packed-toggle");
     expect(await page.isHidden("#svg-host")).toBe(false);
