@@ -118,9 +118,10 @@ function writeSegment(s: i32, at: i32, tokenPtr: usize, positionPtr: usize, logp
       );
   }
   fillAscending(i32At(positionPtr, at), from, to - from);
-  // Generated tokens of the segment: [max(from, prompt), to).
+  // Generated tokens of the segment: [max(from, prompt), to); its prompt tokens get logprob 0 (a
+  // segment of prompt tokens only ends before the prompt does: fill no further than the segment).
   const genFrom = max(from, prompt);
-  memory.fill(i32At(logprobPtr, at), 0, (<usize>(genFrom - from)) << 2);
+  memory.fill(i32At(logprobPtr, at), 0, (<usize>(min(genFrom, to) - from)) << 2);
   if (to > genFrom) {
     memory.copy(
       i32At(logprobPtr, at + genFrom - from),

@@ -90,6 +90,46 @@ describe("SPEC's worked example", () => {
     }
   });
 
+  test("a bin holding a prompt-only segment without the rest of its call trains every token once", () => {
+    // C1's node is split after the system prompt that C11 shares; at these capacities the bin
+    // that holds C11 holds the system prompt alone, without the rest of C1. A small tree A1 shares
+    // that bin: none of its trained tokens may be lost, on any backend.
+    const system = [100, 101, 102];
+    const call = (id: string, prompt: number[], generation: number[]) => ({
+      id,
+      prompt_token_ids: prompt,
+      generation_token_ids: generation,
+      generation_log_probs: generation.map(() => -0.5),
+    });
+    const rollout = (rest: number) =>
+      ({
+        rollout_id: "split-prompt",
+        reward: 1,
+        calls: [
+          call("C1", [...system, ...Array.from({ length: rest }, (_, i) => 1000 + i)], [7, 8]),
+          call("A1", [5], [6, 6, 6, 6]),
+          call("C11", [...system, 9], [10, 11]),
+        ],
+      }) as Rollout;
+    for (const [rest, capacity] of [
+      [20, 26],
+      [20, 27],
+      [1000, 1006],
+      [1000, 1007],
+    ]) {
+      for (const { name, cf } of backends) {
+        const plan = cf.plan(rollout(rest), { capacity });
+        expect([name, capacity, plan.report.status]).toEqual([name, capacity, "ok"]);
+        // C1's system prompt is in a bin without the rest of C1.
+        expect(plan.bins.some((b) => b.segments.filter((s) => s.call === "C1").length === 1)).toBe(true);
+        const trained = plan.bins.reduce((n, b) => n + maskToInts(b.lossMask, b.numTokens).reduce((a, x) => a + x, 0), 0);
+        expect([name, capacity, trained]).toEqual([name, capacity, plan.report.captured_tokens]);
+        checkBins(rollout(rest), plan.bins, capacity, plan.report.packed_tokens);
+        plan.release();
+      }
+    }
+  });
+
   test("a capacity that holds every tree packs the trie once (packed_tokens = trie_tokens)", () => {
     const plan = backends[1].cf.plan(login(), { capacity: 64 });
     expect(plan.report.packed_tokens).toBe(plan.report.trie_tokens);
