@@ -138,6 +138,7 @@ export function treeReset(agents: i32, callsHint: i32, generatedHint: i32, longe
   vecRestart(MEDIA, 2, 0);
   vecRestart(ROUTES, 2, 0);
   vecRestart(CALL_ROUTES, 2, callsHint);
+  routeNear = -1;
   childrenReset(callsHint * 3 + 1);
   newNode(0, 0, 0, -1); // the root: the empty sequence
 }
@@ -420,7 +421,7 @@ function anyAgrees(candidates: i32, c: i32): bool {
  * route ids compared, never tokens (the walk up passes only nodes already on c's path).
  */
 function linkByAgreement(c: i32, best: i32): i32 {
-  let byMedia = true; // no node with a media-agreeing candidate seen yet
+  let nearPending = true; // no node with a media-agreeing candidate seen yet
   for (let node = best; node > 0; node = nodeField(node, N_PARENT)) {
     const head = nodeField(node, N_END_HEAD);
     if (head < 0) continue;
@@ -428,8 +429,8 @@ function linkByAgreement(c: i32, best: i32): i32 {
     const near = latestMediaAgreeing(head, c);
     if (near < 0) {
       if (node == best) mediaMismatch = true;
-    } else if (byMedia) {
-      byMedia = false;
+    } else if (nearPending) {
+      nearPending = false;
       routeNear = near;
       routeAt = firstRouteDifference(near, c);
     }

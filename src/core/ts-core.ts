@@ -157,6 +157,7 @@ export class TsCore implements ForestCore {
     this.callRoutes.length = 0;
     this.stagedMedia = NO_TOKENS;
     this.stagedRoutes = null;
+    this.routeMismatch = null;
     // Hints reserve up front, within reason (a wrong one must not allocate gigabytes, nor take
     // more than a quarter of the budget each: a hint never makes a rollout too large).
     const hint = (n: number) => (n <= MAX_HINT && n * 4 <= this.maxBytes / 4 ? n : 0);
@@ -553,7 +554,7 @@ export class TsCore implements ForestCore {
    * have linked c (SPEC's route_mismatch when none agrees on routes there).
    */
   private linkByAgreement(c: number, best: number): number {
-    let byMedia = true;
+    let nearPending = true; // no node with a media-agreeing candidate seen yet
     for (let node = best; node > 0; node = this.nodeParent[node]) {
       const head = this.nodeEndHead[node];
       if (head < 0) continue;
@@ -564,8 +565,8 @@ export class TsCore implements ForestCore {
       for (let x = head; x >= 0 && near < 0; x = this.callEndNext[x]) if (this.mediaAgree(x, c)) near = x;
       if (near < 0) {
         if (node === best) this.mediaMismatch = true;
-      } else if (byMedia) {
-        byMedia = false;
+      } else if (nearPending) {
+        nearPending = false;
         this.routeMismatch = { near, at: this.firstRouteDifference(near, c) };
       }
     }

@@ -11,23 +11,17 @@ export interface Savings {
   /** Attention cost: keys attended, summed over every computed token. */
   rowKeys: number;
   packedKeys: number;
-  /** Rows repeating each call's segment, by call id: >1 means the packed layout computes it once instead. */
-  rowsOf: Map<string, number>;
 }
 
 export interface SavingsInput {
   report: Pick<Report, "row_tokens">;
-  rows: readonly Pick<Row, "numTokens" | "calls">[];
+  rows: readonly Pick<Row, "numTokens">[];
   trees: readonly Pick<PackedTree, "positionIds" | "numTokens">[];
 }
 
 export function savingsOf(plan: SavingsInput): Savings {
   let rowKeys = 0;
-  const rowsOf = new Map<string, number>();
-  for (const row of plan.rows) {
-    rowKeys += (row.numTokens * (row.numTokens + 1)) / 2;
-    for (const id of row.calls) rowsOf.set(id, (rowsOf.get(id) ?? 0) + 1);
-  }
+  for (const row of plan.rows) rowKeys += (row.numTokens * (row.numTokens + 1)) / 2;
   let packedTokens = 0;
   let packedKeys = 0;
   for (const tree of plan.trees) {
@@ -35,7 +29,7 @@ export function savingsOf(plan: SavingsInput): Savings {
     const positions = tree.positionIds;
     for (let i = 0; i < positions.length; i++) packedKeys += positions[i] + 1;
   }
-  return { rowTokens: plan.report.row_tokens, packedTokens, rowKeys, packedKeys, rowsOf };
+  return { rowTokens: plan.report.row_tokens, packedTokens, rowKeys, packedKeys };
 }
 
 /** `a` as a multiple of `b`, two decimals ("1.58×"); "–" when `b` is 0. */

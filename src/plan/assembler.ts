@@ -138,7 +138,7 @@ function packRequest(records: RecordLayout[], trie: Trie): PackRequest {
     recordStarts[r] = s;
     for (const segment of record.segments) {
       const at = SEGMENT_INTS * s++;
-      segments[at] = trie.nodes[segment.call].creator;
+      segments[at] = trie.nodes[segment.node].creator;
       segments[at + 1] = segment.from;
       segments[at + 2] = segment.length;
       segments[at + 3] = segment.trained ? 1 : 0;
@@ -543,8 +543,8 @@ export class RolloutAssembler {
   /** SPEC v4's token trie over the eligible calls (for packed trees and bins). */
   private buildTrie(shape: ForestShape): Trie {
     const { eligible, promptLengths, media, routeIds } = this.calls;
-    const routes =
-      this.routeIds === null && !routeIds.some((r) => r !== null) ? null : eligible.map((i) => routeIds[i]);
+    // (Every eligible call gives routes or none does: a rollout that mixes them was rejected.)
+    const routes = eligible.some((i) => routeIds[i] !== null) ? eligible.map((i) => routeIds[i]) : null;
     return buildTrie({
       promptLengths: eligible.map((i) => promptLengths[i]),
       fullLengths: shape.fullLengths,

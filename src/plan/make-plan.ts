@@ -10,6 +10,7 @@ import type {
   ForestCall,
   MediaItem,
   PackedBin,
+  PackedSegment,
   PackedTree,
   Plan,
   Report,
@@ -17,7 +18,6 @@ import type {
   Row,
 } from "../types.js";
 import { copyTokens, expertArray, needsInt32 } from "./routed-experts.js";
-import type { PackedSegment } from "../types.js";
 
 /**
  * What the assembler kept of each committed call, in ledger order. Its own lists, not the
@@ -127,7 +127,7 @@ class RecordMaker {
   }
 
   private creator(s: SegmentLayout): number {
-    return this.trie.nodes[s.call].creator;
+    return this.trie.nodes[s.node].creator;
   }
 
   fields(record: RecordLayout, arrays: CorePacked) {

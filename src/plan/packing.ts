@@ -1,13 +1,15 @@
-// The layout of packed records (SPEC "Packed trees" and "Bins"): which calls' segments each record
-// holds, in pre-order, and where. Metadata only, from the forest's parents and the calls' lengths;
-// a core then fills the records' token IDs, positions, logprobs and masks (ForestCore.finish).
+// The layout of packed records (SPEC "Packed trees" and "Bins"): which nodes' segments each record
+// holds, in pre-order, and where. Metadata only, over a tree of nodes each of which holds the
+// tokens [full(parent), full(node)) — the token trie's nodes (src/plan/trie.ts), where `full` is
+// the position a node's run ends at; leafPastCapacity also takes the forest's calls so. A core
+// then fills the records' token IDs, positions, logprobs and masks (ForestCore.finish).
 import { firstFit } from "./first-fit.js";
 
-/** One segment of a record: what call `call` adds to its parent's full sequence. */
+/** One segment of a record: the tokens node `node` adds to its parent's. */
 export interface SegmentLayout {
-  /** Eligible index of the call. */
-  call: number;
-  /** len(full(parent)) (0 for a root): the segment holds full(call)[from:]. */
+  /** Index of the node in the shape laid out (a trie node: src/plan/trie.ts). */
+  node: number;
+  /** Where the node's run starts, full(parent) (0 for a root): it holds positions [from, from + length). */
   from: number;
   /** Index of the parent's segment in the record, -1 for a piece's root. */
   parent: number;
@@ -15,9 +17,9 @@ export interface SegmentLayout {
   length: number;
   /** Packed index just past the segment's whole subtree in the record. */
   end: number;
-  /** The tree the call belongs to (0-based, in the ledger order of the roots). */
+  /** The tree the node belongs to (0-based, in the order of the roots). */
   tree: number;
-  /** Whether this record trains the call (its generated tokens get mask 1). */
+  /** Whether this record trains the node (its generated tokens get mask 1). */
   trained: boolean;
 }
 
@@ -26,13 +28,13 @@ export interface RecordLayout {
   numTokens: number;
 }
 
-/** What the packer needs of the linked forest (eligible calls, in ledger order). */
+/** What the packer needs of a tree of nodes (parents before children, siblings in their order). */
 export interface ForestShape {
   parents: ArrayLike<number>;
   fullLengths: ArrayLike<number>;
 }
 
-/** Children in ledger order and roots in ledger order. */
+/** Each node's children and the roots, in index order. */
 function childLists(shape: ForestShape): { children: number[][]; roots: number[] } {
   const n = shape.parents.length;
   const children: number[][] = Array.from({ length: n }, () => []);
@@ -45,7 +47,7 @@ function childLists(shape: ForestShape): { children: number[][]; roots: number[]
   return { children, roots };
 }
 
-/** The calls of the tree under `root` in pre-order (a call, then each child's subtree in ledger order). */
+/** The nodes of the tree under `root` in pre-order (a node, then each child's subtree in order). */
 function preOrder(root: number, children: number[][]): number[] {
   const order: number[] = [];
   const pending = [root];
@@ -62,23 +64,23 @@ function preOrder(root: number, children: number[][]): number[] {
 class RecordBuilder {
   readonly segments: SegmentLayout[] = [];
   numTokens = 0;
-  /** Segment index of each call in this record. */
+  /** Segment index of each node in this record. */
   private readonly at = new Map<number, number>();
 
   constructor(private readonly shape: ForestShape) {}
 
-  /** The next calls form a new piece: their parents are looked up among its own segments. */
+  /** The next nodes form a new piece: their parents are looked up among its own segments. */
   startPiece(): void {
     this.at.clear();
   }
 
-  add(call: number, tree: number, trained: boolean): void {
-    const p = this.shape.parents[call];
+  add(node: number, tree: number, trained: boolean): void {
+    const p = this.shape.parents[node];
     const from = p < 0 ? 0 : this.shape.fullLengths[p];
-    const length = this.shape.fullLengths[call] - from;
+    const length = this.shape.fullLengths[node] - from;
     const parent = p < 0 || !this.at.has(p) ? -1 : this.at.get(p)!;
-    this.at.set(call, this.segments.length);
-    this.segments.push({ call, from, parent, start: this.numTokens, length, end: 0, tree, trained });
+    this.at.set(node, this.segments.length);
+    this.segments.push({ node, from, parent, start: this.numTokens, length, end: 0, tree, trained });
     this.numTokens += length;
   }
 
@@ -99,7 +101,7 @@ export function layOutTrees(shape: ForestShape): RecordLayout[] {
   const { children, roots } = childLists(shape);
   return roots.map((root, tree) => {
     const record = new RecordBuilder(shape);
-    for (const call of preOrder(root, children)) record.add(call, tree, true);
+    for (const node of preOrder(root, children)) record.add(node, tree, true);
     return record.done();
   });
 }
@@ -115,12 +117,12 @@ export function leafPastCapacity(shape: ForestShape, capacity: number): number {
 
 /**
  * Bins of at most `capacity` tokens (no leaf may be longer: see leafPastCapacity), built bottom-up.
- * A piece of a call's subtree is the call plus at most one piece of each child; it must leave
- * room for the call's ancestors, so under call c the child pieces are bin-packed, first-fit
+ * A piece of a node's subtree is the node plus at most one piece of each child; it must leave
+ * room for the node's ancestors, so under node c the child pieces are bin-packed, first-fit
  * decreasing (firstFit), into as few pieces as fit in `capacity - full(c)`: each extra piece
  * repeats c's segment (and, above, its path). First fit never leaves two pieces that would fit
  * together, so no piece can hold two pieces of one child. The trees' root pieces (small trees whole) then go into
- * bins. A call is trained in the first of its tree's pieces that holds it; a piece holds each of
+ * bins. A node is trained in the first of its tree's pieces that holds it; a piece holds each of
  * its leaves' paths once, so packed_tokens ≤ row_tokens.
  */
 export function layOutBins(shape: ForestShape, capacity: number): RecordLayout[] {
@@ -140,9 +142,9 @@ export function layOutBins(shape: ForestShape, capacity: number): RecordLayout[]
     }
     const trained = new Set<number>();
     for (const piece of below.get(root)!) {
-      const calls = callsOf(piece);
-      pieces.push({ tree, calls, trained: calls.map((c) => !trained.has(c)), tokens: piece.tokens });
-      for (const c of calls) trained.add(c);
+      const nodes = nodesOf(piece);
+      pieces.push({ tree, nodes, trained: nodes.map((c) => !trained.has(c)), tokens: piece.tokens });
+      for (const c of nodes) trained.add(c);
     }
   });
 
@@ -164,22 +166,22 @@ export function layOutBins(shape: ForestShape, capacity: number): RecordLayout[]
     const record = new RecordBuilder(shape);
     for (const piece of bin.pieces.map((i) => pieces[i])) {
       record.startPiece();
-      piece.calls.forEach((call, i) => record.add(call, piece.tree, piece.trained[i]));
+      piece.nodes.forEach((node, i) => record.add(node, piece.tree, piece.trained[i]));
     }
     return record.done();
   });
 }
 
-/** A piece of one call's subtree while packing: the call and one piece of some of its children. */
+/** A piece of one node's subtree while packing: the node and one piece of some of its children. */
 interface SubtreePiece {
-  call: number;
+  node: number;
   parts: SubtreePiece[];
   tokens: number;
 }
 
-/** The pieces of `call`'s subtree: its children's pieces first-fit decreasing into `room` each, plus `call`. */
-function packUnder(call: number, own: number, items: SubtreePiece[], room: number): SubtreePiece[] {
-  if (items.length === 0) return [{ call, parts: [], tokens: own }];
+/** The pieces of `node`'s subtree: its children's pieces first-fit decreasing into `room` each, plus `node`. */
+function packUnder(node: number, own: number, items: SubtreePiece[], room: number): SubtreePiece[] {
+  if (items.length === 0) return [{ node, parts: [], tokens: own }];
   items.sort((a, b) => b.tokens - a.tokens);
   const groups: SubtreePiece[] = [];
   const groupOf = firstFit(
@@ -187,37 +189,37 @@ function packUnder(call: number, own: number, items: SubtreePiece[], room: numbe
     room,
   );
   items.forEach((item, j) => {
-    if (groupOf[j] === groups.length) groups.push({ call, parts: [], tokens: own });
+    if (groupOf[j] === groups.length) groups.push({ node, parts: [], tokens: own });
     groups[groupOf[j]].parts.push(item);
     groups[groupOf[j]].tokens += item.tokens;
   });
   return groups;
 }
 
-/** A piece's calls in pre-order (children in ledger order), without recursion: trees run deep. */
-function callsOf(piece: SubtreePiece): number[] {
-  const calls: number[] = [];
+/** A piece's nodes in pre-order (children in their order), without recursion: trees run deep. */
+function nodesOf(piece: SubtreePiece): number[] {
+  const nodes: number[] = [];
   const pending = [piece];
   while (pending.length > 0) {
     const p = pending.pop()!;
-    calls.push(p.call);
-    const parts = p.parts.sort((a, b) => b.call - a.call); // popped in ledger order
+    nodes.push(p.node);
+    const parts = p.parts.sort((a, b) => b.node - a.node); // popped in order
     for (const part of parts) pending.push(part);
   }
-  return calls;
+  return nodes;
 }
 
-/** Part of one tree, closed under parents, in pre-order; `trained` per call. */
+/** Part of one tree, closed under parents, in pre-order; `trained` per node. */
 interface Piece {
   tree: number;
-  calls: number[];
+  nodes: number[];
   trained: boolean[];
   tokens: number;
 }
 
 /**
  * A lower bound on packed_tokens for any bins of `capacity` (what no packer can beat): every
- * token below call c lies in a piece that also holds c's path, so c's segment is repeated at
+ * token below node c lies in a piece that also holds c's path, so c's segment is repeated at
  * least ceil(tokens below c ÷ (capacity − full(c))) times, and at least as often as any child's.
  */
 export function packedTokensLowerBound(shape: ForestShape, capacity: number): number {

@@ -79,13 +79,6 @@ function firstBadEntry(experts: RoutedExperts, tokens: number): number {
   return -1;
 }
 
-/** Whether entry `token` of `experts` is all -1 (SPEC: not recorded). */
-export function isUnrouted(experts: RoutedExperts, token: number): boolean {
-  const width = experts.layers * experts.topk;
-  for (let i = token * width; i < (token + 1) * width; i++) if (experts.data[i] !== -1) return false;
-  return true;
-}
-
 /** Copies the entries of tokens [from, to) of `experts` into `into`, from element `at`. */
 export function copyTokens(
   experts: RoutedExperts,

@@ -6,13 +6,14 @@
 // stops in. Metadata only: the cores fill the records' arrays from (creator, from, length).
 //
 // Cost. The links already prove most sharing: a call shares every token of a forest ancestor's
-// full sequence but perhaps its last (whose route is its continuations' own), so nodes created by
-// ancestors are passed without reading a token. Tokens, media and routes are compared only against
-// nodes of other branches (a system prompt that fresh agents and compacted contexts begin with,
-// twins), where each compared token is one the call sends. At a branch (several children share
-// the call's next token: twins' generations, or a call's last token, whose route is none) the
-// children are tried latest first, and the first one along which the call shares all it can
-// ends the search (ties go to the latest).
+// full sequence but perhaps its last (whose route is its continuations' own), so along nodes
+// created by ancestors only that last token is compared. Tokens, media and routes are compared
+// token by token only against nodes of other branches (a system prompt that fresh agents and
+// compacted contexts begin with, twins), each compared token one the call sends. At a branch
+// (several children share the call's next token: twins' generations, or a call's last token,
+// whose route is none) children are walked by the most they could share (see best), so k twins
+// cost one walk, not k. Each insert walks down from a trie root (a node at a time), and the
+// calls' full sequences are copied out of the core once each, kept until the trie is built.
 import type { MediaItem } from "../types.js";
 import { NO_ROUTE } from "./route-ids.js";
 
@@ -53,6 +54,8 @@ interface Node {
   creator: number;
   start: number;
   end: number;
+  /** The deepest end in the node's subtree: no call shares more than up to it along the node. */
+  maxEnd: number;
   parent: number;
   /** Children by the first token of their run. */
   children: Map<number, number[]> | null;
@@ -185,34 +188,49 @@ class TrieBuilder {
     }
   }
 
-  /** SPEC's choice at a branch: the child along which c shares the most, ties the latest. */
+  /**
+   * SPEC's choice at a branch: the child along which c shares the most, ties the latest. Children
+   * are tried by how much they could share at most (their subtree's deepest end), then latest
+   * first; one that cannot beat the best so far (nor tie it, being earlier) is not walked. So of
+   * k twins' identical generations only the latest is walked: the cost does not grow with k.
+   */
   private best(c: number, children: number[], pos: number, cap: number): { node: number; shared: number } {
-    // Latest creator first: a child that shares all c can share cannot be beaten.
-    const order = [...children].sort((a, b) => this.nodes[b].creator - this.nodes[a].creator);
+    const bound = (n: number) => Math.min(this.nodes[n].maxEnd, cap) - pos;
+    const order = [...children].sort((a, b) => bound(b) - bound(a) || this.nodes[b].creator - this.nodes[a].creator);
     let pick = order[0];
     let most = -1;
     for (const child of order) {
+      const most_ = bound(child);
+      if (most_ < most) break;
+      if (most_ === most && this.nodes[child].creator < this.nodes[pick].creator) continue;
       const shared = this.sharedAlong(c, child, pos, cap);
-      if (shared > most) {
+      if (shared > most || (shared === most && this.nodes[child].creator > this.nodes[pick].creator)) {
         most = shared;
         pick = child;
       }
-      if (pos + shared >= cap) break;
     }
     return { node: pick, shared: most };
   }
 
   private newNode(creator: number, start: number, end: number, parent: number): number {
-    this.nodes.push({ creator, start, end, parent, children: null });
+    this.nodes.push({ creator, start, end, maxEnd: end, parent, children: null });
     const index = this.nodes.length - 1;
     this.addChild(parent, index, this.tokens(creator)[start]);
+    for (let p = parent; p >= 0 && this.nodes[p].maxEnd < end; p = this.nodes[p].parent) this.nodes[p].maxEnd = end;
     return index;
   }
 
   /** Splits `node` at position `at` (start < at < end); the first half keeps its place. */
   private split(node: number, at: number): void {
     const first = this.nodes[node];
-    const second: Node = { creator: first.creator, start: at, end: first.end, parent: node, children: first.children };
+    const second: Node = {
+      creator: first.creator,
+      start: at,
+      end: first.end,
+      maxEnd: first.maxEnd,
+      parent: node,
+      children: first.children,
+    };
     this.nodes.push(second);
     const index = this.nodes.length - 1;
     if (second.children !== null)

@@ -122,7 +122,10 @@ describe("SPEC's worked example", () => {
         expect([name, capacity, plan.report.status]).toEqual([name, capacity, "ok"]);
         // C1's system prompt is in a bin without the rest of C1.
         expect(plan.bins.some((b) => b.segments.filter((s) => s.call === "C1").length === 1)).toBe(true);
-        const trained = plan.bins.reduce((n, b) => n + maskToInts(b.lossMask, b.numTokens).reduce((a, x) => a + x, 0), 0);
+        const trained = plan.bins.reduce(
+          (n, b) => n + maskToInts(b.lossMask, b.numTokens).reduce((a, x) => a + x, 0),
+          0,
+        );
         expect([name, capacity, trained]).toEqual([name, capacity, plan.report.captured_tokens]);
         checkBins(rollout(rest), plan.bins, capacity, plan.report.packed_tokens);
         plan.release();

@@ -38,16 +38,16 @@ function checkLayout(shape: ForestShape, bins: RecordLayout[], capacity: number)
     expect(bin.segments.reduce((t, s) => t + s.length, 0)).toBe(bin.numTokens);
     const at = new Map<number, number>();
     bin.segments.forEach((s, i) => {
-      const p = shape.parents[s.call];
+      const p = shape.parents[s.node];
       // closed under parents, parents first: a root's segment starts a piece, others point at
       // their parent's segment of the same piece
       if (p < 0) expect(s.parent).toBe(-1);
-      else expect(bin.segments[s.parent]?.call).toBe(p);
+      else expect(bin.segments[s.parent]?.node).toBe(p);
       if (s.parent >= 0) expect(s.parent).toBeLessThan(i);
-      expect(s.length).toBe(shape.fullLengths[s.call] - (p < 0 ? 0 : shape.fullLengths[p]));
-      expect(at.has(s.call)).toBe(false);
-      at.set(s.call, i);
-      if (s.trained) trained[s.call]++;
+      expect(s.length).toBe(shape.fullLengths[s.node] - (p < 0 ? 0 : shape.fullLengths[p]));
+      expect(at.has(s.node)).toBe(false);
+      at.set(s.node, i);
+      if (s.trained) trained[s.node]++;
     });
   }
   expect(trained.every((t) => t === 1)).toBe(true);
@@ -79,7 +79,7 @@ describe("layOutBins", () => {
   test("a prefix with three 6-token children in 22: two pieces, the bound exactly", () => {
     const shape = forest([-1, 0, 0, 0], [10, 6, 6, 6]);
     const bins = layOutBins(shape, 22);
-    expect(bins.map((b) => b.segments.map((s) => `${s.call}${s.trained ? "" : "*"}`).join(" "))).toEqual([
+    expect(bins.map((b) => b.segments.map((s) => `${s.node}${s.trained ? "" : "*"}`).join(" "))).toEqual([
       "0 1 2",
       "0* 3",
     ]);
@@ -100,7 +100,7 @@ describe("layOutBins", () => {
   test("trees that fit share bins, in the order of the rollout", () => {
     const shape = forest([-1, 0, -1, -1, 3], [5, 5, 12, 4, 4]);
     const bins = layOutBins(shape, 20);
-    expect(bins.map((b) => b.segments.map((s) => s.call))).toEqual([
+    expect(bins.map((b) => b.segments.map((s) => s.node))).toEqual([
       [0, 1],
       [2, 3, 4],
     ]);

@@ -86,25 +86,29 @@ function expected(ref: RefAccepted) {
 describe("SPEC v4 on every backend, against the reference", () => {
   test("rows, reports and packed trees equal the reference's; bins keep SPEC's invariants", () => {
     fc.assert(
-      fc.property(acceptedV4RolloutArb(), fc.oneof(fc.constantFrom(...CAPACITIES), fc.nat(8)), (rollout: Rollout, c) => {
-        const ref = reference(rollout, { trees: true });
-        if (ref.status !== "ok") throw new Error(`the generator made a rejected rollout: ${ref.reason}`);
-        // A fixed capacity, or (small numbers) the longest row plus that slack: tight bins split
-        // trees, so segments sit in bins without their neighbours.
-        const capacity = c > 8 ? c : Math.max(...ref.rows.map((r) => r.num_tokens)) + c;
-        const fits = reference(rollout, { capacity }).status === "ok";
-        for (const { name, cf } of backends) {
-          const plan = cf.plan(rollout, { trees: true, ...(fits ? { capacity } : {}) });
-          try {
-            expect(plan.report.status, name).toBe("ok");
-            expect(asReference(plan), name).toEqual(expected(ref));
-            checkTrees(rollout, plan.trees);
-            if (fits) checkBins(rollout, plan.bins, capacity, plan.report.packed_tokens);
-          } finally {
-            plan.release();
+      fc.property(
+        acceptedV4RolloutArb(),
+        fc.oneof(fc.constantFrom(...CAPACITIES), fc.nat(8)),
+        (rollout: Rollout, c) => {
+          const ref = reference(rollout, { trees: true });
+          if (ref.status !== "ok") throw new Error(`the generator made a rejected rollout: ${ref.reason}`);
+          // A fixed capacity, or (small numbers) the longest row plus that slack: tight bins split
+          // trees, so segments sit in bins without their neighbours.
+          const capacity = c > 8 ? c : Math.max(...ref.rows.map((r) => r.num_tokens)) + c;
+          const fits = reference(rollout, { capacity }).status === "ok";
+          for (const { name, cf } of backends) {
+            const plan = cf.plan(rollout, { trees: true, ...(fits ? { capacity } : {}) });
+            try {
+              expect(plan.report.status, name).toBe("ok");
+              expect(asReference(plan), name).toEqual(expected(ref));
+              checkTrees(rollout, plan.trees);
+              if (fits) checkBins(rollout, plan.bins, capacity, plan.report.packed_tokens);
+            } finally {
+              plan.release();
+            }
           }
-        }
-      }),
+        },
+      ),
       { seed: SEED, numRuns: RUNS },
     );
   });

@@ -49,7 +49,7 @@ class RecordBuilder {
     const length = this.shape.fullLengths[call] - from;
     const parent = p < 0 || !this.at.has(p) ? -1 : this.at.get(p)!;
     this.at.set(call, this.segments.length);
-    this.segments.push({ call, from, parent, start: this.numTokens, length, end: 0, tree, trained });
+    this.segments.push({ node: call, from, parent, start: this.numTokens, length, end: 0, tree, trained });
     this.numTokens += length;
   }
 
