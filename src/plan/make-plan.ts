@@ -166,14 +166,10 @@ class RecordMaker {
   }
 
   binSegments(record: RecordLayout): BinSegment[] {
-    return record.segments.map((s) => ({
-      call: this.id(this.creator(s)),
-      parent: s.parent,
-      start: s.start,
-      length: s.length,
-      end: s.end,
-      tree: s.tree,
-      trained: s.trained,
+    return this.segments(record).map((s, i) => ({
+      ...s,
+      tree: record.segments[i].tree,
+      trained: record.segments[i].trained,
     }));
   }
 
