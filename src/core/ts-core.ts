@@ -104,6 +104,8 @@ export class TsCore implements ForestCore {
   private media: number[] = [];
   /** Each linked call's route ids for tokens [0, full − 1) (SPEC v4), null when it gives none. */
   private callRoutes: (Int32Array | null)[] = [];
+  /** The bytes they hold (counted against maxBytes, as the WebAssembly core's are). */
+  private routeBytes = 0;
 
   // Tree nodes; node 0 is the root (the empty sequence).
   private nodeEdgeOff: number[] = [];
@@ -155,6 +157,7 @@ export class TsCore implements ForestCore {
     this.logprobCount = 0;
     this.media.length = 0; // small: no capacity worth keeping
     this.callRoutes.length = 0;
+    this.routeBytes = 0;
     this.stagedMedia = NO_TOKENS;
     this.stagedRoutes = null;
     this.routeMismatch = null;
@@ -211,6 +214,9 @@ export class TsCore implements ForestCore {
   }
 
   stageRoutes(ids: Int32Array): void {
+    // Held until the plan ends, as the WebAssembly core holds them: within the same budget.
+    if (this.heldBytes() + ids.byteLength > this.maxBytes)
+      throw new CoreMemoryError(`the TypeScript core ran out of memory for route ids at ${this.maxBytes} bytes`);
     this.stagedRoutes = ids.slice();
   }
 
@@ -407,6 +413,7 @@ export class TsCore implements ForestCore {
     this.callMedia[c] = this.media.length;
     for (const value of this.stagedMedia) this.media.push(value);
     this.callRoutes[c] = this.stagedRoutes === null ? null : this.stagedRoutes.subarray(0, full - 1);
+    this.routeBytes += this.stagedRoutes?.byteLength ?? 0;
 
     // Walk full(c) down the tree, inserting what is new, with a node where the prompt ends.
     // `best` is the deepest node at depth <= len(prompt) where an earlier full sequence ends:
@@ -788,12 +795,14 @@ export class TsCore implements ForestCore {
       this.packLogprobs,
       this.packMask,
     ];
-    return arrays.reduce((sum, array) => sum + array.byteLength, 0);
+    return arrays.reduce((sum, array) => sum + array.byteLength, this.routeBytes);
   }
 
   release(): void {
-    // Nothing to free: the arrays (rows' included) serve the next plan. TsCorePool's lease hands
-    // the core on; the plan has emptied its rows by then (see PlannedRollout.release).
+    // The arrays (rows' included) serve the next plan. TsCorePool's lease hands the core on; the
+    // plan has emptied its rows by then (see PlannedRollout.release). Route ids are the plan's own.
+    this.callRoutes.length = 0;
+    this.routeBytes = 0;
   }
 }
 
@@ -914,6 +923,7 @@ export class TsCorePool {
 
   acquire(): ForestCore {
     return new TsCoreLease(this.idle.pop() ?? new TsCore(this.maxBytes, this.breaksOn), (core) => {
+      core.release(); // an idle core keeps no plan's data alive
       if (core.heldBytes() <= this.keepBytes && this.idle.length < MAX_IDLE_CORES) this.idle.push(core);
     });
   }

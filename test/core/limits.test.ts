@@ -103,6 +103,32 @@ describe("memory limits (init({ maxMemory }))", () => {
     }
   });
 
+  it("route ids count against maxMemory on both backends (each linked call keeps one per token)", async () => {
+    // A chain of 40 calls of ~50,000 tokens: its tokens are stored once (~0.2 MB), but each call's
+    // route ids are its own (~8 MB in all).
+    const chain = (routes: boolean) => {
+      const calls = [];
+      let prompt = Array.from({ length: 50_000 }, (_, i) => i % 1000);
+      for (let i = 0; i < 40; i++) {
+        const full = prompt.length + 1;
+        const entries = Buffer.alloc(full - 1, 1).toString("base64"); // int8, every token to expert 1
+        calls.push({
+          ...call(`c${i}`, prompt, [7]),
+          ...(routes ? { routed_experts: `nrlre1:int8:${full - 1}x1x1:${entries}` } : {}),
+        });
+        prompt = [...prompt, 7, 8];
+      }
+      return { rollout_id: routes ? "routed" : "plain", reward: 0, calls };
+    };
+    for (const backend of BACKENDS) {
+      const cf = await init({ backend, maxMemory: 6 * MiB });
+      expect([backend, reasonOf(cf.plan(chain(false)).report)]).toEqual([backend, "ok"]);
+      expect([backend, reasonOf(cf.plan(chain(true)).report)]).toEqual([backend, "rollout_too_large"]);
+      const roomy = await init({ backend, maxMemory: 64 * MiB });
+      expect([backend, reasonOf(roomy.plan(chain(true)).report)]).toEqual([backend, "ok"]);
+    }
+  });
+
   it("the TS backend keeps to maxMemory too: past it rollout_too_large, not a process the system kills", async () => {
     // 20 MB of tokens to store
     const big = { rollout_id: "big", reward: 0, calls: [call("a", new Int32Array(5_000_000).fill(4), [2])] };
