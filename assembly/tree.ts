@@ -357,10 +357,13 @@ function firstRouteDifference(p: i32, c: i32): i32 {
   return mediaAgree(x, c) && routesAgree(x, c);
 }
 
+/** chooseParent's answer when no candidate agrees with c (the walk up goes on). */
+const NONE_AGREES: i32 = -100;
+
 /**
  * SPEC's tie-break among calls with identical full sequences (a list through C_END_NEXT), among
- * those that agree with c on media and routes when `filtered`; AMBIGUOUS_PARENT when it stays
- * ambiguous.
+ * those that agree with c on media and routes when `filtered` (NONE_AGREES when none does);
+ * AMBIGUOUS_PARENT when it stays ambiguous.
  */
 function chooseParent(c: i32, candidates: i32, filtered: bool): i32 {
   if (!filtered && callField(candidates, C_END_NEXT) < 0) return candidates;
@@ -374,6 +377,7 @@ function chooseParent(c: i32, candidates: i32, filtered: bool): i32 {
     agreeing++;
   }
   if (agreeing == 1) return first;
+  if (agreeing == 0) return NONE_AGREES;
   const agent = callField(c, C_AGENT);
   let pick = -1;
   let count = 0;
@@ -407,12 +411,6 @@ function latestMediaAgreeing(candidates: i32, c: i32): i32 {
   return -1;
 }
 
-/** True when some call of the list through C_END_NEXT agrees with c on media and routes. */
-function anyAgrees(candidates: i32, c: i32): bool {
-  for (let x = candidates; x >= 0; x = callField(x, C_END_NEXT)) if (agrees(x, c)) return true;
-  return false;
-}
-
 /**
  * Linking with the media and routes clauses: from `best` (the deepest node where an earlier full
  * sequence ends inside c's prompt) up, the first node with a call that agrees on both holds the
@@ -425,7 +423,9 @@ function linkByAgreement(c: i32, best: i32): i32 {
   for (let node = best; node > 0; node = nodeField(node, N_PARENT)) {
     const head = nodeField(node, N_END_HEAD);
     if (head < 0) continue;
-    if (anyAgrees(head, c)) return chooseParent(c, head, true);
+    // (Each candidate's routes are compared once here, in chooseParent's first pass.)
+    const parent = chooseParent(c, head, true);
+    if (parent != NONE_AGREES) return parent;
     const near = latestMediaAgreeing(head, c);
     if (near < 0) {
       if (node == best) mediaMismatch = true;

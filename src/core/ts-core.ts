@@ -27,6 +27,9 @@ import {
 /** The most elements a size hint may reserve at once (larger arrays grow as data comes). */
 const MAX_HINT = 2 ** 26;
 
+/** chooseParent's answer when no candidate agrees with c (the walk up goes on). */
+const NONE_AGREES = -100;
+
 const NO_TOKENS = new Int32Array(0);
 const NO_LOGPROBS = new Float32Array(0);
 
@@ -565,9 +568,9 @@ export class TsCore implements ForestCore {
     for (let node = best; node > 0; node = this.nodeParent[node]) {
       const head = this.nodeEndHead[node];
       if (head < 0) continue;
-      let agrees = false;
-      for (let x = head; x >= 0 && !agrees; x = this.callEndNext[x]) agrees = this.agrees(x, c);
-      if (agrees) return this.chooseParent(c, head, true);
+      // (Each candidate's routes are compared once here, in chooseParent's first pass.)
+      const parent = this.chooseParent(c, head, true);
+      if (parent !== NONE_AGREES) return parent;
       let near = -1;
       for (let x = head; x >= 0 && near < 0; x = this.callEndNext[x]) if (this.mediaAgree(x, c)) near = x;
       if (near < 0) {
@@ -582,13 +585,14 @@ export class TsCore implements ForestCore {
 
   /**
    * SPEC's tie-break among calls with identical full sequences (a list through callEndNext), among
-   * those that agree with c on media and routes when `filtered`.
+   * those that agree with c on media and routes when `filtered` (NONE_AGREES when none does).
    */
   private chooseParent(c: number, candidates: number, filtered: boolean): number {
     if (!filtered && this.callEndNext[candidates] < 0) return candidates;
     const agreeing: number[] = [];
     for (let x = candidates; x >= 0; x = this.callEndNext[x]) if (!filtered || this.agrees(x, c)) agreeing.push(x);
     if (agreeing.length === 1) return agreeing[0];
+    if (agreeing.length === 0) return NONE_AGREES;
     const pickBy = (agent: number): number[] => agreeing.filter((x) => this.callAgent[x] === agent);
     let picked = pickBy(this.callAgent[c]);
     if (picked.length === 0) {
