@@ -72,7 +72,10 @@ export function register(program: Command): void {
         "(default 4096; a group also ends at about 16 MB of columns)",
     )
     .option("--report <file>", "one report line per input rollout, in input order, then the run record (docs/cli.md)")
-    .option("--layout <layout>", "rows (one per leaf, SPEC's rows) or packed (one record per tree, every token once)")
+    .option(
+      "--layout <layout>",
+      "rows (one per leaf, SPEC's rows) or packed (the token trie: one record per trie tree, every shared token once)",
+    )
     .option(
       "--capacity <tokens>",
       "packed records as bins of at most this many tokens (implies --layout packed; reports get packed_tokens)",
