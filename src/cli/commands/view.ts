@@ -339,15 +339,17 @@ export function register(program: Command): void {
           throw new UsageError(`--port ${port}: already in use (--port 0 picks a free one)`);
         else throw error;
       }
-      process.stdout.write(`${view.url}\n`);
-      // The URL alone on stdout (a script may read it); how to stop on stderr.
-      process.stderr.write("callforest: serving the page until interrupted: press Ctrl-C to stop\n");
-      // Serve until interrupted.
-      await new Promise<void>((resolve) => {
+      // Serve until interrupted: the handlers first, so that whoever reads the lines below may
+      // interrupt at once (a pipe's reader can see them before this process runs another line).
+      const interrupted = new Promise<void>((resolve) => {
         const stop = () => void view.close().then(resolve);
         process.once("SIGINT", stop);
         process.once("SIGTERM", stop);
       });
+      process.stdout.write(`${view.url}\n`);
+      // The URL alone on stdout (a script may read it); how to stop on stderr.
+      process.stderr.write("callforest: serving the page until interrupted: press Ctrl-C to stop\n");
+      await interrupted;
     },
   );
 }
