@@ -20,6 +20,7 @@ import { captureOutput, type Captured } from "../support/capture.js";
 import { generateRollout } from "../../bench/generate.js";
 import type { Report, Rollout } from "../../src/types.js";
 import { tempDirs } from "../support/temp-dirs.js";
+import { TREE0_LINES } from "../support/worked-example.js";
 
 const EXAMPLE_FILE = new URL("../../examples/login-bug.json", import.meta.url);
 const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
@@ -564,17 +565,7 @@ describe("fitted, collapsed and windowed pictures", () => {
           ),
         ),
       ].map((m) => m.slice(1).join(" ")),
-    ).toEqual([
-      "C1 -1 0 3 30",
-      "C1 0 3 4 24",
-      "C3 1 7 3 24",
-      "C7 2 10 4 24",
-      "C8 3 14 3 19",
-      "C9 4 17 2 19",
-      "C10 3 19 5 24",
-      "C11 0 24 4 30",
-      "C12 7 28 2 30",
-    ]);
+    ).toEqual(TREE0_LINES);
     for (const [args, message] of [
       [["--fit", "100"], "--fit must be an integer >= 320, got '100'"],
       [["--layout", "bins"], "unknown --layout 'bins': expected rows or packed"],

@@ -12,7 +12,7 @@ import type { Plan, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb } from "../support/arbitraries.js";
 import { captureOutput } from "../support/capture.js";
 import { checkBins, checkTrees } from "../support/reference-check.js";
-import { buildFrom } from "../support/worked-example.js";
+import { TREE0_SEGMENTS, buildFrom } from "../support/worked-example.js";
 import { everyBackend } from "../support/backends.js";
 
 const LOGIN = new URL("../../examples/login-bug.json", import.meta.url).pathname;
@@ -41,17 +41,7 @@ describe("SPEC's worked example", () => {
       const plan = cf.plan(login(), { trees: true });
       const tree = plan.trees[0];
       expect([name, tree.roots, tree.numTokens]).toEqual([name, ["C1", "C11"], 30]);
-      expect(tree.segments.map((s) => [s.call, s.parent, s.start, s.length, s.end])).toEqual([
-        ["C1", -1, 0, 3, 30],
-        ["C1", 0, 3, 4, 24],
-        ["C3", 1, 7, 3, 24],
-        ["C7", 2, 10, 4, 24],
-        ["C8", 3, 14, 3, 19],
-        ["C9", 4, 17, 2, 19],
-        ["C10", 3, 19, 5, 24],
-        ["C11", 0, 24, 4, 30],
-        ["C12", 7, 28, 2, 30],
-      ]);
+      expect(tree.segments.map((s) => [s.call, s.parent, s.start, s.length, s.end])).toEqual(TREE0_SEGMENTS);
       expect(tree.calls).toEqual(["C1", "C3", "C7", "C8", "C9", "C10", "C11", "C12"]);
       // "C8's and C10's segments both start at position 14"; "segments 1 and 7 both start at position 3"
       expect(Array.from(tree.positionIds)).toEqual([...Array(19).keys(), 14, 15, 16, 17, 18, 3, 4, 5, 6, 7, 8]);

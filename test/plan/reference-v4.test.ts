@@ -12,6 +12,7 @@ import {
   v4RolloutArb,
 } from "../support/arbitraries.js";
 import { checkBins, checkTrees, naiveBins } from "../support/reference-check.js";
+import { TREE0_SEGMENTS } from "../support/worked-example.js";
 import { type RefAccepted, type RefPacked, type RefResult, reference, referenceTrie } from "../support/reference.js";
 
 const example = (name: string): Record<string, unknown> =>
@@ -80,17 +81,7 @@ describe("SPEC's worked examples", () => {
       [1, ["C2"], 8],
       [2, ["C5"], 8],
     ]);
-    expect(table(trees[0])).toEqual([
-      ["C1", -1, 0, 3, 30],
-      ["C1", 0, 3, 4, 24],
-      ["C3", 1, 7, 3, 24],
-      ["C7", 2, 10, 4, 24],
-      ["C8", 3, 14, 3, 19],
-      ["C9", 4, 17, 2, 19],
-      ["C10", 3, 19, 5, 24],
-      ["C11", 0, 24, 4, 30],
-      ["C12", 7, 28, 2, 30],
-    ]);
+    expect(table(trees[0])).toEqual(TREE0_SEGMENTS);
     expect(trees[0].calls).toEqual(["C1", "C3", "C7", "C8", "C9", "C10", "C11", "C12"]);
     expect(trees[0].token_ids.slice(0, 3)).toEqual([100, 101, 102]);
     // "C8's and C10's segments both start at position 14"; "segments 1 and 7 both start at position 3"

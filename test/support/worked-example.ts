@@ -77,6 +77,25 @@ export const EXPECTED_ROWS: ExpectedRow[] = [
   },
 ];
 
+/**
+ * SPEC's table of the packed tree 0 (SPEC v4, "Worked example"): each segment's call, parent,
+ * start, length and end.
+ */
+export const TREE0_SEGMENTS: readonly (readonly [string, number, number, number, number])[] = [
+  ["C1", -1, 0, 3, 30],
+  ["C1", 0, 3, 4, 24],
+  ["C3", 1, 7, 3, 24],
+  ["C7", 2, 10, 4, 24],
+  ["C8", 3, 14, 3, 19],
+  ["C9", 4, 17, 2, 19],
+  ["C10", 3, 19, 5, 24],
+  ["C11", 0, 24, 4, 30],
+  ["C12", 7, 28, 2, 30],
+];
+
+/** The same as text, "call parent start length end" a segment. */
+export const TREE0_LINES: readonly string[] = TREE0_SEGMENTS.map((s) => s.join(" "));
+
 export const EXPECTED_COUNTS = {
   calls: 12,
   eligible: 12,

@@ -15,6 +15,7 @@ import { generateRollout } from "../../bench/generate.js";
 import { cli } from "../ingest/cli.js";
 import { parquetRecords } from "../columnar/support.js";
 import { LOGIN_BUG } from "../support/fixtures.js";
+import { TREE0_LINES } from "../support/worked-example.js";
 import type { Rollout } from "../../src/types.js";
 
 let dir: string;
@@ -138,17 +139,7 @@ describe("Download Parquet, from a page opened from disk", () => {
       (treesBack[0].segments as { call: string; parent: number; start: number; length: number; end: number }[]).map(
         (s) => `${s.call} ${s.parent} ${s.start} ${s.length} ${s.end}`,
       ),
-    ).toEqual([
-      "C1 -1 0 3 30",
-      "C1 0 3 4 24",
-      "C3 1 7 3 24",
-      "C7 2 10 4 24",
-      "C8 3 14 3 19",
-      "C9 4 17 2 19",
-      "C10 3 19 5 24",
-      "C11 0 24 4 30",
-      "C12 7 28 2 30",
-    ]);
+    ).toEqual(TREE0_LINES);
 
     await setCapacity(page, "20");
     const bins = await downloadParquet(page);

@@ -15,6 +15,7 @@ import { generateRollout } from "../../bench/generate.js";
 import { savingsOf } from "../../src/draw/savings.js";
 import type { Rollout } from "../../src/types.js";
 import { byteLevelTokenizer } from "../support/byte-level-tokenizer.js";
+import { TREE0_LINES } from "../support/worked-example.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLE_FILE = join(ROOT, "examples/login-bug.json");
@@ -358,18 +359,9 @@ describe("the packed view", () => {
         ["call", "parent", "start", "length", "end", "rows"].map((k) => g.getAttribute(`data-${k}`)).join(" "),
       ),
     );
-    // The last field: how many rows hold the segment (the system prompt: C9's, C10's and C12's).
-    expect(segments).toEqual([
-      "C1 -1 0 3 30 3",
-      "C1 0 3 4 24 2",
-      "C3 1 7 3 24 2",
-      "C7 2 10 4 24 2",
-      "C8 3 14 3 19 1",
-      "C9 4 17 2 19 1",
-      "C10 3 19 5 24 1",
-      "C11 0 24 4 30 1",
-      "C12 7 28 2 30 1",
-    ]);
+    // SPEC's table, then how many rows hold each segment (the system prompt: C9's, C10's, C12's).
+    const rows = [3, 2, 2, 2, 1, 1, 1, 1, 1];
+    expect(segments).toEqual(TREE0_LINES.map((line, i) => `${line} ${rows[i]}`));
     const example = JSON.parse(readFileSync(EXAMPLE_FILE, "utf8")) as Rollout;
     const plan = cf.plan(example, { trees: true });
     const s = savingsOf(plan);
