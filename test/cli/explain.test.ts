@@ -31,7 +31,8 @@ describe("callforest explain", () => {
         `${EXAMPLE}: reasoning-dropped call C3: near C2 at 9: reasoning_dropped`,
         "  ids     before [2 3 4 20 21 99 30 31] near [50 13 51 22 99] call [22 99 32]",
         `${EXAMPLE}: 1 rollout, 2 calls explained (2 prefix_break): reasoning_dropped 2; ` +
-          "cost 18 row tokens (39 as sent in 3 trees, 21 token-in/token-out in 1)",
+          "cost 5 trie tokens (26 as sent, 21 token-in/token-out), 18 row tokens (39 as sent, 21 token-in/token-out); " +
+          "3 trees as sent, 1 token-in/token-out",
         "",
       ].join("\n"),
     );
@@ -68,7 +69,24 @@ describe("callforest explain", () => {
     expect(c2!.expected).toEqual([50, 11, 12, 51, 20, 21, 99]);
     expect(c2!.found).toEqual([20, 21, 99, 30, 31]);
     expect(c3).toMatchObject({ call: "C3", near: "C2", at: 9, kind: "prefix_break" });
-    expect(summary).toMatchObject({ kind: "summary", explained: 2, prefix_breaks: 2, row_tokens: 39, cost: 18 });
+    expect(summary).toEqual({
+      kind: "summary",
+      input: EXAMPLE,
+      rollouts: 1,
+      rejected: 0,
+      explained: 2,
+      prefix_breaks: 2,
+      causes: { unknown: 2 },
+      trees: 3,
+      tito_trees: 1,
+      trie_tokens: 26,
+      tito_trie_tokens: 21,
+      trie_cost: 5,
+      row_tokens: 39,
+      tito_row_tokens: 21,
+      row_cost: 18,
+      dropped_tokens: 7,
+    });
   });
 
   it("--rollout picks one rollout; a bad line is one line on stderr and the others go on", async () => {
@@ -89,12 +107,27 @@ describe("callforest explain", () => {
     expect(lines[2]).toMatchObject({ rollouts: 1, rejected: 1 });
   });
 
-  it("a media_mismatch root is not listed, and media change neither side of the cost", async () => {
+  it("a media_mismatch root is not listed, and the cost as sent is what rows reports", async () => {
     const run = await captureOutput(() => main(["explain", "examples/screenshot-swap.json"]));
     expect(run.code).toBe(0);
+    // rows --layout packed reports roots 2, row_tokens 29, trie_tokens 26.
     expect(run.stdout).toBe(
       "examples/screenshot-swap.json: 1 rollout, 0 calls explained (0 prefix_break); " +
-        "cost 0 row tokens (17 as sent in 1 tree, 17 token-in/token-out in 1)\n",
+        "cost 0 trie tokens (26 as sent, 26 token-in/token-out), 0 row tokens (29 as sent, 29 token-in/token-out); " +
+        "2 trees as sent, 2 token-in/token-out\n",
+    );
+  });
+
+  it("a negative cost says why: gym-capture's fork repeats what token-in/token-out resends", async () => {
+    const run = await captureOutput(() =>
+      main(["explain", "examples/gym-capture/rollouts.jsonl", "--tokens", "examples/gym-capture"]),
+    );
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim().split("\n").at(-1)).toBe(
+      "examples/gym-capture/rollouts.jsonl: 2 rollouts, 3 calls explained (2 prefix_break): compaction 1, " +
+        "unknown 2; cost 27 trie tokens (326 as sent, 299 token-in/token-out), -5 row tokens (500 as sent, " +
+        "505 token-in/token-out; negative: token-in/token-out resends 5 tokens the calls dropped); " +
+        "5 trees as sent, 3 token-in/token-out",
     );
   });
 
