@@ -72,8 +72,9 @@ export function analyzeRollout(
   const index = new Map(calls.map((call, i) => [call.forest.id, i]));
   const planned = plannedLinks(calls);
   const sent = build(calls, planned, work);
-  // Near parents are the plan's own (SPEC's prefix_break); the trie only finds roots' closest calls.
-  const closest = withAgents ? [] : closestEarlier(sent, work);
+  // Near parents are the plan's own (SPEC's prefix_break); the trie only finds roots' closest
+  // calls, when a root needs one.
+  let closest: (Parting | null)[] | null = null;
   const previousOfAgent = new Map<string, number>();
   const relinked = new Map<number, { near: number; cut: number }>();
   const explained: ExplainedCall[] = [];
@@ -98,7 +99,7 @@ export function analyzeRollout(
       kind = "root";
       parting = withAgents
         ? { near: previous, at: commonPrefixWithFull(calls[previous]!, call.prompt, work) }
-        : closest[i]!;
+        : (closest ??= closestEarlier(sent, work))[i]!;
     }
     const nearCall = parting === null ? null : calls[parting.near]!;
     // classify and turnEnd scan at most the prompt and the near call's generation.

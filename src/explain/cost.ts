@@ -48,7 +48,9 @@ export function plannedLinks(calls: readonly (Tokens & { parent: number })[]): L
 /** Builds the version `links` describes: its sizes, and its trie for the closest-call search. */
 export function build(calls: readonly Tokens[], links: Links, work: Work): Built {
   const n = calls.length;
-  const trie = new TokenTrie(work);
+  let added = 0; // at most one node per token the calls add
+  for (let c = 0; c < n; c++) added += calls[c]!.fullLength - (links.parent[c]! < 0 ? 0 : links.cut[c]!);
+  const trie = new TokenTrie(work, added);
   const end = new Int32Array(n);
   const reach = new Int32Array(n);
   const reachDepth = new Float64Array(n);

@@ -11,15 +11,24 @@ export interface Work {
 
 export class TokenTrie {
   // Node 0 is the root. A node's first child is inline; more children go in `more`.
-  private childToken = new Int32Array(1024).fill(-1);
-  private childNode = new Int32Array(1024).fill(-1);
-  private parentOf = new Int32Array(1024).fill(-1);
+  private childToken: Int32Array;
+  private childNode: Int32Array;
+  private parentOf: Int32Array;
   private readonly more = new Map<number, Map<number, number>>();
   size = 1;
   /** How many tokens the last walk() matched. */
   matched = 0;
 
-  constructor(private readonly work: Work = { tokens: 0 }) {}
+  /** `capacity`: the nodes expected (it grows past them). */
+  constructor(
+    private readonly work: Work = { tokens: 0 },
+    capacity = 1024,
+  ) {
+    const n = Math.max(16, capacity + 1);
+    this.childToken = new Int32Array(n).fill(-1);
+    this.childNode = new Int32Array(n).fill(-1);
+    this.parentOf = new Int32Array(n).fill(-1);
+  }
 
   child(node: number, token: number): number {
     if (this.childToken[node] === token) return this.childNode[node]!;
