@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
+import { parseReasoning } from "../../src/cli/commands/explain.js";
 import { captureOutput } from "../support/capture.js";
 import { tempDirs } from "../support/temp-dirs.js";
 import { conversation } from "../explain/harness/agent.js";
@@ -162,6 +163,25 @@ describe("callforest explain", () => {
     expect(jsonLines(multi.stdout)[0]).toMatchObject({ cause: "reasoning_dropped" });
   });
 
+  it("--reasoning: markers that cannot tell a block's start from its end are refused in one line", async () => {
+    const cases: [string, string][] = [
+      ["50,50", "the open and close markers are the same; a block needs two"],
+      [" 50 51 , 50  51", "the open and close markers are the same; a block needs two"],
+      ["50,50 51", "the open marker begins the other one, so one cannot be told from the other"],
+      ["50 51,50", "the close marker begins the other one, so one cannot be told from the other"],
+    ];
+    for (const [markers, what] of cases) {
+      const run = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", markers]));
+      expect([markers, run.code, run.stderr]).toEqual([markers, 2, `callforest: --reasoning '${markers}': ${what}\n`]);
+    }
+    // Ids that only share digits are different markers; text markers are checked the same way.
+    expect(parseReasoning("5,50", null)).toEqual({ open: [5], close: [50] });
+    const decoder = {} as Parameters<typeof parseReasoning>[1];
+    expect(() => parseReasoning("<think>,<think>", decoder)).toThrow(/the open and close markers are the same/);
+    expect(() => parseReasoning("<think>,<think>x", decoder)).toThrow(/the open marker begins the other/);
+    expect(parseReasoning("<think>,</think>", decoder)).toEqual({ open: "<think>", close: "</think>" });
+  });
+
   it("--tokenizer qwen3: a real-template conversation's breaks, decoded, with their causes", async () => {
     const file = join(tmp(), "qwen3.json");
     const { rollout, expected } = conversation(model("qwen3"), 3, "render");
@@ -188,5 +208,35 @@ describe("callforest explain", () => {
     const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", "no-such-model"]));
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^callforest: --tokenizer no-such-model: not a tokenizer name/);
+  });
+
+  it("--tokenizer: a file that is no tokenizer is one line naming it and what is wrong", async () => {
+    const dir = tmp();
+    const write = (name: string, text: string) => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    };
+    const cases: [string, string][] = [
+      [write("broken.json", '{"model": '), "not valid JSON ("],
+      [write("list.json", "[]"), 'JSON [] (an empty array), not a tokenizer.json (a JSON object with a "model")'],
+      [write("number.json", "42"), 'JSON a number, not a tokenizer.json (a JSON object with a "model")'],
+      [write("config.json", '{"vocab_size": 5}'), 'a JSON object, but not a tokenizer.json (it has no "model" object)'],
+      [write("notes.txt", "hello\nworld\n"), "neither a tokenizer.json (JSON) nor a .tiktoken rank file"],
+      ["/dev/null", "empty, not a tokenizer.json nor a .tiktoken rank file"],
+    ];
+    for (const [file, what] of cases) {
+      const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", file]));
+      expect([file, run.code]).toEqual([file, 2]);
+      expect(run.stderr).toContain(`callforest: --tokenizer ${file}: ${what}`);
+      expect(run.stderr).not.toContain(".tiktoken file needs");
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    }
+    // A directory names the tokenizer.json in it.
+    write("tokenizer.json", "[1]");
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", dir]));
+    expect(run.stderr).toBe(
+      `callforest: --tokenizer ${dir}: ${join(dir, "tokenizer.json")}: JSON an array, not a tokenizer.json ` +
+        '(a JSON object with a "model")\n',
+    );
   });
 });

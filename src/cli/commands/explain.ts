@@ -107,11 +107,27 @@ export function parseReasoning(text: string, decoder: TokenDecoder | null): Reas
   if (ids[0] !== null && ids[1] !== null) {
     if (ids.flat().some((id) => id! > 0x7fffffff))
       throw new UsageError(`--reasoning token ids must be at most ${0x7fffffff}, got '${text}'`);
+    distinctMarkers(text, ids[0].join(" "), ids[1].join(" "), " ");
     return { open: ids[0], close: ids[1] };
   }
   if (decoder === null)
     throw new UsageError(`--reasoning '${text}': text markers need --tokenizer (or give token ids)`);
+  distinctMarkers(text, parts[0]!, parts[1]!, "");
   return { open: parts[0]!, close: parts[1]! };
+}
+
+/**
+ * The markers must tell a block's start from its end: not the same, and neither the start of the
+ * other (then every close would also read as an open, or the reverse). `unit` joins ids.
+ */
+function distinctMarkers(text: string, open: string, close: string, unit: string): void {
+  if (open === close)
+    throw new UsageError(`--reasoning '${text}': the open and close markers are the same; a block needs two`);
+  const [shorter, longer, which] = open.length < close.length ? [open, close, "open"] : [close, open, "close"];
+  if (longer.startsWith(shorter + unit))
+    throw new UsageError(
+      `--reasoning '${text}': the ${which} marker begins the other one, so one cannot be told from the other`,
+    );
 }
 
 /** One explained call as a few lines of text. */
