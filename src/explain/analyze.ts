@@ -6,7 +6,7 @@ import type { ForestCall, Rollout } from "../types.js";
 import { classify, type Cause, type CauseOptions, type CauseResult } from "./cause.js";
 import { BREAK_QUOTE } from "../core/types.js";
 import { commonPrefixWithFull, eligibleCalls, fullOf, fullSlice, type Call } from "./calls.js";
-import { build, plannedLinks, type Sizes } from "./cost.js";
+import { build, plannedLinks, type Links, type Sizes } from "./cost.js";
 import { closestEarlier, type Parting } from "./near.js";
 import { linkable, tokenInTokenOut, turnEnd } from "./tito.js";
 import type { Work } from "./token-trie.js";
@@ -45,6 +45,8 @@ export interface Analysis {
   tito: Sizes;
   /** Tokens of the near calls' sequences that the relinked calls did not resend (docs/breaks.md). */
   dropped: number;
+  /** The token-in/token-out version's links (over the eligible calls, in ledger order). */
+  titoLinks: Links;
 }
 
 /**
@@ -112,8 +114,9 @@ export function analyzeRollout(
     relinked.set(i, { near: parting.near, cut });
     dropped += Math.max(0, near.full.length - cut);
   });
-  const tito = build(calls, tokenInTokenOut(planned, relinked), work);
-  return { explained, sent: sent.sizes, tito: tito.sizes, dropped };
+  const titoLinks = tokenInTokenOut(planned, relinked);
+  const tito = build(calls, titoLinks, work);
+  return { explained, sent: sent.sizes, tito: tito.sizes, dropped, titoLinks };
 }
 
 function explainedCall(

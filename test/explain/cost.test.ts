@@ -5,9 +5,10 @@ import fc from "fast-check";
 import { readFileSync } from "node:fs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
-import { analyzeRollout } from "../../src/explain/analyze.js";
+import { analyzeRollout, type Analysis } from "../../src/explain/analyze.js";
 import type { Callforest, Rollout } from "../../src/types.js";
 import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
+import { brokenArb } from "./broken.js";
 
 let cf: Callforest;
 beforeAll(async () => {
@@ -86,5 +87,42 @@ describe("what a break costs", () => {
       { numRuns: 400 },
     );
     expect(media).toBeGreaterThan(20);
+  });
+
+  it("token-in/token-out: its trie is the planner's trie of its sequences, built out", () => {
+    let relinked = 0;
+    fc.assert(
+      fc.property(brokenArb, (rollout) => {
+        const plan = cf.plan(rollout);
+        let analysis: Analysis;
+        try {
+          fc.pre(plan.report.status === "ok");
+          analysis = analyzeRollout(rollout, plan.forest, plan.agents.length > 0);
+          const eligible = plan.forest.filter((c) => c.eligible).map((c) => rollout.calls[c.index]!);
+          // The version's sequences, written out: tito(parent) ++ full(c)[cut:].
+          const { parent, cut } = analysis.titoLinks;
+          const full: number[][] = [];
+          const calls = eligible.map((c, i) => {
+            const base = parent[i]! < 0 ? [] : full[parent[i]!]!;
+            const from = parent[i]! < 0 ? 0 : cut[i]!;
+            const prompt = [...base, ...Array.from(c.prompt_token_ids).slice(from)];
+            full.push([...prompt, ...c.generation_token_ids]);
+            return { ...c, prompt_token_ids: prompt };
+          });
+          relinked += analysis.explained.filter((e) => e.near !== null && e.cause !== "fresh").length;
+          const built = cf.plan({ ...rollout, calls }, { trees: true });
+          try {
+            fc.pre(built.report.status === "ok"); // twins the version makes may be ambiguous_parent
+            expect(analysis.tito.trie_tokens).toBe(built.report.trie_tokens);
+          } finally {
+            built.release();
+          }
+        } finally {
+          plan.release();
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(relinked).toBeGreaterThan(30);
   });
 });

@@ -8,7 +8,8 @@ import { explainRollout } from "../../src/explain/analyze.js";
 import { closestEarlier } from "../../src/explain/near.js";
 import { build, plannedLinks } from "../../src/explain/cost.js";
 import type { Callforest, Rollout } from "../../src/types.js";
-import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
+import { prefixSoupArb } from "../support/arbitraries.js";
+import { brokenArb } from "./broken.js";
 
 let cf: Callforest;
 let wasm: Callforest;
@@ -42,27 +43,6 @@ function spec(
   });
   return out;
 }
-
-/** A rollout with some prompt tokens changed (re-rendered histories, dropped tokens). */
-const brokenArb = fc
-  .tuple(
-    acceptedRolloutArb(),
-    fc.array(fc.record({ call: fc.nat(), at: fc.nat(), drop: fc.boolean(), token: fc.nat({ max: 200_000 }) }), {
-      maxLength: 4,
-    }),
-  )
-  .map(([rollout, edits]) => {
-    const calls = rollout.calls.map((call) => ({ ...call, prompt_token_ids: [...call.prompt_token_ids] }));
-    for (const edit of edits) {
-      const call = calls[edit.call % calls.length]!;
-      if (call.prompt_token_ids.length === 0) continue;
-      const at = edit.at % call.prompt_token_ids.length;
-      if (edit.drop) call.prompt_token_ids.splice(at, 1);
-      else call.prompt_token_ids[at] = edit.token;
-    }
-    // Media would no longer fit the edited prompts: near parents compare tokens only.
-    return { ...rollout, calls: calls.map(({ media: _media, ...call }) => call) } as Rollout;
-  });
 
 describe("explain's near parents", () => {
   it("equal SPEC's rule, written out, on generated forests", () => {
