@@ -1,5 +1,5 @@
 // What one version of a rollout costs a trainer (docs/breaks.md, "What a break costs"): its trees,
-// rows and row tokens, and the tokens of its token trie (SPEC v4's trie_tokens, tokens only),
+// rows and row tokens, and the tokens of its token trie (SPEC v4's trie_tokens, routes aside),
 // computed from its structure. A version gives each eligible call a parent and says where the
 // call's own tokens start in its full sequence (`cut`); the call's sequence there is its
 // parent's sequence followed by `full(c)[cut:]`. Sequences are never built: lengths add up, and
@@ -16,7 +16,7 @@ export interface Sizes {
   rows: number;
   /** The rows' tokens: the sum of the leaves' sequence lengths. */
   row_tokens: number;
-  /** The token trie's tokens (SPEC v4 "Packed trees", tokens only). */
+  /** The token trie's tokens (SPEC v4 "Packed trees": tokens and media, not routes). */
   trie_tokens: number;
 }
 

@@ -83,11 +83,13 @@ export function register(program: Command): void {
         } finally {
           plan.release();
         }
-        for (const call of explained) {
-          write(options.json ? `${JSON.stringify(explainedRecord(call))}\n` : callText(call, item.where, decoder));
-        }
+        // One write per rollout: many small writes cost more than the analysis on small rollouts.
+        let text = "";
+        for (const call of explained)
+          text += options.json ? `${JSON.stringify(explainedRecord(call))}\n` : callText(call, item.where, decoder);
         for (const route of routes)
-          write(options.json ? `${JSON.stringify(route)}\n` : routeText(route, item.where, oneLine));
+          text += options.json ? `${JSON.stringify(route)}\n` : routeText(route, item.where, oneLine);
+        if (text !== "") write(text);
       }
       write(options.json ? `${JSON.stringify(summary)}\n` : `${summaryLine(summary)}\n`);
     }
