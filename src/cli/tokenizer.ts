@@ -121,16 +121,21 @@ export async function loadTokenizer(option: string): Promise<TokenDecoder> {
   try {
     kind = tokenizerFileKind(file, text);
   } catch (error) {
-    // The message names the file: once, when it is the option itself.
-    const message = (error as Error).message;
-    throw new UsageError(`--tokenizer ${file === option ? message : `${option}: ${message}`}`);
+    throw fileError(option, file, (error as Error).message);
   }
   requirePackages(feature, packagesFor("explain", source, kind.kind === "json"));
   try {
     // Only the decoder this file needs is loaded (tokenizer/load.ts, which the page uses, loads both).
     if (kind.kind === "json") {
       const { huggingFaceDecoder } = await import("../tokenizer/huggingface.js");
-      return huggingFaceDecoder(basename(file), kind.value);
+      try {
+        return huggingFaceDecoder(basename(file), kind.value);
+      } catch (error) {
+        const why = String((error as Error).message)
+          .replace(/\s+/g, " ")
+          .slice(0, 160);
+        throw new Error(`${file}: a tokenizer.json the tokenizer library cannot read (${why})`);
+      }
     }
     const encoding = basename(file).replace(/\.tiktoken$/, "");
     if (!isOpenAiEncoding(encoding))
@@ -138,6 +143,11 @@ export async function loadTokenizer(option: string): Promise<TokenDecoder> {
     const { openAiDecoder, parseTiktoken } = await import("../tokenizer/openai.js");
     return openAiDecoder(encoding, parseTiktoken(text));
   } catch (error) {
-    throw new UsageError(`--tokenizer ${option}: ${(error as Error).message}`);
+    throw fileError(option, file, (error as Error).message);
   }
+}
+
+/** A bad tokenizer file as one line; `message` starts with the file, named once when it is the option. */
+function fileError(option: string, file: string, message: string): UsageError {
+  return new UsageError(`--tokenizer ${file === option ? message : `${option}: ${message}`}`);
 }

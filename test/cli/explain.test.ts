@@ -223,6 +223,7 @@ describe("callforest explain", () => {
       [write("config.json", '{"vocab_size": 5}'), 'a JSON object, but not a tokenizer.json (it has no "model" object)'],
       [write("notes.txt", "hello\nworld\n"), "neither a tokenizer.json (JSON) nor a .tiktoken rank file"],
       ["/dev/null", "empty, not a tokenizer.json nor a .tiktoken rank file"],
+      [write("odd.json", '{"model": {"type": "Nope"}}'), "a tokenizer.json the tokenizer library cannot read ("],
     ];
     for (const [file, what] of cases) {
       const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", file]));
