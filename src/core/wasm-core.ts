@@ -18,6 +18,9 @@ import {
   MAX_IDLE_CORES,
   type SizeHints,
   type StagedCall,
+  type StagedCalls,
+  STAGED_CALL_INTS,
+  STAGED_RESULT_INTS,
 } from "./types.js";
 import { MAX_PAGES, PAGE_BYTES, memoryLimitPages } from "./memory.js";
 
@@ -50,6 +53,9 @@ interface CoreExports {
   linksAddress(): number;
   rowTableAddress(): number;
   pathBufferAddress(): number;
+  stageCalls(count: number, tokens: number, logprobs: number): number;
+  commitStaged(count: number): number;
+  batchResults(): number;
   setMemoryLimit(pages: number): void;
   setBreaksOn(on: number): void;
 }
@@ -75,6 +81,9 @@ const PACK_MASK_PTR = 3;
 
 /** The layouts above by assembly's names, in bytes, as the WebAssembly builds export them. */
 export const RECORD_LAYOUTS: Readonly<Record<string, number>> = {
+  // (assembly/batch.ts: in i32s)
+  B_CALL: STAGED_CALL_INTS,
+  B_RESULT: STAGED_RESULT_INTS,
   R_SHIFT: Math.log2(ROW_RECORD * 4),
   R_LEAF: ROW_LEAF * 4,
   R_PATH_OFF: ROW_PATH_OFF * 4,
@@ -271,6 +280,28 @@ class WasmCore implements ForestCore {
 
   checkStagedTokens(count: number): number {
     return this.core.checkStagedTokens(count);
+  }
+
+  stageCalls(count: number, tokens: number, logprobs: number): StagedCalls {
+    const core = this.core;
+    const table = core.stageCalls(count, tokens, logprobs) >>> 2;
+    // The staging area may have moved or grown: the one-call views are rebuilt when next needed.
+    this.instance.staging = null;
+    const heap = this.instance.heap32();
+    return {
+      table: heap.subarray(table, table + STAGED_CALL_INTS * count),
+      tokens: heap.subarray(core.stagedTokens() >>> 2, (core.stagedTokens() >>> 2) + tokens),
+      logprobs: new Float32Array(heap.buffer, core.stagedLogprobs() >>> 0, logprobs),
+    };
+  }
+
+  commitStaged(count: number): { failed: number; results: Int32Array } {
+    const failed = this.core.commitStaged(count);
+    const done = failed < 0 ? count : failed + 1;
+    const at = this.core.batchResults() >>> 2;
+    const heap = this.instance.heap32(); // (after the call: linking may have grown memory)
+    for (let i = 0; i < done; i++) if (heap[at + i * STAGED_RESULT_INTS] >= -1) this.linked++;
+    return { failed, results: heap.subarray(at, at + STAGED_RESULT_INTS * done) };
   }
 
   stageMedia(triples: Int32Array): void {
