@@ -157,10 +157,14 @@ interface StagedFindings {
   broken: CoreBreak | null;
 }
 
+// (Shared: most calls have neither, and a small rollout's calls should not each allocate it.)
+const NOTHING_FOUND: StagedFindings = { mediaMismatch: false, broken: null };
+const MEDIA_MISMATCH_ONLY: StagedFindings = { mediaMismatch: true, broken: null };
+
 /** A call's findings from its STAGED_RESULT_INTS at `results[at ...]` (see ForestCore.commitStaged). */
 function stagedFindings(results: Int32Array, at: number): StagedFindings {
   const near = results[at + 2];
-  if (near < 0) return { mediaMismatch: results[at + 1] !== 0, broken: null };
+  if (near < 0) return results[at + 1] !== 0 ? MEDIA_MISMATCH_ONLY : NOTHING_FOUND;
   const quotes = at + 6;
   return {
     mediaMismatch: results[at + 1] !== 0,
@@ -333,11 +337,6 @@ export class RolloutAssembler {
     return this.eligibleGiveExperts?.give !== true;
   }
 
-  /** Whether an earlier call has this id. */
-  knowsId(id: string): boolean {
-    return this.seen.has(id);
-  }
-
   /** The agent index of `agent`, as identify() gives it, or null (not listed) without rejecting. */
   agentFor(agent: string): number | null {
     const known = this.agentIndex.get(agent);
@@ -359,7 +358,8 @@ export class RolloutAssembler {
 
   /**
    * Records a call that commitStaged linked (or did not link: not eligible), from its result at
-   * `results[at ...]`. Returns false once the rollout is rejected.
+   * `results[at ...]`. Returns false, recording nothing, when an earlier call has its id: the
+   * caller plans the rollout again call by call, which rejects it at the right call.
    */
   recordStaged(
     call: CallIdentity,
@@ -368,7 +368,7 @@ export class RolloutAssembler {
     results: Int32Array,
     at: number,
   ): boolean {
-    if (this.rejection) return false;
+    if (this.seen.has(call.id)) return false;
     this.stagedPrompt = promptLength;
     this.stagedGeneration = generationLength;
     return this.record(call, undefined, results[at], null, stagedFindings(results, at));

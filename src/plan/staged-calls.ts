@@ -53,13 +53,11 @@ export function assembleStaged(
   one: (index: number) => boolean,
 ): boolean {
   const run: PlainCall[] = [];
-  const runIds = new Set<string>();
   const agents: number[] = [];
   let i = 0;
   while (i < calls.length) {
     if (assembler.rejected) return true;
     run.length = 0;
-    runIds.clear();
     agents.length = 0;
     let tokens = 0;
     let logprobs = 0;
@@ -68,12 +66,11 @@ export function assembleStaged(
       if (call === null) break;
       const size = call.prompt.length + call.generation.length;
       if (run.length > 0 && tokens + size > RUN_TOKENS) break;
-      // A repeated id or an agent not listed: the one-call path says which call and why.
-      if (assembler.knowsId(call.id) || runIds.has(call.id)) return false;
+      // An agent not listed (or an id used before: see recordStaged): the one-call path says
+      // which call and why.
       const agent = assembler.agentFor(call.agent);
       if (agent === null) return false;
       run.push(call);
-      runIds.add(call.id);
       agents.push(agent);
       tokens += size;
       logprobs += call.generation.length;
@@ -118,7 +115,8 @@ function commitRun(
   for (let k = 0; k < run.length; k++) {
     const { id, agent, kept, prompt, generation } = run[k];
     const identity = { id, agent, kept, media: null, routedExperts: null, weightVersion: null };
-    assembler.recordStaged(identity, prompt.length, generation.length, results, STAGED_RESULT_INTS * k);
+    if (!assembler.recordStaged(identity, prompt.length, generation.length, results, STAGED_RESULT_INTS * k))
+      return false;
   }
   return true;
 }
