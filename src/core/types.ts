@@ -121,9 +121,9 @@ export interface CorePacked {
 
 export interface CoreForest {
   /** Parent's eligible index for each eligible call, -1 for roots. */
-  parents: Int32Array;
+  parents: ArrayLike<number>;
   /** Row that trains each eligible call. */
-  ownerRows: Int32Array;
+  ownerRows: ArrayLike<number>;
   /** Where the rows' paths are (see CoreRow); read only while the plan is built. */
   paths: ArrayLike<number>;
   rows: CoreRow[];

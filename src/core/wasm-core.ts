@@ -376,8 +376,15 @@ class WasmCore implements ForestCore {
     const buffer = heap.buffer;
     const n = this.linked;
     const linksAt = this.core.linksAddress() >>> 2;
-    // A copy: plan.forest reads it lazily, possibly after release() hands the memory on.
-    const links = heap.slice(linksAt, linksAt + 2 * n);
+    // A copy: plan.forest reads it lazily, possibly after release() hands the memory on. Plain
+    // arrays: a typed array this small costs a buffer of its own, and at one plan a small rollout
+    // those kept the GC busy.
+    const parents = new Array<number>(n);
+    const ownerRows = new Array<number>(n);
+    for (let e = 0; e < n; e++) {
+      parents[e] = heap[linksAt + e];
+      ownerRows[e] = heap[linksAt + n + e];
+    }
     const table = this.core.rowTableAddress() >>> 2;
     const pathBase = this.core.pathBufferAddress() >>> 2;
     const rows: CoreRow[] = [];
@@ -394,7 +401,7 @@ class WasmCore implements ForestCore {
       });
     }
     const packed = packs.map((request, i) => packedViews(heap, request, packTables[i]));
-    return { parents: links.subarray(0, n), ownerRows: links.subarray(n), paths: heap, rows, packed };
+    return { parents, ownerRows, paths: heap, rows, packed };
   }
 
   release(reusable = true): void {
