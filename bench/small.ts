@@ -5,7 +5,8 @@
 // the figures the issue quotes (38 vs 55–57 M tokens/s, WASM behind plain JS) are of per-call
 // costs, which only calls this small show; the goals are measured on it. The same 16 calls at
 // ~1,100 tokens a CALL are the second workload (generateSixteenCallRollouts). Tokens per second
-// count, as the core bench does, the prompt and generation of every eligible call. Typed arrays in. Every path's rows are checked equal to the
+// count, as the core bench does, the prompt and generation of every eligible call. Typed arrays in.
+// Each workload runs in a process of its own. Every path's rows are checked equal to the
 // peer's before anything is timed. Tasks alternate round by round (tinybench 6 in each round, its
 // order rotated), and the medians are of every sample of every round, so load from other
 // processes on a shared machine falls on all of them alike.
@@ -13,7 +14,8 @@
 // Environment: SMALL_BENCH_ROUNDS (default 12), SMALL_BENCH_BASELINE (default 8205dfe).
 import { loadavg } from "node:os";
 import { join } from "node:path";
-import { pathToFileURL } from "node:url";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { Bench } from "tinybench";
 import { init, type Callforest } from "callforest";
 import type { Plan, Rollout } from "../src/types.js";
@@ -157,31 +159,67 @@ async function timeWorkload(w: Workload, paths: Path[], rounds: number, log: (s:
   return { medianMs, cpuMs };
 }
 
+/** The paths to time: this build's WASM and TS backends and `oldCommit`'s WASM backend. */
+async function loadPaths(oldCommit: string, log: (s: string) => void): Promise<Path[]> {
+  const old = (await import(pathToFileURL(join(baselineBuild(oldCommit, log), "dist", "index.js")).href)) as {
+    init(o?: object): Promise<Callforest>;
+  };
+  return [
+    ["wasm plan()", await init({ backend: "wasm" })],
+    ["ts plan()", await init({ backend: "ts" })],
+    [`${oldCommit} wasm plan()`, await old.init({ backend: "wasm" })],
+  ];
+}
+
+const SHAPES = {
+  rollout: "16 calls, ~1,100 tokens a rollout (the goals)",
+  call: "16 calls, ~1,100 tokens a call",
+} as const;
+
+interface WorkloadResult {
+  name: string;
+  count: number;
+  calls: number;
+  tokens: number;
+  medianMs: Record<string, number>;
+  cpuMs: Record<string, number>;
+}
+
+/** One workload, timed in this process (the child's side of runSmallBench). */
+async function runWorkload(per: keyof typeof SHAPES, rounds: number, oldCommit: string): Promise<WorkloadResult> {
+  const log = (s: string) => process.stderr.write(`${s}\n`);
+  const paths = await loadPaths(oldCommit, log);
+  const w = workload(SHAPES[per], generateSixteenCallRollouts(1000, per));
+  const { medianMs, cpuMs } = await timeWorkload(w, paths, rounds, log);
+  return { name: w.name, count: w.rollouts.length, calls: w.calls, tokens: w.tokens, medianMs, cpuMs };
+}
+
 export async function runSmallBench(
   options: { rounds?: number; log?: (s: string) => void } = {},
 ): Promise<SmallBenchResult> {
   const log = options.log ?? ((s: string) => process.stderr.write(`${s}\n`));
   const rounds = options.rounds ?? Number(process.env.SMALL_BENCH_ROUNDS ?? 12);
   const oldCommit = process.env.SMALL_BENCH_BASELINE ?? "8205dfe";
-  const loadBefore = loadavg();
-  const oldDir = baselineBuild(oldCommit, log);
-  const old = (await import(pathToFileURL(join(oldDir, "dist", "index.js")).href)) as {
-    init(o?: object): Promise<Callforest>;
-  };
   const oldName = `${oldCommit} wasm plan()`;
-  const paths: Path[] = [
-    ["wasm plan()", await init({ backend: "wasm" })],
-    ["ts plan()", await init({ backend: "ts" })],
-    [oldName, await old.init({ backend: "wasm" })],
-  ];
-  const workloads = [
-    workload("16 calls, ~1,100 tokens a rollout (the goals)", generateSixteenCallRollouts(1000, "rollout")),
-    workload("16 calls, ~1,100 tokens a call", generateSixteenCallRollouts(1000, "call")),
-  ];
+  const loadBefore = loadavg();
+  baselineBuild(oldCommit, log);
+  // Each workload in a process of its own: what one path's JIT and GC learned on one workload
+  // (the peer's fresh row arrays, a heap holding another workload) must not tax it on the next.
+  const workloads: WorkloadResult[] = [];
+  for (const per of Object.keys(SHAPES)) {
+    const out = execFileSync(
+      process.execPath,
+      ["--max-old-space-size=8192", fileURLToPath(import.meta.url), "--workload", per, String(rounds), oldCommit],
+      { encoding: "utf8", stdio: ["ignore", "pipe", "inherit"], maxBuffer: 1 << 24 },
+    );
+    workloads.push(JSON.parse(out) as WorkloadResult);
+  }
   const medianMs: Record<string, Record<string, number>> = {};
   const cpuMs: Record<string, Record<string, number>> = {};
-  for (const w of workloads)
-    ({ medianMs: medianMs[w.name], cpuMs: cpuMs[w.name] } = await timeWorkload(w, paths, rounds, log));
+  for (const w of workloads) {
+    medianMs[w.name] = w.medianMs;
+    cpuMs[w.name] = w.cpuMs;
+  }
 
   const lines = [
     `1,000 rollouts a workload, typed arrays in; every row's three arrays copied out. Tokens: prompt + ` +
@@ -196,7 +234,7 @@ export async function runSmallBench(
     const label = `${w.name}: ${w.calls.toLocaleString("en-US")} calls, ${w.tokens.toLocaleString("en-US")} tokens`;
     for (const [name, ms] of Object.entries(m)) {
       lines.push(
-        `| ${label} | ${name} | ${ms.toFixed(1)} | ${((ms * 1000) / w.rollouts.length).toFixed(1)} | ` +
+        `| ${label} | ${name} | ${ms.toFixed(1)} | ${((ms * 1000) / w.count).toFixed(1)} | ` +
           `${(((w.tokens / ms) * 1000) / 1e6).toFixed(0)} | ${(m["plain JS"] / ms).toFixed(2)}× | ` +
           `${(m[oldName] / ms).toFixed(2)}× | ${c[name].toFixed(1)} | ${(c["plain JS"] / c[name]).toFixed(2)}× | ` +
           `${(c[oldName] / c[name]).toFixed(2)}× |`,
@@ -221,6 +259,12 @@ export async function runSmallBench(
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { table } = await runSmallBench();
-  process.stdout.write(`${table}\n`);
+  if (process.argv[2] === "--workload") {
+    const [per, rounds, oldCommit] = process.argv.slice(3);
+    const result = await runWorkload(per as keyof typeof SHAPES, Number(rounds), oldCommit);
+    process.stdout.write(JSON.stringify(result));
+  } else {
+    const { table } = await runSmallBench();
+    process.stdout.write(`${table}\n`);
+  }
 }
