@@ -213,12 +213,15 @@ export class WasmCorePool {
   acquire(): ForestCore {
     const instance = this.idle.pop() ?? this.instantiate();
     this.live++;
-    return new WasmCore(instance, this.limitPages * PAGE_BYTES, (done, reusable) => {
-      this.live--;
-      const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
-      if (reusable && small && this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
-    });
+    return new WasmCore(instance, this.limitPages * PAGE_BYTES, this.giveBack);
   }
+
+  /** Takes an instance back from a released core (one function for all of them, not a closure a plan). */
+  private readonly giveBack = (done: CoreInstance, reusable: boolean): void => {
+    this.live--;
+    const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
+    if (reusable && small && this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
+  };
 }
 
 class WasmCore implements ForestCore {

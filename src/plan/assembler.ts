@@ -197,7 +197,8 @@ export class RolloutAssembler {
   };
   /** Numbers the rollout's distinct route blocks (SPEC v4), from the first call that gives some. */
   private routeIds: RouteIds | null = null;
-  private readonly mediaNumbers = new MediaNumbers();
+  /** Made on the first call with media (most rollouts have none). */
+  private mediaNumbers: MediaNumbers | null = null;
   /** Whether some call linked so far (or being linked) has media. */
   private linksMedia = false;
   /** The first call that gave routed experts with entries, and their shape (SPEC: L and K the same for all). */
@@ -461,6 +462,7 @@ export class RolloutAssembler {
     if (!this.isEligible(call)) return null;
     if (call.media) {
       this.linksMedia = true;
+      this.mediaNumbers ??= new MediaNumbers();
       this.core.stageMedia(this.mediaNumbers.triples(call.media));
     }
     const experts = call.routedExperts;
