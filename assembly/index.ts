@@ -14,6 +14,8 @@ export { setBreaksOn } from "./tree";
 import { buildRows, links, pathBuffer, rowTable } from "./rows";
 export { pack, packLayoutAddress } from "./packed";
 import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
+import { batchReset, batchTable, goesOn, storeResult, tableField } from "./batch";
+export { batchResults, B_CALL, B_RESULT } from "./batch";
 export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./codes";
 // The record layouts the host reads (for test/core/record-layout.test.ts).
 export { R_SHIFT, R_LEAF, R_PATH_OFF, R_PATH_LEN, R_TOKENS, R_TOKEN_PTR, R_LOGPROB_PTR, R_MASK_PTR } from "./rows";
@@ -57,6 +59,7 @@ export function begin(agents: i32, callsHint: i32, generatedHint: i32, longestHi
   vecRestart(STAGE_MEDIA, 2, 0);
   vecRestart(STAGE_ROUTES, 2, 0);
   routesStaged = false;
+  batchReset();
   treeReset(agents, callsHint, generatedHint, longestHint);
   return vecAt(AGENT_PARENTS, 0);
 }
@@ -138,17 +141,22 @@ export function commit(prompt: i32, generated: i32, agent: i32, link: bool): i32
 }
 
 function check(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
+  return checkAt(STAGE_TOKENS.ptr, STAGE_LOGPROBS.ptr, prompt, generated, agent, link);
+}
+
+/** check() for a call staged at `tokens` (prompt ++ generation) and `logprobs`. */
+function checkAt(tokens: usize, logprobs: usize, prompt: i32, generated: i32, agent: i32, link: bool): i32 {
   if (!link) {
-    badIndex = firstNegative(STAGE_TOKENS.ptr, prompt + generated);
+    badIndex = firstNegative(tokens, prompt + generated);
     if (badIndex >= 0) return INVALID_TOKEN;
-    badIndex = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
+    badIndex = firstNonFinite(logprobs, generated);
     return badIndex >= 0 ? INVALID_LOGPROB : NOT_LINKED;
   }
   // Linking checks the tokens as it goes (see tree.ts insert), so the tokens are read once.
-  const logprobAt = firstNonFinite(STAGE_LOGPROBS.ptr, generated);
+  const logprobAt = firstNonFinite(logprobs, generated);
   const parent = linkCall(
-    STAGE_TOKENS.ptr,
-    STAGE_LOGPROBS.ptr,
+    tokens,
+    logprobs,
     prompt,
     generated,
     agent,
@@ -165,6 +173,40 @@ function check(prompt: i32, generated: i32, agent: i32, link: bool): i32 {
     return INVALID_LOGPROB;
   }
   return parent;
+}
+
+/**
+ * Stages `count` calls at once (see batch.ts): room for their table (returned) and for `tokens`
+ * tokens and `logprobs` logprobs, back to back in call order at stagedTokens() and
+ * stagedLogprobs(). No media or routes: calls that have them go one at a time.
+ */
+export function stageCalls(count: i32, tokens: i32, logprobs: i32): usize {
+  STAGE_TOKENS.len = 0;
+  STAGE_LOGPROBS.len = 0;
+  vecReserve(STAGE_TOKENS, tokens);
+  vecReserve(STAGE_LOGPROBS, logprobs);
+  return batchTable(count);
+}
+
+/**
+ * Commits the `count` staged calls in order, each as commit() would, leaving each one's result at
+ * batchResults(). Returns -1 when every call linked or was not to be linked, else the index of
+ * the first call that failed (its result says why; lastBadIndex() and ambiguousCandidates() are
+ * its). The calls after it are not committed.
+ */
+export function commitStaged(count: i32): i32 {
+  let tokens = STAGE_TOKENS.ptr;
+  let logprobs = STAGE_LOGPROBS.ptr;
+  for (let i = 0; i < count; i++) {
+    const prompt = tableField(i, 0);
+    const generated = tableField(i, 1);
+    const result = checkAt(tokens, logprobs, prompt, generated, tableField(i, 2), tableField(i, 3) != 0);
+    storeResult(i, result);
+    if (!goesOn(result)) return i;
+    tokens += (<usize>(prompt + generated)) << 2;
+    logprobs += (<usize>generated) << 2;
+  }
+  return -1;
 }
 
 export function lastBadIndex(): i32 {

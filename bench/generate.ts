@@ -552,3 +552,46 @@ export function generateBrokenRollout(
     calls,
   };
 }
+
+/** Sizes of the small-rollout bench's two workloads (see generateSixteenCallRollouts). */
+const SIXTEEN_CALL_SIZES: Record<"rollout" | "call", Sizes> = {
+  // ~1,100 tokens a rollout: ~70 a call, a short system prompt and turns of a few tokens.
+  rollout: { system: [20, 40], task: [2, 10], tool: [2, 7], generation: [2, 8], summary: [4, 10], maxContext: 110 },
+  // ~1,100 tokens a call: a ~550-token system prompt, then turns of a tool result and a generation.
+  call: {
+    system: [400, 700],
+    task: [20, 120],
+    tool: [20, 160],
+    generation: [10, 120],
+    summary: [40, 120],
+    maxContext: 1800,
+  },
+};
+
+/**
+ * The small-rollout bench's workloads (issue 40): `count` rollouts of 16 calls (the harness's twins
+ * add one now and then) with every feature of the harness (subagents, forks, compaction, twins,
+ * retries), about 1,100 tokens (prompt + generation of the eligible calls) a rollout (`per:
+ * "rollout"`) or a call (`per: "call"`).
+ */
+export function generateSixteenCallRollouts(
+  count = 1000,
+  per: "rollout" | "call" = "rollout",
+  options: { seed?: number; calls?: number } = {},
+): Rollout[] {
+  const rand = rngFrom(options.seed ?? 7);
+  const out: Rollout[] = [];
+  for (let i = 0; i < count; i++) {
+    out.push(
+      simulate({
+        seed: Math.floor(rand() * 2 ** 32),
+        rolloutId: `sixteen-${per}-${i}`,
+        calls: options.calls ?? 16,
+        arrays: "typed",
+        sizes: SIXTEEN_CALL_SIZES[per],
+        features: EVERY_FEATURE,
+      }),
+    );
+  }
+  return out;
+}

@@ -109,8 +109,8 @@ export function recordForests(rollouts: readonly Rollout[]): CoreForest[] {
         finish: () => {
           const forest = core.finish();
           recorded = {
-            parents: forest.parents.slice(),
-            ownerRows: forest.ownerRows.slice(),
+            parents: Array.from(forest.parents),
+            ownerRows: Array.from(forest.ownerRows),
             paths: Array.from(forest.paths),
             rows: forest.rows.map((row) => ({
               ...row,

@@ -12,11 +12,15 @@ import { breaksTable, runBreaksBench } from "./breaks.js";
 import { runVersusBench } from "./versus.js";
 import { runFloorBench } from "./floor.js";
 import { runV4Bench } from "./v4.js";
+import { runSmallBench } from "./small.js";
 
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const core = await runCoreBench(log);
 console.log("\n### Core: plan() + reading every row's arrays (medians, tokens per second)\n");
 console.log(coreTable(core));
+
+console.log("\n### Small rollouts through the public API: plan() + copy-out against plain JS and 8205dfe (medians)\n");
+console.log((await runSmallBench({ log })).table);
 
 console.log("\n### Prefix breaks: what finding them costs plan() (medians, diagnostic on vs off)\n");
 console.log(breaksTable(runBreaksBench(log)));

@@ -44,6 +44,26 @@ export interface StagedCall {
   logprobs: Float32Array;
 }
 
+/**
+ * Many calls staged at once (ForestCore.stageCalls): `table` holds STAGED_CALL_INTS a call (prompt
+ * length, generated tokens, agent, link 0/1); each call's prompt ++ generation follow one another
+ * in `tokens`, and its logprobs in `logprobs`. Valid until the next call into the core.
+ */
+export interface StagedCalls {
+  table: Int32Array;
+  tokens: Int32Array;
+  logprobs: Float32Array;
+}
+
+/** Ints a call takes in StagedCalls.table (assembly/batch.ts B_CALL). */
+export const STAGED_CALL_INTS = 4;
+/**
+ * Ints a call's result takes after commitStaged (assembly/batch.ts B_RESULT): commit's result,
+ * media_mismatch (0/1), the prefix break's near call (-1: none), at, the quotes' lengths
+ * (expected, found), then BREAK_QUOTE (8) ints of each quote.
+ */
+export const STAGED_RESULT_INTS = 6 + 2 * 8;
+
 /** SPEC's prefix_break for a call, as a core finds it: `near` is an eligible index. */
 export interface CoreBreak {
   near: number;
@@ -101,9 +121,9 @@ export interface CorePacked {
 
 export interface CoreForest {
   /** Parent's eligible index for each eligible call, -1 for roots. */
-  parents: Int32Array;
+  parents: ArrayLike<number>;
   /** Row that trains each eligible call. */
-  ownerRows: Int32Array;
+  ownerRows: ArrayLike<number>;
   /** Where the rows' paths are (see CoreRow); read only while the plan is built. */
   paths: ArrayLike<number>;
   rows: CoreRow[];
@@ -173,6 +193,19 @@ export interface ForestCore {
     agent: number,
     link: boolean,
   ): number;
+  /**
+   * Optional (the WebAssembly core has it): room to stage `count` calls at once, holding `tokens`
+   * tokens and `logprobs` logprobs in all, for commitStaged(). Calls with media or routes go one
+   * at a time (stage() and commit()).
+   */
+  stageCalls?(count: number, tokens: number, logprobs: number): StagedCalls;
+  /**
+   * Commits the staged calls in order, each as commit() would. `failed` is -1 when all went
+   * through, else the first call that failed (the ones after it are not committed; lastBadIndex()
+   * and ambiguousCandidates() are its). `results` holds STAGED_RESULT_INTS a committed call, valid
+   * until the next call into the core.
+   */
+  commitStaged?(count: number): { failed: number; results: Int32Array };
   /** After INVALID_TOKEN / INVALID_LOGPROB: index into the staged tokens (prompt ++ generation) / logprobs. */
   lastBadIndex(): number;
   /** After AMBIGUOUS_PARENT: two of the tied candidates (eligible indices). */

@@ -18,6 +18,9 @@ import {
   MAX_IDLE_CORES,
   type SizeHints,
   type StagedCall,
+  type StagedCalls,
+  STAGED_CALL_INTS,
+  STAGED_RESULT_INTS,
 } from "./types.js";
 import { MAX_PAGES, PAGE_BYTES, memoryLimitPages } from "./memory.js";
 
@@ -50,6 +53,9 @@ interface CoreExports {
   linksAddress(): number;
   rowTableAddress(): number;
   pathBufferAddress(): number;
+  stageCalls(count: number, tokens: number, logprobs: number): number;
+  commitStaged(count: number): number;
+  batchResults(): number;
   setMemoryLimit(pages: number): void;
   setBreaksOn(on: number): void;
 }
@@ -75,6 +81,9 @@ const PACK_MASK_PTR = 3;
 
 /** The layouts above by assembly's names, in bytes, as the WebAssembly builds export them. */
 export const RECORD_LAYOUTS: Readonly<Record<string, number>> = {
+  // (assembly/batch.ts: in i32s)
+  B_CALL: STAGED_CALL_INTS,
+  B_RESULT: STAGED_RESULT_INTS,
   R_SHIFT: Math.log2(ROW_RECORD * 4),
   R_LEAF: ROW_LEAF * 4,
   R_PATH_OFF: ROW_PATH_OFF * 4,
@@ -204,12 +213,15 @@ export class WasmCorePool {
   acquire(): ForestCore {
     const instance = this.idle.pop() ?? this.instantiate();
     this.live++;
-    return new WasmCore(instance, this.limitPages * PAGE_BYTES, (done, reusable) => {
-      this.live--;
-      const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
-      if (reusable && small && this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
-    });
+    return new WasmCore(instance, this.limitPages * PAGE_BYTES, this.giveBack);
   }
+
+  /** Takes an instance back from a released core (one function for all of them, not a closure a plan). */
+  private readonly giveBack = (done: CoreInstance, reusable: boolean): void => {
+    this.live--;
+    const small = done.exports.memory.buffer.byteLength <= this.keepBytes;
+    if (reusable && small && this.idle.length < MAX_IDLE_CORES) this.idle.push(done);
+  };
 }
 
 class WasmCore implements ForestCore {
@@ -271,6 +283,28 @@ class WasmCore implements ForestCore {
 
   checkStagedTokens(count: number): number {
     return this.core.checkStagedTokens(count);
+  }
+
+  stageCalls(count: number, tokens: number, logprobs: number): StagedCalls {
+    const core = this.core;
+    const table = core.stageCalls(count, tokens, logprobs) >>> 2;
+    // The staging area may have moved or grown: the one-call views are rebuilt when next needed.
+    this.instance.staging = null;
+    const heap = this.instance.heap32();
+    return {
+      table: heap.subarray(table, table + STAGED_CALL_INTS * count),
+      tokens: heap.subarray(core.stagedTokens() >>> 2, (core.stagedTokens() >>> 2) + tokens),
+      logprobs: new Float32Array(heap.buffer, core.stagedLogprobs() >>> 0, logprobs),
+    };
+  }
+
+  commitStaged(count: number): { failed: number; results: Int32Array } {
+    const failed = this.core.commitStaged(count);
+    const done = failed < 0 ? count : failed + 1;
+    const at = this.core.batchResults() >>> 2;
+    const heap = this.instance.heap32(); // (after the call: linking may have grown memory)
+    for (let i = 0; i < done; i++) if (heap[at + i * STAGED_RESULT_INTS] >= -1) this.linked++;
+    return { failed, results: heap.subarray(at, at + STAGED_RESULT_INTS * done) };
   }
 
   stageMedia(triples: Int32Array): void {
@@ -345,8 +379,15 @@ class WasmCore implements ForestCore {
     const buffer = heap.buffer;
     const n = this.linked;
     const linksAt = this.core.linksAddress() >>> 2;
-    // A copy: plan.forest reads it lazily, possibly after release() hands the memory on.
-    const links = heap.slice(linksAt, linksAt + 2 * n);
+    // A copy: plan.forest reads it lazily, possibly after release() hands the memory on. Plain
+    // arrays: a typed array this small costs a buffer of its own, and at one plan a small rollout
+    // those kept the GC busy.
+    const parents = new Array<number>(n);
+    const ownerRows = new Array<number>(n);
+    for (let e = 0; e < n; e++) {
+      parents[e] = heap[linksAt + e];
+      ownerRows[e] = heap[linksAt + n + e];
+    }
     const table = this.core.rowTableAddress() >>> 2;
     const pathBase = this.core.pathBufferAddress() >>> 2;
     const rows: CoreRow[] = [];
@@ -363,7 +404,7 @@ class WasmCore implements ForestCore {
       });
     }
     const packed = packs.map((request, i) => packedViews(heap, request, packTables[i]));
-    return { parents: links.subarray(0, n), ownerRows: links.subarray(n), paths: heap, rows, packed };
+    return { parents, ownerRows, paths: heap, rows, packed };
   }
 
   release(reusable = true): void {

@@ -7,6 +7,8 @@ import { Rejection } from "./rejection.js";
 import { CoreMemoryError } from "../core/errors.js";
 import {
   AMBIGUOUS_PARENT,
+  BREAK_QUOTE,
+  type CoreBreak,
   INVALID_LOGPROB,
   INVALID_TOKEN,
   MAX_CALL_TOKENS,
@@ -15,6 +17,7 @@ import {
   type PackRequest,
   type SizeHints,
   type StagedCall,
+  type StagedCalls,
 } from "../core/types.js";
 import { emptyReport, reportOfRejection } from "./report.js";
 import type { RolloutHeader } from "./validate.js";
@@ -147,6 +150,32 @@ function packRequest(records: RecordLayout[], trie: Trie): PackRequest {
   return { segments, recordStarts, recordTokens: Int32Array.from(records, (r) => r.numTokens) };
 }
 
+/** What commitStaged found for one call: what the core's last*() would say after its commit. */
+interface StagedFindings {
+  mediaMismatch: boolean;
+  broken: CoreBreak | null;
+}
+
+// (Shared: most calls have neither, and a small rollout's calls should not each allocate it.)
+const NOTHING_FOUND: StagedFindings = { mediaMismatch: false, broken: null };
+const MEDIA_MISMATCH_ONLY: StagedFindings = { mediaMismatch: true, broken: null };
+
+/** A call's findings from its STAGED_RESULT_INTS at `results[at ...]` (see ForestCore.commitStaged). */
+function stagedFindings(results: Int32Array, at: number): StagedFindings {
+  const near = results[at + 2];
+  if (near < 0) return results[at + 1] !== 0 ? MEDIA_MISMATCH_ONLY : NOTHING_FOUND;
+  const quotes = at + 6;
+  return {
+    mediaMismatch: results[at + 1] !== 0,
+    broken: {
+      near,
+      at: results[at + 3],
+      expected: Array.from(results.subarray(quotes, quotes + results[at + 4])),
+      found: Array.from(results.subarray(quotes + BREAK_QUOTE, quotes + BREAK_QUOTE + results[at + 5])),
+    },
+  };
+}
+
 export class RolloutAssembler {
   // Who each call is, in ledger order (plan() passes the call's shape, which holds the caller's
   // arrays: only ids, names and lengths are kept).
@@ -167,7 +196,8 @@ export class RolloutAssembler {
   };
   /** Numbers the rollout's distinct route blocks (SPEC v4), from the first call that gives some. */
   private routeIds: RouteIds | null = null;
-  private readonly mediaNumbers = new MediaNumbers();
+  /** Made on the first call with media (most rollouts have none). */
+  private mediaNumbers: MediaNumbers | null = null;
   /** Whether some call linked so far (or being linked) has media. */
   private linksMedia = false;
   /** The first call that gave routed experts with entries, and their shape (SPEC: L and K the same for all). */
@@ -294,6 +324,56 @@ export class RolloutAssembler {
     );
   }
 
+  /** Whether the core can stage many calls at once (stageCalls) and link them in one go. */
+  get stagesMany(): boolean {
+    return this.core.stageCalls !== undefined;
+  }
+
+  /**
+   * Whether calls without media, routes or versions may be committed many at once: not once an
+   * eligible call gave routed experts (then each later one must too, a check made call by call).
+   */
+  get takesPlainCalls(): boolean {
+    return this.eligibleGiveExperts?.give !== true;
+  }
+
+  /** The agent index of `agent`, as identify() gives it, or null (not listed) without rejecting. */
+  agentFor(agent: string): number | null {
+    const known = this.agentIndex.get(agent);
+    if (known !== undefined) return known;
+    if (this.header.agents) return null;
+    this.agentIndex.set(agent, this.agentIndex.size);
+    return this.agentIndex.size - 1;
+  }
+
+  /** Room for `count` calls staged at once (see ForestCore.stageCalls). */
+  stageCalls(count: number, tokens: number, logprobs: number): StagedCalls {
+    return this.core.stageCalls!(count, tokens, logprobs);
+  }
+
+  /** Links the calls staged by stageCalls (see ForestCore.commitStaged). */
+  commitStaged(count: number): { failed: number; results: Int32Array } {
+    return this.core.commitStaged!(count);
+  }
+
+  /**
+   * Records a call that commitStaged linked (or did not link: not eligible), from its result at
+   * `results[at ...]`. Returns false, recording nothing, when an earlier call has its id: the
+   * caller plans the rollout again call by call, which rejects it at the right call.
+   */
+  recordStaged(
+    call: CallIdentity,
+    promptLength: number,
+    generationLength: number,
+    results: Int32Array,
+    at: number,
+  ): boolean {
+    if (this.seen.has(call.id)) return false;
+    this.stagedPrompt = promptLength;
+    this.stagedGeneration = generationLength;
+    return this.record(call, undefined, results[at], null, stagedFindings(results, at));
+  }
+
   /**
    * SPEC's invalid_routed_experts across calls, for the next call (`eligible`: kept, with generated
    * tokens): every call's L and K the same, and the eligible calls all giving them or none. Null when
@@ -381,6 +461,7 @@ export class RolloutAssembler {
     if (!this.isEligible(call)) return null;
     if (call.media) {
       this.linksMedia = true;
+      this.mediaNumbers ??= new MediaNumbers();
       this.core.stageMedia(this.mediaNumbers.triples(call.media));
     }
     const experts = call.routedExperts;
@@ -420,6 +501,8 @@ export class RolloutAssembler {
     source: ValueSource | undefined,
     result: number,
     routes: Int32Array | null,
+    /** What the core found for the call when it was committed with others (commitStaged). */
+    staged?: StagedFindings,
   ): boolean {
     const { id, kept } = call;
     const promptLength = this.stagedPrompt;
@@ -458,7 +541,8 @@ export class RolloutAssembler {
     const calls = this.calls;
     const eligible = this.isEligible(call);
     // (Only a rollout that links media can mismatch: the others ask the core nothing.)
-    const mediaMismatch = eligible && this.linksMedia && this.core.lastMediaMismatch();
+    const mediaMismatch =
+      eligible && this.linksMedia && (staged ? staged.mediaMismatch : this.core.lastMediaMismatch());
     this.seen.set(id, calls.ids.length);
     if (eligible) {
       calls.eligible.push(calls.ids.length);
@@ -473,7 +557,7 @@ export class RolloutAssembler {
       const { at } = routeMismatch;
       this.diagnostics.push({ code: "route_mismatch", call: id, near: calls.ids[near], at, layer });
     }
-    const broken = eligible ? this.core.lastPrefixBreak() : null;
+    const broken = !eligible ? null : staged ? staged.broken : this.core.lastPrefixBreak();
     if (broken !== null) {
       const { near, at, expected, found } = broken;
       const nearId = calls.ids[calls.eligible[near]];

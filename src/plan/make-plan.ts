@@ -301,8 +301,9 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
       logprobs: coreRow.logprobs,
       lossMask: coreRow.lossMask,
       media: mediaOf(media[leaf]),
-      ...rowExperts(calls.routedExperts[leaf], coreRow.tokenIds.length),
     };
+    const experts = calls.routedExperts[leaf];
+    if (experts !== null) row.routedExperts = rowExperts(experts, coreRow.tokenIds.length);
     if (versioned) row.weightVersions = rowVersions(calls, forest, coreRow);
     return row;
   });
@@ -311,10 +312,9 @@ function makeRows(calls: CallTable, forest: CoreForest, header: PlanHeader, repo
 /**
  * SPEC "Rows": entry i is R(leaf, i) — the leaf's own entry (its prefill routed every earlier
  * token of the row, and the path's calls agree with it) — and all -1 on the last token, which no
- * prefill routed; int16 unless a wider type is needed. Absent when the rollout has none.
+ * prefill routed; int16 unless a wider type is needed. (Rows leave it out when the rollout has none.)
  */
-function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExperts?: RoutedExperts } {
-  if (experts === null) return {};
+function rowExperts(experts: RoutedExperts, tokens: number): RoutedExperts {
   const { layers, topk } = experts;
   const width = layers * topk;
   const routed = Math.max(tokens - 1, 0);
@@ -322,7 +322,7 @@ function rowExperts(experts: RoutedExperts | null, tokens: number): { routedExpe
   const data = expertArray(tokens, layers, topk, wide);
   data.set(experts.data.subarray(0, routed * width));
   data.fill(-1, routed * width);
-  return { routedExperts: { tokens, layers, topk, data } };
+  return { tokens, layers, topk, data };
 }
 
 /** SPEC "Rows": the version that sampled each generated token of the path's calls, -1 elsewhere. */
@@ -408,11 +408,13 @@ class PlannedRollout implements Plan {
       row.logprobs = RELEASED_LOGPROBS;
       row.lossMask = RELEASED_MASK;
     }
-    for (const record of [...this.trees, ...this.bins]) {
-      record.tokenIds = RELEASED_TOKENS;
-      record.positionIds = RELEASED_TOKENS;
-      record.logprobs = RELEASED_LOGPROBS;
-      record.lossMask = RELEASED_MASK;
+    for (const records of [this.trees, this.bins]) {
+      for (const record of records) {
+        record.tokenIds = RELEASED_TOKENS;
+        record.positionIds = RELEASED_TOKENS;
+        record.logprobs = RELEASED_LOGPROBS;
+        record.lossMask = RELEASED_MASK;
+      }
     }
     this.#core.release();
   }

@@ -21,6 +21,7 @@ import {
   tooLargeRejection,
 } from "./assembler.js";
 import { MAX_CALL_TOKENS, type CoreFactory, type SizeHints } from "../core/types.js";
+import { assembleStaged } from "./staged-calls.js";
 import { CoreMemoryError } from "../core/errors.js";
 import type { Logprobs, Plan, PlanOptions, TokenIds } from "../types.js";
 
@@ -87,79 +88,90 @@ function firstOf(a: number, b: number): number {
 
 /** Feeds every call to the assembler, stopping at the first problem. */
 function assembleCalls(assembler: RolloutAssembler, calls: unknown[]): void {
-  for (let i = 0; i < calls.length; i++) {
-    const shape = checkCallShape(calls[i], i);
-    if (shape instanceof Rejection) return assembler.reject(shape);
-    const agent = assembler.identify(shape.id, shape.agent);
-    if (agent === null) return;
-    // Checked now, rejected after the values (SPEC's order): see rejectAfterValues.
-    const { problem, media, routedExperts, weightVersion } = assembler.readExtras(
-      shape.media,
-      shape.routedExperts,
-      shape.weightVersion,
-      shape.kept,
-      shape.prompt.length,
-      shape.generation.length,
-    );
-    const identity: CallIdentity = {
-      id: shape.id,
-      agent: shape.agent,
-      kept: shape.kept,
-      media,
-      routedExperts,
-      weightVersion,
-    };
+  for (let i = 0; i < calls.length; i++) if (!assembleCall(assembler, calls, i)) return;
+}
 
-    // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so
-    // is a call with bad media or experts: its values are checked first, on the staged copy).
-    const { prompt, generation, logprobs } = shape;
-    if (
-      assembler.readsArrays &&
-      problem === null &&
-      prompt instanceof Int32Array &&
-      generation instanceof Int32Array &&
-      logprobs instanceof Float32Array &&
-      logprobs.length === generation.length
-    ) {
-      if (!assembler.commitArrays(identity, agent, { prompt, generation, logprobs })) return;
-      continue;
-    }
-    const promptLength = shape.prompt.length;
-    const generationLength = shape.generation.length;
-    const staged = assembler.stage(promptLength, generationLength);
-    let bad = copyTokens(shape.prompt, staged.tokens, 0);
-    if (bad < 0) {
-      bad = copyTokens(shape.generation, staged.tokens, promptLength);
-      // A typed prompt's negatives are not checked while copying: one of them comes first.
-      if (bad >= 0)
-        bad =
-          shape.prompt instanceof Int32Array
-            ? firstOf(assembler.checkStagedTokens(promptLength), promptLength + bad)
-            : promptLength + bad;
-    }
-    if (bad >= 0) return assembler.reject(badToken(calls[i], i, shape, bad));
-    if (shape.logprobs.length !== generationLength) {
-      // SPEC's order: a bad token outranks the count mismatch.
-      bad = assembler.checkStagedTokens();
-      if (bad >= 0) return assembler.reject(badToken(calls[i], i, shape, bad));
-      return assembler.reject(
-        new Rejection(
-          "logprob_length_mismatch",
-          `${callLabel(calls[i], i)}: ${shape.logprobs.length} generation_log_probs ` +
-            `for ${generationLength} generated tokens`,
-        ),
-      );
-    }
-    bad = copyLogprobs(shape.logprobs, staged.logprobs);
-    if (bad >= 0) {
-      // SPEC's order: a bad token (in a typed array, found by the core) outranks a bad logprob.
-      const badTokenAt = assembler.checkStagedTokens();
-      if (badTokenAt >= 0) return assembler.reject(badToken(calls[i], i, shape, badTokenAt));
-      return assembler.reject(invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
-    }
-    if (problem !== null) return assembler.rejectAfterValues(shape.id, problem.code, problem.detail);
-    if (!assembler.commit(identity, agent, shape)) return;
+/** Feeds calls[i] to the assembler; false at a problem (the rollout is rejected). */
+function assembleCall(assembler: RolloutAssembler, calls: unknown[], i: number): boolean {
+  const shape = checkCallShape(calls[i], i);
+  if (shape instanceof Rejection) return rejectWith(assembler, shape);
+  const agent = assembler.identify(shape.id, shape.agent);
+  if (agent === null) return false;
+  // Checked now, rejected after the values (SPEC's order): see rejectAfterValues.
+  const { problem, media, routedExperts, weightVersion } = assembler.readExtras(
+    shape.media,
+    shape.routedExperts,
+    shape.weightVersion,
+    shape.kept,
+    shape.prompt.length,
+    shape.generation.length,
+  );
+  const identity: CallIdentity = {
+    id: shape.id,
+    agent: shape.agent,
+    kept: shape.kept,
+    media,
+    routedExperts,
+    weightVersion,
+  };
+
+  // A JS core reads typed arrays where they are (no copy); anything else is copied in (and so
+  // is a call with bad media or experts: its values are checked first, on the staged copy).
+  const { prompt, generation, logprobs } = shape;
+  if (
+    assembler.readsArrays &&
+    problem === null &&
+    prompt instanceof Int32Array &&
+    generation instanceof Int32Array &&
+    logprobs instanceof Float32Array &&
+    logprobs.length === generation.length
+  ) {
+    return assembler.commitArrays(identity, agent, { prompt, generation, logprobs });
   }
+  const promptLength = shape.prompt.length;
+  const generationLength = shape.generation.length;
+  const staged = assembler.stage(promptLength, generationLength);
+  let bad = copyTokens(shape.prompt, staged.tokens, 0);
+  if (bad < 0) {
+    bad = copyTokens(shape.generation, staged.tokens, promptLength);
+    // A typed prompt's negatives are not checked while copying: one of them comes first.
+    if (bad >= 0)
+      bad =
+        shape.prompt instanceof Int32Array
+          ? firstOf(assembler.checkStagedTokens(promptLength), promptLength + bad)
+          : promptLength + bad;
+  }
+  if (bad >= 0) return rejectWith(assembler, badToken(calls[i], i, shape, bad));
+  if (shape.logprobs.length !== generationLength) {
+    // SPEC's order: a bad token outranks the count mismatch.
+    bad = assembler.checkStagedTokens();
+    if (bad >= 0) return rejectWith(assembler, badToken(calls[i], i, shape, bad));
+    return rejectWith(
+      assembler,
+      new Rejection(
+        "logprob_length_mismatch",
+        `${callLabel(calls[i], i)}: ${shape.logprobs.length} generation_log_probs ` +
+          `for ${generationLength} generated tokens`,
+      ),
+    );
+  }
+  bad = copyLogprobs(shape.logprobs, staged.logprobs);
+  if (bad >= 0) {
+    // SPEC's order: a bad token (in a typed array, found by the core) outranks a bad logprob.
+    const badTokenAt = assembler.checkStagedTokens();
+    if (badTokenAt >= 0) return rejectWith(assembler, badToken(calls[i], i, shape, badTokenAt));
+    return rejectWith(assembler, invalidLogprob(callLabel(calls[i], i), bad, shape.logprobs[bad]));
+  }
+  if (problem !== null) {
+    assembler.rejectAfterValues(shape.id, problem.code, problem.detail);
+    return false;
+  }
+  return assembler.commit(identity, agent, shape);
+}
+
+function rejectWith(assembler: RolloutAssembler, rejection: Rejection): false {
+  assembler.reject(rejection);
+  return false;
 }
 
 /** Plans one canonical rollout on a core from `makeCore`. Never throws for bad input. */
@@ -191,8 +203,15 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
   }
   let assembler: RolloutAssembler | null = null;
   try {
-    assembler = new RolloutAssembler(core, header, hints);
-    assembleCalls(assembler, header.calls);
+    const first = new RolloutAssembler(core, header, hints);
+    assembler = first;
+    const calls = header.calls;
+    const staged = first.stagesMany && assembleStaged(first, calls, (i) => assembleCall(first, calls, i));
+    if (!staged) {
+      // No staging many at once, or a staged call failed: call by call, from the start again.
+      if (assembler.stagesMany) assembler = new RolloutAssembler(core, header, hints);
+      assembleCalls(assembler, calls);
+    }
     return assembler.finish(header.calls.length, options);
   } catch (error) {
     if (!isOutOfMemory(error)) {

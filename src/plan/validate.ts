@@ -44,7 +44,7 @@ export function isTokenArray(value: unknown): value is TokenIds {
  * grew under it): it reads as empty, and copying from it throws. (`ArrayBuffer.prototype.detached`
  * is newer than Node 20; a view over a detached buffer cannot be made.)
  */
-function isDetached(value: unknown): boolean {
+export function isDetached(value: unknown): boolean {
   if (!ArrayBuffer.isView(value) || value.byteLength !== 0) return false;
   try {
     new Uint8Array(value.buffer);
