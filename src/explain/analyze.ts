@@ -1,7 +1,7 @@
 // What `callforest explain` says about one planned rollout: every call with a near parent (SPEC's
 // prefix_break) and every root that is not its agent's first call, with where it parted and why.
 import type { ForestCall, Rollout, TokenIds } from "../types.js";
-import { classify, type Cause, type CauseOptions } from "./cause.js";
+import { classify, type BreakCause, type Cause, type CauseOptions } from "./cause.js";
 import { BREAK_QUOTE } from "../core/types.js";
 import { closestEarlier, commonPrefix, type Parting } from "./near.js";
 
@@ -16,6 +16,8 @@ export interface Explained {
   /** `prefix_break`: SPEC's diagnostic flags it; `root`: a root the diagnostic does not cover. */
   kind: "prefix_break" | "root";
   cause: Cause;
+  /** What else the template or harness changed in the near call's generation after `cause`, in order. */
+  also?: BreakCause[];
   /** What could not be told without a tokenizer. */
   unknown?: string;
   /** `full(near)[at : at+8]` and `prompt(call)[at : at+8]`. */
@@ -91,6 +93,7 @@ export function explainRollout(
       at,
       kind,
       cause: result.cause,
+      ...(result.also === undefined ? {} : { also: result.also }),
       ...(result.unknown === undefined ? {} : { unknown: result.unknown }),
       expected: nearCall ? nearCall.full.slice(at, at + BREAK_QUOTE) : [],
       found: Array.from(call.prompt.slice(at, at + BREAK_QUOTE)),

@@ -1,7 +1,8 @@
 // explain on a harness that renders every prompt through a model's real chat template and
 // tokenizer (./harness): (a) each break is found where the rendered prompt parts from what was
-// sampled, and the report's prefix_break agrees, (b) with the cause it was built with, (c) the same conversations token-in/token-out
-// give one tree per context and no breaks. EXPLAIN_CONVERSATIONS sets how many conversations per
+// sampled, and the report's prefix_break agrees, (b) with the causes it was built with (the first,
+// and `also`: what else the template changed in that turn), (c) the same conversations
+// token-in/token-out give one tree per context and no breaks. EXPLAIN_CONVERSATIONS sets how many conversations per
 // model (default 12); EXPLAIN_TABLE=1 prints the accuracy table of docs/breaks.md.
 import { beforeAll, describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
@@ -11,7 +12,7 @@ import { conversation, type Expected } from "./harness/agent.js";
 import { model, type ModelName } from "./harness/model.js";
 
 const CONVERSATIONS = Number(process.env.EXPLAIN_CONVERSATIONS ?? 12);
-const MODELS: ModelName[] = ["qwen3", "llama3_1"];
+const MODELS: ModelName[] = ["qwen3", "llama3_1", "gptoss"];
 
 let cf: Callforest;
 beforeAll(async () => {
@@ -38,14 +39,18 @@ interface Tally {
   breaks: number;
   /** Near and at as the harness says. */
   placed: number;
-  /** The cause it was built with. */
+  /** The first cause it was built with, and the later ones (`also`). */
   right: number;
+  /** Breaks built with more than one change. */
+  compound: number;
   wrong: Map<string, number>;
 }
 
 describe.each(MODELS)("real chat template: %s", (name) => {
   const tallies = new Map<string, Tally>();
   const misses: string[] = [];
+  /** Every cause the conversations were built with, first or later in a break. */
+  const built = new Set<string>();
   let unexpected = 0;
 
   it(`render mode: every break placed and named (${CONVERSATIONS} conversations)`, () => {
@@ -56,14 +61,17 @@ describe.each(MODELS)("real chat template: %s", (name) => {
       const wanted = new Map(expected.map((e) => [e.call, e]));
       for (const call of explained.values()) if (!wanted.has(call.call)) unexpected++;
       for (const e of expected) {
-        const tally = tallies.get(e.cause) ?? { breaks: 0, placed: 0, right: 0, wrong: new Map() };
+        const tally = tallies.get(e.cause) ?? { breaks: 0, placed: 0, right: 0, compound: 0, wrong: new Map() };
         tallies.set(e.cause, tally);
         tally.breaks++;
+        for (const cause of [e.cause, ...e.also]) built.add(cause);
+        if (e.also.length > 0) tally.compound++;
         const got = explained.get(e.call);
         if (got && got.near === e.near && got.at === e.at) tally.placed++;
-        if (got?.cause === e.cause) tally.right++;
+        if (got !== undefined && causesOf(got) === causesOf(e)) tally.right++;
         else {
-          tally.wrong.set(got?.cause ?? "missed", (tally.wrong.get(got?.cause ?? "missed") ?? 0) + 1);
+          const wrong = got === undefined ? "missed" : causesOf(got);
+          tally.wrong.set(wrong, (tally.wrong.get(wrong) ?? 0) + 1);
           misses.push(describeMiss(rollout.rollout_id, e, got));
         }
       }
@@ -71,17 +79,7 @@ describe.each(MODELS)("real chat template: %s", (name) => {
     if (process.env.EXPLAIN_TABLE) printTable(name, tallies);
     if (process.env.EXPLAIN_DEBUG) console.log(misses.join("\n"), unexpected);
     // Every cause the harness builds occurs, and each break is where the rendered prompt parted.
-    expect([...tallies.keys()].sort()).toEqual(
-      [
-        "compaction",
-        "reasoning_dropped",
-        "retokenized",
-        "rewritten",
-        "rewritten_prompt",
-        "special_token",
-        "whitespace",
-      ].filter((cause) => CONVERSATIONS >= 12 || tallies.has(cause)),
-    );
+    expect([...built].sort()).toEqual(BUILT[name].filter((cause) => CONVERSATIONS >= 12 || built.has(cause)));
     for (const [cause, tally] of tallies) expect(tally.placed, cause).toBe(tally.breaks);
     expect(misses).toEqual([]);
     expect(unexpected).toBe(0);
@@ -106,16 +104,56 @@ describe.each(MODELS)("real chat template: %s", (name) => {
   });
 });
 
+/** The causes each model's conversations are built with (12 conversations hold them all). */
+const BUILT: Record<ModelName, string[]> = {
+  qwen3: [
+    "compaction",
+    "reasoning_dropped",
+    "retokenized",
+    "rewritten",
+    "rewritten_prompt",
+    "special_as_text",
+    "special_token",
+    "whitespace",
+  ],
+  llama3_1: [
+    "compaction",
+    "reasoning_dropped",
+    "retokenized",
+    "rewritten",
+    "rewritten_prompt",
+    "special_as_text",
+    "special_token",
+    "whitespace",
+  ],
+  gptoss: [
+    "compaction",
+    "header_rewritten",
+    "reasoning_dropped",
+    "retokenized",
+    "rewritten",
+    "rewritten_prompt",
+    "special_as_text",
+    "special_token",
+    "whitespace",
+  ],
+};
+
+/** A break's causes as one string: the first, then `also`. */
+function causesOf(e: { cause: string; also?: readonly string[] }): string {
+  return [e.cause, ...(e.also ?? [])].join(" → ");
+}
+
 function describeMiss(rollout: string, e: Expected, got: ExplainedCall | undefined): string {
-  return `${rollout} ${e.call}: built ${e.cause} near ${e.near} at ${e.at}, explained ${
-    got ? `${got.cause} near ${got.near} at ${got.at}` : "nothing"
+  return `${rollout} ${e.call}: built ${causesOf(e)} near ${e.near} at ${e.at}, explained ${
+    got ? `${causesOf(got)} near ${got.near} at ${got.at}` : "nothing"
   }`;
 }
 
 function printTable(name: string, tallies: Map<string, Tally>): void {
   const lines = [...tallies].map(([cause, t]) => {
     const wrong = [...t.wrong].map(([c, n]) => `${c} ${n}`).join(", ");
-    return `| ${name} | ${cause} | ${t.breaks} | ${t.placed} | ${t.right} (${((100 * t.right) / t.breaks).toFixed(1)}%) | ${wrong || "—"} |`;
+    return `| ${name} | ${cause} | ${t.breaks} | ${t.compound} | ${t.placed} | ${t.right} (${((100 * t.right) / t.breaks).toFixed(1)}%) | ${wrong || "—"} |`;
   });
   console.log(lines.join("\n"));
 }

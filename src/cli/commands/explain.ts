@@ -135,7 +135,10 @@ function callText(call: ExplainedCall, where: string, decoder: TokenDecoder | nu
       ? "no earlier call"
       : `near ${oneLine(call.near)} at ${call.at}${call.kind === "root" ? " (root)" : ""}`;
   const unknown = call.unknown === undefined ? "" : ` (${call.unknown})`;
-  const lines = [`${where}: ${oneLine(call.rollout_id)} call ${oneLine(call.call)}: ${near}: ${call.cause}${unknown}`];
+  const also = call.also === undefined ? "" : `, then ${call.also.join(", ")}`;
+  const lines = [
+    `${where}: ${oneLine(call.rollout_id)} call ${oneLine(call.call)}: ${near}: ${call.cause}${also}${unknown}`,
+  ];
   if (call.nearFull !== null) {
     const before = call.prompt.slice(Math.max(0, call.at - BEFORE), call.at);
     const expected = call.nearFull.slice(call.at, call.at + AFTER);
