@@ -3,7 +3,7 @@
 // header and serializes its arguments again), so after the first difference the two sides are
 // brought back in step where that cause ends, and each later difference inside the generation is
 // named too: the first cause, then `also`.
-import { indexOf, slice, tokensAgree } from "./tokens.js";
+import { indexOf, slice, tokensAgree, withEmptyDecode } from "./tokens.js";
 import type { BreakCause, CauseOptions, CauseResult, ReasoningMarkers } from "./cause.js";
 
 /** How many tokens either side the text comparisons look at. */
@@ -52,7 +52,7 @@ export function breakCause(
   const sides: Sides = {
     full,
     prompt,
-    options,
+    options: withEmptyDecode(options),
     reasoning: options.reasoning ?? (options.decode ? DEFAULT_REASONING : []),
   };
   const first = stepAt(sides, at, at);
@@ -249,12 +249,12 @@ function whitespaceEnd(
 ): { i: number; j: number } | null | undefined {
   const bare = (a: ArrayLike<number>, from: number, to: number) => decode(slice(a, from, to)).replace(/\s+/g, "");
   if (bare(full, i0, full.length) === "") return null;
-  let i = i0 + 1;
-  let j = j0 + 1;
+  let i = i0;
+  let j = j0;
   while (i <= full.length && j <= prompt.length && i - i0 <= WINDOW && j - j0 <= WINDOW) {
     const a = bare(full, i0, i);
     const b = bare(prompt, j0, j);
-    if (a === b) return { i: skipBlank(full, i, decode), j: skipBlank(prompt, j, decode) };
+    if (a === b && i + j > i0 + j0) return { i: skipBlank(full, i, decode), j: skipBlank(prompt, j, decode) };
     if (!a.startsWith(b.replace(/\uFFFD+$/, "")) && !b.startsWith(a.replace(/\uFFFD+$/, ""))) return undefined;
     if (a.length <= b.length) i++;
     else j++;

@@ -3,7 +3,7 @@
 // reasoning markers). Pure and browser-safe: the CLI's `explain` and the page both use it. The
 // causes of a break inside the near call's generation are in break-cause.ts.
 import { breakCause, DEFAULT_REASONING } from "./break-cause.js";
-import { indexOf, slice } from "./tokens.js";
+import { indexOf, slice, withEmptyDecode } from "./tokens.js";
 
 export { breakCause, DEFAULT_REASONING } from "./break-cause.js";
 export { indexOf } from "./tokens.js";
@@ -101,6 +101,7 @@ export function rootCause(
   at: number,
   options: CauseOptions = {},
 ): CauseResult {
+  options = withEmptyDecode(options);
   const rest = near.promptLength - at;
   if (rest > GLUE && historyResumes(near, prompt, at) !== null) return { cause: "rewritten_prompt" };
   if (holdsGeneration(near, prompt, options)) return { cause: rest <= GLUE ? "rewritten_prompt" : "compaction" };

@@ -27,3 +27,9 @@ export function tokensAgree(a: ArrayLike<number>, i: number, b: ArrayLike<number
   for (let k = 0; k < n; k++) if (a[i + k] !== b[j + k]) return false;
   return true;
 }
+
+/** The options with a decoder that gives "" for no tokens (some tokenizers throw on an empty list). */
+export function withEmptyDecode<T extends { decode?: (ids: readonly number[]) => string }>(options: T): T {
+  const { decode } = options;
+  return decode === undefined ? options : { ...options, decode: (ids) => (ids.length === 0 ? "" : decode(ids)) };
+}

@@ -24,8 +24,22 @@ const VOCAB: Record<number, string> = {
   21: " ls",
   50: "<think>",
   51: "</think>",
+  60: "commentary",
+  61: " to=functions.run",
+  62: " json",
+  63: "json",
+  64: " ",
+  65: '{"a":',
+  66: "1}",
+  67: " 1}",
+  70: "<|",
+  71: "end|>",
   90: "<|end|>",
   91: "<|eot|>",
+  92: "<|channel|>",
+  93: "<|message|>",
+  94: "<|constrain|>",
+  95: "<|call|>",
 };
 const text: CauseOptions = {
   decode: (ids) => ids.map((id) => VOCAB[id] ?? `?${id}`).join(""),
@@ -67,8 +81,55 @@ describe("breakCause", () => {
     );
   });
 
+  it("special_as_text: a special token written out as text tokens (decoded with it, encoded split)", () => {
+    expect(breakCause([1, 2, 7, 90], [1, 2, 7, 70, 71, 90, 3], 3, text)).toEqual({ cause: "special_as_text" });
+    // Without the special-token predicate it is the same text split otherwise.
+    expect(breakCause([1, 2, 7, 90], [1, 2, 7, 70, 71, 90, 3], 3, { decode: text.decode }).cause).toBe("retokenized");
+  });
+
+  it("header_rewritten: a message header's fields in another order, control tokens moved or dropped", () => {
+    // gpt-oss samples `<|channel|>commentary to=functions.run <|constrain|>json<|message|>`; its
+    // template writes ` to=functions.run<|channel|>commentary json<|message|>`.
+    const sampled = [92, 60, 61, 64, 94, 63, 93];
+    const rendered = [61, 92, 60, 62, 93];
+    expect(breakCause([1, 2, ...sampled, 65, 66, 95], [1, 2, ...rendered, 65, 66, 95, 3], 2, text)).toEqual({
+      cause: "header_rewritten",
+    });
+    // Other words are not a header written otherwise.
+    expect(breakCause([1, 2, ...sampled, 95], [1, 2, 61, 92, 13, 62, 93, 95], 2, text).cause).toBe("rewritten");
+  });
+
+  it("a compound break: the first cause, then what else changed in the generation, in order", () => {
+    // The reasoning dropped, then the stop token replaced.
+    expect(breakCause([1, 2, 3, 50, 11, 51, 9, 7, 91], [1, 2, 3, 7, 90, 3, 4], 3, text)).toEqual({
+      cause: "reasoning_dropped",
+      also: ["special_token"],
+    });
+    // gpt-oss's tool call: the header rewritten, then the arguments serialized with a space.
+    const full = [1, 2, 92, 60, 61, 64, 94, 63, 93, 65, 66, 95];
+    const prompt = [1, 2, 61, 92, 60, 62, 93, 65, 67, 95, 3];
+    expect(breakCause(full, prompt, 2, text)).toEqual({ cause: "header_rewritten", also: ["whitespace"] });
+    // A trailing newline stripped, then the stop token replaced.
+    expect(breakCause([1, 2, 7, 3, 91], [1, 2, 7, 90, 4], 3, text)).toEqual({
+      cause: "whitespace",
+      also: ["special_token"],
+    });
+    // Nothing is listed after a rewritten stretch: where it ends is not known.
+    expect(breakCause([1, 2, 7, 8, 91], [1, 2, 7, 13, 90], 3, text)).toEqual({ cause: "rewritten" });
+  });
+
   it("rewritten: any other change", () => {
     expect(breakCause([1, 2, 7, 8, 90], [1, 2, 7, 13, 90], 3, text).cause).toBe("rewritten");
+  });
+});
+
+describe("classify", () => {
+  it("generation_cut: a root whose prompt stops inside the near call's generation", () => {
+    // The prompt is the near call's prompt and the start of its generation: a root cause, not a
+    // break's (docs/breaks.md: roots get rewritten_prompt, compaction, fresh or generation_cut).
+    const near = { full: [1, 2, 3, 7, 8, 90], promptLength: 3 };
+    expect(classify(near, [1, 2, 3, 7], 4, text)).toEqual({ cause: "generation_cut" });
+    expect(classify(near, [1, 2, 3], 3)).toEqual({ cause: "generation_cut" });
   });
 });
 
