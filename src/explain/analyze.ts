@@ -1,7 +1,7 @@
 // What `callforest explain` says about one planned rollout: every call with a near parent (SPEC's
 // prefix_break) and every root that is not its agent's first call, with where it parted and why.
 import type { ForestCall, Rollout, TokenIds } from "../types.js";
-import { classify, type BreakCause, type Cause, type CauseOptions } from "./cause.js";
+import { classify, stopDuplicated, type BreakCause, type Cause, type CauseOptions } from "./cause.js";
 import { BREAK_QUOTE } from "../core/types.js";
 import { closestEarlier, commonPrefix, type Parting } from "./near.js";
 
@@ -13,8 +13,12 @@ export interface Explained {
   near: string | null;
   /** Where the call's prompt parts from `near`'s full sequence (their longest common prefix). */
   at: number;
-  /** `prefix_break`: SPEC's diagnostic flags it; `root`: a root the diagnostic does not cover. */
-  kind: "prefix_break" | "root";
+  /**
+   * `prefix_break`: SPEC's diagnostic flags it; `root`: a root the diagnostic does not cover;
+   * `glue`: a call that continues its parent (`near`, `at` its full length) but adds to it a
+   * token that should not be there.
+   */
+  kind: "prefix_break" | "root" | "glue";
   cause: Cause;
   /** What else the template or harness changed in the near call's generation after `cause`, in order. */
   also?: BreakCause[];
@@ -74,6 +78,13 @@ export function explainRollout(
       nearParent === null || breakAt === null ? null : { near: index.get(nearParent)!, at: breakAt };
     let kind: Explained["kind"] = "prefix_break";
     if (parting === null) {
+      // A call that continues its parent: listed only when it repeats the parent's stop token.
+      const parent = call.forest.parent === null ? undefined : index.get(call.forest.parent);
+      if (parent !== undefined) {
+        if (stopDuplicated(calls[parent]!.full, call.prompt, options.isSpecial))
+          out.push(glueCall(rollout, calls[parent]!, call));
+        return;
+      }
       // A media_mismatch or route_mismatch root resent an earlier call's tokens: the report
       // already says why (route mismatches are explained on their own: routes.ts).
       if (!call.forest.root || previous === undefined || call.forest.mediaMismatch || call.forest.routeMismatch) return;
@@ -103,6 +114,25 @@ export function explainRollout(
     });
   });
   return out;
+}
+
+/** A call that continues `near` (its parent) but repeats its stop token. */
+function glueCall(rollout: Rollout, near: Eligible, call: Eligible): ExplainedCall {
+  const at = near.full.length;
+  return {
+    rollout_id: rollout.rollout_id,
+    call: call.forest.id,
+    agent: call.forest.agent,
+    near: near.forest.id,
+    at,
+    kind: "glue",
+    cause: "stop_duplicated",
+    expected: [],
+    found: Array.from(call.prompt.slice(at, at + BREAK_QUOTE)),
+    nearFull: near.full,
+    nearPromptLength: near.prompt.length,
+    prompt: call.prompt,
+  };
 }
 
 /** Without the arrays: what `--json` writes. */

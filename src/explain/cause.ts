@@ -22,8 +22,13 @@ export type BreakCause =
  * or its prompt stops inside that call's generation (`generation_cut`).
  */
 export type RootCause = "fresh" | "compaction" | "rewritten_prompt" | "generation_cut";
+/**
+ * A call that continues its parent, but whose prompt repeats the stop token the parent's
+ * generation ended with: not a break, but a token trained as prompt that the model never saw.
+ */
+export type GlueCause = "stop_duplicated";
 /** `unknown`: telling the causes apart needs text, and no decoder was given. */
-export type Cause = BreakCause | RootCause | "unknown";
+export type Cause = BreakCause | RootCause | GlueCause | "unknown";
 
 /** In the order they are checked. */
 export const BREAK_CAUSES: readonly BreakCause[] = [
@@ -36,6 +41,20 @@ export const BREAK_CAUSES: readonly BreakCause[] = [
   "rewritten",
 ];
 export const ROOT_CAUSES: readonly RootCause[] = ["fresh", "compaction", "rewritten_prompt", "generation_cut"];
+
+/**
+ * Whether `prompt`, which continues the sequence `full`, starts what it adds with `full`'s last
+ * token again, a special token (a stop token written twice).
+ */
+export function stopDuplicated(
+  full: ArrayLike<number>,
+  prompt: ArrayLike<number>,
+  isSpecial: ((id: number) => boolean) | undefined,
+): boolean {
+  if (isSpecial === undefined || full.length === 0 || prompt.length <= full.length) return false;
+  const stop = full[full.length - 1]!;
+  return prompt[full.length] === stop && isSpecial(stop);
+}
 
 /** A reasoning block's markers: token-id sequences, or text (text needs a decoder). */
 export interface ReasoningMarkers {

@@ -86,7 +86,9 @@ export function register(program: Command): void {
           // Both versions tokens only, so that media (which the token-in/token-out version
           // cannot shift) change neither side.
           const sent = cf.plan(tokensOnly(rollout, plan.forest));
-          const tito = cf.plan(tokenInTokenOut(rollout, plan.forest, explained));
+          // A glue finding's call already continues its parent: token-in/token-out changes nothing there.
+          const breaks = explained.filter((call) => call.kind !== "glue");
+          const tito = cf.plan(tokenInTokenOut(rollout, plan.forest, breaks));
           try {
             const ok = sent.report.status === "ok" && tito.report.status === "ok";
             addRollout(summary, explained, ok ? sent.report : report, ok ? tito.report : report);
@@ -133,7 +135,7 @@ function callText(call: ExplainedCall, where: string, decoder: TokenDecoder | nu
   const near =
     call.near === null
       ? "no earlier call"
-      : `near ${oneLine(call.near)} at ${call.at}${call.kind === "root" ? " (root)" : ""}`;
+      : `near ${oneLine(call.near)} at ${call.at}${call.kind === "prefix_break" ? "" : ` (${call.kind})`}`;
   const unknown = call.unknown === undefined ? "" : ` (${call.unknown})`;
   const also = call.also === undefined ? "" : `, then ${call.also.join(", ")}`;
   const lines = [

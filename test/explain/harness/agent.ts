@@ -15,9 +15,20 @@ import { AS_TEXT, type Message, type Model, type Sampled } from "./model.js";
 /**
  * What a harness does wrong on one call (besides what the template does): `system` moves the
  * clock in the system prompt, `tools` adds a tool to the list, `as_text` keeps the stop token in
- * the message as text (decoded with special tokens, encoded with them split).
+ * the message as text (decoded with special tokens, encoded with them split), `dup_stop` keeps it
+ * as a special token, so that the template writes it twice.
  */
-export type Fault = "none" | "retokenize" | "newline" | "json" | "truncate" | "stop" | "system" | "tools" | "as_text";
+export type Fault =
+  | "none"
+  | "retokenize"
+  | "newline"
+  | "json"
+  | "truncate"
+  | "stop"
+  | "system"
+  | "tools"
+  | "as_text"
+  | "dup_stop";
 
 export interface Expected {
   call: string;
@@ -72,7 +83,11 @@ const WORDS = (
 ).split(" ");
 const COMMANDS = ["ls src", "cat README.md", "npm test", "grep -rn parse src", "git status"];
 
-export function conversation(model: Model, seed: number, mode: "render" | "tito"): Conversation {
+/**
+ * One conversation of the harness. `only`: the harness makes this mistake on every turn that has
+ * room for it, and no other (a rare mistake, tested on its own).
+ */
+export function conversation(model: Model, seed: number, mode: "render" | "tito", only?: Fault): Conversation {
   const random = mulberry32(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const sentence = (min: number, max: number) => {
@@ -118,7 +133,12 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     const previous = context.chain[context.chain.length - 1];
     if (previous === undefined) return;
     const at = commonPrefix(previous.full, prompt);
-    if (at === previous.full.length) return; // resent exactly: no break
+    if (at === previous.full.length) {
+      // Resent exactly: no break, but the stop token kept in the message comes again after it.
+      if (previous.fault === "dup_stop")
+        expected.push({ call: id, near: previous.id, at, cause: "stop_duplicated", also: [] });
+      return;
+    }
     const x = [...context.chain]
       .reverse()
       .find((call) => call.prompt.length <= at && at < call.full.length && commonPrefix(call.full, prompt) === at);
@@ -161,9 +181,10 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     // The same faults in both modes (the same seed samples the same turns): token-in/token-out
     // resends them exactly, so they break nothing there.
     // A mistake that the turn has no room for (no answer to truncate, no tool call to re-serialize)
-    // is drawn once more, so that each kind occurs often enough in a few conversations.
+    // is drawn again (twice at most), so that each kind occurs often enough in a few conversations.
     let fault: Fault = pick(FAULTS);
-    if (!fits(model, fault, content, toolCalls.length > 0)) fault = pick(FAULTS);
+    for (let draw = 0; draw < 2 && !fits(model, fault, content, toolCalls.length > 0); draw++) fault = pick(FAULTS);
+    if (only !== undefined) fault = fits(model, only, content, toolCalls.length > 0) ? only : "none";
     const turn: Sampled = { reasoning, content, toolCalls };
     let generation: number[];
     let applied: Fault = fault;
@@ -192,11 +213,14 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       if (content.some((f) => f === fault)) applied = "none";
       if (fault === "tools" && !model.listsTools) applied = "none";
     }
-    if (fault === "as_text" && (toolCalls.length > 0 || kept === "")) applied = "none";
+    if ((fault === "as_text" || fault === "dup_stop") && !fits(model, fault, kept, toolCalls.length > 0))
+      applied = "none";
     // The message as the harness stores it: the stop token kept as text, or a newline added.
     const stopSampled = model.decode(generation.slice(-1));
-    const newlineAdded = newlineEveryTurn && !model.trims && kept !== "" && applied !== "as_text";
+    const newlineAdded =
+      newlineEveryTurn && !model.trims && kept !== "" && applied !== "as_text" && applied !== "dup_stop";
     if (applied === "as_text") kept = `${kept}${AS_TEXT}${stopSampled}`;
+    else if (applied === "dup_stop") kept = `${kept}${stopSampled}`;
     else if (newlineAdded) kept = `${kept}\n`;
     calls.push({
       id,
@@ -318,6 +342,7 @@ const FAULTS: readonly Fault[] = [
   "system",
   "tools",
   "as_text",
+  "dup_stop",
 ];
 
 /** Whether a turn has room for the mistake (the harness may still find none to make: a word to split). */
@@ -334,6 +359,8 @@ function fits(model: Model, fault: Fault, content: string, toolCall: boolean): b
       return model.listsTools;
     case "as_text":
       return content !== "" && !toolCall;
+    case "dup_stop":
+      return content !== "" && !toolCall && !model.harmony; // gpt-oss's template writes <|end|> after <|return|>
     default:
       return true;
   }
