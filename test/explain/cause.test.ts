@@ -109,6 +109,12 @@ describe("breakCause", () => {
     const full = [1, 2, 92, 60, 61, 64, 94, 63, 93, 65, 66, 95];
     const prompt = [1, 2, 61, 92, 60, 62, 93, 65, 67, 95, 3];
     expect(breakCause(full, prompt, 2, text)).toEqual({ cause: "header_rewritten", also: ["whitespace"] });
+    // A template that also writes <|end|> where the model sampled <|call|>: a third cause.
+    const ended = [1, 2, 61, 92, 60, 62, 93, 65, 67, 90, 3];
+    expect(breakCause(full, ended, 2, text)).toEqual({
+      cause: "header_rewritten",
+      also: ["whitespace", "special_token"],
+    });
     // A trailing newline stripped, then the stop token replaced.
     expect(breakCause([1, 2, 7, 3, 91], [1, 2, 7, 90, 4], 3, text)).toEqual({
       cause: "whitespace",
