@@ -1,7 +1,15 @@
 // What `callforest explain` says about one planned rollout: every call with a near parent (SPEC's
 // prefix_break) and every root that is not its agent's first call, with where it parted and why.
 import type { ForestCall, Rollout, TokenIds } from "../types.js";
-import { classify, stopDuplicated, type BreakCause, type Cause, type CauseOptions } from "./cause.js";
+import {
+  classify,
+  glueCause,
+  tokenAfter,
+  type BreakCause,
+  type Cause,
+  type CauseOptions,
+  type GlueCause,
+} from "./cause.js";
 import { BREAK_QUOTE } from "../core/types.js";
 import { closestEarlier, commonPrefix, type Parting } from "./near.js";
 
@@ -69,6 +77,14 @@ export function explainRollout(
   // Near parents are the plan's own (SPEC's prefix_break); the trie only finds roots' closest calls.
   const closest = withAgents ? [] : closestEarlier(calls);
   const previousOfAgent = new Map<string, number>();
+  const roots = treeRoots(calls, index);
+  // What the template writes after a stop token in a tree's first prompt, once per tree and token.
+  const afterStop = new Map<string, number | null>();
+  const after = (root: number, stop: number): number | null => {
+    const key = `${root} ${stop}`;
+    if (!afterStop.has(key)) afterStop.set(key, tokenAfter(calls[root]!.prompt, stop));
+    return afterStop.get(key)!;
+  };
   const out: ExplainedCall[] = [];
   calls.forEach((call, i) => {
     const previous = previousOfAgent.get(call.forest.agent);
@@ -78,11 +94,13 @@ export function explainRollout(
       nearParent === null || breakAt === null ? null : { near: index.get(nearParent)!, at: breakAt };
     let kind: Explained["kind"] = "prefix_break";
     if (parting === null) {
-      // A call that continues its parent: listed only when it repeats the parent's stop token.
+      // A call that continues its parent: listed only when what it adds after the parent's stop
+      // token is wrong (compared with its tree's first prompt, which the template rendered whole).
       const parent = call.forest.parent === null ? undefined : index.get(call.forest.parent);
       if (parent !== undefined) {
-        if (stopDuplicated(calls[parent]!.full, call.prompt, options.isSpecial))
-          out.push(glueCall(rollout, calls[parent]!, call));
+        const follows = (stop: number) => after(roots[i]!, stop);
+        const cause = glueCause(calls[parent]!.full, call.prompt, follows, options.isSpecial);
+        if (cause !== null) out.push(glueCall(rollout, calls[parent]!, call, cause));
         return;
       }
       // A media_mismatch or route_mismatch root resent an earlier call's tokens: the report
@@ -116,8 +134,18 @@ export function explainRollout(
   return out;
 }
 
-/** A call that continues `near` (its parent) but repeats its stop token. */
-function glueCall(rollout: Rollout, near: Eligible, call: Eligible): ExplainedCall {
+/** For each call, the index of its tree's first call (a parent comes before its children). */
+function treeRoots(calls: readonly Eligible[], index: ReadonlyMap<string, number>): number[] {
+  const roots: number[] = [];
+  calls.forEach((call, i) => {
+    const parent = call.forest.parent === null ? undefined : index.get(call.forest.parent);
+    roots.push(parent === undefined ? i : roots[parent]!);
+  });
+  return roots;
+}
+
+/** A call that continues `near` (its parent) but adds the wrong token after its stop token. */
+function glueCall(rollout: Rollout, near: Eligible, call: Eligible, cause: GlueCause): ExplainedCall {
   const at = near.full.length;
   return {
     rollout_id: rollout.rollout_id,
@@ -126,7 +154,7 @@ function glueCall(rollout: Rollout, near: Eligible, call: Eligible): ExplainedCa
     near: near.forest.id,
     at,
     kind: "glue",
-    cause: "stop_duplicated",
+    cause,
     expected: [],
     found: Array.from(call.prompt.slice(at, at + BREAK_QUOTE)),
     nearFull: near.full,

@@ -26,7 +26,7 @@ export type RootCause = "fresh" | "compaction" | "rewritten_prompt" | "generatio
  * A call that continues its parent, but whose prompt repeats the stop token the parent's
  * generation ended with: not a break, but a token trained as prompt that the model never saw.
  */
-export type GlueCause = "stop_duplicated";
+export type GlueCause = "stop_duplicated" | "glue_differs";
 /** `unknown`: telling the causes apart needs text, and no decoder was given. */
 export type Cause = BreakCause | RootCause | GlueCause | "unknown";
 
@@ -41,6 +41,40 @@ export const BREAK_CAUSES: readonly BreakCause[] = [
   "rewritten",
 ];
 export const ROOT_CAUSES: readonly RootCause[] = ["fresh", "compaction", "rewritten_prompt", "generation_cut"];
+
+/**
+ * What is wrong with what `prompt` adds after `full`, the sequence it continues, whose last token
+ * is a special (stop) token: `stop_duplicated` when it starts with that token again;
+ * `glue_differs` when it starts with another token than `follows(stop)`, the one the template
+ * writes after that token (null when that is not known). Null when neither.
+ */
+export function glueCause(
+  full: ArrayLike<number>,
+  prompt: ArrayLike<number>,
+  follows: (stop: number) => number | null,
+  isSpecial: ((id: number) => boolean) | undefined,
+): GlueCause | null {
+  if (stopDuplicated(full, prompt, isSpecial)) return "stop_duplicated";
+  if (isSpecial === undefined || full.length === 0 || prompt.length <= full.length) return null;
+  const stop = full[full.length - 1]!;
+  if (!isSpecial(stop)) return null;
+  const expected = follows(stop);
+  return expected !== null && prompt[full.length] !== expected ? "glue_differs" : null;
+}
+
+/**
+ * The token the template writes after `stop` in `rendered` (a prompt it rendered whole), when it
+ * writes the same one every time; null when `stop` does not occur or is followed by several.
+ */
+export function tokenAfter(rendered: ArrayLike<number>, stop: number): number | null {
+  let follows: number | null = null;
+  for (let k = 0; k + 1 < rendered.length; k++) {
+    if (rendered[k] !== stop) continue;
+    if (follows !== null && rendered[k + 1] !== follows) return null;
+    follows = rendered[k + 1]!;
+  }
+  return follows;
+}
 
 /**
  * Whether `prompt`, which continues the sequence `full`, starts what it adds with `full`'s last

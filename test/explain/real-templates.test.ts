@@ -110,10 +110,11 @@ describe.each(MODELS)("real chat template: %s", (name) => {
     },
   );
 
-  it("token-in/token-out: one tree per context, no breaks", () => {
+  it("token-in/token-out: one tree per context, no breaks, a lost newline after each stop named", () => {
     const m = model(name);
+    let glued = 0;
     for (let seed = 1; seed <= CONVERSATIONS; seed++) {
-      const { rollout, contexts } = conversation(m, seed, "tito");
+      const { rollout, contexts, expected } = conversation(m, seed, "tito");
       const plan = cf.plan(rollout);
       try {
         expect(plan.report.status).toBe("ok");
@@ -124,8 +125,18 @@ describe.each(MODELS)("real chat template: %s", (name) => {
       }
       const explained = explainOf(name, rollout);
       expect(explained.filter((call) => call.kind === "prefix_break")).toEqual([]);
-      expect(explained.map((call) => call.cause)).toEqual(Array(contexts - 1).fill("compaction"));
+      const roots = explained.filter((call) => call.kind === "root");
+      expect(roots.map((call) => call.cause)).toEqual(Array(contexts - 1).fill("compaction"));
+      // A harness that loses the template's newline after each stop token: every call it adds to.
+      const glue = explained.filter((call) => call.kind === "glue");
+      expect(glue.map((call) => [call.call, call.near, call.at, call.cause])).toEqual(
+        expected.filter((e) => e.cause === "glue_differs").map((e) => [e.call, e.near, e.at, e.cause]),
+      );
+      glued += glue.length;
     }
+    // Only Qwen3's template writes a newline after its stop token.
+    if (name === "qwen3") expect(glued).toBeGreaterThan(0);
+    else expect(glued).toBe(0);
   });
 });
 

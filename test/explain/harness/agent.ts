@@ -42,7 +42,10 @@ export interface Expected {
 
 export interface Conversation {
   rollout: Rollout;
-  /** Every break the harness made (render mode; none in tito mode), and each compaction's root. */
+  /**
+   * Every break the harness made (render mode; none in tito mode), each compaction's root, and
+   * each call whose glue after its parent's stop token is not the template's (`glue_differs`).
+   */
   expected: Expected[];
   /** How many new contexts (the first, and one per compaction). */
   contexts: number;
@@ -104,6 +107,9 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
   // A harness that adds a newline to every assistant message it stores (verl#6501's kind), drawn
   // apart from the turns so that the same seed samples the same turns either way.
   const newlineEveryTurn = mulberry32(seed * 7919)() < 0.2;
+  // A token-in/token-out harness that adds each new message without the newline the template
+  // writes after a stop token (verl#3720): no break, a `glue_differs` call each turn.
+  const newlineLost = mode === "tito" && mulberry32(seed * 7919 + 1)() < 0.3;
 
   const leader: Context = {
     agent: "L",
@@ -121,8 +127,23 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
   const delta = (added: readonly Message[]): number[] => {
     const anchor = "ANCHOR";
     const text = model.render([{ role: "user", content: "." }, { role: "assistant", content: anchor }, ...added], true);
-    return model.encode(text.slice(text.indexOf(anchor + model.stopText) + anchor.length + model.stopText.length));
+    const framed = text.slice(text.indexOf(anchor + model.stopText) + anchor.length + model.stopText.length);
+    return model.encode(newlineLost ? framed.replace(/^\n/, "") : framed);
   };
+
+  /** Whether the template writes a newline after `call`'s last token (its stop token). */
+  const gluesWithNewline = (call: Done): boolean =>
+    model.decode(call.full.slice(-1)) === model.stopText &&
+    model
+      .render(
+        [
+          { role: "user", content: "." },
+          { role: "assistant", content: "A" },
+          { role: "user", content: "." },
+        ],
+        false,
+      )
+      .includes(`${model.stopText}\n`);
 
   /** Which call of the context's chain the rendered prompt parts from, and why. */
   const label = (context: Context, id: string, prompt: number[], reset: Done | null): void => {
@@ -171,6 +192,9 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
         ? [...previous.full, ...delta(added)]
         : model.encode(model.render(context.messages, true, context.extraTools));
     if (mode === "render") label(context, id, prompt, reset);
+    else if (newlineLost && previous !== undefined && reset === null && gluesWithNewline(previous)) {
+      expected.push({ call: id, near: previous.id, at: previous.full.length, cause: "glue_differs", also: [] });
+    }
 
     const reasoning = random() < (model.templateReasoning ? 0.6 : 0.35) ? sentence(6, 16) : null;
     const toolCalls =
