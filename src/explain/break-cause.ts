@@ -77,8 +77,8 @@ export function breakCause(
 /** Without a decoder: what could not be told. */
 function unknownCause({ options, reasoning }: Sides): CauseResult {
   const needText = options.isSpecial
-    ? "retokenized, whitespace or rewritten"
-    : "retokenized, whitespace, special_token or rewritten";
+    ? "special_as_text, retokenized, whitespace, header_rewritten or rewritten"
+    : "retokenized, whitespace, special_token or another cause";
   return {
     cause: "unknown",
     unknown:
