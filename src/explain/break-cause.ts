@@ -290,6 +290,8 @@ function headerRewritten({ full, prompt, options }: Sides, i: number, j: number)
     if (!isSpecial(full[p]!)) continue;
     for (let q = j; q < Math.min(prompt.length, j + HEADER); q++) {
       if (prompt[q] !== full[p]) continue;
+      // A header has control tokens inside it (gpt-oss's `<|channel|>`): not just words reordered.
+      if (!slice(full, i, p).some(isSpecial) && !slice(prompt, j, q).some(isSpecial)) continue;
       const a = words(full, i, p, isSpecial, decode);
       if (a.length > 0 && a === words(prompt, j, q, isSpecial, decode)) return { i: p + 1, j: q + 1 };
     }

@@ -95,6 +95,8 @@ describe("breakCause", () => {
     expect(breakCause([1, 2, ...sampled, 65, 66, 95], [1, 2, ...rendered, 65, 66, 95, 3], 2, text)).toEqual({
       cause: "header_rewritten",
     });
+    // The same words reordered without control tokens among them are not a header.
+    expect(breakCause([1, 2, 60, 61, 93, 95], [1, 2, 61, 60, 93, 95, 3], 2, text).cause).toBe("rewritten");
     // Other words are not a header written otherwise.
     expect(breakCause([1, 2, ...sampled, 95], [1, 2, 61, 92, 13, 62, 93, 95], 2, text).cause).toBe("rewritten");
   });
