@@ -102,7 +102,7 @@ function stepAt(sides: Sides, i: number, j: number, nested = false): Step | null
       const cause = same !== null && isSpecial && specialsDiffer(sides, i, j, same) ? "special_as_text" : "retokenized";
       return { cause, resume: same };
     }
-    const spaced = whitespaceEnd(full, prompt, i, j, decode);
+    const spaced = whitespaceEnd(full, prompt, i, j, decode, isSpecial);
     if (spaced !== undefined) return { cause: "whitespace", resume: spaced };
   }
   if (isSpecial) {
@@ -246,6 +246,7 @@ function whitespaceEnd(
   i0: number,
   j0: number,
   decode: (ids: readonly number[]) => string,
+  isSpecial: CauseOptions["isSpecial"],
 ): { i: number; j: number } | null | undefined {
   const bare = (a: ArrayLike<number>, from: number, to: number) => decode(slice(a, from, to)).replace(/\s+/g, "");
   if (bare(full, i0, full.length) === "") return null;
@@ -254,12 +255,29 @@ function whitespaceEnd(
   while (i <= full.length && j <= prompt.length && i - i0 <= WINDOW && j - j0 <= WINDOW) {
     const a = bare(full, i0, i);
     const b = bare(prompt, j0, j);
-    if (a === b && i + j > i0 + j0) return { i: skipBlank(full, i, decode), j: skipBlank(prompt, j, decode) };
+    if (a === b && i + j > i0 + j0) {
+      const resume = { i: skipBlank(full, i, decode), j: skipBlank(prompt, j, decode) };
+      if (inStep(full, prompt, resume, isSpecial)) return resume;
+    }
     if (!a.startsWith(b.replace(/\uFFFD+$/, "")) && !b.startsWith(a.replace(/\uFFFD+$/, ""))) return undefined;
     if (a.length <= b.length) i++;
     else j++;
   }
   return undefined;
+}
+
+/**
+ * The sides are in step at `at`: the generation has ended, or both go on with the same token, or
+ * each with a special token (the next difference, a replaced stop token, has its own cause).
+ */
+function inStep(
+  full: ArrayLike<number>,
+  prompt: ArrayLike<number>,
+  at: { i: number; j: number },
+  isSpecial: CauseOptions["isSpecial"],
+): boolean {
+  if (at.i >= full.length || at.j >= prompt.length || full[at.i] === prompt[at.j]) return true;
+  return isSpecial?.(full[at.i]!) === true && isSpecial(prompt[at.j]!);
 }
 
 /** `special_token`: a special token missing, added or replaced, and the sides agree after it. */

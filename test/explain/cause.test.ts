@@ -126,6 +126,10 @@ describe("breakCause", () => {
     expect(breakCause([1, 2, 7, 8, 91], [1, 2, 7, 13, 90], 3, text)).toEqual({ cause: "rewritten" });
   });
 
+  it("rewritten, not whitespace: a whitespace token gone and other text after it", () => {
+    expect(breakCause([1, 2, 3, 8, 90], [1, 2, 13, 90, 4], 2, text)).toEqual({ cause: "rewritten" });
+  });
+
   it("rewritten: any other change", () => {
     expect(breakCause([1, 2, 7, 8, 90], [1, 2, 7, 13, 90], 3, text).cause).toBe("rewritten");
   });
