@@ -1,102 +1,94 @@
-// Benchmark of `callforest explain`'s analysis (src/explain): finding near parents and causes, and
-// planning the token-in/token-out version for the cost, against plan() itself, on rollouts with
-// few breaks and on one where every call breaks. Medians from one run.
+// `callforest explain` against `callforest rows` on the inputs that once made explain grow with
+// the square of the calls (issue 37; bench/explain-inputs.ts): each command as its own process,
+// three runs each, medians of wall time and peak RSS, and explain's ratio to rows (the goal: at
+// most 3× in both).
+//   npm run prebench && node build/bench-out/bench/explain.js
+import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { Bench } from "tinybench";
-import { init } from "callforest";
-import { explainRollout } from "../src/explain/analyze.js";
-import { tokenInTokenOut } from "../src/explain/tito.js";
-import type { CanonicalCall, Rollout } from "../src/types.js";
-import { eligibleTokens, generateDeepRollout } from "./generate.js";
+import type { Rollout } from "../src/types.js";
+import { writeChain } from "./delta-chain.js";
+import { oneAgentRollouts, slidingWindowRollout } from "./explain-inputs.js";
+import { median, root, runNode, type Run } from "./rows-process.js";
 
-/**
- * A leader whose every call drops the previous call's reasoning (its first `reasoning` generated
- * tokens) when it resends the history: each call is a root with a prefix break.
- */
-export function generateBrokenRollout(calls = 100, reasoning = 40, generation = 200, tool = 300): Rollout {
-  let next = 1;
-  const tokens = (n: number) => Array.from({ length: n }, () => next++ % 150_000);
-  let history = tokens(2000);
-  const out: CanonicalCall[] = [];
-  for (let i = 0; i < calls; i++) {
-    const prompt = [...history, ...tokens(tool)];
-    const generated = tokens(generation);
-    out.push({
-      id: `c${i}`,
-      prompt_token_ids: Int32Array.from(prompt),
-      generation_token_ids: Int32Array.from(generated),
-      generation_log_probs: new Float32Array(generation).fill(-0.5),
-    });
-    history = [...prompt, ...generated.slice(reasoning)];
-  }
-  return { rollout_id: "broken", reward: 1, calls: out };
-}
+const RUNS = 3;
 
 export interface ExplainBenchRow {
   workload: string;
-  tokens: number;
-  explained: number;
-  planMs: number;
-  explainMs: number;
-  titoMs: number;
+  mb: number;
+  rows: { seconds: number; rssMb: number };
+  explain: { seconds: number; rssMb: number };
+}
+
+/** A rollout as a JSONL line (typed arrays written as lists). */
+function line(rollout: Rollout): string {
+  return JSON.stringify(rollout, (_, value: unknown) =>
+    ArrayBuffer.isView(value) ? Array.from(value as unknown as ArrayLike<number>) : value,
+  );
+}
+
+function writeJsonl(path: string, rollouts: readonly Rollout[]): string {
+  writeFileSync(path, rollouts.map(line).join("\n") + "\n");
+  return path;
+}
+
+async function medianRun(argv: string[]): Promise<{ seconds: number; rssMb: number }> {
+  const runs: Run[] = [];
+  for (let i = 0; i < RUNS; i++) runs.push(await runNode(join(root(), "bin", "callforest.js"), argv));
+  return { seconds: median(runs.map((r) => r.seconds)), rssMb: median(runs.map((r) => r.rssMb)) };
 }
 
 export async function runExplainBench(log: (line: string) => void): Promise<ExplainBenchRow[]> {
-  const cf = await init();
-  const workloads: [string, Rollout][] = [
-    ["deep rollout, 1 M tokens", generateDeepRollout({ targetTokens: 1_000_000 })],
-    ["deep rollout, 4 M tokens", generateDeepRollout({ targetTokens: 4_000_000 })],
-    ["every call breaks, 100 calls", generateBrokenRollout(100)],
-    ["every call breaks, 200 calls", generateBrokenRollout(200)],
-  ];
-  const rows: ExplainBenchRow[] = [];
-  for (const [workload, rollout] of workloads) {
-    const plan = cf.plan(rollout);
-    const forest = plan.forest;
-    const withAgents = plan.agents.length > 0;
-    const explained = explainRollout(rollout, forest, withAgents);
-    const tito = tokenInTokenOut(rollout, forest, explained);
-    const bench = new Bench({ iterations: 5, time: 0, warmupIterations: 1, warmupTime: 0 });
-    bench.add("plan", () => cf.plan(rollout).release());
-    bench.add("explain", () => explainRollout(rollout, forest, withAgents));
-    bench.add("tito", () => cf.plan(tokenInTokenOut(rollout, forest, explained)).release());
-    await bench.run();
-    plan.release();
-    const ms = (name: string) => {
-      const { result } = bench.tasks.find((task) => task.name === name)!;
-      if (result.state !== "completed") throw new Error(`${workload} / ${name}: ${result.state}`);
-      return result.latency.p50;
-    };
-    rows.push({
-      workload,
-      tokens: eligibleTokens(rollout),
-      explained: explained.length,
-      planMs: ms("plan"),
-      explainMs: ms("explain"),
-      titoMs: ms("tito"),
-    });
-    log(`${workload}: done (${tito.calls.length} calls)`);
+  const dir = mkdtempSync(join(tmpdir(), "callforest-explain-bench-"));
+  try {
+    const window = writeJsonl(join(dir, "window.jsonl"), [slidingWindowRollout(3000)]);
+    const oneAgent = writeJsonl(join(dir, "one-agent.jsonl"), oneAgentRollouts(10_000, 10));
+    const chainDir = join(dir, "chain");
+    mkdirSync(chainDir);
+    const chain = writeChain(chainDir, 16_000);
+    const chainArgs = ["--from", "gym-observed", "--tokens", chainDir];
+    const workloads: [string, string, string[], number][] = [
+      ["sliding window, 3,000 calls", window, [], statSync(window).size],
+      [
+        "delta chain, 16,000 entries",
+        chain,
+        chainArgs,
+        statSync(chain).size + statSync(join(chainDir, "r-0.tokens.jsonl")).size,
+      ],
+      ["10⁵ one-agent calls (10,000 rollouts)", oneAgent, [], statSync(oneAgent).size],
+    ];
+    const out: ExplainBenchRow[] = [];
+    for (const [workload, input, extra, bytes] of workloads) {
+      log(`${workload}: rows ...`);
+      const rowsOut = join(dir, "rows.jsonl");
+      const rows = await medianRun(["rows", input, ...extra, "--jobs", "1", "-o", rowsOut, "--quiet"]);
+      log(`${workload}: explain ...`);
+      const explain = await medianRun(["explain", input, ...extra, "--json"]);
+      out.push({ workload, mb: bytes / 2 ** 20, rows, explain });
+    }
+    return out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
-  return rows;
 }
 
 export function explainTable(rows: ExplainBenchRow[]): string {
   const out = [
-    "| workload | tokens | explained | plan() | explain analysis | token-in/token-out plan | analysis per M tokens |",
-    "|---|---:|---:|---:|---:|---:|---:|",
+    "| input | MB | `rows --jobs 1` | `explain --json` | time ratio | `rows` peak RSS | `explain` peak RSS | RSS ratio |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|",
   ];
   for (const r of rows) {
-    const perMillion = (r.explainMs / r.tokens) * 1e6;
     out.push(
-      `| ${r.workload} | ${r.tokens.toLocaleString("en-US")} | ${r.explained} | ${r.planMs.toFixed(0)} ms | ` +
-        `${r.explainMs.toFixed(0)} ms | ${r.titoMs.toFixed(0)} ms | ${perMillion.toFixed(0)} ms |`,
+      `| ${r.workload} | ${r.mb.toFixed(1)} | ${r.rows.seconds.toFixed(2)} s | ${r.explain.seconds.toFixed(2)} s | ` +
+        `${(r.explain.seconds / r.rows.seconds).toFixed(2)}× | ${r.rows.rssMb.toFixed(0)} MB | ` +
+        `${r.explain.rssMb.toFixed(0)} MB | ${(r.explain.rssMb / r.rows.rssMb).toFixed(2)}× |`,
     );
   }
   return out.join("\n");
 }
 
-// `node build/bench-out/bench/explain.js` (after `npm run prebench`): this table alone.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const rows = await runExplainBench((line) => process.stderr.write(`${line}\n`));
+  const rows = await runExplainBench((text) => process.stderr.write(`${text}\n`));
   process.stdout.write(`${explainTable(rows)}\n`);
 }

@@ -45,7 +45,9 @@ console.log(
 );
 console.log(columnar.table);
 
-console.log("\n### `callforest explain`: the analysis and the token-in/token-out plan vs plan() (medians)\n");
+console.log(
+  "\n### `callforest explain` vs `callforest rows` on inputs that once grew with the square of the calls (medians of 3)\n",
+);
 console.log(explainTable(await runExplainBench(log)));
 
 console.log("\n### Against older builds: `rows --jobs 1` side by side, the goals of issue 28, byte-identical output\n");

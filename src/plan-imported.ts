@@ -67,6 +67,8 @@ export function withImport(
     recordedParents !== undefined && forest !== undefined && report.status === "ok"
       ? recordedParentNotes(recordedParents, forest)
       : [];
+  // A rejected rollout's report has no diagnostics (SPEC "Output"), the import's neither.
+  if (report.status === "rejected") imported = { ...imported, diagnostics: [] };
   const diagnostics = lineage.length === 0 ? imported.diagnostics : [...imported.diagnostics, ...lineage];
   let out = diagnostics.length === 0 ? report : { ...report, diagnostics: [...diagnostics, ...report.diagnostics] };
   const fault = report.status === "rejected" && report.detail !== undefined ? callAtFault(report.detail) : null;

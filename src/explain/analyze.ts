@@ -1,6 +1,8 @@
 // What `callforest explain` says about one planned rollout: every call with a near parent (SPEC's
-// prefix_break) and every root that is not its agent's first call, with where it parted and why.
-import type { ForestCall, Rollout, TokenIds } from "../types.js";
+// prefix_break) and every root that is not its agent's first call, with where it parted and why;
+// and what the breaks cost (cost.ts). Calls' tokens are read through views (calls.ts); a call's
+// full sequence is built only when a cause is looked for against it.
+import type { ForestCall, Rollout } from "../types.js";
 import {
   classify,
   glueCause,
@@ -8,10 +10,14 @@ import {
   type BreakCause,
   type Cause,
   type CauseOptions,
-  type GlueCause,
+  type CauseResult,
 } from "./cause.js";
 import { BREAK_QUOTE } from "../core/types.js";
-import { closestEarlier, commonPrefix, type Parting } from "./near.js";
+import { commonPrefixWithFull, eligibleCalls, fullOf, fullSlice, type Call } from "./calls.js";
+import { build, plannedLinks, type Links, type Sizes } from "./cost.js";
+import { closestEarlier, type Parting } from "./near.js";
+import { linkable, tokenInTokenOut, turnEnd } from "./tito.js";
+import type { Work } from "./token-trie.js";
 
 export interface Explained {
   rollout_id: string;
@@ -37,29 +43,24 @@ export interface Explained {
   found: number[];
 }
 
-/** An explained call with the arrays its text window is drawn from. */
+/** Tokens kept for the text window: before `at`, and after it on each side. */
+export const WINDOW_BEFORE = 8;
+export const WINDOW_AFTER = 16;
+
+/** An explained call with the tokens its text window shows (null when there is no near call). */
 export interface ExplainedCall extends Explained {
-  nearFull: TokenIds | null;
-  nearPromptLength: number;
-  prompt: TokenIds;
+  window: { before: number[]; near: number[]; call: number[] } | null;
 }
 
-/** One eligible call with its place in the forest. */
-interface Eligible {
-  forest: ForestCall;
-  prompt: TokenIds;
-  full: number[];
-}
-
-/** The eligible calls of a planned rollout, in ledger order, with their full sequences. */
-function eligibleCalls(rollout: Rollout, forest: readonly ForestCall[]): Eligible[] {
-  return forest
-    .filter((call) => call.eligible)
-    .map((call) => {
-      const input = rollout.calls[call.index]!;
-      const prompt = input.prompt_token_ids;
-      return { forest: call, prompt, full: [...Array.from(prompt), ...Array.from(input.generation_token_ids)] };
-    });
+/** A rollout's explained calls, and what it costs as sent and token-in/token-out. */
+export interface Analysis {
+  explained: ExplainedCall[];
+  sent: Sizes;
+  tito: Sizes;
+  /** Tokens of the near calls' sequences that the relinked calls did not resend (docs/breaks.md). */
+  dropped: number;
+  /** The token-in/token-out version's links (over the eligible calls, in ledger order). */
+  titoLinks: Links;
 }
 
 /**
@@ -72,20 +73,45 @@ export function explainRollout(
   withAgents: boolean,
   options: CauseOptions = {},
 ): ExplainedCall[] {
+  return analyzeRollout(rollout, forest, withAgents, options).explained;
+}
+
+/** explainRollout, and the cost; `work` counts the tokens touched. */
+export function analyzeRollout(
+  rollout: Rollout,
+  forest: readonly ForestCall[],
+  withAgents: boolean,
+  options: CauseOptions = {},
+  work: Work = { tokens: 0 },
+): Analysis {
   const calls = eligibleCalls(rollout, forest);
   const index = new Map(calls.map((call, i) => [call.forest.id, i]));
-  // Near parents are the plan's own (SPEC's prefix_break); the trie only finds roots' closest calls.
-  const closest = withAgents ? [] : closestEarlier(calls);
+  const planned = plannedLinks(calls);
+  const sent = build(calls, planned, work);
+  // Near parents are the plan's own (SPEC's prefix_break); the trie only finds roots' closest
+  // calls, when a root needs one.
+  let closest: (Parting | null)[] | null = null;
   const previousOfAgent = new Map<string, number>();
-  const roots = treeRoots(calls, index);
+  const relinked = new Map<number, { near: number; cut: number }>();
+  const explained: ExplainedCall[] = [];
+  let dropped = 0;
+  // The near call's full sequence, built once for the calls that part from it in a row.
+  let cached: { near: number; full: Int32Array } | null = null;
+  const nearFull = (near: number) => {
+    if (cached?.near !== near) cached = { near, full: fullOf(calls[near]!, work) };
+    return { full: cached.full, promptLength: calls[near]!.prompt.length };
+  };
+  const roots = treeRoots(calls);
   // What the template writes after a stop token in a tree's first prompt, once per tree and token.
   const afterStop = new Map<string, number | null>();
   const after = (root: number, stop: number): number | null => {
     const key = `${root} ${stop}`;
-    if (!afterStop.has(key)) afterStop.set(key, tokenAfter(calls[root]!.prompt, stop));
+    if (!afterStop.has(key)) {
+      afterStop.set(key, tokenAfter(calls[root]!.prompt, stop));
+      work.tokens += calls[root]!.prompt.length;
+    }
     return afterStop.get(key)!;
   };
-  const out: ExplainedCall[] = [];
   calls.forEach((call, i) => {
     const previous = previousOfAgent.get(call.forest.agent);
     previousOfAgent.set(call.forest.agent, i);
@@ -93,78 +119,86 @@ export function explainRollout(
     let parting: Parting | null =
       nearParent === null || breakAt === null ? null : { near: index.get(nearParent)!, at: breakAt };
     let kind: Explained["kind"] = "prefix_break";
-    if (parting === null) {
+    if (parting === null && call.parent >= 0) {
       // A call that continues its parent: listed only when what it adds after the parent's stop
       // token is wrong (compared with its tree's first prompt, which the template rendered whole).
-      const parent = call.forest.parent === null ? undefined : index.get(call.forest.parent);
-      if (parent !== undefined) {
-        const follows = (stop: number) => after(roots[i]!, stop);
-        const cause = glueCause(calls[parent]!.full, call.prompt, follows, options.isSpecial);
-        if (cause !== null) out.push(glueCall(rollout, calls[parent]!, call, cause));
-        return;
-      }
+      const parent = calls[call.parent]!;
+      const stop = parent.fullLength > 0 ? fullSlice(parent, parent.fullLength - 1, parent.fullLength)[0] : undefined;
+      const next = call.prompt[parent.fullLength];
+      const cause = glueCause(stop, next, (token) => after(roots[i]!, token), options.isSpecial);
+      if (cause !== null)
+        explained.push(explainedCall(rollout.rollout_id, call, "glue", parent, parent.fullLength, { cause }));
+      return;
+    }
+    if (parting === null) {
       // A media_mismatch or route_mismatch root resent an earlier call's tokens: the report
       // already says why (route mismatches are explained on their own: routes.ts).
       if (!call.forest.root || previous === undefined || call.forest.mediaMismatch || call.forest.routeMismatch) return;
       kind = "root";
-      parting = withAgents ? { near: previous, at: commonPrefix(calls[previous]!.full, call.prompt) } : closest[i]!;
+      parting = withAgents
+        ? { near: previous, at: commonPrefixWithFull(calls[previous]!, call.prompt, work) }
+        : (closest ??= closestEarlier(sent, work))[i]!;
     }
     const nearCall = parting === null ? null : calls[parting.near]!;
-    const at = parting?.at ?? 0;
-    const result = nearCall
-      ? classify({ full: nearCall.full, promptLength: nearCall.prompt.length }, call.prompt, at, options)
-      : { cause: "fresh" as const };
-    out.push({
-      rollout_id: rollout.rollout_id,
-      call: call.forest.id,
-      agent: call.forest.agent,
-      near: nearCall?.forest.id ?? null,
-      at,
-      kind,
-      cause: result.cause,
-      ...(result.also === undefined ? {} : { also: result.also }),
-      ...(result.unknown === undefined ? {} : { unknown: result.unknown }),
-      expected: nearCall ? nearCall.full.slice(at, at + BREAK_QUOTE) : [],
-      found: Array.from(call.prompt.slice(at, at + BREAK_QUOTE)),
-      nearFull: nearCall?.full ?? null,
-      nearPromptLength: nearCall?.prompt.length ?? 0,
-      prompt: call.prompt,
-    });
+    // classify and turnEnd scan at most the prompt and the near call's generation.
+    work.tokens += call.prompt.length + (nearCall?.generation.length ?? 0);
+    const result = parting === null ? null : classify(nearFull(parting.near), call.prompt, parting.at, options);
+    explained.push(explainedCall(rollout.rollout_id, call, kind, nearCall, parting?.at ?? 0, result));
+    if (parting === null || !linkable(result!.cause)) return;
+    const near = nearFull(parting.near);
+    const cut = turnEnd(near, call.prompt, parting.at);
+    relinked.set(i, { near: parting.near, cut });
+    dropped += Math.max(0, near.full.length - cut);
   });
-  return out;
+  const titoLinks = tokenInTokenOut(planned, relinked);
+  const tito = build(calls, titoLinks, work);
+  return { explained, sent: sent.sizes, tito: tito.sizes, dropped, titoLinks };
 }
 
 /** For each call, the index of its tree's first call (a parent comes before its children). */
-function treeRoots(calls: readonly Eligible[], index: ReadonlyMap<string, number>): number[] {
+function treeRoots(calls: readonly Call[]): number[] {
   const roots: number[] = [];
   calls.forEach((call, i) => {
-    const parent = call.forest.parent === null ? undefined : index.get(call.forest.parent);
-    roots.push(parent === undefined ? i : roots[parent]!);
+    roots.push(call.parent < 0 ? i : roots[call.parent]!);
   });
   return roots;
 }
 
-/** A call that continues `near` (its parent) but adds the wrong token after its stop token. */
-function glueCall(rollout: Rollout, near: Eligible, call: Eligible, cause: GlueCause): ExplainedCall {
-  const at = near.full.length;
+function explainedCall(
+  rolloutId: string,
+  call: Call,
+  kind: Explained["kind"],
+  nearCall: Call | null,
+  at: number,
+  result: CauseResult | null,
+): ExplainedCall {
+  const { cause, also, unknown } = result ?? { cause: "fresh" as const };
+  const promptSlice = (from: number, to: number) => Array.from(call.prompt.slice(Math.max(0, from), to));
   return {
-    rollout_id: rollout.rollout_id,
+    rollout_id: rolloutId,
     call: call.forest.id,
     agent: call.forest.agent,
-    near: near.forest.id,
+    near: nearCall?.forest.id ?? null,
     at,
-    kind: "glue",
+    kind,
     cause,
-    expected: [],
-    found: Array.from(call.prompt.slice(at, at + BREAK_QUOTE)),
-    nearFull: near.full,
-    nearPromptLength: near.prompt.length,
-    prompt: call.prompt,
+    ...(also === undefined ? {} : { also }),
+    ...(unknown === undefined ? {} : { unknown }),
+    expected: nearCall ? fullSlice(nearCall, at, at + BREAK_QUOTE) : [],
+    found: promptSlice(at, at + BREAK_QUOTE),
+    window:
+      nearCall === null
+        ? null
+        : {
+            before: promptSlice(at - WINDOW_BEFORE, at),
+            near: fullSlice(nearCall, at, at + WINDOW_AFTER),
+            call: promptSlice(at, at + WINDOW_AFTER),
+          },
   };
 }
 
-/** Without the arrays: what `--json` writes. */
+/** Without the window: what `--json` writes. */
 export function explainedRecord(call: ExplainedCall): Explained {
-  const { nearFull: _full, nearPromptLength: _length, prompt: _prompt, ...record } = call;
+  const { window: _window, ...record } = call;
   return record;
 }

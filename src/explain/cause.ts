@@ -43,23 +43,22 @@ export const BREAK_CAUSES: readonly BreakCause[] = [
 export const ROOT_CAUSES: readonly RootCause[] = ["fresh", "compaction", "rewritten_prompt", "generation_cut"];
 
 /**
- * What is wrong with what `prompt` adds after `full`, the sequence it continues, whose last token
- * is a special (stop) token: `stop_duplicated` when it starts with that token again;
- * `glue_differs` when it starts with another token than `follows(stop)`, the one the template
- * writes after that token (null when that is not known). Null when neither.
+ * What is wrong with what a call adds after the sequence it continues, which ended with `stop`
+ * (a special token, its parent's stop token); `next` is the first token it adds.
+ * `stop_duplicated` when that is `stop` again; `glue_differs` when it is another token than
+ * `follows(stop)`, the one the template writes after that token (null when that is not known).
+ * Null when neither, or when `stop` is not a special token.
  */
 export function glueCause(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
+  stop: number | undefined,
+  next: number | undefined,
   follows: (stop: number) => number | null,
   isSpecial: ((id: number) => boolean) | undefined,
 ): GlueCause | null {
-  if (stopDuplicated(full, prompt, isSpecial)) return "stop_duplicated";
-  if (isSpecial === undefined || full.length === 0 || prompt.length <= full.length) return null;
-  const stop = full[full.length - 1]!;
-  if (!isSpecial(stop)) return null;
+  if (stop === undefined || next === undefined || isSpecial === undefined || !isSpecial(stop)) return null;
+  if (next === stop) return "stop_duplicated";
   const expected = follows(stop);
-  return expected !== null && prompt[full.length] !== expected ? "glue_differs" : null;
+  return expected !== null && next !== expected ? "glue_differs" : null;
 }
 
 /**
@@ -74,20 +73,6 @@ export function tokenAfter(rendered: ArrayLike<number>, stop: number): number | 
     follows = rendered[k + 1]!;
   }
   return follows;
-}
-
-/**
- * Whether `prompt`, which continues the sequence `full`, starts what it adds with `full`'s last
- * token again, a special token (a stop token written twice).
- */
-export function stopDuplicated(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
-  isSpecial: ((id: number) => boolean) | undefined,
-): boolean {
-  if (isSpecial === undefined || full.length === 0 || prompt.length <= full.length) return false;
-  const stop = full[full.length - 1]!;
-  return prompt[full.length] === stop && isSpecial(stop);
 }
 
 /** A reasoning block's markers: token-id sequences, or text (text needs a decoder). */

@@ -1,13 +1,14 @@
-// The token-in/token-out version of a rollout: each explained call resends its near call's full
-// sequence exactly, then what it added after that call's turn. Planning both versions says what
-// the breaks cost in row tokens (docs/breaks.md, "What a break costs").
-import type { CanonicalCall, ForestCall, Rollout } from "../types.js";
-import type { ExplainedCall } from "./analyze.js";
+// The token-in/token-out version of a rollout (docs/breaks.md, "What a break costs"): each
+// explained call that a harness resending the sampled tokens would have linked continues its near
+// call, after it the tokens it added after that call's turn. It is described by links (cost.ts),
+// never built: its prompts would grow with the square of the calls.
+import type { Cause, NearSequence } from "./cause.js";
 import { historyResumes, indexOf } from "./cause.js";
+import type { Links } from "./cost.js";
 
 /** Causes that a token-in/token-out harness would not have had: the call would continue `near`. */
-function linkable(call: ExplainedCall): boolean {
-  return call.nearFull !== null && call.cause !== "fresh" && call.cause !== "compaction";
+export function linkable(cause: Cause): boolean {
+  return cause !== "fresh" && cause !== "compaction";
 }
 
 /**
@@ -16,57 +17,21 @@ function linkable(call: ExplainedCall): boolean {
  * was re-rendered (`at` for a break, where the history resumes for a rewritten prompt); if there
  * is none, as many tokens on as the rest of the near call's generation.
  */
-export function turnEnd(call: ExplainedCall): number {
-  const full = call.nearFull!;
-  const promptLength = call.nearPromptLength;
-  const from =
-    call.at >= promptLength
-      ? call.at
-      : (historyResumes({ full, promptLength }, call.prompt, call.at) ?? call.at + (promptLength - call.at));
-  const rest = full.length - Math.max(call.at, promptLength);
-  const stop = indexOf(call.prompt, [full[full.length - 1]!], from);
-  return Math.min(call.prompt.length, stop >= 0 ? stop + 1 : from + rest);
+export function turnEnd(near: NearSequence, prompt: ArrayLike<number>, at: number): number {
+  const { full, promptLength } = near;
+  const from = at >= promptLength ? at : (historyResumes(near, prompt, at) ?? at + (promptLength - at));
+  const rest = full.length - Math.max(at, promptLength);
+  const stop = indexOf(prompt, [full[full.length - 1]!], from);
+  return Math.min(prompt.length, stop >= 0 ? stop + 1 : from + rest);
 }
 
-/** The rollout as a token-in/token-out harness would have sent it (eligible calls, tokens only). */
-export function tokenInTokenOut(
-  rollout: Rollout,
-  forest: readonly ForestCall[],
-  explained: readonly ExplainedCall[],
-): Rollout {
-  const byCall = new Map(explained.filter(linkable).map((call) => [call.call, call]));
-  const fullOf = new Map<string, { sent: number[]; tito: number[] }>();
-  const calls: CanonicalCall[] = [];
-  for (const entry of forest) {
-    if (!entry.eligible) continue;
-    const input = rollout.calls[entry.index]!;
-    const prompt = Array.from(input.prompt_token_ids);
-    const generation = Array.from(input.generation_token_ids);
-    const call = byCall.get(entry.id);
-    let tito = prompt;
-    if (call !== undefined) tito = [...fullOf.get(call.near!)!.tito, ...prompt.slice(turnEnd(call))];
-    else if (entry.parent !== null) {
-      const parent = fullOf.get(entry.parent)!;
-      tito = [...parent.tito, ...prompt.slice(parent.sent.length)];
-    }
-    fullOf.set(entry.id, { sent: [...prompt, ...generation], tito: [...tito, ...generation] });
-    calls.push({
-      id: entry.id,
-      agent: entry.agent,
-      prompt_token_ids: tito,
-      generation_token_ids: generation,
-      generation_log_probs: Array.from(input.generation_log_probs),
-    });
+/** The planned links with each relinked call (by index) continuing `near` from `cut`. */
+export function tokenInTokenOut(planned: Links, relinked: ReadonlyMap<number, { near: number; cut: number }>): Links {
+  const parent = planned.parent.slice();
+  const cut = planned.cut.slice();
+  for (const [call, link] of relinked) {
+    parent[call] = link.near;
+    cut[call] = link.cut;
   }
-  return {
-    rollout_id: rollout.rollout_id,
-    reward: rollout.reward,
-    ...(rollout.agents === undefined ? {} : { agents: rollout.agents }),
-    calls,
-  };
-}
-
-/** The rollout as sent, tokens only (its eligible calls, no media or routed experts): the cost's baseline. */
-export function tokensOnly(rollout: Rollout, forest: readonly ForestCall[]): Rollout {
-  return tokenInTokenOut(rollout, forest, []);
+  return { parent, cut };
 }

@@ -69,16 +69,15 @@ export function invalidLogprob(where: string, index: number, value: unknown): Re
   return new Rejection("invalid_logprob", `${where}: generation_log_probs[${index}] = ${describeValue(value)} ${why}`);
 }
 
+/** A rejected rollout's plan: no rows, and a report with no diagnostics (SPEC "Output"). */
 export function planOfRejection(
   rolloutId: string | null,
   calls: number,
   rejection: Rejection,
   agents: AgentInfo[],
   options: PlanOptions,
-  diagnostics: Diagnostic[] = [],
 ): Plan {
   const report = reportOfRejection(rolloutId, calls, rejection.code, rejection.detail, options.line);
-  report.diagnostics = diagnostics;
   return { report, rows: [], forest: [], trees: [], bins: [], agents, release() {} };
 }
 
@@ -518,9 +517,9 @@ export class RolloutAssembler {
       this.rejection = this.capacityProblem(shape, options.capacity);
     if (this.rejection) {
       this.core.release();
-      // What the calls read before the problem showed (for no_trainable_calls: every call's
-      // empty_generation, which is the explanation).
-      return planOfRejection(this.header.rolloutId, totalCalls, this.rejection, agents, options, this.diagnostics);
+      // The diagnostics read so far are dropped: a prefix_break of a rollout that yields no rows
+      // would be announced by rows and not explained by explain.
+      return planOfRejection(this.header.rolloutId, totalCalls, this.rejection, agents, options);
     }
     const report = emptyReport(this.header.rolloutId, totalCalls, options.line);
     report.diagnostics = this.diagnostics;

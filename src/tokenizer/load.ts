@@ -2,7 +2,8 @@
 // OpenAI encoding, whose special tokens are named by `encoding`, else by the file's name).
 import type { TokenDecoder } from "./decoder.js";
 import { isOpenAiEncoding, type OpenAiEncoding } from "./encodings.js";
-import { huggingFaceDecoder, isTokenizerJson } from "./huggingface.js";
+import { huggingFaceDecoder } from "./huggingface.js";
+import { tokenizerFileKind } from "./file-kind.js";
 import { openAiDecoder, parseTiktoken } from "./openai.js";
 
 /** The encoding a rank file's name says (`o200k_base.tiktoken`), if any. */
@@ -12,11 +13,8 @@ function encodingOfName(name: string): OpenAiEncoding | null {
 }
 
 export function tokenizerFromText(name: string, text: string, encoding?: OpenAiEncoding): TokenDecoder {
-  if (/^\s*\{/.test(text)) {
-    const value: unknown = JSON.parse(text);
-    if (!isTokenizerJson(value)) throw new Error(`${name}: a JSON file, but no tokenizer.json (it has no "model")`);
-    return huggingFaceDecoder(name.replace(/^.*[/\\]/, ""), value);
-  }
+  const kind = tokenizerFileKind(name, text);
+  if (kind.kind === "json") return huggingFaceDecoder(name.replace(/^.*[/\\]/, ""), kind.value);
   const chosen = encoding ?? encodingOfName(name);
   if (chosen === null)
     throw new Error(

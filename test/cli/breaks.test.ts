@@ -96,6 +96,30 @@ describe("rows: prefix breaks", () => {
     const plain = await cli("rows", LOGIN_BUG, "-o", join(dir, "login.jsonl"));
     expect(plain.stderr).toBe("callforest: 1 rollout (1 ok, 0 rejected), 5 rows\n");
   });
+
+  it("a rejected rollout's breaks are neither reported nor announced (SPEC: no diagnostics)", async () => {
+    const dir = tempDir();
+    // Rows of 11 and 14 tokens do not fit bins of 12: row_exceeds_capacity, after both breaks were read.
+    for (const backend of ["wasm", "ts"]) {
+      const report = join(dir, `${backend}.report.jsonl`);
+      const out = join(dir, `${backend}.jsonl`);
+      const run = await cli(
+        "rows",
+        REASONING_DROPPED,
+        "-o",
+        out,
+        "--report",
+        report,
+        "--capacity",
+        "12",
+        "--backend",
+        backend,
+      );
+      expect(run.stderr).not.toContain("prefix breaks");
+      const line = JSON.parse(lines(readFileSync(report, "utf8"))[0]!) as { reason: string; diagnostics: unknown[] };
+      expect([backend, line.reason, line.diagnostics]).toEqual([backend, "row_exceeds_capacity", []]);
+    }
+  });
 });
 
 describe("show: near parents", () => {

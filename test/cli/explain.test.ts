@@ -5,6 +5,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { main } from "../../src/cli/main.js";
+import { parseReasoning } from "../../src/cli/commands/explain.js";
 import { captureOutput } from "../support/capture.js";
 import { tempDirs } from "../support/temp-dirs.js";
 import { conversation } from "../explain/harness/agent.js";
@@ -31,7 +32,8 @@ describe("callforest explain", () => {
         `${EXAMPLE}: reasoning-dropped call C3: near C2 at 9: reasoning_dropped`,
         "  ids     before [2 3 4 20 21 99 30 31] near [50 13 51 22 99] call [22 99 32]",
         `${EXAMPLE}: 1 rollout, 2 calls explained (2 prefix_break): reasoning_dropped 2; ` +
-          "cost 18 row tokens (39 as sent in 3 trees, 21 token-in/token-out in 1)",
+          "cost 5 trie tokens (26 as sent, 21 token-in/token-out), 18 row tokens (39 as sent, 21 token-in/token-out); " +
+          "3 trees as sent, 1 token-in/token-out",
         "",
       ].join("\n"),
     );
@@ -68,7 +70,24 @@ describe("callforest explain", () => {
     expect(c2!.expected).toEqual([50, 11, 12, 51, 20, 21, 99]);
     expect(c2!.found).toEqual([20, 21, 99, 30, 31]);
     expect(c3).toMatchObject({ call: "C3", near: "C2", at: 9, kind: "prefix_break" });
-    expect(summary).toMatchObject({ kind: "summary", explained: 2, prefix_breaks: 2, row_tokens: 39, cost: 18 });
+    expect(summary).toEqual({
+      kind: "summary",
+      input: EXAMPLE,
+      rollouts: 1,
+      rejected: 0,
+      explained: 2,
+      prefix_breaks: 2,
+      causes: { unknown: 2 },
+      trees: 3,
+      tito_trees: 1,
+      trie_tokens: 26,
+      tito_trie_tokens: 21,
+      trie_cost: 5,
+      row_tokens: 39,
+      tito_row_tokens: 21,
+      row_cost: 18,
+      dropped_tokens: 7,
+    });
   });
 
   it("--rollout picks one rollout; a bad line is one line on stderr and the others go on", async () => {
@@ -89,12 +108,27 @@ describe("callforest explain", () => {
     expect(lines[2]).toMatchObject({ rollouts: 1, rejected: 1 });
   });
 
-  it("a media_mismatch root is not listed, and media change neither side of the cost", async () => {
+  it("a media_mismatch root is not listed, and the cost as sent is what rows reports", async () => {
     const run = await captureOutput(() => main(["explain", "examples/screenshot-swap.json"]));
     expect(run.code).toBe(0);
+    // rows --layout packed reports roots 2, row_tokens 29, trie_tokens 26.
     expect(run.stdout).toBe(
       "examples/screenshot-swap.json: 1 rollout, 0 calls explained (0 prefix_break); " +
-        "cost 0 row tokens (17 as sent in 1 tree, 17 token-in/token-out in 1)\n",
+        "cost 0 trie tokens (26 as sent, 26 token-in/token-out), 0 row tokens (29 as sent, 29 token-in/token-out); " +
+        "2 trees as sent, 2 token-in/token-out\n",
+    );
+  });
+
+  it("a negative cost says why: gym-capture's fork repeats what token-in/token-out resends", async () => {
+    const run = await captureOutput(() =>
+      main(["explain", "examples/gym-capture/rollouts.jsonl", "--tokens", "examples/gym-capture"]),
+    );
+    expect(run.code).toBe(0);
+    expect(run.stdout.trim().split("\n").at(-1)).toBe(
+      "examples/gym-capture/rollouts.jsonl: 2 rollouts, 3 calls explained (2 prefix_break): compaction 1, " +
+        "unknown 2; cost 27 trie tokens (326 as sent, 299 token-in/token-out), -5 row tokens (500 as sent, " +
+        "505 token-in/token-out; negative: token-in/token-out resends 5 tokens the calls dropped); " +
+        "5 trees as sent, 3 token-in/token-out",
     );
   });
 
@@ -127,6 +161,25 @@ describe("callforest explain", () => {
     }
     const multi = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", "50 11,51", "--json"]));
     expect(jsonLines(multi.stdout)[0]).toMatchObject({ cause: "reasoning_dropped" });
+  });
+
+  it("--reasoning: markers that cannot tell a block's start from its end are refused in one line", async () => {
+    const cases: [string, string][] = [
+      ["50,50", "the open and close markers are the same; a block needs two"],
+      [" 50 51 , 50  51", "the open and close markers are the same; a block needs two"],
+      ["50,50 51", "the open marker begins the other one, so one cannot be told from the other"],
+      ["50 51,50", "the close marker begins the other one, so one cannot be told from the other"],
+    ];
+    for (const [markers, what] of cases) {
+      const run = await captureOutput(() => main(["explain", EXAMPLE, "--reasoning", markers]));
+      expect([markers, run.code, run.stderr]).toEqual([markers, 2, `callforest: --reasoning '${markers}': ${what}\n`]);
+    }
+    // Ids that only share digits are different markers; text markers are checked the same way.
+    expect(parseReasoning("5,50", null)).toEqual({ open: [5], close: [50] });
+    const decoder = {} as Parameters<typeof parseReasoning>[1];
+    expect(() => parseReasoning("<think>,<think>", decoder)).toThrow(/the open and close markers are the same/);
+    expect(() => parseReasoning("<think>,<think>x", decoder)).toThrow(/the open marker begins the other/);
+    expect(parseReasoning("<think>,</think>", decoder)).toEqual({ open: "<think>", close: "</think>" });
   });
 
   it("--tokenizer qwen3: a real-template conversation's breaks, decoded, with their causes", async () => {
@@ -222,5 +275,36 @@ describe("callforest explain", () => {
     const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", "no-such-model"]));
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/^callforest: --tokenizer no-such-model: not a tokenizer name/);
+  });
+
+  it("--tokenizer: a file that is no tokenizer is one line naming it and what is wrong", async () => {
+    const dir = tmp();
+    const write = (name: string, text: string) => {
+      writeFileSync(join(dir, name), text);
+      return join(dir, name);
+    };
+    const cases: [string, string][] = [
+      [write("broken.json", '{"model": '), "not valid JSON ("],
+      [write("list.json", "[]"), 'JSON [] (an empty array), not a tokenizer.json (a JSON object with a "model")'],
+      [write("number.json", "42"), 'JSON a number, not a tokenizer.json (a JSON object with a "model")'],
+      [write("config.json", '{"vocab_size": 5}'), 'a JSON object, but not a tokenizer.json (it has no "model" object)'],
+      [write("notes.txt", "hello\nworld\n"), "neither a tokenizer.json (JSON) nor a .tiktoken rank file"],
+      ["/dev/null", "empty, not a tokenizer.json nor a .tiktoken rank file"],
+      [write("odd.json", '{"model": {"type": "Nope"}}'), "a tokenizer.json the tokenizer library cannot read ("],
+    ];
+    for (const [file, what] of cases) {
+      const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", file]));
+      expect([file, run.code]).toEqual([file, 2]);
+      expect(run.stderr).toContain(`callforest: --tokenizer ${file}: ${what}`);
+      expect(run.stderr).not.toContain(".tiktoken file needs");
+      expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    }
+    // A directory names the tokenizer.json in it.
+    write("tokenizer.json", "[1]");
+    const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", dir]));
+    expect(run.stderr).toBe(
+      `callforest: --tokenizer ${dir}: ${join(dir, "tokenizer.json")}: JSON an array, not a tokenizer.json ` +
+        '(a JSON object with a "model")\n',
+    );
   });
 });

@@ -5,9 +5,11 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
 import { explainRollout } from "../../src/explain/analyze.js";
-import { closestEarlier, commonPrefix } from "../../src/explain/near.js";
+import { closestEarlier } from "../../src/explain/near.js";
+import { build, plannedLinks } from "../../src/explain/cost.js";
 import type { Callforest, Rollout } from "../../src/types.js";
-import { acceptedRolloutArb, prefixSoupArb } from "../support/arbitraries.js";
+import { prefixSoupArb } from "../support/arbitraries.js";
+import { brokenArb } from "./broken.js";
 
 let cf: Callforest;
 let wasm: Callforest;
@@ -41,27 +43,6 @@ function spec(
   });
   return out;
 }
-
-/** A rollout with some prompt tokens changed (re-rendered histories, dropped tokens). */
-const brokenArb = fc
-  .tuple(
-    acceptedRolloutArb(),
-    fc.array(fc.record({ call: fc.nat(), at: fc.nat(), drop: fc.boolean(), token: fc.nat({ max: 200_000 }) }), {
-      maxLength: 4,
-    }),
-  )
-  .map(([rollout, edits]) => {
-    const calls = rollout.calls.map((call) => ({ ...call, prompt_token_ids: [...call.prompt_token_ids] }));
-    for (const edit of edits) {
-      const call = calls[edit.call % calls.length]!;
-      if (call.prompt_token_ids.length === 0) continue;
-      const at = edit.at % call.prompt_token_ids.length;
-      if (edit.drop) call.prompt_token_ids.splice(at, 1);
-      else call.prompt_token_ids[at] = edit.token;
-    }
-    // Media would no longer fit the edited prompts: near parents compare tokens only.
-    return { ...rollout, calls: calls.map(({ media: _media, ...call }) => call) } as Rollout;
-  });
 
 describe("explain's near parents", () => {
   it("equal SPEC's rule, written out, on generated forests", () => {
@@ -115,21 +96,37 @@ describe("explain's near parents", () => {
   });
 });
 
+/** The length of the longest common prefix of `a` and `b`. */
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  let k = 0;
+  while (k < a.length && k < b.length && a[k] === b[k]) k++;
+  return k;
+}
+
 describe("a root's closest earlier call", () => {
   it("is the longest common prefix with an earlier full sequence, ties the latest, by brute force", () => {
     const tokens = fc.array(fc.integer({ min: 0, max: 3 }), { maxLength: 8 });
     fc.assert(
       fc.property(fc.array(fc.record({ prompt: tokens, generation: tokens }), { maxLength: 12 }), (list) => {
-        const calls = list.map(({ prompt, generation }) => ({ prompt, full: [...prompt, ...generation] }));
+        const full = list.map(({ prompt, generation }) => [...prompt, ...generation]);
+        // Each call continues the longest earlier full sequence its prompt starts with (the latest
+        // on a tie), as the planner links by tokens: the trie walks only what a call adds.
+        const calls = list.map(({ prompt, generation }, i) => {
+          let parent = -1;
+          for (let j = 0; j < i; j++)
+            if (commonPrefix(full[j]!, prompt) === full[j]!.length && full[j]!.length >= (full[parent]?.length ?? 0))
+              parent = j;
+          return { prompt, generation, fullLength: full[i]!.length, parent };
+        });
         const expected = calls.map((call, i) => {
           let best: { near: number; at: number } | null = null;
           for (let j = 0; j < i; j++) {
-            const at = commonPrefix(calls[j]!.full, call.prompt);
+            const at = commonPrefix(full[j]!, call.prompt);
             if (best === null || at >= best.at) best = { near: j, at };
           }
           return best;
         });
-        expect(closestEarlier(calls)).toEqual(expected);
+        expect(closestEarlier(build(calls, plannedLinks(calls), { tokens: 0 }))).toEqual(expected);
       }),
       { numRuns: 500 },
     );

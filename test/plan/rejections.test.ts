@@ -767,36 +767,42 @@ describe("API: every rejection code on both backends", () => {
     );
   });
 
-  test(
-    "a rejected report keeps the diagnostics of the calls read: " + "no_trainable_calls lists every empty generation",
-    () => {
-      const input = rollout([call("c1", [1], []), call("c2", [1, 2], [2], { kept: false }), call("c3", [1, 2], [])]);
-      const empty = (id: string) => ({ code: "empty_generation", call: id });
-      for (const { name, cf } of backends) {
-        const report = expectRejectedPlan(cf, input, "no_trainable_calls", null, 1);
-        expect([name, report.diagnostics, report.detail]).toEqual([
-          name,
-          [empty("c1"), empty("c3")],
-          "none of the 3 calls is kept with generated tokens",
-        ]);
-        expect(expectRejectedPlan(cf, rollout([]), "no_trainable_calls", null, 1).detail).toBe(
-          "the rollout lists no calls",
-        );
-        expect(expectRejectedPlan(cf, rollout([call("c1", [1], [])]), "no_trainable_calls", null, 1).detail).toBe(
-          "its one call is not kept with generated tokens",
-        );
-        // A problem stops reading: the calls before it are in, the ones after are not looked at.
-        const stopped = expectRejectedPlan(
-          cf,
-          rollout([call("c1", [1], []), call("c2", [-1], [2]), call("c3", [1], [])]),
-          "invalid_token",
-          "c2",
-          1,
-        );
-        expect([name, stopped.diagnostics]).toEqual([name, [empty("c1")]]);
-      }
-    },
-  );
+  test("a rejected report has no diagnostics (SPEC): not the empty generations, not a prefix_break read before", () => {
+    const input = rollout([call("c1", [1], []), call("c2", [1, 2], [2], { kept: false }), call("c3", [1, 2], [])]);
+    // c2 resends c1's prompt and parts inside its generation: a prefix_break, until c3 or the capacity rejects.
+    const broken = [call("c1", [1, 2], [3, 4]), call("c2", [1, 2, 3, 9], [5])];
+    for (const { name, cf } of backends) {
+      const report = expectRejectedPlan(cf, input, "no_trainable_calls", null, 1);
+      expect([name, report.diagnostics, report.detail]).toEqual([
+        name,
+        [],
+        "none of the 3 calls is kept with generated tokens",
+      ]);
+      const ok = cf.plan(rollout(broken));
+      expect(ok.report.diagnostics.map((d) => d.code)).toEqual(["prefix_break"]);
+      ok.release();
+      const invalid = expectRejectedPlan(cf, rollout([...broken, call("c3", [-1], [2])]), "invalid_token", "c3", 1);
+      expect([name, invalid.diagnostics]).toEqual([name, []]);
+      const full = cf.plan(rollout(broken), { capacity: 3, line: 1 });
+      expect([name, full.report.reason, full.report.diagnostics]).toEqual([name, "row_exceeds_capacity", []]);
+      full.release();
+      expect(expectRejectedPlan(cf, rollout([]), "no_trainable_calls", null, 1).detail).toBe(
+        "the rollout lists no calls",
+      );
+      expect(expectRejectedPlan(cf, rollout([call("c1", [1], [])]), "no_trainable_calls", null, 1).detail).toBe(
+        "its one call is not kept with generated tokens",
+      );
+      // A problem stops reading: the calls read before it leave no diagnostics either.
+      const stopped = expectRejectedPlan(
+        cf,
+        rollout([call("c1", [1], []), call("c2", [-1], [2]), call("c3", [1], [])]),
+        "invalid_token",
+        "c2",
+        1,
+      );
+      expect([name, stopped.diagnostics]).toEqual([name, []]);
+    }
+  });
 
   test("array lengths that are not arrays never size the core: invalid_rollout on every backend", () => {
     // Sizes are reserved up front from the calls' arrays; a fake `length` must not count (it

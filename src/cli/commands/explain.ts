@@ -8,11 +8,10 @@ import { planImported } from "../../plan-imported.js";
 import { inputName, inputsOrStdin } from "../../formats/text.js";
 import { rejectionLine, oneLine } from "../../messages.js";
 import type { TokenDecoder } from "../../tokenizer/decoder.js";
-import { explainRollout, explainedRecord, type ExplainedCall } from "../../explain/analyze.js";
+import { analyzeRollout, explainedRecord, type ExplainedCall } from "../../explain/analyze.js";
 import { explainRoutes, routeText, type ExplainedRoute } from "../../explain/routes.js";
 import type { CauseOptions, ReasoningMarkers } from "../../explain/cause.js";
 import { addRollout, emptySummary, summaryLine } from "../../explain/summary.js";
-import { tokenInTokenOut, tokensOnly } from "../../explain/tito.js";
 import { idsText, windowText } from "../../explain/window.js";
 import { outputFailed } from "../stdio.js";
 import { UsageError } from "../errors.js";
@@ -25,10 +24,6 @@ interface ExplainOptions extends InputOptions {
   reasoning?: string;
   json?: boolean;
 }
-
-/** Tokens shown before `at`, and after it on each side. */
-const BEFORE = 8;
-const AFTER = 16;
 
 export function register(program: Command): void {
   const command = program
@@ -81,29 +76,20 @@ export function register(program: Command): void {
             process.stderr.write(`${rejectionLine(item.where, report.reason!, report.detail)}\n`);
             continue;
           }
-          explained = explainRollout(rollout, plan.forest, plan.agents.length > 0, causeOptions);
+          const analysis = analyzeRollout(rollout, plan.forest, plan.agents.length > 0, causeOptions);
+          explained = analysis.explained;
           routes = explainRoutes(rollout, report.diagnostics);
-          // Both versions tokens only, so that media (which the token-in/token-out version
-          // cannot shift) change neither side.
-          const sent = cf.plan(tokensOnly(rollout, plan.forest));
-          // A glue finding's call already continues its parent: token-in/token-out changes nothing there.
-          const breaks = explained.filter((call) => call.kind !== "glue");
-          const tito = cf.plan(tokenInTokenOut(rollout, plan.forest, breaks));
-          try {
-            const ok = sent.report.status === "ok" && tito.report.status === "ok";
-            addRollout(summary, explained, ok ? sent.report : report, ok ? tito.report : report);
-          } finally {
-            sent.release();
-            tito.release();
-          }
+          addRollout(summary, analysis);
         } finally {
           plan.release();
         }
-        for (const call of explained) {
-          write(options.json ? `${JSON.stringify(explainedRecord(call))}\n` : callText(call, item.where, decoder));
-        }
+        // One write per rollout: many small writes cost more than the analysis on small rollouts.
+        let text = "";
+        for (const call of explained)
+          text += options.json ? `${JSON.stringify(explainedRecord(call))}\n` : callText(call, item.where, decoder);
         for (const route of routes)
-          write(options.json ? `${JSON.stringify(route)}\n` : routeText(route, item.where, oneLine));
+          text += options.json ? `${JSON.stringify(route)}\n` : routeText(route, item.where, oneLine);
+        if (text !== "") write(text);
       }
       write(options.json ? `${JSON.stringify(summary)}\n` : `${summaryLine(summary)}\n`);
     }
@@ -123,11 +109,27 @@ export function parseReasoning(text: string, decoder: TokenDecoder | null): Reas
   if (ids[0] !== null && ids[1] !== null) {
     if (ids.flat().some((id) => id! > 0x7fffffff))
       throw new UsageError(`--reasoning token ids must be at most ${0x7fffffff}, got '${text}'`);
+    distinctMarkers(text, ids[0].join(" "), ids[1].join(" "), " ");
     return { open: ids[0], close: ids[1] };
   }
   if (decoder === null)
     throw new UsageError(`--reasoning '${text}': text markers need --tokenizer (or give token ids)`);
+  distinctMarkers(text, parts[0]!, parts[1]!, "");
   return { open: parts[0]!, close: parts[1]! };
+}
+
+/**
+ * The markers must tell a block's start from its end: not the same, and neither the start of the
+ * other (then every close would also read as an open, or the reverse). `unit` joins ids.
+ */
+function distinctMarkers(text: string, open: string, close: string, unit: string): void {
+  if (open === close)
+    throw new UsageError(`--reasoning '${text}': the open and close markers are the same; a block needs two`);
+  const [shorter, longer, which] = open.length < close.length ? [open, close, "open"] : [close, open, "close"];
+  if (longer.startsWith(shorter + unit))
+    throw new UsageError(
+      `--reasoning '${text}': the ${which} marker begins the other one, so one cannot be told from the other`,
+    );
 }
 
 /** One explained call as a few lines of text. */
@@ -141,10 +143,8 @@ function callText(call: ExplainedCall, where: string, decoder: TokenDecoder | nu
   const lines = [
     `${where}: ${oneLine(call.rollout_id)} call ${oneLine(call.call)}: ${near}: ${call.cause}${also}${unknown}`,
   ];
-  if (call.nearFull !== null) {
-    const before = call.prompt.slice(Math.max(0, call.at - BEFORE), call.at);
-    const expected = call.nearFull.slice(call.at, call.at + AFTER);
-    const found = call.prompt.slice(call.at, call.at + AFTER);
+  if (call.window !== null) {
+    const { before, near: expected, call: found } = call.window;
     if (decoder) {
       lines.push(`  before  …${windowText(decoder, before)}`);
       lines.push(`  near    ${windowText(decoder, expected)}…`);
