@@ -122,7 +122,7 @@ function strip(tokens: Int32Array, from: number, at: number, decoder: TokenDecod
 export function renderBreak(host: HTMLElement, view: BreakView, decoder: TokenDecoder | null): void {
   host.replaceChildren();
   const from = Math.max(0, view.at - BEFORE);
-  const { cause, unknown } = causeOf(view, decoder);
+  const { cause, also, unknown } = causeOf(view, decoder);
   const head = document.createElement("p");
   head.className = "break-cause";
   const name = document.createElement("b");
@@ -132,6 +132,8 @@ export function renderBreak(host: HTMLElement, view: BreakView, decoder: TokenDe
     `${view.call} resent ${view.near}'s prompt (${view.promptLength} tokens) and parts from its generation at token ${view.at}. Cause: `,
     name,
   );
+  // A compound break: what else the template changed in that generation, in order.
+  if (also !== undefined) head.append(`, then ${also.join(", ")}`);
   if (unknown !== undefined) head.append(` (${unknown})`);
   const sides = document.createElement("div");
   sides.className = "break-sides";

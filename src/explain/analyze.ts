@@ -3,7 +3,15 @@
 // and what the breaks cost (cost.ts). Calls' tokens are read through views (calls.ts); a call's
 // full sequence is built only when a cause is looked for against it.
 import type { ForestCall, Rollout } from "../types.js";
-import { classify, type Cause, type CauseOptions, type CauseResult } from "./cause.js";
+import {
+  classify,
+  glueCause,
+  tokenAfter,
+  type BreakCause,
+  type Cause,
+  type CauseOptions,
+  type CauseResult,
+} from "./cause.js";
 import { BREAK_QUOTE } from "../core/types.js";
 import { commonPrefixWithFull, eligibleCalls, fullOf, fullSlice, type Call } from "./calls.js";
 import { build, plannedLinks, type Links, type Sizes } from "./cost.js";
@@ -19,9 +27,15 @@ export interface Explained {
   near: string | null;
   /** Where the call's prompt parts from `near`'s full sequence (their longest common prefix). */
   at: number;
-  /** `prefix_break`: SPEC's diagnostic flags it; `root`: a root the diagnostic does not cover. */
-  kind: "prefix_break" | "root";
+  /**
+   * `prefix_break`: SPEC's diagnostic flags it; `root`: a root the diagnostic does not cover;
+   * `glue`: a call that continues its parent (`near`, `at` its full length) but adds to it a
+   * token that should not be there.
+   */
+  kind: "prefix_break" | "root" | "glue";
   cause: Cause;
+  /** What else the template or harness changed in the near call's generation after `cause`, in order. */
+  also?: BreakCause[];
   /** What could not be told without a tokenizer. */
   unknown?: string;
   /** `full(near)[at : at+8]` and `prompt(call)[at : at+8]`. */
@@ -87,6 +101,17 @@ export function analyzeRollout(
     if (cached?.near !== near) cached = { near, full: fullOf(calls[near]!, work) };
     return { full: cached.full, promptLength: calls[near]!.prompt.length };
   };
+  const roots = treeRoots(calls);
+  // What the template writes after a stop token in a tree's first prompt, once per tree and token.
+  const afterStop = new Map<string, number | null>();
+  const after = (root: number, stop: number): number | null => {
+    const key = `${root} ${stop}`;
+    if (!afterStop.has(key)) {
+      afterStop.set(key, tokenAfter(calls[root]!.prompt, stop));
+      work.tokens += calls[root]!.prompt.length;
+    }
+    return afterStop.get(key)!;
+  };
   calls.forEach((call, i) => {
     const previous = previousOfAgent.get(call.forest.agent);
     previousOfAgent.set(call.forest.agent, i);
@@ -94,6 +119,17 @@ export function analyzeRollout(
     let parting: Parting | null =
       nearParent === null || breakAt === null ? null : { near: index.get(nearParent)!, at: breakAt };
     let kind: Explained["kind"] = "prefix_break";
+    if (parting === null && call.parent >= 0) {
+      // A call that continues its parent: listed only when what it adds after the parent's stop
+      // token is wrong (compared with its tree's first prompt, which the template rendered whole).
+      const parent = calls[call.parent]!;
+      const stop = parent.fullLength > 0 ? fullSlice(parent, parent.fullLength - 1, parent.fullLength)[0] : undefined;
+      const next = call.prompt[parent.fullLength];
+      const cause = glueCause(stop, next, (token) => after(roots[i]!, token), options.isSpecial);
+      if (cause !== null)
+        explained.push(explainedCall(rollout.rollout_id, call, "glue", parent, parent.fullLength, { cause }));
+      return;
+    }
     if (parting === null) {
       // A media_mismatch or route_mismatch root resent an earlier call's tokens: the report
       // already says why (route mismatches are explained on their own: routes.ts).
@@ -119,6 +155,15 @@ export function analyzeRollout(
   return { explained, sent: sent.sizes, tito: tito.sizes, dropped, titoLinks };
 }
 
+/** For each call, the index of its tree's first call (a parent comes before its children). */
+function treeRoots(calls: readonly Call[]): number[] {
+  const roots: number[] = [];
+  calls.forEach((call, i) => {
+    roots.push(call.parent < 0 ? i : roots[call.parent]!);
+  });
+  return roots;
+}
+
 function explainedCall(
   rolloutId: string,
   call: Call,
@@ -127,7 +172,7 @@ function explainedCall(
   at: number,
   result: CauseResult | null,
 ): ExplainedCall {
-  const { cause, unknown } = result ?? { cause: "fresh" as const };
+  const { cause, also, unknown } = result ?? { cause: "fresh" as const };
   const promptSlice = (from: number, to: number) => Array.from(call.prompt.slice(Math.max(0, from), to));
   return {
     rollout_id: rolloutId,
@@ -137,6 +182,7 @@ function explainedCall(
     at,
     kind,
     cause,
+    ...(also === undefined ? {} : { also }),
     ...(unknown === undefined ? {} : { unknown }),
     expected: nearCall ? fullSlice(nearCall, at, at + BREAK_QUOTE) : [],
     found: promptSlice(at, at + BREAK_QUOTE),

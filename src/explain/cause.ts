@@ -1,36 +1,85 @@
 // Why a call parted from an earlier call (docs/breaks.md): a cause from the two token arrays, the
 // index where they part, and what is known of the text (a decoder, a special-token predicate,
-// reasoning markers). Pure and browser-safe: the CLI's `explain` and the page both use it.
+// reasoning markers). Pure and browser-safe: the CLI's `explain` and the page both use it. The
+// causes of a break inside the near call's generation are in break-cause.ts.
+import { breakCause, DEFAULT_REASONING } from "./break-cause.js";
+import { indexOf, slice, withEmptyDecode } from "./tokens.js";
+
+export { breakCause, DEFAULT_REASONING } from "./break-cause.js";
+export { indexOf } from "./tokens.js";
 
 /** A break inside the near call's generation (SPEC's `prefix_break`, and any such parting). */
-export type BreakCause = "reasoning_dropped" | "retokenized" | "whitespace" | "special_token" | "rewritten";
-/** A root that parts from the closest earlier call inside that call's prompt (or shares nothing). */
-export type RootCause = "fresh" | "compaction" | "rewritten_prompt";
+export type BreakCause =
+  | "reasoning_dropped"
+  | "special_as_text"
+  | "retokenized"
+  | "whitespace"
+  | "special_token"
+  | "header_rewritten"
+  | "rewritten";
+/**
+ * A root: it parts from the closest earlier call inside that call's prompt (or shares nothing),
+ * or its prompt stops inside that call's generation (`generation_cut`).
+ */
+export type RootCause = "fresh" | "compaction" | "rewritten_prompt" | "generation_cut";
+/**
+ * A call that continues its parent, but whose prompt repeats the stop token the parent's
+ * generation ended with: not a break, but a token trained as prompt that the model never saw.
+ */
+export type GlueCause = "stop_duplicated" | "glue_differs";
 /** `unknown`: telling the causes apart needs text, and no decoder was given. */
-export type Cause = BreakCause | RootCause | "unknown";
+export type Cause = BreakCause | RootCause | GlueCause | "unknown";
 
+/** In the order they are checked. */
 export const BREAK_CAUSES: readonly BreakCause[] = [
   "reasoning_dropped",
+  "special_as_text",
   "retokenized",
   "whitespace",
   "special_token",
+  "header_rewritten",
   "rewritten",
 ];
-export const ROOT_CAUSES: readonly RootCause[] = ["fresh", "compaction", "rewritten_prompt"];
+export const ROOT_CAUSES: readonly RootCause[] = ["fresh", "compaction", "rewritten_prompt", "generation_cut"];
+
+/**
+ * What is wrong with what a call adds after the sequence it continues, which ended with `stop`
+ * (a special token, its parent's stop token); `next` is the first token it adds.
+ * `stop_duplicated` when that is `stop` again; `glue_differs` when it is another token than
+ * `follows(stop)`, the one the template writes after that token (null when that is not known).
+ * Null when neither, or when `stop` is not a special token.
+ */
+export function glueCause(
+  stop: number | undefined,
+  next: number | undefined,
+  follows: (stop: number) => number | null,
+  isSpecial: ((id: number) => boolean) | undefined,
+): GlueCause | null {
+  if (stop === undefined || next === undefined || isSpecial === undefined || !isSpecial(stop)) return null;
+  if (next === stop) return "stop_duplicated";
+  const expected = follows(stop);
+  return expected !== null && next !== expected ? "glue_differs" : null;
+}
+
+/**
+ * The token the template writes after `stop` in `rendered` (a prompt it rendered whole), when it
+ * writes the same one every time; null when `stop` does not occur or is followed by several.
+ */
+export function tokenAfter(rendered: ArrayLike<number>, stop: number): number | null {
+  let follows: number | null = null;
+  for (let k = 0; k + 1 < rendered.length; k++) {
+    if (rendered[k] !== stop) continue;
+    if (follows !== null && rendered[k + 1] !== follows) return null;
+    follows = rendered[k + 1]!;
+  }
+  return follows;
+}
 
 /** A reasoning block's markers: token-id sequences, or text (text needs a decoder). */
 export interface ReasoningMarkers {
   open: readonly number[] | string;
   close: readonly number[] | string;
 }
-
-/** Text markers used when a decoder is given and no markers are: `<think>` and gpt-oss's analysis channel. */
-export const DEFAULT_REASONING: readonly ReasoningMarkers[] = [
-  { open: "<think>", close: "</think>" },
-  // gpt-oss: `<|channel|>` is shared by the analysis and the final message, so the break is at
-  // `analysis`; the block ends where the final channel's name begins.
-  { open: "analysis<|message|>", close: "<|end|><|start|>assistant<|channel|>" },
-];
 
 export interface CauseOptions {
   /** Text of a run of tokens, special tokens written out (`<|im_end|>`), as the tokenizer decodes. */
@@ -43,6 +92,8 @@ export interface CauseOptions {
 
 export interface CauseResult {
   cause: Cause;
+  /** A break's later differences inside the near call's generation, each with its cause, in order. */
+  also?: BreakCause[];
   /** When `cause` is `unknown` or could be narrowed with more: what was not known. */
   unknown?: string;
 }
@@ -52,11 +103,6 @@ export interface NearSequence {
   full: ArrayLike<number>;
   promptLength: number;
 }
-
-/** How many tokens either side the text comparisons look at. */
-const WINDOW = 64;
-/** How many characters of the text after a difference must agree. */
-const AGREE_CHARS = 24;
 
 /**
  * Classifies how `prompt` (a later call's prompt) parts from `near` at `at` (their longest common
@@ -71,41 +117,10 @@ export function classify(
 ): CauseResult {
   if (at >= near.promptLength && at < near.full.length && at < prompt.length)
     return breakCause(near.full, prompt, at, options);
-  if (at >= near.promptLength) return { cause: "rewritten" }; // prompt ends inside the generation
+  // The prompt is the near call's prompt and the start of its generation, and stops there: it
+  // parted from nothing, so it is a root, and what is wrong is that the turn was cut.
+  if (at >= near.promptLength) return { cause: "generation_cut" };
   return rootCause(near, prompt, at, options);
-}
-
-/** The cause of a break at `at`, inside the generation of the call whose full sequence is `full`. */
-export function breakCause(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
-  at: number,
-  options: CauseOptions = {},
-): CauseResult {
-  const { decode, isSpecial } = options;
-  const reasoning = options.reasoning ?? (decode ? DEFAULT_REASONING : []);
-  if (reasoning.some((markers) => reasoningDropped(full, prompt, at, markers, decode))) {
-    return { cause: "reasoning_dropped" };
-  }
-  if (decode) {
-    if (sameText(full, prompt, at, decode)) return { cause: "retokenized" };
-    if (whitespaceOnly(full, prompt, at, decode)) return { cause: "whitespace" };
-  }
-  const special = isSpecial;
-  if (special && specialToken(full, prompt, at, special, decode)) return { cause: "special_token" };
-  if (!decode) {
-    const needText = special
-      ? "retokenized, whitespace or rewritten"
-      : "retokenized, whitespace, special_token or rewritten";
-    return {
-      cause: "unknown",
-      unknown:
-        reasoning.length === 0
-          ? `reasoning_dropped needs reasoning markers; ${needText} need a tokenizer`
-          : `${needText}: telling them apart needs a tokenizer`,
-    };
-  }
-  return { cause: "rewritten" };
 }
 
 /** A parting this close to the end of the near call's prompt is in the glue before its generation. */
@@ -124,6 +139,7 @@ export function rootCause(
   at: number,
   options: CauseOptions = {},
 ): CauseResult {
+  options = withEmptyDecode(options);
   const rest = near.promptLength - at;
   if (rest > GLUE && historyResumes(near, prompt, at) !== null) return { cause: "rewritten_prompt" };
   if (holdsGeneration(near, prompt, options)) return { cause: rest <= GLUE ? "rewritten_prompt" : "compaction" };
@@ -156,11 +172,13 @@ function holdsGeneration(near: NearSequence, prompt: ArrayLike<number>, options:
     generation = withoutBlocks(generation, markers.open, markers.close);
   }
   if (decode) {
-    let text = decode(isSpecial ? generation.filter((id) => !isSpecial(id)) : generation);
+    // Reasoning blocks out first (their markers may hold special tokens), then the special tokens.
+    let text = decode(generation);
     for (const markers of reasoning) {
       if (typeof markers.open === "string" && typeof markers.close === "string")
         text = textWithoutBlocks(text, markers.open, markers.close);
     }
+    if (isSpecial) for (const id of new Set(generation.filter(isSpecial))) text = text.split(decode([id])).join(" ");
     text = text.trim();
     if (text.length === 0) return false;
     // Its middle (the new context may quote it in part: cut, or with other text around it).
@@ -173,142 +191,6 @@ function holdsGeneration(near: NearSequence, prompt: ArrayLike<number>, options:
   if (body.length === 0) return false;
   const start = Math.max(0, (body.length >> 1) - 4);
   return indexOf(prompt, body.slice(start, start + 8), 0) >= 0;
-}
-
-/**
- * `reasoning_dropped`: `full` from `at` holds a reasoning block (after whitespace at most), and
- * `prompt` goes on at `at` with what follows the block.
- */
-function reasoningDropped(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
-  at: number,
-  markers: ReasoningMarkers,
-  decode: CauseOptions["decode"],
-): boolean {
-  const { open, close } = markers;
-  if (typeof open === "string" || typeof close === "string") {
-    if (!decode) return false;
-    const openText = typeof open === "string" ? open : decode(open);
-    const closeText = typeof close === "string" ? close : decode(close);
-    const generation = decode(slice(full, at, full.length));
-    const start = generation.indexOf(openText);
-    if (start < 0 || generation.slice(0, start).trim() !== "") return false;
-    const end = generation.indexOf(closeText, start + openText.length);
-    if (end < 0) return true; // the block runs to the end of the generation: all of it dropped
-    const after = generation.slice(end + closeText.length).trimStart();
-    return agrees(after, decode(slice(prompt, at, at + WINDOW)).trimStart());
-  }
-  const start = indexOf(full, open, at);
-  if (start < 0 || !blank(full, at, start, decode)) return false;
-  let end = indexOf(full, close, start + open.length);
-  if (end < 0) return true;
-  end += close.length;
-  if (decode) {
-    const after = decode(slice(full, end, Math.min(full.length, end + WINDOW))).trimStart();
-    return agrees(after, decode(slice(prompt, at, at + WINDOW)).trimStart());
-  }
-  if (end === full.length) return true;
-  return tokensAgree(full, end, prompt, at);
-}
-
-/** `retokenized`: the stretch that differs decodes to the same text on both sides. */
-function sameText(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
-  at: number,
-  decode: (ids: readonly number[]) => string,
-): boolean {
-  let i = 1; // tokens of full from at
-  let j = 1; // tokens of prompt from at
-  while (i <= WINDOW && j <= WINDOW && at + i <= full.length && at + j <= prompt.length) {
-    const a = decode(slice(full, at, at + i));
-    const b = decode(slice(prompt, at, at + j));
-    if (a === b) return true;
-    const shorter = a.length <= b.length ? a : b;
-    const longer = a.length <= b.length ? b : a;
-    if (!longer.startsWith(shorter.replace(/\uFFFD+$/, ""))) return false;
-    if (a.length <= b.length) {
-      if (at + i === full.length) return true; // the generation ends; its text goes on in prompt
-      i++;
-    } else j++;
-  }
-  return false;
-}
-
-/** `whitespace`: with all whitespace removed, the two sides agree. */
-function whitespaceOnly(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
-  at: number,
-  decode: (ids: readonly number[]) => string,
-): boolean {
-  const a = decode(slice(full, at, Math.min(full.length, at + WINDOW))).replace(/\s+/g, "");
-  const b = decode(slice(prompt, at, at + WINDOW)).replace(/\s+/g, "");
-  const n = Math.min(a.length, b.length, AGREE_CHARS * 2);
-  if (a.length === 0) return true; // only whitespace was left of the generation
-  return n > 0 && a.slice(0, n) === b.slice(0, n);
-}
-
-/** `special_token`: a special token missing, added or replaced, and the sides agree after it. */
-function specialToken(
-  full: ArrayLike<number>,
-  prompt: ArrayLike<number>,
-  at: number,
-  isSpecial: (id: number) => boolean,
-  decode: CauseOptions["decode"],
-): boolean {
-  const after = (i: number, j: number) =>
-    decode
-      ? i >= full.length ||
-        agrees(decode(slice(full, i, Math.min(full.length, i + WINDOW))), decode(slice(prompt, j, j + WINDOW)))
-      : i >= full.length || tokensAgree(full, i, prompt, j);
-  const lost = isSpecial(full[at]!);
-  const added = isSpecial(prompt[at]!);
-  return (lost && after(at + 1, at)) || (added && after(at, at + 1)) || (lost && added && after(at + 1, at + 1));
-}
-
-/**
- * `b` goes on as `a` does: they agree on `a`'s first AGREE_CHARS characters (all, if fewer), or
- * on at least 8 (what follows may hold another change, such as a replaced stop token).
- */
-function agrees(a: string, b: string): boolean {
-  let k = 0;
-  while (k < a.length && k < b.length && a[k] === b[k]) k++;
-  return k >= Math.min(a.length, AGREE_CHARS) || k >= 8;
-}
-
-/** `a[i…]` and `b[j…]` agree on up to 8 tokens (as far as `a` goes). */
-function tokensAgree(a: ArrayLike<number>, i: number, b: ArrayLike<number>, j: number): boolean {
-  const n = Math.min(8, a.length - i);
-  if (j + n > b.length) return false;
-  for (let k = 0; k < n; k++) if (a[i + k] !== b[j + k]) return false;
-  return true;
-}
-
-/** `full[from:to]` is empty or (with a decoder) only whitespace. */
-function blank(full: ArrayLike<number>, from: number, to: number, decode: CauseOptions["decode"]): boolean {
-  if (from === to) return true;
-  return decode !== undefined && to - from <= 4 && decode(slice(full, from, to)).trim() === "";
-}
-
-/** The first index ≥ `from` where `needle` occurs in `hay`, or -1. */
-export function indexOf(hay: ArrayLike<number>, needle: readonly number[], from: number): number {
-  if (needle.length === 0) return from <= hay.length ? from : -1;
-  const first = needle[0];
-  outer: for (let i = from; i + needle.length <= hay.length; i++) {
-    if (hay[i] !== first) continue;
-    for (let k = 1; k < needle.length; k++) if (hay[i + k] !== needle[k]) continue outer;
-    return i;
-  }
-  return -1;
-}
-
-function slice(a: ArrayLike<number>, from: number, to: number): number[] {
-  const end = Math.min(to, a.length);
-  const out: number[] = [];
-  for (let i = Math.max(0, from); i < end; i++) out.push(a[i]!);
-  return out;
 }
 
 function withoutBlocks(tokens: number[], open: readonly number[], close: readonly number[]): number[] {

@@ -204,6 +204,73 @@ describe("callforest explain", () => {
     expect(jsonLines(marked.stdout).map((line) => line.cause)).toEqual(lines.map((line) => line.cause));
   });
 
+  it("--tokenizer o200k_harmony: gpt-oss's compound breaks name their first cause and list the rest", async () => {
+    const file = join(tmp(), "gptoss.json");
+    // The first of the harness's gpt-oss conversations with a break of three causes.
+    const { rollout, expected } = [1, 2, 3, 4, 5, 6, 7, 8]
+      .map((seed) => conversation(model("gptoss"), seed, "render"))
+      .find((c) => c.expected.some((e) => e.also.length > 1))!;
+    writeFileSync(file, JSON.stringify(rollout));
+    const json = await captureOutput(() => main(["explain", file, "--tokenizer", "o200k_harmony", "--json"]));
+    expect(json.code).toBe(0);
+    const lines = jsonLines(json.stdout).slice(0, -1);
+    expect(lines.map((line) => [line.call, line.near, line.at, line.cause, line.also ?? []])).toEqual(
+      expected.map((e) => [e.call, e.near, e.at, e.cause, e.also]),
+    );
+    expect(expected.some((e) => e.also.length > 1)).toBe(true);
+    // In text, the rest follow the first cause.
+    const text = await captureOutput(() => main(["explain", file, "--tokenizer", "o200k_harmony"]));
+    const compound = expected.find((e) => e.also.length > 0)!;
+    expect(text.stdout).toContain(
+      `call ${compound.call}: near ${compound.near} at ${compound.at}: ${compound.cause}, then ${compound.also.join(", ")}\n`,
+    );
+  });
+
+  it("a call that repeats its parent's stop token is listed as glue: stop_duplicated", async () => {
+    const file = join(tmp(), "dup.json");
+    const { rollout, expected } = [1, 2, 3, 4, 5]
+      .map((seed) => conversation(model("qwen3"), seed, "render", "dup_stop"))
+      .find((c) => c.expected.some((e) => e.cause === "stop_duplicated"))!;
+    writeFileSync(file, JSON.stringify(rollout));
+    const glue = expected.filter((e) => e.cause === "stop_duplicated");
+    expect(glue.length).toBeGreaterThan(0);
+    const json = await captureOutput(() => main(["explain", file, "--tokenizer", "qwen3", "--json"]));
+    const lines = jsonLines(json.stdout).filter((line) => line.kind === "glue");
+    expect(lines.map((line) => [line.call, line.near, line.at, line.cause])).toEqual(
+      glue.map((e) => [e.call, e.near, e.at, "stop_duplicated"]),
+    );
+    expect(lines[0]!.found).toEqual(expect.arrayContaining([151645])); // <|im_end|> again
+    const text = await captureOutput(() => main(["explain", file, "--tokenizer", "qwen3"]));
+    expect(text.stdout).toContain(
+      `call ${glue[0]!.call}: near ${glue[0]!.near} at ${glue[0]!.at} (glue): stop_duplicated\n`,
+    );
+  });
+
+  it("a root whose prompt stops inside the previous call's generation: generation_cut", async () => {
+    const file = join(tmp(), "cut.json");
+    const call = (id: string, prompt: number[], generation: number[]) => ({
+      id,
+      prompt_token_ids: prompt,
+      generation_token_ids: generation,
+      generation_log_probs: generation.map(() => -1),
+    });
+    const rollout = {
+      rollout_id: "cut",
+      reward: 1,
+      calls: [call("C1", [1, 2, 3], [4, 5, 6, 7]), call("C2", [1, 2, 3, 4, 5], [8])],
+    };
+    writeFileSync(file, JSON.stringify(rollout));
+    const run = await captureOutput(() => main(["explain", file, "--json"]));
+    expect(run.code).toBe(0);
+    expect(jsonLines(run.stdout)[0]).toMatchObject({
+      call: "C2",
+      near: "C1",
+      at: 5,
+      kind: "root",
+      cause: "generation_cut",
+    });
+  });
+
   it("--tokenizer: an unknown name or path is a usage error", async () => {
     const run = await captureOutput(() => main(["explain", EXAMPLE, "--tokenizer", "no-such-model"]));
     expect(run.code).toBe(2);

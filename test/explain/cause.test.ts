@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { breakCause, classify, rootCause, type CauseOptions } from "../../src/explain/cause.js";
+import { breakCause, classify, glueCause, rootCause, tokenAfter, type CauseOptions } from "../../src/explain/cause.js";
 
 // A toy vocabulary: each id one piece of text; 90-99 special.
 const VOCAB: Record<number, string> = {
@@ -24,8 +24,22 @@ const VOCAB: Record<number, string> = {
   21: " ls",
   50: "<think>",
   51: "</think>",
+  60: "commentary",
+  61: " to=functions.run",
+  62: " json",
+  63: "json",
+  64: " ",
+  65: '{"a":',
+  66: "1}",
+  67: " 1}",
+  70: "<|",
+  71: "end|>",
   90: "<|end|>",
   91: "<|eot|>",
+  92: "<|channel|>",
+  93: "<|message|>",
+  94: "<|constrain|>",
+  95: "<|call|>",
 };
 const text: CauseOptions = {
   decode: (ids) => ids.map((id) => VOCAB[id] ?? `?${id}`).join(""),
@@ -67,8 +81,87 @@ describe("breakCause", () => {
     );
   });
 
+  it("special_as_text: a special token written out as text tokens (decoded with it, encoded split)", () => {
+    expect(breakCause([1, 2, 7, 90], [1, 2, 7, 70, 71, 90, 3], 3, text)).toEqual({ cause: "special_as_text" });
+    // Without the special-token predicate it is the same text split otherwise.
+    expect(breakCause([1, 2, 7, 90], [1, 2, 7, 70, 71, 90, 3], 3, { decode: text.decode }).cause).toBe("retokenized");
+  });
+
+  it("header_rewritten: a message header's fields in another order, control tokens moved or dropped", () => {
+    // gpt-oss samples `<|channel|>commentary to=functions.run <|constrain|>json<|message|>`; its
+    // template writes ` to=functions.run<|channel|>commentary json<|message|>`.
+    const sampled = [92, 60, 61, 64, 94, 63, 93];
+    const rendered = [61, 92, 60, 62, 93];
+    expect(breakCause([1, 2, ...sampled, 65, 66, 95], [1, 2, ...rendered, 65, 66, 95, 3], 2, text)).toEqual({
+      cause: "header_rewritten",
+    });
+    // The same words reordered without control tokens among them are not a header.
+    expect(breakCause([1, 2, 60, 61, 93, 95], [1, 2, 61, 60, 93, 95, 3], 2, text).cause).toBe("rewritten");
+    // Other words are not a header written otherwise.
+    expect(breakCause([1, 2, ...sampled, 95], [1, 2, 61, 92, 13, 62, 93, 95], 2, text).cause).toBe("rewritten");
+  });
+
+  it("a compound break: the first cause, then what else changed in the generation, in order", () => {
+    // The reasoning dropped, then the stop token replaced.
+    expect(breakCause([1, 2, 3, 50, 11, 51, 9, 7, 91], [1, 2, 3, 7, 90, 3, 4], 3, text)).toEqual({
+      cause: "reasoning_dropped",
+      also: ["special_token"],
+    });
+    // gpt-oss's tool call: the header rewritten, then the arguments serialized with a space.
+    const full = [1, 2, 92, 60, 61, 64, 94, 63, 93, 65, 66, 95];
+    const prompt = [1, 2, 61, 92, 60, 62, 93, 65, 67, 95, 3];
+    expect(breakCause(full, prompt, 2, text)).toEqual({ cause: "header_rewritten", also: ["whitespace"] });
+    // A template that also writes <|end|> where the model sampled <|call|>: a third cause.
+    const ended = [1, 2, 61, 92, 60, 62, 93, 65, 67, 90, 3];
+    expect(breakCause(full, ended, 2, text)).toEqual({
+      cause: "header_rewritten",
+      also: ["whitespace", "special_token"],
+    });
+    // A trailing newline stripped, then the stop token replaced.
+    expect(breakCause([1, 2, 7, 3, 91], [1, 2, 7, 90, 4], 3, text)).toEqual({
+      cause: "whitespace",
+      also: ["special_token"],
+    });
+    // Nothing is listed after a rewritten stretch: where it ends is not known.
+    expect(breakCause([1, 2, 7, 8, 91], [1, 2, 7, 13, 90], 3, text)).toEqual({ cause: "rewritten" });
+  });
+
+  it("rewritten, not whitespace: a whitespace token gone and other text after it", () => {
+    expect(breakCause([1, 2, 3, 8, 90], [1, 2, 13, 90, 4], 2, text)).toEqual({ cause: "rewritten" });
+  });
+
   it("rewritten: any other change", () => {
     expect(breakCause([1, 2, 7, 8, 90], [1, 2, 7, 13, 90], 3, text).cause).toBe("rewritten");
+  });
+});
+
+describe("classify", () => {
+  it("generation_cut: a root whose prompt stops inside the near call's generation", () => {
+    // The prompt is the near call's prompt and the start of its generation: a root cause, not a
+    // break's (docs/breaks.md: roots get rewritten_prompt, compaction, fresh or generation_cut).
+    const near = { full: [1, 2, 3, 7, 8, 90], promptLength: 3 };
+    expect(classify(near, [1, 2, 3, 7], 4, text)).toEqual({ cause: "generation_cut" });
+    expect(classify(near, [1, 2, 3], 3)).toEqual({ cause: "generation_cut" });
+  });
+});
+
+describe("glueCause: what a call adds after its parent's stop token", () => {
+  // The template writes "\n" (3) after <|end|> (90) in the tree's first prompt.
+  const follows = (stop: number) => tokenAfter([1, 2, 90, 3, 4, 90, 3], stop);
+  it("stop_duplicated: the stop token again", () => {
+    expect(glueCause(90, 90, follows, text.isSpecial)).toBe("stop_duplicated");
+  });
+  it("glue_differs: another token than the template writes after that stop token", () => {
+    expect(glueCause(90, 4, follows, text.isSpecial)).toBe("glue_differs");
+    expect(glueCause(90, 3, follows, text.isSpecial)).toBeNull();
+  });
+  it("nothing without a special-token predicate, after a token that is not special, or one the template does not write", () => {
+    expect(glueCause(90, 4, follows, undefined)).toBeNull();
+    expect(glueCause(7, 4, follows, text.isSpecial)).toBeNull();
+    expect(glueCause(91, 4, follows, text.isSpecial)).toBeNull();
+    expect(glueCause(90, undefined, follows, text.isSpecial)).toBeNull();
+    // A stop token followed by several tokens in the rendered prompt: nothing is known.
+    expect(tokenAfter([90, 3, 90, 4], 90)).toBeNull();
   });
 });
 

@@ -137,9 +137,12 @@ function callText(call: ExplainedCall, where: string, decoder: TokenDecoder | nu
   const near =
     call.near === null
       ? "no earlier call"
-      : `near ${oneLine(call.near)} at ${call.at}${call.kind === "root" ? " (root)" : ""}`;
+      : `near ${oneLine(call.near)} at ${call.at}${call.kind === "prefix_break" ? "" : ` (${call.kind})`}`;
   const unknown = call.unknown === undefined ? "" : ` (${call.unknown})`;
-  const lines = [`${where}: ${oneLine(call.rollout_id)} call ${oneLine(call.call)}: ${near}: ${call.cause}${unknown}`];
+  const also = call.also === undefined ? "" : `, then ${call.also.join(", ")}`;
+  const lines = [
+    `${where}: ${oneLine(call.rollout_id)} call ${oneLine(call.call)}: ${near}: ${call.cause}${also}${unknown}`,
+  ];
   if (call.window !== null) {
     const { before, near: expected, call: found } = call.window;
     if (decoder) {

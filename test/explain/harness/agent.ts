@@ -3,15 +3,32 @@
 // forks a subagent and compacts its history, as real harnesses do. In `render` mode each prompt
 // is rendered from the chat messages and tokenized again (so the template and the harness break
 // the prefix); in `tito` mode (token-in/token-out) each prompt resends exactly the tokens sampled
-// before it and adds the new messages' tokens. Each break is recorded with the cause it was built
-// with and where the rendered prompt parts from what was sampled.
+// before it and adds the new messages' tokens. Each break is recorded with the causes it was built
+// with, in the order they occur in the turn, and where the rendered prompt parts from what was
+// sampled.
 import { mulberry32 } from "../../../src/random.js";
 import type { Cause } from "../../../src/explain/cause.js";
 import type { CanonicalCall, Rollout } from "../../../src/types.js";
-import type { Message, Model, Sampled } from "./model.js";
+import { pythonJson } from "./harmony.js";
+import { AS_TEXT, type Message, type Model, type Sampled } from "./model.js";
 
-/** What a harness does wrong on one call (besides what the template does to reasoning). */
-export type Fault = "none" | "retokenize" | "newline" | "json" | "truncate" | "stop" | "system";
+/**
+ * What a harness does wrong on one call (besides what the template does): `system` moves the
+ * clock in the system prompt, `tools` adds a tool to the list, `as_text` keeps the stop token in
+ * the message as text (decoded with special tokens, encoded with them split), `dup_stop` keeps it
+ * as a special token, so that the template writes it twice.
+ */
+export type Fault =
+  | "none"
+  | "retokenize"
+  | "newline"
+  | "json"
+  | "truncate"
+  | "stop"
+  | "system"
+  | "tools"
+  | "as_text"
+  | "dup_stop";
 
 export interface Expected {
   call: string;
@@ -19,11 +36,16 @@ export interface Expected {
   /** Where the rendered prompt parts from the near call's full sequence. */
   at: number;
   cause: Cause;
+  /** The later changes inside the near call's generation, in order (explain's `also`). */
+  also: Cause[];
 }
 
 export interface Conversation {
   rollout: Rollout;
-  /** Every break the harness made (render mode; none in tito mode), and each compaction's root. */
+  /**
+   * Every break the harness made (render mode; none in tito mode), each compaction's root, and
+   * each call whose glue after its parent's stop token is not the template's (`glue_differs`).
+   */
   expected: Expected[];
   /** How many new contexts (the first, and one per compaction). */
   contexts: number;
@@ -37,6 +59,11 @@ interface Done {
   message: number;
   fault: Fault;
   reasoning: boolean;
+  /** A tool call, and whether the template writes its arguments with other spacing than sampled. */
+  toolCall: boolean;
+  argsRespaced: boolean;
+  /** The harness added a newline at the end of the message (it does so at every turn). */
+  newlineAdded: boolean;
 }
 
 interface Context {
@@ -46,6 +73,10 @@ interface Context {
   chain: Done[];
   /** The harness re-renders the system prompt (its clock) before the next call. */
   newClock: boolean;
+  /** How many tools the harness has added to its tool list. */
+  extraTools: number;
+  /** The harness adds a tool before the next call. */
+  newTool: boolean;
 }
 
 const WORDS = (
@@ -55,7 +86,11 @@ const WORDS = (
 ).split(" ");
 const COMMANDS = ["ls src", "cat README.md", "npm test", "grep -rn parse src", "git status"];
 
-export function conversation(model: Model, seed: number, mode: "render" | "tito"): Conversation {
+/**
+ * One conversation of the harness. `only`: the harness makes this mistake on every turn that has
+ * room for it, and no other (a rare mistake, tested on its own).
+ */
+export function conversation(model: Model, seed: number, mode: "render" | "tito", only?: Fault): Conversation {
   const random = mulberry32(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const sentence = (min: number, max: number) => {
@@ -69,6 +104,12 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
   const expected: Expected[] = [];
   const done = new Map<string, Done>();
   let contexts = 1;
+  // A harness that adds a newline to every assistant message it stores (verl#6501's kind), drawn
+  // apart from the turns so that the same seed samples the same turns either way.
+  const newlineEveryTurn = mulberry32(seed * 7919)() < 0.2;
+  // A token-in/token-out harness that adds each new message without the newline the template
+  // writes after a stop token (verl#3720): no break, a `glue_differs` call each turn.
+  const newlineLost = mode === "tito" && mulberry32(seed * 7919 + 1)() < 0.3;
 
   const leader: Context = {
     agent: "L",
@@ -78,46 +119,58 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     ],
     chain: [],
     newClock: false,
+    extraTools: 0,
+    newTool: false,
   };
 
   /** The tokens of messages added after an assistant turn, as the template frames them. */
   const delta = (added: readonly Message[]): number[] => {
     const anchor = "ANCHOR";
     const text = model.render([{ role: "user", content: "." }, { role: "assistant", content: anchor }, ...added], true);
-    return model.encode(text.slice(text.indexOf(anchor + model.stopText) + anchor.length + model.stopText.length));
+    const framed = text.slice(text.indexOf(anchor + model.stopText) + anchor.length + model.stopText.length);
+    return model.encode(newlineLost ? framed.replace(/^\n/, "") : framed);
   };
+
+  /** Whether the template writes a newline after `call`'s last token (its stop token). */
+  const gluesWithNewline = (call: Done): boolean =>
+    model.decode(call.full.slice(-1)) === model.stopText &&
+    model
+      .render(
+        [
+          { role: "user", content: "." },
+          { role: "assistant", content: "A" },
+          { role: "user", content: "." },
+        ],
+        false,
+      )
+      .includes(`${model.stopText}\n`);
 
   /** Which call of the context's chain the rendered prompt parts from, and why. */
   const label = (context: Context, id: string, prompt: number[], reset: Done | null): void => {
     if (reset) {
-      expected.push({ call: id, near: reset.id, at: commonPrefix(reset.full, prompt), cause: "compaction" });
+      expected.push({ call: id, near: reset.id, at: commonPrefix(reset.full, prompt), cause: "compaction", also: [] });
       return;
     }
     const previous = context.chain[context.chain.length - 1];
     if (previous === undefined) return;
     const at = commonPrefix(previous.full, prompt);
-    if (at === previous.full.length) return; // resent exactly: no break
+    if (at === previous.full.length) {
+      // Resent exactly: no break, but the stop token kept in the message comes again after it.
+      if (previous.fault === "dup_stop")
+        expected.push({ call: id, near: previous.id, at, cause: "stop_duplicated", also: [] });
+      return;
+    }
     const x = [...context.chain]
       .reverse()
       .find((call) => call.prompt.length <= at && at < call.full.length && commonPrefix(call.full, prompt) === at);
     if (x === undefined) {
       // explain covers a root without a near parent only when it is not its agent's first call.
       if (!context.chain.some((call) => calls.find((c) => c.id === call.id)?.agent === context.agent)) return;
-      expected.push({ call: id, near: previous.id, at, cause: "rewritten_prompt" });
+      expected.push({ call: id, near: previous.id, at, cause: "rewritten_prompt", also: [] });
       return;
     }
-    const dropped =
-      x.reasoning && (!model.templateReasoning || lastQuery(context.messages) > x.message) && at === x.prompt.length;
-    const cause: Cause = dropped
-      ? "reasoning_dropped"
-      : x.fault === "retokenize"
-        ? "retokenized"
-        : x.fault === "newline" || x.fault === "json"
-          ? "whitespace"
-          : x.fault === "stop"
-            ? "special_token"
-            : "rewritten"; // truncate
-    expected.push({ call: id, near: x.id, at, cause });
+    const [cause, ...also] = turnChanges(model, context.messages, x);
+    expected.push({ call: id, near: x.id, at, cause: cause!, also });
   };
 
   /** One model call in `context`: render (or resend) the prompt, sample a turn, append it. */
@@ -129,30 +182,33 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       clock += 1 + Math.floor(random() * 9);
       context.messages[0] = { role: "system", content: system() };
     }
+    if (context.newTool) {
+      context.newTool = false;
+      context.extraTools++;
+    }
     context.messages.push(...added);
     const prompt =
       mode === "tito" && previous !== undefined && reset === null
         ? [...previous.full, ...delta(added)]
-        : model.encode(model.render(context.messages, true));
+        : model.encode(model.render(context.messages, true, context.extraTools));
     if (mode === "render") label(context, id, prompt, reset);
+    else if (newlineLost && previous !== undefined && reset === null && gluesWithNewline(previous)) {
+      expected.push({ call: id, near: previous.id, at: previous.full.length, cause: "glue_differs", also: [] });
+    }
 
     const reasoning = random() < (model.templateReasoning ? 0.6 : 0.35) ? sentence(6, 16) : null;
     const toolCalls =
       !summary && random() < 0.7 ? [{ name: "run", arguments: JSON.stringify({ cmd: pick(COMMANDS) }) }] : [];
-    const content = toolCalls.length > 0 && random() < 0.3 ? "" : sentence(summary ? 12 : 3, summary ? 20 : 10);
+    // gpt-oss writes no answer beside a tool call (its template would render one as analysis).
+    const content =
+      toolCalls.length > 0 && (random() < 0.3 || model.harmony) ? "" : sentence(summary ? 12 : 3, summary ? 20 : 10);
     // The same faults in both modes (the same seed samples the same turns): token-in/token-out
     // resends them exactly, so they break nothing there.
-    const fault: Fault = pick([
-      "none",
-      "none",
-      "none",
-      "retokenize",
-      "newline",
-      "json",
-      "truncate",
-      "stop",
-      "system",
-    ] as const);
+    // A mistake that the turn has no room for (no answer to truncate, no tool call to re-serialize)
+    // is drawn again (twice at most), so that each kind occurs often enough in a few conversations.
+    let fault: Fault = pick(FAULTS);
+    for (let draw = 0; draw < 2 && !fits(model, fault, content, toolCalls.length > 0); draw++) fault = pick(FAULTS);
+    if (only !== undefined) fault = fits(model, only, content, toolCalls.length > 0) ? only : "none";
     const turn: Sampled = { reasoning, content, toolCalls };
     let generation: number[];
     let applied: Fault = fault;
@@ -160,27 +216,36 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     // arguments the model wrote with spaces; a "truncate" one cuts the answer's last word.
     let kept = content;
     if (fault === "json" && toolCalls.length > 0) {
-      const spaced = toolCalls.map((call) => ({ ...call, arguments: call.arguments.replace('":"', '": "') }));
+      const spaced = toolCalls.map((call) => ({ ...call, arguments: spacedArguments(call.arguments) }));
       generation = model.encode(model.sampledText({ ...turn, toolCalls: spaced }));
     } else if (fault === "truncate" && content.split(" ").length >= 3) {
       kept = `${content.slice(0, content.lastIndexOf(" "))}.`;
       generation = model.encode(model.sampledText(turn));
     } else if (fault === "newline" && content !== "") {
       generation = model.encode(model.sampledText({ ...turn, content: `${content}\n` }));
-    } else if (fault === "stop") {
+    } else if (fault === "stop" && !model.harmony) {
       generation = model.encode(model.sampledText(turn, "other"));
     } else if (fault === "retokenize") {
-      const split = splitWord(
-        model,
-        model.sampledText(turn),
-        reasoning === null ? 0 : sampledReasoningEnd(model, turn),
-      );
+      const text = model.sampledText(turn);
+      const from = model.answerStart(text);
+      const split = splitWord(model, text, from, from + content.length);
       generation = split ?? model.encode(model.sampledText(turn));
       if (split === null) applied = "none";
     } else {
       generation = model.encode(model.sampledText(turn));
-      if (fault === "newline" || fault === "json" || fault === "truncate") applied = "none";
+      const content = ["newline", "json", "truncate", "stop"] as const;
+      if (content.some((f) => f === fault)) applied = "none";
+      if (fault === "tools" && !model.listsTools) applied = "none";
     }
+    if ((fault === "as_text" || fault === "dup_stop") && !fits(model, fault, kept, toolCalls.length > 0))
+      applied = "none";
+    // The message as the harness stores it: the stop token kept as text, or a newline added.
+    const stopSampled = model.decode(generation.slice(-1));
+    const newlineAdded =
+      newlineEveryTurn && !model.trims && kept !== "" && applied !== "as_text" && applied !== "dup_stop";
+    if (applied === "as_text") kept = `${kept}${AS_TEXT}${stopSampled}`;
+    else if (applied === "dup_stop") kept = `${kept}${stopSampled}`;
+    else if (newlineAdded) kept = `${kept}\n`;
     calls.push({
       id,
       agent: context.agent,
@@ -205,10 +270,17 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       message: context.messages.length - 1,
       fault: applied,
       reasoning: reasoning !== null,
+      toolCall: toolCalls.length > 0,
+      argsRespaced:
+        toolCalls.length > 0 &&
+        (applied === "json" ? spacedArguments(toolCalls[0]!.arguments) : toolCalls[0]!.arguments) !==
+          pythonJson(JSON.parse(toolCalls[0]!.arguments)),
+      newlineAdded,
     };
     context.chain.push(made);
     done.set(id, made);
     if (applied === "system") context.newClock = true;
+    if (applied === "tools") context.newTool = true;
     return made;
   };
 
@@ -226,7 +298,14 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     if (!forked && event < 0.15) {
       // A fork: the whole history so far, and a subtask; two calls of its own.
       forked = true;
-      const fork: Context = { agent: "F", messages: [...leader.messages], chain: [...leader.chain], newClock: false };
+      const fork: Context = {
+        agent: "F",
+        messages: [...leader.messages],
+        chain: [...leader.chain],
+        newClock: false,
+        extraTools: leader.extraTools,
+        newTool: false,
+      };
       let f = step(fork, [{ role: "user", content: `Subtask: ${sentence(5, 9)}` }]);
       f = step(fork, followUps(fork, f));
       last = step(leader, [{ role: "user", content: `Subagent result: ${sentence(5, 9)}` }]);
@@ -247,6 +326,7 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       ];
       leader.chain = [];
       leader.newClock = false;
+      leader.newTool = false;
       last = step(leader, [], summary);
     } else last = step(leader, followUps(leader, last));
   }
@@ -274,15 +354,68 @@ function lastHadTool(context: Context, last: Done): boolean {
   return message !== undefined && (message.tool_calls !== undefined || message.content.includes('"parameters"'));
 }
 
-/** Index of the last user message that is not a tool response (Qwen3's `last_query_index`). */
-function lastQuery(messages: readonly Message[]): number {
-  for (let i = messages.length - 1; i >= 0; i--) if (messages[i]!.role === "user") return i;
-  return -1;
+const FAULTS: readonly Fault[] = [
+  "none",
+  "none",
+  "none",
+  "retokenize",
+  "newline",
+  "json",
+  "truncate",
+  "stop",
+  "system",
+  "tools",
+  "as_text",
+  "dup_stop",
+];
+
+/** Whether a turn has room for the mistake (the harness may still find none to make: a word to split). */
+function fits(model: Model, fault: Fault, content: string, toolCall: boolean): boolean {
+  switch (fault) {
+    case "newline":
+    case "truncate":
+      return content !== "";
+    case "json":
+      return toolCall;
+    case "stop":
+      return !model.harmony;
+    case "tools":
+      return model.listsTools;
+    case "as_text":
+      return content !== "" && !toolCall;
+    case "dup_stop":
+      return content !== "" && !toolCall && !model.harmony; // gpt-oss's template writes <|end|> after <|return|>
+    default:
+      return true;
+  }
 }
 
-/** Where the reasoning block ends in the sampled text (so a split word is in the answer). */
-function sampledReasoningEnd(model: Model, turn: Sampled): number {
-  return model.sampledText(turn).indexOf("</think>") + "</think>".length;
+/** The arguments as a model writes them with a space after the colon. */
+function spacedArguments(text: string): string {
+  return text.replace('":"', '": "');
+}
+
+/**
+ * What the template and the harness changed in turn `x` as it is rendered now, in the order they
+ * occur in the turn: its causes (docs/breaks.md). A rewritten stretch ends the list (explain lists
+ * nothing after it).
+ */
+function turnChanges(model: Model, messages: readonly Message[], x: Done): Cause[] {
+  const changes: Cause[] = [];
+  if (x.reasoning && !model.keepsReasoning(messages, x.message)) changes.push("reasoning_dropped");
+  if (model.harmony && x.toolCall) {
+    changes.push("header_rewritten");
+    if (x.argsRespaced) changes.push("whitespace");
+    return changes;
+  }
+  if (x.fault === "retokenize") changes.push("retokenized");
+  if (x.fault === "truncate") return [...changes, "rewritten"];
+  if (x.fault === "newline" && !x.newlineAdded) changes.push("whitespace");
+  if (x.newlineAdded && x.fault !== "newline") changes.push("whitespace");
+  if (x.fault === "as_text") return [...changes, "special_as_text"];
+  if (x.fault === "json") changes.push("whitespace");
+  if (x.fault === "stop" || model.harmony) changes.push("special_token");
+  return changes;
 }
 
 /**
@@ -290,9 +423,9 @@ function sampledReasoningEnd(model: Model, turn: Sampled): number {
  * not split it: a valid, non-canonical tokenization, as a model samples now and then. Null if no
  * word can be split so.
  */
-function splitWord(model: Model, text: string, from: number): number[] | null {
+function splitWord(model: Model, text: string, from: number, to: number): number[] | null {
   const canonical = model.encode(text);
-  const words = [...text.slice(from).matchAll(/ [a-z]{5,}(?=[ .,\n])/g)];
+  const words = [...text.slice(from, to).matchAll(/ [a-z]{5,}(?=[ .,\n])/g)];
   for (const match of words) {
     const start = from + match.index!;
     const word = match[0];
