@@ -4,7 +4,7 @@
 // brought back in step where that cause ends, and each later difference inside the generation is
 // named too: the first cause, then `also`.
 import { indexOf, slice, tokensAgree, withEmptyDecode } from "./tokens.js";
-import type { BreakCause, CauseOptions, CauseResult, ReasoningMarkers } from "./cause.js";
+import type { BreakCause, CauseOptions, CauseResult, ReasoningMarkers } from "./cause-types.js";
 
 /** How many tokens either side the text comparisons look at. */
 const WINDOW = 64;

@@ -4,31 +4,19 @@
 // causes of a break inside the near call's generation are in break-cause.ts.
 import { breakCause, DEFAULT_REASONING } from "./break-cause.js";
 import { indexOf, slice, withEmptyDecode } from "./tokens.js";
+import type { BreakCause, CauseOptions, CauseResult, GlueCause, RootCause } from "./cause-types.js";
 
 export { breakCause, DEFAULT_REASONING } from "./break-cause.js";
 export { indexOf } from "./tokens.js";
-
-/** A break inside the near call's generation (SPEC's `prefix_break`, and any such parting). */
-export type BreakCause =
-  | "reasoning_dropped"
-  | "special_as_text"
-  | "retokenized"
-  | "whitespace"
-  | "special_token"
-  | "header_rewritten"
-  | "rewritten";
-/**
- * A root: it parts from the closest earlier call inside that call's prompt (or shares nothing),
- * or its prompt stops inside that call's generation (`generation_cut`).
- */
-export type RootCause = "fresh" | "compaction" | "rewritten_prompt" | "generation_cut";
-/**
- * A call that continues its parent, but whose prompt repeats the stop token the parent's
- * generation ended with: not a break, but a token trained as prompt that the model never saw.
- */
-export type GlueCause = "stop_duplicated" | "glue_differs";
-/** `unknown`: telling the causes apart needs text, and no decoder was given. */
-export type Cause = BreakCause | RootCause | GlueCause | "unknown";
+export type {
+  BreakCause,
+  Cause,
+  CauseOptions,
+  CauseResult,
+  GlueCause,
+  ReasoningMarkers,
+  RootCause,
+} from "./cause-types.js";
 
 /** In the order they are checked. */
 export const BREAK_CAUSES: readonly BreakCause[] = [
@@ -73,29 +61,6 @@ export function tokenAfter(rendered: ArrayLike<number>, stop: number): number | 
     follows = rendered[k + 1]!;
   }
   return follows;
-}
-
-/** A reasoning block's markers: token-id sequences, or text (text needs a decoder). */
-export interface ReasoningMarkers {
-  open: readonly number[] | string;
-  close: readonly number[] | string;
-}
-
-export interface CauseOptions {
-  /** Text of a run of tokens, special tokens written out (`<|im_end|>`), as the tokenizer decodes. */
-  decode?: (ids: readonly number[]) => string;
-  /** Whether a token is a special (control) token: an end of turn, a stop token. */
-  isSpecial?: (id: number) => boolean;
-  /** Reasoning markers; default DEFAULT_REASONING when `decode` is given, else none. */
-  reasoning?: readonly ReasoningMarkers[];
-}
-
-export interface CauseResult {
-  cause: Cause;
-  /** A break's later differences inside the near call's generation, each with its cause, in order. */
-  also?: BreakCause[];
-  /** When `cause` is `unknown` or could be narrowed with more: what was not known. */
-  unknown?: string;
 }
 
 /** The near (or closest earlier) call's sequence: `full = prompt ++ generation`. */

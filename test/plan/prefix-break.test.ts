@@ -114,13 +114,17 @@ describe("prefix_break: the worked example", () => {
   });
 
   test("the other examples give what the reference gives (and the canonical ones no break)", () => {
+    // qwen3.json is explain's example (docs/breaks.md): a harness that re-renders its prompts.
+    const broken = new Set(["qwen3.json"]);
     const files = readdirSync(join(ROOT, "examples")).filter(
       (f) => f.endsWith(".json") && f !== "reasoning-dropped.json",
     );
-    expect(files.length).toBeGreaterThan(1);
+    expect(files.length).toBeGreaterThan(2);
     for (const file of files) {
       const example = JSON.parse(readFileSync(join(ROOT, "examples", file), "utf8"));
-      expect({ file, breaks: breaksOf(example) }).toEqual({ file, breaks: [] });
+      const breaks = breaksOf(example);
+      if (broken.has(file)) expect({ file, broken: breaks.length > 0 }).toEqual({ file, broken: true });
+      else expect({ file, breaks }).toEqual({ file, breaks: [] });
     }
   });
 });
