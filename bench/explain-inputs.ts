@@ -1,5 +1,5 @@
 // The inputs on which `explain` once grew with the square of the calls (issue 37), shared by its
-// process benchmark (bench/explain-vs-rows.ts) and the test that counts its work
+// process benchmark (bench/explain.ts) and the test that counts its work
 // (test/explain/linear.test.ts): a sliding-window harness, a delta chain, many one-agent calls.
 import type { CanonicalCall, Rollout } from "../src/types.js";
 
