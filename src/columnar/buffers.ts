@@ -2,7 +2,71 @@
 // (no Arrow library), so worker threads can build columns and transfer them without a copy.
 
 type TypedArray = Int32Array | Float32Array | Float64Array | Uint8Array;
-type TypedArrayClass<T extends TypedArray> = { new (length: number): T };
+type TypedArrayClass<T extends TypedArray> = {
+  new (length: number): T;
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
+  readonly BYTES_PER_ELEMENT: number;
+};
+
+/** Buffers smaller than this are not pooled (the allocator reuses small blocks itself). */
+const RECYCLED_MIN_BYTES = 64 << 10;
+
+/**
+ * Column buffers that were used up, for the next column copies to fill. A column's bytes are
+ * copied a few times on their way out (builder, block, row group), each time into a buffer as
+ * large as the data; fresh, every one of those pages is touched for the first time, which on
+ * this project's VMs costs more than the copy (about 12 µs a 4 KiB page: docs/performance.md,
+ * "Where the time goes"). Recycled, they are warm. Buffers are pooled by power-of-two size, at
+ * most `limitBytes` in all, and only those given back by code that knows nothing refers to them
+ * any more (recycleBlock).
+ */
+export class BufferRecycler {
+  private readonly free = new Map<number, ArrayBuffer[]>();
+  private pooled = 0;
+
+  constructor(private readonly limitBytes = 64 << 20) {}
+
+  /** The size of the buffer `bytes` are put in (a power of two), or 0 when too small to pool. */
+  static sizeFor(bytes: number): number {
+    if (bytes < RECYCLED_MIN_BYTES) return 0;
+    return 2 ** Math.ceil(Math.log2(bytes));
+  }
+
+  /** A buffer of sizeFor(bytes) bytes (pooled if one is there; its contents are not cleared), or null when too small to pool. */
+  take(bytes: number): ArrayBuffer | null {
+    const size = BufferRecycler.sizeFor(bytes);
+    if (size === 0) return null;
+    const buffer = this.free.get(size)?.pop();
+    if (buffer === undefined) return new ArrayBuffer(size);
+    this.pooled -= size;
+    return buffer;
+  }
+
+  /** Takes back a buffer nothing refers to any more (one that was transferred away is ignored). */
+  give(buffer: ArrayBuffer): void {
+    const size = buffer.byteLength;
+    if (size < RECYCLED_MIN_BYTES || (size & (size - 1)) !== 0 || this.pooled + size > this.limitBytes) return;
+    const list = this.free.get(size);
+    if (list === undefined) this.free.set(size, [buffer]);
+    else if (!list.includes(buffer)) list.push(buffer);
+    else return;
+    this.pooled += size;
+  }
+
+  /** Bytes pooled now. */
+  get bytes(): number {
+    return this.pooled;
+  }
+}
+
+/** This thread's recycler (each worker thread has its own). */
+export const recycler = new BufferRecycler();
+
+/** A zeroed-or-not array of `length` values: in a recycled buffer when large (see BufferRecycler). */
+export function recycledArray<T extends TypedArray>(Type: TypedArrayClass<T>, length: number): T {
+  const buffer = recycler.take(length * Type.BYTES_PER_ELEMENT);
+  return buffer === null ? new Type(length) : new Type(buffer, 0, length);
+}
 
 /** A typed array that doubles as it fills; `view()` is the filled part. */
 export class Growable<T extends TypedArray> {
@@ -22,8 +86,12 @@ export class Growable<T extends TypedArray> {
     if (need <= this.data.length) return;
     let capacity = this.data.length * 2;
     while (capacity < need) capacity *= 2;
-    const grown = new this.Type(capacity);
+    // Only the filled part is copied: a recycled buffer's other values are never read.
+    const grown = recycledArray(this.Type, capacity);
     grown.set(this.data.subarray(0, this.length) as never);
+    // No view of the old buffer outlives this: views handed out (view()) are used up before
+    // the next append, by the contract of every builder over this (see RecordColumns).
+    recycler.give(this.data.buffer as ArrayBuffer);
     this.data = grown;
   }
 

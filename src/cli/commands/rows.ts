@@ -150,7 +150,7 @@ async function openColumnar(
     compression: output.compression,
     rowGroupRows: output.rowGroupRows,
   };
-  const bytes = { write: (chunk: Uint8Array) => sink.write(chunk) };
+  const bytes = { write: (chunk: Uint8Array, written?: () => void) => sink.write(chunk, written) };
   // Checked here, in one line, before the encoder thread would fail on a missing package.
   const [{ ColumnarWriter }, { parquetWasmPath }] = await loadFeature("Parquet and Arrow output", () =>
     Promise.all([import("../../columnar/writer.js"), import("../../columnar/load-node.js")]),
