@@ -16,40 +16,43 @@ const RECYCLED_MIN_BYTES = 64 << 10;
  * copied a few times on their way out (builder, block, row group), each time into a buffer as
  * large as the data; fresh, every one of those pages is touched for the first time, which on
  * this project's VMs costs more than the copy (about 12 µs a 4 KiB page: docs/performance.md,
- * "Where the time goes"). Recycled, they are warm. Buffers are pooled by power-of-two size, at
- * most `limitBytes` in all, and only those given back by code that knows nothing refers to them
- * any more (recycleBlock).
+ * "Where the time goes"). Recycled, they are warm. Off (a limit of 0) unless a thread turns it
+ * on: pooled buffers are memory held, so only `rows` writing Arrow IPC on this thread does
+ * (Parquet's blocks leave for the encoder thread, and a library caller would be left holding the
+ * pool). Buffers go back only from code that knows nothing refers to them any more (recycleBlock,
+ * a builder's grown array); a buffer is reused for data at least half its size.
  */
 export class BufferRecycler {
-  private readonly free = new Map<number, ArrayBuffer[]>();
+  private readonly free: ArrayBuffer[] = [];
   private pooled = 0;
 
-  constructor(private readonly limitBytes = 64 << 20) {}
+  constructor(private limitBytes = 0) {}
 
-  /** The size of the buffer `bytes` are put in (a power of two), or 0 when too small to pool. */
-  static sizeFor(bytes: number): number {
-    if (bytes < RECYCLED_MIN_BYTES) return 0;
-    return 2 ** Math.ceil(Math.log2(bytes));
+  /** Pools up to `bytes` from now on (0: none; buffers pooled past it are let go). */
+  setLimit(bytes: number): void {
+    this.limitBytes = bytes;
+    while (this.pooled > bytes) this.pooled -= this.free.pop()!.byteLength;
   }
 
-  /** A buffer of sizeFor(bytes) bytes (pooled if one is there; its contents are not cleared), or null when too small to pool. */
+  /** A pooled buffer of at least `bytes` and at most twice that (its contents are not cleared), or null. */
   take(bytes: number): ArrayBuffer | null {
-    const size = BufferRecycler.sizeFor(bytes);
-    if (size === 0) return null;
-    const buffer = this.free.get(size)?.pop();
-    if (buffer === undefined) return new ArrayBuffer(size);
-    this.pooled -= size;
+    if (bytes < RECYCLED_MIN_BYTES || this.free.length === 0) return null;
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const size = this.free[i].byteLength;
+      if (size >= bytes && size <= 2 * bytes && (best < 0 || size < this.free[best].byteLength)) best = i;
+    }
+    if (best < 0) return null;
+    const [buffer] = this.free.splice(best, 1);
+    this.pooled -= buffer.byteLength;
     return buffer;
   }
 
   /** Takes back a buffer nothing refers to any more (one that was transferred away is ignored). */
   give(buffer: ArrayBuffer): void {
     const size = buffer.byteLength;
-    if (size < RECYCLED_MIN_BYTES || (size & (size - 1)) !== 0 || this.pooled + size > this.limitBytes) return;
-    const list = this.free.get(size);
-    if (list === undefined) this.free.set(size, [buffer]);
-    else if (!list.includes(buffer)) list.push(buffer);
-    else return;
+    if (size < RECYCLED_MIN_BYTES || this.pooled + size > this.limitBytes || this.free.includes(buffer)) return;
+    this.free.push(buffer);
     this.pooled += size;
   }
 
@@ -59,10 +62,10 @@ export class BufferRecycler {
   }
 }
 
-/** This thread's recycler (each worker thread has its own). */
+/** This thread's recycler (each worker thread has its own; off until setLimit). */
 export const recycler = new BufferRecycler();
 
-/** A zeroed-or-not array of `length` values: in a recycled buffer when large (see BufferRecycler). */
+/** An array of `length` values, in a recycled buffer when there is one (its values are not cleared then). */
 export function recycledArray<T extends TypedArray>(Type: TypedArrayClass<T>, length: number): T {
   const buffer = recycler.take(length * Type.BYTES_PER_ELEMENT);
   return buffer === null ? new Type(length) : new Type(buffer, 0, length);

@@ -4,14 +4,14 @@
 // taking turns with it on the thread that routes every piece.
 import { parentPort, workerData } from "node:worker_threads";
 import { errorLine } from "../messages.js";
-import { blockBuffers, type ColumnBlock } from "./columns.js";
+import type { ColumnBlock } from "./columns.js";
 import { loadParquet } from "./load-node.js";
 import { ColumnarWriter, type ColumnarWriterOptions } from "./writer.js";
 
 export type ToEncoder = { type: "block"; block: ColumnBlock } | { type: "close" };
 export type FromEncoder =
   | { type: "bytes"; bytes: Uint8Array }
-  | { type: "taken"; groups: number; buffers: ArrayBuffer[] }
+  | { type: "taken"; groups: number }
   | { type: "closed"; rows: number; groups: number }
   | { type: "error"; message: string };
 
@@ -42,9 +42,7 @@ port.on("message", (message: ToEncoder) => {
       if (message.type === "block") {
         const taking = await writer;
         await taking.writeBlock(message.block);
-        // Copied into the row group: its buffers go back, for the planning thread to reuse.
-        const buffers = blockBuffers(message.block);
-        post({ type: "taken", groups: taking.groups, buffers }, buffers);
+        post({ type: "taken", groups: taking.groups });
       } else {
         const done = await writer;
         await done.close();

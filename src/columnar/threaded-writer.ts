@@ -1,7 +1,6 @@
 // A ColumnarWriter on its own thread (encoder-thread.ts), for the CLI: blocks are transferred to
 // it in order (at most a few at a time), the encoded bytes come back in order and go to `output`.
 import { Worker } from "node:worker_threads";
-import { recycler } from "./buffers.js";
 import { blockBuffers, type ColumnBlock } from "./columns.js";
 import type { FromEncoder, ToEncoder } from "./encoder-thread.js";
 import type { Layout } from "./schema.js";
@@ -65,7 +64,6 @@ export class ThreadedColumnarWriter<L extends Layout = Layout> implements Column
       });
     } else if (message.type === "taken") {
       this.groups = message.groups;
-      for (const buffer of message.buffers) recycler.give(buffer); // back from the encoder (see recycleBlock)
       this.inFlightBytes -= this.inFlight.shift() ?? 0;
       this.signal();
     } else if (message.type === "closed") {

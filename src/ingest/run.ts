@@ -38,7 +38,7 @@ export interface RunSinks {
   rows: ByteSink;
   /**
    * Columnar output (options.columns): each piece's records, in input order. Once writeBlock
-   * resolves, the block's buffers are reused (recycleBlock): it copies them or transfers them.
+   * resolves, the block's buffers may be reused (recycleBlock): it copies them or transfers them.
    */
   columns?: { writeBlock(block: ColumnBlock): Promise<void> };
   /** Null: no report file. */
