@@ -10,6 +10,8 @@ export interface Run {
   cpu: number;
   /** Peak resident memory of the process (all its threads), in MiB. */
   rssMb: number;
+  /** Minor page faults: pages of fresh memory touched for the first time, mostly (all threads). */
+  faults: number;
 }
 
 export const median = (values: number[]) => {
@@ -45,7 +47,7 @@ export function baselineBuild(commit: string, log: (s: string) => void): string 
 // Printed by the child as it exits: its own CPU time and peak RSS (worker threads included).
 const MEASURE =
   'data:text/javascript,process.on("exit",()=>{const u=process.resourceUsage();' +
-  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS}\\n`)})";
+  "process.stderr.write(`\\nBENCH ${(u.userCPUTime+u.systemCPUTime)/1e6} ${u.maxRSS} ${u.minorPageFault}\\n`)})";
 
 /** One `callforest rows` run of the CLI at `bin` as its own process. */
 export function runRows(bin: string, argv: string[]): Promise<Run> {
@@ -64,10 +66,10 @@ export function runNode(script: string, argv: string[]): Promise<Run> {
     child.on("error", reject);
     child.on("close", (code) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      const measured = /BENCH (\S+) (\d+)/.exec(stderr);
+      const measured = /BENCH (\S+) (\d+) (\d+)/.exec(stderr);
       if (code !== 0 || measured === null)
         return reject(new Error(`${script} ${argv.join(" ")}: exit ${code}: ${stderr}`));
-      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024 });
+      resolve({ seconds, cpu: Number(measured[1]), rssMb: Number(measured[2]) / 1024, faults: Number(measured[3]) });
     });
   });
 }

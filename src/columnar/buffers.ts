@@ -2,7 +2,74 @@
 // (no Arrow library), so worker threads can build columns and transfer them without a copy.
 
 type TypedArray = Int32Array | Float32Array | Float64Array | Uint8Array;
-type TypedArrayClass<T extends TypedArray> = { new (length: number): T };
+type TypedArrayClass<T extends TypedArray> = {
+  new (length: number): T;
+  new (buffer: ArrayBuffer, byteOffset: number, length: number): T;
+  readonly BYTES_PER_ELEMENT: number;
+};
+
+/** Buffers smaller than this are not pooled (the allocator reuses small blocks itself). */
+const RECYCLED_MIN_BYTES = 64 << 10;
+
+/**
+ * Column buffers that were used up, for the next column copies to fill. A column's bytes are
+ * copied a few times on their way out (builder, block, row group), each time into a buffer as
+ * large as the data; fresh, every one of those pages is touched for the first time, which on
+ * this project's VMs costs more than the copy (about 12 µs a 4 KiB page: docs/performance.md,
+ * "Where the time goes"). Recycled, they are warm. Off (a limit of 0) unless a thread turns it
+ * on: pooled buffers are memory held, so only `rows` writing Arrow IPC on this thread does
+ * (Parquet's blocks leave for the encoder thread, and a library caller would be left holding the
+ * pool). Buffers go back only from code that knows nothing refers to them any more (recycleBlock,
+ * a builder's grown array); a buffer is reused for data at least half its size.
+ */
+export class BufferRecycler {
+  private readonly free: ArrayBuffer[] = [];
+  private pooled = 0;
+
+  constructor(private limitBytes = 0) {}
+
+  /** Pools up to `bytes` from now on (0: none; buffers pooled past it are let go). */
+  setLimit(bytes: number): void {
+    this.limitBytes = bytes;
+    while (this.pooled > bytes) this.pooled -= this.free.pop()!.byteLength;
+  }
+
+  /** A pooled buffer of at least `bytes` and at most twice that (its contents are not cleared), or null. */
+  take(bytes: number): ArrayBuffer | null {
+    if (bytes < RECYCLED_MIN_BYTES || this.free.length === 0) return null;
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const size = this.free[i].byteLength;
+      if (size >= bytes && size <= 2 * bytes && (best < 0 || size < this.free[best].byteLength)) best = i;
+    }
+    if (best < 0) return null;
+    const [buffer] = this.free.splice(best, 1);
+    this.pooled -= buffer.byteLength;
+    return buffer;
+  }
+
+  /** Takes back a buffer nothing refers to any more (one that was transferred away is ignored). */
+  give(buffer: ArrayBuffer): void {
+    const size = buffer.byteLength;
+    if (size < RECYCLED_MIN_BYTES || this.pooled + size > this.limitBytes || this.free.includes(buffer)) return;
+    this.free.push(buffer);
+    this.pooled += size;
+  }
+
+  /** Bytes pooled now. */
+  get bytes(): number {
+    return this.pooled;
+  }
+}
+
+/** This thread's recycler (each worker thread has its own; off until setLimit). */
+export const recycler = new BufferRecycler();
+
+/** An array of `length` values, in a recycled buffer when there is one (its values are not cleared then). */
+export function recycledArray<T extends TypedArray>(Type: TypedArrayClass<T>, length: number): T {
+  const buffer = recycler.take(length * Type.BYTES_PER_ELEMENT);
+  return buffer === null ? new Type(length) : new Type(buffer, 0, length);
+}
 
 /** A typed array that doubles as it fills; `view()` is the filled part. */
 export class Growable<T extends TypedArray> {
@@ -22,8 +89,12 @@ export class Growable<T extends TypedArray> {
     if (need <= this.data.length) return;
     let capacity = this.data.length * 2;
     while (capacity < need) capacity *= 2;
-    const grown = new this.Type(capacity);
+    // Only the filled part is copied: a recycled buffer's other values are never read.
+    const grown = recycledArray(this.Type, capacity);
     grown.set(this.data.subarray(0, this.length) as never);
+    // No view of the old buffer outlives this: views handed out (view()) are used up before
+    // the next append, by the contract of every builder over this (see RecordColumns).
+    recycler.give(this.data.buffer as ArrayBuffer);
     this.data = grown;
   }
 

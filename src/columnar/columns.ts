@@ -1,7 +1,7 @@
 // Column builders: records (rows, packed trees, bins) in, Arrow-layout buffers out (offsets,
 // values, bitmaps) as plain typed arrays. A finished ColumnBlock is plain data: a worker thread
 // transfers its buffers to the main thread, which copies row ranges of blocks into row groups.
-import { BitRun, Growable } from "./buffers.js";
+import { BitRun, Growable, recycledArray, recycler } from "./buffers.js";
 import { columnsOf, type Bits, type ColumnType, type Layout, type RecordOf } from "./schema.js";
 
 /** One column's buffers, laid out as Arrow lays out its type (see schema.ts). */
@@ -388,13 +388,20 @@ export class RecordColumns<L extends Layout = Layout> {
   }
 }
 
+/** An exact-length copy of `array` (in a recycled buffer when large: see BufferRecycler). */
+function copyOf<T extends Int32Array | Float32Array | Float64Array | Uint8Array>(array: T): T {
+  const copy = recycledArray(array.constructor as never, array.length) as T;
+  copy.set(array as never);
+  return copy;
+}
+
 function copyData(data: ColumnData): ColumnData {
   switch (data.kind) {
     case "utf8":
       return {
         kind: "utf8",
-        offsets: data.offsets.slice(),
-        bytes: data.bytes.slice(),
+        offsets: copyOf(data.offsets),
+        bytes: copyOf(data.bytes),
         ...(data.valid === undefined ? {} : { valid: data.valid.slice() }),
       };
     case "bool":
@@ -402,14 +409,14 @@ function copyData(data: ColumnData): ColumnData {
     case "list":
       return {
         kind: "list",
-        offsets: data.offsets.slice(),
+        offsets: copyOf(data.offsets),
         item: copyData(data.item),
         ...(data.valid === undefined ? {} : { valid: data.valid.slice() }),
       };
     case "struct":
       return { kind: "struct", length: data.length, fields: data.fields.map(copyData) };
     default:
-      return { kind: data.kind, values: data.values.slice() } as ColumnData;
+      return { kind: data.kind, values: copyOf(data.values) } as ColumnData;
   }
 }
 
@@ -421,6 +428,15 @@ export function copyBlock(block: ColumnBlock): ColumnBlock {
     columns: block.columns.map(copyData),
     weights: block.weights.slice(),
   };
+}
+
+/**
+ * Gives a used-up block's buffers to this thread's recycler (see BufferRecycler), for blocks
+ * whose buffers nothing else refers to: those of finish() and copyBlock(), once written (or
+ * copied into a row group). Buffers transferred to another thread are skipped (detached).
+ */
+export function recycleBlock(block: ColumnBlock): void {
+  for (const buffer of blockBuffers(block)) recycler.give(buffer);
 }
 
 /** Every buffer a block holds (to transfer it to another thread). */

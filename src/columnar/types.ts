@@ -8,9 +8,12 @@ export type ParquetCompression = "none" | "snappy" | "zstd";
 /** `parquet`; `arrow`: the Arrow IPC file format; `arrows`: the Arrow IPC stream format. */
 export type ColumnarFormat = "parquet" | "arrow" | "arrows";
 
-/** Where encoded bytes go; a returned promise is waited for (backpressure). */
+/**
+ * Where encoded bytes go; a returned promise is waited for (backpressure). An output that calls
+ * `written` once it is done with `bytes` lets the writer reuse the memory under them (optional).
+ */
 export interface ByteOutput {
-  write(bytes: Uint8Array): void | Promise<void>;
+  write(bytes: Uint8Array, written?: () => void): void | Promise<void>;
 }
 
 /** A streaming writer of one table (see createColumnarWriter). */

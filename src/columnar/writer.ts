@@ -3,7 +3,7 @@
 // the records (their count and byte weights), never on how they arrived, so the bytes are the
 // same however the input was split among threads.
 import { IpcEncoder, ipcStreamOf, recordBatchOf } from "./arrow.js";
-import { RecordColumns, type ColumnBlock } from "./columns.js";
+import { RecordColumns, recycleBlock, type ColumnBlock } from "./columns.js";
 import { ParquetStreamEncoder, type ParquetModule } from "./parquet.js";
 import type { Layout, RecordOf } from "./schema.js";
 import type { ByteOutput, ColumnarFormat, ColumnarWriter as ColumnarWriterType, ParquetCompression } from "./types.js";
@@ -157,7 +157,14 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
       await this.parquet.write(ipcStreamOf(this.options.layout, batch, this.scratch));
       return;
     }
-    for (const chunk of this.ipc!.write(batch)) await this.output.write(chunk);
+    // The IPC chunks are views of the group's buffers (its own: see GroupCutter), which are
+    // recycled once the output says it is done with every chunk.
+    const chunks = this.ipc!.write(batch);
+    let left = chunks.length;
+    const written = () => {
+      if (--left === 0) recycleBlock(group);
+    };
+    for (const chunk of chunks) await this.output.write(chunk, written);
   }
 
   /** Writes what is left and the file's end (footer); resolves once every byte is out. */

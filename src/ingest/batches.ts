@@ -139,6 +139,18 @@ function allocate(size: number): Uint8Array {
 }
 
 /**
+ * Writes a byte into each 4 KiB page of `room` in [from, to) (bytes no read has filled yet), and
+ * returns `to`. A page's first touch is what reading a long line into fresh memory costs (about
+ * 12 µs a page on this project's VMs, against 7 ms for 90 MB of warm copies): touched here while
+ * the file's read into other fresh pages runs on libuv's thread, they fault in on two cores at
+ * once. Warm pages (a scanner that held a long line before) cost next to nothing here.
+ */
+function touchPages(room: Uint8Array, from: number, to: number): number {
+  for (let at = from; at < to; at += 4096) room[at] = 0;
+  return Math.max(from, to);
+}
+
+/**
  * Chunk-sized batch buffers, given back once planned (by a worker: transferred back), so a long
  * run reuses a few instead of faulting in fresh memory for every batch.
  */
@@ -326,6 +338,7 @@ export async function* readBatches(
           let end = buffer.length; // bytes in the room
           let newline = -1;
           let full = false; // no room for more: dropped, as a line too long is
+          let touched = end; // the room's pages are touched up to here (see touchPages)
           for (;;) {
             if (end === room.length) {
               // (A line longer than maxLineBytes is dropped once that much of it is read.)
@@ -336,7 +349,15 @@ export async function* readBatches(
               }
               room = more;
             }
-            const got = await source.read(room, end, Math.min(chunk, room.length - end));
+            // Every other read goes into pages this thread touched while the read before it ran
+            // into fresh ones (see touchPages): two threads take the first touches, not one. The
+            // room for it is asked for ahead, if there is any (the line's own reads decide, as
+            // above, when it is too long).
+            const ahead = end >= touched && end + chunk <= maxLineBytes;
+            if (ahead && room.length < end + 2 * chunk) room = place.room(end + 2 * chunk) ?? room;
+            const reading = source.read(room, end, Math.min(chunk, room.length - end));
+            if (ahead) touched = touchPages(room, end + chunk, Math.min(room.length, end + 2 * chunk));
+            const got = await reading;
             if (got === 0) break;
             const at = asBuffer(room.subarray(end, end + got)).indexOf(NEWLINE);
             end += got;

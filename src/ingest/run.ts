@@ -17,7 +17,7 @@ import {
 import { WorkerPool } from "./pool.js";
 import { LineProcessor, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
-import type { ColumnBlock } from "../columnar/columns.js";
+import { recycleBlock, type ColumnBlock } from "../columnar/columns.js";
 
 export interface RunOptions extends IngestOptions {
   /** Worker threads; 1 plans in-process. */
@@ -36,7 +36,10 @@ export interface RunOptions extends IngestOptions {
 export interface RunSinks {
   /** JSONL rows (with `columns`, unused). */
   rows: ByteSink;
-  /** Columnar output (options.columns): each piece's records, in input order. */
+  /**
+   * Columnar output (options.columns): each piece's records, in input order. Once writeBlock
+   * resolves, the block's buffers may be reused (recycleBlock): it copies them or transfers them.
+   */
   columns?: { writeBlock(block: ColumnBlock): Promise<void> };
   /** Null: no report file. */
   report: ByteSink | null;
@@ -105,7 +108,10 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
   /** Writes a piece; `recycle` gets each row block back once the stream is done with it. */
   const write = async (piece: Piece, recycle: (buffer: ArrayBuffer) => void) => {
     for (const chunk of piece.rows) await sinks.rows.write(chunk, () => recycle(chunk.buffer as ArrayBuffer));
-    if (piece.columns !== undefined) await sinks.columns!.writeBlock(piece.columns);
+    if (piece.columns !== undefined) {
+      await sinks.columns!.writeBlock(piece.columns);
+      recycleBlock(piece.columns);
+    }
     if (piece.reports !== "" && sinks.report !== null) await sinks.report.write(piece.reports);
     if (piece.notes !== "") sinks.notes(piece.notes);
     addTotals(totals, { ...piece, rows: piece.rowCount });
