@@ -71,7 +71,8 @@ function planFlat(makeCore: CoreFactory, batch: RolloutBatch, logprobStarts: Int
     const linked = assembler.stagesMany
       ? linkStaged(assembler, batch, logprobStarts, first, end)
       : linkInPlace(assembler, batch, logprobStarts, first, end);
-    if (linked) return assembler.finish(end - first, {});
+    // Rows as bare arrays: the batch copies them out and rows(r) plans the rollout again for the rest.
+    if (linked) return assembler.finish(end - first, {}, true);
     core.release();
     return null;
   } catch (error) {
