@@ -120,6 +120,24 @@ describe("planBatch", () => {
     }
   });
 
+  test("without callAgents and kept, every call is kept and names no agent", () => {
+    const rollouts = generateSixteenCallRollouts(5, "rollout").map((r) => ({
+      ...r,
+      agents: undefined,
+      calls: r.calls.map(({ agent: _a, kept: _k, ...call }) => call),
+    }));
+    const { callAgents: _c, kept: _k, ...bare } = toRolloutBatch(rollouts);
+    for (const backend of backends) {
+      const result = backend.cf.planBatch(bare);
+      rollouts.forEach((rollout, r) => {
+        const plan = backend.cf.plan(rollout);
+        expect(result.reports[r]).toEqual(plan.report);
+        expect(result.rows(r)).toEqual(plan.rows);
+        plan.release();
+      });
+    }
+  });
+
   test("release() empties the result, and the next batch reuses its buffers", () => {
     const rollouts = generateSixteenCallRollouts(20, "rollout");
     for (const backend of backends) {
