@@ -1,6 +1,8 @@
 // init(): picks a backend and returns the planning API. Environment-neutral: the entry points
 // (src/index.ts for Node, src/browser.ts for browsers) supply how the .wasm bytes are loaded.
 import { planRollout } from "./plan/plan-rollout.js";
+import { planBatch } from "./plan/plan-batch.js";
+import { BatchBufferPool } from "./plan/batch-output.js";
 import { createBuilder } from "./plan/builder.js";
 import { TsCorePool } from "./core/ts-core.js";
 import { WasmCorePool } from "./core/wasm-core.js";
@@ -27,11 +29,13 @@ export function simdSupported(): boolean {
 }
 
 function makeApi(backend: BackendName, simd: boolean, makeCore: CoreFactory): Callforest {
+  const batchBuffers = new BatchBufferPool();
   return {
     backend,
     simd,
     plan: (rollout, options) => planRollout(makeCore, rollout, options),
     builder: (header, options) => createBuilder(makeCore, header, options?.callsHint),
+    planBatch: (batch) => planBatch(makeCore, batchBuffers, batch),
   };
 }
 

@@ -1,6 +1,7 @@
 // What both entries (index.ts for Node, browser.ts for browsers) export besides init(): the
 // public types and the serializers. Each entry adds only how it loads its .wasm files.
 export * from "./types.js";
+export { toRolloutBatch } from "./plan/batch-of.js";
 export {
   formatFloat32,
   fromBase64,

@@ -355,6 +355,64 @@ export interface Callforest {
    * memory on the WASM backend), commit() links it, finish() gives the Plan.
    */
   builder(header: BuilderHeader, options?: { callsHint?: number }): RolloutBuilder;
+  /**
+   * Plans many rollouts given as flat typed arrays, each exactly as plan() would; the rows come
+   * back in flat buffers, valid until the result's release(). Bad input in one rollout rejects that
+   * rollout only; a batch whose arrays do not fit together throws.
+   */
+  planBatch(batch: RolloutBatch): BatchPlan;
+}
+
+// planBatch: many rollouts in flat arrays, their rows in flat buffers.
+
+/**
+ * Rollouts as flat arrays (Callforest.planBatch): calls carry tokens only (no media, routed
+ * experts or weight versions: plan() or the builder take those). Call c (counted over the whole
+ * batch) holds prompt ++ generation at tokens[tokenStarts[c], tokenStarts[c + 1]), of which the
+ * first promptLengths[c] are the prompt; its generation's logprobs follow the earlier calls' in
+ * `logprobs`.
+ */
+export interface RolloutBatch {
+  /** Each rollout's rollout_id, reward, group_id and agents, as a canonical rollout gives them. */
+  rollouts: readonly BuilderHeader[];
+  /** Rollout r's calls are [rolloutCalls[r], rolloutCalls[r + 1]): rollouts.length + 1 entries, from 0. */
+  rolloutCalls: Int32Array;
+  callIds: readonly string[];
+  /** Each call's agent; absent (or an absent entry): the call names none. */
+  callAgents?: readonly (string | undefined)[];
+  /** 0: the call is not kept (SPEC `kept: false`); absent: every call is kept. */
+  kept?: Uint8Array;
+  tokens: Int32Array;
+  /** callIds.length + 1 entries, from 0, never decreasing, the last tokens.length. */
+  tokenStarts: Int32Array;
+  promptLengths: Int32Array;
+  /** Every call's generation logprobs, call after call: as many as generated tokens in all. */
+  logprobs: Float32Array;
+}
+
+/**
+ * planBatch's result. Row k (counted over the batch) is tokenIds and logprobs at
+ * [tokenStarts[k], tokenStarts[k + 1]) and its loss-mask bitset at lossMask[maskStarts[k],
+ * maskStarts[k + 1]). The buffers are JS memory, not views of a core's: valid until release().
+ */
+export interface BatchPlan {
+  /** Each rollout's report, as plan() gives it; a rejected rollout has one and no rows. */
+  reports: Report[];
+  /** Rollout r's rows are rows [rowStarts[r], rowStarts[r + 1]). */
+  rowStarts: Int32Array;
+  tokenStarts: Int32Array;
+  maskStarts: Int32Array;
+  tokenIds: Int32Array;
+  logprobs: Float32Array;
+  lossMask: Uint8Array;
+  /** Rollout r's rows as plan() gives them, their arrays views of the buffers above. */
+  rows(rollout: number): Row[];
+  /**
+   * Gives the buffers to the next planBatch() to reuse (fresh ones cost more than planning a batch
+   * of small rollouts); the arrays are empty after it, and a view taken before shows the next
+   * batch's rows. An unreleased result keeps its buffers until it is collected.
+   */
+  release(): void;
 }
 
 // The builder (Callforest.builder): a rollout assembled in place, call by call.

@@ -581,8 +581,11 @@ export class RolloutAssembler {
     return true;
   }
 
-  /** The plan: rows and report, or the first rejection. Ends the assembler. */
-  finish(totalCalls: number, options: PlanOptions): Plan {
+  /**
+   * The plan: rows and report, or the first rejection. Ends the assembler. `arraysOnly`: rows
+   * carry their arrays and nothing else (see makePlan).
+   */
+  finish(totalCalls: number, options: PlanOptions, arraysOnly = false): Plan {
     if (this.done) throw new Error("this rollout was already finished");
     this.done = true;
     const agents = this.header.agents ?? [];
@@ -620,7 +623,7 @@ export class RolloutAssembler {
       .filter((l): l is RecordLayout[] => l !== null)
       .map((records) => packRequest(records, trie!));
     const header = { rolloutId, reward, groupId, agents };
-    return makePlan(this.calls, this.core.finish(requests), header, report, this.core, layouts);
+    return makePlan(this.calls, this.core.finish(requests), header, report, this.core, layouts, arraysOnly);
   }
 
   /** SPEC v4's token trie over the eligible calls (for packed trees and bins). */

@@ -71,11 +71,13 @@ export function makePlan(
   report: Report,
   core: ForestCore,
   layouts: { trie: Trie | null; trees: RecordLayout[] | null; bins: RecordLayout[] | null },
+  /** Rows with their arrays only (planBatch's, which copies them out): no Row objects made. */
+  arraysOnly = false,
 ): Plan {
   report.eligible = calls.eligible.length;
   countLinkedTokens(calls, forest, report);
   const versioned = calls.weightVersions.some((v) => v !== null);
-  const rows = makeRows(calls, forest, header, report, versioned);
+  const rows = arraysOnly ? countRows(calls, forest, report) : makeRows(calls, forest, header, report, versioned);
   report.leaves = rows.length;
   report.rows = rows.length;
   let trees: PackedTree[] = [];
@@ -262,6 +264,23 @@ function countLinkedTokens(calls: CallTable, forest: CoreForest, report: Report)
       report.unique_tokens += fullLength(index) - fullLength(eligible[p]);
     }
   }
+}
+
+/**
+ * The core's rows as they are (tokenIds, logprobs, lossMask and no other Row field), adding to the
+ * report what makeRows adds.
+ */
+function countRows(calls: CallTable, forest: CoreForest, report: Report): Row[] {
+  const { eligible, generationLengths } = calls;
+  forest.rows.forEach((coreRow, index) => {
+    const pathEnd = coreRow.pathStart + coreRow.pathLength;
+    for (let k = coreRow.pathStart; k < pathEnd; k++) {
+      const e = forest.paths[k];
+      if (forest.ownerRows[e] === index) report.trained_tokens += generationLengths[eligible[e]];
+    }
+    report.row_tokens += coreRow.tokenIds.length;
+  });
+  return forest.rows as unknown as Row[];
 }
 
 /** One row per leaf, its arrays the core's; adds the trained and row tokens to the report. */

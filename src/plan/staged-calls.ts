@@ -10,7 +10,7 @@ import { isDetached, isRecord } from "./validate.js";
 import { MAX_CALL_TOKENS, STAGED_CALL_INTS, STAGED_RESULT_INTS } from "../core/types.js";
 
 /** A run holds calls of this many tokens at most (or one call), so staging stays small. */
-const RUN_TOKENS = 1 << 16;
+export const RUN_TOKENS = 1 << 16;
 
 interface PlainCall {
   id: string;
