@@ -174,6 +174,22 @@ function rejectWith(assembler: RolloutAssembler, rejection: Rejection): false {
   return false;
 }
 
+/**
+ * The plan by way of staging runs of calls at once, or null to plan again call by call: when a
+ * staged call failed (its rejection is then the one-call path's, word for word), or when the core
+ * ran out of memory, since staging holds a run's calls at once where the one-call path holds only
+ * the longest call — whether a rollout fits must not depend on the path it took.
+ */
+function stagedPlan(assembler: RolloutAssembler, calls: unknown[], options: PlanOptions): Plan | null {
+  try {
+    if (!assembleStaged(assembler, calls, (i) => assembleCall(assembler, calls, i))) return null;
+    return assembler.finish(calls.length, options);
+  } catch (error) {
+    if (isOutOfMemory(error)) return null;
+    throw error;
+  }
+}
+
 /** Plans one canonical rollout on a core from `makeCore`. Never throws for bad input. */
 export function planRollout(makeCore: CoreFactory, input: unknown, options: PlanOptions | null = {}): Plan {
   options = checkPlanOptions(options, "plan()");
@@ -203,15 +219,13 @@ export function planRollout(makeCore: CoreFactory, input: unknown, options: Plan
   }
   let assembler: RolloutAssembler | null = null;
   try {
-    const first = new RolloutAssembler(core, header, hints);
-    assembler = first;
-    const calls = header.calls;
-    const staged = first.stagesMany && assembleStaged(first, calls, (i) => assembleCall(first, calls, i));
-    if (!staged) {
-      // No staging many at once, or a staged call failed: call by call, from the start again.
-      if (assembler.stagesMany) assembler = new RolloutAssembler(core, header, hints);
-      assembleCalls(assembler, calls);
+    assembler = new RolloutAssembler(core, header, hints);
+    if (assembler.stagesMany) {
+      const plan = stagedPlan(assembler, header.calls, options);
+      if (plan !== null) return plan;
+      assembler = new RolloutAssembler(core, header, hints); // from the start again, call by call
     }
+    assembleCalls(assembler, header.calls);
     return assembler.finish(header.calls.length, options);
   } catch (error) {
     if (!isOutOfMemory(error)) {

@@ -3,7 +3,8 @@
 // SPEC cannot break, calls with media between plain ones — the plan must be the one the TS core
 // (which has no such path) gives, report word for word.
 import fc from "fast-check";
-import { beforeAll, expect, test } from "vitest";
+import { beforeAll, expect, test, vi } from "vitest";
+import { RolloutAssembler } from "../../src/plan/assembler.js";
 import { init, type Callforest } from "../../src/index.js";
 import type { Plan, Rollout } from "../../src/types.js";
 import { generateSixteenCallRollouts } from "../../bench/generate.js";
@@ -81,4 +82,52 @@ test("a run that fails at any call gives the one-call path's rejection", () => {
 
 test("the bench's small rollouts plan as on the TS core", () => {
   for (const rollout of generateSixteenCallRollouts(30, "rollout", { seed: 5 })) same(rollout);
+});
+
+test("valid typed rollouts are staged many calls at once, never planned again call by call", () => {
+  const many = vi.spyOn(RolloutAssembler.prototype, "commitStaged");
+  const one = vi.spyOn(RolloutAssembler.prototype, "commit");
+  try {
+    for (const rollout of generateSixteenCallRollouts(5, "rollout", { seed: 9 })) summary(wasm.plan(rollout));
+    expect({ staged: many.mock.calls.length > 0, oneByOne: one.mock.calls.length }).toEqual({
+      staged: true,
+      oneByOne: 0,
+    });
+  } finally {
+    many.mockRestore();
+    one.mockRestore();
+  }
+});
+
+test("whether a rollout fits the core's memory does not depend on its arrays being typed", async () => {
+  // 16 calls of ~4,000 tokens sharing a prefix: staged together they need more memory at once
+  // than one at a time, so at some limits only the call-by-call path fits.
+  const base = Array.from({ length: 4000 }, (_, i) => (i * 7) % 1000);
+  const rollout = (typedArrays: boolean): Rollout => ({
+    rollout_id: "r",
+    reward: 1,
+    calls: Array.from({ length: 16 }, (_, k) => {
+      const prompt = [...base, ...Array.from({ length: 4 * k }, () => 5)];
+      const generation = [1, 2, 3, 4];
+      const logprobs = [-1, -1, -1, -1];
+      return typedArrays
+        ? {
+            id: `c${k}`,
+            prompt_token_ids: Int32Array.from(prompt),
+            generation_token_ids: Int32Array.from(generation),
+            generation_log_probs: Float32Array.from(logprobs),
+          }
+        : { id: `c${k}`, prompt_token_ids: prompt, generation_token_ids: generation, generation_log_probs: logprobs };
+    }),
+  });
+  const statuses = new Set<string>();
+  for (let kib = 256; kib <= 1024; kib += 64) {
+    const cf = await init({ backend: "wasm", maxMemory: kib * 1024 });
+    const typedPlan = summary(cf.plan(rollout(true)));
+    const plainPlan = summary(cf.plan(rollout(false)));
+    statuses.add(typedPlan.report.status);
+    expect({ kib, plan: typedPlan }).toEqual({ kib, plan: plainPlan });
+  }
+  // The limits cross the line: some reject the rollout, some plan it.
+  expect([...statuses].sort()).toEqual(["ok", "rejected"]);
 });
