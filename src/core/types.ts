@@ -55,6 +55,9 @@ export interface StagedCalls {
   logprobs: Float32Array;
 }
 
+/** Tokens a prefix_break quotes on each side (SPEC: "up to 8 tokens each"). */
+export const BREAK_QUOTE = 8;
+
 /** Ints a call takes in StagedCalls.table (assembly/batch.ts B_CALL). */
 export const STAGED_CALL_INTS = 4;
 /**
@@ -62,7 +65,7 @@ export const STAGED_CALL_INTS = 4;
  * media_mismatch (0/1), the prefix break's near call (-1: none), at, the quotes' lengths
  * (expected, found), then BREAK_QUOTE (8) ints of each quote.
  */
-export const STAGED_RESULT_INTS = 6 + 2 * 8;
+export const STAGED_RESULT_INTS = 6 + 2 * BREAK_QUOTE;
 
 /** SPEC's prefix_break for a call, as a core finds it: `near` is an eligible index. */
 export interface CoreBreak {
@@ -80,9 +83,6 @@ export interface CoreRouteMismatch {
   /** The first token where the two calls' route ids differ. */
   at: number;
 }
-
-/** Tokens a prefix_break quotes on each side (SPEC: "up to 8 tokens each"). */
-export const BREAK_QUOTE = 8;
 
 export interface CoreRow {
   /** Eligible index of the leaf. */

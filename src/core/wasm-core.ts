@@ -291,9 +291,10 @@ class WasmCore implements ForestCore {
     // The staging area may have moved or grown: the one-call views are rebuilt when next needed.
     this.instance.staging = null;
     const heap = this.instance.heap32();
+    const at = core.stagedTokens() >>> 2;
     return {
       table: heap.subarray(table, table + STAGED_CALL_INTS * count),
-      tokens: heap.subarray(core.stagedTokens() >>> 2, (core.stagedTokens() >>> 2) + tokens),
+      tokens: heap.subarray(at, at + tokens),
       logprobs: new Float32Array(heap.buffer, core.stagedLogprobs() >>> 0, logprobs),
     };
   }

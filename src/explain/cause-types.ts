@@ -16,8 +16,10 @@ export type BreakCause =
  */
 export type RootCause = "fresh" | "compaction" | "rewritten_prompt" | "generation_cut";
 /**
- * A call that continues its parent, but whose prompt repeats the stop token the parent's
- * generation ended with: not a break, but a token trained as prompt that the model never saw.
+ * A call that continues its parent but adds the wrong token right after the stop token the
+ * parent's generation ended with: that stop token again (`stop_duplicated`), or another token than
+ * the one the template writes there (`glue_differs`). Not a break, but a token trained as prompt
+ * that the model would never have seen.
  */
 export type GlueCause = "stop_duplicated" | "glue_differs";
 /** `unknown`: telling the causes apart needs text, and no decoder was given. */

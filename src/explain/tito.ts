@@ -19,7 +19,7 @@ export function linkable(cause: Cause): boolean {
  */
 export function turnEnd(near: NearSequence, prompt: ArrayLike<number>, at: number): number {
   const { full, promptLength } = near;
-  const from = at >= promptLength ? at : (historyResumes(near, prompt, at) ?? at + (promptLength - at));
+  const from = at >= promptLength ? at : (historyResumes(near, prompt, at) ?? promptLength);
   const rest = full.length - Math.max(at, promptLength);
   const stop = indexOf(prompt, [full[full.length - 1]!], from);
   return Math.min(prompt.length, stop >= 0 ? stop + 1 : from + rest);
