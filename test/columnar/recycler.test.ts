@@ -1,12 +1,15 @@
 // The recycler of column buffers (BufferRecycler) under the Arrow IPC writer, as `rows` uses it:
 // a group's buffers go back to the pool only once the output says it is done with every chunk
-// over them, and are handed out again after that.
+// over them, and are handed out again after that; and `rows` turns the pool off when it is done.
+import { join } from "node:path";
 import { tableFromIPC } from "@uwdata/flechette";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { init, type Row } from "../../src/index.js";
 import { recycler } from "../../src/columnar/buffers.js";
 import { ColumnarWriter } from "../../src/columnar/writer.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
+import { cli, tempDir } from "../ingest/cli.js";
+import { LOGIN_BUG } from "../support/fixtures.js";
 
 /** Buffers smaller than this are never pooled (RECYCLED_MIN_BYTES). */
 const POOLED_FROM = 64 << 10;
@@ -93,5 +96,34 @@ describe("BufferRecycler under the Arrow IPC writer", () => {
     const key = (id: string, row: number, tokens: ArrayLike<number>) => `${id}/${row}/${Array.from(tokens).join(",")}`;
     const expected = groups.flat().map((row) => key(row.rolloutId, row.index, row.tokenIds));
     expect(records.map((record) => key(record.rollout_id, record.row, record.token_ids))).toEqual(expected);
+  });
+});
+
+describe("rows and this thread's recycler", () => {
+  test.each(["rows.arrow", "rows.arrows", "rows.parquet", "rows.jsonl"])(
+    "%s: the pool's limit is as it was after the run",
+    async (name) => {
+      const dir = tempDir();
+      for (const before of [0, 1 << 20]) {
+        recycler.setLimit(before);
+        const run = await cli("rows", LOGIN_BUG, "-o", join(dir, name), "--quiet");
+        expect(run.code).toBe(0);
+        expect(recycler.limit).toBe(before);
+      }
+      expect(recycler.bytes).toBe(0);
+    },
+  );
+
+  test.each(["rows.arrow", "rows.arrows"])("%s: and after a run whose writer fails", async (name) => {
+    const dir = tempDir();
+    const close = vi.spyOn(ColumnarWriter.prototype, "close").mockRejectedValue(new Error("the disk left"));
+    try {
+      const run = await cli("rows", LOGIN_BUG, "-o", join(dir, name), "--quiet");
+      expect(run.code).not.toBe(0);
+      expect(run.stderr).toContain("the disk left");
+    } finally {
+      close.mockRestore();
+    }
+    expect(recycler.limit).toBe(0);
   });
 });
