@@ -17,9 +17,9 @@ const RECYCLED_MIN_BYTES = 64 << 10;
  * large as the data; fresh, every one of those pages is touched for the first time, which on
  * this project's VMs costs more than the copy (about 12 µs a 4 KiB page: docs/performance.md,
  * "Where the time goes"). Recycled, they are warm. Off (a limit of 0) unless a thread turns it
- * on: pooled buffers are memory held, so only `rows` writing Arrow IPC on this thread does
- * (Parquet's blocks leave for the encoder thread, and a library caller would be left holding the
- * pool). Buffers go back only from code that knows nothing refers to them any more (recycleBlock,
+ * on: pooled buffers are memory held, so only `rows` writing Arrow IPC on this thread does, for
+ * as long as its writer runs (Parquet's blocks leave for the encoder thread, and a library caller
+ * would be left holding the pool). Buffers go back only from code that knows nothing refers to them any more (recycleBlock,
  * a builder's grown array); a buffer is reused for data at least half its size.
  */
 export class BufferRecycler {
@@ -54,6 +54,11 @@ export class BufferRecycler {
     if (size < RECYCLED_MIN_BYTES || this.pooled + size > this.limitBytes || this.free.includes(buffer)) return;
     this.free.push(buffer);
     this.pooled += size;
+  }
+
+  /** The most bytes pooled (0: off). */
+  get limit(): number {
+    return this.limitBytes;
   }
 
   /** Bytes pooled now. */

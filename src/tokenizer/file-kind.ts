@@ -10,15 +10,26 @@ const RANK_LINE = /^[A-Za-z0-9+/]+={0,2} \d+\r?$/;
 export function tokenizerFileKind(name: string, text: string): TokenizerFileKind {
   const start = text.trimStart()[0];
   if (start === undefined) return fail(name, "empty, not a tokenizer.json nor a .tiktoken rank file");
-  if (start === "{" || start === "[" || start === '"' || /^\s*(-?\d|true\b|false\b|null\b)/.test(text)) {
-    let value: unknown;
+  // `{` or `[` can only be JSON, broken or not. Any other start is JSON only if it parses (a
+  // string, number, true, false, null): a rank line may start with a digit too ("4pyF 0"), so
+  // text that does not parse is tried as a rank file below.
+  let json: { value: unknown } | null = null;
+  if (start === "{" || start === "[") {
     try {
-      value = JSON.parse(text);
+      json = { value: JSON.parse(text) };
     } catch (error) {
-      if (start !== "{" && start !== "[") return notEither(name);
       const why = (error as Error).message.replace(/\s+/g, " ").slice(0, 120);
       return fail(name, `not valid JSON (${why}), so not a tokenizer.json`);
     }
+  } else {
+    try {
+      json = { value: JSON.parse(text) };
+    } catch {
+      // Not JSON: maybe a rank file.
+    }
+  }
+  if (json !== null) {
+    const { value } = json;
     if (value === null || typeof value !== "object" || Array.isArray(value))
       return fail(name, `JSON ${describe(value)}, not a tokenizer.json (a JSON object with a "model")`);
     const { model } = value as { model?: unknown };
@@ -26,8 +37,9 @@ export function tokenizerFileKind(name: string, text: string): TokenizerFileKind
       return fail(name, 'a JSON object, but not a tokenizer.json (it has no "model" object)');
     return { kind: "json", value: value as Record<string, unknown> };
   }
-  if (name.endsWith(".tiktoken") || RANK_LINE.test(text.slice(0, text.indexOf("\n") >>> 0)))
-    return { kind: "tiktoken" };
+  const newline = text.indexOf("\n");
+  const firstLine = newline < 0 ? text : text.slice(0, newline);
+  if (name.endsWith(".tiktoken") || RANK_LINE.test(firstLine)) return { kind: "tiktoken" };
   return notEither(name);
 }
 

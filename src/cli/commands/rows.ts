@@ -143,14 +143,15 @@ const RECYCLED_COLUMN_BYTES = 32 << 20;
 
 /**
  * The columnar writer for `output`, writing to `sink` (apache-arrow and parquet-wasm load only
- * now). Parquet is encoded on a thread of its own, beside planning; Arrow IPC costs little more
- * than copying and stays on this one.
+ * now), and `release`, which undoes what opening it set up on this thread: call it once the writer
+ * is done with, however it ended. Parquet is encoded on a thread of its own, beside planning;
+ * Arrow IPC costs little more than copying and stays on this one.
  */
 async function openColumnar(
   output: RowsOutput,
   layout: "rows" | "trees" | "bins",
   sink: ByteSink,
-): Promise<ColumnarWriter> {
+): Promise<{ columns: ColumnarWriter; release: () => void }> {
   const options = {
     format: output.format as "parquet" | "arrow" | "arrows",
     layout,
@@ -165,13 +166,16 @@ async function openColumnar(
   if (output.format === "parquet") {
     loadFeatureSync("Parquet and Arrow output", parquetWasmPath);
     const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
-    return new ThreadedColumnarWriter(options, bytes);
+    return { columns: new ThreadedColumnarWriter(options, bytes), release: () => {} };
   }
   // Arrow IPC is written on this thread, which builds the columns too: used-up column buffers are
-  // refilled rather than fresh ones touched (see BufferRecycler).
+  // refilled rather than fresh ones touched (see BufferRecycler). For this writer only: a library
+  // writer later on this thread (`rows` run in-process) must not inherit the pool.
   const { recycler } = await import("../../columnar/buffers.js");
+  const columns = new ColumnarWriter(options, bytes, null);
+  const previous = recycler.limit;
   recycler.setLimit(RECYCLED_COLUMN_BYTES);
-  return new ColumnarWriter(options, bytes, null);
+  return { columns, release: () => recycler.setLimit(previous) };
 }
 
 /** The line that says an input had prefix breaks (SPEC's prefix_break), and where to look. */
@@ -301,7 +305,7 @@ function runWithSinks(
         options.quiet === true || sharesStderrTerminal([rowsPath, ...(reportPath === undefined ? [] : [reportPath])]),
       );
       try {
-        const columns =
+        const opened =
           output.format === "jsonl"
             ? null
             : await openColumnar(
@@ -309,6 +313,7 @@ function runWithSinks(
                 layout === "rows" ? "rows" : capacity === undefined ? "trees" : "bins",
                 rowsOut!,
               );
+        const columns = opened?.columns ?? null;
         try {
           const totals = await runRows(
             inputs,
@@ -342,6 +347,8 @@ function runWithSinks(
         } catch (error) {
           columns?.abort();
           throw error;
+        } finally {
+          opened?.release();
         }
       } finally {
         progress.stop();
