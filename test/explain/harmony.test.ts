@@ -3,19 +3,8 @@
 // tool call kept until a later turn answers, the tool call's header and `<|call|>`, its arguments
 // and the tool's output as `tojson` writes them, and `<|end|>` after an earlier final answer.
 import { describe, expect, it } from "vitest";
-import { pythonJson, renderHarmony, type HarmonyTool } from "./harness/harmony.js";
-import type { Message } from "./harness/model.js";
-
-const TOOLS: HarmonyTool[] = [
-  {
-    type: "function",
-    function: {
-      name: "run",
-      description: "Run a shell command",
-      parameters: { type: "object", properties: { cmd: { type: "string" } }, required: ["cmd"] },
-    },
-  },
-];
+import { pythonJson, renderHarmony } from "./harness/harmony.js";
+import { TOOLS, type Message } from "./harness/model.js";
 
 const SYSTEM =
   "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n" +

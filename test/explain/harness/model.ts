@@ -65,7 +65,8 @@ export interface Model {
 }
 
 const require = createRequire(import.meta.url);
-const TOOLS: HarmonyTool[] = [
+/** The harness's tools, as a harmony developer message lists them. */
+export const TOOLS: HarmonyTool[] = [
   {
     type: "function",
     function: {
