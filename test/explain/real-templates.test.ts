@@ -2,8 +2,10 @@
 // tokenizer (./harness): (a) each break is found where the rendered prompt parts from what was
 // sampled, and the report's prefix_break agrees, (b) with the causes it was built with (the first,
 // and `also`: what else the template changed in that turn), (c) the same conversations
-// token-in/token-out give one tree per context and no breaks. EXPLAIN_CONVERSATIONS sets how many conversations per
-// model (default 12); EXPLAIN_TABLE=1 prints the accuracy table of docs/breaks.md.
+// token-in/token-out give one tree per context and no breaks, (d) a template that leaves out the
+// assistant turn's terminator breaks at each resent turn's stop token (`special_token`).
+// EXPLAIN_CONVERSATIONS sets how many conversations per model (default 12); EXPLAIN_TABLE=1
+// prints the accuracy table of docs/breaks.md.
 import { beforeAll, describe, expect, it } from "vitest";
 import { init } from "../../src/index.js";
 import { explainRollout, type ExplainedCall } from "../../src/explain/analyze.js";
@@ -109,6 +111,23 @@ describe.each(MODELS)("real chat template: %s", (name) => {
       expect(breaks).toBeGreaterThan(0);
     },
   );
+
+  // Harmony's turns end otherwise (gpt-oss's template already rewrites the stop token).
+  if (name !== "gptoss")
+    it("render mode, a template without the assistant turn's terminator: named on each break", () => {
+      const m = model(name);
+      let breaks = 0;
+      for (let seed = 1; seed <= 3; seed++) {
+        const { rollout, expected } = conversation(m, seed, "render", undefined, { terminatorLost: true });
+        const explained = explainOf(name, rollout);
+        expect(explained.map((call) => [call.call, call.near, call.at, causesOf(call)])).toEqual(
+          expected.map((e) => [e.call, e.near, e.at, causesOf(e)]),
+        );
+        // Every turn the next call resends breaks, at its stop token at the latest.
+        breaks += expected.filter((e) => causesOf(e).endsWith("special_token")).length;
+      }
+      expect(breaks).toBeGreaterThan(10);
+    });
 
   it("token-in/token-out: one tree per context, no breaks, a lost newline after each stop named", () => {
     const m = model(name);

@@ -88,9 +88,17 @@ const COMMANDS = ["ls src", "cat README.md", "npm test", "grep -rn parse src", "
 
 /**
  * One conversation of the harness. `only`: the harness makes this mistake on every turn that has
- * room for it, and no other (a rare mistake, tested on its own).
+ * room for it, and no other (a rare mistake, tested on its own). `terminatorLost`: render through
+ * a template without the assistant turn's terminator (true or false; by default one conversation
+ * in ten, on Qwen3 and Llama 3).
  */
-export function conversation(model: Model, seed: number, mode: "render" | "tito", only?: Fault): Conversation {
+export function conversation(
+  model: Model,
+  seed: number,
+  mode: "render" | "tito",
+  only?: Fault,
+  options: { terminatorLost?: boolean } = {},
+): Conversation {
   const random = mulberry32(seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const sentence = (min: number, max: number) => {
@@ -110,6 +118,16 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
   // A token-in/token-out harness that adds each new message without the newline the template
   // writes after a stop token (verl#3720): no break, a `glue_differs` call each turn.
   const newlineLost = mode === "tito" && mulberry32(seed * 7919 + 1)() < 0.3;
+  // A chat template without the assistant turn's terminator (a template bug users report): every
+  // earlier assistant turn is rendered without the stop token the model sampled at its end.
+  const terminatorLost =
+    mode === "render" &&
+    TERMINATOR[model.name] !== undefined &&
+    (options.terminatorLost ?? mulberry32(seed * 7919 + 2)() < 0.1);
+  const render = (messages: readonly Message[], extraTools: number): string => {
+    const text = model.render(messages, true, extraTools);
+    return terminatorLost ? text.replace(TERMINATOR[model.name]!, "$1") : text;
+  };
 
   const leader: Context = {
     agent: "L",
@@ -169,7 +187,7 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
       expected.push({ call: id, near: previous.id, at, cause: "rewritten_prompt", also: [] });
       return;
     }
-    const [cause, ...also] = turnChanges(model, context.messages, x);
+    const [cause, ...also] = turnChanges(model, context.messages, x, terminatorLost);
     expected.push({ call: id, near: x.id, at, cause: cause!, also });
   };
 
@@ -190,7 +208,7 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     const prompt =
       mode === "tito" && previous !== undefined && reset === null
         ? [...previous.full, ...delta(added)]
-        : model.encode(model.render(context.messages, true, context.extraTools));
+        : model.encode(render(context.messages, context.extraTools));
     if (mode === "render") label(context, id, prompt, reset);
     else if (newlineLost && previous !== undefined && reset === null && gluesWithNewline(previous)) {
       expected.push({ call: id, near: previous.id, at: previous.full.length, cause: "glue_differs", also: [] });
@@ -239,6 +257,8 @@ export function conversation(model: Model, seed: number, mode: "render" | "tito"
     }
     if ((fault === "as_text" || fault === "dup_stop") && !fits(model, fault, kept, toolCalls.length > 0))
       applied = "none";
+    // Without the template's terminator, a stop token kept in the message is the turn's only one.
+    if (fault === "dup_stop" && terminatorLost) applied = "none";
     // The message as the harness stores it: the stop token kept as text, or a newline added.
     const stopSampled = model.decode(generation.slice(-1));
     const newlineAdded =
@@ -354,6 +374,17 @@ function lastHadTool(context: Context, last: Done): boolean {
   return message !== undefined && (message.tool_calls !== undefined || message.content.includes('"parameters"'));
 }
 
+/**
+ * A template bug: the assistant turn's terminator left out. Applied to the rendered text (so the
+ * templates stay as shipped), it matches each assistant turn up to its last terminator before the
+ * next header (a stop token kept in the content comes before it) and drops that terminator.
+ * Qwen3's template writes `<|im_end|>\n` as one literal after an assistant turn: both go.
+ */
+const TERMINATOR: Partial<Record<Model["name"], RegExp>> = {
+  qwen3: /(<\|im_start\|>assistant\n(?:(?!<\|im_start\|>)[\s\S])*)<\|im_end\|>\n/g,
+  llama3_1: /(<\|start_header_id\|>assistant<\|end_header_id\|>\n\n(?:(?!<\|start_header_id\|>)[\s\S])*)<\|eot_id\|>/g,
+};
+
 const FAULTS: readonly Fault[] = [
   "none",
   "none",
@@ -400,7 +431,7 @@ function spacedArguments(text: string): string {
  * occur in the turn: its causes (docs/breaks.md). A rewritten stretch ends the list (explain lists
  * nothing after it).
  */
-function turnChanges(model: Model, messages: readonly Message[], x: Done): Cause[] {
+function turnChanges(model: Model, messages: readonly Message[], x: Done, terminatorLost: boolean): Cause[] {
   const changes: Cause[] = [];
   if (x.reasoning && !model.keepsReasoning(messages, x.message)) changes.push("reasoning_dropped");
   if (model.harmony && x.toolCall) {
@@ -414,7 +445,8 @@ function turnChanges(model: Model, messages: readonly Message[], x: Done): Cause
   if (x.newlineAdded && x.fault !== "newline") changes.push("whitespace");
   if (x.fault === "as_text") return [...changes, "special_as_text"];
   if (x.fault === "json") changes.push("whitespace");
-  if (x.fault === "stop" || model.harmony) changes.push("special_token");
+  // The stop token sampled (or the other one) is missing: one special token either way.
+  if (x.fault === "stop" || model.harmony || terminatorLost) changes.push("special_token");
   return changes;
 }
 
