@@ -31,7 +31,7 @@ import {
 import { UsageError } from "../errors.js";
 import { rejectionLine } from "../../messages.js";
 import type { Converted } from "../../formats/types.js";
-import type { Report } from "../../types.js";
+import type { Plan, Report } from "../../types.js";
 import {
   addInputOptions,
   checkInputs,
@@ -137,49 +137,16 @@ function svgOfPlanned(
   picture: Picture,
   seen: (report: Report) => void,
 ): string {
-  const { capacity } = picture;
-  if (capacity !== undefined) {
-    return usePlan(
-      cf,
-      result,
-      line,
-      (plan, report) => (
-        seen(report),
-        renderBinsSvg(
-          { report, forest: plan.forest, agents: plan.agents, rows: plan.rows, bins: plan.bins, capacity },
-          { width: picture.fit },
-        )
-      ),
-      { capacity },
-    );
-  }
-  if (picture.packed) {
-    return usePlan(
-      cf,
-      result,
-      line,
-      (plan, report) => (
-        seen(report),
-        renderPackedSvg(
-          { report, forest: plan.forest, agents: plan.agents, rows: plan.rows, trees: plan.trees },
-          { width: picture.fit },
-        )
-      ),
-      { trees: true },
-    );
-  }
-  return usePlan(
-    cf,
-    result,
-    line,
-    (plan, report) => (
-      seen(report),
-      renderSvg(
-        { report, forest: plan.forest, agents: plan.agents, rows: plan.rows },
-        picture.fit === undefined ? {} : { fit: picture.fit, fitHeight: Math.max(picture.fit, MIN_FIT_HEIGHT) },
-      )
-    ),
-  );
+  const { capacity, fit } = picture;
+  const render = (plan: Plan, report: Report): string => {
+    seen(report);
+    const drawn = { report, forest: plan.forest, agents: plan.agents, rows: plan.rows };
+    if (capacity !== undefined) return renderBinsSvg({ ...drawn, bins: plan.bins, capacity }, { width: fit });
+    if (picture.packed) return renderPackedSvg({ ...drawn, trees: plan.trees }, { width: fit });
+    return renderSvg(drawn, fit === undefined ? {} : { fit, fitHeight: Math.max(fit, MIN_FIT_HEIGHT) });
+  };
+  const layout = capacity !== undefined ? { capacity } : picture.packed ? { trees: true } : {};
+  return usePlan(cf, result, line, render, layout);
 }
 
 /** The file for the `position`-th (1-based) of several rollouts; see the header comment. */
