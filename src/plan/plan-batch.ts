@@ -10,9 +10,9 @@ import { checkBatch, rolloutOf } from "./batch-input.js";
 import { BatchRows, type BatchBufferPool } from "./batch-output.js";
 import { planRollout } from "./plan-rollout.js";
 import { Rejection } from "./rejection.js";
-import { RUN_TOKENS } from "./staged-calls.js";
+import { RUN_TOKENS, writeStagedCall } from "./staged-calls.js";
 import { checkHeader } from "./validate.js";
-import { STAGED_CALL_INTS, STAGED_RESULT_INTS, type CoreFactory, type SizeHints } from "../core/types.js";
+import { STAGED_RESULT_INTS, type CoreFactory, type SizeHints } from "../core/types.js";
 import type { BatchPlan, Plan, RolloutBatch } from "../types.js";
 
 const NO_CALLS: unknown[] = [];
@@ -114,12 +114,8 @@ function linkStaged(
   for (let c = first; c < end; c++) {
     const agent = assembler.agentFor(batch.callAgents?.[c] ?? "");
     if (agent === null) return false;
-    const at = STAGED_CALL_INTS * (c - first);
     const generation = tokenStarts[c + 1] - tokenStarts[c] - promptLengths[c];
-    staged.table[at] = promptLengths[c];
-    staged.table[at + 1] = generation;
-    staged.table[at + 2] = agent;
-    staged.table[at + 3] = batch.kept?.[c] !== 0 && generation > 0 ? 1 : 0;
+    writeStagedCall(staged.table, c - first, promptLengths[c], generation, agent, batch.kept?.[c] !== 0);
   }
   staged.tokens.set(batch.tokens.subarray(tokenStarts[first], tokenStarts[end]));
   staged.logprobs.set(batch.logprobs.subarray(logprobStarts[first], logprobStarts[end]));

@@ -86,6 +86,25 @@ export function assembleStaged(
   return true;
 }
 
+/**
+ * Call `k`'s row of a staged table (assembly/batch.ts B_CALL): its lengths, agent, and whether it
+ * is linked (kept, with a generation: SPEC's eligible calls).
+ */
+export function writeStagedCall(
+  table: Int32Array,
+  k: number,
+  promptLength: number,
+  generationLength: number,
+  agent: number,
+  kept: boolean,
+): void {
+  const at = STAGED_CALL_INTS * k;
+  table[at] = promptLength;
+  table[at + 1] = generationLength;
+  table[at + 2] = agent;
+  table[at + 3] = kept && generationLength > 0 ? 1 : 0;
+}
+
 /** Stages a run, links it, and records its calls; false when a call of it failed. */
 function commitRun(
   assembler: RolloutAssembler,
@@ -99,11 +118,7 @@ function commitRun(
   let l = 0;
   for (let k = 0; k < run.length; k++) {
     const { prompt, generation } = run[k];
-    const at = STAGED_CALL_INTS * k;
-    staged.table[at] = prompt.length;
-    staged.table[at + 1] = generation.length;
-    staged.table[at + 2] = agents[k];
-    staged.table[at + 3] = run[k].kept && generation.length > 0 ? 1 : 0;
+    writeStagedCall(staged.table, k, prompt.length, generation.length, agents[k], run[k].kept);
     staged.tokens.set(prompt, t);
     staged.tokens.set(generation, t + prompt.length);
     staged.logprobs.set(run[k].logprobs, l);
