@@ -6,13 +6,14 @@
 // numbers ending at a comma: the values copied are exactly those a parse would give, and the
 // rest of the array is parsed as before (so what is accepted or rejected does not change).
 //
+// When the values a prompt repeats are the newest tokens parsed (an earlier prompt and its
+// generation, the usual case), they are not copied at all: the new array starts where they do
+// and goes on after them (arena.ts keeps token data contiguous for this).
+//
 // The arrays parsed so far are found by their first 16 bytes: a table of BUCKETS buckets, each
-// holding the headers (see scan.ts) of the SLOTS newest arrays that start alike.
-import { ensureMemory } from "./memory";
+// holding the header keys (arena.ts) of the SLOTS newest arrays that start alike.
+import { countOf, dataOf, headerKey, headerOf, KIND_I32, kindOf, nextHeader, roomAbove, spanEnd, spanStart } from "./arena";
 
-/** An array's header in the arena: span start, span end (input offsets), count, kind; then its data. */
-const HEADER: usize = 16;
-const KIND_I32: u32 = 0;
 const COMMA: u32 = 0x2c;
 /** Matches shorter than this are not worth their bookkeeping. */
 const MIN_MATCH: usize = 32;
@@ -38,7 +39,7 @@ export function rememberArray(header: usize, open: usize): void {
   const bucket = bucketOf(open + 1);
   // Newest first: the oldest falls out.
   memory.copy(bucket + 4, bucket, (SLOTS - 1) << 2);
-  store<u32>(bucket, <u32>header);
+  store<u32>(bucket, headerKey(header));
 }
 
 /** Bytes from a and b that are equal, at most `most`. */
@@ -76,39 +77,77 @@ function commas(from: usize, to: usize): usize {
   return count;
 }
 
-/** The next int array's header after `header` in the arena, or 0 when none is before `before`. */
-function nextIntArray(header: usize, before: usize): usize {
+/** The next int array's header after `header` in line order, or 0 when none. */
+function nextIntArray(header: usize): usize {
   let next = header;
   do {
-    next = (next + HEADER + (<usize>load<u32>(next, 8) << 2) + 3) & ~3;
-    if (next >= before) return 0;
-  } while (load<u32>(next, 12) != KIND_I32);
+    next = nextHeader(next);
+  } while (next != 0 && kindOf(next) != KIND_I32);
   return next;
 }
 
 /** What reuse() leaves: the address after the last comma it took, and the values it wrote. */
 export let reusedEnd: usize = 0;
 export let reusedValues: usize = 0;
+/** Where the array's values start: where it was to be written, or earlier when it extends the newest tokens. */
+export let reusedStart: usize = 0;
+
+// The values taken so far that still lie where they were parsed, contiguous: [runStart, runEnd).
+// They are copied only if something that does not follow them is taken, or if they do not end at
+// the tokens' top; otherwise the array is a view that starts at runStart.
+let runStart: usize = 0;
+let runEnd: usize = 0;
+let deferring = false;
+/** Where the next copied value goes. */
+let written: usize = 0;
+
+/** Copies the deferred run to `written`; false when memory is short. */
+function flush(): bool {
+  deferring = false;
+  const bytes = runEnd - runStart;
+  if (!roomAbove(written, bytes)) return false;
+  memory.copy(written, runStart, bytes);
+  written += bytes;
+  return true;
+}
+
+/** Takes the `count` values at `from` as the array's next ones; false when memory is short. */
+function take(from: usize, count: usize): bool {
+  const bytes = count << 2;
+  if (deferring && from == runEnd) {
+    runEnd += bytes;
+    return true;
+  }
+  if (deferring && !flush()) return false;
+  if (!roomAbove(written, bytes)) return false;
+  memory.copy(written, from, bytes);
+  written += bytes;
+  return true;
+}
 
 /**
- * For an int array whose text starts at `text` (after its `[`, at a digit), being parsed into
- * `out` (its header at `current`): copies the values of the longest run of earlier text it
- * repeats, up to a comma, following on from one array into the next while they match whole.
- * Sets reusedEnd (after that comma; `text` when nothing matched) and reusedValues. `inputStart`
- * is what the headers' offsets count from, `inputEnd` where the line ends.
+ * For an int array whose text starts at `text` (after its `[`, at a digit), to be parsed into
+ * `out` (the tokens' top): takes the values of the longest run of earlier text it repeats, up to
+ * a comma, following on from one array into the next while they match whole. Sets reusedEnd
+ * (after that comma; `text` when nothing matched), reusedValues and reusedStart (the values are
+ * at [reusedStart, reusedStart + 4 * reusedValues), which ends at or after `out`). When memory is
+ * short it takes nothing, and the parse finds memory short itself. `inputStart` is what the
+ * headers' offsets count from, `inputEnd` where the line ends.
  */
-export function reuse(text: usize, out: usize, current: usize, inputStart: usize, inputEnd: usize): void {
+export function reuse(text: usize, out: usize, inputStart: usize, inputEnd: usize): void {
   reusedEnd = text;
   reusedValues = 0;
+  reusedStart = out;
   // The best of the bucket's arrays: the longest common prefix.
   const bucket = bucketOf(text);
   let best: usize = 0;
   let bestLength: usize = 0;
   for (let i: usize = 0; i < SLOTS; i++) {
-    const header = <usize>load<u32>(bucket + (i << 2));
-    if (header == 0) break;
-    const from = inputStart + <usize>load<u32>(header) + 1;
-    const to = inputStart + <usize>load<u32>(header, 4) - 1; // its `]`
+    const key = load<u32>(bucket + (i << 2));
+    if (key == 0) break;
+    const header = headerOf(key);
+    const from = inputStart + <usize>spanStart(header) + 1;
+    const to = inputStart + <usize>spanEnd(header) - 1; // its `]`
     const length = commonPrefix(text, from, min(to - from, inputEnd - text));
     if (length > bestLength) {
       best = header;
@@ -116,38 +155,49 @@ export function reuse(text: usize, out: usize, current: usize, inputStart: usize
     }
   }
   if (bestLength < MIN_MATCH) return;
+  runStart = dataOf(best);
+  runEnd = runStart;
+  deferring = true;
+  written = out;
   let p = text;
   let header = best;
   let length = bestLength;
+  let values: usize = 0;
+  let end = text;
   while (true) {
-    const from = inputStart + <usize>load<u32>(header) + 1;
-    const to = inputStart + <usize>load<u32>(header, 4) - 1;
-    const count = <usize>load<u32>(header, 8);
+    const from = inputStart + <usize>spanStart(header) + 1;
+    const to = inputStart + <usize>spanEnd(header) - 1;
+    const count = <usize>countOf(header);
     if (from + length == to && load<u8>(p + length) == COMMA) {
       // All of it, and the new array goes on: on into the next array, if it matches too.
-      if (!ensureMemory(<u64>out + (<u64>count << 2))) return; // the parse finds memory short itself
-      memory.copy(out, header + HEADER, count << 2);
-      out += count << 2;
-      reusedValues += count;
+      if (!take(dataOf(header), count)) return;
+      values += count;
       p += length + 1;
-      reusedEnd = p;
-      header = nextIntArray(header, current);
-      if (header == 0) return;
-      const nextFrom = inputStart + <usize>load<u32>(header) + 1;
-      const nextTo = inputStart + <usize>load<u32>(header, 4) - 1;
+      end = p;
+      header = nextIntArray(header);
+      if (header == 0) break;
+      const nextFrom = inputStart + <usize>spanStart(header) + 1;
+      const nextTo = inputStart + <usize>spanEnd(header) - 1;
       length = commonPrefix(p, nextFrom, min(nextTo - nextFrom, inputEnd - p));
-      if (length < MIN_MATCH) return;
+      if (length < MIN_MATCH) break;
       continue;
     }
     // Part of it: up to the last comma both share; the number after it is parsed.
     let comma = p + length;
     while (comma > p && load<u8>(comma - 1) != COMMA) comma--;
-    if (comma == p) return;
-    const values = commas(p, comma);
-    if (!ensureMemory(<u64>out + (<u64>values << 2))) return;
-    memory.copy(out, header + HEADER, values << 2);
-    reusedValues += values;
-    reusedEnd = comma;
-    return;
+    if (comma == p) break;
+    const part = commas(p, comma);
+    if (!take(dataOf(header), part)) return;
+    values += part;
+    end = comma;
+    break;
   }
+  if (values == 0) return;
+  if (deferring) {
+    // Values that end at the tokens' top are already where the array needs them.
+    if (runEnd == out) reusedStart = runStart;
+    else if (!flush()) return;
+  }
+  reusedValues = values;
+  reusedEnd = end;
 }

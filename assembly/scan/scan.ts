@@ -7,15 +7,29 @@ import { BASE, ensureMemory } from "./memory";
 import { writeU32 } from "./digits";
 import { numberEnd, parseNumberF32 } from "./number";
 import { commaBits, digitBits, eightDigits, nonDigitBits } from "./swar";
-import { rememberArray, resetReuse, reuse, reusedEnd, reusedValues } from "./reuse";
+import { rememberArray, resetReuse, reuse, reusedEnd, reusedStart, reusedValues } from "./reuse";
+import {
+  countOf,
+  dataOf,
+  firstHeader,
+  KIND_F32,
+  KIND_I32,
+  kindOf,
+  nextHeader,
+  pushLogprobs,
+  pushTokens,
+  resetArena,
+  roomAbove,
+  sideLow,
+  sideTop,
+  spanEnd,
+  spanStart,
+} from "./arena";
 
 export const STATUS_OK: i32 = 0;
 export const STATUS_TOO_LARGE: i32 = 1;
 
-const KIND_I32: i32 = 0;
-const KIND_F32: i32 = 1;
 const NOT_A_KEY: i32 = -1;
-const HEADER = 16; // per scanned array, before its data: span start, span end, count, kind
 
 const QUOTE: u32 = 0x22;
 const BACKSLASH: u32 = 0x5c;
@@ -27,8 +41,10 @@ let prefixLength: i32 = 0;
 
 let inputStart: usize = 0;
 let inputEnd: usize = 0;
-let arenaStart: usize = 0;
+/** The tokens' top (arena.ts): where the next value is parsed. */
 let write: usize = 0;
+/** Where the int array being parsed starts (before `write` when it extends the newest tokens). */
+let arrayData: usize = 0;
 let arrays: i32 = 0;
 let outOfMemory = false;
 let metaStart: usize = 0;
@@ -114,7 +130,7 @@ function nextQuote(p: usize): usize {
 function keyKind(s: usize, length: usize): i32 {
   if (length == 16) {
     // prompt_t | oken_ids
-    if (load<u64>(s) == 0x745f74706d6f7270 && load<u64>(s, 8) == 0x7364695f6e656b6f) return KIND_I32;
+    if (load<u64>(s) == 0x745f74706d6f7270 && load<u64>(s, 8) == 0x7364695f6e656b6f) return <i32>KIND_I32;
     return NOT_A_KEY;
   }
   if (length != 20) return NOT_A_KEY;
@@ -122,20 +138,20 @@ function keyKind(s: usize, length: usize): i32 {
   if (load<u64>(s) != 0x69746172656e6567) return NOT_A_KEY;
   const middle = load<u64>(s, 8);
   const tail = load<u32>(s, 16);
-  if (middle == 0x6e656b6f745f6e6f && tail == 0x7364695f) return KIND_I32;
-  if (middle == 0x705f676f6c5f6e6f && tail == 0x73626f72) return KIND_F32;
+  if (middle == 0x6e656b6f745f6e6f && tail == 0x7364695f) return <i32>KIND_I32;
+  if (middle == 0x705f676f6c5f6e6f && tail == 0x73626f72) return <i32>KIND_F32;
   return NOT_A_KEY;
 }
 
-/** End of addressable memory, refreshed whenever the scanner grows it. */
+/** How far tokens may grow: the side stack's bottom, refreshed whenever it moves. */
 let limit: usize = 0;
 
 /** Room for `bytes` more bytes at `write`. */
 // @ts-ignore: decorator
 @inline function roomFor(bytes: usize): bool {
   if (write + bytes <= limit) return true;
-  if (ensureMemory(<u64>write + <u64>bytes)) {
-    limit = <usize>memory.size() << 16;
+  if (roomAbove(write, bytes)) {
+    limit = sideLow;
     return true;
   }
   outOfMemory = true;
@@ -198,16 +214,18 @@ function blockTokens(p: usize): usize {
  * or 0. Eight bytes at a time (SWAR): the input ends with a zero sentinel and has 64 bytes of
  * slack, so reading past a number is safe and stops at the sentinel.
  */
-function parseTokens(p: usize, header: usize): usize {
+function parseTokens(p: usize): usize {
   const end = inputEnd;
+  arrayData = write;
   p = skipSpace(p + 1);
   if (load<u8>(p) == 0x5d) return p + 1;
-  // Text this line already parsed is copied (reuse.ts); the parse goes on after it.
+  // Text this line already parsed is taken from its values (reuse.ts); the parse goes on after it.
   if (<u32>load<u8>(p) - 0x30 <= 9) {
-    reuse(p, write, header, inputStart, inputEnd);
+    reuse(p, write, inputStart, inputEnd);
+    limit = sideLow;
     if (reusedValues > 0) {
-      write += reusedValues << 2;
-      limit = <usize>memory.size() << 16;
+      arrayData = reusedStart;
+      write = reusedStart + (reusedValues << 2);
       p = skipSpace(reusedEnd);
     }
   }
@@ -316,51 +334,64 @@ function parseLogprobs(p: usize): usize {
 
 /** Tries the array at p (a `[`); on success records it and returns the address after `]`, else 0. */
 function tryArray(p: usize, kind: i32): usize {
-  const header = (write + 3) & ~3;
-  write = header;
-  if (!roomFor(HEADER)) return 0;
-  write = header + HEADER;
-  const after = kind == KIND_I32 ? parseTokens(p, header) : parseLogprobs(p);
+  const top = write;
+  const after = kind == <i32>KIND_I32 ? parseTokens(p) : parseLogprobs(p);
   if (after == 0) {
-    write = header;
+    write = top;
     return 0;
   }
-  store<u32>(header, <u32>(p - inputStart));
-  store<u32>(header, <u32>(after - inputStart), 4);
-  store<u32>(header, <u32>((write - header - HEADER) >> 2), 8);
-  store<u32>(header, <u32>kind, 12);
-  if (kind == KIND_I32) rememberArray(header, p);
+  const start = <u32>(p - inputStart);
+  const end = <u32>(after - inputStart);
+  let header: usize;
+  if (kind == <i32>KIND_I32) {
+    header = pushTokens(write, start, end, arrayData, <u32>((write - arrayData) >> 2));
+    if (header != 0) rememberArray(header, p);
+  } else {
+    // Logprobs were parsed at the tokens' top; they live on the side stack.
+    header = pushLogprobs(top, start, end, <u32>((write - top) >> 2));
+    write = top;
+  }
+  limit = sideLow;
+  if (header == 0) {
+    outOfMemory = true;
+    return 0;
+  }
   arrays++;
   return after;
 }
 
 /** Metadata text (segments between scanned arrays, placeholders in between), then the table. */
 function buildMeta(): bool {
-  // Size: the input minus spans plus placeholders: bounded by input + arrays * (prefix + 12).
-  const bound = (inputEnd - inputStart) + <usize>arrays * (<usize>prefixLength + 12) + 16;
+  // Size: the input minus spans plus placeholders: at most that + arrays * (prefix + 12).
+  let spans: usize = 0;
+  for (let h = firstHeader(); h != 0; h = nextHeader(h)) spans += <usize>(spanEnd(h) - spanStart(h));
+  const bound = (inputEnd - inputStart) - spans + <usize>arrays * (<usize>prefixLength + 12) + 16;
+  const needed = bound + <usize>arrays * 12 + 32;
+  // Between the tokens and the side stack when it fits there (a deep rollout's few bytes of
+  // metadata do), else above the stack.
   metaStart = (write + 15) & ~15;
-  if (!ensureMemory(<u64>metaStart + <u64>bound + <u64>arrays * 12 + 16)) return false;
+  if (<u64>metaStart + <u64>needed > <u64>sideLow) {
+    metaStart = (sideTop + 15) & ~15;
+    if (!ensureMemory(<u64>metaStart + <u64>needed)) return false;
+  }
   let out = metaStart;
   let copied = inputStart;
-  let header = arenaStart;
   tableStart = (metaStart + bound + 3) & ~3;
+  let header = firstHeader();
   for (let i = 0; i < arrays; i++) {
-    header = (header + 3) & ~3;
-    const spanStart = inputStart + load<u32>(header);
-    const spanEnd = inputStart + load<u32>(header, 4);
-    const count = load<u32>(header, 8);
-    memory.copy(out, copied, spanStart - copied);
-    out += spanStart - copied;
+    const start = inputStart + spanStart(header);
+    memory.copy(out, copied, start - copied);
+    out += start - copied;
     memory.copy(out, prefix, prefixLength);
     out += prefixLength;
     out = writeU32(out, <u32>i);
     store<u8>(out++, <u8>QUOTE);
-    copied = spanEnd;
+    copied = inputStart + spanEnd(header);
     const entry = tableStart + <usize>i * 12;
-    store<u32>(entry, <u32>(header + HEADER));
-    store<u32>(entry, count, 4);
-    store<u32>(entry, load<u32>(header, 12), 8);
-    header += <usize>HEADER + (<usize>count << 2);
+    store<u32>(entry, <u32>dataOf(header));
+    store<u32>(entry, countOf(header), 4);
+    store<u32>(entry, kindOf(header), 8);
+    header = nextHeader(header);
   }
   memory.copy(out, copied, inputEnd - copied);
   out += inputEnd - copied;
@@ -373,9 +404,10 @@ export function scan(length: usize): i32 {
   inputStart = BASE;
   inputEnd = BASE + length;
   store<u64>(inputEnd, 0); // sentinel: ends any digit run, never a separator
-  limit = <usize>memory.size() << 16;
-  arenaStart = (inputEnd + 64 + 15) & ~15;
+  const arenaStart = (inputEnd + 64 + 15) & ~15;
+  if (!resetArena(arenaStart, length)) return STATUS_TOO_LARGE;
   write = arenaStart;
+  limit = sideLow;
   arrays = 0;
   outOfMemory = false;
   resetReuse();

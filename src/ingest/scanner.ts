@@ -1,7 +1,9 @@
 // LineScanner: one JSONL line's bytes → its value, with every token array (`prompt_token_ids`,
 // `generation_token_ids`) as an Int32Array and every `generation_log_probs` as a Float32Array,
-// both views over the scanner's own linear memory, parsed there by assembly/scan. Only the
-// remaining metadata goes through JSON.parse, with a placeholder string where each array was.
+// both views over the scanner's own linear memory, parsed there by assembly/scan. Views may
+// overlap (a prompt that repeats the previous prompt and generation is a view over them), so
+// they are read, never written. Only the remaining metadata goes through JSON.parse, with a
+// placeholder string where each array was.
 import { isStringTooLong, notJsonDetail } from "../formats/text.js";
 import { errorLine } from "../messages.js";
 import { lineLength } from "./batches.js";

@@ -137,4 +137,80 @@ describe.each([true, false])("LineScanner reusing repeated token text (simd %s)"
     const got = (result as { value: { calls: { prompt_token_ids: Int32Array }[] } }).value.calls;
     expect(got.map((call) => Array.from(call.prompt_token_ids))).toEqual(want);
   });
+
+  it("makes such a prompt a view over the earlier prompt and generation, not a copy", () => {
+    // The leader above, with logprobs between a generation and the next prompt (the usual key
+    // order): each prompt after the first starts where the first one does, and its own turn
+    // follows the previous generation in memory, so the tokens take their distinct count.
+    let prompt: number[] = Array.from({ length: 200 }, (_, i) => 100_000 + i);
+    const calls: string[] = [];
+    let distinct = prompt.length;
+    for (let c = 0; c < 30; c++) {
+      const generation = Array.from({ length: 10 + c }, (_, i) => 150_000 + c * 100 + i);
+      calls.push(
+        `{"id":"c${c}","prompt_token_ids":[${prompt}],"generation_token_ids":[${generation}],` +
+          `"generation_log_probs":[${generation.map(() => -0.25)}]}`,
+      );
+      prompt = [...prompt, ...generation, 7, 8, 9];
+      distinct += generation.length + 3;
+    }
+    const result = scanner.scan(encoder.encode(`{"calls":[${calls.join(",")}]}`));
+    expect(result.ok).toBe(true);
+    type Call = { prompt_token_ids: Int32Array; generation_token_ids: Int32Array; generation_log_probs: Float32Array };
+    const got = (result as { value: { calls: Call[] } }).value.calls;
+    const first = got[0].prompt_token_ids;
+    for (let c = 1; c < got.length; c++) {
+      const previous = got[c - 1];
+      expect(got[c].prompt_token_ids.byteOffset).toBe(first.byteOffset);
+      expect(previous.generation_token_ids.byteOffset).toBe(
+        previous.prompt_token_ids.byteOffset + previous.prompt_token_ids.byteLength,
+      );
+      expect(Array.from(previous.generation_log_probs)).toEqual(Array.from(previous.generation_token_ids, () => -0.25));
+    }
+    const last = got[got.length - 1];
+    const tokenBytes = last.generation_token_ids.byteOffset + last.generation_token_ids.byteLength - first.byteOffset;
+    expect(tokenBytes).toBe((distinct - 3) * 4);
+  });
+
+  it("copies repeated values that are not the newest tokens, and keeps every array right", () => {
+    // Call 1 repeats call 0's prompt after call 0's generation was followed by another array:
+    // the values cannot be extended in place, so they are copied.
+    const base = Array.from({ length: 100 }, (_, i) => 100_000 + i);
+    const text =
+      `{"calls":[{"prompt_token_ids":[${base}],"generation_token_ids":[${[1, 2, 3]}]},` +
+      `{"prompt_token_ids":[${[5, 6]}]},{"prompt_token_ids":[${[...base, 1, 2, 3, 9]}]}]}`;
+    const result = scanner.scan(encoder.encode(text));
+    expect(callsOf(result)).toEqual(expectedCalls(text));
+    const got = (result as { value: { calls: { prompt_token_ids: Int32Array }[] } }).value.calls;
+    expect(got[2].prompt_token_ids.byteOffset).toBeGreaterThan(got[1].prompt_token_ids.byteOffset);
+  });
+
+  it("keeps every array right when the tokens outgrow their first room many times over", () => {
+    // Generations that repeat nothing fill the room a line's bytes first give the tokens, so the
+    // headers and logprobs above them move up, again and again; each prompt repeats the
+    // generation before it (found by header after those moves) and extends it in place.
+    const calls: string[] = [];
+    let previous: number[] = [];
+    let seed = 1;
+    const digit = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % 10;
+    };
+    for (let c = 0; c < 60; c++) {
+      const generation = Array.from({ length: 400 }, digit);
+      const logprobs = Array.from({ length: 1 + (c % 5) }, (_, i) => -(c + i + 1) / 8);
+      calls.push(
+        `{"prompt_token_ids":[${[...previous, 7, 8, 9]}],"generation_token_ids":[${generation}],` +
+          `"generation_log_probs":[${logprobs}]}`,
+      );
+      previous = generation;
+    }
+    const text = `{"calls":[${calls.join(",")}]}`;
+    const result = scanner.scan(encoder.encode(text));
+    expect(callsOf(result)).toEqual(expectedCalls(text));
+    type Call = { prompt_token_ids: Int32Array; generation_token_ids: Int32Array };
+    const got = (result as { value: { calls: Call[] } }).value.calls;
+    for (let c = 1; c < got.length; c++)
+      expect(got[c].prompt_token_ids.byteOffset).toBe(got[c - 1].generation_token_ids.byteOffset);
+  });
 });
