@@ -13,9 +13,17 @@ import { NOT_LINKED } from "./codes";
 export const B_CALL: i32 = 4;
 /**
  * i32s a call's result takes: commit's result, media_mismatch (0/1), the break's near call (-1:
- * none), at, the quotes' lengths (expected, found), then BREAK_QUOTE i32s of each quote.
+ * none), at, the quotes' lengths (expected, found), then BREAK_QUOTE i32s of each quote. The
+ * fields' offsets, in i32s, follow (src/core/types.ts STAGED_RESULT reads them by these names).
  */
 export const B_RESULT: i32 = 6 + 2 * BREAK_QUOTE;
+export const B_RESULT_CODE: i32 = 0;
+export const B_MEDIA_MISMATCH: i32 = 1;
+export const B_NEAR: i32 = 2;
+export const B_AT: i32 = 3;
+export const B_EXPECTED_LENGTH: i32 = 4;
+export const B_FOUND_LENGTH: i32 = 5;
+export const B_QUOTES: i32 = 6;
 
 const TABLE = changetype<Vec>(memory.data(offsetof<Vec>()));
 const RESULTS = changetype<Vec>(memory.data(offsetof<Vec>()));
@@ -49,16 +57,22 @@ export function tableField(i: i32, f: i32): i32 {
 /** Records call `i`'s result and, when it linked, its prefix break. */
 export function storeResult(i: i32, result: i32): void {
   const at = RESULTS.ptr + ((<usize>(i * B_RESULT)) << 2);
-  store<i32>(at, result);
+  store<i32>(resultField(at, B_RESULT_CODE), result);
   const linked = result >= -1;
-  store<i32>(at, linked && mediaMismatch ? 1 : 0, 4);
+  store<i32>(resultField(at, B_MEDIA_MISMATCH), linked && mediaMismatch ? 1 : 0);
   const near = linked ? breakNear : -1;
-  store<i32>(at, near, 8);
+  store<i32>(resultField(at, B_NEAR), near);
   if (near < 0) return;
-  store<i32>(at, breakAt, 12);
-  store<i32>(at, breakExpectedLength, 16);
-  store<i32>(at, breakFoundLength, 20);
-  memory.copy(at + 24, breakTokens, (<usize>(2 * BREAK_QUOTE)) << 2);
+  store<i32>(resultField(at, B_AT), breakAt);
+  store<i32>(resultField(at, B_EXPECTED_LENGTH), breakExpectedLength);
+  store<i32>(resultField(at, B_FOUND_LENGTH), breakFoundLength);
+  memory.copy(resultField(at, B_QUOTES), breakTokens, (<usize>(2 * BREAK_QUOTE)) << 2);
+}
+
+// @ts-ignore: decorator
+@inline
+function resultField(result: usize, field: i32): usize {
+  return result + ((<usize>field) << 2);
 }
 
 /** Whether a result lets the batch go on (a link, or a call not linked). */

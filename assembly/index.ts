@@ -16,6 +16,7 @@ export { pack, packLayoutAddress } from "./packed";
 import { INVALID_LOGPROB, INVALID_TOKEN, NOT_LINKED } from "./codes";
 import { batchReset, batchTable, goesOn, storeResult, tableField } from "./batch";
 export { batchResults, B_CALL, B_RESULT } from "./batch";
+export { B_RESULT_CODE, B_MEDIA_MISMATCH, B_NEAR, B_AT, B_EXPECTED_LENGTH, B_FOUND_LENGTH, B_QUOTES } from "./batch";
 export { AMBIGUOUS_PARENT, INVALID_TOKEN, INVALID_LOGPROB, NOT_LINKED } from "./codes";
 // The record layouts the host reads (for test/core/record-layout.test.ts).
 export { R_SHIFT, R_LEAF, R_PATH_OFF, R_PATH_LEN, R_TOKENS, R_TOKEN_PTR, R_LOGPROB_PTR, R_MASK_PTR } from "./rows";

@@ -66,6 +66,16 @@ export const STAGED_CALL_INTS = 4;
  * (expected, found), then BREAK_QUOTE (8) ints of each quote.
  */
 export const STAGED_RESULT_INTS = 6 + 2 * BREAK_QUOTE;
+/** Where each field of a call's result lies in its STAGED_RESULT_INTS (assembly/batch.ts B_*). */
+export const STAGED_RESULT = {
+  code: 0,
+  mediaMismatch: 1,
+  near: 2,
+  at: 3,
+  expectedLength: 4,
+  foundLength: 5,
+  quotes: 6,
+} as const;
 
 /** SPEC's prefix_break for a call, as a core finds it: `near` is an eligible index. */
 export interface CoreBreak {

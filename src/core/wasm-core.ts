@@ -20,6 +20,7 @@ import {
   type StagedCall,
   type StagedCalls,
   STAGED_CALL_INTS,
+  STAGED_RESULT,
   STAGED_RESULT_INTS,
 } from "./types.js";
 import { MAX_PAGES, PAGE_BYTES, memoryLimitPages } from "./memory.js";
@@ -84,6 +85,13 @@ export const RECORD_LAYOUTS: Readonly<Record<string, number>> = {
   // (assembly/batch.ts: in i32s)
   B_CALL: STAGED_CALL_INTS,
   B_RESULT: STAGED_RESULT_INTS,
+  B_RESULT_CODE: STAGED_RESULT.code,
+  B_MEDIA_MISMATCH: STAGED_RESULT.mediaMismatch,
+  B_NEAR: STAGED_RESULT.near,
+  B_AT: STAGED_RESULT.at,
+  B_EXPECTED_LENGTH: STAGED_RESULT.expectedLength,
+  B_FOUND_LENGTH: STAGED_RESULT.foundLength,
+  B_QUOTES: STAGED_RESULT.quotes,
   R_SHIFT: Math.log2(ROW_RECORD * 4),
   R_LEAF: ROW_LEAF * 4,
   R_PATH_OFF: ROW_PATH_OFF * 4,
@@ -304,7 +312,7 @@ class WasmCore implements ForestCore {
     const done = failed < 0 ? count : failed + 1;
     const at = this.core.batchResults() >>> 2;
     const heap = this.instance.heap32(); // (after the call: linking may have grown memory)
-    for (let i = 0; i < done; i++) if (heap[at + i * STAGED_RESULT_INTS] >= -1) this.linked++;
+    for (let i = 0; i < done; i++) if (heap[at + i * STAGED_RESULT_INTS + STAGED_RESULT.code] >= -1) this.linked++;
     return { failed, results: heap.subarray(at, at + STAGED_RESULT_INTS * done) };
   }
 

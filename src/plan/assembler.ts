@@ -13,6 +13,7 @@ import {
   INVALID_TOKEN,
   MAX_CALL_TOKENS,
   SEGMENT_INTS,
+  STAGED_RESULT,
   type ForestCore,
   type PackRequest,
   type SizeHints,
@@ -162,16 +163,19 @@ const MEDIA_MISMATCH_ONLY: StagedFindings = { mediaMismatch: true, broken: null 
 
 /** A call's findings from its STAGED_RESULT_INTS at `results[at ...]` (see ForestCore.commitStaged). */
 function stagedFindings(results: Int32Array, at: number): StagedFindings {
-  const near = results[at + 2];
-  if (near < 0) return results[at + 1] !== 0 ? MEDIA_MISMATCH_ONLY : NOTHING_FOUND;
-  const quotes = at + 6;
+  const { mediaMismatch, near, quotes } = STAGED_RESULT;
+  const nearCall = results[at + near];
+  const mismatch = results[at + mediaMismatch] !== 0;
+  if (nearCall < 0) return mismatch ? MEDIA_MISMATCH_ONLY : NOTHING_FOUND;
+  const expected = at + quotes;
+  const found = expected + BREAK_QUOTE;
   return {
-    mediaMismatch: results[at + 1] !== 0,
+    mediaMismatch: mismatch,
     broken: {
-      near,
-      at: results[at + 3],
-      expected: Array.from(results.subarray(quotes, quotes + results[at + 4])),
-      found: Array.from(results.subarray(quotes + BREAK_QUOTE, quotes + BREAK_QUOTE + results[at + 5])),
+      near: nearCall,
+      at: results[at + STAGED_RESULT.at],
+      expected: Array.from(results.subarray(expected, expected + results[at + STAGED_RESULT.expectedLength])),
+      found: Array.from(results.subarray(found, found + results[at + STAGED_RESULT.foundLength])),
     },
   };
 }
@@ -359,7 +363,8 @@ export class RolloutAssembler {
   /**
    * Records a call that commitStaged linked (or did not link: not eligible), from its result at
    * `results[at ...]`. Returns false, recording nothing, when an earlier call has its id: the
-   * caller plans the rollout again call by call, which rejects it at the right call.
+   * caller plans the rollout again call by call, which rejects it at the right call. Like every
+   * method here, it reads `call` and keeps none of it (a caller may reuse the object).
    */
   recordStaged(
     call: CallIdentity,
@@ -371,7 +376,7 @@ export class RolloutAssembler {
     if (this.seen.has(call.id)) return false;
     this.stagedPrompt = promptLength;
     this.stagedGeneration = generationLength;
-    return this.record(call, undefined, results[at], null, stagedFindings(results, at));
+    return this.record(call, undefined, results[at + STAGED_RESULT.code], null, stagedFindings(results, at));
   }
 
   /**

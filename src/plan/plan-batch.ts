@@ -85,15 +85,15 @@ function planFlat(makeCore: CoreFactory, batch: RolloutBatch, logprobStarts: Int
   }
 }
 
-function identity(batch: RolloutBatch, c: number): CallIdentity {
-  return {
-    id: batch.callIds[c],
-    agent: batch.callAgents?.[c] ?? "",
-    kept: batch.kept?.[c] !== 0,
-    media: null,
-    routedExperts: null,
-    weightVersion: null,
-  };
+/**
+ * Call c's identity, in `into` (the assembler reads an identity and keeps none of it, so one
+ * object serves a batch's calls: a small rollout's calls should not each allocate one).
+ */
+function identity(batch: RolloutBatch, c: number, into: CallIdentity = { id: "", agent: "", kept: true }): CallIdentity {
+  into.id = batch.callIds[c];
+  into.agent = batch.callAgents?.[c] ?? "";
+  into.kept = batch.kept?.[c] !== 0;
+  return into;
 }
 
 /** The WASM core: calls [first, end) staged with one copy of tokens and one of logprobs, linked at once. */
@@ -121,10 +121,11 @@ function linkStaged(
   staged.logprobs.set(batch.logprobs.subarray(logprobStarts[first], logprobStarts[end]));
   const { failed, results } = assembler.commitStaged(count);
   if (failed >= 0) return false;
+  const call = identity(batch, first);
   for (let c = first; c < end; c++) {
     const generation = tokenStarts[c + 1] - tokenStarts[c] - promptLengths[c];
     const at = STAGED_RESULT_INTS * (c - first);
-    if (!assembler.recordStaged(identity(batch, c), promptLengths[c], generation, results, at)) return false;
+    if (!assembler.recordStaged(identity(batch, c, call), promptLengths[c], generation, results, at)) return false;
   }
   return true;
 }

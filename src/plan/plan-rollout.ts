@@ -182,7 +182,7 @@ function rejectWith(assembler: RolloutAssembler, rejection: Rejection): false {
  */
 function stagedPlan(assembler: RolloutAssembler, calls: unknown[], options: PlanOptions): Plan | null {
   try {
-    if (!assembleStaged(assembler, calls, (i) => assembleCall(assembler, calls, i))) return null;
+    if (assembleStaged(assembler, calls, (i) => assembleCall(assembler, calls, i)) === "replan") return null;
     return assembler.finish(calls.length, options);
   } catch (error) {
     if (isOutOfMemory(error)) return null;

@@ -44,19 +44,22 @@ function plainCall(call: unknown): PlainCall | null {
 
 /**
  * Feeds every call to the assembler, runs of plain calls many at once and the others through
- * `one(i)` (false: stop). Returns false when a run failed in the core: the caller plans the rollout
- * again, call by call, on a fresh assembler.
+ * `one(i)`, which returns false once it rejected the rollout (then nothing more is fed).
+ * "done": the assembler is ready to finish (with its rejection, if any). "replan": a run could
+ * not be recorded (a call of it failed in the core, an agent not listed, an id used twice), so
+ * the caller plans the rollout again, call by call, on a fresh assembler, for the one-call path's
+ * rejection.
  */
 export function assembleStaged(
   assembler: RolloutAssembler,
   calls: readonly unknown[],
   one: (index: number) => boolean,
-): boolean {
+): "done" | "replan" {
   const run: PlainCall[] = [];
   const agents: number[] = [];
   let i = 0;
   while (i < calls.length) {
-    if (assembler.rejected) return true;
+    if (assembler.rejected) return "done";
     run.length = 0;
     agents.length = 0;
     let tokens = 0;
@@ -69,7 +72,7 @@ export function assembleStaged(
       // An agent not listed (or an id used before: see recordStaged): the one-call path says
       // which call and why.
       const agent = assembler.agentFor(call.agent);
-      if (agent === null) return false;
+      if (agent === null) return "replan";
       run.push(call);
       agents.push(agent);
       tokens += size;
@@ -77,13 +80,13 @@ export function assembleStaged(
       i++;
     }
     if (run.length === 0) {
-      if (!one(i)) return true;
+      if (!one(i)) return "done";
       i++;
       continue;
     }
-    if (!commitRun(assembler, run, agents, tokens, logprobs)) return false;
+    if (!commitRun(assembler, run, agents, tokens, logprobs)) return "replan";
   }
-  return true;
+  return "done";
 }
 
 /**
@@ -128,9 +131,8 @@ function commitRun(
   const { failed, results } = assembler.commitStaged(run.length);
   if (failed >= 0) return false;
   for (let k = 0; k < run.length; k++) {
-    const { id, agent, kept, prompt, generation } = run[k];
-    const identity = { id, agent, kept, media: null, routedExperts: null, weightVersion: null };
-    if (!assembler.recordStaged(identity, prompt.length, generation.length, results, STAGED_RESULT_INTS * k))
+    const call = run[k]; // (its id, agent and kept are its CallIdentity: no media, routes or versions)
+    if (!assembler.recordStaged(call, call.prompt.length, call.generation.length, results, STAGED_RESULT_INTS * k))
       return false;
   }
   return true;
