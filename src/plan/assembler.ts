@@ -162,7 +162,7 @@ const NOTHING_FOUND: StagedFindings = { mediaMismatch: false, broken: null };
 const MEDIA_MISMATCH_ONLY: StagedFindings = { mediaMismatch: true, broken: null };
 
 /** A call's findings from its STAGED_RESULT_INTS at `results[at ...]` (see ForestCore.commitStaged). */
-function stagedFindings(results: Int32Array, at: number): StagedFindings {
+export function stagedFindings(results: Int32Array, at: number): StagedFindings {
   const { mediaMismatch, near, quotes } = STAGED_RESULT;
   const nearCall = results[at + near];
   const mismatch = results[at + mediaMismatch] !== 0;
@@ -178,6 +178,21 @@ function stagedFindings(results: Int32Array, at: number): StagedFindings {
       found: Array.from(results.subarray(found, found + results[at + STAGED_RESULT.foundLength])),
     },
   };
+}
+
+/**
+ * Each listed agent's parent agent by index (-1: none), as a core's begin() takes them. Without a
+ * list, agent names get indices on first sight and have no parent agent (cores read indices past
+ * the table as "no parent").
+ */
+export function agentParents(header: RolloutHeader): Int32Array {
+  const agents = header.agents ?? [];
+  const parents = new Int32Array(agents.length);
+  for (let i = 0; i < agents.length; i++) {
+    const parent = agents[i].parent;
+    parents[i] = parent === null ? -1 : header.agentIndex!.get(parent)!;
+  }
+  return parents;
 }
 
 export class RolloutAssembler {
@@ -223,16 +238,8 @@ export class RolloutAssembler {
     private readonly header: RolloutHeader,
     hints: SizeHints,
   ) {
-    // Without a list, agent names get indices on first sight and have no parent agent (cores
-    // read indices past the table as "no parent").
-    const agents = header.agents ?? [];
     this.agentIndex = header.agentIndex ?? new Map();
-    const parents = new Int32Array(agents.length);
-    for (let i = 0; i < agents.length; i++) {
-      const parent = agents[i].parent;
-      parents[i] = parent === null ? -1 : this.agentIndex.get(parent)!;
-    }
-    core.begin(parents, hints);
+    core.begin(agentParents(header), hints);
   }
 
   reject(rejection: Rejection): void {

@@ -67,6 +67,13 @@ export class BatchBufferPool {
 
 const ints = (n: number) => new Int32Array(n);
 
+/** A planned rollout as the batch takes it (a Plan is one): its report, and rows until release(). */
+export interface PlannedRows {
+  report: Report;
+  rows: readonly { tokenIds: Int32Array; logprobs: Float32Array; lossMask: Uint8Array }[];
+  release(): void;
+}
+
 export class BatchRows {
   private readonly reports: Report[] = [];
   private rowCount = 0;
@@ -95,7 +102,7 @@ export class BatchRows {
   }
 
   /** Copies the plan's rows out (whole: reused buffers are not zeroed) and keeps its report; the caller releases the plan. */
-  add(plan: Plan): void {
+  add(plan: PlannedRows): void {
     this.reports.push(plan.report);
     for (const row of plan.rows) {
       this.tokens.append(row.tokenIds);

@@ -249,8 +249,11 @@ class RecordMaker {
   }
 }
 
+/** What the report's token counts read of a call table. */
+export type TokenCounts = Pick<CallTable, "eligible" | "promptLengths" | "generationLengths">;
+
 /** Roots, generated tokens, and distinct tokens (a child adds what extends its parent's sequence). */
-function countLinkedTokens(calls: CallTable, forest: CoreForest, report: Report): void {
+export function countLinkedTokens(calls: TokenCounts, forest: CoreForest, report: Report): void {
   const { eligible, promptLengths, generationLengths } = calls;
   const fullLength = (index: number) => promptLengths[index] + generationLengths[index];
   for (let e = 0; e < eligible.length; e++) {
@@ -270,7 +273,7 @@ function countLinkedTokens(calls: CallTable, forest: CoreForest, report: Report)
  * The core's rows as they are (tokenIds, logprobs, lossMask and no other Row field), adding to the
  * report what makeRows adds.
  */
-function countRows(calls: CallTable, forest: CoreForest, report: Report): Row[] {
+export function countRows(calls: TokenCounts, forest: CoreForest, report: Report): Row[] {
   const { eligible, generationLengths } = calls;
   forest.rows.forEach((coreRow, index) => {
     const pathEnd = coreRow.pathStart + coreRow.pathLength;

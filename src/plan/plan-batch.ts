@@ -1,19 +1,21 @@
 // planBatch(): many rollouts from flat typed arrays (RolloutBatch), each planned on a pooled core
 // and its rows copied into the batch's buffers (batch-output.ts). A rollout's calls lie back to
-// back in the batch, as the WASM core stages them, so they go in with one copy of its tokens and
-// one of its logprobs, where plan() copies three arrays a call. Whatever that path does not take —
-// a header or call that is not well formed, a rollout past one staging run, any call the core
-// refuses — is planned by plan()'s own path from the rollout as an object (batch-input.ts
-// rolloutOf), so every rollout's rows and report, rejections word for word, are plan()'s.
+// back in the batch, as the WASM core stages them, so on that core they go in with one copy of
+// its tokens and one of its logprobs and are linked in one call (batch-plain.ts); the TS core
+// reads them where they are. Whatever that path does not take — a header or call that is not
+// well formed, a rollout past one staging run, any call the core refuses — is planned by plan()'s
+// own path from the rollout as an object (batch-input.ts rolloutOf), so every rollout's rows and
+// report, rejections word for word, are plan()'s.
 import { RolloutAssembler, isOutOfMemory, type CallIdentity } from "./assembler.js";
 import { checkBatch, rolloutOf } from "./batch-input.js";
-import { BatchRows, type BatchBufferPool } from "./batch-output.js";
+import { BatchRows, type BatchBufferPool, type PlannedRows } from "./batch-output.js";
+import { planPlainCalls } from "./batch-plain.js";
 import { planRollout } from "./plan-rollout.js";
 import { Rejection } from "./rejection.js";
-import { RUN_TOKENS, writeStagedCall } from "./staged-calls.js";
+import { RUN_TOKENS } from "./staged-calls.js";
 import { checkHeader } from "./validate.js";
-import { STAGED_RESULT_INTS, type CoreFactory, type SizeHints } from "../core/types.js";
-import type { BatchPlan, Plan, RolloutBatch } from "../types.js";
+import type { CoreFactory, SizeHints } from "../core/types.js";
+import type { BatchPlan, RolloutBatch } from "../types.js";
 
 const NO_CALLS: unknown[] = [];
 
@@ -52,7 +54,12 @@ function hintsOf(batch: RolloutBatch, r: number): SizeHints | null {
 }
 
 /** Rollout r planned from the flat arrays, or null: plan()'s path is to plan it. */
-function planFlat(makeCore: CoreFactory, batch: RolloutBatch, logprobStarts: Int32Array, r: number): Plan | null {
+function planFlat(
+  makeCore: CoreFactory,
+  batch: RolloutBatch,
+  logprobStarts: Int32Array,
+  r: number,
+): PlannedRows | null {
   const { rollout_id, reward, group_id, agents } = batch.rollouts[r];
   const header = checkHeader({ rollout_id, reward, group_id, agents, calls: NO_CALLS });
   if (header instanceof Rejection) return null;
@@ -67,12 +74,15 @@ function planFlat(makeCore: CoreFactory, batch: RolloutBatch, logprobStarts: Int
     return null;
   }
   try {
+    if (core.stageCalls !== undefined) {
+      const planned = planPlainCalls(core, batch, logprobStarts, header, hints, first, end);
+      if (planned !== null) return { ...planned, release: () => core.release() };
+      core.release();
+      return null;
+    }
     const assembler = new RolloutAssembler(core, header, hints);
-    const linked = assembler.stagesMany
-      ? linkStaged(assembler, batch, logprobStarts, first, end)
-      : linkInPlace(assembler, batch, logprobStarts, first, end);
     // Rows as bare arrays: the batch copies them out and rows(r) plans the rollout again for the rest.
-    if (linked) return assembler.finish(end - first, {}, true);
+    if (linkInPlace(assembler, batch, logprobStarts, first, end)) return assembler.finish(end - first, {}, true);
     core.release();
     return null;
   } catch (error) {
@@ -85,51 +95,6 @@ function planFlat(makeCore: CoreFactory, batch: RolloutBatch, logprobStarts: Int
   }
 }
 
-/**
- * Call c's identity, in `into` (the assembler reads an identity and keeps none of it, so one
- * object serves a batch's calls: a small rollout's calls should not each allocate one).
- */
-function identity(batch: RolloutBatch, c: number, into: CallIdentity = { id: "", agent: "", kept: true }): CallIdentity {
-  into.id = batch.callIds[c];
-  into.agent = batch.callAgents?.[c] ?? "";
-  into.kept = batch.kept?.[c] !== 0;
-  return into;
-}
-
-/** The WASM core: calls [first, end) staged with one copy of tokens and one of logprobs, linked at once. */
-function linkStaged(
-  assembler: RolloutAssembler,
-  batch: RolloutBatch,
-  logprobStarts: Int32Array,
-  first: number,
-  end: number,
-): boolean {
-  const { tokenStarts, promptLengths } = batch;
-  const count = end - first;
-  const staged = assembler.stageCalls(
-    count,
-    tokenStarts[end] - tokenStarts[first],
-    logprobStarts[end] - logprobStarts[first],
-  );
-  for (let c = first; c < end; c++) {
-    const agent = assembler.agentFor(batch.callAgents?.[c] ?? "");
-    if (agent === null) return false;
-    const generation = tokenStarts[c + 1] - tokenStarts[c] - promptLengths[c];
-    writeStagedCall(staged.table, c - first, promptLengths[c], generation, agent, batch.kept?.[c] !== 0);
-  }
-  staged.tokens.set(batch.tokens.subarray(tokenStarts[first], tokenStarts[end]));
-  staged.logprobs.set(batch.logprobs.subarray(logprobStarts[first], logprobStarts[end]));
-  const { failed, results } = assembler.commitStaged(count);
-  if (failed >= 0) return false;
-  const call = identity(batch, first);
-  for (let c = first; c < end; c++) {
-    const generation = tokenStarts[c + 1] - tokenStarts[c] - promptLengths[c];
-    const at = STAGED_RESULT_INTS * (c - first);
-    if (!assembler.recordStaged(identity(batch, c, call), promptLengths[c], generation, results, at)) return false;
-  }
-  return true;
-}
-
 /** The TS core: each call's arrays read where they are, in the batch. */
 function linkInPlace(
   assembler: RolloutAssembler,
@@ -140,7 +105,7 @@ function linkInPlace(
 ): boolean {
   const { tokens, tokenStarts, promptLengths, logprobs } = batch;
   for (let c = first; c < end; c++) {
-    const call = identity(batch, c);
+    const call: CallIdentity = { id: batch.callIds[c], agent: batch.callAgents?.[c] ?? "", kept: batch.kept?.[c] !== 0 };
     const agent = assembler.identify(call.id, call.agent);
     if (agent === null) return false;
     const split = tokenStarts[c] + promptLengths[c];
