@@ -38,7 +38,11 @@ export function planPlainCalls(
   // Without a list, agent names get indices on first sight (as RolloutAssembler's agentFor).
   const agentIndex = header.agentIndex ?? new Map<string, number>();
   core.begin(agentParents(header), hints);
-  const staged = core.stageCalls!(count, tokenStarts[end] - tokenStarts[first], logprobStarts[end] - logprobStarts[first]);
+  const staged = core.stageCalls!(
+    count,
+    tokenStarts[end] - tokenStarts[first],
+    logprobStarts[end] - logprobStarts[first],
+  );
   for (let c = first; c < end; c++) {
     const name = callAgents?.[c] ?? "";
     let agent = agentIndex.get(name);

@@ -105,7 +105,11 @@ function linkInPlace(
 ): boolean {
   const { tokens, tokenStarts, promptLengths, logprobs } = batch;
   for (let c = first; c < end; c++) {
-    const call: CallIdentity = { id: batch.callIds[c], agent: batch.callAgents?.[c] ?? "", kept: batch.kept?.[c] !== 0 };
+    const call: CallIdentity = {
+      id: batch.callIds[c],
+      agent: batch.callAgents?.[c] ?? "",
+      kept: batch.kept?.[c] !== 0,
+    };
     const agent = assembler.identify(call.id, call.agent);
     if (agent === null) return false;
     const split = tokenStarts[c] + promptLengths[c];

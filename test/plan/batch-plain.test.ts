@@ -37,7 +37,11 @@ function planAlone(rollout: Rollout): { report: unknown; rows: unknown[] } | nul
     const hints = { calls: batch.callIds.length, generated: 0, longestCall: 0 };
     const planned = planPlainCalls(core, batch, logprobStarts, header, hints, 0, batch.callIds.length);
     if (planned === null) return null;
-    const rows = planned.rows.map((row) => [Array.from(row.tokenIds), Array.from(row.logprobs), Array.from(row.lossMask)]);
+    const rows = planned.rows.map((row) => [
+      Array.from(row.tokenIds),
+      Array.from(row.logprobs),
+      Array.from(row.lossMask),
+    ]);
     return { report: planned.report, rows };
   } finally {
     core.release();
