@@ -52,12 +52,14 @@ export function nextHeader(header: usize): usize {
 
 /** An empty arena for a line whose input ends (with its slack) before `start`; false when memory is short. */
 export function resetArena(start: usize, lineBytes: usize): bool {
-  arenaStart = start;
   // Room for tokens to start with: a quarter of the line's bytes (a deep rollout's distinct
   // tokens take far less); the stack moves up if they need more.
-  sideTop = (start + (lineBytes >> 2) + 4096 + 15) & ~15;
+  const top = (<u64>start + (<u64>lineBytes >> 2) + 4096 + 15) & ~(<u64>15);
+  if (top > 0xffffffff || !ensureMemory(top)) return false;
+  arenaStart = start;
+  sideTop = <usize>top;
   sideLow = sideTop;
-  return ensureMemory(<u64>sideTop);
+  return true;
 }
 
 /**
@@ -69,10 +71,14 @@ export function roomAbove(top: usize, bytes: usize): bool {
   if (<u64>top + <u64>bytes <= <u64>sideLow) return true;
   const used = sideTop - sideLow;
   const needed = <u64>(top - arenaStart) + <u64>bytes + <u64>used + 4096;
+  // Twice the room (moves stay rare), or just what is needed when memory's limit allows no more.
   let capacity = <u64>(sideTop - arenaStart) << 1;
   if (capacity < needed) capacity = needed;
-  const newTop = (<u64>arenaStart + capacity + 15) & ~(<u64>15);
-  if (newTop > 0xffffffff || !ensureMemory(newTop)) return false;
+  let newTop = (<u64>arenaStart + capacity + 15) & ~(<u64>15);
+  if (newTop > 0xffffffff || !ensureMemory(newTop)) {
+    newTop = (<u64>arenaStart + needed + 15) & ~(<u64>15);
+    if (newTop > 0xffffffff || !ensureMemory(newTop)) return false;
+  }
   const delta = <usize>newTop - sideTop;
   memory.copy(sideLow + delta, sideLow, used);
   sideLow += delta;
@@ -110,15 +116,16 @@ export function pushTokens(top: usize, start: u32, end: u32, data: usize, count:
  * returns the header, or 0 when memory is short.
  */
 export function pushLogprobs(scratch: usize, start: u32, end: u32, count: u32): usize {
-  const bytes = <usize>count << 2;
-  // The parse left its values above the tokens: the stack must clear them before they move.
-  if (!roomAbove(scratch, bytes + bytes + HEADER)) return 0;
-  const data = sideLow - HEADER - bytes;
-  memory.copy(data, scratch, bytes);
+  const bytes = <u64>count << 2;
+  // The parse left its values above the tokens; their place on the stack is at or above them
+  // (the copy may overlap them: memory.copy moves), and the header above that.
+  if (<u64>scratch + bytes + <u64>HEADER > 0xffffffff || !roomAbove(scratch, <usize>bytes + HEADER)) return 0;
+  const data = sideLow - HEADER - <usize>bytes;
+  memory.copy(data, scratch, <usize>bytes);
   sideLow -= HEADER;
   writeHeader(sideLow, start, end, count, KIND_F32, data);
   sideLow = data;
-  return sideLow + bytes;
+  return sideLow + <usize>bytes;
 }
 
 function writeHeader(at: usize, start: u32, end: u32, count: u32, kind: u32, data: usize): void {

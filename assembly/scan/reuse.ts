@@ -169,12 +169,14 @@ export function reuse(text: usize, out: usize, inputStart: usize, inputEnd: usiz
     const to = inputStart + <usize>spanEnd(header) - 1;
     const count = <usize>countOf(header);
     if (from + length == to && load<u8>(p + length) == COMMA) {
-      // All of it, and the new array goes on: on into the next array, if it matches too.
+      // All of it, and the new array goes on: on into the next array, if it matches too. (take()
+      // may move the stack the headers are on: the header is found again by its key.)
+      const key = headerKey(header);
       if (!take(dataOf(header), count)) return;
       values += count;
       p += length + 1;
       end = p;
-      header = nextIntArray(header);
+      header = nextIntArray(headerOf(key));
       if (header == 0) break;
       const nextFrom = inputStart + <usize>spanStart(header) + 1;
       const nextTo = inputStart + <usize>spanEnd(header) - 1;

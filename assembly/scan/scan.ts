@@ -21,7 +21,6 @@ import {
   resetArena,
   roomAbove,
   sideLow,
-  sideTop,
   spanEnd,
   spanStart,
 } from "./arena";
@@ -363,20 +362,16 @@ function tryArray(p: usize, kind: i32): usize {
 /** Metadata text (segments between scanned arrays, placeholders in between), then the table. */
 function buildMeta(): bool {
   // Size: the input minus spans plus placeholders: at most that + arrays * (prefix + 12).
-  let spans: usize = 0;
-  for (let h = firstHeader(); h != 0; h = nextHeader(h)) spans += <usize>(spanEnd(h) - spanStart(h));
-  const bound = (inputEnd - inputStart) - spans + <usize>arrays * (<usize>prefixLength + 12) + 16;
-  const needed = bound + <usize>arrays * 12 + 32;
-  // Between the tokens and the side stack when it fits there (a deep rollout's few bytes of
-  // metadata do), else above the stack.
+  let spans: u64 = 0;
+  for (let h = firstHeader(); h != 0; h = nextHeader(h)) spans += <u64>(spanEnd(h) - spanStart(h));
+  const bound = <u64>(inputEnd - inputStart) - spans + <u64>arrays * (<u64>prefixLength + 12) + 16;
+  const needed = bound + <u64>arrays * 12 + 32;
+  // Between the tokens and the side stack, which moves up to make room if need be.
   metaStart = (write + 15) & ~15;
-  if (<u64>metaStart + <u64>needed > <u64>sideLow) {
-    metaStart = (sideTop + 15) & ~15;
-    if (!ensureMemory(<u64>metaStart + <u64>needed)) return false;
-  }
+  if (<u64>metaStart + needed > 0xffffffff || !roomAbove(metaStart, <usize>needed)) return false;
   let out = metaStart;
   let copied = inputStart;
-  tableStart = (metaStart + bound + 3) & ~3;
+  tableStart = (metaStart + <usize>bound + 3) & ~3;
   let header = firstHeader();
   for (let i = 0; i < arrays; i++) {
     const start = inputStart + spanStart(header);

@@ -185,6 +185,20 @@ describe.each([true, false])("LineScanner reusing repeated token text (simd %s)"
     expect(got[2].prompt_token_ids.byteOffset).toBeGreaterThan(got[1].prompt_token_ids.byteOffset);
   });
 
+  it("follows a run on past a copy that moved the arrays' headers", () => {
+    // C repeats G, then B; B is a view over A and G, so taking it copies, and the copy moves
+    // the stack the headers are on while C's run still has B's header to go on from. (The tokens
+    // were picked to read as a logprob header if the moved-from place were read.)
+    const a = Array.from({ length: 4000 }, (_, i) => (i % 2 === 0 ? 805306368 : 1));
+    const g = [200000, 200001, 200002, 200003, 200004];
+    const b = [...a, ...g, 7, 8, 9];
+    const c = [...g, ...b, 5];
+    const text =
+      `{"calls":[{"prompt_token_ids":[${a}],"generation_token_ids":[${g}]},` +
+      `{"prompt_token_ids":[${b}]},{"prompt_token_ids":[${c}]}]}`;
+    expect(callsOf(scanner.scan(encoder.encode(text)))).toEqual(expectedCalls(text));
+  });
+
   it("keeps every array right when the tokens outgrow their first room many times over", () => {
     // Generations that repeat nothing fill the room a line's bytes first give the tokens, so the
     // headers and logprobs above them move up, again and again; each prompt repeats the

@@ -628,8 +628,8 @@ describe("LineScanner zero-copy input", () => {
 describe("LineScanner memory cap", () => {
   it("rejects a line too large for its maxMemory with rollout_too_large, then goes on", async () => {
     const scanner = await LineScanner.create({ maxMemory: 4 * 1024 * 1024 });
-    const tokens = Array.from({ length: 400_000 }, (_, i) => i % 50_000).join(",");
-    // Fits as input (~2.6 MB) but not with its parsed arrays; and one that does not fit at all.
+    const tokens = Array.from({ length: 600_000 }, (_, i) => i % 50_000).join(",");
+    // Fits as input (~3.5 MB) but not with its parsed arrays (2.4 MB); and one that does not fit at all.
     for (const text of [`{"prompt_token_ids":[${tokens}]}`, `{"prompt_token_ids":[${tokens},${tokens}]}`]) {
       const result = scanner.scan(encoder.encode(text));
       expect(result.ok).toBe(false);
@@ -642,6 +642,23 @@ describe("LineScanner memory cap", () => {
       prompt_token_ids: Int32Array;
     };
     expect(Array.from(small.prompt_token_ids)).toEqual([1, 2]);
+  });
+});
+
+describe("LineScanner memory cap, the lines that fit", () => {
+  it("reads a line of metadata only in about twice its length, and tokens in what their values need", async () => {
+    const scanner = await LineScanner.create({ maxMemory: 64 * 1024 * 1024 });
+    // 30.5 MB of text and no array: the line and its metadata text, ~61 MB (more would not fit).
+    const text = `{"note":"${"x".repeat(30_500_000)}"}`;
+    const meta = scanner.scan(encoder.encode(text));
+    expect(meta.ok).toBe(true);
+    // 25 MB of two-digit tokens: the line, then 4 bytes a token, ~58 MB (twice the tokens' room
+    // would not fit).
+    const count = 8_300_000;
+    const tokens = Array.from({ length: count }, (_, i) => 10 + (i % 90)).join(",");
+    const typed = scanner.scan(encoder.encode(`{"prompt_token_ids":[${tokens}]}`));
+    expect(typed.ok).toBe(true);
+    if (typed.ok) expect((typed.value as { prompt_token_ids: Int32Array }).prompt_token_ids.length).toBe(count);
   });
 });
 
