@@ -141,12 +141,19 @@ export function formatF32(x: f32, at: usize): usize {
   // would refuse all six, and the common case (most logprobs need 7-9 digits) skips their
   // divisions.
   const r3 = t9 % 1000;
-  let dropped = r3 > bound && r3 < 1000 - bound ? 2 : 8;
-  let div: u32 = dropped == 2 ? 100 : 100000000;
-  for (; dropped >= 1; dropped--) {
-    const d = candidate(t9, div, bound);
-    if (d != 0 && roundTrips(d, e10 + dropped - 8, target)) return emit(at, bits, d, e10 + dropped - 8);
-    div /= 10;
+  if (r3 > bound && r3 < 1000 - bound) {
+    // The common case, with constant divisors (multiplications once compiled).
+    let d = candidate(t9, 100, bound);
+    if (d != 0 && roundTrips(d, e10 - 6, target)) return emit(at, bits, d, e10 - 6);
+    d = candidate(t9, 10, bound);
+    if (d != 0 && roundTrips(d, e10 - 7, target)) return emit(at, bits, d, e10 - 7);
+  } else {
+    let div: u32 = 100000000;
+    for (let dropped = 8; dropped >= 1; dropped--) {
+      const d = candidate(t9, div, bound);
+      if (d != 0 && roundTrips(d, e10 + dropped - 8, target)) return emit(at, bits, d, e10 + dropped - 8);
+      div /= 10;
+    }
   }
   const d = t9 + (last >= 5 ? 1 : 0);
   if (roundTrips(d, e10 - 8, target)) return emit(at, bits, d, e10 - 8);
