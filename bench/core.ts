@@ -4,7 +4,13 @@ import { pathToFileURL } from "node:url";
 import { Bench } from "tinybench";
 import { init, type Callforest } from "callforest";
 import type { Rollout } from "../src/types.js";
-import { eligibleTokens, generateDeepRollout, generateMediaRollout, generateSmallRollouts } from "./generate.js";
+import {
+  eligibleTokens,
+  generateDeepRollout,
+  generateMediaRollout,
+  generateSmallRollouts,
+  typedRollout as typed,
+} from "./generate.js";
 import { loadExampleRollout } from "./example.js";
 import { ReplayCore, recordForests } from "./replay-core.js";
 import { planRollout } from "../src/plan/plan-rollout.js";
@@ -96,15 +102,6 @@ export interface CoreBenchRow {
 
 export async function runCoreBench(log: (line: string) => void = console.log): Promise<CoreBenchRow[]> {
   const example = loadExampleRollout();
-  const typed = (r: Rollout): Rollout => ({
-    ...r,
-    calls: r.calls.map((c) => ({
-      ...c,
-      prompt_token_ids: Int32Array.from(c.prompt_token_ids),
-      generation_token_ids: Int32Array.from(c.generation_token_ids),
-      generation_log_probs: Float32Array.from(c.generation_log_probs),
-    })),
-  });
   log("generating workloads ...");
   const deep = generateDeepRollout({ targetTokens: 10_000_000 });
   const small = generateSmallRollouts(1000, 1);

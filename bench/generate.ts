@@ -273,6 +273,19 @@ class Simulator {
   }
 }
 
+/** The rollout with every call's arrays as Int32Array/Float32Array (plan()'s staged path takes these). */
+export function typedRollout(r: Rollout): Rollout {
+  return {
+    ...r,
+    calls: r.calls.map((c) => ({
+      ...c,
+      prompt_token_ids: Int32Array.from(c.prompt_token_ids),
+      generation_token_ids: Int32Array.from(c.generation_token_ids),
+      generation_log_probs: Float32Array.from(c.generation_log_probs),
+    })),
+  };
+}
+
 function concat(...parts: Int32Array[]): Int32Array {
   const out = new Int32Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;

@@ -18,14 +18,14 @@
 // the rollout objects each time: it measures a pipeline that holds its calls as flat arrays
 // already, not the cost of building them from objects.
 //   npm run prebench && node build/bench-out/bench/small.js
-// Environment: SMALL_BENCH_ROUNDS (default 12), SMALL_BENCH_BASELINE (default 8205dfe).
+// Environment: SMALL_BENCH_ROUNDS (default 12, at least 2), SMALL_BENCH_BASELINE (default 8205dfe).
 import { loadavg } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Bench } from "tinybench";
 import { init, toRolloutBatch, type Callforest } from "callforest";
-import type { BatchPlan, Plan, Rollout, RolloutBatch } from "../src/types.js";
+import type { BatchPlan, Plan, Rollout, RolloutBatch, Row } from "../src/types.js";
 import { eligibleTokens, generateSixteenCallRollouts } from "./generate.js";
 import { planPlain, type PlainRow } from "./plain-js.js";
 import { baselineBuild, median } from "./rows-process.js";
@@ -85,23 +85,26 @@ function takeAll(result: BatchPlan, batch: Batch): void {
 function checkBatchRows(cf: Callforest, input: RolloutBatch, rollouts: Rollout[]): void {
   const result = cf.planBatch(input);
   rollouts.forEach((rollout, r) => {
-    const expected = planPlain(rollout);
-    const rows = result.rows(r);
-    const same = (a: ArrayLike<number>, b: ArrayLike<number>) =>
-      a.length === b.length && Array.prototype.every.call(a, (v: number, i: number) => Object.is(v, b[i]));
-    const ok =
-      result.reports[r].status === "ok" &&
-      rows.length === expected.length &&
-      rows.every(
-        (row, i) =>
-          row.leaf === expected[i].leaf &&
-          same(row.tokenIds, expected[i].tokenIds) &&
-          same(row.logprobs, expected[i].logprobs) &&
-          same(row.lossMask, expected[i].lossMask),
-      );
-    if (!ok) throw new Error(`wasm planBatch(): ${rollout.rollout_id}: rows differ from the plain-JS peer's`);
+    if (!(result.reports[r].status === "ok" && sameRows(result.rows(r), planPlain(rollout))))
+      throw new Error(`wasm planBatch(): ${rollout.rollout_id}: rows differ from the plain-JS peer's`);
   });
   result.release();
+}
+
+/** Rows with the peer's leaves, tokens, logprobs and masks, value for value. */
+function sameRows(rows: readonly Row[], expected: PlainRow[]): boolean {
+  const same = (a: ArrayLike<number>, b: ArrayLike<number>) =>
+    a.length === b.length && Array.prototype.every.call(a, (v: number, i: number) => Object.is(v, b[i]));
+  return (
+    rows.length === expected.length &&
+    rows.every(
+      (row, i) =>
+        row.leaf === expected[i].leaf &&
+        same(row.tokenIds, expected[i].tokenIds) &&
+        same(row.logprobs, expected[i].logprobs) &&
+        same(row.lossMask, expected[i].lossMask),
+    )
+  );
 }
 
 function viaPeer(rollouts: Rollout[], batch: Batch): Task {
@@ -112,22 +115,9 @@ function viaPeer(rollouts: Rollout[], batch: Batch): Task {
 
 /** Each path's rows, checked equal to the peer's (leaves, tokens, logprobs, masks) before timing. */
 function checkSameRows(name: string, cf: { plan(r: unknown): Plan }, rollouts: Rollout[]): void {
-  const same = (a: ArrayLike<number>, b: ArrayLike<number>) =>
-    a.length === b.length && Array.prototype.every.call(a, (v: number, i: number) => Object.is(v, b[i]));
   for (const rollout of rollouts) {
-    const expected: PlainRow[] = planPlain(rollout);
     const plan = cf.plan(rollout);
-    const rows = plan.rows;
-    const ok =
-      plan.report.status === "ok" &&
-      rows.length === expected.length &&
-      rows.every(
-        (row, i) =>
-          row.leaf === expected[i].leaf &&
-          same(row.tokenIds, expected[i].tokenIds) &&
-          same(row.logprobs, expected[i].logprobs) &&
-          same(row.lossMask, expected[i].lossMask),
-      );
+    const ok = plan.report.status === "ok" && sameRows(plan.rows, planPlain(rollout));
     plan.release();
     if (!ok) throw new Error(`${name}: ${rollout.rollout_id}: rows differ from the plain-JS peer's`);
   }
@@ -257,6 +247,9 @@ export async function runSmallBench(
 ): Promise<SmallBenchResult> {
   const log = options.log ?? ((s: string) => process.stderr.write(`${s}\n`));
   const rounds = options.rounds ?? Number(process.env.SMALL_BENCH_ROUNDS ?? 12);
+  // The first round warms up (its CPU times are not kept): a median needs a second.
+  if (!(Number.isInteger(rounds) && rounds >= 2))
+    throw new Error(`SMALL_BENCH_ROUNDS must be an integer ≥ 2, got ${rounds}`);
   const oldCommit = process.env.SMALL_BENCH_BASELINE ?? "8205dfe";
   const oldName = `${oldCommit} wasm plan()`;
   const loadBefore = loadavg();

@@ -168,40 +168,22 @@ const RARE_CAUSE: Partial<Record<Fault, string>> = { as_text: "special_as_text",
 const RARE = new Set(Object.values(RARE_CAUSE));
 
 /** The causes each model's conversations are built with (12 conversations hold all but the rare ones). */
+const CHAT_CAUSES = [
+  "compaction",
+  "reasoning_dropped",
+  "retokenized",
+  "rewritten",
+  "rewritten_prompt",
+  "special_as_text",
+  "special_token",
+  "stop_duplicated",
+  "whitespace",
+];
 const BUILT: Record<ModelName, string[]> = {
-  qwen3: [
-    "compaction",
-    "reasoning_dropped",
-    "retokenized",
-    "rewritten",
-    "rewritten_prompt",
-    "special_as_text",
-    "special_token",
-    "stop_duplicated",
-    "whitespace",
-  ],
-  llama3_1: [
-    "compaction",
-    "reasoning_dropped",
-    "retokenized",
-    "rewritten",
-    "rewritten_prompt",
-    "special_as_text",
-    "special_token",
-    "stop_duplicated",
-    "whitespace",
-  ],
-  gptoss: [
-    "compaction",
-    "header_rewritten",
-    "reasoning_dropped",
-    "retokenized",
-    "rewritten",
-    "rewritten_prompt",
-    "special_as_text",
-    "special_token",
-    "whitespace",
-  ],
+  qwen3: CHAT_CAUSES,
+  llama3_1: CHAT_CAUSES,
+  // Harmony's tool-call header is built, a doubled stop token is not (sorted: compared so).
+  gptoss: [...CHAT_CAUSES.filter((cause) => cause !== "stop_duplicated"), "header_rewritten"].sort(),
 };
 
 /** A break's causes as one string: the first, then `also`. */

@@ -7,7 +7,7 @@ import { beforeAll, expect, test, vi } from "vitest";
 import { RolloutAssembler } from "../../src/plan/assembler.js";
 import { init, type Callforest } from "../../src/index.js";
 import type { Plan, Rollout } from "../../src/types.js";
-import { generateSixteenCallRollouts } from "../../bench/generate.js";
+import { generateSixteenCallRollouts, typedRollout as typed } from "../../bench/generate.js";
 import { rolloutArb } from "../support/arbitraries.js";
 
 let wasm: Callforest;
@@ -37,16 +37,7 @@ function same(rollout: unknown): void {
   expect(summary(wasm.plan(rollout))).toEqual(summary(ts.plan(rollout)));
 }
 
-/** Every array typed, so every call that has no media, routes or versions is staged with others. */
-const typed = (r: Rollout): Rollout => ({
-  ...r,
-  calls: r.calls.map((c) => ({
-    ...c,
-    prompt_token_ids: Int32Array.from(c.prompt_token_ids),
-    generation_token_ids: Int32Array.from(c.generation_token_ids),
-    generation_log_probs: Float32Array.from(c.generation_log_probs),
-  })),
-});
+// Every array typed (typedRollout), so every call that has no media, routes or versions is staged with others.
 
 test("typed generated forests (media, twins, ties SPEC rejects among them) plan as on the TS core", () => {
   fc.assert(fc.property(rolloutArb().map(typed), same), { numRuns: 300 });

@@ -2,6 +2,7 @@
 import { readFileSync } from "node:fs";
 import type { Callforest } from "../../src/index.js";
 import type { Plan, Rollout } from "../../src/types.js";
+import { typedRollout } from "../../bench/generate.js";
 
 export const EXAMPLE_PATH = new URL("../../examples/login-bug.json", import.meta.url).pathname;
 
@@ -117,16 +118,7 @@ export function packMask(bits: string): Uint8Array {
 
 /** The example with its arrays as Int32Array/Float32Array. */
 export function typedExample(): Rollout {
-  const rollout = loadExample();
-  return {
-    ...rollout,
-    calls: rollout.calls.map((c) => ({
-      ...c,
-      prompt_token_ids: Int32Array.from(c.prompt_token_ids),
-      generation_token_ids: Int32Array.from(c.generation_token_ids),
-      generation_log_probs: Float32Array.from(c.generation_log_probs),
-    })),
-  };
+  return typedRollout(loadExample());
 }
 
 /** Plans a canonical rollout through the builder (each call written into its slot, then committed). */
