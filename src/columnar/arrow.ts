@@ -162,7 +162,9 @@ export function ipcStreamOf(
   const chunks = [...encoder.write(batch), ...encoder.finish()];
   let size = 0;
   for (const chunk of chunks) size += chunk.byteLength;
-  if (scratch.bytes.length < size) scratch.bytes = new Uint8Array(Math.max(size, scratch.bytes.length * 1.5));
+  // With room to spare: the next group's stream, a little larger, then fits too.
+  if (scratch.bytes.length < size)
+    scratch.bytes = new Uint8Array(Math.ceil(Math.max(size * 1.25, scratch.bytes.length * 1.5)));
   const out = scratch.bytes;
   let at = 0;
   for (const chunk of chunks) {

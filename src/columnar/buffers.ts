@@ -88,6 +88,19 @@ export class Growable<T extends TypedArray> {
     this.data = new Type(capacity);
   }
 
+  /**
+   * The filled part, handed out with the buffer under it, and this empty again on a buffer of
+   * its own: as large as the last one (from the recycler when it has one) unless that held more
+   * than `keepBytes`, so a builder that is emptied often does not grow again every time.
+   */
+  detach(keepBytes: number): T {
+    const filled = this.view();
+    const capacity = this.data.byteLength <= keepBytes ? this.data.length : 64;
+    this.data = recycledArray(this.Type, capacity);
+    this.length = 0;
+    return filled;
+  }
+
   /** Room for `more` values past `length`. */
   reserve(more: number): void {
     const need = this.length + more;
@@ -187,5 +200,13 @@ export class BitRun {
 
   view(): Uint8Array {
     return this.bytes.subarray(0, (this.length + 7) >> 3);
+  }
+
+  /** The bits so far, handed out with their buffer, and this empty again on a zeroed one. */
+  detach(): Uint8Array {
+    const filled = this.view();
+    this.bytes = new Uint8Array(Math.max(64, filled.length));
+    this.length = 0;
+    return filled;
   }
 }

@@ -33,7 +33,10 @@ interface Builder {
   appendItems(values: unknown): number;
   appendRange(data: ColumnData, from: number, to: number): void;
   truncate(length: number): void;
+  /** The values so far, as views over this builder's buffers (valid until its next change). */
   finish(): ColumnData;
+  /** The values so far, handed out with their buffers; this starts empty on buffers of its own (see Growable.detach). */
+  detach(keepBytes: number): ColumnData;
 }
 
 type NumericKind = "int32" | "float32" | "float64";
@@ -72,6 +75,9 @@ class NumberBuilder implements Builder {
   finish(): ColumnData {
     return { kind: this.kind, values: this.values.view() } as ColumnData;
   }
+  detach(keepBytes: number): ColumnData {
+    return { kind: this.kind, values: this.values.detach(keepBytes) } as ColumnData;
+  }
 }
 
 class BoolBuilder implements Builder {
@@ -99,6 +105,10 @@ class BoolBuilder implements Builder {
   }
   finish(): ColumnData {
     return { kind: "bool", bits: this.run.view(), length: this.run.length };
+  }
+  detach(): ColumnData {
+    const length = this.run.length;
+    return { kind: "bool", bits: this.run.detach(), length };
   }
 }
 
@@ -157,6 +167,16 @@ class Utf8Builder implements Builder {
     if (this.valid !== null) data.valid = this.valid.view();
     return data;
   }
+  detach(keepBytes: number): ColumnData {
+    const data: ColumnData = {
+      kind: "utf8",
+      offsets: this.offsets.detach(keepBytes),
+      bytes: this.data.detach(keepBytes),
+    };
+    if (this.valid !== null) data.valid = this.valid.detach();
+    this.offsets.push(0);
+    return data;
+  }
 }
 
 class ListBuilder implements Builder {
@@ -209,6 +229,16 @@ class ListBuilder implements Builder {
     if (this.valid !== null) data.valid = this.valid.view();
     return data;
   }
+  detach(keepBytes: number): ColumnData {
+    const data: ColumnData = {
+      kind: "list",
+      offsets: this.offsets.detach(keepBytes),
+      item: this.item.detach(keepBytes),
+    };
+    if (this.valid !== null) data.valid = this.valid.detach();
+    this.offsets.push(0);
+    return data;
+  }
 }
 
 class StructBuilder implements Builder {
@@ -248,6 +278,11 @@ class StructBuilder implements Builder {
   }
   finish(): ColumnData {
     return { kind: "struct", length: this.count, fields: this.fields.map((field) => field.finish()) };
+  }
+  detach(keepBytes: number): ColumnData {
+    const length = this.count;
+    this.count = 0;
+    return { kind: "struct", length, fields: this.fields.map((field) => field.detach(keepBytes)) };
   }
 }
 
@@ -297,7 +332,8 @@ export class RecordColumns<L extends Layout = Layout> {
 
   /**
    * `keepBytes`: buffers that held more than this are let go when emptied (one huge record
-   * must not pin its memory for the rest of the run); smaller ones are kept and refilled.
+   * must not pin its memory for the rest of the run); smaller ones are kept and refilled, or
+   * matched in size by the next ones (finish).
    */
   constructor(
     readonly layout: L,
@@ -360,6 +396,25 @@ export class RecordColumns<L extends Layout = Layout> {
       return;
     }
     this.truncate(0);
+  }
+
+  /**
+   * The columns so far, as a block that owns its buffers: the buffers themselves, not copies,
+   * and this starts empty on buffers as large (from the recycler when it has them), so it does
+   * not regrow for each block; buffers past `keepBytes` are not matched (one huge record must
+   * not pin its size for the rest of the run). For blocks used up on this thread (a row group
+   * written out, then recycled): with no pool, every block's replacement buffers are fresh
+   * memory, where finish() copies into fresh memory only as much as the block holds.
+   */
+  handOff(): ColumnBlock {
+    const block: ColumnBlock = {
+      layout: this.layout,
+      length: this.length,
+      columns: this.builders.map((builder) => builder.detach(this.keepBytes)),
+      weights: this.weights.detach(this.keepBytes),
+    };
+    this.filled = this.measure();
+    return block;
   }
 
   /**
@@ -432,11 +487,18 @@ export function copyBlock(block: ColumnBlock): ColumnBlock {
 
 /**
  * Gives a used-up block's buffers to this thread's recycler (see BufferRecycler), for blocks
- * whose buffers nothing else refers to: those of finish() and copyBlock(), once written (or
- * copied into a row group). Buffers transferred to another thread are skipped (detached).
+ * whose buffers nothing else refers to: those of finish(), once written (or copied into a row
+ * group). Buffers transferred to another thread are skipped (detached).
  */
 export function recycleBlock(block: ColumnBlock): void {
   for (const buffer of blockBuffers(block)) recycler.give(buffer);
+}
+
+/** Column bytes of a block's records (the sum of their weights). */
+export function blockBytes(block: ColumnBlock): number {
+  let total = 0;
+  for (let i = 0; i < block.length; i++) total += block.weights[i];
+  return total;
 }
 
 /** Every buffer a block holds (to transfer it to another thread). */

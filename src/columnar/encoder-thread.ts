@@ -1,23 +1,27 @@
-// The Parquet encoder's own thread (`rows -o x.parquet`): column blocks come in, in order, and
-// go through a ColumnarWriter; the file's bytes go back to the thread that writes them out.
-// Encoding is the costliest step of Parquet output; here it runs beside planning instead of
-// taking turns with it on the thread that routes every piece.
+// The Parquet encoder's own thread (`rows -o x.parquet`): row groups come in, in order, as Arrow
+// IPC streams, and go through parquet-wasm; the file's bytes go back to the thread that writes
+// them out, and so does each stream's buffer, to be filled again. Encoding is the costliest step
+// of Parquet output; here it runs beside planning instead of taking turns with it.
 import { parentPort, workerData } from "node:worker_threads";
 import { errorLine } from "../messages.js";
-import type { ColumnBlock } from "./columns.js";
 import { loadParquet } from "./load-node.js";
-import { ColumnarWriter, type ColumnarWriterOptions } from "./writer.js";
+import { ParquetStreamEncoder } from "./parquet.js";
+import type { ParquetCompression } from "./types.js";
 
-export type ToEncoder = { type: "block"; block: ColumnBlock } | { type: "close" };
+export type ToEncoder = { type: "ipc"; bytes: Uint8Array } | { type: "close" };
 export type FromEncoder =
   | { type: "bytes"; bytes: Uint8Array }
-  | { type: "taken"; groups: number }
-  | { type: "closed"; rows: number; groups: number }
+  | { type: "taken"; buffer: ArrayBuffer }
+  | { type: "closed" }
   | { type: "error"; message: string };
+
+export interface EncoderOptions {
+  compression?: ParquetCompression;
+}
 
 const port = parentPort!;
 const post = (message: FromEncoder, transfer: ArrayBuffer[] = []) => port.postMessage(message, transfer);
-const options = workerData as ColumnarWriterOptions;
+const options = workerData as EncoderOptions;
 
 const output = {
   write(bytes: Uint8Array) {
@@ -28,9 +32,8 @@ const output = {
 };
 
 let failed = false;
-const writer = (async () =>
-  new ColumnarWriter(options, output, options.format === "parquet" ? await loadParquet() : null))();
-let queue: Promise<unknown> = writer.catch((error: unknown) => {
+const encoder = (async () => new ParquetStreamEncoder(await loadParquet(), output, options.compression))();
+let queue: Promise<unknown> = encoder.catch((error: unknown) => {
   failed = true;
   post({ type: "error", message: errorLine(error) });
 });
@@ -39,14 +42,15 @@ port.on("message", (message: ToEncoder) => {
   queue = queue.then(async () => {
     if (failed) return;
     try {
-      if (message.type === "block") {
-        const taking = await writer;
-        await taking.writeBlock(message.block);
-        post({ type: "taken", groups: taking.groups });
+      if (message.type === "ipc") {
+        await (await encoder).write(message.bytes);
+        post({ type: "taken", buffer: message.bytes.buffer as ArrayBuffer }, [message.bytes.buffer as ArrayBuffer]);
       } else {
-        const done = await writer;
-        await done.close();
-        post({ type: "closed", rows: done.rows, groups: done.groups });
+        // The writing thread sends a batch before closing, an empty one if it had none.
+        await (await encoder).finish(() => {
+          throw new Error("the Parquet encoder thread was closed before any batch");
+        });
+        post({ type: "closed" });
       }
     } catch (error) {
       failed = true;

@@ -48,12 +48,23 @@ export function parquetFromIpc(pq: ParquetModule, ipcStream: Uint8Array, compres
   return pq.writeParquet(table, writerProperties(pq, compressionOf(compression)));
 }
 
+/** Where a ColumnarWriter's row groups go to become Parquet: on its thread, or on another. */
+export interface ParquetEncoder {
+  /** One record batch as a whole IPC stream; resolves once the encoder has taken (copied) it. */
+  write(ipcStream: Uint8Array): Promise<void>;
+  /** Ends the file; `emptyBatch` gives the schema when no batch was written. */
+  finish(emptyBatch: () => Uint8Array): Promise<void>;
+  abort(): void;
+  /** Where to put the next stream together, if the encoder takes its buffer as it is (see ipcStreamOf). */
+  readonly scratch?: { bytes: Uint8Array };
+}
+
 /**
  * A streaming Parquet writer: write() takes one batch (as an IPC stream) and resolves once the
  * encoder has taken it; the encoded bytes go to `output` as the encoder makes them, in order.
  * At most one batch waits for the encoder, so memory stays at about two row groups.
  */
-export class ParquetStreamEncoder {
+export class ParquetStreamEncoder implements ParquetEncoder {
   private waiting: ParquetWasm.RecordBatch | null = null;
   private taken: (() => void) | null = null;
   private puller: (() => void) | null = null;

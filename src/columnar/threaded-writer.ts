@@ -1,46 +1,47 @@
-// A ColumnarWriter on its own thread (encoder-thread.ts), for the CLI: blocks are transferred to
-// it in order (at most a few at a time), the encoded bytes come back in order and go to `output`.
+// Parquet encoded on a thread of its own (encoder-thread.ts), for the CLI. Row groups are cut and
+// put in Arrow IPC form on the writing thread, as in-process (so the bytes are the same), and
+// each group's IPC stream is transferred to the encoder; its buffer comes back to be filled
+// again, and the encoded bytes come back in order and go to `output`.
 import { Worker } from "node:worker_threads";
-import { blockBuffers, type ColumnBlock } from "./columns.js";
-import type { FromEncoder, ToEncoder } from "./encoder-thread.js";
+import type { EncoderOptions, FromEncoder, ToEncoder } from "./encoder-thread.js";
+import type { ParquetEncoder } from "./parquet.js";
 import type { Layout } from "./schema.js";
-import type { ByteOutput, ColumnarWriter } from "./types.js";
-import { DEFAULT_GROUP_BYTES, type ColumnarWriterOptions } from "./writer.js";
+import type { ByteOutput } from "./types.js";
+import { ColumnarWriter, DEFAULT_GROUP_BYTES, type ColumnarWriterOptions } from "./writer.js";
 import { threadUrl } from "../thread-url.js";
 
 /**
- * Block bytes handed to the encoder and not yet taken: a row group's worth, so that the next
- * group fills while the last one is encoded (a block is taken only once the group it completes
- * is encoded), and no more, to bound memory.
+ * IPC bytes handed to the encoder and not yet taken: a row group's worth, so that the next
+ * group fills while the last one is encoded, and no more, to bound memory.
  */
 const BYTES_IN_FLIGHT = DEFAULT_GROUP_BYTES;
-/** Encoded bytes waiting for `output` before more blocks are sent. */
+/** Encoded bytes waiting for `output` before more groups are sent. */
 const BYTES_WAITING = 64 << 20;
 
-function blockBytes(block: ColumnBlock): number {
-  let total = 0;
-  for (let i = 0; i < block.length; i++) total += block.weights[i];
-  return total;
-}
-
-export class ThreadedColumnarWriter<L extends Layout = Layout> implements ColumnarWriter<L> {
+class ThreadedParquetEncoder implements ParquetEncoder {
   private readonly worker: Worker;
-  /** Bytes of the blocks sent and not yet taken, oldest first. */
+  /** Bytes of the streams sent and not yet taken, oldest first. */
   private readonly inFlight: number[] = [];
   private inFlightBytes = 0;
   private waiting = 0;
+  /**
+   * Where the writer puts the next group's stream together: a buffer the encoder gave back,
+   * sent on without a copy (the writer grows it when a stream does not fit).
+   */
+  readonly scratch = { bytes: new Uint8Array(0) };
+  private started = false;
   private written: Promise<void> = Promise.resolve();
   private failure: Error | null = null;
   private wake: (() => void) | null = null;
   private closed: (() => void) | null = null;
-  rows = 0;
-  groups = 0;
 
   constructor(
-    options: ColumnarWriterOptions,
+    options: EncoderOptions,
     private readonly output: ByteOutput,
   ) {
-    this.worker = new Worker(threadUrl(import.meta.url, "columnar", "encoder-thread.js"), { workerData: options });
+    this.worker = new Worker(threadUrl(import.meta.url, "columnar", "encoder-thread.js"), {
+      workerData: { compression: options.compression } satisfies EncoderOptions,
+    });
     this.worker.on("message", (message: FromEncoder) => this.receive(message));
     this.worker.on("error", (error) => this.fail(error));
     this.worker.on("exit", (code) => {
@@ -63,13 +64,11 @@ export class ThreadedColumnarWriter<L extends Layout = Layout> implements Column
         this.signal();
       });
     } else if (message.type === "taken") {
-      this.groups = message.groups;
       this.inFlightBytes -= this.inFlight.shift() ?? 0;
+      if (message.buffer.byteLength > this.scratch.bytes.byteLength)
+        this.scratch.bytes = new Uint8Array(message.buffer);
       this.signal();
     } else if (message.type === "closed") {
-      // The encoder's own counts: what was written, not what was sent.
-      this.rows = message.rows;
-      this.groups = message.groups;
       this.closed?.();
     } else {
       this.fail(new Error(message.message));
@@ -92,24 +91,25 @@ export class ThreadedColumnarWriter<L extends Layout = Layout> implements Column
     if (this.failure !== null) throw this.failure;
   }
 
-  async write(): Promise<void> {
-    throw new Error("a threaded columnar writer takes blocks (writeBlock), not records");
-  }
-
-  async writeBlock(block: ColumnBlock): Promise<void> {
+  async write(ipcStream: Uint8Array): Promise<void> {
     this.check();
-    const bytes = blockBytes(block);
+    this.started = true;
+    const bytes = ipcStream.byteLength;
+    // The scratch buffer goes as it is when the stream is in it (not grown out of it meanwhile).
+    const own = ipcStream.buffer === this.scratch.bytes.buffer;
+    if (own) this.scratch.bytes = new Uint8Array(0); // until the encoder gives one back
     while ((this.inFlight.length > 0 && this.inFlightBytes + bytes > BYTES_IN_FLIGHT) || this.waiting > BYTES_WAITING) {
       await new Promise<void>((resolve) => (this.wake = resolve));
       this.check();
     }
+    const sent = own ? ipcStream : ipcStream.slice();
     this.inFlight.push(bytes);
     this.inFlightBytes += bytes;
-    this.rows += block.length;
-    this.worker.postMessage({ type: "block", block } satisfies ToEncoder, blockBuffers(block));
+    this.worker.postMessage({ type: "ipc", bytes: sent } satisfies ToEncoder, [sent.buffer as ArrayBuffer]);
   }
 
-  async close(): Promise<void> {
+  async finish(emptyBatch: () => Uint8Array): Promise<void> {
+    if (!this.started) await this.write(emptyBatch());
     this.check();
     const done = new Promise<void>((resolve) => (this.closed = resolve));
     this.worker.postMessage({ type: "close" } satisfies ToEncoder);
@@ -122,5 +122,16 @@ export class ThreadedColumnarWriter<L extends Layout = Layout> implements Column
   abort(): void {
     this.failure ??= new Error("aborted");
     void this.worker.terminate();
+  }
+}
+
+/**
+ * A Parquet ColumnarWriter whose encoding runs on its own thread. Records and blocks go in as
+ * for any ColumnarWriter (`direct` included: see DirectColumns).
+ */
+export class ThreadedColumnarWriter<L extends Layout = Layout> extends ColumnarWriter<L> {
+  constructor(options: ColumnarWriterOptions & { layout: L }, output: ByteOutput) {
+    if (options.format !== "parquet") throw new TypeError("the threaded columnar writer writes Parquet only");
+    super(options, output, null, new ThreadedParquetEncoder(options, output));
   }
 }

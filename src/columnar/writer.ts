@@ -3,8 +3,8 @@
 // the records (their count and byte weights), never on how they arrived, so the bytes are the
 // same however the input was split among threads.
 import { IpcEncoder, ipcStreamOf, recordBatchOf } from "./arrow.js";
-import { RecordColumns, recycleBlock, type ColumnBlock } from "./columns.js";
-import { ParquetStreamEncoder, type ParquetModule } from "./parquet.js";
+import { RecordColumns, blockBytes, recycleBlock, type ColumnBlock } from "./columns.js";
+import { ParquetStreamEncoder, type ParquetEncoder, type ParquetModule } from "./parquet.js";
 import type { Layout, RecordOf } from "./schema.js";
 import type { ByteOutput, ColumnarFormat, ColumnarWriter as ColumnarWriterType, ParquetCompression } from "./types.js";
 
@@ -28,6 +28,8 @@ export interface ColumnarWriterOptions {
   compression?: ParquetCompression;
   rowGroupRows?: number;
   rowGroupBytes?: number;
+  /** Records will also come through `direct` (see DirectColumns), from a planning thread on this one. */
+  direct?: boolean;
 }
 
 /**
@@ -77,6 +79,27 @@ export class GroupCutter<L extends Layout = Layout> {
     }
   }
 
+  /** Where the records so far end: see rollback. */
+  mark(): CutMark {
+    this.reclaim();
+    return { length: this.group.length, bytes: this.groupBytes };
+  }
+
+  /**
+   * Back to `mark`: the records added since are dropped. `completed` is the first group handed
+   * out since the mark, if one was (its first records are those the group held at the mark).
+   */
+  rollback(mark: CutMark, completed: ColumnBlock | undefined): void {
+    this.reclaim();
+    if (completed === undefined) {
+      this.group.truncate(mark.length);
+    } else {
+      this.group.clear();
+      this.group.addRange(completed, 0, mark.length);
+    }
+    this.groupBytes = mark.bytes;
+  }
+
   /** The last group (possibly empty). */
   end(): ColumnBlock {
     this.reclaim();
@@ -95,48 +118,122 @@ export class GroupCutter<L extends Layout = Layout> {
 
   private take(): ColumnBlock {
     this.groupBytes = 0;
-    if (!this.reuse) return this.group.finish();
+    if (!this.reuse) return this.group.handOff();
     this.handedOut = true;
     return this.group.view();
   }
 }
 
+/** Where the records given to a GroupCutter so far end. */
+export interface CutMark {
+  length: number;
+  bytes: number;
+}
+
+/**
+ * A writer's row groups filled straight from a plan's records on the writer's own thread (`rows`
+ * writing Arrow IPC in-process), with no block of columns in between: add() copies a record's
+ * arrays into the open group at once, as it must while the plan is live, and the groups that
+ * completes wait in a queue for drain() to encode. A rollout that fails half-way is undone with
+ * mark() and rollback().
+ */
+export interface DirectColumns<L extends Layout = Layout> {
+  add(record: RecordOf<L>): void;
+  /** Column bytes of the completed groups waiting for drain(). */
+  readonly bytes: number;
+  mark(): DirectMark;
+  rollback(mark: DirectMark): void;
+  /** Encodes and writes the completed groups. */
+  drain(): Promise<void>;
+}
+
+export interface DirectMark {
+  queued: number;
+  cut: CutMark;
+}
+
 export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriterType<L> {
   private readonly cutter: GroupCutter<L>;
   private readonly ipc: IpcEncoder | null;
-  private readonly parquet: ParquetStreamEncoder | null;
+  private readonly parquet: ParquetEncoder | null;
+  /** Whether each group owns its buffers (else they are the next group's). */
+  private readonly ownGroups: boolean;
   private closed = false;
   /** Where each group's IPC stream is put together for the Parquet encoder (reused: it copies it in). */
   private readonly scratch = { bytes: new Uint8Array(0) };
+  /** Groups completed by direct.add() and not yet encoded. */
+  private readonly queued: ColumnBlock[] = [];
+  private queuedBytes = 0;
   /** Records written so far. */
   rows = 0;
   /** Row groups (record batches) written so far. */
   groups = 0;
+  /** With the `direct` option. */
+  readonly direct: DirectColumns<L> | null;
 
   constructor(
     readonly options: ColumnarWriterOptions & { layout: L },
     private readonly output: ByteOutput,
     pq: ParquetModule | null,
+    encoder: ParquetEncoder | null = null,
   ) {
     const { format, layout } = options;
     if (!COLUMNAR_FORMATS.includes(format))
       throw new TypeError(`format must be parquet, arrow or arrows, got ${JSON.stringify(format)}`);
-    // Parquet copies each group (into the encoder) before the next: its buffers are reused. IPC
-    // chunks refer to them until written out: each group gets its own.
-    this.cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes, format === "parquet");
+    // IPC chunks refer to a group's buffers until written out, and groups may wait in a queue
+    // (direct): each group gets its own buffers. Parquet copies a group (into the encoder)
+    // before the next, so otherwise its buffers are reused.
+    this.ownGroups = format !== "parquet" || options.direct === true;
+    this.cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes, !this.ownGroups);
     if (format === "parquet") {
-      if (pq === null) throw new TypeError("Parquet output needs the parquet-wasm module");
+      if (encoder === null && pq === null) throw new TypeError("Parquet output needs the parquet-wasm module");
       this.ipc = null;
-      this.parquet = new ParquetStreamEncoder(pq, output, options.compression);
+      this.parquet = encoder ?? new ParquetStreamEncoder(pq!, output, options.compression);
     } else {
       this.ipc = new IpcEncoder(layout, format === "arrow" ? "file" : "stream");
       this.parquet = null;
+    }
+    this.direct = options.direct === true ? this.directColumns() : null;
+  }
+
+  private directColumns(): DirectColumns<L> {
+    const writer = this;
+    return {
+      add: (record) => {
+        writer.checkOpen();
+        const group = writer.cutter.add(record);
+        if (group === null) return;
+        writer.queued.push(group);
+        writer.queuedBytes += blockBytes(group);
+      },
+      get bytes() {
+        return writer.queuedBytes;
+      },
+      mark: () => ({ queued: writer.queued.length, cut: writer.cutter.mark() }),
+      rollback: (mark) => {
+        const dropped = writer.queued.splice(mark.queued);
+        writer.cutter.rollback(mark.cut, dropped[0]);
+        for (const group of dropped) {
+          writer.queuedBytes -= blockBytes(group);
+          recycleBlock(group);
+        }
+      },
+      drain: () => writer.drain(),
+    };
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queued.length > 0) {
+      const group = this.queued.shift()!;
+      this.queuedBytes -= blockBytes(group);
+      await this.encode(group);
     }
   }
 
   /** Writes records (views into a plan: write them before `plan.release()`). */
   async write(records: Iterable<RecordOf<L>>): Promise<void> {
     this.checkOpen();
+    await this.drain();
     for (const record of records) {
       const group = this.cutter.add(record);
       if (group !== null) await this.encode(group);
@@ -146,6 +243,7 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   /** Writes the records of a block (built elsewhere, e.g. on a worker thread). */
   async writeBlock(block: ColumnBlock): Promise<void> {
     this.checkOpen();
+    await this.drain();
     for (const group of this.cutter.addBlock(block)) await this.encode(group);
   }
 
@@ -154,7 +252,9 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
     this.rows += group.length;
     this.groups++;
     if (this.parquet !== null) {
-      await this.parquet.write(ipcStreamOf(this.options.layout, batch, this.scratch));
+      const stream = ipcStreamOf(this.options.layout, batch, this.parquet.scratch ?? this.scratch);
+      if (this.ownGroups) recycleBlock(group); // copied into the stream
+      await this.parquet.write(stream);
       return;
     }
     // The IPC chunks are views of the group's buffers (its own: see GroupCutter), which are
@@ -170,6 +270,7 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   /** Writes what is left and the file's end (footer); resolves once every byte is out. */
   async close(): Promise<void> {
     this.checkOpen();
+    await this.drain();
     this.closed = true;
     const last = this.cutter.end();
     if (last.length > 0) await this.encode(last);

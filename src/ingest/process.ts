@@ -17,6 +17,7 @@ import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch,
 import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
 import { RecordColumns, type ColumnBlock } from "../columnar/columns.js";
+import type { DirectColumns } from "../columnar/writer.js";
 
 /** How lines are parsed: the WASM scanner (token arrays straight to typed arrays) or JSON.parse. */
 export type ReaderName = "scan" | "json";
@@ -173,8 +174,10 @@ export class LineProcessor {
   /** A scanner a line grew past this is replaced before the next line (see KEPT_MEMORY_MAX_BYTES). */
   private readonly keepScannerBytes = KEPT_MEMORY_MAX_BYTES;
   private readonly rowBytes = new RowBytes();
-  /** With `columns`: the records since the last piece. */
+  /** With `columns`: the records since the last piece (none with `direct`). */
   private readonly columns: RecordColumns | null;
+  /** With `columns` on the writer's own thread: the writer's groups, filled in place. */
+  private readonly direct: DirectColumns | null;
   /** What each rollout becomes (--layout, --capacity), and the plan options that make it. */
   private readonly kind: "rows" | "trees" | "bins";
   private readonly planOptions: Omit<PlanOptions, "line">;
@@ -195,11 +198,13 @@ export class LineProcessor {
     private readonly cf: Callforest,
     private readonly serializer: RowSerializer,
     private readonly options: IngestOptions,
+    direct: DirectColumns | null,
   ) {
     this.kind = options.layout !== "packed" ? "rows" : options.capacity === undefined ? "trees" : "bins";
     this.planOptions =
       this.kind === "rows" ? {} : this.kind === "trees" ? { trees: true } : { capacity: options.capacity };
-    this.columns = options.columns ? new RecordColumns(this.kind) : null;
+    this.direct = options.columns ? direct : null;
+    this.columns = options.columns && this.direct === null ? new RecordColumns(this.kind) : null;
     this.context = {
       ...(options.tokensDir === undefined ? {} : { tokens: tokenDirectory(options.tokensDir) }),
       ...(options.mediaTokens === undefined ? {} : { mediaTokens: options.mediaTokens }),
@@ -214,10 +219,14 @@ export class LineProcessor {
     return this.inputContext.context;
   }
 
-  /** Its own instances: the core (per `backend`), the row writer and, for `scan`, the scanner. */
-  static async create(options: IngestOptions): Promise<LineProcessor> {
+  /**
+   * Its own instances: the core (per `backend`), the row writer and, for `scan`, the scanner.
+   * With `direct` (columnar output written on this thread), records go straight into the
+   * writer's groups, and pieces carry no columns: the writer's drain() writes them.
+   */
+  static async create(options: IngestOptions, direct: DirectColumns | null = null): Promise<LineProcessor> {
     const [cf, serializer] = await Promise.all([init({ backend: options.backend }), RowSerializer.create()]);
-    const processor = new LineProcessor(cf, serializer, options);
+    const processor = new LineProcessor(cf, serializer, options, direct);
     if (options.reader === "scan") processor.scanner = await LineScanner.create();
     return processor;
   }
@@ -257,7 +266,7 @@ export class LineProcessor {
       if (this.scanner === null) await this.ensureScanner(); // no await per line otherwise
       this.processLine(batch.bytes.subarray(start, end), `${name}:${line}`, line);
       // Hand on output as it grows (a huge rollout's rows, or many small ones).
-      if (this.rowBytes.size >= FLUSH_BYTES || (this.columns !== null && this.columns.bytes >= FLUSH_BYTES))
+      if (this.rowBytes.size >= FLUSH_BYTES || (this.columns?.bytes ?? this.direct?.bytes ?? 0) >= FLUSH_BYTES)
         await flush(this.take(Math.min(end + 1, batch.bytes.length), false));
     }
     await flush(this.take(batch.bytes.length, true));
@@ -414,6 +423,7 @@ export class LineProcessor {
     if (result.ok) {
       const mark = this.rowBytes.mark();
       const columnMark = this.columns?.length ?? 0;
+      const directMark = this.direct?.mark();
       try {
         const { writer, maskFormat } = this.options;
         report = usePlan(
@@ -426,6 +436,10 @@ export class LineProcessor {
             this.rowCount += records.length;
             if (this.columns !== null) {
               for (const record of records) this.columns.add(record as never);
+              return report;
+            }
+            if (this.direct !== null) {
+              for (const record of records) this.direct.add(record as never);
               return report;
             }
             for (const record of records) {
@@ -448,6 +462,7 @@ export class LineProcessor {
         if (!isOutOfMemory(error)) throw error;
         this.rowBytes.rollback(mark);
         this.columns?.truncate(columnMark);
+        if (directMark !== undefined) this.direct!.rollback(directMark);
         report = reportOfImportRejection(
           tooLarge(`the rollout does not fit in memory (${errorLine(error)})`, result.rollout.rollout_id),
           line,

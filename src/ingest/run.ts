@@ -18,6 +18,7 @@ import { WorkerPool } from "./pool.js";
 import { LineProcessor, maxLineBytes, type IngestOptions, type Piece } from "./process.js";
 import type { ByteSink } from "./sink.js";
 import { recycleBlock, type ColumnBlock } from "../columnar/columns.js";
+import type { DirectColumns } from "../columnar/writer.js";
 
 export interface RunOptions extends IngestOptions {
   /** Worker threads; 1 plans in-process. */
@@ -40,7 +41,11 @@ export interface RunSinks {
    * Columnar output (options.columns): each piece's records, in input order. Once writeBlock
    * resolves, the block's buffers may be reused (recycleBlock): it copies them or transfers them.
    */
-  columns?: { writeBlock(block: ColumnBlock): Promise<void> };
+  columns?: {
+    writeBlock(block: ColumnBlock): Promise<void>;
+    /** Where records planned on this thread go instead of blocks, when the writer is on it too. */
+    readonly direct?: DirectColumns | null;
+  };
   /** Null: no report file. */
   report: ByteSink | null;
   /** Rejection notes (stderr). */
@@ -111,6 +116,8 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
     if (piece.columns !== undefined) {
       await sinks.columns!.writeBlock(piece.columns);
       recycleBlock(piece.columns);
+    } else {
+      await sinks.columns?.direct?.drain(); // the groups this thread's records completed
     }
     if (piece.reports !== "" && sinks.report !== null) await sinks.report.write(piece.reports);
     if (piece.notes !== "") sinks.notes(piece.notes);
@@ -120,7 +127,7 @@ export async function runRows(inputs: readonly string[], options: RunOptions, si
 
   const files = inputsOrStdin(inputs);
   let local: LineProcessor | null = null;
-  const inProcess = async () => (local ??= await LineProcessor.create(options));
+  const inProcess = async () => (local ??= await LineProcessor.create(options, sinks.columns?.direct ?? null));
   const recycleLocal = (buffer: ArrayBuffer) => local?.giveBlock(buffer);
   const chunk = options.chunk ?? DEFAULT_CHUNK;
   const buffers = new BufferPool(chunk);

@@ -59,9 +59,9 @@ describe("BufferRecycler under the Arrow IPC writer", () => {
         return copy as unknown as Row;
       }),
     );
-    // Three groups of the same sizes: the rows, the rows reversed (other bytes in buffers of the
-    // same sizes, which a buffer reused too early would show), and the rows again.
-    const groups = [rows, [...rows].reverse(), rows];
+    // Groups of the same sizes: the rows, the rows reversed (other bytes in buffers of the same
+    // sizes, which a buffer reused too early would show), and so on.
+    const groups = [rows, [...rows].reverse(), rows, [...rows].reverse()];
     recycler.setLimit(32 << 20);
     const output = new LateOutput();
     const writer = new ColumnarWriter({ format: "arrows", layout: "rows", rowGroupRows: rows.length }, output, null);
@@ -83,15 +83,17 @@ describe("BufferRecycler under the Arrow IPC writer", () => {
     const reused = take.mock.results.map((result) => result.value).filter((buffer) => buffer !== null);
     take.mockRestore();
     const earlier = new Set([...largeBuffers(first), ...largeBuffers(second)]);
-    // Buffers of the written groups are handed out again, and the third group's chunks are over them.
+    // Buffers of the written groups are handed out again (a finished group's builder takes the
+    // next group's buffers as it hands out its own), and the fourth group's chunks are over them.
     expect(reused.some((buffer) => earlier.has(buffer))).toBe(true);
+    await writer.write(groups[3]);
     expect([...largeBuffers(output.pending)].some((buffer) => earlier.has(buffer))).toBe(true);
 
     await writer.close();
     output.flush();
     // Read back by another library: every group whole, the recycled ones too.
     const table = tableFromIPC(output.bytes(), { useProxy: false });
-    expect(table.numRows).toBe(3 * rows.length);
+    expect(table.numRows).toBe(groups.length * rows.length);
     const records = table.toArray() as { rollout_id: string; row: number; token_ids: ArrayLike<number> }[];
     const key = (id: string, row: number, tokens: ArrayLike<number>) => `${id}/${row}/${Array.from(tokens).join(",")}`;
     const expected = groups.flat().map((row) => key(row.rolloutId, row.index, row.tokenIds));

@@ -29,6 +29,7 @@ import { countOf } from "../../messages.js";
 import { parseRowsOutput, type RowsOutput } from "../output-format.js";
 import type { ByteSink } from "../../ingest/sink.js";
 import type { ColumnarWriter } from "../../columnar/types.js";
+import type { DirectColumns } from "../../columnar/writer.js";
 import { loadFeature, loadFeatureSync } from "../../optional-dependency.js";
 
 interface RowsOptions extends InputOptions {
@@ -135,44 +136,50 @@ function parseReader(text: string | undefined, backend: string): ReaderName {
 }
 
 /**
- * Column buffers `rows` keeps for reuse when it writes Arrow IPC (see BufferRecycler). On the
- * mix (bench/versus.ts) 32 MiB spares about 5,500 first touches of pages for no more peak memory
- * than noise (+4 MB at most); 64 MiB spares 9,000 but adds 16 MB to the peak.
+ * Column buffers `rows` keeps for reuse when it writes Parquet or Arrow IPC (see BufferRecycler):
+ * row groups' buffers, once written (Arrow) or put in IPC form for the encoder (Parquet). On the
+ * mix (bench/versus.ts) a larger pool spared no more first touches.
  */
 const RECYCLED_COLUMN_BYTES = 32 << 20;
 
 /**
  * The columnar writer for `output`, writing to `sink` (apache-arrow and parquet-wasm load only
  * now), and `release`, which undoes what opening it set up on this thread: call it once the writer
- * is done with, however it ended. Parquet is encoded on a thread of its own, beside planning;
- * Arrow IPC costs little more than copying and stays on this one.
+ * is done with, however it ended. Row groups are filled on this thread, straight from the records
+ * planned here (DirectColumns) or from the blocks of worker threads, with column buffers refilled
+ * rather than fresh ones touched (BufferRecycler; for this writer only: a library writer later on
+ * this thread, with `rows` run in-process, must not inherit the pool). Parquet is encoded on a
+ * thread of its own, beside planning; Arrow IPC costs little more than copying and stays here.
  */
 async function openColumnar(
   output: RowsOutput,
   layout: "rows" | "trees" | "bins",
   sink: ByteSink,
-): Promise<{ columns: ColumnarWriter; release: () => void }> {
+): Promise<{ columns: ColumnarWriter & { direct: DirectColumns | null }; release: () => void }> {
   const options = {
     format: output.format as "parquet" | "arrow" | "arrows",
     layout,
     compression: output.compression,
     rowGroupRows: output.rowGroupRows,
+    direct: true,
   };
   const bytes = { write: (chunk: Uint8Array, written?: () => void) => sink.write(chunk, written) };
   // Checked here, in one line, before the encoder thread would fail on a missing package.
-  const [{ ColumnarWriter }, { parquetWasmPath }] = await loadFeature("Parquet and Arrow output", () =>
-    Promise.all([import("../../columnar/writer.js"), import("../../columnar/load-node.js")]),
+  const [{ ColumnarWriter }, { parquetWasmPath }, { recycler }] = await loadFeature("Parquet and Arrow output", () =>
+    Promise.all([
+      import("../../columnar/writer.js"),
+      import("../../columnar/load-node.js"),
+      import("../../columnar/buffers.js"),
+    ]),
   );
+  let columns: ColumnarWriter & { direct: DirectColumns | null };
   if (output.format === "parquet") {
     loadFeatureSync("Parquet and Arrow output", parquetWasmPath);
     const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
-    return { columns: new ThreadedColumnarWriter(options, bytes), release: () => {} };
+    columns = new ThreadedColumnarWriter(options, bytes);
+  } else {
+    columns = new ColumnarWriter(options, bytes, null);
   }
-  // Arrow IPC is written on this thread, which builds the columns too: used-up column buffers are
-  // refilled rather than fresh ones touched (see BufferRecycler). For this writer only: a library
-  // writer later on this thread (`rows` run in-process) must not inherit the pool.
-  const { recycler } = await import("../../columnar/buffers.js");
-  const columns = new ColumnarWriter(options, bytes, null);
   const previous = recycler.limit;
   recycler.setLimit(RECYCLED_COLUMN_BYTES);
   return { columns, release: () => recycler.setLimit(previous) };
