@@ -95,16 +95,28 @@ function loadColumnar<T>(load: () => Promise<T>): Promise<T> {
   return loadFeature("Parquet and Arrow output", load);
 }
 
+let codec: Promise<import("./arrow.js").ArrowCodec> | null = null;
+
+/** apache-arrow as callers import it (its ES modules): the tables handed out are of their build. */
+function arrowCodec(): Promise<import("./arrow.js").ArrowCodec> {
+  codec ??= loadColumnar(async () => {
+    const [{ ArrowCodec }, arrow] = await Promise.all([import("./arrow.js"), import("apache-arrow")]);
+    return new ArrowCodec(arrow);
+  });
+  codec.catch(() => (codec = null)); // a missing package is named again next time
+  return codec;
+}
+
 /**
  * The API, loading parquet-wasm with `loadParquet` when Parquet is first asked for (typed
  * loosely here so that the package's declarations never reach parquet-wasm's).
  */
 export function columnarApi(loadParquet: () => Promise<unknown>): ColumnarApi {
   const createColumnarWriter: ColumnarApi["createColumnarWriter"] = async (output, options) => {
-    const { ColumnarWriter } = await loadColumnar(() => import("./writer.js"));
-    const pq =
-      options.format === "parquet" ? ((await loadColumnar(loadParquet)) as import("./parquet.js").ParquetModule) : null;
-    return new ColumnarWriter(options, output, pq);
+    const [{ ColumnarWriter }, arrow] = await Promise.all([loadColumnar(() => import("./writer.js")), arrowCodec()]);
+    if (options.format !== "parquet") return new ColumnarWriter(options, output, { arrow });
+    const parquet = (await loadColumnar(loadParquet)) as import("./parquet.js").ParquetModule;
+    return new ColumnarWriter(options, output, { arrow, parquet });
   };
   /** Every byte `format` gives for the input, through the same writer the CLI streams with. */
   const bytesOf = async (input: ColumnarInput, options: ParquetOptions & { format: ColumnarFormat }) => {
@@ -121,9 +133,7 @@ export function columnarApi(loadParquet: () => Promise<unknown>): ColumnarApi {
   };
   return {
     async toArrowTable(input, options = {}) {
-      const [{ GroupCutter }, { tableOf }] = await loadColumnar(() =>
-        Promise.all([import("./writer.js"), import("./arrow.js")]),
-      );
+      const [{ GroupCutter }, arrow] = await Promise.all([loadColumnar(() => import("./writer.js")), arrowCodec()]);
       const { layout, records } = recordsOf(input, options.layout);
       const cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes);
       const groups = [];
@@ -133,7 +143,7 @@ export function columnarApi(loadParquet: () => Promise<unknown>): ColumnarApi {
       }
       const last = cutter.end();
       if (last.length > 0 || groups.length === 0) groups.push(last);
-      return tableOf(layout, groups);
+      return arrow.table(layout, groups);
     },
     toArrowIPC: (input, options = {}) =>
       bytesOf(input, { ...options, format: options.format === "stream" ? "arrows" : "arrow" }),

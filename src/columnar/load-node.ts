@@ -2,6 +2,7 @@
 // build browsers fetch, so both write the same bytes).
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import type { ArrowLibrary } from "./arrow.js";
 import type { ParquetModule } from "./parquet.js";
 
 let loading: Promise<ParquetModule> | null = null;
@@ -19,4 +20,14 @@ export function loadParquet(): Promise<ParquetModule> {
     return pq;
   })();
   return loading;
+}
+
+/**
+ * apache-arrow's one-file build, the same release as the ES modules callers import: the CLI
+ * loads it in about a fifth of the time their 158 modules take (28 against 140 ms, measured),
+ * which every `rows` run writing Parquet or Arrow pays. Throws MODULE_NOT_FOUND when apache-arrow
+ * is not installed.
+ */
+export function loadArrowBundle(): ArrowLibrary {
+  return createRequire(import.meta.url)("apache-arrow/Arrow.esnext.min") as ArrowLibrary;
 }

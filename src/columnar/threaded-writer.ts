@@ -3,6 +3,7 @@
 // each group's IPC stream is transferred to the encoder; its buffer comes back to be filled
 // again, and the encoded bytes come back in order and go to `output`.
 import { Worker } from "node:worker_threads";
+import type { ArrowCodec } from "./arrow.js";
 import type { EncoderOptions, FromEncoder, ToEncoder } from "./encoder-thread.js";
 import type { ParquetEncoder } from "./parquet.js";
 import type { Layout } from "./schema.js";
@@ -130,8 +131,8 @@ class ThreadedParquetEncoder implements ParquetEncoder {
  * for any ColumnarWriter (`direct` included: see DirectColumns).
  */
 export class ThreadedColumnarWriter<L extends Layout = Layout> extends ColumnarWriter<L> {
-  constructor(options: ColumnarWriterOptions & { layout: L }, output: ByteOutput) {
+  constructor(options: ColumnarWriterOptions & { layout: L }, output: ByteOutput, arrow: ArrowCodec) {
     if (options.format !== "parquet") throw new TypeError("the threaded columnar writer writes Parquet only");
-    super(options, output, null, new ThreadedParquetEncoder(options, output));
+    super(options, output, { arrow, encoder: new ThreadedParquetEncoder(options, output) });
   }
 }

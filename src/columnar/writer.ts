@@ -2,7 +2,7 @@
 // Arrow IPC bytes out, a row group (record batch) at a time. Where a group ends depends only on
 // the records (their count and byte weights), never on how they arrived, so the bytes are the
 // same however the input was split among threads.
-import { IpcEncoder, ipcStreamOf, recordBatchOf } from "./arrow.js";
+import type { ArrowCodec, IpcEncoder } from "./arrow.js";
 import { RecordColumns, blockBytes, recycleBlock, type ColumnBlock } from "./columns.js";
 import { ParquetStreamEncoder, type ParquetEncoder, type ParquetModule } from "./parquet.js";
 import type { Layout, RecordOf } from "./schema.js";
@@ -152,10 +152,21 @@ export interface DirectMark {
   cut: CutMark;
 }
 
+/** What a ColumnarWriter writes with. */
+export interface WriterLibraries {
+  /** The apache-arrow build (Arrow IPC, and the IPC form parquet-wasm reads). */
+  arrow: ArrowCodec;
+  /** parquet-wasm, for Parquet encoded on this thread ... */
+  parquet?: ParquetModule;
+  /** ... or where Parquet is encoded instead (another thread). */
+  encoder?: ParquetEncoder;
+}
+
 export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriterType<L> {
   private readonly cutter: GroupCutter<L>;
   private readonly ipc: IpcEncoder | null;
   private readonly parquet: ParquetEncoder | null;
+  private readonly arrow: ArrowCodec;
   /** Whether each group owns its buffers (else they are the next group's). */
   private readonly ownGroups: boolean;
   private closed = false;
@@ -174,9 +185,9 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   constructor(
     readonly options: ColumnarWriterOptions & { layout: L },
     private readonly output: ByteOutput,
-    pq: ParquetModule | null,
-    encoder: ParquetEncoder | null = null,
+    using: WriterLibraries,
   ) {
+    this.arrow = using.arrow;
     const { format, layout } = options;
     if (!COLUMNAR_FORMATS.includes(format))
       throw new TypeError(`format must be parquet, arrow or arrows, got ${JSON.stringify(format)}`);
@@ -186,11 +197,12 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
     this.ownGroups = format !== "parquet" || options.direct === true;
     this.cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes, !this.ownGroups);
     if (format === "parquet") {
-      if (encoder === null && pq === null) throw new TypeError("Parquet output needs the parquet-wasm module");
+      if (using.encoder === undefined && using.parquet === undefined)
+        throw new TypeError("Parquet output needs the parquet-wasm module");
       this.ipc = null;
-      this.parquet = encoder ?? new ParquetStreamEncoder(pq!, output, options.compression);
+      this.parquet = using.encoder ?? new ParquetStreamEncoder(using.parquet!, output, options.compression);
     } else {
-      this.ipc = new IpcEncoder(layout, format === "arrow" ? "file" : "stream");
+      this.ipc = this.arrow.ipcEncoder(layout, format === "arrow" ? "file" : "stream");
       this.parquet = null;
     }
     this.direct = options.direct === true ? this.directColumns() : null;
@@ -248,11 +260,11 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   }
 
   private async encode(group: ColumnBlock): Promise<void> {
-    const batch = recordBatchOf(group);
+    const batch = this.arrow.recordBatch(group);
     this.rows += group.length;
     this.groups++;
     if (this.parquet !== null) {
-      const stream = ipcStreamOf(this.options.layout, batch, this.parquet.scratch ?? this.scratch);
+      const stream = this.arrow.ipcStream(this.options.layout, batch, this.parquet.scratch ?? this.scratch);
       if (this.ownGroups) recycleBlock(group); // copied into the stream
       await this.parquet.write(stream);
       return;
@@ -276,7 +288,7 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
     if (last.length > 0) await this.encode(last);
     if (this.parquet !== null) {
       // No batch at all: an empty one, for the schema.
-      await this.parquet.finish(() => ipcStreamOf(this.options.layout, recordBatchOf(last)));
+      await this.parquet.finish(() => this.arrow.ipcStream(this.options.layout, this.arrow.recordBatch(last)));
       return;
     }
     for (const chunk of this.ipc!.finish()) await this.output.write(chunk);

@@ -7,8 +7,9 @@ import { describe, expect, test } from "vitest";
 import { createColumnarWriter, init, toArrowIPC, toArrowTable, toParquet, type Plan } from "../../src/index.js";
 import { copyBits } from "../../src/columnar/buffers.js";
 import { RecordColumns, type ColumnBlock } from "../../src/columnar/columns.js";
-import { GroupCutter } from "../../src/columnar/writer.js";
-import { recordBatchOf, ipcStreamOf } from "../../src/columnar/arrow.js";
+import { ColumnarWriter, GroupCutter } from "../../src/columnar/writer.js";
+import { loadArrowBundle, loadParquet } from "../../src/columnar/load-node.js";
+import { ArrowCodec } from "../../src/columnar/arrow.js";
 import { generateMediaRollout, generateSmallRollouts } from "../../bench/generate.js";
 import { cli, tempDir } from "../ingest/cli.js";
 import { LOGIN_BUG, ROOT } from "../support/fixtures.js";
@@ -18,6 +19,7 @@ import { ThreadedColumnarWriter } from "../../src/columnar/threaded-writer.js";
 import type { ColumnarWriter as ColumnarWriterType } from "../../src/columnar/types.js";
 
 const cf = await init();
+const codec = new ArrowCodec(await import("apache-arrow"));
 const example = JSON.parse(readFileSync(LOGIN_BUG, "utf8"));
 
 /** Plans of a varied batch (the example, small generated rollouts, a media-heavy one), with trees and bins. */
@@ -67,7 +69,7 @@ describe("row groups", () => {
       const planned = plans();
       const records = planned.flatMap(recordsOf);
       const bytesOf = (groups: ColumnBlock[]) =>
-        groups.map((group) => Buffer.from(ipcStreamOf(layout, recordBatchOf(group))).toString("base64"));
+        groups.map((group) => Buffer.from(codec.ipcStream(layout, codec.recordBatch(group))).toString("base64"));
       const oneByOne = (rows: number, bytes: number) => {
         const cutter = new GroupCutter(layout, rows, bytes);
         const groups = records
@@ -115,7 +117,7 @@ describe("row groups", () => {
       const alone = (part: readonly unknown[]) => {
         const columns = new RecordColumns(layout);
         for (const record of part) columns.add(record as never);
-        return Buffer.from(ipcStreamOf(layout, recordBatchOf(columns.finish()))).toString("base64");
+        return Buffer.from(codec.ipcStream(layout, codec.recordBatch(columns.finish()))).toString("base64");
       };
       const columns = new RecordColumns(layout, 0); // every finish() hands out its buffers
       for (const record of records.slice(0, half)) columns.add(record as never);
@@ -123,10 +125,10 @@ describe("row groups", () => {
       for (const record of records.slice(half)) columns.add(record as never);
       const second = columns.finish();
       expect(first.length).toBe(half);
-      expect(Buffer.from(ipcStreamOf(layout, recordBatchOf(first))).toString("base64")).toBe(
+      expect(Buffer.from(codec.ipcStream(layout, codec.recordBatch(first))).toString("base64")).toBe(
         alone(records.slice(0, half)),
       );
-      expect(Buffer.from(ipcStreamOf(layout, recordBatchOf(second))).toString("base64")).toBe(
+      expect(Buffer.from(codec.ipcStream(layout, codec.recordBatch(second))).toString("base64")).toBe(
         alone(records.slice(half)),
       );
       for (const plan of planned) plan.release();
@@ -315,11 +317,39 @@ test("the CLI's threaded writer: the same bytes, row and group counts as the in-
     inProcess,
   );
   const got = await written(
-    new ThreadedColumnarWriter(options, { write: (chunk) => void threaded.push(chunk) }),
+    new ThreadedColumnarWriter(options, { write: (chunk) => void threaded.push(chunk) }, codec),
     threaded,
   );
   expect(expected.groups).toBeGreaterThan(2);
   expect(got.rows).toBe(expected.rows);
   expect(got.groups).toBe(expected.groups);
   expect(got.bytes.equals(expected.bytes)).toBe(true);
+});
+
+test("the CLI's apache-arrow build (its one-file bundle) writes the bytes the library's ES modules do", async () => {
+  const esm = await import("apache-arrow");
+  const bundle = loadArrowBundle();
+  expect(bundle.Table).not.toBe(esm.Table); // two builds, not one module twice
+  const pq = await loadParquet();
+  const planned = plans();
+  for (const layout of ["rows", "trees", "bins"] as const) {
+    const records = planned.flatMap((plan): readonly unknown[] =>
+      layout === "rows" ? plan.rows : layout === "trees" ? plan.trees : plan.bins,
+    );
+    for (const format of ["arrow", "arrows", "parquet"] as const) {
+      const bytesWith = async (arrow: ArrowCodec) => {
+        const chunks: Uint8Array[] = [];
+        const writer = new ColumnarWriter(
+          { format, layout, rowGroupRows: 7 },
+          { write: (chunk) => void chunks.push(chunk.slice()) },
+          { arrow, parquet: pq },
+        );
+        await writer.write(records as never);
+        await writer.close();
+        return Buffer.concat(chunks);
+      };
+      const expected = await bytesWith(new ArrowCodec(esm));
+      expect((await bytesWith(new ArrowCodec(bundle))).equals(expected), `${layout} ${format}`).toBe(true);
+    }
+  }
 });

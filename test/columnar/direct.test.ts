@@ -6,6 +6,7 @@
 import fc from "fast-check";
 import { describe, expect, test } from "vitest";
 import { init, type Row } from "../../src/index.js";
+import { ArrowCodec } from "../../src/columnar/arrow.js";
 import { RecordColumns } from "../../src/columnar/columns.js";
 import { loadParquet } from "../../src/columnar/load-node.js";
 import { ThreadedColumnarWriter } from "../../src/columnar/threaded-writer.js";
@@ -18,6 +19,7 @@ import { goodLines } from "../ingest/cli.js";
 
 const cf = await init();
 const pq = await loadParquet();
+const arrow = new ArrowCodec(await import("apache-arrow"));
 
 /** Each rollout's rows, with arrays of their own (a plan's are views of the core's memory). */
 const rollouts: Row[][] = generateSmallRollouts(24, 21, { arrays: "plain" }).map((rollout) => {
@@ -35,8 +37,8 @@ const rollouts: Row[][] = generateSmallRollouts(24, 21, { arrays: "plain" }).map
 type Writer = ColumnarWriter<"rows">;
 type Make = (options: ColumnarWriterOptions & { layout: "rows" }, output: { write(bytes: Uint8Array): void }) => Writer;
 
-const inProcess: Make = (options, output) => new ColumnarWriter(options, output, pq);
-const threaded: Make = (options, output) => new ThreadedColumnarWriter(options, output);
+const inProcess: Make = (options, output) => new ColumnarWriter(options, output, { arrow, parquet: pq });
+const threaded: Make = (options, output) => new ThreadedColumnarWriter(options, output, arrow);
 
 const WRITERS: [string, ColumnarFormat, Make][] = [
   ["arrow", "arrow", inProcess],
@@ -111,7 +113,7 @@ describe("DirectColumns", () => {
     const writer = new ColumnarWriter(
       { format: "arrows", layout: "rows", rowGroupRows: 3, direct: true },
       { write: () => {} },
-      null,
+      { arrow },
     );
     const direct = writer.direct!;
     const many = rollouts.find((rows) => rows.length >= 7)!;
@@ -132,7 +134,9 @@ describe("DirectColumns", () => {
 
   test("a writer without the option has none (Parquet's groups then reuse their buffers)", () => {
     for (const format of ["arrow", "parquet"] as const)
-      expect(new ColumnarWriter({ format, layout: "rows" }, { write: () => {} }, pq).direct).toBeNull();
+      expect(
+        new ColumnarWriter({ format, layout: "rows" }, { write: () => {} }, { arrow, parquet: pq }).direct,
+      ).toBeNull();
   });
 });
 
@@ -157,7 +161,7 @@ describe("rows' direct path", () => {
     const writer = new ColumnarWriter(
       { format: "arrows", layout: "rows", rowGroupRows: 2, direct: true },
       { write: (bytes) => void chunks.push(bytes.slice()) },
-      null,
+      { arrow },
     );
     const direct = writer.direct!;
     const add = direct.add.bind(direct);

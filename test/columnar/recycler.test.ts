@@ -6,6 +6,7 @@ import { tableFromIPC } from "@uwdata/flechette";
 import { afterEach, describe, expect, test, vi } from "vitest";
 import { init, type Row } from "../../src/index.js";
 import { recycler } from "../../src/columnar/buffers.js";
+import { ArrowCodec } from "../../src/columnar/arrow.js";
 import { ColumnarWriter } from "../../src/columnar/writer.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
 import { cli, tempDir } from "../ingest/cli.js";
@@ -64,7 +65,9 @@ describe("BufferRecycler under the Arrow IPC writer", () => {
     const groups = [rows, [...rows].reverse(), rows, [...rows].reverse()];
     recycler.setLimit(32 << 20);
     const output = new LateOutput();
-    const writer = new ColumnarWriter({ format: "arrows", layout: "rows", rowGroupRows: rows.length }, output, null);
+    const writer = new ColumnarWriter({ format: "arrows", layout: "rows", rowGroupRows: rows.length }, output, {
+      arrow: new ArrowCodec(await import("apache-arrow")),
+    });
 
     await writer.write(groups[0]);
     const first = [...output.pending];

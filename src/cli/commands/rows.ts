@@ -165,20 +165,25 @@ async function openColumnar(
   };
   const bytes = { write: (chunk: Uint8Array, written?: () => void) => sink.write(chunk, written) };
   // Checked here, in one line, before the encoder thread would fail on a missing package.
-  const [{ ColumnarWriter }, { parquetWasmPath }, { recycler }] = await loadFeature("Parquet and Arrow output", () =>
-    Promise.all([
-      import("../../columnar/writer.js"),
-      import("../../columnar/load-node.js"),
-      import("../../columnar/buffers.js"),
-    ]),
+  const [{ ColumnarWriter }, { loadArrowBundle, parquetWasmPath }, { recycler }, { ArrowCodec }] = await loadFeature(
+    "Parquet and Arrow output",
+    () =>
+      Promise.all([
+        import("../../columnar/writer.js"),
+        import("../../columnar/load-node.js"),
+        import("../../columnar/buffers.js"),
+        import("../../columnar/arrow.js"),
+      ]),
   );
+  // apache-arrow's one-file build: nothing the CLI writes leaves as apache-arrow objects.
+  const arrow = new ArrowCodec(loadFeatureSync("Parquet and Arrow output", loadArrowBundle));
   let columns: ColumnarWriter & { direct: DirectColumns | null };
   if (output.format === "parquet") {
     loadFeatureSync("Parquet and Arrow output", parquetWasmPath);
     const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
-    columns = new ThreadedColumnarWriter(options, bytes);
+    columns = new ThreadedColumnarWriter(options, bytes, arrow);
   } else {
-    columns = new ColumnarWriter(options, bytes, null);
+    columns = new ColumnarWriter(options, bytes, { arrow });
   }
   const previous = recycler.limit;
   recycler.setLimit(RECYCLED_COLUMN_BYTES);
