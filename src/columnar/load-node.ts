@@ -5,21 +5,32 @@ import { createRequire } from "node:module";
 import type { ArrowLibrary } from "./arrow.js";
 import type { ParquetModule } from "./parquet.js";
 
-let loading: Promise<ParquetModule> | null = null;
+let loading: Promise<{ pq: ParquetModule; wasm: ParquetWasmExports }> | null = null;
+
+/** parquet-wasm's WebAssembly exports: its memory and its allocator among them. */
+export type ParquetWasmExports = ReturnType<ParquetModule["initSync"]>;
 
 /** Where parquet-wasm's .wasm file is; throws MODULE_NOT_FOUND when parquet-wasm is not installed. */
 export function parquetWasmPath(): string {
   return createRequire(import.meta.url).resolve("parquet-wasm/esm/parquet_wasm_bg.wasm");
 }
 
-export function loadParquet(): Promise<ParquetModule> {
+function load(): Promise<{ pq: ParquetModule; wasm: ParquetWasmExports }> {
   loading ??= (async () => {
     const pq = await import("parquet-wasm/esm");
-    const wasm = parquetWasmPath();
-    pq.initSync({ module: readFileSync(wasm) });
-    return pq;
+    const wasm = pq.initSync({ module: readFileSync(parquetWasmPath()) });
+    return { pq, wasm };
   })();
   return loading;
+}
+
+export async function loadParquet(): Promise<ParquetModule> {
+  return (await load()).pq;
+}
+
+/** The WebAssembly exports of the parquet-wasm loadParquet() gives (see warmHeap in encoder-thread.ts). */
+export async function parquetWasmExports(): Promise<ParquetWasmExports> {
+  return (await load()).wasm;
 }
 
 /**
