@@ -12,7 +12,8 @@ import type { ParquetCompression } from "./types.js";
 export type ToEncoder = { type: "ipc"; bytes: Uint8Array } | { type: "close" };
 export type FromEncoder =
   | { type: "bytes"; bytes: Uint8Array }
-  | { type: "taken"; buffer: ArrayBuffer }
+  | { type: "copied"; buffer: ArrayBuffer }
+  | { type: "taken" }
   | { type: "closed" }
   | { type: "error"; message: string };
 
@@ -60,8 +61,14 @@ port.on("message", (message: ToEncoder) => {
     if (failed) return;
     try {
       if (message.type === "ipc") {
-        await (await encoder).write(message.bytes);
-        post({ type: "taken", buffer: message.bytes.buffer as ArrayBuffer }, [message.bytes.buffer as ArrayBuffer]);
+        const parquet = await encoder;
+        const taking = parquet.write(message.bytes);
+        // write() copies the stream into parquet-wasm before it returns: its buffer goes back at
+        // once, for the next group's stream, while this one waits for the encoder.
+        const buffer = message.bytes.buffer as ArrayBuffer;
+        post({ type: "copied", buffer }, [buffer]);
+        await taking;
+        post({ type: "taken" });
       } else {
         // The writing thread sends a batch before closing, an empty one if it had none.
         await (await encoder).finish(() => {

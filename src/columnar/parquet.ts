@@ -50,7 +50,10 @@ export function parquetFromIpc(pq: ParquetModule, ipcStream: Uint8Array, compres
 
 /** Where a ColumnarWriter's row groups go to become Parquet: on its thread, or on another. */
 export interface ParquetEncoder {
-  /** One record batch as a whole IPC stream; resolves once the encoder has taken (copied) it. */
+  /**
+   * One record batch as a whole IPC stream; resolves once the encoder has taken it. The stream's
+   * bytes are copied before this returns: its buffer may be reused at once.
+   */
   write(ipcStream: Uint8Array): Promise<void>;
   /** Ends the file; `emptyBatch` gives the schema when no batch was written. */
   finish(emptyBatch: () => Uint8Array): Promise<void>;

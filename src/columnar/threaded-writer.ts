@@ -64,10 +64,11 @@ class ThreadedParquetEncoder implements ParquetEncoder {
         this.waiting -= bytes.byteLength;
         this.signal();
       });
-    } else if (message.type === "taken") {
-      this.inFlightBytes -= this.inFlight.shift() ?? 0;
+    } else if (message.type === "copied") {
       if (message.buffer.byteLength > this.scratch.bytes.byteLength)
         this.scratch.bytes = new Uint8Array(message.buffer);
+    } else if (message.type === "taken") {
+      this.inFlightBytes -= this.inFlight.shift() ?? 0;
       this.signal();
     } else if (message.type === "closed") {
       this.closed?.();
