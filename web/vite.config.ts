@@ -43,7 +43,7 @@ function inlineEntry(): Plugin {
  */
 function withoutColumnar(): Plugin {
   const STUB = "\0callforest-page-no-columnar";
-  const lazy = new Set(["./writer.js", "./arrow.js", "parquet-wasm/esm"]);
+  const lazy = new Set(["./writer.js", "./arrow.js", "./arrow-modules.js", "parquet-wasm/esm"]);
   return {
     name: "callforest-page-no-columnar",
     enforce: "pre",
@@ -55,7 +55,8 @@ function withoutColumnar(): Plugin {
       const no = `() => { throw new Error("the page's script holds no columnar writer: use web/parquet.ts"); }`;
       return (
         `const no = ${no};\nexport class ColumnarWriter { constructor() { no(); } }\n` +
-        "export class GroupCutter { constructor() { no(); } }\nexport const tableOf = no;\nexport default no;\n"
+        "export class GroupCutter { constructor() { no(); } }\n" +
+        "export const moduleCodec = { table: no, recordBatch: no, ipcStream: no, ipcEncoder: no };\nexport default no;\n"
       );
     },
   };

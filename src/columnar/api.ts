@@ -99,10 +99,7 @@ let codec: Promise<import("./arrow.js").ArrowCodec> | null = null;
 
 /** apache-arrow as callers import it (its ES modules): the tables handed out are of their build. */
 function arrowCodec(): Promise<import("./arrow.js").ArrowCodec> {
-  codec ??= loadColumnar(async () => {
-    const [{ ArrowCodec }, arrow] = await Promise.all([import("./arrow.js"), import("apache-arrow")]);
-    return new ArrowCodec(arrow);
-  });
+  codec ??= loadColumnar(async () => (await import("./arrow-modules.js")).moduleCodec);
   codec.catch(() => (codec = null)); // a missing package is named again next time
   return codec;
 }

@@ -131,10 +131,10 @@ export interface CutMark {
 }
 
 /**
- * A writer's row groups filled straight from a plan's records on the writer's own thread (`rows`
- * writing Arrow IPC in-process), with no block of columns in between: add() copies a record's
- * arrays into the open group at once, as it must while the plan is live, and the groups that
- * completes wait in a queue for drain() to encode. A rollout that fails half-way is undone with
+ * A writer's row groups filled straight from a plan's records on the writer's own thread (`rows`,
+ * for the records it plans there), with no block of columns in between: add() copies a record's
+ * arrays into the open group at once, as it must while the plan is live, and the groups they
+ * complete wait in a queue for drain() to encode. A rollout that fails half-way is undone with
  * mark() and rollback().
  */
 export interface DirectColumns<L extends Layout = Layout> {
