@@ -13,14 +13,15 @@ const RECYCLED_MIN_BYTES = 64 << 10;
 
 /**
  * Column buffers that were used up, for the next column copies to fill. A column's bytes are
- * copied a few times on their way out (builder, block, row group), each time into a buffer as
- * large as the data; fresh, every one of those pages is touched for the first time, which on
- * this project's VMs costs more than the copy (about 12 µs a 4 KiB page: docs/performance.md,
- * "Where the time goes"). Recycled, they are warm. Off (a limit of 0) unless a thread turns it
- * on: pooled buffers are memory held, so only `rows` writing Arrow IPC on this thread does, for
- * as long as its writer runs (Parquet's blocks leave for the encoder thread, and a library caller
- * would be left holding the pool). Buffers go back only from code that knows nothing refers to them any more (recycleBlock,
- * a builder's grown array); a buffer is reused for data at least half its size.
+ * copied on their way out (into a builder, a worker's block, a row group), each time into a
+ * buffer as large as the data; fresh, every one of those pages is touched for the first time,
+ * which on this project's VMs costs more than the copy (about 12 µs a 4 KiB page:
+ * docs/performance.md, "Where the time goes"). Recycled, they are warm. Off (a limit of 0) unless
+ * a thread turns it on: pooled buffers are memory held, so only `rows` writing Parquet or Arrow
+ * IPC does, on the thread that fills the row groups, for as long as its writer runs (a library
+ * caller would be left holding the pool). Buffers go back only from code that knows nothing
+ * refers to them any more (recycleBlock, a builder's grown or replaced array); a buffer is reused
+ * for data at least half its size.
  */
 export class BufferRecycler {
   private readonly free: ArrayBuffer[] = [];
@@ -76,10 +77,15 @@ export function recycledArray<T extends TypedArray>(Type: TypedArrayClass<T>, le
   return buffer === null ? new Type(length) : new Type(buffer, 0, length);
 }
 
+/** What an emptied Growable or BitRun starts again with (too small for its allocation to fail). */
+const SMALL_CAPACITY = 64;
+
 /** A typed array that doubles as it fills; `view()` is the filled part. */
 export class Growable<T extends TypedArray> {
   data: T;
   length = 0;
+  /** The least the next growth goes to (set by detach: the size of the buffer handed out). */
+  private nextCapacity = 0;
 
   constructor(
     private readonly Type: TypedArrayClass<T>,
@@ -89,24 +95,44 @@ export class Growable<T extends TypedArray> {
   }
 
   /**
-   * The filled part, handed out with the buffer under it, and this empty again on a buffer of
-   * its own: as large as the last one (from the recycler when it has one) unless that held more
-   * than `keepBytes`, so a builder that is emptied often does not grow again every time.
+   * The filled part, handed out with the buffer under it, and this empty again. Its next growth
+   * goes straight to the size of the buffer handed out (from the recycler when it has one)
+   * unless that held more than `keepBytes`, so a builder that is emptied often does not grow
+   * again every time. Nothing large is allocated here, and nothing grows: a caller handing out
+   * many arrays at once cannot be stopped half-way by a failed allocation. With `first`, this
+   * starts again holding that one value (an offsets array's leading 0).
    */
-  detach(keepBytes: number): T {
+  detach(keepBytes: number, first?: number): T {
     const filled = this.view();
-    const capacity = this.data.byteLength <= keepBytes ? this.data.length : 64;
-    this.data = recycledArray(this.Type, capacity);
+    this.nextCapacity = this.data.byteLength <= keepBytes ? this.data.length : 0;
+    this.data = new this.Type(SMALL_CAPACITY);
     this.length = 0;
+    if (first !== undefined) this.data[this.length++] = first;
     return filled;
+  }
+
+  /**
+   * Takes back an array detach() handed out, as its first `length` values (at most its length):
+   * undoes a detach and the appends since, allocating nothing. This one's own buffer is let go.
+   */
+  restore(
+    filled: ArrayBufferView & { readonly length: number; readonly BYTES_PER_ELEMENT: number },
+    length: number,
+  ): void {
+    recycler.give(this.data.buffer as ArrayBuffer);
+    const room = (filled.buffer.byteLength - filled.byteOffset) / filled.BYTES_PER_ELEMENT;
+    this.data = new this.Type(filled.buffer as ArrayBuffer, filled.byteOffset, Math.floor(room));
+    this.length = Math.min(length, filled.length);
+    this.nextCapacity = 0;
   }
 
   /** Room for `more` values past `length`. */
   reserve(more: number): void {
     const need = this.length + more;
     if (need <= this.data.length) return;
-    let capacity = this.data.length * 2;
+    let capacity = Math.max(this.data.length * 2, this.nextCapacity);
     while (capacity < need) capacity *= 2;
+    this.nextCapacity = 0;
     // Only the filled part is copied: a recycled buffer's other values are never read.
     const grown = recycledArray(this.Type, capacity);
     grown.set(this.data.subarray(0, this.length) as never);
@@ -202,11 +228,18 @@ export class BitRun {
     return this.bytes.subarray(0, (this.length + 7) >> 3);
   }
 
-  /** The bits so far, handed out with their buffer, and this empty again on a zeroed one. */
+  /** The bits so far, handed out with their buffer, and this empty again (see Growable.detach). */
   detach(): Uint8Array {
     const filled = this.view();
-    this.bytes = new Uint8Array(Math.max(64, filled.length));
+    this.bytes = new Uint8Array(SMALL_CAPACITY);
     this.length = 0;
     return filled;
+  }
+
+  /** Takes back bits detach() handed out, `count` of them, as its first `length` (see Growable.restore). */
+  restore(bits: Uint8Array, count: number, length: number): void {
+    this.bytes = new Uint8Array(bits.buffer as ArrayBuffer, bits.byteOffset, bits.buffer.byteLength - bits.byteOffset);
+    this.length = count;
+    this.truncate(length);
   }
 }

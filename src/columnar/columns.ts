@@ -35,8 +35,10 @@ interface Builder {
   truncate(length: number): void;
   /** The values so far, as views over this builder's buffers (valid until its next change). */
   finish(): ColumnData;
-  /** The values so far, handed out with their buffers; this starts empty on buffers of its own (see Growable.detach). */
+  /** The values so far, handed out with their buffers; this starts empty again (see Growable.detach). */
   detach(keepBytes: number): ColumnData;
+  /** Takes back what detach() handed out, as its first `length` values (see Growable.restore). */
+  restore(data: ColumnData, length: number): void;
 }
 
 type NumericKind = "int32" | "float32" | "float64";
@@ -78,6 +80,9 @@ class NumberBuilder implements Builder {
   detach(keepBytes: number): ColumnData {
     return { kind: this.kind, values: this.values.detach(keepBytes) } as ColumnData;
   }
+  restore(data: ColumnData, length: number) {
+    this.values.restore((data as { values: Int32Array | Float32Array | Float64Array }).values, length);
+  }
 }
 
 class BoolBuilder implements Builder {
@@ -109,6 +114,10 @@ class BoolBuilder implements Builder {
   detach(): ColumnData {
     const length = this.run.length;
     return { kind: "bool", bits: this.run.detach(), length };
+  }
+  restore(data: ColumnData, length: number) {
+    const { bits, length: count } = data as { bits: Uint8Array; length: number };
+    this.run.restore(bits, count, length);
   }
 }
 
@@ -157,7 +166,9 @@ class Utf8Builder implements Builder {
     this.data.pushAll(bytes.subarray(offsets[from], offsets[to]));
   }
   truncate(length: number) {
-    if (length >= this.length) return;
+    // Not only when shorter: an append that failed half-way may have added bytes or a validity
+    // bit but not yet the offset that counts the value.
+    length = Math.min(length, this.length);
     this.offsets.length = length + 1;
     this.data.length = this.offsets.data[length];
     this.valid?.truncate(length);
@@ -170,12 +181,17 @@ class Utf8Builder implements Builder {
   detach(keepBytes: number): ColumnData {
     const data: ColumnData = {
       kind: "utf8",
-      offsets: this.offsets.detach(keepBytes),
+      offsets: this.offsets.detach(keepBytes, 0),
       bytes: this.data.detach(keepBytes),
     };
     if (this.valid !== null) data.valid = this.valid.detach();
-    this.offsets.push(0);
     return data;
+  }
+  restore(data: ColumnData, length: number) {
+    const { offsets, bytes, valid } = data as { offsets: Int32Array; bytes: Uint8Array; valid?: Uint8Array };
+    this.offsets.restore(offsets, length + 1);
+    this.data.restore(bytes, offsets[length]);
+    if (this.valid !== null) this.valid.restore(valid!, offsets.length - 1, length);
   }
 }
 
@@ -219,7 +235,8 @@ class ListBuilder implements Builder {
     this.item.appendRange(item, offsets[from], offsets[to]);
   }
   truncate(length: number) {
-    if (length >= this.length) return;
+    // As Utf8Builder's: items or a validity bit may be there without their offset.
+    length = Math.min(length, this.length);
     this.offsets.length = length + 1;
     this.item.truncate(this.offsets.data[length]);
     this.valid?.truncate(length);
@@ -232,12 +249,17 @@ class ListBuilder implements Builder {
   detach(keepBytes: number): ColumnData {
     const data: ColumnData = {
       kind: "list",
-      offsets: this.offsets.detach(keepBytes),
+      offsets: this.offsets.detach(keepBytes, 0),
       item: this.item.detach(keepBytes),
     };
     if (this.valid !== null) data.valid = this.valid.detach();
-    this.offsets.push(0);
     return data;
+  }
+  restore(data: ColumnData, length: number) {
+    const { offsets, item, valid } = data as { offsets: Int32Array; item: ColumnData; valid?: Uint8Array };
+    this.offsets.restore(offsets, length + 1);
+    this.item.restore(item, offsets[length]);
+    if (this.valid !== null) this.valid.restore(valid!, offsets.length - 1, length);
   }
 }
 
@@ -272,7 +294,8 @@ class StructBuilder implements Builder {
     this.count += to - from;
   }
   truncate(length: number) {
-    if (length >= this.count) return;
+    // Every field, even at the same count: an append that failed half-way filled only some.
+    length = Math.min(length, this.count);
     for (const field of this.fields) field.truncate(length);
     this.count = length;
   }
@@ -283,6 +306,11 @@ class StructBuilder implements Builder {
     const length = this.count;
     this.count = 0;
     return { kind: "struct", length, fields: this.fields.map((field) => field.detach(keepBytes)) };
+  }
+  restore(data: ColumnData, length: number) {
+    const { fields } = data as { fields: ColumnData[] };
+    for (let i = 0; i < this.fields.length; i++) this.fields[i].restore(fields[i], length);
+    this.count = length;
   }
 }
 
@@ -333,7 +361,7 @@ export class RecordColumns<L extends Layout = Layout> {
   /**
    * `keepBytes`: buffers that held more than this are let go when emptied (one huge record
    * must not pin its memory for the rest of the run); smaller ones are kept and refilled, or
-   * matched in size by the next ones (finish).
+   * matched in size by the next ones (handOff).
    */
   constructor(
     readonly layout: L,
@@ -418,6 +446,19 @@ export class RecordColumns<L extends Layout = Layout> {
   }
 
   /**
+   * Back to the first `length` records of `block`, a block handOff() gave: its buffers are this
+   * one's again and the records since are dropped. Undoes a handOff and the adds after it without
+   * allocating (a rollout that failed for want of memory is undone this way).
+   */
+  restore(block: ColumnBlock, length: number): void {
+    if (block.layout !== this.layout)
+      throw new TypeError(`a block of ${block.layout} cannot restore columns of ${this.layout}`);
+    for (let i = 0; i < this.builders.length; i++) this.builders[i].restore(block.columns[i], length);
+    this.weights.restore(block.weights, length);
+    this.filled = this.measure();
+  }
+
+  /**
    * The columns so far, as a block that owns its buffers (to transfer or keep): exact-size copies,
    * and this starts empty again keeping its own buffers (no regrowing for every block); past
    * `keepBytes`, the buffers themselves (views of them), and this starts again with new ones.
@@ -487,8 +528,9 @@ export function copyBlock(block: ColumnBlock): ColumnBlock {
 
 /**
  * Gives a used-up block's buffers to this thread's recycler (see BufferRecycler), for blocks
- * whose buffers nothing else refers to: those of finish(), once written (or copied into a row
- * group). Buffers transferred to another thread are skipped (detached).
+ * whose buffers nothing else refers to: those of finish() and handOff(), once written (or
+ * copied into a row group or an IPC stream). Buffers transferred to another thread are skipped
+ * (detached).
  */
 export function recycleBlock(block: ColumnBlock): void {
   for (const buffer of blockBuffers(block)) recycler.give(buffer);

@@ -58,7 +58,7 @@ export interface ParquetEncoder {
   /** Ends the file; `emptyBatch` gives the schema when no batch was written. */
   finish(emptyBatch: () => Uint8Array): Promise<void>;
   abort(): void;
-  /** Where to put the next stream together, if the encoder takes its buffer as it is (see ipcStreamOf). */
+  /** Where to put the next stream together, if the encoder takes its buffer as it is (see ArrowCodec.ipcStream). */
   readonly scratch?: { bytes: Uint8Array };
 }
 

@@ -18,6 +18,8 @@ import { threadUrl } from "../thread-url.js";
 const BYTES_IN_FLIGHT = DEFAULT_GROUP_BYTES;
 /** Encoded bytes waiting for `output` before more groups are sent. */
 const BYTES_WAITING = 64 << 20;
+/** A stream's buffer the encoder gives back is kept to be filled again up to this size (one huge group must not pin its size). */
+const KEPT_STREAM_BYTES = 3 * DEFAULT_GROUP_BYTES;
 
 class ThreadedParquetEncoder implements ParquetEncoder {
   private readonly worker: Worker;
@@ -65,7 +67,8 @@ class ThreadedParquetEncoder implements ParquetEncoder {
         this.signal();
       });
     } else if (message.type === "copied") {
-      if (message.buffer.byteLength > this.scratch.bytes.byteLength)
+      const size = message.buffer.byteLength;
+      if (size > this.scratch.bytes.byteLength && size <= KEPT_STREAM_BYTES)
         this.scratch.bytes = new Uint8Array(message.buffer);
     } else if (message.type === "taken") {
       this.inFlightBytes -= this.inFlight.shift() ?? 0;
@@ -134,6 +137,12 @@ class ThreadedParquetEncoder implements ParquetEncoder {
 export class ThreadedColumnarWriter<L extends Layout = Layout> extends ColumnarWriter<L> {
   constructor(options: ColumnarWriterOptions & { layout: L }, output: ByteOutput, arrow: ArrowCodec) {
     if (options.format !== "parquet") throw new TypeError("the threaded columnar writer writes Parquet only");
-    super(options, output, { arrow, encoder: new ThreadedParquetEncoder(options, output) });
+    const encoder = new ThreadedParquetEncoder(options, output);
+    try {
+      super(options, output, { arrow, encoder });
+    } catch (error) {
+      encoder.abort(); // bad options: the thread must not outlive the writer it was started for
+      throw error;
+    }
   }
 }

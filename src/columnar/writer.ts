@@ -16,7 +16,8 @@ export const COLUMNAR_FORMATS: readonly ColumnarFormat[] = ["parquet", "arrow", 
 export const DEFAULT_ROW_GROUP_ROWS = 4096;
 /**
  * Column bytes per row group, about (the group ends with the record that reaches it). The
- * writer holds one group being filled, one being encoded, and the encoder's own copy, so this
+ * writer holds one group being filled, one being encoded, and the encoder's own copy (and, for
+ * `direct`, the groups one rollout's records complete until the rollout is done), so this
  * bounds its memory to a small multiple of it, whatever the input's size.
  */
 export const DEFAULT_GROUP_BYTES = 16 << 20;
@@ -36,21 +37,25 @@ export interface ColumnarWriterOptions {
  * Cuts records into row groups: a group ends with the record that brings it to `rows` records
  * or `bytes` column bytes. Records given one by one or in blocks are cut at the same places.
  */
+/**
+ * What a finished row group is over: `reused`, a view over buffers the next group reuses (use it
+ * up, copy it, before adding more); `copied`, exact-size copies (the builder keeps its buffers);
+ * `handedOff`, the builder's own buffers, which go with the group (RecordColumns.handOff: no copy,
+ * for groups used up on this thread and recycled, and the only kind rollback() takes back).
+ */
+export type GroupBuffers = "reused" | "copied" | "handedOff";
+
 export class GroupCutter<L extends Layout = Layout> {
   private readonly group: RecordColumns<L>;
   private groupBytes = 0;
-  /** With `reuse`: the last group handed out is over the group's buffers, cleared before the next record. */
+  /** `reused`: the last group handed out is over the group's buffers, cleared before the next record. */
   private handedOut = false;
 
-  /**
-   * With `reuse`, each group handed out is a view over buffers the next one reuses: use it up
-   * (copy it) before adding more. Without, each group owns its buffers.
-   */
   constructor(
     layout: L,
     private readonly rowLimit = DEFAULT_ROW_GROUP_ROWS,
     private readonly byteLimit = DEFAULT_GROUP_BYTES,
-    private readonly reuse = false,
+    private readonly buffers: GroupBuffers = "copied",
   ) {
     if (!(rowLimit >= 1) || !(byteLimit >= 1))
       throw new RangeError(`rowGroupRows and rowGroupBytes must be at least 1, got ${rowLimit} and ${byteLimit}`);
@@ -87,15 +92,16 @@ export class GroupCutter<L extends Layout = Layout> {
 
   /**
    * Back to `mark`: the records added since are dropped. `completed` is the first group handed
-   * out since the mark, if one was (its first records are those the group held at the mark).
+   * out since the mark, if one was (its first records are those the group held at the mark): its
+   * buffers become the group's again. Allocates nothing, so it cannot fail for want of memory.
    */
   rollback(mark: CutMark, completed: ColumnBlock | undefined): void {
     this.reclaim();
     if (completed === undefined) {
       this.group.truncate(mark.length);
     } else {
-      this.group.clear();
-      this.group.addRange(completed, 0, mark.length);
+      if (this.buffers !== "handedOff") throw new Error("GroupCutter: only handed-off groups can be taken back");
+      this.group.restore(completed, mark.length);
     }
     this.groupBytes = mark.bytes;
   }
@@ -111,14 +117,15 @@ export class GroupCutter<L extends Layout = Layout> {
   }
 
   private reclaim(): void {
-    if (!this.handedOut) return;
+    if (!this.handedOut) return; // only with `reused`
     this.handedOut = false;
     this.group.clear();
   }
 
   private take(): ColumnBlock {
     this.groupBytes = 0;
-    if (!this.reuse) return this.group.handOff();
+    if (this.buffers === "copied") return this.group.finish();
+    if (this.buffers === "handedOff") return this.group.handOff();
     this.handedOut = true;
     return this.group.view();
   }
@@ -148,7 +155,8 @@ export interface DirectColumns<L extends Layout = Layout> {
 }
 
 export interface DirectMark {
-  queued: number;
+  /** Groups completed through add() before the mark. */
+  groups: number;
   cut: CutMark;
 }
 
@@ -172,8 +180,9 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   private closed = false;
   /** Where each group's IPC stream is put together for the Parquet encoder (reused: it copies it in). */
   private readonly scratch = { bytes: new Uint8Array(0) };
-  /** Groups completed by direct.add() and not yet encoded. */
+  /** Groups completed by direct.add() and not yet encoded, and how many it has completed in all. */
   private readonly queued: ColumnBlock[] = [];
+  private completedGroups = 0;
   private queuedBytes = 0;
   /** Records written so far. */
   rows = 0;
@@ -191,11 +200,14 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
     const { format, layout } = options;
     if (!COLUMNAR_FORMATS.includes(format))
       throw new TypeError(`format must be parquet, arrow or arrows, got ${JSON.stringify(format)}`);
-    // IPC chunks refer to a group's buffers until written out, and groups may wait in a queue
-    // (direct): each group gets its own buffers. Parquet copies a group (into the encoder)
-    // before the next, so otherwise its buffers are reused.
-    this.ownGroups = format !== "parquet" || options.direct === true;
-    this.cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes, !this.ownGroups);
+    // Groups may wait in a queue (direct), and IPC chunks refer to a group's buffers until
+    // written out: each of those groups has buffers of its own, handed off to it where they are
+    // recycled once used up (direct: `rows`), exact-size copies elsewhere (a library writer's
+    // buffers would otherwise keep the builders' spare room). Parquet copies a group (into the
+    // encoder) before the next, so otherwise its buffers are reused.
+    const buffers = options.direct === true ? "handedOff" : format === "parquet" ? "reused" : "copied";
+    this.ownGroups = buffers !== "reused";
+    this.cutter = new GroupCutter(layout, options.rowGroupRows, options.rowGroupBytes, buffers);
     if (format === "parquet") {
       if (using.encoder === undefined && using.parquet === undefined)
         throw new TypeError("Parquet output needs the parquet-wasm module");
@@ -215,19 +227,23 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
         writer.checkOpen();
         const group = writer.cutter.add(record);
         if (group === null) return;
+        writer.completedGroups++;
         writer.queued.push(group);
         writer.queuedBytes += blockBytes(group);
       },
       get bytes() {
         return writer.queuedBytes;
       },
-      mark: () => ({ queued: writer.queued.length, cut: writer.cutter.mark() }),
+      mark: () => ({ groups: writer.completedGroups, cut: writer.cutter.mark() }),
       rollback: (mark) => {
-        const dropped = writer.queued.splice(mark.queued);
-        writer.cutter.rollback(mark.cut, dropped[0]);
-        for (const group of dropped) {
+        const since = writer.completedGroups - mark.groups;
+        if (since > writer.queued.length) throw new Error("DirectColumns: a rollback past a drain");
+        const dropped = writer.queued.splice(writer.queued.length - since);
+        writer.completedGroups = mark.groups;
+        writer.cutter.rollback(mark.cut, dropped[0]); // the first one's buffers are the group's again
+        for (const [i, group] of dropped.entries()) {
           writer.queuedBytes -= blockBytes(group);
-          recycleBlock(group);
+          if (i > 0) recycleBlock(group);
         }
       },
       drain: () => writer.drain(),

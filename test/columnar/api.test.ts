@@ -7,7 +7,7 @@ import { describe, expect, test } from "vitest";
 import { createColumnarWriter, init, toArrowIPC, toArrowTable, toParquet, type Plan } from "../../src/index.js";
 import { copyBits } from "../../src/columnar/buffers.js";
 import { RecordColumns, type ColumnBlock } from "../../src/columnar/columns.js";
-import { ColumnarWriter, GroupCutter } from "../../src/columnar/writer.js";
+import { ColumnarWriter, GroupCutter, type GroupBuffers } from "../../src/columnar/writer.js";
 import { loadArrowBundle, loadParquet } from "../../src/columnar/load-node.js";
 import { ArrowCodec } from "../../src/columnar/arrow.js";
 import { generateMediaRollout, generateSmallRollouts } from "../../bench/generate.js";
@@ -82,11 +82,11 @@ describe("row groups", () => {
           fc.integer({ min: 1, max: 9 }),
           fc.integer({ min: 1, max: 60_000 }),
           fc.array(fc.nat(records.length), { maxLength: 8 }),
-          fc.boolean(),
+          fc.constantFrom<GroupBuffers>("reused", "copied", "handedOff"),
           fc.constantFrom(0, 1 << 12, undefined),
-          (rows, bytes, cuts, reuse, keepBytes) => {
+          (rows, bytes, cuts, buffers, keepBytes) => {
             const ends = [...new Set([...cuts, records.length])].sort((a, b) => a - b);
-            const cutter = new GroupCutter(layout, rows, bytes, reuse);
+            const cutter = new GroupCutter(layout, rows, bytes, buffers);
             const groups: string[] = [];
             let from = 0;
             // One builder for every block, as a planning thread has: past keepBytes, finish()
