@@ -21,25 +21,8 @@ import type {
 import type { ColumnBlock, ColumnData } from "./columns.js";
 import { columnsOf, type ColumnType, type Layout } from "./schema.js";
 
-/** What is used of an apache-arrow build (its ES modules, or its one-file bundle). */
-export type ArrowLibrary = Pick<
-  typeof import("apache-arrow"),
-  | "AsyncByteQueue"
-  | "Bool"
-  | "Field"
-  | "Float32"
-  | "Float64"
-  | "Int32"
-  | "List"
-  | "RecordBatch"
-  | "RecordBatchFileWriter"
-  | "RecordBatchStreamWriter"
-  | "Schema"
-  | "Struct"
-  | "Table"
-  | "Utf8"
-  | "makeData"
->;
+/** What is used of an apache-arrow build (its ES modules, or its one-file bundle): arrow-names.ts. */
+export type ArrowLibrary = typeof import("./arrow-names.js");
 
 /** A nullable column's null count and bitmap (none for a column without nulls). */
 function nullsOf(valid: Uint8Array | undefined, length: number): { nullCount?: number; nullBitmap?: Uint8Array } {
