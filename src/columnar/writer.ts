@@ -34,16 +34,17 @@ export interface ColumnarWriterOptions {
 }
 
 /**
- * Cuts records into row groups: a group ends with the record that brings it to `rows` records
- * or `bytes` column bytes. Records given one by one or in blocks are cut at the same places.
- */
-/**
  * What a finished row group is over: `reused`, a view over buffers the next group reuses (use it
  * up, copy it, before adding more); `copied`, exact-size copies (the builder keeps its buffers);
  * `handedOff`, the builder's own buffers, which go with the group (RecordColumns.handOff: no copy,
  * for groups used up on this thread and recycled, and the only kind rollback() takes back).
  */
 export type GroupBuffers = "reused" | "copied" | "handedOff";
+
+/**
+ * Cuts records into row groups: a group ends with the record that brings it to `rows` records
+ * or `bytes` column bytes. Records given one by one or in blocks are cut at the same places.
+ */
 
 export class GroupCutter<L extends Layout = Layout> {
   private readonly group: RecordColumns<L>;
