@@ -3,6 +3,7 @@
 // bytes, or a streaming writer out. apache-arrow and parquet-wasm are loaded on first use, so
 // importing callforest costs nothing for callers that never write columns.
 import type { Table } from "apache-arrow";
+import type { ArrowCodec } from "./arrow.js";
 import type { PackedBin, PackedTree, Plan, Row } from "../types.js";
 import { layoutOf, type Layout, type RecordOf } from "./schema.js";
 import { loadFeature } from "../optional-dependency.js";
@@ -95,10 +96,10 @@ function loadColumnar<T>(load: () => Promise<T>): Promise<T> {
   return loadFeature("Parquet and Arrow output", load);
 }
 
-let codec: Promise<import("./arrow.js").ArrowCodec> | null = null;
+let codec: Promise<ArrowCodec> | null = null;
 
 /** apache-arrow as callers import it (its ES modules): the tables handed out are of their build. */
-function arrowCodec(): Promise<import("./arrow.js").ArrowCodec> {
+function arrowCodec(): Promise<ArrowCodec> {
   codec ??= loadColumnar(async () => (await import("./arrow-modules.js")).moduleCodec);
   codec.catch(() => (codec = null)); // a missing package is named again next time
   return codec;

@@ -427,12 +427,13 @@ export class RecordColumns<L extends Layout = Layout> {
   }
 
   /**
-   * The columns so far, as a block that owns its buffers: the buffers themselves, not copies,
-   * and this starts empty on buffers as large (from the recycler when it has them), so it does
-   * not regrow for each block; buffers past `keepBytes` are not matched (one huge record must
-   * not pin its size for the rest of the run). For blocks used up on this thread (a row group
-   * written out, then recycled): with no pool, every block's replacement buffers are fresh
-   * memory, where finish() copies into fresh memory only as much as the block holds.
+   * The columns so far, as a block that owns its buffers: the buffers themselves, not copies.
+   * This starts empty, allocating nothing, and its first growth goes straight back to buffers as
+   * large (from the recycler when it has them), so it does not regrow for each block; buffers
+   * past `keepBytes` are not matched (one huge record must not pin its size for the rest of the
+   * run). For blocks used up on this thread (a row group written out, then recycled): with no
+   * pool, every block's replacement buffers are fresh memory, where finish() copies into fresh
+   * memory only as much as the block holds.
    */
   handOff(): ColumnBlock {
     const block: ColumnBlock = {
