@@ -143,7 +143,10 @@ function allocate(size: number): Uint8Array {
  * returns `to`. A page's first touch is what reading a long line into fresh memory costs (about
  * 12 µs a page on this project's VMs, against 7 ms for 90 MB of warm copies): touched here while
  * the file's read into other fresh pages runs on libuv's thread, they fault in on two cores at
- * once. Warm pages (a scanner that held a long line before) cost next to nothing here.
+ * once. A page the read filled fresh still costs this thread about 5 µs at its first access (the
+ * memchr after the read: bench/floor.ts measures it), less than touching it here; touching fewer
+ * of the pages here was slower, more no faster (bench/floor.ts's read stage). Warm pages (a
+ * scanner that held a long line before) cost next to nothing here.
  */
 function touchPages(room: Uint8Array, from: number, to: number): number {
   for (let at = from; at < to; at += 4096) room[at] = 0;
