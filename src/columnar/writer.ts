@@ -31,6 +31,12 @@ export interface ColumnarWriterOptions {
   rowGroupBytes?: number;
   /** Records will also come through `direct` (see DirectColumns), from a planning thread on this one. */
   direct?: boolean;
+  /**
+   * Arrow IPC: the output queues what it is given (a Node stream), so a row group's chunks go to
+   * it at once and the writer waits for them only before the next group's: the group is written
+   * while the next one is planned and filled, instead of planning waiting on the disk.
+   */
+  queued?: boolean;
 }
 
 /**
@@ -181,6 +187,8 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   private closed = false;
   /** Where each group's IPC stream is put together for the Parquet encoder (reused: it copies it in). */
   private readonly scratch = { bytes: new Uint8Array(0) };
+  /** With `queued`: settles once the output has taken the last group written (rejects as it does). */
+  private lastGroup: Promise<void> = Promise.resolve();
   /** Groups completed by direct.add() and not yet encoded, and how many it has completed in all. */
   private readonly queued: ColumnBlock[] = [];
   private completedGroups = 0;
@@ -293,7 +301,19 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
     const written = () => {
       if (--left === 0) recycleBlock(group);
     };
-    for (const chunk of chunks) await this.output.write(chunk, written);
+    if (this.options.queued !== true) {
+      for (const chunk of chunks) await this.output.write(chunk, written);
+      return;
+    }
+    // One group in the output's queue at a time: memory stays bounded as when waiting on each chunk.
+    await this.lastGroup;
+    const waits: Promise<void>[] = [];
+    for (const chunk of chunks) {
+      const wait = this.output.write(chunk, written);
+      if (wait !== undefined) waits.push(wait);
+    }
+    this.lastGroup = Promise.all(waits).then(() => undefined);
+    this.lastGroup.catch(() => undefined); // seen by the next encode() or close()
   }
 
   /** Writes what is left and the file's end (footer); resolves once every byte is out. */
@@ -308,6 +328,7 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
       await this.parquet.finish(() => this.arrow.ipcStream(this.options.layout, this.arrow.recordBatch(last)));
       return;
     }
+    await this.lastGroup;
     for (const chunk of this.ipc!.finish()) await this.output.write(chunk);
   }
 

@@ -196,6 +196,8 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
   const hash: Hash | null = options.digest === true && follower === null ? createHash("sha256") : null;
   let bytes = 0;
   let sha256: string | null = null;
+  /** Settles on the stream's next 'drain' (or its failure), while a write waits for one. */
+  let drained: Promise<void> | null = null;
   /** Ends the stream, then (a staged file) flushes its data to the disk and takes its digest. */
   const finish = async () => {
     await new Promise<void>((resolve) =>
@@ -260,11 +262,13 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
           };
       }
       if (out.write(data, done)) return;
-      return new Promise((resolve, reject) => {
+      // Writes made while the stream is full share one wait (and one set of listeners).
+      drained ??= new Promise<void>((resolve, reject) => {
         const done = () => {
           out.off("drain", done);
           out.off("error", done);
           out.off("close", done);
+          drained = null;
           if (failure) reject(failure);
           else resolve();
         };
@@ -273,6 +277,7 @@ export function openByteSink(path: string | undefined, options: SinkOptions = {}
         out.once("error", done);
         out.once("close", done);
       });
+      return drained;
     },
     close() {
       if (closed) return failure ? Promise.reject(failure) : Promise.resolve();

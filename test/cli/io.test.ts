@@ -567,6 +567,34 @@ describe("outputs that cannot be written: one line, exit 2, no stack trace", () 
     await expect(sink.close()).rejects.toThrow("cannot write /dev/full: no space left on device");
   });
 
+  it("ByteSink: writes made while the stream is full share one wait on 'drain', and all get the failure", async () => {
+    const sink = openByteSink("/dev/full");
+    const big = new Uint8Array(16 << 20);
+    const first = sink.write(big);
+    const waits = Array.from({ length: 20 }, () => sink.write(new Uint8Array(1024)));
+    expect(first).toBeInstanceOf(Promise);
+    expect(new Set([first, ...waits]).size).toBe(1); // one promise: no listener per write (no MaxListeners warning)
+    const outcomes = await Promise.allSettled([first, ...waits]);
+    expect(outcomes.every((outcome) => outcome.status === "rejected")).toBe(true);
+    await expect(sink.close()).rejects.toThrow("cannot write /dev/full: no space left on device");
+  });
+
+  it("ByteSink: once drained, the next write that fills the stream waits again", async () => {
+    const dir = tmp();
+    const sink = openByteSink(join(dir, "out"));
+    const first = sink.write(new Uint8Array(16 << 20).fill(1));
+    await first;
+    const second = sink.write(new Uint8Array(16 << 20).fill(2));
+    expect(second).toBeInstanceOf(Promise);
+    expect(second).not.toBe(first);
+    await second;
+    await sink.close();
+    sink.commit?.();
+    const written = readFileSync(join(dir, "out"));
+    expect(written.length).toBe(32 << 20);
+    expect([written[0], written[(16 << 20) - 1], written[16 << 20], written.at(-1)]).toEqual([1, 1, 2, 2]);
+  });
+
   it("withSinks: the work's own error wins over a close() failure, and every sink is closed", async () => {
     const dir = tmp();
     const closed: string[] = [];

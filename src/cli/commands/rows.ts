@@ -162,6 +162,7 @@ async function openColumnar(
     compression: output.compression,
     rowGroupRows: output.rowGroupRows,
     direct: true,
+    queued: true, // the sink is a Node stream
   };
   const bytes = { write: (chunk: Uint8Array, written?: () => void) => sink.write(chunk, written) };
   // Checked here, in one line, before the encoder thread would fail on a missing package.
