@@ -11,6 +11,22 @@ type TypedArrayClass<T extends TypedArray> = {
 /** Buffers smaller than this are not pooled (the allocator reuses small blocks itself). */
 const RECYCLED_MIN_BYTES = 64 << 10;
 
+/** ES2024's resizable ArrayBuffer (Node 20; newer than this project's TypeScript library). */
+interface ResizableArrayBuffer extends ArrayBuffer {
+  readonly resizable: boolean;
+  readonly maxByteLength: number;
+  resize(bytes: number): void;
+}
+const ResizableArrayBuffer = ArrayBuffer as unknown as new (
+  bytes: number,
+  options: { maxByteLength: number },
+) => ResizableArrayBuffer;
+
+/** With growInPlace, fresh buffers from this size on are resizable ... */
+const RESIZABLE_FROM_BYTES = 256 << 10;
+/** ... up to this size: twice a row group's column bytes, so a builder of one grows within it. */
+const RESIZABLE_MAX_BYTES = 32 << 20;
+
 /**
  * Column buffers that were used up, for the next column copies to fill. A column's bytes are
  * copied on their way out (into a builder, a worker's block, a row group), each time into a
@@ -26,6 +42,13 @@ const RECYCLED_MIN_BYTES = 64 << 10;
 export class BufferRecycler {
   private readonly free: ArrayBuffer[] = [];
   private pooled = 0;
+  /**
+   * Fresh buffers of RESIZABLE_FROM_BYTES or more are resizable, and a Growable over one grows
+   * it in place: a builder that doubles its way up to a row group's size then neither copies
+   * nor leaves the smaller buffers it outgrew, touched, behind (on the mix, 3,000 fewer first
+   * touches). Only `rows` turns it on, with the pool: resizable buffers are ES2024.
+   */
+  growInPlace = false;
 
   constructor(private limitBytes = 0) {}
 
@@ -73,8 +96,12 @@ export const recycler = new BufferRecycler();
 
 /** An array of `length` values, in a recycled buffer when there is one (its values are not cleared then). */
 export function recycledArray<T extends TypedArray>(Type: TypedArrayClass<T>, length: number): T {
-  const buffer = recycler.take(length * Type.BYTES_PER_ELEMENT);
-  return buffer === null ? new Type(length) : new Type(buffer, 0, length);
+  const bytes = length * Type.BYTES_PER_ELEMENT;
+  const buffer = recycler.take(bytes);
+  if (buffer !== null) return new Type(buffer, 0, length);
+  if (recycler.growInPlace && bytes >= RESIZABLE_FROM_BYTES && bytes <= RESIZABLE_MAX_BYTES)
+    return new Type(new ResizableArrayBuffer(bytes, { maxByteLength: RESIZABLE_MAX_BYTES }), 0, length);
+  return new Type(length);
 }
 
 /** What an emptied Growable or BitRun starts again with (too small for its allocation to fail). */
@@ -133,6 +160,15 @@ export class Growable<T extends TypedArray> {
     let capacity = Math.max(this.data.length * 2, this.nextCapacity);
     while (capacity < need) capacity *= 2;
     this.nextCapacity = 0;
+    const buffer = this.data.buffer as ResizableArrayBuffer;
+    const bytes = capacity * this.Type.BYTES_PER_ELEMENT;
+    if (buffer.resizable === true && this.data.byteOffset === 0 && bytes <= buffer.maxByteLength) {
+      // In place (see BufferRecycler.growInPlace). Views handed out are of the old length, and
+      // are used up before the next append anyway.
+      if (bytes > buffer.byteLength) buffer.resize(bytes);
+      this.data = new this.Type(buffer, 0, capacity);
+      return;
+    }
     // Only the filled part is copied: a recycled buffer's other values are never read.
     const grown = recycledArray(this.Type, capacity);
     grown.set(this.data.subarray(0, this.length) as never);

@@ -1,14 +1,16 @@
 // The recycler of column buffers (BufferRecycler) under the Arrow IPC writer, as `rows` uses it:
 // a group's buffers go back to the pool only once the output says it is done with every chunk
 // over them, and are handed out again after that; and `rows` turns the pool off when it is done.
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "@uwdata/flechette";
 import { afterEach, describe, expect, test, vi } from "vitest";
-import { init, type Row } from "../../src/index.js";
-import { recycler } from "../../src/columnar/buffers.js";
+import { init, toArrowIPC, toParquet, type Row } from "../../src/index.js";
+import { Growable, recycler } from "../../src/columnar/buffers.js";
 import { ArrowCodec } from "../../src/columnar/arrow.js";
 import { ColumnarWriter } from "../../src/columnar/writer.js";
-import { generateSmallRollouts } from "../../bench/generate.js";
+import { generateRollout, generateSmallRollouts } from "../../bench/generate.js";
+import { rolloutToJson } from "../../src/ingest/read.js";
 import { cli, tempDir } from "../ingest/cli.js";
 import { LOGIN_BUG } from "../support/fixtures.js";
 
@@ -17,7 +19,11 @@ const POOLED_FROM = 64 << 10;
 
 afterEach(() => {
   recycler.setLimit(0);
+  recycler.growInPlace = false;
 });
+
+/** ES2024's resizable ArrayBuffer, as far as these tests look at it. */
+type Resizable = ArrayBuffer & { resizable: boolean; maxByteLength: number };
 
 /**
  * A byte output that holds the chunks it is given (views, not copies) and says they are written
@@ -104,6 +110,67 @@ describe("BufferRecycler under the Arrow IPC writer", () => {
   });
 });
 
+describe("growInPlace", () => {
+  test("a builder grows its resizable buffer in place from 256 KiB, copies past 32 MiB, and keeps every value", () => {
+    recycler.setLimit(32 << 20);
+    recycler.growInPlace = true;
+    const values = new Growable(Int32Array);
+    const buffers: ArrayBufferLike[] = [];
+    let pushed = 0;
+    for (const upTo of [1 << 10, 1 << 16, 1 << 18, 1 << 21, 9 << 20]) {
+      const chunk = new Int32Array(upTo - pushed);
+      for (let i = 0; i < chunk.length; i++) chunk[i] = (pushed + i) * 7;
+      values.pushAll(chunk);
+      pushed = upTo;
+      buffers.push(values.data.buffer);
+    }
+    const [small, , quarter, eight, past] = buffers as Resizable[];
+    expect(small.resizable).toBe(false); // 4 KiB: a plain buffer
+    expect(quarter.resizable).toBe(true); // 1 MiB, from its first 256 KiB ...
+    expect(eight).toBe(quarter); // ... grown in place to 8 MiB ...
+    expect(eight.byteLength).toBe(8 << 20);
+    expect(past).not.toBe(quarter); // ... and 36 MiB, past its maximum, a copy
+    const view = values.view();
+    expect(view.length).toBe(pushed);
+    expect(view.every((value, i) => value === i * 7)).toBe(true);
+  });
+
+  test("off (as for library callers), a builder never makes a resizable buffer", () => {
+    recycler.setLimit(32 << 20);
+    const values = new Growable(Float32Array);
+    values.pushAll(new Float32Array(1 << 20));
+    expect((values.data.buffer as Resizable).resizable).toBe(false);
+  });
+
+  test("rows: several row groups of long rows, grown in place, are the bytes the API writes for them", async () => {
+    const dir = tempDir();
+    const rollouts = [
+      generateRollout({ calls: 300, seed: 3, arrays: "plain" }),
+      ...generateSmallRollouts(5, 2, { arrays: "plain" }),
+    ];
+    const input = join(dir, "long.jsonl");
+    writeFileSync(input, rollouts.map((rollout) => rolloutToJson(rollout)).join("\n") + "\n");
+    const cf = await init();
+    const plans = rollouts.map((rollout) => cf.plan(rollout));
+    const resize = vi.spyOn(ArrayBuffer.prototype as unknown as { resize(bytes: number): void }, "resize");
+    try {
+      for (const [name, bytes] of [
+        ["rows.arrow", await toArrowIPC(plans, { rowGroupRows: 20 })],
+        ["rows.parquet", await toParquet(plans, { rowGroupRows: 20 })],
+      ] as const) {
+        resize.mockClear();
+        const run = await cli("rows", input, "-o", join(dir, name), "--row-group-rows", "20", "--jobs", "1", "--quiet");
+        expect(run.code, run.stderr).toBe(0);
+        expect(resize.mock.calls.length, name).toBeGreaterThan(0); // else nothing here grew in place
+        expect(Buffer.from(bytes).equals(readFileSync(join(dir, name))), name).toBe(true);
+      }
+    } finally {
+      resize.mockRestore();
+      for (const plan of plans) plan.release();
+    }
+  });
+});
+
 describe("rows and this thread's recycler", () => {
   test.each(["rows.arrow", "rows.arrows", "rows.parquet", "rows.jsonl"])(
     "%s: the pool's limit is as it was after the run",
@@ -114,6 +181,7 @@ describe("rows and this thread's recycler", () => {
         const run = await cli("rows", LOGIN_BUG, "-o", join(dir, name), "--quiet");
         expect(run.code).toBe(0);
         expect(recycler.limit).toBe(before);
+        expect(recycler.growInPlace).toBe(false);
       }
       expect(recycler.bytes).toBe(0);
     },
@@ -130,5 +198,6 @@ describe("rows and this thread's recycler", () => {
       close.mockRestore();
     }
     expect(recycler.limit).toBe(0);
+    expect(recycler.growInPlace).toBe(false);
   });
 });

@@ -188,7 +188,14 @@ async function openColumnar(
   }
   const previous = recycler.limit;
   recycler.setLimit(RECYCLED_COLUMN_BYTES);
-  return { columns, release: () => recycler.setLimit(previous) };
+  recycler.growInPlace = true;
+  return {
+    columns,
+    release: () => {
+      recycler.setLimit(previous);
+      recycler.growInPlace = false;
+    },
+  };
 }
 
 /** The line that says an input had prefix breaks (SPEC's prefix_break), and where to look. */
