@@ -1,6 +1,7 @@
 // The recycler of column buffers (BufferRecycler) under the Arrow IPC writer, as `rows` uses it:
 // a group's buffers go back to the pool only once the output says it is done with every chunk
-// over them, and are handed out again after that; and `rows` turns the pool off when it is done.
+// over them, and are handed out again after that; builders grow large buffers in place when
+// `rows` asks (growInPlace); and `rows` turns both off when it is done.
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { tableFromIPC } from "@uwdata/flechette";
