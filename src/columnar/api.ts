@@ -100,8 +100,10 @@ let codec: Promise<ArrowCodec> | null = null;
 
 /** apache-arrow as callers import it (its ES modules): the tables handed out are of their build. */
 function arrowCodec(): Promise<ArrowCodec> {
-  codec ??= loadColumnar(async () => (await import("./arrow-modules.js")).moduleCodec);
-  codec.catch(() => (codec = null)); // a missing package is named again next time
+  if (codec === null) {
+    codec = loadColumnar(async () => (await import("./arrow-modules.js")).moduleCodec);
+    codec.catch(() => (codec = null)); // a missing package is named again next time
+  }
   return codec;
 }
 

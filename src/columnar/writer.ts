@@ -51,7 +51,6 @@ export type GroupBuffers = "reused" | "copied" | "handedOff";
  * Cuts records into row groups: a group ends with the record that brings it to `rows` records
  * or `bytes` column bytes. Records given one by one or in blocks are cut at the same places.
  */
-
 export class GroupCutter<L extends Layout = Layout> {
   private readonly group: RecordColumns<L>;
   private groupBytes = 0;
@@ -190,9 +189,9 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   /** With `queued`: settles once the output has taken the last group written (rejects as it does). */
   private lastGroup: Promise<void> = Promise.resolve();
   /** Groups completed by direct.add() and not yet encoded, and how many it has completed in all. */
-  private readonly queued: ColumnBlock[] = [];
+  private readonly waiting: ColumnBlock[] = [];
   private completedGroups = 0;
-  private queuedBytes = 0;
+  private waitingBytes = 0;
   /** Records written so far. */
   rows = 0;
   /** Row groups (record batches) written so far. */
@@ -237,21 +236,21 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
         const group = writer.cutter.add(record);
         if (group === null) return;
         writer.completedGroups++;
-        writer.queued.push(group);
-        writer.queuedBytes += blockBytes(group);
+        writer.waiting.push(group);
+        writer.waitingBytes += blockBytes(group);
       },
       get bytes() {
-        return writer.queuedBytes;
+        return writer.waitingBytes;
       },
       mark: () => ({ groups: writer.completedGroups, cut: writer.cutter.mark() }),
       rollback: (mark) => {
         const since = writer.completedGroups - mark.groups;
-        if (since > writer.queued.length) throw new Error("DirectColumns: a rollback past a drain");
-        const dropped = writer.queued.splice(writer.queued.length - since);
+        if (since > writer.waiting.length) throw new Error("DirectColumns: a rollback past a drain");
+        const dropped = writer.waiting.splice(writer.waiting.length - since);
         writer.completedGroups = mark.groups;
         writer.cutter.rollback(mark.cut, dropped[0]); // the first one's buffers are the group's again
         for (const [i, group] of dropped.entries()) {
-          writer.queuedBytes -= blockBytes(group);
+          writer.waitingBytes -= blockBytes(group);
           if (i > 0) recycleBlock(group);
         }
       },
@@ -260,9 +259,9 @@ export class ColumnarWriter<L extends Layout = Layout> implements ColumnarWriter
   }
 
   private async drain(): Promise<void> {
-    while (this.queued.length > 0) {
-      const group = this.queued.shift()!;
-      this.queuedBytes -= blockBytes(group);
+    while (this.waiting.length > 0) {
+      const group = this.waiting.shift()!;
+      this.waitingBytes -= blockBytes(group);
       await this.encode(group);
     }
   }

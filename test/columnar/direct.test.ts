@@ -218,7 +218,7 @@ describe("DirectColumns", () => {
     direct.add(rows[0]);
     const mark = direct.mark();
     for (const row of rows.slice(1, 7)) direct.add(row);
-    const queued = [...(writer as unknown as { queued: ColumnBlock[] }).queued];
+    const queued = [...(writer as unknown as { waiting: ColumnBlock[] }).waiting];
     expect(queued.length).toBe(3);
     direct.rollback(mark);
     const pooled = new Set((recycler as unknown as { free: ArrayBuffer[] }).free);
