@@ -1,6 +1,7 @@
 // One process of bench/floor.ts: `rows --jobs 1`'s in-process pipeline on one JSONL file, run
-// only up to `stage`, from the same library pieces the CLI uses (the batch reader with long lines
-// read straight into the scanner, the scanner, the format import, plan(), the row writer).
+// only up to `stage`, from the same library pieces the CLI uses (the batch reader, the scanner —
+// which scans a long line as it is read, from the `scan` stage on — the format import, plan(),
+// the row writer).
 // Prints `FLOOR <seconds> <cpu seconds>` from module start to the end of the work.
 //   node build/bench-out/bench/floor-stages.js <load|read|scan|plan|format> <file.jsonl>
 import { join } from "node:path";
@@ -10,7 +11,7 @@ import type * as Formats from "../src/formats/index.js";
 import type * as PlanImported from "../src/plan-imported.js";
 import type * as Batches from "../src/ingest/batches.js";
 import type * as Scanner from "../src/ingest/scanner.js";
-import type { ScannedLine } from "../src/ingest/scanner.js";
+import type { LineStream, ScannedLine } from "../src/ingest/scanner.js";
 import type * as Serialize from "../src/ingest/serialize.js";
 import { STAGES, type Stage } from "./floor-stage-names.js";
 import { root } from "./rows-process.js";
@@ -56,13 +57,18 @@ function handle(scanned: ScannedLine): void {
 }
 
 const scanning = upTo >= STAGES.indexOf("scan");
-// As `rows` reads in-process: the next batch is read while one is planned, and a long line is
-// read straight into the scanner's input buffer once every batch before it is done.
+// As `rows` reads in-process: the next batch is read while one is planned, and a long line goes
+// to the scanner once every batch before it is done: scanned as it is read (window mode), or,
+// in the read stage, read whole into its input buffer.
 let done = 0;
 const waiting: { index: number; resolve: () => void }[] = [];
+let streamed: LineStream | null = null;
 const longLines = async (index: number) => {
   if (done < index) await new Promise<void>((resolve) => waiting.push({ index, resolve }));
-  return { room: (length: number) => scanner.inputBuffer(length) };
+  return {
+    room: (length: number) => scanner.inputBuffer(length),
+    stream: () => (scanning ? (streamed = scanner.streamLine()) : null),
+  };
 };
 const step = () => {
   done++;
@@ -80,7 +86,8 @@ if (upTo >= STAGES.indexOf("read")) {
     next = batches.next();
     const batch = current.value;
     if (scanning) {
-      if (batch.placed !== undefined) handle(scanner.scanInput(batch.placed.bytes));
+      if (batch.placed?.streamed) handle(streamed!.value);
+      else if (batch.placed !== undefined) handle(scanner.scanInput(batch.placed.bytes));
       else if (batch.parts !== undefined) handle(scanner.scan(lineParts(batch)));
       else forEachLine(batch, (start, end) => end > start && handle(scanner.scan(batch.bytes.subarray(start, end))));
     }

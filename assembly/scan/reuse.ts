@@ -23,9 +23,21 @@ const BUCKETS: usize = 1 << <usize>BUCKET_BITS;
 const SLOTS: usize = 4;
 const table = memory.data(<i32>(BUCKETS * SLOTS * 4));
 
+/**
+ * Arrays whose text starts before this line offset are gone (a line scanned as it is read keeps
+ * only its newest text: see scan.ts's window mode); 0 when the whole line is in memory.
+ */
+let retainedFrom: u32 = 0;
+
 /** Forgets every array (a new line). */
 export function resetReuse(): void {
   memory.fill(table, 0, BUCKETS * SLOTS * 4);
+  retainedFrom = 0;
+}
+
+/** The text of arrays that start before line offset `offset` is no longer in memory. */
+export function forgetTextBefore(offset: u32): void {
+  retainedFrom = offset;
 }
 
 // @ts-ignore: decorator
@@ -146,6 +158,7 @@ export function reuse(text: usize, out: usize, inputStart: usize, inputEnd: usiz
     const key = load<u32>(bucket + (i << 2));
     if (key == 0) break;
     const header = headerOf(key);
+    if (spanStart(header) < retainedFrom) continue; // its text is gone
     const from = inputStart + <usize>spanStart(header) + 1;
     const to = inputStart + <usize>spanEnd(header) - 1; // its `]`
     const length = commonPrefix(text, from, min(to - from, inputEnd - text));

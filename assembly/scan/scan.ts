@@ -7,7 +7,7 @@ import { BASE, ensureMemory } from "./memory";
 import { writeU32 } from "./digits";
 import { numberEnd, parseNumberF32 } from "./number";
 import { commaBits, digitBits, eightDigits, nonDigitBits } from "./swar";
-import { rememberArray, resetReuse, reuse, reusedEnd, reusedStart, reusedValues } from "./reuse";
+import { forgetTextBefore, rememberArray, resetReuse, reuse, reusedEnd, reusedStart, reusedValues } from "./reuse";
 import {
   countOf,
   dataOf,
@@ -38,7 +38,9 @@ const PREFIX_CAP = 64;
 const prefix = memory.data(PREFIX_CAP);
 let prefixLength: i32 = 0;
 
+/** Where line offset 0 is (headers keep offsets); in window mode that text may be gone. */
 let inputStart: usize = 0;
+/** The end of the line's text in memory (window mode: of what has been read so far). */
 let inputEnd: usize = 0;
 /** The tokens' top (arena.ts): where the next value is parsed. */
 let write: usize = 0;
@@ -355,6 +357,12 @@ function tryArray(p: usize, kind: i32): usize {
     outOfMemory = true;
     return 0;
   }
+  if (streaming) {
+    emitText(p);
+    emitPlaceholder(arrays);
+    copied = after;
+    if (kind == <i32>KIND_I32 && end - start >= LONG_ARRAY) longArray = start;
+  }
   arrays++;
   return after;
 }
@@ -382,49 +390,214 @@ function buildMeta(): bool {
     out = writeU32(out, <u32>i);
     store<u8>(out++, <u8>QUOTE);
     copied = inputStart + spanEnd(header);
+    header = nextHeader(header);
+  }
+  memory.copy(out, copied, inputEnd - copied);
+  out += inputEnd - copied;
+  metaEnd = out;
+  writeTable();
+  return true;
+}
+
+/** The table at tableStart: each array's data address, count and kind, in line order. */
+function writeTable(): void {
+  let header = firstHeader();
+  for (let i = 0; i < arrays; i++) {
     const entry = tableStart + <usize>i * 12;
     store<u32>(entry, <u32>dataOf(header));
     store<u32>(entry, countOf(header), 4);
     store<u32>(entry, kindOf(header), 8);
     header = nextHeader(header);
   }
-  memory.copy(out, copied, inputEnd - copied);
-  out += inputEnd - copied;
-  metaEnd = out;
-  return true;
 }
 
 /** Scans the line the host copied to inputAddress(). */
 export function scan(length: usize): i32 {
+  streaming = false;
   inputStart = BASE;
   inputEnd = BASE + length;
   store<u64>(inputEnd, 0); // sentinel: ends any digit run, never a separator
   const arenaStart = (inputEnd + 64 + 15) & ~15;
   if (!resetArena(arenaStart, length)) return STATUS_TOO_LARGE;
+  startArrays(arenaStart);
+  scanText(inputStart, true);
+  if (outOfMemory) return STATUS_TOO_LARGE;
+  return buildMeta() ? STATUS_OK : STATUS_TOO_LARGE;
+}
+
+function startArrays(arenaStart: usize): void {
   write = arenaStart;
   limit = sideLow;
   arrays = 0;
   outOfMemory = false;
   resetReuse();
-  let p = inputStart;
+}
+
+/**
+ * Scans the text from `p` (outside any string) to inputEnd. With `last` the text ends there;
+ * otherwise more follows, and the scan stops before the first key whose array (or whose string)
+ * it cannot see the end of yet: returns where it stopped, to go on from once more is read.
+ */
+function scanText(p: usize, last: bool): usize {
   const end = inputEnd;
+  // Every `]` before this one is in reach: an array whose `[` is before it can be parsed whole.
+  const reach = last ? end : lastClose(p, end);
   while (true) {
+    const safe = p;
     p = nextQuote(p);
-    if (p >= end) break;
+    if (p >= end) return end;
     const keyStart = p + 1;
     const keyEnd = stringEnd(keyStart);
-    if (keyEnd >= end) break;
+    if (keyEnd >= end) return last ? end : safe;
     p = keyEnd + 1;
     const kind = keyKind(keyStart, keyEnd - keyStart);
     if (kind == NOT_A_KEY) continue;
     let q = skipSpace(p);
-    if (q >= end || load<u8>(q) != 0x3a) continue;
+    if (q >= end) return last ? end : safe;
+    if (load<u8>(q) != 0x3a) continue;
     q = skipSpace(q + 1);
-    if (q >= end || load<u8>(q) != 0x5b) continue;
+    if (q >= end) return last ? end : safe;
+    if (load<u8>(q) != 0x5b) continue;
+    if (q >= reach) return safe;
     const after = tryArray(q, kind);
-    if (outOfMemory) return STATUS_TOO_LARGE;
+    if (outOfMemory) return safe;
     // Not plain: go on from the `[` (its strings are still tracked by nextQuote/stringEnd).
     p = after != 0 ? after : q;
   }
-  return buildMeta() ? STATUS_OK : STATUS_TOO_LARGE;
+}
+
+/** The address of the last `]` in [from, end), or `from` when there is none. */
+function lastClose(from: usize, end: usize): usize {
+  let p = end;
+  while (p > from && load<u8>(p - 1) != 0x5d) p--;
+  return p > from ? p - 1 : from;
+}
+
+// Window mode: a long line scanned as it is read, a piece at a time, in a region of memory that
+// is reused, so its text never needs fresh memory (a page's first touch costs more than scanning
+// it). Once a piece does not fit after the text, the text still needed moves down to the
+// region's start: what is not scanned yet, and — room allowing — `history` bytes of scanned text
+// and the newest long token array (an agent's next prompt repeats its last one), so a repeated
+// prompt is still compared with the earlier text (reuse.ts); when that text is gone the prompt is
+// parsed. A string or array longer than the region does not fit: the host reads that line whole.
+// The metadata leaves through a small scratch area the host empties (flushMeta); text longer than
+// half of it goes to the host straight from the region. Layout: [BASE: region][slack][scratch][arena].
+
+// @ts-ignore: decorator
+@external("env", "flushMeta")
+declare function flushMeta(address: usize, length: usize): void;
+
+const SCRATCH: usize = 64 << 10;
+/** A token array at least this long is kept when text moves (a prompt the next one may repeat). */
+const LONG_ARRAY: u32 = 16 << 10;
+
+let streaming = false;
+let regionEnd: usize = 0;
+let history: usize = 0;
+/** Line offset of the newest long token array's text (see LONG_ARRAY); 0 when none. */
+let longArray: u32 = 0;
+/** The text up to here is scanned, and went into the metadata (window mode). */
+let scanned: usize = 0;
+/** Text before this went into the metadata (window mode). */
+let copied: usize = 0;
+let metaOut: usize = 0;
+
+/**
+ * Starts a line in window mode with a region of `regionBytes` that keeps `historyBytes` of
+ * scanned text; returns the region's address, 0 when memory cannot hold it.
+ */
+export function streamBegin(regionBytes: usize, historyBytes: usize): usize {
+  regionEnd = BASE + regionBytes;
+  metaStart = (regionEnd + 64 + 15) & ~15;
+  const arenaStart = (<u64>metaStart + SCRATCH + 15) & ~(<u64>15);
+  if (arenaStart > 0xffffffff || !resetArena(<usize>arenaStart, regionBytes)) return 0;
+  startArrays(<usize>arenaStart);
+  streaming = true;
+  history = historyBytes;
+  longArray = 0;
+  inputStart = BASE;
+  inputEnd = BASE;
+  scanned = BASE;
+  copied = BASE;
+  metaOut = metaStart;
+  return BASE;
+}
+
+/**
+ * Room after the text in the region for up to `most` more bytes of the line, and at least
+ * `least`, moving the text still needed down to the region's start when `most` does not fit.
+ * Returns where the bytes go (an offset in the region; the room ends at the region's end), or -1
+ * when not even `least` fits beside the text not scanned yet.
+ */
+export function streamRoom(most: usize, least: usize): i32 {
+  const size = <u64>(regionEnd - BASE);
+  if (<u64>inputEnd + <u64>most > <u64>regionEnd && scanned > BASE) {
+    const withHistory = scanned - BASE > history ? scanned - history : BASE;
+    let keep = withHistory;
+    const long = inputStart + <usize>longArray;
+    if (longArray > BASE - inputStart && long < keep) keep = long; // not gone, and older
+    // Room for the piece first: then the history only, then only what is not scanned yet.
+    if (<u64>(inputEnd - keep) + <u64>least > size) keep = withHistory;
+    if (<u64>(inputEnd - keep) + <u64>least > size) keep = scanned;
+    const moved = keep - BASE;
+    if (moved > 0) {
+      memory.copy(BASE, keep, inputEnd - keep);
+      inputStart -= moved; // offsets stay: what was at `keep` is at BASE now
+      inputEnd -= moved;
+      scanned -= moved;
+      copied -= moved;
+      forgetTextBefore(<u32>(BASE - inputStart));
+    }
+  }
+  if (<u64>inputEnd + <u64>least > <u64>regionEnd) return -1;
+  return <i32>(inputEnd - BASE);
+}
+
+/**
+ * Scans `got` more bytes the host put where streamRoom() said; `last`: the line ends with them
+ * (then the table is built, as scan() builds it). The metadata goes to the host's flushMeta.
+ */
+export function streamScan(got: usize, last: bool): i32 {
+  inputEnd += got;
+  store<u64>(inputEnd, 0); // the sentinel (in the next read's place, or the slack)
+  limit = sideLow;
+  scanned = scanText(scanned, last);
+  if (outOfMemory) return STATUS_TOO_LARGE;
+  emitText(scanned);
+  flushScratch();
+  if (!last) return STATUS_OK;
+  streaming = false;
+  tableStart = (write + 3) & ~3;
+  if (!roomAbove(tableStart, <usize>arrays * 12)) return STATUS_TOO_LARGE;
+  writeTable();
+  return STATUS_OK;
+}
+
+function flushScratch(): void {
+  if (metaOut > metaStart) flushMeta(metaStart, metaOut - metaStart);
+  metaOut = metaStart;
+}
+
+/** Window mode: the text from `copied` to `to` into the metadata. */
+function emitText(to: usize): void {
+  const bytes = to - copied;
+  if (metaOut + bytes > metaStart + SCRATCH) {
+    flushScratch();
+    if (bytes > SCRATCH >> 1) {
+      flushMeta(copied, bytes); // long text goes straight from the region
+      copied = to;
+      return;
+    }
+  }
+  memory.copy(metaOut, copied, bytes);
+  metaOut += bytes;
+  copied = to;
+}
+
+/** Window mode: the placeholder of array `index` into the metadata. */
+function emitPlaceholder(index: i32): void {
+  if (metaOut + <usize>prefixLength + 11 > metaStart + SCRATCH) flushScratch();
+  memory.copy(metaOut, prefix, prefixLength);
+  metaOut = writeU32(metaOut + prefixLength, <u32>index);
+  store<u8>(metaOut++, <u8>QUOTE);
 }

@@ -43,10 +43,15 @@ export interface Batch {
   lineCount: number;
 }
 
-/** A line read into a LongLines room: its length there (without its `\n`), and whether a `\n` ended it. */
+/**
+ * A line read into a LongLines room: its length there (without its `\n`), and whether a `\n`
+ * ended it. `streamed`: it was scanned as it was read instead (its place's stream(): see
+ * StreamedLine), and its value waits in the scanner.
+ */
 export interface PlacedLine {
   bytes: number;
   newline: boolean;
+  streamed?: true;
 }
 
 /** What is left of a line too long to keep. */
@@ -67,11 +72,37 @@ export interface DroppedLine {
  * Batch.dropped). The views hold one line at a time: readBatches asks for the place of the
  * `index`th batch it yields, and the place is given once every batch before it is planned.
  */
-export type LongLines = (index: number) => Promise<{ room(length: number): Uint8Array | null } | null>;
+export type LongLines = (index: number) => Promise<LongLinePlace | null>;
+
+export interface LongLinePlace {
+  room(length: number): Uint8Array | null;
+  /**
+   * A line scanned as it is read instead (window mode), when the source can be read again at a
+   * position (`readAgain`), for the lines this cannot take: null when there is none.
+   */
+  stream?(): StreamedLine | null;
+}
+
+/**
+ * A long line scanned as it is read (the scanner's LineStream): space(n) is where the line's
+ * next bytes go (up to n: its length), scanned(got, last) scans them, finish() ends the line.
+ * Each says false (null) when it cannot take the line; the reader then reads the line whole
+ * into the room.
+ */
+export interface StreamedLine {
+  space(length: number): Uint8Array | null;
+  scanned(got: number, last: boolean): boolean;
+  finish(): boolean;
+}
 
 /** Where bytes come from: reads up to `length` bytes into `into` at `offset`; 0 = end of input. */
 export interface ByteSource {
   read(into: Uint8Array, offset: number, length: number): Promise<number>;
+  /**
+   * Reads again (a file, not a stream): the `length` bytes at `position`, counted as read() counts
+   * them, without moving where read() goes on; throws when there are fewer now.
+   */
+  readAgain?(into: Uint8Array, offset: number, length: number, position: number): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -180,14 +211,22 @@ export class BufferPool {
 /** `source` without the UTF-8 byte order mark it may start with (see src/formats/text.ts). */
 export function withoutLeadingMark(source: ByteSource): ByteSource {
   let checked: ByteSource | null = null;
+  let mark = 0; // bytes of the mark: where this source's bytes start in `source`
+  const readAgain = source.readAgain;
   return {
     async read(into, offset, length) {
       if (checked === null) {
         const first = await readUpTo(source, 3);
-        checked = prepend(isByteOrderMark(first) ? EMPTY : first, source);
+        mark = isByteOrderMark(first) ? first.length : 0;
+        checked = prepend(mark > 0 ? EMPTY : first, source);
       }
       return checked.read(into, offset, length);
     },
+    ...(readAgain === undefined
+      ? {}
+      : {
+          readAgain: (into, offset, length, position) => readAgain.call(source, into, offset, length, position + mark),
+        }),
     close: () => source.close(),
   };
 }
@@ -195,6 +234,7 @@ export function withoutLeadingMark(source: ByteSource): ByteSource {
 /** `head` (bytes read from `source` to look at), then the rest of `source`. */
 function prepend(head: Uint8Array, source: ByteSource): ByteSource {
   return {
+    ...(source.readAgain === undefined ? {} : { readAgain: source.readAgain.bind(source) }), // positions are the source's
     async read(into, offset, length) {
       if (head.length === 0) return source.read(into, offset, length);
       const n = Math.min(length, head.length);
@@ -282,6 +322,86 @@ export async function readWhole(source: ByteSource, limit: number): Promise<Uint
   return Buffer.concat(parts, total);
 }
 
+/** `source`, counting the bytes read from it: where a line starts, to read it again. */
+function counting(source: ByteSource): ByteSource & { position: number } {
+  const counted = {
+    position: 0,
+    async read(into: Uint8Array, offset: number, length: number) {
+      const got = await source.read(into, offset, length);
+      counted.position += got;
+      return got;
+    },
+    ...(source.readAgain === undefined ? {} : { readAgain: source.readAgain.bind(source) }),
+    close: () => source.close(),
+  };
+  return counted;
+}
+
+/** How reading a long line in window mode (streamLine) ended. */
+type StreamOutcome =
+  /** Scanned: its value waits in the scanner; `tail` bytes after it are in the batch buffer. */
+  | { kind: "scanned"; line: PlacedLine; tail: number }
+  /**
+   * Too long to keep (past maxLineBytes): `bytes` read so far, and whether they were all blank;
+   * the rest is still to read.
+   */
+  | { kind: "dropped"; bytes: number; blank: boolean }
+  /**
+   * For the room instead: its first `bytes` were read, and `line` is set when they are all of it
+   * (then `tail` bytes after it are in the batch buffer).
+   */
+  | { kind: "whole"; bytes: number; blank: boolean; line: PlacedLine | null; tail: number };
+
+/**
+ * Reads a long line whose first bytes fill `first` (the batch buffer) through `stream`, a piece
+ * of `first.length` bytes at a time; what follows the line's newline goes into `first`.
+ */
+async function streamLine(
+  stream: StreamedLine,
+  source: ByteSource,
+  first: Uint8Array,
+  maxLineBytes: number,
+): Promise<StreamOutcome> {
+  const chunk = first.length;
+  let bytes = chunk; // of the line, read (`first` holds its start)
+  let blank = isBlankLine(first);
+  const whole = (line: PlacedLine | null = null, tail = 0): StreamOutcome => ({
+    kind: "whole",
+    bytes,
+    blank,
+    line,
+    tail,
+  });
+  const start = stream.space(chunk);
+  if (start === null || start.length < chunk) return whole();
+  start.set(first);
+  if (!stream.scanned(chunk, false)) return whole();
+  for (;;) {
+    if (bytes > maxLineBytes) return { kind: "dropped", bytes, blank };
+    // Line offsets are u32 in the scanner: a line near 4 GiB is left to the room (which has none).
+    if (bytes + chunk > SCANNER_OFFSET_LIMIT) return whole();
+    const space = stream.space(chunk);
+    if (space === null) return whole();
+    const got = await source.read(space, 0, space.length);
+    const at = got === 0 ? -1 : asBuffer(space.subarray(0, got)).indexOf(NEWLINE);
+    const length = at >= 0 ? at : got;
+    blank &&= isBlankLine(space.subarray(0, length));
+    bytes += length;
+    if (at < 0 && got > 0) {
+      if (!stream.scanned(got, false)) return whole();
+      continue;
+    }
+    // The line ends here: with a newline, or with the input.
+    const tail = at >= 0 ? got - at - 1 : 0;
+    first.set(space.subarray(length + 1, length + 1 + tail)); // before the scan puts its sentinel there
+    const line = { bytes, newline: at >= 0 };
+    return stream.scanned(length, true) && stream.finish() ? { kind: "scanned", line, tail } : whole(line, tail);
+  }
+}
+
+/** Window mode takes lines up to this (the scanner keeps line offsets as u32). */
+const SCANNER_OFFSET_LIMIT = 2 ** 32 - 1;
+
 /**
  * Batches of whole lines, in input order; each about a chunk (the pool's buffer size) of bytes,
  * or one line longer than that, in parts. A line of which more than `maxLineBytes` (past what
@@ -294,7 +414,8 @@ export async function* readBatches(
   maxLineBytes = Infinity,
   longLines?: LongLines,
 ): AsyncGenerator<Batch> {
-  source = withoutLeadingMark(source);
+  const counted = counting(withoutLeadingMark(source));
+  source = counted;
   const chunk = pool.size;
   let buffer = pool.take();
   let filled = 0; // bytes at the start of `buffer` not sent yet
@@ -332,37 +453,85 @@ export async function* readBatches(
   try {
     for (;;) {
       if (filled === buffer.length && dropped === null && pieces.length === 0 && longLines !== undefined) {
-        // The start of a long line: on into a room of its own, if there is one.
+        // The start of a long line: scanned as it is read, or on into a room of its own, if there is one.
         const place = await longLines(yielded);
-        const first = place?.room(buffer.length + chunk) ?? null;
-        if (place !== null && first !== null) {
-          let room: Uint8Array = first;
-          room.set(buffer);
-          let end = buffer.length; // bytes in the room
+        let room: Uint8Array | null = null;
+        let end = 0; // the line's bytes in the room
+        let ended: PlacedLine | null = null; // set when the line's end was read (what follows is in `buffer`)
+        const stream = place !== null && source.readAgain !== undefined ? (place.stream?.() ?? null) : null;
+        if (stream !== null) {
+          const lineAt = counted.position - filled;
+          const outcome = await streamLine(stream, source, buffer, maxLineBytes);
+          if (outcome.kind === "scanned") {
+            filled = outcome.tail;
+            yield { bytes: EMPTY, placed: { ...outcome.line, streamed: true }, firstLine: nextLine, lineCount: 1 };
+            yielded++;
+            nextLine++;
+            lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
+            continue;
+          }
+          if (outcome.kind === "dropped" || (outcome.line === null && outcome.bytes > maxLineBytes)) {
+            // Too long to keep (as the room would find once it had read that much).
+            dropped = { bytes: outcome.bytes, newline: false, blank: outcome.blank };
+            filled = 0;
+          } else {
+            // Not for window mode: read again from its start, into the room.
+            const length = outcome.bytes;
+            room = place!.room(outcome.line === null ? length + chunk : length);
+            if (room !== null) await source.readAgain!(room, 0, length, lineAt);
+            end = length;
+            if (outcome.line !== null) {
+              ended = outcome.line;
+              filled = outcome.tail;
+            }
+            if (room === null) {
+              // No room for it: dropped, as a line too long is.
+              const bytes = { bytes: length, newline: ended?.newline ?? false, blank: outcome.blank };
+              if (ended === null) {
+                dropped = bytes;
+                filled = 0;
+              } else {
+                yield { bytes: EMPTY, dropped: bytes, firstLine: nextLine, lineCount: 1 };
+                yielded++;
+                nextLine++;
+                lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
+                continue;
+              }
+            }
+          }
+        } else if (place !== null) {
+          room = place.room(buffer.length + chunk);
+          if (room !== null) {
+            room.set(buffer);
+            end = buffer.length;
+          }
+        }
+        if (room !== null) {
+          let held: Uint8Array = room;
           let newline = -1;
           let full = false; // no room for more: dropped, as a line too long is
           let touched = end; // the room's pages are touched up to here (see touchPages)
-          for (;;) {
-            if (end === room.length) {
+          while (ended === null) {
+            if (end === held.length) {
               // (A line longer than maxLineBytes is dropped once that much of it is read.)
-              const more = end > maxLineBytes ? null : place.room(end + chunk);
+              const more = end > maxLineBytes ? null : place!.room(end + chunk);
               if (more === null) {
                 full = true;
                 break;
               }
-              room = more;
+              held = more;
             }
             // Every other read goes into pages this thread touched while the read before it ran
             // into fresh ones (see touchPages): two threads take the first touches, not one. The
             // room for it is asked for ahead, if there is any (the line's own reads decide, as
             // above, when it is too long).
             const ahead = end >= touched && end + chunk <= maxLineBytes;
-            if (ahead && room.length < end + 2 * chunk) room = place.room(end + 2 * chunk) ?? room;
-            const reading = source.read(room, end, Math.min(chunk, room.length - end));
-            if (ahead) touched = touchPages(room, end + chunk, Math.min(room.length, end + 2 * chunk));
+            if (ahead && held.length < end + 2 * chunk) held = place!.room(end + 2 * chunk) ?? held;
+            const reading = source.read(held, end, Math.min(chunk, held.length - end));
+            if (ahead) touched = touchPages(held, end + chunk, Math.min(held.length, end + 2 * chunk));
             const got = await reading;
             if (got === 0) break;
-            const at = asBuffer(room.subarray(end, end + got)).indexOf(NEWLINE);
+            const at = asBuffer(held.subarray(end, end + got)).indexOf(NEWLINE);
             end += got;
             if (at >= 0) {
               newline = end - got + at;
@@ -370,14 +539,17 @@ export async function* readBatches(
             }
           }
           if (full) {
-            dropped = { bytes: end, newline: false, blank: isBlankLine(room.subarray(0, end)) };
+            dropped = { bytes: end, newline: false, blank: isBlankLine(held.subarray(0, end)) };
             filled = 0;
           } else {
-            // Ended by a newline (what follows it moves to the batch buffer) or by the input.
-            const line = newline >= 0 ? newline : end;
-            filled = newline >= 0 ? end - newline - 1 : 0;
-            buffer.set(room.subarray(line + 1, line + 1 + filled));
-            yield { bytes: EMPTY, placed: { bytes: line, newline: newline >= 0 }, firstLine: nextLine, lineCount: 1 };
+            if (ended === null) {
+              // Ended by a newline (what follows it moves to the batch buffer) or by the input.
+              const line = newline >= 0 ? newline : end;
+              filled = newline >= 0 ? end - newline - 1 : 0;
+              buffer.set(held.subarray(line + 1, line + 1 + filled));
+              ended = { bytes: line, newline: newline >= 0 };
+            }
+            yield { bytes: EMPTY, placed: ended, firstLine: nextLine, lineCount: 1 };
             yielded++;
             nextLine++;
             lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
@@ -472,16 +644,25 @@ export function forEachLine(batch: Batch, each: (start: number, end: number, lin
   }
 }
 
-/** A file read with positional reads straight into the batch buffers. */
+/** A file read straight into the batch buffers (and read again where asked: see ByteSource.readAgain). */
 export async function fileSource(path: string): Promise<ByteSource> {
   const handle = await open(path, "r");
+  const read = async (into: Uint8Array, offset: number, length: number, position: number | null) => {
+    try {
+      const { bytesRead } = await handle.read(into, offset, length, position);
+      return bytesRead;
+    } catch (error) {
+      throw new FileError("read", path, error); // a read error mid-file names the file
+    }
+  };
   return {
-    async read(into, offset, length) {
-      try {
-        const { bytesRead } = await handle.read(into, offset, length, null);
-        return bytesRead;
-      } catch (error) {
-        throw new FileError("read", path, error); // a read error mid-file names the file
+    read: (into, offset, length) => read(into, offset, length, null),
+    async readAgain(into, offset, length, position) {
+      for (let got = 0; got < length; ) {
+        const n = await read(into, offset + got, length - got, position + got);
+        if (n === 0)
+          throw new FileError("read", path, new Error(`it is shorter than it was (at byte ${position + got})`));
+        got += n;
       }
     },
     close: () => handle.close(),

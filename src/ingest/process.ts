@@ -13,8 +13,24 @@ import { KEPT_MEMORY_MAX_BYTES } from "../core/types.js";
 import { errorLine, rejectionLine } from "../messages.js";
 import { packedToJson, reportToJson, rowToJson, type MaskFormat } from "../output/jsonl.js";
 import type { BackendName, PackedBin, PackedTree, PlanOptions, Report, Row } from "../types.js";
-import { batchLength, forEachLine, joinParts, lineLength, lineParts, type Batch, type PlacedLine } from "./batches.js";
-import { LineScanner, SCANNER_MAX_LINE_BYTES, linePastScannerDetail, type ScannedLine } from "./scanner.js";
+import {
+  batchLength,
+  forEachLine,
+  joinParts,
+  lineLength,
+  lineParts,
+  type Batch,
+  type LongLinePlace,
+  type PlacedLine,
+} from "./batches.js";
+import {
+  LineScanner,
+  type LineStream,
+  type StreamWindow,
+  SCANNER_MAX_LINE_BYTES,
+  linePastScannerDetail,
+  type ScannedLine,
+} from "./scanner.js";
 import { RowSerializer } from "./serialize.js";
 import { RecordColumns, type ColumnBlock } from "../columnar/columns.js";
 import type { DirectColumns } from "../columnar/writer.js";
@@ -47,6 +63,12 @@ export interface IngestOptions {
   notes: boolean;
   /** Columnar output: records go out as column blocks (Piece.columns), not JSONL bytes. */
   columns?: boolean;
+  /**
+   * With `scan`, a long line of a file is scanned as it is read, through a region of the
+   * scanner's memory that is reused (LineScanner.streamLine): the region's sizes (default
+   * STREAM_WINDOW; others are for tests), or `false` to read each long line whole first.
+   */
+  window?: StreamWindow | false;
 }
 
 /** Output of (part of) a batch, in input order. */
@@ -171,6 +193,8 @@ class RowBytes {
 
 export class LineProcessor {
   private scanner: LineScanner | null = null;
+  /** The long line the scanner is reading in window mode (see longLineRoom), or read last. */
+  private streamed: LineStream | null = null;
   /** A scanner a line grew past this is replaced before the next line (see KEPT_MEMORY_MAX_BYTES). */
   private readonly keepScannerBytes = KEPT_MEMORY_MAX_BYTES;
   private readonly rowBytes = new RowBytes();
@@ -277,11 +301,18 @@ export class LineProcessor {
    * buffer, so the line is neither held in batch buffers nor copied. The next batch planned must
    * be that line's (the buffer holds one line at a time). Null for the JSON.parse reader.
    */
-  async longLineRoom(): Promise<{ room(length: number): Uint8Array | null } | null> {
+  async longLineRoom(): Promise<LongLinePlace | null> {
     if (this.options.reader !== "scan") return null;
     await this.ensureScanner();
     const scanner = this.scanner!;
-    return { room: (length) => (this.scanner === scanner ? scanner.inputBuffer(length) : null) };
+    return {
+      room: (length) => (this.scanner === scanner ? scanner.inputBuffer(length) : null),
+      stream: () => {
+        const window = this.options.window;
+        if (window === false || this.scanner !== scanner) return null;
+        return (this.streamed = scanner.streamLine(window));
+      },
+    };
   }
 
   /** For `scan`: a scanner again once the last one was dropped (out of memory, or grown past keepScannerBytes). */
@@ -316,6 +347,17 @@ export class LineProcessor {
    */
   private processLine(line: Uint8Array | Uint8Array[] | PlacedLine, where: string, number: number): void {
     let bytes: Uint8Array | Uint8Array[];
+    if (!(line instanceof Uint8Array || Array.isArray(line)) && line.streamed) {
+      // Scanned as it was read (longLineRoom's stream): neither blank nor rejected by the scanner.
+      const streamed = this.streamed!;
+      this.streamed = null;
+      this.record(
+        this.scanned(() => streamed.value),
+        where,
+        number,
+      );
+      return;
+    }
     if (line instanceof Uint8Array || Array.isArray(line)) {
       bytes = line;
     } else {

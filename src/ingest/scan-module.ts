@@ -16,12 +16,21 @@ export interface ScanExports {
   metaLength(): number;
   tableAddress(): number;
   arrayCount(): number;
+  streamBegin(regionBytes: number, historyBytes: number): number;
+  streamRoom(most: number, least: number): number;
+  streamScan(got: number, last: number): number;
   formatInts(source: number, count: number, at: number, comma: number): number;
   formatFloats(source: number, count: number, at: number, comma: number): number;
   base64(source: number, length: number, at: number): number;
   maskInts(source: number, first: number, count: number, at: number, comma: number): number;
   workspace(bytes: number): number;
   setMemoryLimit(pages: number): void;
+}
+
+/** An instance's exports, and where window mode's metadata goes (see assembly/scan/scan.ts). */
+export interface ScanInstance extends ScanExports {
+  /** Gets each piece of metadata a streamScan() makes (a view valid during the call). */
+  onMeta: ((bytes: Uint8Array) => void) | null;
 }
 
 export interface ScanModuleOptions {
@@ -52,10 +61,11 @@ function compileOnce(url: URL): Promise<WebAssembly.Module> {
 }
 
 /** A fresh instance (own linear memory). */
-export async function instantiateScan(options: ScanModuleOptions = {}): Promise<ScanExports> {
+export async function instantiateScan(options: ScanModuleOptions = {}): Promise<ScanInstance> {
   const limitPages = memoryLimitPages(checkMaxMemory(options.maxMemory));
   const module = await compileOnce(options.url ?? scanWasmUrl(options.simd ?? true));
   let memory: WebAssembly.Memory | null = null;
+  let scan: ScanInstance | null = null;
   // Addresses arrive as i32: `>>> 0` reads those past 2 GiB as the unsigned numbers they are.
   const env = {
     parseFloatSlow(address: number, length: number): number {
@@ -66,6 +76,9 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
       const bytes = new Uint8Array(memory!.buffer, address >>> 0, text.length);
       for (let i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
       return text.length;
+    },
+    flushMeta(address: number, length: number): void {
+      scan!.onMeta?.(new Uint8Array(memory!.buffer, address >>> 0, length));
     },
   };
   let instance: WebAssembly.Instance;
@@ -81,5 +94,6 @@ export async function instantiateScan(options: ScanModuleOptions = {}): Promise<
   const exports = instance.exports as unknown as ScanExports;
   memory = exports.memory;
   exports.setMemoryLimit(limitPages);
-  return exports;
+  scan = { ...exports, onMeta: null }; // the exports object itself is frozen
+  return scan;
 }

@@ -6,9 +6,9 @@
 // placeholder string where each array was.
 import { isStringTooLong, notJsonDetail } from "../formats/text.js";
 import { errorLine } from "../messages.js";
-import { lineLength } from "./batches.js";
+import { lineLength, type StreamedLine } from "./batches.js";
 import { WASM_MEMORY_MAX_BYTES } from "../core/types.js";
-import { instantiateScan, type ScanExports, type ScanModuleOptions } from "./scan-module.js";
+import { instantiateScan, type ScanInstance, type ScanModuleOptions } from "./scan-module.js";
 
 export type ScannedLine =
   | { ok: true; value: unknown }
@@ -41,7 +41,7 @@ export class LineScanner {
   private readonly placeholder: string;
 
   private constructor(
-    private readonly wasm: ScanExports,
+    private readonly wasm: ScanInstance,
     nonce: string,
   ) {
     this.placeholder = "\u0000" + nonce;
@@ -85,6 +85,30 @@ export class LineScanner {
   inputBuffer(length: number): Uint8Array | null {
     const address = this.wasm.inputAddress(length) >>> 0; // addresses past 2 GiB come back negative
     return address === 0 ? null : new Uint8Array(this.wasm.memory.buffer, address, length);
+  }
+
+  /**
+   * Starts scanning one long line as it is read (window mode, see LineStream): its text goes
+   * through a region of memory that is reused, never into memory all at once. Null when memory
+   * cannot hold the region. Views of the previous result may be detached.
+   */
+  streamLine(window: StreamWindow = STREAM_WINDOW): LineStream | null {
+    const region = this.wasm.streamBegin(window.regionBytes, window.historyBytes) >>> 0;
+    return region === 0 ? null : new LineStream(this.wasm, region, window.regionBytes, (meta) => this.parsed(meta));
+  }
+
+  /** The line's value from its metadata text; null when JSON.parse takes no such text. */
+  private parsed(meta: string): { ok: true; value: unknown } | null {
+    let value: unknown;
+    try {
+      value = JSON.parse(meta);
+    } catch {
+      return null;
+    }
+    const wasm = this.wasm;
+    const count = wasm.arrayCount();
+    if (count > 0) this.attach(value, wasm.memory.buffer, wasm.tableAddress() >>> 0, count);
+    return { ok: true, value };
   }
 
   /** Scans the `length` bytes written into inputBuffer(length). */
@@ -138,6 +162,105 @@ export class LineScanner {
         }
       }
     }
+  }
+}
+
+/**
+ * Window mode's region (assembly/scan/scan.ts): the line's text moves down to its start when a
+ * piece does not fit after it, keeping `historyBytes` of scanned text (and the newest long token
+ * array) when there is room. A string or array longer than the region is read whole instead.
+ */
+export interface StreamWindow {
+  regionBytes: number;
+  historyBytes: number;
+}
+
+/**
+ * 8 MiB: about 2,000 pages to touch once, where a 90 MB line read whole takes 22,000 (a larger
+ * region touches more pages: 16 and 32 MiB were slower on the bench's mix), and room for an
+ * array of about a million tokens. The 2 MiB of history holds an agent's last prompt up to
+ * ~280K tokens; a longer one is kept as the newest long array.
+ */
+export const STREAM_WINDOW: StreamWindow = { regionBytes: 8 << 20, historyBytes: 2 << 20 };
+
+/** A piece is never smaller than this (or what is left of the region, if smaller). */
+const LEAST_PIECE = 64 << 10;
+
+/**
+ * One long line scanned as it is read: the reader asks for space(n), reads up to n bytes of the
+ * line into it, and hands them on with scanned(); the scanner parses what it can see whole and
+ * keeps the rest for the next piece. Once the last piece is in, finish() parses the metadata;
+ * the value is then what scan() would have given for the whole line (`value`: views over the
+ * scanner's memory, valid until it scans again). Any line this cannot take — a string or array
+ * longer than the region, memory short, or metadata that is not JSON (whose message needs the
+ * whole line) — makes space(), scanned() or finish() say so, and the reader reads the line
+ * whole instead, so every rejection reads as it does for a line read whole.
+ */
+export class LineStream implements StreamedLine {
+  private readonly decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+  private readonly meta: string[] = [];
+  private failed = false;
+  private result: { ok: true; value: unknown } | null = null;
+  /** Each piece of metadata as the scanner hands it out: decoded (a piece may end inside a character). */
+  private readonly take = (bytes: Uint8Array) => {
+    this.meta.push(this.decoder.decode(bytes, { stream: true }));
+  };
+
+  constructor(
+    private readonly wasm: ScanInstance,
+    private readonly region: number,
+    private readonly regionBytes: number,
+    private readonly parse: (meta: string) => { ok: true; value: unknown } | null,
+  ) {}
+
+  /** Room for up to `length` bytes (less when the region is short of it, never none). */
+  space(length: number): Uint8Array | null {
+    const at = this.failed ? -1 : this.wasm.streamRoom(length, Math.min(length, LEAST_PIECE));
+    if (at < 0) return this.fail();
+    return new Uint8Array(this.wasm.memory.buffer, this.region + at, Math.min(length, this.regionBytes - at));
+  }
+
+  scanned(got: number, last: boolean): boolean {
+    if (this.failed) return false;
+    const wasm = this.wasm;
+    wasm.onMeta = this.take;
+    try {
+      if (wasm.streamScan(got, last ? 1 : 0) !== STATUS_OK) {
+        this.fail();
+        return false;
+      }
+      if (last) this.meta.push(this.decoder.decode());
+    } catch (error) {
+      if (!(error instanceof TypeError)) throw error; // not UTF-8 (TextDecoder's fatal error)
+      this.fail();
+      return false;
+    } finally {
+      wasm.onMeta = null;
+    }
+    return true;
+  }
+
+  finish(): boolean {
+    if (this.failed) return false;
+    try {
+      this.result = this.parse(this.meta.join(""));
+    } catch (error) {
+      if (!isStringTooLong(error)) throw error;
+    }
+    this.meta.length = 0;
+    return this.result !== null;
+  }
+
+  /** The line's value, once finish() said true. */
+  get value(): ScannedLine {
+    if (this.result === null) throw new Error("LineStream: no value before finish() succeeds");
+    return this.result;
+  }
+
+  private fail(): null {
+    this.failed = true;
+    this.meta.length = 0;
+    return null;
   }
 }
 
