@@ -435,32 +435,33 @@ function startArrays(arenaStart: usize): void {
 
 /**
  * Scans the text from `p` (outside any string) to inputEnd. With `last` the text ends there;
- * otherwise more follows, and the scan stops before the first key whose array (or whose string)
- * it cannot see the end of yet: returns where it stopped, to go on from once more is read.
+ * otherwise more follows, and the scan stops at the opening quote of the first string (a key,
+ * with its array) it cannot see the end of yet: returns where it stopped, to go on from once
+ * more is read. The text before that quote holds no string, so it is done with.
  */
 function scanText(p: usize, last: bool): usize {
   const end = inputEnd;
   // Every `]` before this one is in reach: an array whose `[` is before it can be parsed whole.
   const reach = last ? end : lastClose(p, end);
   while (true) {
-    const safe = p;
     p = nextQuote(p);
     if (p >= end) return end;
+    const quote = p;
     const keyStart = p + 1;
     const keyEnd = stringEnd(keyStart);
-    if (keyEnd >= end) return last ? end : safe;
+    if (keyEnd >= end) return last ? end : quote;
     p = keyEnd + 1;
     const kind = keyKind(keyStart, keyEnd - keyStart);
     if (kind == NOT_A_KEY) continue;
     let q = skipSpace(p);
-    if (q >= end) return last ? end : safe;
+    if (q >= end) return last ? end : quote;
     if (load<u8>(q) != 0x3a) continue;
     q = skipSpace(q + 1);
-    if (q >= end) return last ? end : safe;
+    if (q >= end) return last ? end : quote;
     if (load<u8>(q) != 0x5b) continue;
-    if (q >= reach) return safe;
+    if (q >= reach) return quote;
     const after = tryArray(q, kind);
-    if (outOfMemory) return safe;
+    if (outOfMemory) return quote;
     // Not plain: go on from the `[` (its strings are still tracked by nextQuote/stringEnd).
     p = after != 0 ? after : q;
   }
@@ -536,7 +537,8 @@ export function streamRoom(most: usize, least: usize): i32 {
     let keep = withHistory;
     const long = inputStart + <usize>longArray;
     if (longArray > BASE - inputStart && long < keep) keep = long; // not gone, and older
-    // Room for the piece first: then the history only, then only what is not scanned yet.
+    // Keeping all that must leave room for at least `least` (the piece may be cut down to it);
+    // else keep the history only, else only what is not scanned yet.
     if (<u64>(inputEnd - keep) + <u64>least > size) keep = withHistory;
     if (<u64>(inputEnd - keep) + <u64>least > size) keep = scanned;
     const moved = keep - BASE;

@@ -52,6 +52,8 @@ export interface PlacedLine {
   bytes: number;
   newline: boolean;
   streamed?: true;
+  /** A streamed line of at most its place's `again` bytes: its bytes, read again. */
+  text?: Uint8Array;
 }
 
 /** What is left of a line too long to keep. */
@@ -81,6 +83,8 @@ export interface LongLinePlace {
    * position (`readAgain`), for the lines this cannot take: null when there is none.
    */
   stream?(): StreamedLine | null;
+  /** A streamed line of at most this many bytes comes with its bytes too (PlacedLine.text). */
+  again?: number;
 }
 
 /**
@@ -464,7 +468,12 @@ export async function* readBatches(
           const outcome = await streamLine(stream, source, buffer, maxLineBytes);
           if (outcome.kind === "scanned") {
             filled = outcome.tail;
-            yield { bytes: EMPTY, placed: { ...outcome.line, streamed: true }, firstLine: nextLine, lineCount: 1 };
+            const placed: PlacedLine = { ...outcome.line, streamed: true };
+            if (outcome.line.bytes <= (place!.again ?? -1)) {
+              placed.text = new Uint8Array(outcome.line.bytes);
+              await source.readAgain!(placed.text, 0, outcome.line.bytes, lineAt);
+            }
+            yield { bytes: EMPTY, placed, firstLine: nextLine, lineCount: 1 };
             yielded++;
             nextLine++;
             lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
@@ -644,9 +653,20 @@ export function forEachLine(batch: Batch, each: (start: number, end: number, lin
   }
 }
 
-/** A file read straight into the batch buffers (and read again where asked: see ByteSource.readAgain). */
+/**
+ * A file read straight into the batch buffers, and, when it is a regular file, read again where
+ * asked (see ByteSource.readAgain).
+ */
 export async function fileSource(path: string): Promise<ByteSource> {
   const handle = await open(path, "r");
+  // A pipe or a terminal given by name (/dev/stdin, <(cmd), a FIFO) cannot be read at a position.
+  let regular: boolean;
+  try {
+    regular = (await handle.stat()).isFile();
+  } catch (error) {
+    await handle.close();
+    throw new FileError("read", path, error);
+  }
   const read = async (into: Uint8Array, offset: number, length: number, position: number | null) => {
     try {
       const { bytesRead } = await handle.read(into, offset, length, position);
@@ -657,14 +677,16 @@ export async function fileSource(path: string): Promise<ByteSource> {
   };
   return {
     read: (into, offset, length) => read(into, offset, length, null),
-    async readAgain(into, offset, length, position) {
-      for (let got = 0; got < length; ) {
-        const n = await read(into, offset + got, length - got, position + got);
-        if (n === 0)
-          throw new FileError("read", path, new Error(`it is shorter than it was (at byte ${position + got})`));
-        got += n;
-      }
-    },
+    ...(regular && {
+      async readAgain(into: Uint8Array, offset: number, length: number, position: number) {
+        for (let got = 0; got < length; ) {
+          const n = await read(into, offset + got, length - got, position + got);
+          if (n === 0)
+            throw new FileError("read", path, new Error(`it is shorter than it was (at byte ${position + got})`));
+          got += n;
+        }
+      },
+    }),
     close: () => handle.close(),
   };
 }

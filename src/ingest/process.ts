@@ -312,6 +312,7 @@ export class LineProcessor {
         if (window === false || this.scanner !== scanner) return null;
         return (this.streamed = scanner.streamLine(window));
       },
+      again: EXACT_AGAIN_BYTES, // see processLine
     };
   }
 
@@ -346,33 +347,37 @@ export class LineProcessor {
    * line numbers kept).
    */
   private processLine(line: Uint8Array | Uint8Array[] | PlacedLine, where: string, number: number): void {
-    let bytes: Uint8Array | Uint8Array[];
-    if (!(line instanceof Uint8Array || Array.isArray(line)) && line.streamed) {
-      // Scanned as it was read (longLineRoom's stream): neither blank nor rejected by the scanner.
-      const streamed = this.streamed!;
-      this.streamed = null;
-      this.record(
-        this.scanned(() => streamed.value),
-        where,
-        number,
-      );
-      return;
-    }
+    // The line's bytes (none for a long line scanned as it was read), and how to read it.
+    let bytes: Uint8Array | Uint8Array[] | undefined;
+    let parse: () => ConvertResult;
     if (line instanceof Uint8Array || Array.isArray(line)) {
       bytes = line;
+      parse = () => this.parse(line);
+    } else if (line.streamed) {
+      // Scanned as it was read (longLineRoom's stream): JSON, so never blank.
+      const streamed = this.streamed!;
+      this.streamed = null;
+      bytes = line.text;
+      parse = () => this.scanned(() => streamed.value);
     } else {
       // In the scanner already (longLineRoom); a copy only of a line short enough to read again.
       const placed = this.scanner!.inputBuffer(line.bytes)!;
       bytes = placed.length <= EXACT_AGAIN_BYTES ? placed.slice() : placed;
+      parse = () => this.parsePlaced(line.bytes);
     }
-    if (bytes instanceof Uint8Array ? isBlankLine(bytes) : bytes.every((part) => isBlankLine(part))) return;
+    if (
+      bytes !== undefined &&
+      (bytes instanceof Uint8Array ? isBlankLine(bytes) : bytes.every((part) => isBlankLine(part)))
+    )
+      return;
     // A rejection's detail may quote a value holding token arrays, which the scanner made typed
     // arrays (a logprob shown rounded to float32): a small rejected line is read again as
     // JSON.parse does, for the exact words. A big one is not (that would undo bounded memory).
-    const again = this.scanner !== null && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined;
+    const again =
+      this.scanner !== null && bytes !== undefined && lineLength(bytes) <= EXACT_AGAIN_BYTES ? bytes : undefined;
     let result: ConvertResult;
     try {
-      result = line instanceof Uint8Array || Array.isArray(line) ? this.parse(bytes) : this.parsePlaced(line.bytes);
+      result = parse();
     } catch (error) {
       if (!isOutOfMemory(error)) throw error;
       result = tooLarge(`the line does not fit in memory (${errorLine(error)})`);

@@ -4,6 +4,7 @@
 // the default window and with tiny ones (text moved down often, history evicted, and items longer
 // than the region, which are read again whole), whatever the lines hold: reused prompts, long
 // strings, escapes, malformed JSON, invalid UTF-8, blank lines, rejected rollouts.
+import { execFileSync, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import fc from "fast-check";
@@ -331,5 +332,67 @@ describe("rows in window mode, case by case", () => {
     expect(small.placed.streamed).toEqual(big.map((_, i) => i + 1));
     expect(small.output).toEqual(whole.output);
     expect(statuses(whole.output.report)).toEqual(big.map((_, i) => [i + 1, "ok", null]));
+  });
+
+  it("quotes a short streamed line's rejection as a line read whole does (its bytes read again)", async () => {
+    // A rejection's detail quotes `agents`, logprobs included: the scanner's are float32, so the
+    // words come from the line's own text, which a streamed line of at most 1 MiB brings along.
+    const rollout = JSON.parse(good[0]) as Rollout;
+    const agents = { generation_log_probs: [-0.1234567891, 0.3], prompt_token_ids: [1, 2, 3], z: "p".repeat(3000) };
+    const path = join(tempDir(), "agents.jsonl");
+    writeFileSync(path, `${JSON.stringify({ ...rollout, agents })}\n${good[1]}\n`);
+    const whole = await rowsOf(path, false);
+    const streamed = await rowsOf(path, undefined);
+    expect(streamed.placed.streamed).toEqual([1, 2]);
+    expect(streamed.output).toEqual(whole.output);
+    expect(whole.output.notes).toContain("-0.123456789"); // as written (float32 would read -0.12345679)
+  });
+
+  it("drops a scanner a streamed line grew past the memory it may keep, as for a line read whole", async () => {
+    const { path } = file();
+    const create = LineProcessor.create;
+    const scanners: unknown[] = [];
+    const spy = vi.spyOn(LineProcessor, "create").mockImplementation(async (options, direct) => {
+      const processor = await create.call(LineProcessor, options, direct);
+      Object.assign(processor, { keepScannerBytes: 1 }); // every scanner is past it
+      const processLine = Reflect.get(processor, "processLine") as (...args: unknown[]) => void;
+      Reflect.set(processor, "processLine", function (this: unknown, ...args: unknown[]) {
+        processLine.apply(this, args);
+        scanners.push(Reflect.get(processor, "scanner"));
+      });
+      return processor;
+    });
+    try {
+      const streamed = await rowsOf(path, undefined);
+      expect(streamed.placed.streamed).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(scanners).toHaveLength(7);
+    expect(scanners.every((scanner) => scanner === null)).toBe(true);
+  });
+});
+
+describe("rows from a pipe given by name", () => {
+  it("never streams it (it cannot be read again), and gives the rows of the same lines in a file", async () => {
+    const good = goodLines(4, 5);
+    // A long line with a string longer than the tiny region: window mode would give it up.
+    const rollout = JSON.parse(good[1]) as Rollout;
+    rollout.group_id = "g".repeat(20_000);
+    const text = [good[0], JSON.stringify(rollout), good[2], good[3]].join("\n") + "\n";
+    const dir = tempDir();
+    const regular = join(dir, "rollouts.jsonl");
+    writeFileSync(regular, text);
+    const fifo = join(dir, "rollouts.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const writer = spawn("sh", ["-c", 'cat "$1" > "$2"', "sh", regular, fifo], { stdio: "ignore" });
+    const exited = new Promise<number | null>((resolve) => writer.on("exit", resolve));
+    const piped = await rowsOf(fifo, tiny(8 * CHUNK, CHUNK));
+    expect(await exited).toBe(0);
+    const file = await rowsOf(regular, false);
+    expect(piped.placed.streamed).toEqual([]);
+    expect(piped.output.rows).toBe(file.output.rows);
+    expect(statuses(piped.output.report)).toEqual(statuses(file.output.report));
+    expect(statuses(file.output.report).every(([, status]) => status === "ok")).toBe(true);
   });
 });
