@@ -6,18 +6,61 @@
 // is (an agent not listed, an id used twice, a call the core refuses, no call to train) comes back
 // null, and plan()'s own path plans the rollout: so every report and row, rejections word for
 // word, is plan()'s (test/plan/plan-batch.test.ts holds the two together).
-import { agentParents, stagedFindings } from "./assembler.js";
+import { stagedFindings } from "./assembler.js";
 import { countLinkedTokens, countRows, type TokenCounts } from "./make-plan.js";
 import { emptyReport } from "./report.js";
 import { writeStagedCall } from "./staged-calls.js";
-import type { RolloutHeader } from "./validate.js";
+import { isRecord } from "./validate.js";
 import { STAGED_RESULT_INTS, type CoreRow, type ForestCore, type SizeHints } from "../core/types.js";
-import type { Diagnostic, PrefixBreak, Report, RolloutBatch } from "../types.js";
+import type { BuilderHeader, Diagnostic, PrefixBreak, Report, RolloutBatch } from "../types.js";
 
 /** A planned rollout's report and rows (the core's arrays: valid until the core is released). */
 export interface PlainPlan {
   report: Report;
   rows: readonly CoreRow[];
+}
+
+/** A batch rollout's header, as far as planPlainCalls reads it. */
+export interface PlainHeader {
+  rolloutId: string;
+  /** The listed agents' ids in order, or null when the rollout lists none. */
+  agents: string[] | null;
+  /** Each listed agent's parent, as an index into `agents` (-1: none). */
+  parents: Int32Array;
+}
+
+/** More listed agents than this go to plan()'s path (a list this path searches, not a Map). */
+const MOST_AGENTS = 64;
+const NO_PARENTS = new Int32Array(0);
+
+/**
+ * The header when it is well formed by checkHeader's rules, else null (plan()'s path then words
+ * the rejection). The agents are checked and indexed with a scan of a short list: for a small
+ * rollout, a Map and an object an agent cost more than the check.
+ */
+export function plainHeader(header: BuilderHeader): PlainHeader | null {
+  const { rollout_id: rolloutId, reward, group_id: group, agents } = header;
+  if (typeof rolloutId !== "string" || rolloutId === "") return null;
+  if (typeof reward !== "number" || !Number.isFinite(reward)) return null;
+  if (group !== undefined && group !== null && typeof group !== "string") return null;
+  if (agents === undefined) return { rolloutId, agents: null, parents: NO_PARENTS };
+  if (!Array.isArray(agents) || agents.length > MOST_AGENTS) return null;
+  const ids: string[] = [];
+  for (const agent of agents as unknown[]) {
+    if (!isRecord(agent)) return null;
+    const { id, parent, mode } = agent;
+    if (typeof id !== "string" || ids.includes(id)) return null;
+    if (parent !== null && parent !== undefined && typeof parent !== "string") return null;
+    if (mode !== undefined && typeof mode !== "string") return null;
+    ids.push(id);
+  }
+  const parents = new Int32Array(ids.length);
+  for (let i = 0; i < ids.length; i++) {
+    const parent = (agents[i] as { parent?: string | null }).parent;
+    parents[i] = parent === null || parent === undefined ? -1 : ids.indexOf(parent);
+    if (parents[i] < 0 && parent !== null && parent !== undefined) return null; // not a listed agent
+  }
+  return { rolloutId, agents: ids, parents };
 }
 
 /**
@@ -28,7 +71,7 @@ export function planPlainCalls(
   core: ForestCore,
   batch: RolloutBatch,
   logprobStarts: Int32Array,
-  header: RolloutHeader,
+  header: PlainHeader,
   hints: SizeHints,
   first: number,
   end: number,
@@ -36,8 +79,8 @@ export function planPlainCalls(
   const { tokenStarts, promptLengths, callIds, callAgents, kept } = batch;
   const count = end - first;
   // Without a list, agent names get indices on first sight (as RolloutAssembler's agentFor).
-  const agentIndex = header.agentIndex ?? new Map<string, number>();
-  core.begin(agentParents(header), hints);
+  const names = header.agents ?? [];
+  core.begin(header.parents, hints);
   const staged = core.stageCalls!(
     count,
     tokenStarts[end] - tokenStarts[first],
@@ -45,11 +88,10 @@ export function planPlainCalls(
   );
   for (let c = first; c < end; c++) {
     const name = callAgents?.[c] ?? "";
-    let agent = agentIndex.get(name);
-    if (agent === undefined) {
-      if (header.agents !== null) return null;
-      agent = agentIndex.size;
-      agentIndex.set(name, agent);
+    let agent = names.indexOf(name);
+    if (agent < 0) {
+      if (header.agents !== null || names.length === MOST_AGENTS) return null;
+      agent = names.push(name) - 1;
     }
     const generation = tokenStarts[c + 1] - tokenStarts[c] - promptLengths[c];
     writeStagedCall(staged.table, c - first, promptLengths[c], generation, agent, kept?.[c] !== 0);
@@ -59,14 +101,12 @@ export function planPlainCalls(
   const { failed, results } = core.commitStaged!(count);
   if (failed >= 0) return null;
 
+  if (hasDuplicate(callIds, first, end)) return null;
   // What RolloutAssembler.record keeps of each call, as far as the report reads it.
-  const seen = new Set<string>();
   const counts: TokenCounts = { eligible: [], promptLengths: [], generationLengths: [] };
   const diagnostics: Diagnostic[] = [];
   for (let c = first; c < end; c++) {
     const id = callIds[c];
-    if (seen.has(id)) return null;
-    seen.add(id);
     const k = c - first;
     const prompt = promptLengths[c];
     const generation = tokenStarts[c + 1] - tokenStarts[c] - prompt;
@@ -96,4 +136,14 @@ export function planPlainCalls(
   report.leaves = forest.rows.length;
   report.rows = forest.rows.length;
   return { report, rows: forest.rows };
+}
+
+/** Whether two of ids[first, end) are equal: pairwise for a small rollout (cheaper than a Set). */
+function hasDuplicate(ids: readonly string[], first: number, end: number): boolean {
+  if (end - first > 32) return new Set(ids.slice(first, end)).size < end - first;
+  for (let c = first + 1; c < end; c++) {
+    const id = ids[c];
+    for (let d = first; d < c; d++) if (ids[d] === id) return true;
+  }
+  return false;
 }

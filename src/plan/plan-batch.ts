@@ -9,7 +9,7 @@
 import { RolloutAssembler, isOutOfMemory, type CallIdentity } from "./assembler.js";
 import { checkBatch, rolloutOf } from "./batch-input.js";
 import { BatchRows, type BatchBufferPool, type PlannedRows } from "./batch-output.js";
-import { planPlainCalls } from "./batch-plain.js";
+import { plainHeader, planPlainCalls } from "./batch-plain.js";
 import { planRollout } from "./plan-rollout.js";
 import { Rejection } from "./rejection.js";
 import { RUN_TOKENS } from "./staged-calls.js";
@@ -60,9 +60,6 @@ function planFlat(
   logprobStarts: Int32Array,
   r: number,
 ): PlannedRows | null {
-  const { rollout_id, reward, group_id, agents } = batch.rollouts[r];
-  const header = checkHeader({ rollout_id, reward, group_id, agents, calls: NO_CALLS });
-  if (header instanceof Rejection) return null;
   const first = batch.rolloutCalls[r];
   const end = batch.rolloutCalls[r + 1];
   if (first === end || batch.tokenStarts[end] - batch.tokenStarts[first] > RUN_TOKENS) return null;
@@ -75,8 +72,15 @@ function planFlat(
   }
   try {
     if (core.stageCalls !== undefined) {
-      const planned = planPlainCalls(core, batch, logprobStarts, header, hints, first, end);
-      if (planned !== null) return { ...planned, release: () => core.release() };
+      const header = plainHeader(batch.rollouts[r]);
+      const planned = header && planPlainCalls(core, batch, logprobStarts, header, hints, first, end);
+      if (planned !== null) return { report: planned.report, rows: planned.rows, release: () => core.release() };
+      core.release();
+      return null;
+    }
+    const { rollout_id, reward, group_id, agents } = batch.rollouts[r];
+    const header = checkHeader({ rollout_id, reward, group_id, agents, calls: NO_CALLS });
+    if (header instanceof Rejection) {
       core.release();
       return null;
     }

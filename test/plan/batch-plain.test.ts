@@ -9,7 +9,8 @@ import { generateSixteenCallRollouts } from "../../bench/generate.js";
 import { init, toRolloutBatch, type Callforest } from "../../src/index.js";
 import { WasmCorePool } from "../../src/core/wasm-core.js";
 import { checkBatch } from "../../src/plan/batch-input.js";
-import { planPlainCalls } from "../../src/plan/batch-plain.js";
+import { plainHeader, planPlainCalls } from "../../src/plan/batch-plain.js";
+import { agentParents } from "../../src/plan/assembler.js";
 import { Rejection } from "../../src/plan/rejection.js";
 import { checkHeader } from "../../src/plan/validate.js";
 import type { Rollout } from "../../src/types.js";
@@ -29,9 +30,8 @@ beforeAll(async () => {
 function planAlone(rollout: Rollout): { report: unknown; rows: unknown[] } | null {
   const batch = toRolloutBatch([rollout]);
   const logprobStarts = checkBatch(batch);
-  const { rollout_id, reward, group_id, agents } = batch.rollouts[0];
-  const header = checkHeader({ rollout_id, reward, group_id, agents, calls: [] });
-  if (header instanceof Rejection) throw new Error(`not a rollout header: ${header.detail}`);
+  const header = plainHeader(batch.rollouts[0]);
+  if (header === null) throw new Error(`not a rollout header: ${JSON.stringify(batch.rollouts[0])}`);
   const core = pool.acquire();
   try {
     const hints = { calls: batch.callIds.length, generated: 0, longestCall: 0 };
@@ -126,5 +126,69 @@ describe("planPlainCalls", () => {
       { seed: 20261205, numRuns: RUNS },
     );
     expect([...outcomes].sort()).toEqual(["left to plan()", "planned"]);
+  });
+});
+
+describe("plainHeader", () => {
+  // Headers near the rules' edges: ids, rewards and groups of the wrong kinds, agents listed
+  // twice, parents not listed or not strings, modes that are not strings.
+  const name = fc.constantFrom("main", "sub", "a", "b", "");
+  const agent = fc.record(
+    {
+      id: fc.oneof({ weight: 8, arbitrary: name }, { weight: 1, arbitrary: fc.constant(7) }),
+      parent: fc.oneof(
+        { weight: 4, arbitrary: fc.constant(null) },
+        { weight: 4, arbitrary: name },
+        { weight: 1, arbitrary: fc.constantFrom(3, "nobody") },
+      ),
+      mode: fc.constantFrom("fresh", "fork", 2),
+    },
+    { requiredKeys: ["id"] },
+  );
+  const header = fc.record(
+    {
+      rollout_id: fc.oneof(
+        { weight: 8, arbitrary: fc.constant("r") },
+        { weight: 1, arbitrary: fc.constantFrom("", 1) },
+      ),
+      reward: fc.oneof(
+        { weight: 8, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }) },
+        { weight: 1, arbitrary: fc.constantFrom(Number.NaN, Infinity, "1") },
+      ),
+      group_id: fc.constantFrom(null, "g", 3),
+      agents: fc.oneof(
+        { weight: 8, arbitrary: fc.array(agent, { maxLength: 5 }) },
+        { weight: 1, arbitrary: fc.constantFrom("main", [null], [[]]) },
+      ),
+    },
+    { requiredKeys: ["rollout_id", "reward"] },
+  );
+
+  test("accepts exactly the headers checkHeader accepts, with the same agents and parents", () => {
+    const outcomes = new Set<string>();
+    fc.assert(
+      fc.property(header, (value) => {
+        const checked = checkHeader({ ...value, calls: [] });
+        const plain = plainHeader(value as never);
+        outcomes.add(plain === null ? "refused" : "accepted");
+        if (checked instanceof Rejection) {
+          expect(plain).toBeNull();
+          return;
+        }
+        expect(plain).not.toBeNull();
+        expect(plain!.rolloutId).toBe(checked.rolloutId);
+        expect(plain!.agents).toEqual(checked.agents?.map((a) => a.id) ?? null);
+        expect(Array.from(plain!.parents)).toEqual(Array.from(agentParents(checked)));
+      }),
+      { seed: 20261205, numRuns: 2000 },
+    );
+    expect([...outcomes].sort()).toEqual(["accepted", "refused"]);
+  });
+
+  test("leaves a list of more than 64 agents to plan()'s path", () => {
+    const agents = Array.from({ length: 65 }, (_, i) => ({ id: `a${i}`, parent: null }));
+    expect(checkHeader({ rollout_id: "r", reward: 0, agents, calls: [] })).not.toBeInstanceOf(Rejection);
+    expect(plainHeader({ rollout_id: "r", reward: 0, agents })).toBeNull();
+    expect(plainHeader({ rollout_id: "r", reward: 0, agents: agents.slice(0, 64) })?.agents).toHaveLength(64);
   });
 });
