@@ -1,7 +1,6 @@
 // One process of bench/floor.ts: `rows --jobs 1`'s in-process pipeline on one JSONL file, run
 // only up to `stage`, from the same library pieces the CLI uses (the batch reader, the scanner —
-// which scans a long line as it is read, from the `scan` stage on — the format import, plan(),
-// the row writer).
+// which scans a long line as it is read — the format import, plan(), the row writer).
 // Prints `FLOOR <seconds> <cpu seconds>` from module start to the end of the work.
 //   node build/bench-out/bench/floor-stages.js <load|read|scan|plan|format> <file.jsonl>
 import { join } from "node:path";
@@ -58,16 +57,22 @@ function handle(scanned: ScannedLine): void {
 
 const scanning = upTo >= STAGES.indexOf("scan");
 // As `rows` reads in-process: the next batch is read while one is planned, and a long line goes
-// to the scanner once every batch before it is done: scanned as it is read (window mode), or,
-// in the read stage, read whole into its input buffer.
+// to the scanner once every batch before it is done, scanned as it is read (window mode). The
+// read stage reads it the same way, piece by piece into one reused region, and scans nothing.
 let done = 0;
 const waiting: { index: number; resolve: () => void }[] = [];
 let streamed: LineStream | null = null;
+const region = new Uint8Array(8 << 20);
+const readOnly = {
+  space: (length: number) => region.subarray(0, Math.min(length, region.length)),
+  scanned: () => true,
+  finish: () => true,
+};
 const longLines = async (index: number) => {
   if (done < index) await new Promise<void>((resolve) => waiting.push({ index, resolve }));
   return {
     room: (length: number) => scanner.inputBuffer(length),
-    stream: () => (scanning ? (streamed = scanner.streamLine()) : null),
+    stream: () => (scanning ? (streamed = scanner.streamLine()) : readOnly),
   };
 };
 const step = () => {

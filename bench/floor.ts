@@ -78,8 +78,8 @@ interface Step {
 
 const STAGE_NAMES: Record<(typeof STAGES)[number], string> = {
   load: "Node starts, loads the modules, instantiates the core, scanner and row writer",
-  read: "+ read the file in batches (long lines whole, straight into the scanner)",
-  scan: "+ scan every line (token arrays to typed arrays, the rest through JSON.parse; long lines as they are read)",
+  read: "+ read the file in batches (a long line a piece at a time, into one reused region)",
+  scan: "+ scan every line (token arrays to typed arrays, the rest through JSON.parse; long lines as read)",
   plan: "+ import (format detection) and plan()",
   format: "+ format every row as JSONL bytes (into a reused block)",
 };

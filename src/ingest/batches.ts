@@ -175,13 +175,14 @@ function allocate(size: number): Uint8Array {
 
 /**
  * Writes a byte into each 4 KiB page of `room` in [from, to) (bytes no read has filled yet), and
- * returns `to`. A page's first touch is what reading a long line into fresh memory costs (about
- * 12 µs a page on this project's VMs, against 7 ms for 90 MB of warm copies): touched here while
- * the file's read into other fresh pages runs on libuv's thread, they fault in on two cores at
- * once. A page the read filled fresh still costs this thread about 5 µs at its first access (the
- * memchr after the read: bench/floor.ts measures it), less than touching it here; touching fewer
- * of the pages here was slower, more no faster (bench/floor.ts's read stage). Warm pages (a
- * scanner that held a long line before) cost next to nothing here.
+ * returns `to`. For a long line read whole (from stdin or a pipe, or one window mode gave up on),
+ * a page's first touch is what reading it into fresh memory costs (about 12 µs a page on this
+ * project's VMs, against 7 ms for 90 MB of warm copies): touched here while the read into other
+ * fresh pages runs on libuv's thread, they fault in on two cores at once. A page the read filled
+ * fresh still costs this thread about 5 µs at its first access (the memchr after the read:
+ * bench/floor.ts measures it), less than touching it here; touching fewer of the pages here was
+ * slower, more no faster (measured when bench/floor.ts's read stage read long lines whole). Warm
+ * pages (a scanner that held a long line before) cost next to nothing here.
  */
 function touchPages(room: Uint8Array, from: number, to: number): number {
   for (let at = from; at < to; at += 4096) room[at] = 0;
