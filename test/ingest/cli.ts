@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { vi } from "vitest";
 import { main } from "../../src/cli/main.js";
 import { rolloutToJson } from "../../src/ingest/read.js";
+import type { ByteSink } from "../../src/ingest/sink.js";
 import { generateSmallRollouts } from "../../bench/generate.js";
 import { LOGIN_BUG } from "../support/fixtures.js";
 import { tempDirs } from "../support/temp-dirs.js";
@@ -77,5 +78,18 @@ export async function rowsOf(dir: string, name: string, content: string | Uint8A
     report: withoutRecord(report),
     record: report.slice(withoutRecord(report).length),
     input,
+  };
+}
+
+/** A ByteSink that keeps what is written, for runRows in process. */
+export function memorySink(): ByteSink & { text(): string } {
+  const parts: Buffer[] = [];
+  return {
+    write(data, written) {
+      parts.push(Buffer.from(typeof data === "string" ? Buffer.from(data) : Buffer.from(data)));
+      written?.();
+    },
+    async close() {},
+    text: () => Buffer.concat(parts).toString("utf8"),
   };
 }

@@ -4,24 +4,11 @@
 import { describe, expect, it, vi } from "vitest";
 import { runRows } from "../../src/ingest/run.js";
 import { LineProcessor, type IngestOptions } from "../../src/ingest/process.js";
-import type { ByteSink } from "../../src/ingest/sink.js";
-import { goodLines, tempDir } from "./cli.js";
+import { goodLines, memorySink, tempDir } from "./cli.js";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 const OPTIONS: IngestOptions = { reader: "scan", backend: "wasm", from: "auto", maskFormat: "bits", notes: true };
-
-function memorySink(): ByteSink & { text(): string } {
-  const parts: Buffer[] = [];
-  return {
-    write(data, written) {
-      parts.push(Buffer.from(typeof data === "string" ? Buffer.from(data) : Buffer.from(data)));
-      written?.();
-    },
-    async close() {},
-    text: () => Buffer.concat(parts).toString("utf8"),
-  };
-}
 
 async function rows(path: string, jobs: number, chunk: number) {
   const [out, report] = [memorySink(), memorySink()];

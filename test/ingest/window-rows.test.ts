@@ -12,23 +12,10 @@ import { describe, expect, it, vi } from "vitest";
 import { LineProcessor, type IngestOptions } from "../../src/ingest/process.js";
 import { runRows } from "../../src/ingest/run.js";
 import { LineStream, type StreamWindow } from "../../src/ingest/scanner.js";
-import type { ByteSink } from "../../src/ingest/sink.js";
-import { goodLines, tempDir } from "./cli.js";
+import { goodLines, memorySink, tempDir } from "./cli.js";
 
 const OPTIONS: IngestOptions = { reader: "scan", backend: "wasm", from: "auto", maskFormat: "bits", notes: true };
 const CHUNK = 1024;
-
-function memorySink(): ByteSink & { text(): string } {
-  const parts: Buffer[] = [];
-  return {
-    write(data, written) {
-      parts.push(Buffer.from(typeof data === "string" ? Buffer.from(data) : Buffer.from(data)));
-      written?.();
-    },
-    async close() {},
-    text: () => Buffer.concat(parts).toString("utf8"),
-  };
-}
 
 /** A window of `region` bytes keeping `history` bytes of scanned text. */
 const tiny = (region: number, history: number): StreamWindow => ({ regionBytes: region, historyBytes: history });
