@@ -188,8 +188,8 @@ const LEAST_PIECE = 64 << 10;
 
 /**
  * One long line scanned as it is read: the reader asks for space(n), reads up to n bytes of the
- * line into it, and hands them on with scanned(); the scanner parses what it can see whole and
- * keeps the rest for the next piece. Once the last piece is in, finish() parses the metadata;
+ * line into it, and hands them on with scanned(); the scanner goes as far as the first string or
+ * token array whose end it has not read yet, and keeps the rest for the next piece. Once the last piece is in, finish() parses the metadata;
  * the value is then what scan() would have given for the whole line (`value`: views over the
  * scanner's memory, valid until it scans again). Any line this cannot take — a string or array
  * longer than the region, memory short, or metadata that is not JSON (whose message needs the
