@@ -508,6 +508,7 @@ let metaOut: usize = 0;
  * scanned text; returns the region's address, 0 when memory cannot hold it.
  */
 export function streamBegin(regionBytes: usize, historyBytes: usize): usize {
+  if (<u64>BASE + <u64>regionBytes + <u64>SCRATCH + 4096 > 0xffffffff) return 0; // past 4 GiB
   regionEnd = BASE + regionBytes;
   metaStart = (regionEnd + 64 + 15) & ~15;
   const arenaStart = (<u64>metaStart + SCRATCH + 15) & ~(<u64>15);

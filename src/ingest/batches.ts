@@ -79,10 +79,11 @@ export type LongLines = (index: number) => Promise<LongLinePlace | null>;
 export interface LongLinePlace {
   room(length: number): Uint8Array | null;
   /**
-   * A line scanned as it is read instead (window mode), when the source can be read again at a
-   * position (`readAgain`), for the lines this cannot take: null when there is none.
+   * A line scanned as it is read instead (window mode), in pieces of up to `pieceBytes`, when the
+   * source can be read again at a position (`readAgain`), for the lines this cannot take: null
+   * when there is none.
    */
-  stream?(): StreamedLine | null;
+  stream?(pieceBytes: number): StreamedLine | null;
   /** A streamed line of at most this many bytes comes with its bytes too (PlacedLine.text). */
   again?: number;
 }
@@ -463,7 +464,7 @@ export async function* readBatches(
         let room: Uint8Array | null = null;
         let end = 0; // the line's bytes in the room
         let ended: PlacedLine | null = null; // set when the line's end was read (what follows is in `buffer`)
-        const stream = place !== null && source.readAgain !== undefined ? (place.stream?.() ?? null) : null;
+        const stream = place !== null && source.readAgain !== undefined ? (place.stream?.(chunk) ?? null) : null;
         if (stream !== null) {
           const lineAt = counted.position - filled;
           const outcome = await streamLine(stream, source, buffer, maxLineBytes);

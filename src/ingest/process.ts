@@ -28,6 +28,7 @@ import {
   type LineStream,
   type StreamWindow,
   SCANNER_MAX_LINE_BYTES,
+  streamWindow,
   linePastScannerDetail,
   type ScannedLine,
 } from "./scanner.js";
@@ -66,7 +67,8 @@ export interface IngestOptions {
   /**
    * With `scan`, a long line of a file is scanned as it is read, through a region of the
    * scanner's memory that is reused (LineScanner.streamLine): the region's sizes (default
-   * STREAM_WINDOW; others are for tests), or `false` to read each long line whole first.
+   * streamWindow() of the batch size; others are for tests), or `false` to read each long line
+   * whole first.
    */
   window?: StreamWindow | false;
 }
@@ -307,8 +309,8 @@ export class LineProcessor {
     const scanner = this.scanner!;
     return {
       room: (length) => (this.scanner === scanner ? scanner.inputBuffer(length) : null),
-      stream: () => {
-        const window = this.options.window;
+      stream: (pieceBytes) => {
+        const window = this.options.window ?? streamWindow(pieceBytes);
         if (window === false || this.scanner !== scanner) return null;
         return (this.streamed = scanner.streamLine(window));
       },

@@ -93,6 +93,7 @@ export class LineScanner {
    * cannot hold the region. Views of the previous result may be detached.
    */
   streamLine(window: StreamWindow = STREAM_WINDOW): LineStream | null {
+    if (!(window.regionBytes <= MAX_REGION_BYTES)) return null; // (addresses are 32-bit)
     const region = this.wasm.streamBegin(window.regionBytes, window.historyBytes) >>> 0;
     return region === 0 ? null : new LineStream(this.wasm, region, window.regionBytes, (meta) => this.parsed(meta));
   }
@@ -182,6 +183,20 @@ export interface StreamWindow {
  * ~280K tokens; a longer one is kept as the newest long array.
  */
 export const STREAM_WINDOW: StreamWindow = { regionBytes: 8 << 20, historyBytes: 2 << 20 };
+
+/**
+ * The window for a reader's pieces of `pieceBytes`: STREAM_WINDOW, or, for larger pieces
+ * (`--batch-bytes`), a region of four pieces that keeps one of history.
+ */
+export function streamWindow(pieceBytes: number): StreamWindow {
+  return {
+    regionBytes: Math.max(STREAM_WINDOW.regionBytes, 4 * pieceBytes),
+    historyBytes: Math.max(STREAM_WINDOW.historyBytes, pieceBytes),
+  };
+}
+
+/** The largest region a scanner makes (a line whose pieces need more is read whole). */
+const MAX_REGION_BYTES = 1 << 30;
 
 /** A piece is never smaller than this (or what is left of the region, if smaller). */
 const LEAST_PIECE = 64 << 10;

@@ -5,7 +5,13 @@
 // scans that line whole instead.
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { LineScanner, type ScannedLine, type StreamWindow } from "../../src/ingest/scanner.js";
+import {
+  LineScanner,
+  STREAM_WINDOW,
+  streamWindow,
+  type ScannedLine,
+  type StreamWindow,
+} from "../../src/ingest/scanner.js";
 import { typedLikeOracle } from "../support/scan-oracle.js";
 
 const encoder = new TextEncoder();
@@ -257,5 +263,18 @@ describe.each([true, false])("LineScanner window mode (simd %s)", (simd) => {
     expect(last.prompt_token_ids[2000 + 199 * 52 - 3]).toBe(120_000 + 198 * 50 + 49);
     // Read whole, the line alone would take its 9+ MiB (and scan() about 12 MiB in all).
     expect(fresh.memoryBytes).toBeLessThan(6 << 20);
+  });
+});
+
+describe("streamWindow", () => {
+  it("is STREAM_WINDOW for the reader's usual pieces, and four pieces with one of history for larger ones", () => {
+    expect(streamWindow(2 << 20)).toEqual(STREAM_WINDOW);
+    expect(streamWindow(16 << 20)).toEqual({ regionBytes: 64 << 20, historyBytes: 16 << 20 });
+  });
+
+  it("is refused past 1 GiB (a line with such pieces is read whole)", async () => {
+    const scanner = await LineScanner.create();
+    expect(scanner.streamLine(streamWindow(512 << 20))).toBeNull();
+    expect(scanner.streamLine(streamWindow(1 << 20))).not.toBeNull();
   });
 });

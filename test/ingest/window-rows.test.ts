@@ -383,3 +383,22 @@ describe("rows from a pipe given by name", () => {
     expect(statuses(file.output.report).every(([, status]) => status === "ok")).toBe(true);
   });
 });
+
+describe("rows with batches larger than the default region (--batch-bytes)", () => {
+  it("scans a long line as it is read in a region of four batches", async () => {
+    const [first, second] = goodLines(2, 5);
+    const rollout = JSON.parse(first) as Rollout;
+    rollout.note = "n".repeat(10 << 20); // a key rows ignore: only the line is long
+    const path = join(tempDir(), "big-batches.jsonl");
+    writeFileSync(path, `${JSON.stringify(rollout)}\n${second}\n`);
+    const chunk = 9 << 20; // more than STREAM_WINDOW's 8 MiB region holds beside its history
+    const streamed = await rowsOf(path, undefined, chunk);
+    const whole = await rowsOf(path, false, chunk);
+    expect(streamed.placed.streamed).toEqual([1]);
+    expect(streamed.output).toEqual(whole.output);
+    expect(statuses(whole.output.report)).toEqual([
+      [1, "ok", null],
+      [2, "ok", null],
+    ]);
+  });
+});
