@@ -464,6 +464,7 @@ export async function* readBatches(
         let room: Uint8Array | null = null;
         let end = 0; // the line's bytes in the room
         let ended: PlacedLine | null = null; // set when the line's end was read (what follows is in `buffer`)
+        let long: Batch | null = null; // the line's batch, once it is read
         const stream = place !== null && source.readAgain !== undefined ? (place.stream?.(chunk) ?? null) : null;
         if (stream !== null) {
           const lineAt = counted.position - filled;
@@ -475,13 +476,8 @@ export async function* readBatches(
               placed.text = new Uint8Array(outcome.line.bytes);
               await source.readAgain!(placed.text, 0, outcome.line.bytes, lineAt);
             }
-            yield { bytes: EMPTY, placed, firstLine: nextLine, lineCount: 1 };
-            yielded++;
-            nextLine++;
-            lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
-            continue;
-          }
-          if (outcome.kind === "dropped" || (outcome.line === null && outcome.bytes > maxLineBytes)) {
+            long = { bytes: EMPTY, placed, firstLine: nextLine, lineCount: 1 };
+          } else if (outcome.kind === "dropped" || (outcome.line === null && outcome.bytes > maxLineBytes)) {
             // Too long to keep (as the room would find once it had read that much).
             dropped = { bytes: outcome.bytes, newline: false, blank: outcome.blank };
             filled = 0;
@@ -502,11 +498,7 @@ export async function* readBatches(
                 dropped = bytes;
                 filled = 0;
               } else {
-                yield { bytes: EMPTY, dropped: bytes, firstLine: nextLine, lineCount: 1 };
-                yielded++;
-                nextLine++;
-                lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
-                continue;
+                long = { bytes: EMPTY, dropped: bytes, firstLine: nextLine, lineCount: 1 };
               }
             }
           }
@@ -560,12 +552,15 @@ export async function* readBatches(
               buffer.set(held.subarray(line + 1, line + 1 + filled));
               ended = { bytes: line, newline: newline >= 0 };
             }
-            yield { bytes: EMPTY, placed: ended, firstLine: nextLine, lineCount: 1 };
-            yielded++;
-            nextLine++;
-            lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
-            continue;
+            long = { bytes: EMPTY, placed: ended, firstLine: nextLine, lineCount: 1 };
           }
+        }
+        if (long !== null) {
+          yield long;
+          yielded++;
+          nextLine++;
+          lastNewline = filled > 0 ? asBuffer(buffer.subarray(0, filled)).lastIndexOf(NEWLINE) : -1;
+          continue;
         }
       }
       if (filled === buffer.length) {
