@@ -4,6 +4,7 @@ import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import type { ArrowLibrary } from "./arrow.js";
 import type { ParquetModule } from "./parquet.js";
+import { compileWithTieringBudget } from "./wasm-tiering.js";
 
 let loading: Promise<{ pq: ParquetModule; wasm: ParquetWasmExports }> | null = null;
 
@@ -15,17 +16,30 @@ export function parquetWasmPath(): string {
   return createRequire(import.meta.url).resolve("parquet-wasm/esm/parquet_wasm_bg.wasm");
 }
 
-function load(): Promise<{ pq: ParquetModule; wasm: ParquetWasmExports }> {
+export interface ParquetLoadOptions {
+  /**
+   * V8's tiering budget for parquet-wasm's functions (see wasm-tiering.ts); V8's own when not
+   * given. Taken by the first load only.
+   */
+  tieringBudget?: number;
+}
+
+function load(options: ParquetLoadOptions = {}): Promise<{ pq: ParquetModule; wasm: ParquetWasmExports }> {
   loading ??= (async () => {
     const pq = await import("parquet-wasm/esm");
-    const wasm = pq.initSync({ module: readFileSync(parquetWasmPath()) });
+    const module = readFileSync(parquetWasmPath());
+    const { tieringBudget } = options;
+    const wasm =
+      tieringBudget === undefined
+        ? pq.initSync({ module })
+        : compileWithTieringBudget(tieringBudget, () => pq.initSync({ module }));
     return { pq, wasm };
   })();
   return loading;
 }
 
-export async function loadParquet(): Promise<ParquetModule> {
-  return (await load()).pq;
+export async function loadParquet(options?: ParquetLoadOptions): Promise<ParquetModule> {
+  return (await load(options)).pq;
 }
 
 /** The WebAssembly exports of the parquet-wasm loadParquet() gives (see warmHeap in encoder-thread.ts). */
