@@ -121,7 +121,7 @@ class ThreadedParquetEncoder implements ParquetEncoder {
     await done;
     await this.written;
     this.check();
-    await this.worker.terminate();
+    // The thread ends by itself once it has said "closed" (see encoder-thread.ts).
   }
 
   abort(): void {
