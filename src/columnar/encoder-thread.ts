@@ -1,11 +1,12 @@
 // The Parquet encoder's own thread (`rows -o x.parquet`): row groups come in, in order, as Arrow
 // IPC streams, and go through parquet-wasm; the file's bytes go back to the thread that writes
-// them out, and so does each stream's buffer, to be filled again. Encoding is the costliest step
-// of Parquet output; here it runs beside planning instead of taking turns with it.
+// them out, and so does each stream's buffer, to be filled again (and, first, a spare buffer
+// touched here for the first stream). Encoding is the costliest step of Parquet output; here it
+// runs beside planning instead of taking turns with it.
 import { parentPort, workerData } from "node:worker_threads";
 import { errorLine } from "../messages.js";
 import { loadParquet, parquetWasmExports } from "./load-node.js";
-import { warmHeap } from "./warm-heap.js";
+import { touchInSteps, warmHeap } from "./warm-heap.js";
 import { ParquetStreamEncoder } from "./parquet.js";
 import type { ParquetCompression } from "./types.js";
 
@@ -13,6 +14,7 @@ export type ToEncoder = { type: "ipc"; bytes: Uint8Array } | { type: "close" };
 export type FromEncoder =
   | { type: "bytes"; bytes: Uint8Array }
   | { type: "copied"; buffer: ArrayBuffer }
+  | { type: "spare"; buffer: ArrayBuffer }
   | { type: "taken" }
   | { type: "closed" }
   | { type: "error"; message: string };
@@ -51,15 +53,37 @@ const WARM_BYTES = 64 << 20;
  */
 const TIERING_BUDGET = 100_000_000;
 
+/**
+ * A buffer, touched here once the heap is warm and before the first row group comes, for the
+ * writing thread to put that group's IPC stream in (see threaded-writer.ts). Fresh, its first
+ * touches cost the writing thread about 60 ms (a 16 MiB group's stream) just as its first group
+ * is due here; this thread has that time to spare. Room for 1.5 groups, as the writing thread
+ * would make.
+ */
+const SPARE_STREAM_BYTES = 24 << 20;
+
+/** Touches a spare stream buffer and sends it to the writing thread; the function returned stops it. */
+function sendSpareBuffer(): () => void {
+  const buffer = new ArrayBuffer(SPARE_STREAM_BYTES);
+  const bytes = new Uint8Array(buffer);
+  return touchInSteps(
+    () => bytes,
+    () => post({ type: "spare", buffer }, [buffer]),
+  );
+}
+
 let failed = false;
 let stopWarming = () => {};
+let stopSpare = () => {};
 const encoder = (async () => {
   const parquet = new ParquetStreamEncoder(
     await loadParquet({ tieringBudget: TIERING_BUDGET }),
     output,
     options.compression,
   );
-  stopWarming = warmHeap(await parquetWasmExports(), WARM_BYTES);
+  stopWarming = warmHeap(await parquetWasmExports(), WARM_BYTES, () => {
+    stopSpare = sendSpareBuffer();
+  });
   return parquet;
 })();
 let queue: Promise<unknown> = encoder.catch((error: unknown) => {
@@ -70,6 +94,7 @@ let queue: Promise<unknown> = encoder.catch((error: unknown) => {
 port.on("message", (message: ToEncoder) => {
   queue = queue.then(async () => {
     stopWarming();
+    stopSpare();
     if (failed) return;
     try {
       if (message.type === "ipc") {

@@ -1,7 +1,8 @@
 // Parquet encoded on a thread of its own (encoder-thread.ts), for the CLI. Row groups are cut and
 // put in Arrow IPC form on the writing thread, as in-process (so the bytes are the same), and
 // each group's IPC stream is transferred to the encoder; its buffer comes back to be filled
-// again, and the encoded bytes come back in order and go to `output`.
+// again (the first group's is a spare one the encoder touched while it waited), and the encoded
+// bytes come back in order and go to `output`.
 import { Worker } from "node:worker_threads";
 import type { ArrowCodec } from "./arrow.js";
 import type { EncoderOptions, FromEncoder, ToEncoder } from "./encoder-thread.js";
@@ -18,7 +19,7 @@ import { threadUrl } from "../thread-url.js";
 const BYTES_IN_FLIGHT = DEFAULT_GROUP_BYTES;
 /** Encoded bytes waiting for `output` before more groups are sent. */
 const BYTES_WAITING = 64 << 20;
-/** A stream's buffer the encoder gives back is kept to be filled again up to this size (one huge group must not pin its size). */
+/** A buffer the encoder gives back is kept to be filled again up to this size (one huge group must not pin its size). */
 const KEPT_STREAM_BYTES = 3 * DEFAULT_GROUP_BYTES;
 
 class ThreadedParquetEncoder implements ParquetEncoder {
@@ -28,8 +29,8 @@ class ThreadedParquetEncoder implements ParquetEncoder {
   private inFlightBytes = 0;
   private waiting = 0;
   /**
-   * Where the writer puts the next group's stream together: a buffer the encoder gave back,
-   * sent on without a copy (the writer grows it when a stream does not fit).
+   * Where the writer puts the next group's stream together: a buffer the encoder gave back (or
+   * its spare), sent on without a copy (the writer grows it when a stream does not fit).
    */
   readonly scratch = { bytes: new Uint8Array(0) };
   private started = false;
@@ -66,7 +67,7 @@ class ThreadedParquetEncoder implements ParquetEncoder {
         this.waiting -= bytes.byteLength;
         this.signal();
       });
-    } else if (message.type === "copied") {
+    } else if (message.type === "copied" || message.type === "spare") {
       const size = message.buffer.byteLength;
       if (size > this.scratch.bytes.byteLength && size <= KEPT_STREAM_BYTES)
         this.scratch.bytes = new Uint8Array(message.buffer);

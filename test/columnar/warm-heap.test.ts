@@ -1,7 +1,8 @@
 // warmHeap: touches exactly the bytes it took from the allocator, a step at a time, and gives
-// them back once (before the module's next use); with no room, it does nothing.
+// them back once (before the module's next use); with no room, it does nothing. touchInSteps, the
+// stepping under it: a step a turn, `done` after the last, nothing more once stopped.
 import { expect, test, vi } from "vitest";
-import { warmHeap, type WasmHeap } from "../../src/columnar/warm-heap.js";
+import { touchInSteps, warmHeap, type WasmHeap } from "../../src/columnar/warm-heap.js";
 
 /** A heap of 8 MiB whose allocator hands out one block at `at`, and says what it was asked. */
 function fakeHeap(at: number, full = false) {
@@ -48,4 +49,54 @@ test("with no room for the block, it does nothing", () => {
   const { heap, calls } = fakeHeap(0, true);
   warmHeap(heap, 4 << 20)();
   expect(calls).toEqual([`malloc ${4 << 20} 8`]);
+});
+
+test("warmHeap calls `done` once its last step is taken, and not when stopped first", async () => {
+  const { heap, bytes } = fakeHeap(0);
+  bytes.fill(0xaa);
+  let done = 0;
+  warmHeap(heap, (3 << 20) + 1, () => done++);
+  await vi.waitFor(() => expect(done).toBe(1), { timeout: 30_000, interval: 5 });
+  expect(bytes.subarray(0, (3 << 20) + 1).every((byte) => byte === 0)).toBe(true);
+  const other = fakeHeap(0);
+  let stoppedDone = 0;
+  warmHeap(other.heap, 4 << 20, () => stoppedDone++)();
+  await new Promise((resolve) => setTimeout(resolve, 0)); // the turn its first step was due
+  expect(stoppedDone).toBe(0);
+});
+
+test("touchInSteps zeroes a view in 2 MiB steps, one a turn, asking for the view at each", async () => {
+  const bytes = new Uint8Array((5 << 20) + 3).fill(0xaa);
+  const asked: number[] = [];
+  let done = 0;
+  touchInSteps(
+    () => {
+      asked.push(bytes.indexOf(0xaa));
+      return bytes;
+    },
+    () => done++,
+  );
+  expect(asked).toEqual([]); // nothing before the event loop turns
+  await vi.waitFor(() => expect(done).toBe(1), { timeout: 30_000, interval: 5 });
+  expect(asked).toEqual([0, 2 << 20, 4 << 20]);
+  expect(bytes.every((byte) => byte === 0)).toBe(true);
+});
+
+test("touchInSteps stopped half-way touches nothing more and never calls `done`", async () => {
+  const bytes = new Uint8Array(8 << 20).fill(0xaa);
+  let done = 0;
+  let steps = 0;
+  let stop = () => {};
+  stop = touchInSteps(
+    () => {
+      if (++steps === 2) stop();
+      return bytes;
+    },
+    () => done++,
+  );
+  await vi.waitFor(() => expect(steps).toBe(2), { timeout: 30_000, interval: 5 });
+  await new Promise((resolve) => setTimeout(resolve, 0)); // the turn a third step would be due
+  expect(steps).toBe(2);
+  expect(done).toBe(0);
+  expect(bytes.subarray(4 << 20).every((byte) => byte === 0xaa)).toBe(true);
 });

@@ -1,0 +1,59 @@
+// The Parquet encoder thread's side of its protocol with ThreadedColumnarWriter: while it waits
+// for its first row group it sends one spare buffer, zeroed, for the writer to put that group's
+// IPC stream in; groups sent as IPC streams come back as a Parquet file, and the thread ends by
+// itself once closed.
+import { Worker } from "node:worker_threads";
+import { expect, test } from "vitest";
+import { init } from "../../src/index.js";
+import { ArrowCodec } from "../../src/columnar/arrow.js";
+import { RecordColumns } from "../../src/columnar/columns.js";
+import type { FromEncoder } from "../../src/columnar/encoder-thread.js";
+import { threadUrl } from "../../src/thread-url.js";
+import { generateSmallRollouts } from "../../bench/generate.js";
+
+test("waiting for its first group, the encoder thread sends a spare buffer; then it encodes and ends", async () => {
+  // The built thread, in dist/ (as the writer run from src/ starts it).
+  const worker = new Worker(threadUrl(import.meta.url, "columnar", "encoder-thread.js"), {
+    workerData: { compression: "zstd" },
+  });
+  const messages: FromEncoder[] = [];
+  let spare: () => void = () => {};
+  const spareCame = new Promise<void>((resolve) => (spare = resolve));
+  let closed: () => void = () => {};
+  const closedCame = new Promise<void>((resolve) => (closed = resolve));
+  worker.on("message", (message: FromEncoder) => {
+    messages.push(message);
+    if (message.type === "spare") spare();
+    if (message.type === "closed" || message.type === "error") closed();
+  });
+  const exited = new Promise<number>((resolve) => worker.on("exit", resolve));
+  await spareCame;
+  const first = messages[0];
+  expect(first?.type).toBe("spare");
+  const buffer = (first as { buffer: ArrayBuffer }).buffer;
+  expect(buffer.byteLength).toBe(24 << 20);
+  expect(new Uint8Array(buffer).every((byte) => byte === 0)).toBe(true);
+
+  const cf = await init();
+  const arrow = new ArrowCodec(await import("apache-arrow"));
+  const columns = new RecordColumns("rows");
+  for (const rollout of generateSmallRollouts(2, 3, { arrays: "plain" })) {
+    const plan = cf.plan(rollout);
+    for (const row of plan.rows) columns.add(row);
+    plan.release();
+  }
+  const stream = arrow.ipcStream("rows", arrow.recordBatch(columns.finish()), { bytes: new Uint8Array(buffer) });
+  worker.postMessage({ type: "ipc", bytes: stream }, [stream.buffer as ArrayBuffer]);
+  worker.postMessage({ type: "close" });
+  await closedCame;
+  expect(messages.map((message) => message.type).filter((type) => type !== "bytes")).toEqual([
+    "spare",
+    "copied",
+    "taken",
+    "closed",
+  ]);
+  const file = Buffer.concat(messages.flatMap((message) => (message.type === "bytes" ? [message.bytes] : [])));
+  expect(file.subarray(0, 4).toString()).toBe("PAR1");
+  expect(file.subarray(-4).toString()).toBe("PAR1");
+  expect(await exited).toBe(0);
+}, 120_000); // the spare comes within a few seconds even on a loaded machine; without it, a failure
