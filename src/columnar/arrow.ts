@@ -51,6 +51,13 @@ function collectedClass(arrow: ArrowLibrary) {
 }
 
 /** Column blocks as Arrow record batches, tables and IPC bytes, with one apache-arrow build. */
+/** Where IPC streams are put together, one after another (see ArrowCodec.ipcStream). */
+export interface IpcScratch {
+  bytes: Uint8Array;
+  /** Where a larger buffer comes from (a fresh ArrayBuffer when not given). */
+  grow?(bytes: number): Uint8Array;
+}
+
 export class ArrowCodec {
   private readonly schemas = new Map<Layout, Schema>();
   private readonly Collected;
@@ -155,18 +162,16 @@ export class ArrowCodec {
    * `scratch`, the bytes are put together in its buffer (grown as needed) and the view is valid
    * until its next use.
    */
-  ipcStream(
-    layout: Layout,
-    batch: RecordBatch,
-    scratch: { bytes: Uint8Array } = { bytes: new Uint8Array(0) },
-  ): Uint8Array {
+  ipcStream(layout: Layout, batch: RecordBatch, scratch: IpcScratch = { bytes: new Uint8Array(0) }): Uint8Array {
     const encoder = this.ipcEncoder(layout, "stream");
     const chunks = [...encoder.write(batch), ...encoder.finish()];
     let size = 0;
     for (const chunk of chunks) size += chunk.byteLength;
     // With room to spare: the next group's stream, a little larger, then fits too.
-    if (scratch.bytes.length < size)
-      scratch.bytes = new Uint8Array(Math.ceil(Math.max(size * 1.25, scratch.bytes.length * 1.5)));
+    if (scratch.bytes.length < size) {
+      const grown = Math.ceil(Math.max(size * 1.25, scratch.bytes.length * 1.5));
+      scratch.bytes = scratch.grow?.(grown) ?? new Uint8Array(grown);
+    }
     const out = scratch.bytes;
     let at = 0;
     for (const chunk of chunks) {

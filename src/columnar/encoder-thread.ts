@@ -1,8 +1,9 @@
 // The Parquet encoder's own thread (`rows -o x.parquet`): row groups come in, in order, as Arrow
-// IPC streams, and go through parquet-wasm; the file's bytes go back to the thread that writes
-// them out, and so does each stream's buffer, to be filled again (and, first, a spare buffer
-// touched here for the first stream). Encoding is the costliest step of Parquet output; here it
-// runs beside planning instead of taking turns with it.
+// IPC streams (most in buffers shared with the writing thread), and go through parquet-wasm; the
+// file's bytes go back to the thread that writes them out, and word that each stream is copied
+// in, so that its buffer can be filled again (and, first, a spare buffer touched here for the
+// first stream). Encoding is the costliest step of Parquet output; here it runs beside planning
+// instead of taking turns with it.
 import { parentPort, workerData } from "node:worker_threads";
 import { errorLine } from "../messages.js";
 import { loadParquet, parquetWasmExports } from "./load-node.js";
@@ -13,8 +14,8 @@ import type { ParquetCompression } from "./types.js";
 export type ToEncoder = { type: "ipc"; bytes: Uint8Array } | { type: "close" };
 export type FromEncoder =
   | { type: "bytes"; bytes: Uint8Array }
-  | { type: "copied"; buffer: ArrayBuffer }
-  | { type: "spare"; buffer: ArrayBuffer }
+  | { type: "copied" }
+  | { type: "spare"; buffer: SharedArrayBuffer }
   | { type: "taken" }
   | { type: "closed" }
   | { type: "error"; message: string };
@@ -64,11 +65,11 @@ const SPARE_STREAM_BYTES = 24 << 20;
 
 /** Touches a spare stream buffer and sends it to the writing thread; the function returned stops it. */
 function sendSpareBuffer(): () => void {
-  const buffer = new ArrayBuffer(SPARE_STREAM_BYTES);
+  const buffer = new SharedArrayBuffer(SPARE_STREAM_BYTES);
   const bytes = new Uint8Array(buffer);
   return touchInSteps(
     () => bytes,
-    () => post({ type: "spare", buffer }, [buffer]),
+    () => post({ type: "spare", buffer }),
   );
 }
 
@@ -100,10 +101,9 @@ port.on("message", (message: ToEncoder) => {
       if (message.type === "ipc") {
         const parquet = await encoder;
         const taking = parquet.write(message.bytes);
-        // write() copies the stream into parquet-wasm before it returns: its buffer goes back at
-        // once, for the next group's stream, while this one waits for the encoder.
-        const buffer = message.bytes.buffer as ArrayBuffer;
-        post({ type: "copied", buffer }, [buffer]);
+        // write() copies the stream into parquet-wasm before it returns: its buffer can take the
+        // next group's stream at once, while this one waits for the encoder.
+        post({ type: "copied" });
         await taking;
         post({ type: "taken" });
       } else {

@@ -4,6 +4,7 @@
 // it their own way.
 import type * as ParquetWasm from "parquet-wasm/esm";
 
+import type { IpcScratch } from "./arrow.js";
 import type { ByteOutput, ParquetCompression } from "./types.js";
 
 export type ParquetModule = typeof ParquetWasm;
@@ -59,7 +60,7 @@ export interface ParquetEncoder {
   finish(emptyBatch: () => Uint8Array): Promise<void>;
   abort(): void;
   /** Where to put the next stream together, if the encoder takes its buffer as it is (see ArrowCodec.ipcStream). */
-  readonly scratch?: { bytes: Uint8Array };
+  readonly scratch?: IpcScratch;
 }
 
 /**

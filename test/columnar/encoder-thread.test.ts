@@ -1,7 +1,8 @@
 // The Parquet encoder thread's side of its protocol with ThreadedColumnarWriter: while it waits
-// for its first row group it sends one spare buffer, zeroed, for the writer to put that group's
-// IPC stream in; groups sent as IPC streams come back as a Parquet file, and the thread ends by
-// itself once closed.
+// for its first row group it sends one spare shared buffer, zeroed, for the writer to put that
+// group's IPC stream in; a stream in a shared buffer or transferred is said "copied" without a
+// buffer coming back; the groups come back as a Parquet file, and the thread ends by itself once
+// closed.
 import { Worker } from "node:worker_threads";
 import { expect, test } from "vitest";
 import { init } from "../../src/index.js";
@@ -30,7 +31,9 @@ test("waiting for its first group, the encoder thread sends a spare buffer; then
   await spareCame;
   const first = messages[0];
   expect(first?.type).toBe("spare");
-  const buffer = (first as { buffer: ArrayBuffer }).buffer;
+  if (first?.type !== "spare") throw new Error("no spare buffer first");
+  const buffer = first.buffer;
+  expect(buffer).toBeInstanceOf(SharedArrayBuffer);
   expect(buffer.byteLength).toBe(24 << 20);
   expect(new Uint8Array(buffer).every((byte) => byte === 0)).toBe(true);
 
@@ -42,16 +45,22 @@ test("waiting for its first group, the encoder thread sends a spare buffer; then
     for (const row of plan.rows) columns.add(row);
     plan.release();
   }
-  const stream = arrow.ipcStream("rows", arrow.recordBatch(columns.finish()), { bytes: new Uint8Array(buffer) });
-  worker.postMessage({ type: "ipc", bytes: stream }, [stream.buffer as ArrayBuffer]);
+  const group = arrow.recordBatch(columns.finish());
+  const shared = arrow.ipcStream("rows", group, { bytes: new Uint8Array(buffer) });
+  worker.postMessage({ type: "ipc", bytes: shared }); // shared, not transferred
+  const own = arrow.ipcStream("rows", group);
+  worker.postMessage({ type: "ipc", bytes: own }, [own.buffer as ArrayBuffer]);
   worker.postMessage({ type: "close" });
   await closedCame;
   expect(messages.map((message) => message.type).filter((type) => type !== "bytes")).toEqual([
     "spare",
     "copied",
     "taken",
+    "copied",
+    "taken",
     "closed",
   ]);
+  expect(messages.some((message) => "buffer" in message && message.type !== "spare")).toBe(false);
   const file = Buffer.concat(messages.flatMap((message) => (message.type === "bytes" ? [message.bytes] : [])));
   expect(file.subarray(0, 4).toString()).toBe("PAR1");
   expect(file.subarray(-4).toString()).toBe("PAR1");
