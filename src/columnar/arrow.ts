@@ -50,7 +50,6 @@ function collectedClass(arrow: ArrowLibrary) {
   };
 }
 
-/** Column blocks as Arrow record batches, tables and IPC bytes, with one apache-arrow build. */
 /** Where IPC streams are put together, one after another (see ArrowCodec.ipcStream). */
 export interface IpcScratch {
   bytes: Uint8Array;
@@ -58,6 +57,7 @@ export interface IpcScratch {
   grow?(bytes: number): Uint8Array;
 }
 
+/** Column blocks as Arrow record batches, tables and IPC bytes, with one apache-arrow build. */
 export class ArrowCodec {
   private readonly schemas = new Map<Layout, Schema>();
   private readonly Collected;
