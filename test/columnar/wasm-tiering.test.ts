@@ -19,7 +19,8 @@ const TIERING = pathToFileURL(join(ROOT, "dist", "columnar", "wasm-tiering.js"))
  */
 const script = (budget: number) => `
 import { compileWithTieringBudget } from ${JSON.stringify(TIERING)};
-// (func $f (param i32) (result i32) (local i32) (loop ... local1 += local0; local0 -= STEP ...) local1)
+// (func $f (param i32) (result i32) (local i32) (loop ... local1 += local0; local0 -= STEP ...) local1),
+// called only with n a multiple of STEP (1 or 2), so that the loop reaches 0.
 const moduleBytes = (step) => new Uint8Array([0,97,115,109,1,0,0,0,1,6,1,96,1,127,1,127,3,2,1,0,7,5,1,1,102,0,0,
   10,27,1,25,1,1,127,3,64,32,1,32,0,106,33,1,32,0,65,step,107,34,0,13,0,11,32,1,11]);
 const inside = compileWithTieringBudget(${budget}, () => new WebAssembly.Module(moduleBytes(1)));
