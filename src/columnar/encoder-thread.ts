@@ -22,6 +22,11 @@ export type FromEncoder =
 
 export interface EncoderOptions {
   compression?: ParquetCompression;
+  /**
+   * V8's tiering budget for parquet-wasm's compile here (see wasm-tiering.ts); V8's own when not
+   * given. The writing thread gives it only when no other thread may be compiling meanwhile.
+   */
+  tieringBudget?: number;
 }
 
 const port = parentPort!;
@@ -47,14 +52,6 @@ const output = {
 const WARM_BYTES = 64 << 20;
 
 /**
- * V8's tiering budget for parquet-wasm here (see wasm-tiering.ts): about 20 of its functions
- * reach TurboFan while the first row group is encoded, instead of about 80 at V8 11's budget, and
- * steady encoding is as fast. Measured on the bench's mix: 10, 30, 50, 100 and 300 million, with
- * 100 and 300 million the best (about 10% off the Parquet run against V8's budget).
- */
-const TIERING_BUDGET = 100_000_000;
-
-/**
  * A buffer, touched here once the heap is warm and before the first row group comes, for the
  * writing thread to put that group's IPC stream in (see threaded-writer.ts). Fresh, its first
  * touches cost the writing thread about 60 ms (a 16 MiB group's stream) just as its first group
@@ -78,7 +75,7 @@ let stopWarming = () => {};
 let stopSpare = () => {};
 const encoder = (async () => {
   const parquet = new ParquetStreamEncoder(
-    await loadParquet({ tieringBudget: TIERING_BUDGET }),
+    await loadParquet({ tieringBudget: options.tieringBudget }),
     output,
     options.compression,
   );
@@ -112,8 +109,8 @@ port.on("message", (message: ToEncoder) => {
           throw new Error("the Parquet encoder thread was closed before any batch");
         });
         post({ type: "closed" });
-        // Nothing more comes: the thread ends by itself, and the writing thread need not wait
-        // while it is torn down (20-40 ms, measured, with parquet-wasm's heap to free).
+        // Nothing more comes: the thread ends by itself, torn down (20-40 ms, measured, with
+        // parquet-wasm's heap to free) while the writing thread goes on to the run's report.
         port.close();
       }
     } catch (error) {

@@ -2,7 +2,8 @@
 // function runs first as Liftoff's quickly made code, and is compiled again by TurboFan, on a
 // background thread, once it has run for a budget (`--wasm-tiering-budget`, roughly bytes
 // executed). The budget is taken when a module is compiled, so it can be given to one module:
-// set the flag, compile, set it back.
+// set the flag, compile, set it back. The flag is the process's: a module another thread
+// compiles meanwhile takes the budget too, so callers compile when no other thread does.
 //
 // Why: parquet-wasm is 5 MB of Rust. At V8 11's budget about 80 of its functions reach TurboFan
 // while the first row group is encoded, half a second of compiling (measured) on the core the
@@ -20,8 +21,8 @@ function budgetGiven(): boolean {
 
 /**
  * Runs `compile` (a synchronous WebAssembly compile) with V8's tiering budget at `budget`, and
- * sets it back after. Only on V8 11 and earlier, whose budget is known, and only when node was
- * not given one: otherwise `compile` runs as it is.
+ * sets it back to V8's default after. Only on V8 11 and earlier, whose default is known, and only
+ * when node was not given a budget: otherwise `compile` runs as it is.
  */
 export function compileWithTieringBudget<T>(budget: number, compile: () => T): T {
   const v8Major = Number.parseInt(process.versions.v8, 10);

@@ -38,4 +38,4 @@ test("the encoder thread ends by itself once the file is closed", async () => {
   expect(await exited).toEqual([0]);
   expect(terminate).not.toHaveBeenCalled();
   terminate.mockRestore();
-});
+}, 120_000); // the thread ends within a second even on a loaded machine; if it does not, a failure

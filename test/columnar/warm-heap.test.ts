@@ -60,7 +60,7 @@ test("warmHeap calls `done` once its last step is taken, and not when stopped fi
   expect(bytes.subarray(0, (3 << 20) + 1).every((byte) => byte === 0)).toBe(true);
   const other = fakeHeap(0);
   let stoppedDone = 0;
-  warmHeap(other.heap, 4 << 20, () => stoppedDone++)();
+  warmHeap(other.heap, 2 << 20, () => stoppedDone++)(); // one step: `done` would come in its turn
   await new Promise((resolve) => setTimeout(resolve, 0)); // the turn its first step was due
   expect(stoppedDone).toBe(0);
 });

@@ -50,9 +50,12 @@ function run(budget: number, nodeFlags: string[] = []): { inside: boolean; after
   return JSON.parse(result.stdout) as { inside: boolean; after: boolean };
 }
 
+/** compileWithTieringBudget acts on V8 11 and earlier only (whose default budget is known). */
+const acts = Number.parseInt(process.versions.v8, 10) <= 11;
+
 test("a module compiled inside keeps its budget; one compiled after gets V8's again", () => {
   // 2e9 is never spent by the calls above; V8's own budget is, many times over.
-  expect(run(2_000_000_000)).toEqual({ inside: true, after: false });
+  expect(run(2_000_000_000)).toEqual({ inside: acts, after: false });
 });
 
 test("a budget node was started with is left as it is", () => {

@@ -155,6 +155,7 @@ async function openColumnar(
   output: RowsOutput,
   layout: "rows" | "trees" | "bins",
   sink: ByteSink,
+  jobs: number,
 ): Promise<{ columns: ColumnarWriter & { direct: DirectColumns | null }; release: () => void }> {
   const options = {
     format: output.format as "parquet" | "arrow" | "arrows",
@@ -181,8 +182,11 @@ async function openColumnar(
   let columns: ColumnarWriter & { direct: DirectColumns | null };
   if (output.format === "parquet") {
     loadFeatureSync("Parquet and Arrow output", parquetWasmPath);
-    const { ThreadedColumnarWriter } = await import("../../columnar/threaded-writer.js");
-    columns = new ThreadedColumnarWriter(options, bytes, arrow);
+    const { ThreadedColumnarWriter, PARQUET_TIERING_BUDGET } = await import("../../columnar/threaded-writer.js");
+    // parquet-wasm's higher tiering budget is set process-wide while the encoder compiles it;
+    // with planning workers, which compile their modules as they start, V8's own is kept.
+    const tieringBudget = jobs === 1 ? PARQUET_TIERING_BUDGET : undefined;
+    columns = new ThreadedColumnarWriter({ ...options, tieringBudget }, bytes, arrow);
   } else {
     columns = new ColumnarWriter(options, bytes, { arrow });
   }
@@ -332,6 +336,7 @@ function runWithSinks(
                 output,
                 layout === "rows" ? "rows" : capacity === undefined ? "trees" : "bins",
                 rowsOut!,
+                jobs,
               );
         const columns = opened?.columns ?? null;
         try {
