@@ -5,7 +5,15 @@
 import type { Rollout, RolloutBatch } from "../types.js";
 
 function must(ok: boolean, what: string): void {
-  if (!ok) throw new TypeError(`planBatch(): ${what}`);
+  if (!ok) fail(what);
+}
+
+/**
+ * Throws for a batch that does not fit together. In loops it is called only on a misfit: a
+ * message template made for every entry checked would cost more than the check.
+ */
+function fail(what: string): never {
+  throw new TypeError(`planBatch(): ${what}`);
 }
 
 /** Offsets: `count + 1` entries from 0, never decreasing, ending at `end`. */
@@ -14,8 +22,7 @@ function checkStarts(starts: unknown, name: string, count: number, end: number, 
   const s = starts as Int32Array;
   must(s.length === count + 1, `${name} has ${s.length} entries, not ${count + 1}`);
   must(s[0] === 0 && s[count] === end, `${name} must run from 0 to ${endName} (${end})`);
-  // (The message is made only for a misfit: a template per entry would cost more than the check.)
-  for (let i = 0; i < count; i++) if (s[i] > s[i + 1]) must(false, `${name}[${i + 1}] is less than ${name}[${i}]`);
+  for (let i = 0; i < count; i++) if (s[i] > s[i + 1]) fail(`${name}[${i + 1}] is less than ${name}[${i}]`);
 }
 
 /**
@@ -39,13 +46,13 @@ export function checkBatch(batch: RolloutBatch): Int32Array {
   must(kept === undefined || (kept instanceof Uint8Array && kept.length === calls), "kept needs one byte a call");
   must(logprobs instanceof Float32Array, "logprobs must be a Float32Array");
   for (const header of rollouts)
-    if (typeof header !== "object" || header === null) must(false, "each rollout header must be an object");
+    if (typeof header !== "object" || header === null) fail("each rollout header must be an object");
   const logprobStarts = new Int32Array(calls + 1);
   for (let c = 0; c < calls; c++) {
     const length = tokenStarts[c + 1] - tokenStarts[c];
     const prompt = promptLengths[c];
     if (!(prompt >= 0 && prompt <= length))
-      must(false, `promptLengths[${c}] is ${prompt}, outside the call's ${length} tokens`);
+      fail(`promptLengths[${c}] is ${prompt}, outside the call's ${length} tokens`);
     logprobStarts[c + 1] = logprobStarts[c] + length - prompt;
   }
   must(
