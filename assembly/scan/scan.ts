@@ -482,7 +482,8 @@ function lastClose(from: usize, end: usize): usize {
 // prompt is still compared with the earlier text (reuse.ts); when that text is gone the prompt is
 // parsed. A string or array longer than the region does not fit: the host reads that line whole.
 // The metadata leaves through a small scratch area the host empties (flushMeta); a run of text
-// that overflows it and is longer than half of it goes to the host straight from the region. Layout: [BASE: region][slack][scratch][arena].
+// that overflows it and is longer than half of it goes to the host straight from the region.
+// Layout: [BASE: region][slack][scratch][arena].
 
 // @ts-ignore: decorator
 @external("env", "flushMeta")

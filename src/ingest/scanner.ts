@@ -204,9 +204,10 @@ const LEAST_PIECE = 64 << 10;
 /**
  * One long line scanned as it is read: the reader asks for space(n), reads up to n bytes of the
  * line into it, and hands them on with scanned(); the scanner goes as far as the first string or
- * token array whose end it has not read yet, and keeps the rest for the next piece. Once the last piece is in, finish() parses the metadata;
- * the value is then what scan() would have given for the whole line (`value`: views over the
- * scanner's memory, valid until it scans again). Any line this cannot take — a string or array
+ * token array whose end it has not read yet, and keeps the rest for the next piece. Once the
+ * last piece is in, finish() parses the metadata; the value is then what scan() would have
+ * given for the whole line (`value`: views over the scanner's memory, valid until it scans
+ * again). Any line this cannot take — a string or array
  * longer than the region, memory short, or metadata that is not JSON (whose message needs the
  * whole line) — makes space(), scanned() or finish() say so, and the reader reads the line
  * whole instead, so every rejection reads as it does for a line read whole.
